@@ -1,0 +1,24 @@
+/** Three tiers, told apart by file name: unit (*.spec.ts), integration (*.int.spec.ts), e2e (test/*.e2e-spec.ts). */
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+    },
+    module: { type: 'commonjs' },
+  },
+];
+const libs = ['contracts', 'event-store', 'state-store', 'memory', 'critic', 'scheduler', 'runtime', 'tools', 'permissions'];
+const moduleNameMapper = Object.fromEntries(libs.map((l) => [`^@runledger/${l}$`, `<rootDir>/libs/${l}/src/index.ts`]));
+moduleNameMapper['^@runledger/testing$'] = '<rootDir>/test/support/index.ts';
+const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc }, moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
+
+module.exports = {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.spec.ts'], testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '/node_modules/'] },
+    { ...base, displayName: 'int', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.int.spec.ts'] },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
+  ],
+};

@@ -1,0 +1,69 @@
+/**
+ * Typed errors shared by every layer. The exception filter maps them to HTTP
+ * status codes and WebSocket error replies; nothing else should branch on
+ * error messages.
+ */
+export abstract class RunledgerError extends Error {
+  abstract readonly code: string;
+  constructor(
+    message: string,
+    readonly details: unknown = null,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The caller sent something malformed. HTTP 400. */
+export class ValidationError extends RunledgerError {
+  readonly code = 'validation_error';
+}
+
+/** HTTP 404. */
+export class NotFoundError extends RunledgerError {
+  readonly code = 'not_found';
+}
+
+/** Optimistic concurrency failure: the stream moved on. HTTP 409. */
+export class ConcurrencyError extends RunledgerError {
+  readonly code = 'concurrency_error';
+  constructor(
+    readonly streamId: string,
+    readonly expected: unknown,
+    readonly actual: number,
+  ) {
+    super(`stream ${streamId}: expected ${String(expected)}, actual sequence ${actual}`, {
+      stream_id: streamId,
+      expected,
+      actual,
+    });
+  }
+}
+
+/** The operation is not allowed in the current state (e.g. resolving a request that is not pending). HTTP 409. */
+export class IllegalStateError extends RunledgerError {
+  readonly code = 'illegal_state';
+}
+
+/** A request reused an idempotency key with a different body. HTTP 409. */
+export class IdempotencyConflictError extends RunledgerError {
+  readonly code = 'idempotency_conflict';
+}
+
+export class UnauthorizedError extends RunledgerError {
+  readonly code = 'unauthorized';
+}
+
+export class ForbiddenError extends RunledgerError {
+  readonly code = 'forbidden';
+}
+
+/** A model did something the protocol does not allow (invalid directive, etc.). */
+export class ModelBehaviorError extends RunledgerError {
+  readonly code = 'model_behavior_error';
+}
+
+/** Misconfiguration found at boot. */
+export class ConfigError extends RunledgerError {
+  readonly code = 'config_error';
+}

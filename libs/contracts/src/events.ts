@@ -1,0 +1,244 @@
+import { z } from 'zod';
+import { ValidationError } from './errors';
+import { ExecutionDirective, PlanStep } from './directive';
+import { MemoryKind, CriticScore } from './memory';
+import { PermissionDecision } from './permission';
+import { AcceptCheck, Budgets, Role, StopReason, TaskUsage, TokenUsage } from './task';
+import { ToolResult } from './tool';
+
+/**
+ * The event catalogue: one payload schema per event type. An event whose type
+ * is not listed here, or whose payload does not parse, can never be appended.
+ */
+const Json = z.unknown();
+const Id = z.string().min(1).max(200);
+
+const StepResultSummary = z.object({
+  step_id: Id,
+  status: z.enum(['completed', 'failed', 'skipped', 'pending']),
+  output: Json.optional(),
+  error: z.string().nullable().optional(),
+});
+
+const ErrorInfo = z.object({ kind: z.string(), message: z.string() });
+
+const FinalPayload = {
+  stop_reason: StopReason,
+  detail: z.string(),
+  usage: TaskUsage,
+};
+
+export const EventPayloads = {
+  TASK_RECEIVED: z.object({
+    input: z.string(),
+    session_id: Id,
+    accept_checks: z.array(AcceptCheck).default([]),
+    budgets: Budgets.default({}),
+    idempotency_key: z.string().nullable().default(null),
+    request_hash: z.string().nullable().default(null),
+    source: z.enum(['api', 'cli', 'fork', 'replay']).default('api'),
+    /** fork: the task and sequence this task's history was copied from */
+    forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
+  }),
+  CONTEXT_BUILT: z.object({
+    round: z.number().int().nonnegative(),
+    sections: z.record(z.string(), z.object({ tokens: z.number().int().nonnegative(), trimmed: z.number().int().nonnegative() })),
+    total_tokens: z.number().int().nonnegative(),
+    budget_tokens: z.number().int().nonnegative(),
+    cut: z.array(z.string()).default([]),
+    memory_hits: z.array(z.object({ id: Id, score: z.number() })).default([]),
+    compacted: z.boolean().default(false),
+  }),
+  ROUTER_DECIDED: z.object({
+    round: z.number().int().nonnegative(),
+    directive: ExecutionDirective,
+    source: z.enum(['orchestrator', 'sys_util', 'replay']),
+    fallback_reason: z.string().nullable().default(null),
+    attempts: z.number().int().nonnegative().default(1),
+  }),
+  MODEL_CALLED: z.object({
+    call_id: Id,
+    role: Role,
+    model: z.string(),
+    backend: z.string(),
+    attempt: z.number().int().positive().default(1),
+    round: z.number().int().nonnegative().nullable().default(null),
+    prompt_chars: z.number().int().nonnegative(),
+  }),
+  MODEL_RESPONDED: z.object({
+    call_id: Id,
+    role: Role,
+    model: z.string(),
+    content: z.string().nullable(),
+    usage: TokenUsage,
+    latency_ms: z.number().nonnegative(),
+    error: ErrorInfo.nullable().default(null),
+    finish_reason: z.string().nullable().default(null),
+    retry_after_ms: z.number().nonnegative().nullable().default(null),
+  }),
+  PLAN_STARTED: z.object({ plan_id: Id, steps: z.array(PlanStep).min(1) }),
+  PLAN_COMPLETED: z.object({ plan_id: Id, step_results: z.array(StepResultSummary) }),
+  PLAN_FAILED: z.object({
+    plan_id: Id.nullable(),
+    reason: z.string(),
+    failed_step: Id.nullable().default(null),
+    cycle: z.array(Id).nullable().default(null),
+    step_results: z.array(StepResultSummary).default([]),
+  }),
+  STEP_STARTED: z.object({ plan_id: Id, step_id: Id, kind: PlanStep.shape.kind, attempt: z.number().int().positive().default(1) }),
+  STEP_COMPLETED: z.object({ plan_id: Id, step_id: Id, output: Json }),
+  STEP_FAILED: z.object({ plan_id: Id, step_id: Id, error: z.string(), skipped: z.boolean().default(false) }),
+  TOOL_CALLED: z.object({
+    call_id: Id,
+    tool: z.string().min(1),
+    args: z.record(z.string(), Json),
+    args_hash: z.string(),
+    step_id: Id.nullable().default(null),
+    idempotent: z.boolean().default(false),
+    attempt: z.number().int().positive().default(1),
+  }),
+  TOOL_COMPLETED: z.object({ call_id: Id, tool: z.string(), result: ToolResult, duration_ms: z.number().nonnegative() }),
+  TOOL_FAILED: z.object({
+    call_id: Id,
+    tool: z.string(),
+    result: ToolResult.nullable().default(null),
+    error: z.string(),
+    error_kind: z.enum(['tool_error', 'timeout', 'permission_denied', 'validation_error', 'outcome_unknown', 'hard_stop']),
+    duration_ms: z.number().nonnegative().default(0),
+  }),
+  TASK_AWAITING_PERMISSION: z.object({
+    request_id: Id,
+    call_id: Id,
+    tool: z.string(),
+    args: z.record(z.string(), Json),
+    args_hash: z.string(),
+    rule: z.string().nullable().default(null),
+    reason: z.string(),
+  }),
+  PERMISSION_RESOLVED: z.object({
+    request_id: Id,
+    call_id: Id,
+    decision: PermissionDecision,
+    args_hash: z.string(),
+    tool: z.string(),
+  }),
+  TASK_AWAITING_SECRET: z.object({ request_id: Id, call_id: Id, tool: z.string(), secret_name: z.string(), reason: z.string() }),
+  /** never carries the value */
+  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string() }).strict(),
+  CRITIC_RESULT: z.object({
+    target_event_id: Id.nullable(),
+    call_id: Id.nullable().default(null),
+    critic: z.enum(['model', 'heuristic']),
+    score: CriticScore.nullable(),
+    error: z.string().nullable().default(null),
+  }),
+  MEMORY_WRITTEN: z.object({
+    op: z.enum(['insert', 'reinforce', 'delete']),
+    entry_id: Id,
+    kind: MemoryKind,
+    text: z.string(),
+    weight: z.number().min(0).max(1),
+    previous_weight: z.number().min(0).max(1).nullable().default(null),
+    source: z.enum(['tool', 'critic', 'user', 'system']),
+    source_event_id: Id.nullable(),
+    reason: z.string(),
+    embedding_model: z.string(),
+    embedding_dim: z.number().int().positive(),
+    metadata: z.record(z.string(), Json).default({}),
+  }),
+  CHECKPOINT_SAVED: z.object({ checkpoint_id: Id, label: z.string(), at_sequence: z.number().int().positive() }),
+  ACCEPTANCE_DECIDED: z.object({
+    passed: z.boolean(),
+    results: z.array(z.object({ id: Id, kind: AcceptCheck.shape.kind, required: z.boolean(), passed: z.boolean(), detail: z.string() })),
+  }),
+  OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
+  /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */
+  GUARD_TRIGGERED: z.object({
+    guard: z.enum(['completion_reminder', 'repeat_reminder', 'retry', 'fallback', 'compaction', 'circuit_breaker', 'correction', 'resumed']),
+    round: z.number().int().nonnegative().nullable().default(null),
+    detail: z.string(),
+    data: z.record(z.string(), Json).default({}),
+  }),
+  TASK_COMPLETED: z.object({ ...FinalPayload, stop_reason: z.literal('completed'), result: z.string() }),
+  TASK_FAILED: z.object({ ...FinalPayload, result: z.string().nullable().default(null) }),
+  TASK_CANCELLED: z.object({ ...FinalPayload, stop_reason: z.literal('cancelled') }),
+} as const;
+
+export type EventType = keyof typeof EventPayloads;
+export const EVENT_TYPES = Object.keys(EventPayloads) as EventType[];
+export const EventTypeSchema = z.enum(EVENT_TYPES as [EventType, ...EventType[]]);
+export type EventPayload<T extends EventType> = z.infer<(typeof EventPayloads)[T]>;
+export const FINAL_EVENT_TYPES: readonly EventType[] = ['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'];
+export const isFinalEventType = (t: string): boolean => (FINAL_EVENT_TYPES as readonly string[]).includes(t);
+
+/** { type, payload } pairs as a discriminated union, one member per event type. */
+const typedMembers = EVENT_TYPES.map((type) =>
+  z.object({ type: z.literal(type), payload: EventPayloads[type] }),
+) as unknown as [z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>, ...z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>[]];
+export const TypedEventBody = z.discriminatedUnion('type', typedMembers);
+
+export type TypedEvent = { [T in EventType]: { type: T; payload: EventPayload<T> } }[EventType];
+
+/** What a writer hands to EventStore.append. Ids and times are filled in when absent. */
+export type NewEvent = TypedEvent & {
+  event_id?: string;
+  causation_id?: string | null;
+  correlation_id?: string;
+  session_id?: string;
+  created_at?: string;
+};
+
+/** The stored envelope (wire and storage use these snake_case names). */
+export type RuntimeEvent<T extends EventType = EventType> = {
+  [K in T]: {
+    event_id: string;
+    task_id: string;
+    session_id: string;
+    sequence: number;
+    position: number;
+    type: K;
+    payload: EventPayload<K>;
+    causation_id: string | null;
+    correlation_id: string;
+    created_at: string;
+  };
+}[T];
+
+export const RuntimeEventEnvelope = z.object({
+  event_id: Id,
+  task_id: Id,
+  session_id: Id,
+  sequence: z.number().int().positive(),
+  position: z.number().int().positive(),
+  type: EventTypeSchema,
+  payload: z.unknown(),
+  causation_id: Id.nullable(),
+  correlation_id: Id,
+  created_at: z.string(),
+});
+
+/**
+ * Validate an event body against the catalogue. Returns the parsed payload
+ * (defaults applied) or throws ValidationError naming the type and the issue.
+ */
+export function parseEventBody(body: { type: string; payload: unknown }): TypedEvent {
+  const schema = (EventPayloads as Record<string, z.ZodTypeAny>)[body.type];
+  if (!schema) {
+    throw new EventValidationError(`unknown event type ${JSON.stringify(body.type)}`, { type: body.type });
+  }
+  const parsed = schema.safeParse(body.payload);
+  if (!parsed.success) {
+    throw new EventValidationError(`invalid ${body.type} payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
+      type: body.type,
+      issues: parsed.error.issues,
+    });
+  }
+  return { type: body.type, payload: parsed.data } as TypedEvent;
+}
+
+export class EventValidationError extends ValidationError {}
+
+/** Narrow a stored event to one type. */
+export function isEventOfType<T extends EventType>(e: RuntimeEvent, type: T): e is Extract<RuntimeEvent, { type: T }> {
+  return e.type === type;
+}

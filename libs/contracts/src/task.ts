@@ -1,0 +1,125 @@
+import { z } from 'zod';
+
+export const TASK_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_permission',
+  'awaiting_secret',
+  'completed',
+  'failed',
+  'cancelled',
+] as const;
+export const TaskStatus = z.enum(TASK_STATUSES);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+export const TERMINAL_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
+export const isTerminalStatus = (s: TaskStatus): boolean => TERMINAL_STATUSES.includes(s);
+
+export const STOP_REASONS = [
+  'completed',
+  'accept_check_failed',
+  'validation_error',
+  'provider_error',
+  'authentication_error',
+  'rate_limited',
+  'timeout',
+  'tool_error',
+  'permission_denied',
+  'budget_exceeded',
+  'repeat_cycle',
+  'missing_completion_signal',
+  'cancelled',
+] as const;
+export const StopReason = z.enum(STOP_REASONS);
+export type StopReason = z.infer<typeof StopReason>;
+
+export const Budgets = z
+  .object({
+    max_rounds: z.number().int().positive(),
+    max_tool_calls: z.number().int().nonnegative(),
+    max_model_calls: z.number().int().nonnegative(),
+    max_failures: z.number().int().nonnegative(),
+    max_tokens: z.number().int().positive(),
+    max_cost_usd: z.number().nonnegative(),
+    timeout_ms: z.number().int().positive(),
+  })
+  .partial()
+  .strict();
+export type Budgets = z.infer<typeof Budgets>;
+
+export const ACCEPT_CHECK_KINDS = [
+  'output_only',
+  'workspace_change',
+  'command_success',
+  'file_exists',
+  'content_contains',
+  'tool_fact',
+] as const;
+export const AcceptCheck = z
+  .object({
+    id: z.string().min(1).max(200),
+    kind: z.enum(ACCEPT_CHECK_KINDS),
+    target: z.string().max(4096).default(''),
+    match: z.string().max(4096).nullable().default(null),
+    required: z.boolean().default(true),
+    params: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type AcceptCheck = z.infer<typeof AcceptCheck>;
+
+/** What a user submits (REST body or CLI). */
+export const UserTask = z
+  .object({
+    input: z.string().min(1).max(100_000),
+    session_id: z.string().min(1).max(200).optional(),
+    accept_checks: z.array(AcceptCheck).max(50).optional(),
+    budgets: Budgets.optional(),
+  })
+  .strict();
+export type UserTask = z.infer<typeof UserTask>;
+
+export const ROLES = ['orchestrator', 'coder', 'critic', 'utility'] as const;
+export const Role = z.enum(ROLES);
+export type Role = z.infer<typeof Role>;
+
+export const TokenUsage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+  /** true when the provider reported no usage and the numbers were estimated from characters */
+  estimated: z.boolean().default(false),
+});
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
+/** Usage summed over a task, on the task state and on every final event. */
+export const TaskUsage = z.object({
+  rounds: z.number().int().nonnegative(),
+  tool_calls: z.number().int().nonnegative(),
+  model_calls: z.number().int().nonnegative(),
+  failures: z.number().int().nonnegative(),
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+  cost_usd: z.number().nonnegative(),
+  by_role: z.record(
+    z.string(),
+    z.object({
+      model_calls: z.number().int().nonnegative(),
+      prompt_tokens: z.number().int().nonnegative(),
+      completion_tokens: z.number().int().nonnegative(),
+      cost_usd: z.number().nonnegative(),
+    }),
+  ),
+});
+export type TaskUsage = z.infer<typeof TaskUsage>;
+
+export const emptyUsage = (): TaskUsage => ({
+  rounds: 0,
+  tool_calls: 0,
+  model_calls: 0,
+  failures: 0,
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  cost_usd: 0,
+  by_role: {},
+});

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+export const ToolCall = z.object({
+  tool: z.string().min(1),
+  args: z.record(z.string(), z.unknown()),
+  task_id: z.string().min(1),
+  step_id: z.string().nullable(),
+});
+export type ToolCall = z.infer<typeof ToolCall>;
+
+export const ToolResult = z.object({
+  tool: z.string(),
+  ok: z.boolean(),
+  output: z.unknown(),
+  error: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type ToolResult = z.infer<typeof ToolResult>;
+
+/** manifest.json of a tool plugin folder. */
+export const ToolManifest = z
+  .object({
+    name: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/),
+    description: z.string().min(1).max(2000),
+    args_schema: z.record(z.string(), z.unknown()),
+    requires_permission: z.boolean().default(false),
+    idempotent: z.boolean().default(false),
+    timeout_ms: z.number().int().positive().max(3_600_000).default(30_000),
+    secrets: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
+    sensitive_output: z.boolean().default(false),
+    entry: z.string().default('index.js'),
+  })
+  .strict();
+export type ToolManifest = z.infer<typeof ToolManifest>;

@@ -1,0 +1,68 @@
+import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
+
+/** Expected stream version for an append: a sequence number, or a condition. */
+export type ExpectedSequence = number | 'no_stream' | 'stream_exists' | 'any';
+
+export interface AppendOptions {
+  expected: ExpectedSequence;
+}
+
+export interface AppendResult {
+  /** the sequence the next append to this stream should expect */
+  nextExpectedSequence: number;
+  /** global positions of the appended (or, for a duplicate event_id, the original) events */
+  positions: number[];
+  /** the stored events, envelopes filled in */
+  events: RuntimeEvent[];
+}
+
+export interface ReadStreamOptions {
+  after_seq?: number;
+  limit?: number;
+}
+
+export interface ReadAllOptions {
+  after_position?: number;
+  limit?: number;
+  types?: readonly EventType[];
+  task_id?: string;
+}
+
+export interface StoreHead {
+  /** highest global position, 0 for an empty log */
+  position: number;
+  event_count: number;
+}
+
+/**
+ * The append-only log. Port; adapters: InMemoryEventStore (reference),
+ * SqliteEventStore. Every adapter passes the same conformance suite
+ * (`runEventStoreConformance` in ./testing).
+ */
+export abstract class EventStore {
+  /**
+   * Append events to one task's stream atomically. Validates every event
+   * against the catalogue before writing anything. Throws ConcurrencyError when
+   * `expected` does not hold; an event whose event_id is already stored is not
+   * written again and its original position is returned.
+   */
+  abstract append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult>;
+  abstract readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]>;
+  abstract readAll(options?: ReadAllOptions): Promise<RuntimeEvent[]>;
+  abstract head(): Promise<StoreHead>;
+  /** current last sequence of a stream, 0 when it does not exist */
+  abstract streamVersion(taskId: string): Promise<number>;
+  abstract close(): Promise<void>;
+
+  /** Every event of a stream, paging through readStream. */
+  async readWholeStream(taskId: string, pageSize = 1000): Promise<RuntimeEvent[]> {
+    const out: RuntimeEvent[] = [];
+    let after = 0;
+    for (;;) {
+      const page = await this.readStream(taskId, { after_seq: after, limit: pageSize });
+      out.push(...page);
+      if (page.length < pageSize) return out;
+      after = page[page.length - 1].sequence;
+    }
+  }
+}

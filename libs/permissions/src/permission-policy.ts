@@ -1,0 +1,18 @@
+import { PermissionCheck, ToolManifest } from '@runledger/contracts';
+
+export interface PermissionSubject {
+  manifest: ToolManifest;
+  args: Record<string, unknown>;
+  session_id: string;
+}
+
+/**
+ * Rule check before a tool call runs: allow | prompt | deny | hard_stop.
+ * Pure with respect to the log: remembered allow_always decisions are applied
+ * by the runtime from PERMISSION_RESOLVED events, not stored here.
+ */
+export abstract class PermissionPolicy {
+  abstract check(subject: PermissionSubject): PermissionCheck;
+  /** Hard-stop check on a task's raw input, before anything runs (e.g. a request to wipe `/`). */
+  abstract checkTaskInput(input: string): PermissionCheck;
+}
