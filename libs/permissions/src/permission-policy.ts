@@ -15,4 +15,10 @@ export abstract class PermissionPolicy {
   abstract check(subject: PermissionSubject): PermissionCheck;
   /** Hard-stop check on a task's raw input, before anything runs (e.g. a request to wipe `/`). */
   abstract checkTaskInput(input: string): PermissionCheck;
+  /**
+   * Secrets this call needs beyond its manifest's `secrets` (e.g. `sudo_password`
+   * for a shell command that uses sudo). The runtime asks the user for each one
+   * (TASK_AWAITING_SECRET) before the call runs.
+   */
+  abstract requiredSecrets(subject: PermissionSubject): string[];
 }
