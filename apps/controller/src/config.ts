@@ -32,6 +32,12 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   RUNLEDGER_BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)?$/i).default('1mb'),
   RUNLEDGER_CORS_ORIGIN: z.string().optional(),
+  /** requests per minute per bearer token; 0 turns rate limiting off */
+  RUNLEDGER_RATE_LIMIT: intFromEnv(0, 10_000_000).default(1200),
+  /** WebSocket ping interval; a peer that misses one pong is dropped */
+  RUNLEDGER_WS_HEARTBEAT_MS: intFromEnv(50, 3_600_000).default(30_000),
+  /** bytes a WebSocket client may have unsent before it is disconnected as a slow consumer */
+  RUNLEDGER_WS_MAX_BUFFER: intFromEnv(1024, 1_073_741_824).default(8 * 1024 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
