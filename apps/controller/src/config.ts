@@ -1,8 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError } from '@runledger/contracts';
+import { Budgets, ConfigError, PriceTable } from '@runledger/contracts';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A JSON value given as an env string (or as JSON already, from the config file). */
+const jsonFromEnv = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      return v;
+    }
+  }, schema);
 
 /**
  * Everything the service reads from its environment, parsed once at boot.
@@ -38,6 +48,36 @@ export const ConfigSchema = z.object({
   RUNLEDGER_WS_HEARTBEAT_MS: intFromEnv(50, 3_600_000).default(30_000),
   /** bytes a WebSocket client may have unsent before it is disconnected as a slow consumer */
   RUNLEDGER_WS_MAX_BUFFER: intFromEnv(1024, 1_073_741_824).default(8 * 1024 * 1024),
+  // Run discipline (libs/runtime/src/discipline). Budgets use the API's `budgets` keys;
+  // RUNLEDGER_MAX_ROUNDS is the default max_rounds, the maximums cap what a task may ask for.
+  RUNLEDGER_BUDGET_DEFAULTS: jsonFromEnv(Budgets).optional(),
+  RUNLEDGER_BUDGET_MAXIMUMS: jsonFromEnv(Budgets).optional(),
+  /** {"<model>": {"input_per_mtok": USD, "output_per_mtok": USD}, "*": {...}} */
+  RUNLEDGER_PRICE_TABLE: jsonFromEnv(PriceTable).optional(),
+  /** characters per token when a provider reports no usage */
+  RUNLEDGER_CHARS_PER_TOKEN: z.coerce.number().positive().max(100).optional(),
+  RUNLEDGER_CONTEXT_WINDOW_TOKENS: intFromEnv(256, 10_000_000).optional(),
+  /** completion tokens reserved out of the context window */
+  RUNLEDGER_MAX_COMPLETION_TOKENS: intFromEnv(1, 1_000_000).optional(),
+  /** fraction of the prompt budget kept free for estimation error */
+  RUNLEDGER_PROMPT_SAFETY_MARGIN: z.coerce.number().min(0).max(0.9).optional(),
+  RUNLEDGER_MODEL_RETRIES: intFromEnv(0, 10).optional(),
+  RUNLEDGER_TOOL_RETRIES: intFromEnv(0, 10).optional(),
+  RUNLEDGER_RETRY_BASE_MS: intFromEnv(0, 600_000).optional(),
+  RUNLEDGER_RETRY_MAX_MS: intFromEnv(0, 3_600_000).optional(),
+  /** a Retry-After longer than this is not waited for: fall back or stop */
+  RUNLEDGER_RETRY_AFTER_MAX_MS: intFromEnv(0, 3_600_000).optional(),
+  /** consecutive breakages of one tool in a task that open its circuit */
+  RUNLEDGER_CIRCUIT_BREAKER_THRESHOLD: intFromEnv(1, 1000).optional(),
+  /** upper bound of the adaptive per-signature tool timeout */
+  RUNLEDGER_TOOL_TIMEOUT_CAP_MS: intFromEnv(1, 86_400_000).optional(),
+  RUNLEDGER_MODEL_TIMEOUT_MS: intFromEnv(1, 3_600_000).optional(),
+  /** a model stream silent this long is a timeout */
+  RUNLEDGER_STREAM_IDLE_TIMEOUT_MS: intFromEnv(1, 3_600_000).optional(),
+  /** consecutive directive-less orchestrator answers before missing_completion_signal */
+  RUNLEDGER_COMPLETION_MAX_MISSES: intFromEnv(1, 100).optional(),
+  /** repeats of an earlier round in a row that earn a reminder (one more stops with repeat_cycle) */
+  RUNLEDGER_REPEAT_THRESHOLD: intFromEnv(1, 100).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;

@@ -1,0 +1,217 @@
+import { Budgets, PriceTable, Role, RuntimeEvent, TaskUsage, TokenUsage, emptyUsage } from '@runledger/contracts';
+import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
+
+export interface BudgetResolution {
+  budgets: ResolvedBudgets;
+  /** keys the task asked for above the configured maximum; they were lowered to it */
+  capped: BudgetKey[];
+}
+
+const capOf = (value: number | null, max: number | null): number | null => {
+  if (max === null) return value;
+  if (value === null) return max;
+  return Math.min(value, max);
+};
+
+/** Task budgets = config defaults overridden by the task's own, never above the configured maximum. */
+export function resolveBudgets(requested: Budgets | undefined, defaults: ResolvedBudgets, maximums: ResolvedBudgets): BudgetResolution {
+  const capped: BudgetKey[] = [];
+  const out = { ...defaults };
+  for (const key of BUDGET_KEYS) {
+    const asked = requested?.[key];
+    const max = maximums[key];
+    if (asked !== undefined && max !== null && asked > max) capped.push(key);
+    (out as Record<BudgetKey, number | null>)[key] = capOf(asked ?? defaults[key], max);
+  }
+  return { budgets: out, capped };
+}
+
+/** Tokens from characters when a provider reports none (see DEFAULT_CHARS_PER_TOKEN). */
+export function estimateTokens(chars: number, charsPerToken = DEFAULT_CHARS_PER_TOKEN): number {
+  return chars <= 0 ? 0 : Math.ceil(chars / charsPerToken);
+}
+
+export function estimateUsage(promptChars: number, completionChars: number, charsPerToken = DEFAULT_CHARS_PER_TOKEN): TokenUsage {
+  const prompt_tokens = estimateTokens(promptChars, charsPerToken);
+  const completion_tokens = estimateTokens(completionChars, charsPerToken);
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, estimated: true };
+}
+
+export function costOf(model: string, usage: Pick<TokenUsage, 'prompt_tokens' | 'completion_tokens'>, prices: PriceTable): number {
+  const price = prices[model] ?? prices['*'];
+  if (!price) return 0;
+  return (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
+}
+
+/** Meter state: the usage so far plus what a pending model call needs to be estimated on response. */
+export interface MeterState {
+  usage: TaskUsage;
+  pendingCalls: Record<string, { prompt_chars: number }>;
+  rounds: number[];
+  /** created_at of TASK_RECEIVED, for the end-to-end timeout */
+  startedAt: string | null;
+}
+
+export interface MeterOptions {
+  prices: PriceTable;
+  charsPerToken?: number;
+}
+
+export const initialMeterState = (): MeterState => ({ usage: emptyUsage(), pendingCalls: {}, rounds: [], startedAt: null });
+
+const addRole = (usage: TaskUsage, role: Role, patch: { model_calls?: number; prompt_tokens?: number; completion_tokens?: number; cost_usd?: number }): TaskUsage => {
+  const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
+  return {
+    ...usage,
+    by_role: {
+      ...usage.by_role,
+      [role]: {
+        model_calls: prev.model_calls + (patch.model_calls ?? 0),
+        prompt_tokens: prev.prompt_tokens + (patch.prompt_tokens ?? 0),
+        completion_tokens: prev.completion_tokens + (patch.completion_tokens ?? 0),
+        cost_usd: prev.cost_usd + (patch.cost_usd ?? 0),
+      },
+    },
+  };
+};
+
+/**
+ * Pure fold of one event into the meter. Usage is derived from the log only,
+ * so a resumed task meters exactly what it had spent before the restart.
+ * Rounds are the distinct ROUTER_DECIDED rounds; failures are failed tool
+ * calls plus failed model calls.
+ */
+export function meterEvolve(state: MeterState, event: RuntimeEvent, options: MeterOptions): MeterState {
+  const u = state.usage;
+  switch (event.type) {
+    case 'TASK_RECEIVED':
+      return { ...state, startedAt: state.startedAt ?? event.created_at };
+    case 'ROUTER_DECIDED': {
+      const round = event.payload.round;
+      if (state.rounds.includes(round)) return state;
+      return { ...state, rounds: [...state.rounds, round], usage: { ...u, rounds: u.rounds + 1 } };
+    }
+    case 'TOOL_CALLED':
+      return { ...state, usage: { ...u, tool_calls: u.tool_calls + 1 } };
+    case 'TOOL_FAILED':
+      return { ...state, usage: { ...u, failures: u.failures + 1 } };
+    case 'MODEL_CALLED': {
+      const usage = addRole({ ...u, model_calls: u.model_calls + 1 }, event.payload.role, { model_calls: 1 });
+      return { ...state, usage, pendingCalls: { ...state.pendingCalls, [event.payload.call_id]: { prompt_chars: event.payload.prompt_chars } } };
+    }
+    case 'MODEL_RESPONDED': {
+      const p = event.payload;
+      const { [p.call_id]: pending, ...rest } = state.pendingCalls;
+      const reported = p.usage.total_tokens > 0 || p.usage.prompt_tokens > 0 || p.usage.completion_tokens > 0;
+      const tokens = reported || p.error ? p.usage : estimateUsage(pending?.prompt_chars ?? 0, p.content?.length ?? 0, options.charsPerToken);
+      const cost = costOf(p.model, tokens, options.prices);
+      let usage: TaskUsage = {
+        ...u,
+        failures: u.failures + (p.error ? 1 : 0),
+        prompt_tokens: u.prompt_tokens + tokens.prompt_tokens,
+        completion_tokens: u.completion_tokens + tokens.completion_tokens,
+        total_tokens: u.total_tokens + tokens.prompt_tokens + tokens.completion_tokens,
+        cost_usd: u.cost_usd + cost,
+      };
+      usage = addRole(usage, p.role, { prompt_tokens: tokens.prompt_tokens, completion_tokens: tokens.completion_tokens, cost_usd: cost });
+      return { ...state, usage, pendingCalls: rest };
+    }
+    default:
+      return state;
+  }
+}
+
+export const meterFromEvents = (events: readonly RuntimeEvent[], options: MeterOptions): MeterState =>
+  events.reduce((s, e) => meterEvolve(s, e, options), initialMeterState());
+
+export interface BudgetExceeded {
+  budget: BudgetKey;
+  limit: number;
+  actual: number;
+  /** the role, for max_model_calls */
+  role: Role | null;
+  detail: string;
+}
+
+/** What the runtime is about to do; admission checks whether it still fits. */
+export type NextAction = { kind: 'round' } | { kind: 'tool_call' } | { kind: 'model_call'; role: Role };
+
+const exceeded = (budget: BudgetKey, limit: number, actual: number, detail: string, role: Role | null = null): BudgetExceeded => ({
+  budget,
+  limit,
+  actual,
+  role,
+  detail,
+});
+
+/**
+ * The first budget already overrun (used strictly more than allowed), in a
+ * fixed order: time, tokens, cost, failures. Count budgets for rounds, tool
+ * and model calls are enforced before the action by `admit`.
+ */
+export function firstExceeded(usage: TaskUsage, budgets: ResolvedBudgets, elapsedMs: number): BudgetExceeded | null {
+  if (elapsedMs > budgets.timeout_ms) return exceeded('timeout_ms', budgets.timeout_ms, elapsedMs, `task ran ${elapsedMs} ms, over its ${budgets.timeout_ms} ms time budget`);
+  if (usage.total_tokens > budgets.max_tokens) return exceeded('max_tokens', budgets.max_tokens, usage.total_tokens, `used ${usage.total_tokens} tokens, over the budget of ${budgets.max_tokens}`);
+  if (budgets.max_cost_usd !== null && usage.cost_usd > budgets.max_cost_usd) {
+    return exceeded('max_cost_usd', budgets.max_cost_usd, usage.cost_usd, `cost $${usage.cost_usd.toFixed(6)}, over the budget of $${budgets.max_cost_usd}`);
+  }
+  if (usage.failures > budgets.max_failures) return exceeded('max_failures', budgets.max_failures, usage.failures, `${usage.failures} failures, over the limit of ${budgets.max_failures}`);
+  return null;
+}
+
+/** Would the next action go over a count budget? Checked before the round / call starts. */
+export function admit(usage: TaskUsage, budgets: ResolvedBudgets, next: NextAction): BudgetExceeded | null {
+  switch (next.kind) {
+    case 'round':
+      return usage.rounds >= budgets.max_rounds
+        ? exceeded('max_rounds', budgets.max_rounds, usage.rounds, `all ${budgets.max_rounds} rounds used without an answer`)
+        : null;
+    case 'tool_call':
+      return usage.tool_calls >= budgets.max_tool_calls
+        ? exceeded('max_tool_calls', budgets.max_tool_calls, usage.tool_calls, `all ${budgets.max_tool_calls} tool calls used`)
+        : null;
+    case 'model_call': {
+      const used = usage.by_role[next.role]?.model_calls ?? 0;
+      return used >= budgets.max_model_calls
+        ? exceeded('max_model_calls', budgets.max_model_calls, used, `the ${next.role} role used all ${budgets.max_model_calls} model calls`, next.role)
+        : null;
+    }
+  }
+}
+
+/**
+ * Convenience wrapper over the pure fold for the loop: feed events as they are
+ * appended, ask before each action.
+ */
+export class BudgetMeter {
+  private state: MeterState;
+
+  constructor(
+    readonly budgets: ResolvedBudgets,
+    private readonly options: MeterOptions,
+    history: readonly RuntimeEvent[] = [],
+  ) {
+    this.state = meterFromEvents(history, options);
+  }
+
+  observe(event: RuntimeEvent): void {
+    this.state = meterEvolve(this.state, event, this.options);
+  }
+
+  get usage(): TaskUsage {
+    return this.state.usage;
+  }
+
+  elapsedMs(now: Date = new Date()): number {
+    return this.state.startedAt ? Math.max(0, now.getTime() - Date.parse(this.state.startedAt)) : 0;
+  }
+
+  /** remaining end-to-end time, for the task deadline */
+  remainingMs(now: Date = new Date()): number {
+    return Math.max(0, this.budgets.timeout_ms - this.elapsedMs(now));
+  }
+
+  check(next?: NextAction, now: Date = new Date()): BudgetExceeded | null {
+    return firstExceeded(this.state.usage, this.budgets, this.elapsedMs(now)) ?? (next ? admit(this.state.usage, this.budgets, next) : null);
+  }
+}

@@ -1,0 +1,68 @@
+import { EventPayload, EventType, RuntimeEvent, hashArgs } from '@runledger/contracts';
+
+/**
+ * Builds a task's event log for the guards' unit tests, envelopes filled in
+ * and sequence gap-free, so each test reads as the log it judges.
+ */
+export class EventLogBuilder {
+  readonly events: RuntimeEvent[] = [];
+  private calls = 0;
+  private round = 0;
+
+  constructor(
+    readonly taskId = 'task_1',
+    private readonly startedAt = new Date('2026-01-01T00:00:00Z'),
+  ) {}
+
+  add<T extends EventType>(type: T, payload: EventPayload<T>, atMs = 0): this {
+    const sequence = this.events.length + 1;
+    this.events.push({
+      event_id: `evt_${sequence}`,
+      task_id: this.taskId,
+      session_id: 'ses_1',
+      sequence,
+      position: sequence,
+      type,
+      payload,
+      causation_id: null,
+      correlation_id: this.taskId,
+      created_at: new Date(this.startedAt.getTime() + atMs).toISOString(),
+    } as RuntimeEvent);
+    return this;
+  }
+
+  received(input = 'do it'): this {
+    return this.add('TASK_RECEIVED', { input, session_id: 'ses_1', accept_checks: [], budgets: {}, idempotency_key: null, request_hash: null, source: 'api', forked_from: null });
+  }
+
+  decided(directive: EventPayload<'ROUTER_DECIDED'>['directive']): this {
+    this.round += 1;
+    return this.add('ROUTER_DECIDED', { round: this.round, directive, source: 'orchestrator', fallback_reason: null, attempts: 1 });
+  }
+
+  /** a whole tool round: ROUTER_DECIDED, TOOL_CALLED, TOOL_COMPLETED */
+  toolRound(tool: string, args: Record<string, unknown>, output: unknown, ok = true): this {
+    return this.decided({ type: 'tool', tool, args }).tool(tool, args, output, ok);
+  }
+
+  tool(tool: string, args: Record<string, unknown>, output: unknown, ok = true): this {
+    const call_id = this.called(tool, args);
+    return this.add('TOOL_COMPLETED', { call_id, tool, result: { tool, ok, output, error: ok ? null : 'failed', metadata: {} }, duration_ms: 1 });
+  }
+
+  toolFailed(tool: string, args: Record<string, unknown>, error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] = 'tool_error'): this {
+    const call_id = this.called(tool, args);
+    return this.add('TOOL_FAILED', { call_id, tool, result: null, error: `${tool} ${error_kind}`, error_kind, duration_ms: 1 });
+  }
+
+  private called(tool: string, args: Record<string, unknown>): string {
+    this.calls += 1;
+    const call_id = `call_${this.calls}`;
+    this.add('TOOL_CALLED', { call_id, tool, args, args_hash: hashArgs(tool, args), step_id: null, idempotent: false, attempt: 1 });
+    return call_id;
+  }
+
+  responded(content: string): this {
+    return this.decided({ type: 'respond', content });
+  }
+}
