@@ -75,6 +75,8 @@ export const EventPayloads = {
     error: ErrorInfo.nullable().default(null),
     finish_reason: z.string().nullable().default(null),
     retry_after_ms: z.number().nonnegative().nullable().default(null),
+    /** priced when recorded (config price table), so a later price change never rewrites history */
+    cost_usd: z.number().nonnegative().optional(),
   }),
   PLAN_STARTED: z.object({ plan_id: Id, steps: z.array(PlanStep).min(1) }),
   PLAN_COMPLETED: z.object({ plan_id: Id, step_results: z.array(StepResultSummary) }),

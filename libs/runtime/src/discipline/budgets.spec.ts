@@ -42,22 +42,21 @@ describe('token estimate and cost', () => {
 });
 
 describe('meter fold over the log', () => {
-  const prices = { m: { input_per_mtok: 1_000_000, output_per_mtok: 2_000_000 } };
   const log = () =>
     new EventLogBuilder()
       .received()
       .add('MODEL_CALLED', { call_id: 'm1', role: 'orchestrator', model: 'm', backend: 'openai', attempt: 1, round: 1, prompt_chars: 400 })
-      .add('MODEL_RESPONDED', { call_id: 'm1', role: 'orchestrator', model: 'm', content: '12345678', usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null })
+      .add('MODEL_RESPONDED', { call_id: 'm1', role: 'orchestrator', model: 'm', content: '12345678', usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null, cost_usd: 104 })
       .toolRound('file_write', { path: 'a', content: 'x' }, { bytes: 1 })
       .add('MODEL_CALLED', { call_id: 'm2', role: 'coder', model: 'm', backend: 'openai', attempt: 1, round: 1, prompt_chars: 10 })
-      .add('MODEL_RESPONDED', { call_id: 'm2', role: 'coder', model: 'm', content: 'abc', usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null })
+      .add('MODEL_RESPONDED', { call_id: 'm2', role: 'coder', model: 'm', content: 'abc', usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null, cost_usd: 13 })
       .add('MODEL_CALLED', { call_id: 'm3', role: 'orchestrator', model: 'm', backend: 'openai', attempt: 1, round: 2, prompt_chars: 10 })
-      .add('MODEL_RESPONDED', { call_id: 'm3', role: 'orchestrator', model: 'm', content: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: { kind: 'rate_limited', message: '429' }, finish_reason: null, retry_after_ms: 1000 })
+      .add('MODEL_RESPONDED', { call_id: 'm3', role: 'orchestrator', model: 'm', content: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: { kind: 'rate_limited', message: '429' }, finish_reason: null, retry_after_ms: 1000, cost_usd: 0 })
       .toolFailed('shell_exec', { command: 'boom' })
       .responded('done');
 
-  it('sums rounds, calls, failures, reported and estimated tokens and cost per task and role', () => {
-    const sut = meterFromEvents(log().events, { prices });
+  it('sums rounds, calls, failures, reported and estimated tokens and recorded cost per task and role', () => {
+    const sut = meterFromEvents(log().events);
     expect(sut.usage).toEqual<TaskUsage>({
       rounds: 2,
       tool_calls: 2,
@@ -77,9 +76,9 @@ describe('meter fold over the log', () => {
 
   it('BudgetMeter continues from a recorded history exactly like a fresh fold', () => {
     const events = log().events;
-    const sut = new BudgetMeter(DEFAULT_BUDGETS, { prices }, events.slice(0, 5));
+    const sut = new BudgetMeter(DEFAULT_BUDGETS, {}, events.slice(0, 5));
     events.slice(5).forEach((e) => sut.observe(e));
-    expect(sut.usage).toEqual(meterFromEvents(events, { prices }).usage);
+    expect(sut.usage).toEqual(meterFromEvents(events).usage);
   });
 });
 
@@ -117,7 +116,7 @@ describe('budget checks', () => {
   });
 
   it('measures elapsed time from TASK_RECEIVED', () => {
-    const sut = new BudgetMeter({ ...budgets, timeout_ms: 60_000 }, { prices: {} }, new EventLogBuilder().received().events);
+    const sut = new BudgetMeter({ ...budgets, timeout_ms: 60_000 }, {}, new EventLogBuilder().received().events);
     expect(sut.check(undefined, new Date('2026-01-01T00:00:59Z'))).toBeNull();
     expect(sut.check(undefined, new Date('2026-01-01T00:01:01Z'))).toMatchObject({ budget: 'timeout_ms', actual: 61_000 });
     expect(sut.remainingMs(new Date('2026-01-01T00:00:50Z'))).toBe(10_000);

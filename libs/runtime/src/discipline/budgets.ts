@@ -53,7 +53,7 @@ export interface MeterState {
 }
 
 export interface MeterOptions {
-  prices: PriceTable;
+  /** for calls recorded without usage; cost is taken from the event (priced when recorded) */
   charsPerToken?: number;
 }
 
@@ -79,9 +79,10 @@ const addRole = (usage: TaskUsage, role: Role, patch: { model_calls?: number; pr
  * Pure fold of one event into the meter. Usage is derived from the log only,
  * so a resumed task meters exactly what it had spent before the restart.
  * Rounds are the distinct ROUTER_DECIDED rounds; failures are failed tool
- * calls plus failed model calls.
+ * calls plus failed model calls; cost is what MODEL_RESPONDED recorded
+ * (`costOf` at record time).
  */
-export function meterEvolve(state: MeterState, event: RuntimeEvent, options: MeterOptions): MeterState {
+export function meterEvolve(state: MeterState, event: RuntimeEvent, options: MeterOptions = {}): MeterState {
   const u = state.usage;
   switch (event.type) {
     case 'TASK_RECEIVED':
@@ -104,7 +105,7 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       const { [p.call_id]: pending, ...rest } = state.pendingCalls;
       const reported = p.usage.total_tokens > 0 || p.usage.prompt_tokens > 0 || p.usage.completion_tokens > 0;
       const tokens = reported || p.error ? p.usage : estimateUsage(pending?.prompt_chars ?? 0, p.content?.length ?? 0, options.charsPerToken);
-      const cost = costOf(p.model, tokens, options.prices);
+      const cost = p.cost_usd ?? 0;
       let usage: TaskUsage = {
         ...u,
         failures: u.failures + (p.error ? 1 : 0),
@@ -121,7 +122,7 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
   }
 }
 
-export const meterFromEvents = (events: readonly RuntimeEvent[], options: MeterOptions): MeterState =>
+export const meterFromEvents = (events: readonly RuntimeEvent[], options: MeterOptions = {}): MeterState =>
   events.reduce((s, e) => meterEvolve(s, e, options), initialMeterState());
 
 export interface BudgetExceeded {
@@ -188,7 +189,7 @@ export class BudgetMeter {
 
   constructor(
     readonly budgets: ResolvedBudgets,
-    private readonly options: MeterOptions,
+    private readonly options: MeterOptions = {},
     history: readonly RuntimeEvent[] = [],
   ) {
     this.state = meterFromEvents(history, options);
