@@ -8,3 +8,4 @@ export * from './accept-gate';
 export * from './completion';
 export * from './repeat-detector';
 export * from './stop-reasons';
+export * from './retry-runner';
