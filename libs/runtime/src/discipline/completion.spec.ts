@@ -1,4 +1,5 @@
-import { classifyOrchestratorText, completionStep, initialCompletionState, RoundOutcome, stripFabricatedResults } from './completion';
+import { classifyOrchestratorText, completionStateFromEvents, completionStep, initialCompletionState, RoundOutcome, stripFabricatedResults } from './completion';
+import { EventLogBuilder } from './testing-events';
 
 describe('orchestrator text: directive, attempted directive, or no attempt', () => {
   it.each<[string, string | null, string, Record<string, unknown>]>([
@@ -73,5 +74,18 @@ describe('completion protocol', () => {
     ['an attempted directive (validation path) neither counts nor resets', ['no_attempt', 'other', 'no_attempt', 'no_attempt'], ['remind', 'continue', 'remind', 'stop']],
   ])('%s', (_n, outcomes, actions) => {
     expect(run(outcomes)).toEqual(actions);
+  });
+});
+
+describe('completion state from the log', () => {
+  it('counts reminders since the last tool call', () => {
+    const log = new EventLogBuilder().received();
+    const remind = () => log.add('GUARD_TRIGGERED', { guard: 'completion_reminder', round: 1, detail: 'no directive', data: {} });
+    remind();
+    remind();
+    expect(completionStateFromEvents(log.events)).toEqual({ misses: 2 });
+    log.toolRound('echo', { text: 'x' }, 'x');
+    remind();
+    expect(completionStateFromEvents(log.events)).toEqual({ misses: 1 });
   });
 });

@@ -1,4 +1,4 @@
-import { ExecutionDirective } from '@runledger/contracts';
+import { ExecutionDirective, RuntimeEvent } from '@runledger/contracts';
 
 /**
  * The completion protocol: what a piece of orchestrator text is, and what to
@@ -143,4 +143,14 @@ export function completionStep(state: CompletionState, outcome: RoundOutcome, ma
     return { action: 'stop', state: { misses }, detail: `the orchestrator answered ${misses} times in a row without a directive` };
   }
   return { action: 'remind', state: { misses }, detail: `no directive (miss ${misses} of ${maxMisses}); reminded` };
+}
+
+/** The protocol's state from the log: reminders since the last tool call are the misses so far. */
+export function completionStateFromEvents(events: readonly RuntimeEvent[]): CompletionState {
+  let misses = 0;
+  for (const e of events) {
+    if (e.type === 'TOOL_CALLED') misses = 0;
+    else if (e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'completion_reminder') misses += 1;
+  }
+  return { misses };
 }
