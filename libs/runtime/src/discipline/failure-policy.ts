@@ -263,9 +263,10 @@ export function toolGuardEvolve(state: ToolGuardState, event: RuntimeEvent): Too
       return { ...state, consecutiveFailures: { ...state.consecutiveFailures, [tool]: broke ? (state.consecutiveFailures[tool] ?? 0) + 1 : 0 } };
     }
     case 'TOOL_FAILED': {
-      const { tool, error_kind, call_id } = event.payload;
+      const { tool, error_kind, call_id, result } = event.payload;
       if (error_kind !== 'tool_error' && error_kind !== 'timeout') return state;
-      const next = { ...state, consecutiveFailures: { ...state.consecutiveFailures, [tool]: (state.consecutiveFailures[tool] ?? 0) + 1 } };
+      const ranFine = error_kind === 'tool_error' && result !== null && hasExitCode(result.output);
+      const next = { ...state, consecutiveFailures: { ...state.consecutiveFailures, [tool]: ranFine ? 0 : (state.consecutiveFailures[tool] ?? 0) + 1 } };
       const sig = state.callSignature[call_id]?.signature;
       if (error_kind === 'timeout' && sig) next.timeouts = { ...state.timeouts, [sig]: (state.timeouts[sig] ?? 0) + 1 };
       return next;

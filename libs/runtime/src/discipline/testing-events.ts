@@ -45,9 +45,12 @@ export class EventLogBuilder {
     return this.decided({ type: 'tool', tool, args }).tool(tool, args, output, ok);
   }
 
+  /** ok:false is recorded as the engine does: TOOL_FAILED (tool_error) carrying the result */
   tool(tool: string, args: Record<string, unknown>, output: unknown, ok = true): this {
     const call_id = this.called(tool, args);
-    return this.add('TOOL_COMPLETED', { call_id, tool, result: { tool, ok, output, error: ok ? null : 'failed', metadata: {} }, duration_ms: 1 });
+    const result = { tool, ok, output, error: ok ? null : 'failed', metadata: {} };
+    if (!ok) return this.add('TOOL_FAILED', { call_id, tool, result, error: 'failed', error_kind: 'tool_error', duration_ms: 1 });
+    return this.add('TOOL_COMPLETED', { call_id, tool, result, duration_ms: 1 });
   }
 
   toolFailed(tool: string, args: Record<string, unknown>, error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] = 'tool_error'): this {
