@@ -18,11 +18,13 @@ export interface AppendResult {
 
 export interface ReadStreamOptions {
   after_seq?: number;
+  /** no limit when absent */
   limit?: number;
 }
 
 export interface ReadAllOptions {
   after_position?: number;
+  /** no limit when absent */
   limit?: number;
   types?: readonly EventType[];
   task_id?: string;
@@ -34,12 +36,20 @@ export interface StoreHead {
   event_count: number;
 }
 
+/** Called synchronously right after a transaction commits, with the events it stored, in position order. */
+export type CommitListener = (events: readonly RuntimeEvent[]) => void;
+
 /**
  * The append-only log. Port; adapters: InMemoryEventStore (reference),
  * SqliteEventStore. Every adapter passes the same conformance suite
  * (`runEventStoreConformance` in ./testing).
+ *
+ * Committed events fan out through `onCommitted` (the EventBus registers
+ * itself there), so the store never needs to know about the bus.
  */
 export abstract class EventStore {
+  private readonly commitListeners = new Set<CommitListener>();
+
   /**
    * Append events to one task's stream atomically. Validates every event
    * against the catalogue before writing anything. Throws ConcurrencyError when
@@ -53,6 +63,27 @@ export abstract class EventStore {
   /** current last sequence of a stream, 0 when it does not exist */
   abstract streamVersion(taskId: string): Promise<number>;
   abstract close(): Promise<void>;
+
+  /** Register a listener for committed events; returns the function that removes it. */
+  onCommitted(listener: CommitListener): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
+  }
+
+  /**
+   * Adapters call this after commit, never inside the transaction. A failing
+   * listener must not turn a committed append into an error for its writer.
+   */
+  protected emitCommitted(events: readonly RuntimeEvent[]): void {
+    if (events.length === 0) return;
+    for (const listener of this.commitListeners) {
+      try {
+        listener(events);
+      } catch (err) {
+        process.emitWarning(`EventStore commit listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
 
   /** Every event of a stream, paging through readStream. */
   async readWholeStream(taskId: string, pageSize = 1000): Promise<RuntimeEvent[]> {

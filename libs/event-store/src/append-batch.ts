@@ -1,0 +1,138 @@
+import {
+  ConcurrencyError,
+  EventType,
+  IdempotencyConflictError,
+  NewEvent,
+  RuntimeEvent,
+  ValidationError,
+  newId,
+  parseEventBody,
+} from '@runledger/contracts';
+import { ExpectedSequence } from './event-store';
+
+/** An event whose type and payload passed the catalogue, envelope fields not yet assigned. */
+export interface ValidatedEvent {
+  event_id: string;
+  type: EventType;
+  payload: unknown;
+  session_id: string | undefined;
+  causation_id: string | null;
+  correlation_id: string | undefined;
+  created_at: string | undefined;
+}
+
+/** What an adapter knows about a stream inside its append transaction. */
+export interface StreamHead {
+  /** last sequence, 0 for a missing stream */
+  version: number;
+  /** session of the stream's first event, null for a missing stream */
+  session_id: string | null;
+}
+
+/** An event ready to insert: everything but the position, which the store assigns. */
+export type UnpositionedEvent = Omit<RuntimeEvent, 'position'>;
+
+const MAX_ID = 200;
+
+function checkId(name: string, value: unknown): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID) {
+    throw new ValidationError(`${name} must be a non-empty string of at most ${MAX_ID} characters`, { field: name });
+  }
+}
+
+/**
+ * Validate a whole batch against the catalogue before anything is written:
+ * one bad event rejects the batch. Event ids are assigned here so a retry of
+ * the same NewEvent objects is not idempotent by accident; callers that want
+ * idempotent retries pass their own event_id.
+ */
+export function validateBatch(taskId: string, events: readonly NewEvent[], expected: ExpectedSequence): ValidatedEvent[] {
+  checkId('task_id', taskId);
+  validateExpected(expected);
+  if (!Array.isArray(events) || events.length === 0) throw new ValidationError('append needs at least one event');
+  const seen = new Set<string>();
+  return events.map((e, i) => {
+    const body = parseEventBody({ type: e?.type, payload: e?.payload });
+    const eventId = e.event_id ?? newId('evt');
+    checkId(`events[${i}].event_id`, eventId);
+    if (seen.has(eventId)) throw new ValidationError(`event_id ${eventId} appears twice in one append`, { event_id: eventId });
+    seen.add(eventId);
+    if (e.session_id !== undefined) checkId(`events[${i}].session_id`, e.session_id);
+    if (e.correlation_id !== undefined) checkId(`events[${i}].correlation_id`, e.correlation_id);
+    if (e.causation_id !== undefined && e.causation_id !== null) checkId(`events[${i}].causation_id`, e.causation_id);
+    if (e.created_at !== undefined && Number.isNaN(Date.parse(e.created_at))) {
+      throw new ValidationError(`events[${i}].created_at is not a timestamp`, { field: 'created_at' });
+    }
+    return {
+      event_id: eventId,
+      type: body.type,
+      payload: body.payload,
+      session_id: e.session_id,
+      causation_id: e.causation_id ?? null,
+      correlation_id: e.correlation_id,
+      created_at: e.created_at,
+    };
+  });
+}
+
+/** Throws ConcurrencyError unless `expected` holds for a stream at `version`. */
+export function checkExpected(taskId: string, expected: ExpectedSequence, version: number): void {
+  const ok =
+    expected === 'any' ||
+    (expected === 'no_stream' && version === 0) ||
+    (expected === 'stream_exists' && version > 0) ||
+    expected === version;
+  if (!ok) throw new ConcurrencyError(taskId, expected, version);
+}
+
+/** Reject a malformed expected version before the transaction starts. */
+export function validateExpected(expected: ExpectedSequence): void {
+  if (typeof expected === 'number') {
+    if (!Number.isInteger(expected) || expected < 0) throw new ValidationError(`expected sequence must be a non-negative integer, got ${expected}`);
+  } else if (!['any', 'no_stream', 'stream_exists'].includes(expected)) {
+    throw new ValidationError(`unknown expected version ${JSON.stringify(expected)}`);
+  }
+}
+
+/**
+ * Decide an append whose event ids may already be stored: all stored (in this
+ * stream) is a retry and returns the originals; some stored is a different
+ * batch reusing ids, refused; none stored returns null (a normal append).
+ */
+export function resolveDuplicates(
+  taskId: string,
+  batch: readonly ValidatedEvent[],
+  stored: readonly (Pick<RuntimeEvent, 'event_id' | 'task_id' | 'position'> | undefined)[],
+): 'new' | 'retry' {
+  const found = stored.filter((s) => s !== undefined);
+  if (found.length === 0) return 'new';
+  if (found.length === batch.length && found.every((s) => s.task_id === taskId)) return 'retry';
+  throw new IdempotencyConflictError(`event ids already stored under another append: ${found.map((s) => s.event_id).join(', ')}`, {
+    event_ids: found.map((s) => s.event_id),
+  });
+}
+
+/**
+ * Fill the envelopes: gap-free sequences after the stream head, session from
+ * the event, else the stream's first event, else a TASK_RECEIVED payload, else
+ * the task id; correlation defaults to the task id.
+ */
+export function buildEnvelopes(taskId: string, batch: readonly ValidatedEvent[], head: StreamHead, now: string): UnpositionedEvent[] {
+  let streamSession = head.session_id;
+  return batch.map((e, i) => {
+    const fromPayload = e.type === 'TASK_RECEIVED' ? (e.payload as { session_id: string }).session_id : undefined;
+    const session = e.session_id ?? streamSession ?? fromPayload ?? taskId;
+    streamSession ??= session;
+    return {
+      event_id: e.event_id,
+      task_id: taskId,
+      session_id: session,
+      sequence: head.version + i + 1,
+      type: e.type,
+      payload: e.payload,
+      causation_id: e.causation_id,
+      correlation_id: e.correlation_id ?? taskId,
+      created_at: e.created_at ?? now,
+    } as UnpositionedEvent;
+  });
+}

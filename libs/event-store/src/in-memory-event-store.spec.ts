@@ -1,0 +1,4 @@
+import { InMemoryEventStore } from './in-memory-event-store';
+import { runEventStoreConformance } from './testing/conformance';
+
+runEventStoreConformance('InMemoryEventStore', async () => ({ store: new InMemoryEventStore() }));

@@ -1,0 +1,64 @@
+import { NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { buildEnvelopes, checkExpected, resolveDuplicates, validateBatch } from './append-batch';
+import { AppendOptions, AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StoreHead } from './event-store';
+
+/**
+ * Reference adapter: the semantics every other adapter must match, kept in
+ * memory. Stored events are copied in and out so callers cannot mutate the log.
+ */
+export class InMemoryEventStore extends EventStore {
+  private readonly log: RuntimeEvent[] = [];
+  private readonly streams = new Map<string, RuntimeEvent[]>();
+  private readonly byId = new Map<string, RuntimeEvent>();
+
+  async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    const batch = validateBatch(taskId, events, options.expected);
+    const stream = this.streams.get(taskId) ?? [];
+    const version = stream.length;
+    const stored = batch.map((e) => this.byId.get(e.event_id));
+    if (resolveDuplicates(taskId, batch, stored) === 'retry') {
+      const originals = stored as RuntimeEvent[];
+      return { nextExpectedSequence: version, positions: originals.map((e) => e.position), events: originals.map((e) => structuredClone(e)) };
+    }
+    checkExpected(taskId, options.expected, version);
+    const envelopes = buildEnvelopes(taskId, batch, { version, session_id: stream[0]?.session_id ?? null }, new Date().toISOString());
+    const written = envelopes.map((e, i) => ({ ...structuredClone(e), position: this.log.length + i + 1 }) as RuntimeEvent);
+    for (const e of written) {
+      this.log.push(e);
+      stream.push(e);
+      this.byId.set(e.event_id, e);
+    }
+    this.streams.set(taskId, stream);
+    const result = written.map((e) => structuredClone(e));
+    this.emitCommitted(result);
+    return { nextExpectedSequence: stream.length, positions: written.map((e) => e.position), events: result };
+  }
+
+  async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
+    const stream = this.streams.get(taskId) ?? [];
+    const from = stream.slice(options.after_seq ?? 0);
+    return (options.limit === undefined ? from : from.slice(0, options.limit)).map((e) => structuredClone(e));
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
+    const out: RuntimeEvent[] = [];
+    const limit = options.limit ?? Infinity;
+    for (let i = options.after_position ?? 0; i < this.log.length && out.length < limit; i++) {
+      const e = this.log[i];
+      if (options.task_id !== undefined && e.task_id !== options.task_id) continue;
+      if (options.types && !options.types.includes(e.type)) continue;
+      out.push(structuredClone(e));
+    }
+    return out;
+  }
+
+  async head(): Promise<StoreHead> {
+    return { position: this.log.length, event_count: this.log.length };
+  }
+
+  async streamVersion(taskId: string): Promise<number> {
+    return this.streams.get(taskId)?.length ?? 0;
+  }
+
+  async close(): Promise<void> {}
+}

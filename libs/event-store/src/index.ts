@@ -1,0 +1,3 @@
+export * from './event-store';
+export * from './in-memory-event-store';
+export * from './event-bus';
