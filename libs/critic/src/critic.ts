@@ -1,0 +1,66 @@
+import { CriticScore, NewEvent, TokenUsage, newId } from '@runledger/contracts';
+
+/** What the critic judges: one tool outcome, as the log recorded it. */
+export interface CriticInput {
+  /** the TOOL_COMPLETED / TOOL_FAILED event scored */
+  target_event_id: string;
+  call_id: string;
+  tool: string;
+  ok: boolean;
+  output: unknown;
+  error: string | null;
+  metadata: Record<string, unknown>;
+}
+
+/** A model call the critic made, so the hook can record it (MODEL_CALLED / MODEL_RESPONDED) for replay. */
+export interface CriticExchange {
+  call_id: string;
+  model: string;
+  backend: string;
+  prompt_chars: number;
+  content: string | null;
+  usage: TokenUsage;
+  latency_ms: number;
+  error: { kind: string; message: string } | null;
+}
+
+export interface CriticVerdict {
+  critic: 'model' | 'heuristic';
+  /** null when the critic failed: the score is absent, never guessed */
+  score: CriticScore | null;
+  error: string | null;
+  exchange: CriticExchange | null;
+}
+
+/** Scores tool outcomes. Port; adapters: ModelCritic (the critic role), HeuristicCritic (no model). */
+export abstract class Critic {
+  abstract readonly kind: 'model' | 'heuristic';
+  /** never throws: a failure is a verdict with `error` and a null score */
+  abstract evaluate(input: CriticInput, signal?: AbortSignal): Promise<CriticVerdict>;
+}
+
+/**
+ * The events that record a verdict: the critic's model call (when it made one),
+ * then CRITIC_RESULT. `criticEventId` lets a later event name the result as its cause.
+ */
+export function criticEvents(input: CriticInput, verdict: CriticVerdict, criticEventId: string = newId('evt')): NewEvent[] {
+  const events: NewEvent[] = [];
+  const x = verdict.exchange;
+  if (x) {
+    events.push(
+      { type: 'MODEL_CALLED', causation_id: input.target_event_id, payload: { call_id: x.call_id, role: 'critic', model: x.model, backend: x.backend, attempt: 1, round: null, prompt_chars: x.prompt_chars } },
+      {
+        type: 'MODEL_RESPONDED',
+        causation_id: input.target_event_id,
+        payload: { call_id: x.call_id, role: 'critic', model: x.model, content: x.content, usage: x.usage, latency_ms: x.latency_ms, error: x.error, finish_reason: null, retry_after_ms: null },
+      },
+    );
+  }
+  events.push({
+    type: 'CRITIC_RESULT',
+    event_id: criticEventId,
+    causation_id: input.target_event_id,
+    payload: { target_event_id: input.target_event_id, call_id: input.call_id, critic: verdict.critic, score: verdict.score, error: verdict.error },
+  });
+  return events;
+}

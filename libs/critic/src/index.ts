@@ -1,0 +1,3 @@
+export * from './critic';
+export * from './heuristic-critic';
+export * from './model-critic';

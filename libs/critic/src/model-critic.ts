@@ -1,0 +1,107 @@
+import { CriticScore, TokenUsage, newId } from '@runledger/contracts';
+import { Critic, CriticExchange, CriticInput, CriticVerdict } from './critic';
+
+export interface CriticMessage {
+  role: 'system' | 'user';
+  content: string;
+}
+
+/**
+ * The critic role as the critic lib needs it. The composition root adapts the
+ * runtime's ModelBackend to this, so critic never imports runtime.
+ */
+export interface CriticModel {
+  readonly model: string;
+  readonly backend: string;
+  complete(messages: CriticMessage[], options: { timeout_ms: number; signal: AbortSignal }): Promise<{ content: string; usage?: TokenUsage }>;
+}
+
+export const CRITIC_SYSTEM_PROMPT = [
+  'You are the critic of Runledger. Judge the tool outcome below and reply with ONE JSON object only:',
+  '{"correctness":0..1,"usefulness":0..1,"safety":0..1,"memory_store":true|false,"weight":0..1,"notes":"<short reason>"}',
+  'memory_store: true when the outcome is worth remembering for later tasks; weight: how much it should count in recall.',
+].join('\n');
+
+const MAX_OUTPUT_CHARS = 4000;
+
+export function criticPrompt(input: CriticInput): CriticMessage[] {
+  const output = typeof input.output === 'string' ? input.output : JSON.stringify(input.output ?? null);
+  const clipped = output.length > MAX_OUTPUT_CHARS ? `${output.slice(0, MAX_OUTPUT_CHARS)}…[truncated]` : output;
+  return [
+    { role: 'system', content: CRITIC_SYSTEM_PROMPT },
+    { role: 'user', content: [`tool: ${input.tool}`, `ok: ${input.ok}`, `error: ${input.error ?? 'none'}`, `output:\n${clipped}`].join('\n') },
+  ];
+}
+
+/** Parse a critic reply: JSON (a ```json fence tolerated) that satisfies CriticScore, or an error string. */
+export function parseCriticReply(content: string): { score: CriticScore } | { error: string } {
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(content);
+  const text = (fenced ? fenced[1] : content).trim();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { error: `critic reply is not JSON: ${JSON.stringify(content.slice(0, 120))}` };
+  }
+  const parsed = CriticScore.safeParse(json);
+  if (!parsed.success) return { error: `critic reply is not a CriticScore: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+  return { score: parsed.data };
+}
+
+const zeroUsage = (): TokenUsage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: true });
+
+/** Asks the critic role for a CriticScore; any failure (throw, timeout, non-JSON, out of range) is a verdict with an error. */
+export class ModelCritic extends Critic {
+  readonly kind = 'model' as const;
+
+  constructor(
+    private readonly model: CriticModel,
+    private readonly timeoutMs = 15_000,
+  ) {
+    super();
+  }
+
+  async evaluate(input: CriticInput, signal?: AbortSignal): Promise<CriticVerdict> {
+    const messages = criticPrompt(input);
+    const controller = new AbortController();
+    const onOuter = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onOuter, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    // A model that ignores its signal must not hold the task: the timer settles the call.
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new Error(`critic timed out after ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+    });
+    const started = Date.now();
+    const exchange: CriticExchange = {
+      call_id: newId('mc'),
+      model: this.model.model,
+      backend: this.model.backend,
+      prompt_chars: messages.reduce((n, m) => n + m.content.length, 0),
+      content: null,
+      usage: zeroUsage(),
+      latency_ms: 0,
+      error: null,
+    };
+    try {
+      const res = await Promise.race([this.model.complete(messages, { timeout_ms: this.timeoutMs, signal: controller.signal }), timeout]);
+      exchange.content = res.content;
+      exchange.usage = res.usage ?? zeroUsage();
+      exchange.latency_ms = Date.now() - started;
+      const parsed = parseCriticReply(res.content);
+      return 'score' in parsed
+        ? { critic: 'model', score: parsed.score, error: null, exchange }
+        : { critic: 'model', score: null, error: parsed.error, exchange };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      exchange.latency_ms = Date.now() - started;
+      exchange.error = { kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : 'provider_error', message };
+      return { critic: 'model', score: null, error: `critic failed: ${message}`, exchange };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onOuter);
+    }
+  }
+}
