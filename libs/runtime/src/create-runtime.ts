@@ -1,0 +1,79 @@
+import { EventStore } from '@runledger/event-store';
+import { PermissionPolicy } from '@runledger/permissions';
+import { ToolRegistry } from '@runledger/tools';
+import { AsyncRouter } from './async-router';
+import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
+import { EngineDeps, ExecutionEngine } from './execution-engine';
+import { ModelGateway } from './model-gateway';
+import { ModelBackend } from './model/model-backend';
+import { SysUtilBackend } from './model/sys-util';
+import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
+import { redactValues } from './redaction';
+import { RuntimeLoop } from './runtime-loop';
+import { RuntimeService } from './runtime-service';
+
+export interface RuntimeOptions {
+  store: EventStore;
+  tools: ToolRegistry;
+  permissions: PermissionPolicy;
+  /** serves every role; sys_util when no model is configured */
+  model: ModelBackend;
+  /** the fallback orchestrator; sys_util unless replaying */
+  sysUtil?: ModelBackend;
+  memory?: MemoryRecall;
+  hooks?: ToolOutcomeHook[];
+  guards?: LoopGuard[];
+  redact?: EngineDeps['redact'];
+  maxRounds?: number;
+  concurrency?: number;
+  stepConcurrency?: number;
+  modelTimeoutMs?: number;
+  sectionBudgets?: SectionBudgets;
+  log?: (message: string, err?: unknown) => void;
+}
+
+export interface Runtime {
+  service: RuntimeService;
+  loop: RuntimeLoop;
+  /** hooks and guards may be added after construction (memory, critic, run discipline) */
+  hooks: ToolOutcomeHook[];
+  guards: LoopGuard[];
+}
+
+const stderrLog = (message: string, err?: unknown) => process.stderr.write(`runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`);
+
+/** Wires router, context builder, engine, loop and service around one store, registry, policy and model. */
+export function createRuntime(o: RuntimeOptions): Runtime {
+  const log = o.log ?? stderrLog;
+  const hooks = [...(o.hooks ?? [])];
+  const guards = [...(o.guards ?? [])];
+  const gateway = new ModelGateway();
+  const vault = new SecretVault();
+  const modelTimeoutMs = o.modelTimeoutMs ?? 60_000;
+  const router = new AsyncRouter({ orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() }, gateway, modelTimeoutMs);
+  const engine = new ExecutionEngine({
+    store: o.store,
+    tools: o.tools,
+    permissions: o.permissions,
+    vault,
+    hooks,
+    gateway,
+    coder: o.model,
+    modelTimeoutMs,
+    stepConcurrency: o.stepConcurrency ?? 4,
+    redact: o.redact ?? redactValues,
+    log,
+  });
+  const loop = new RuntimeLoop({
+    store: o.store,
+    tools: o.tools,
+    permissions: o.permissions,
+    context: new ContextBuilder(o.memory ?? new NoMemoryRecall(), o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS),
+    router,
+    engine,
+    guards,
+    maxRounds: o.maxRounds ?? 10,
+  });
+  const service = new RuntimeService({ store: o.store, loop, vault, concurrency: o.concurrency ?? 4, log });
+  return { service, loop, hooks, guards };
+}

@@ -1,0 +1,61 @@
+import { Role, newId } from '@runledger/contracts';
+import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
+import { TaskWriter } from './task-writer';
+import { modelCallKey } from './progress';
+import { RespondStreamExtractor } from './respond-stream';
+
+export interface GatewayCall {
+  writer: TaskWriter;
+  backend: ModelBackend;
+  role: Role;
+  round: number | null;
+  request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>;
+  /** stream the content of a `respond` directive as OUTPUT_CHUNK events */
+  streamRespond?: boolean;
+}
+
+/**
+ * The one place a model is called: MODEL_CALLED before, MODEL_RESPONDED after
+ * (content or error, usage, latency), so every run can be replayed offline.
+ */
+export class ModelGateway {
+  async call(c: GatewayCall): Promise<ModelResponse> {
+    const model = c.backend.modelFor(c.role);
+    if (!model) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
+    const call_id = newId('mc');
+    const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
+    const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);
+    await c.writer.append([{ type: 'MODEL_CALLED', payload: { call_id, role: c.role, model, backend: c.backend.backend, attempt: 1, round: c.round, prompt_chars } }]);
+    const started = Date.now();
+    const extractor = c.streamRespond ? new RespondStreamExtractor() : null;
+    let index = 0;
+    const chunks: Promise<unknown>[] = [];
+    const onChunk = extractor
+      ? (delta: string) => {
+          const out = extractor.feed(delta);
+          if (out) chunks.push(c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta: out } }]));
+        }
+      : undefined;
+    try {
+      const res = await c.backend.complete({ ...c.request, role: c.role, cursor, stream: Boolean(extractor), onChunk });
+      await Promise.all(chunks);
+      await c.writer.append([
+        {
+          type: 'MODEL_RESPONDED',
+          payload: { call_id, role: c.role, model: res.model, content: res.content, usage: res.usage, latency_ms: Date.now() - started, error: null, finish_reason: res.finish_reason, retry_after_ms: null },
+        },
+      ]);
+      return res;
+    } catch (err) {
+      await Promise.allSettled(chunks);
+      const e = err instanceof ModelCallError ? err : new ModelCallError('provider_error', err instanceof Error ? err.message : String(err));
+      await c.writer.append([
+        {
+          type: 'MODEL_RESPONDED',
+          payload: { call_id, role: c.role, model, content: null, usage: zeroUsage(), latency_ms: Date.now() - started, error: { kind: e.kind, message: e.message }, finish_reason: null, retry_after_ms: e.retry_after_ms },
+        },
+      ]);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,113 @@
+import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { Role, TokenUsage } from '@runledger/contracts';
+import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, estimatedUsage } from './model-backend';
+
+export interface OpenAiBackendOptions {
+  baseURL?: string;
+  apiKey?: string;
+  /** model name per role; a role without one uses the orchestrator's */
+  models: Partial<Record<Role, string>>;
+}
+
+/** Retry-After (seconds or an HTTP date) or retry-after-ms, in milliseconds. */
+function retryAfterMs(headers: Headers | undefined): number | null {
+  const ms = headers?.get('retry-after-ms');
+  if (ms && Number.isFinite(Number(ms))) return Number(ms);
+  const value = headers?.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
+}
+
+/** The openai client's errors in the failure taxonomy's words. */
+export function toModelCallError(err: unknown, timeoutMs: number): ModelCallError {
+  if (err instanceof ModelCallError) return err;
+  if (err instanceof APIConnectionTimeoutError) return new ModelCallError('timeout', `model call timed out after ${timeoutMs} ms`);
+  if (err instanceof APIUserAbortError) return new ModelCallError('timeout', 'model call aborted');
+  if (err instanceof APIError) {
+    if (err.status === 401 || err.status === 403) return new ModelCallError('authentication_error', err.message);
+    if (err.status === 429) return new ModelCallError('rate_limited', err.message, retryAfterMs(err.headers));
+    return new ModelCallError('provider_error', err.message, retryAfterMs(err.headers));
+  }
+  return new ModelCallError('provider_error', err instanceof Error ? err.message : String(err));
+}
+
+const usageOf = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage | null =>
+  u ? { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens, estimated: false } : null;
+
+/** Any OpenAI-compatible chat completions server: OpenAI, Ollama, vLLM, llama.cpp server. */
+export class OpenAiBackend extends ModelBackend {
+  readonly backend = 'openai';
+  private readonly client: OpenAI;
+
+  constructor(private readonly options: OpenAiBackendOptions) {
+    super();
+    // Retries are the run-discipline policy's decision, recorded as events, never the client's.
+    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey || 'unset', maxRetries: 0 });
+  }
+
+  modelFor(role: Role): string | null {
+    return this.options.models[role] ?? this.options.models.orchestrator ?? null;
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    const model = this.modelFor(request.role);
+    if (!model) throw new ModelCallError('provider_error', `no model configured for role ${request.role}`);
+    const ctrl = new AbortController();
+    let timedOut = false;
+    // One timer for the whole call, reset by every streamed chunk: a stalled stream times out too.
+    let timer = setTimeout(() => ((timedOut = true), ctrl.abort()), request.timeout_ms);
+    const touch = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => ((timedOut = true), ctrl.abort()), request.timeout_ms);
+    };
+    const onOuterAbort = () => ctrl.abort();
+    request.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    try {
+      return request.stream ? await this.streamed(model, request, ctrl.signal, touch) : await this.whole(model, request, ctrl.signal);
+    } catch (err) {
+      if (timedOut) throw new ModelCallError('timeout', `model call timed out after ${request.timeout_ms} ms`);
+      throw toModelCallError(err, request.timeout_ms);
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onOuterAbort);
+    }
+  }
+
+  private async whole(model: string, request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+    const res = await this.client.chat.completions.create({ model, messages: request.messages }, { signal });
+    const content = res.choices[0]?.message?.content ?? '';
+    return {
+      content,
+      usage: usageOf(res.usage) ?? estimatedUsage(request.messages, content),
+      model: res.model || model,
+      finish_reason: res.choices[0]?.finish_reason ?? null,
+    };
+  }
+
+  private async streamed(model: string, request: ModelRequest, signal: AbortSignal, touch: () => void): Promise<ModelResponse> {
+    const stream = await this.client.chat.completions.create(
+      { model, messages: request.messages, stream: true, stream_options: { include_usage: true } },
+      { signal },
+    );
+    let content = '';
+    let usage: TokenUsage | null = null;
+    let finish: string | null = null;
+    let served = model;
+    for await (const chunk of stream) {
+      touch();
+      served = chunk.model || served;
+      usage = usageOf(chunk.usage) ?? usage;
+      const choice = chunk.choices[0];
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      const delta = choice?.delta?.content;
+      if (delta) {
+        content += delta;
+        request.onChunk?.(delta);
+      }
+    }
+    return { content, usage: usage ?? estimatedUsage(request.messages, content), model: served, finish_reason: finish };
+  }
+}

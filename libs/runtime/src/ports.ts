@@ -1,0 +1,81 @@
+import { NewEvent, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
+import { TaskProgress } from './progress';
+
+export interface MemoryHit {
+  id: string;
+  text: string;
+  score: number;
+}
+
+/** What the context builder asks memory for. The memory lib plugs its store in; the default recalls nothing. */
+export abstract class MemoryRecall {
+  abstract recall(query: string, options: { session_id: string; k: number }): Promise<MemoryHit[]>;
+}
+
+export class NoMemoryRecall extends MemoryRecall {
+  async recall(): Promise<MemoryHit[]> {
+    return [];
+  }
+}
+
+export interface ToolOutcomeContext {
+  task_id: string;
+  session_id: string;
+  /** the TOOL_COMPLETED or TOOL_FAILED just recorded */
+  event: Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
+  manifest: ToolManifest;
+}
+
+/**
+ * Called after every tool outcome (critic, memory write policy); what it
+ * returns is appended to the task. A failing hook is logged, never fails the task.
+ */
+export type ToolOutcomeHook = (ctx: ToolOutcomeContext) => Promise<NewEvent[]>;
+
+export interface Stop {
+  stop_reason: StopReason;
+  detail: string;
+}
+
+export interface RoundGuardContext {
+  progress: TaskProgress;
+  events: readonly RuntimeEvent[];
+  /** the round about to start */
+  round: number;
+}
+
+/** What a guard says before a round: events to record (reminders), and optionally a stop. */
+export interface GuardVerdict {
+  events?: NewEvent[];
+  stop?: Stop;
+}
+
+/**
+ * Run discipline plugs in here. `beforeRound` runs once per round, before the
+ * context is built; `beforeEnd` sees every ending and may record events
+ * (ACCEPTANCE_DECIDED) and change the stop (completed -> accept_check_failed).
+ */
+export interface LoopGuard {
+  beforeRound?(ctx: RoundGuardContext): Promise<GuardVerdict>;
+  beforeEnd?(ctx: RoundGuardContext & { stop: Stop; result: string | null }): Promise<{ events?: NewEvent[]; stop?: Stop }>;
+}
+
+/** Secret values for the tool calls waiting on them; memory only, never the log. */
+export class SecretVault {
+  private readonly values = new Map<string, Map<string, string>>();
+  private key = (taskId: string, callId: string) => `${taskId}\u0000${callId}`;
+
+  put(taskId: string, callId: string, name: string, value: string): void {
+    const k = this.key(taskId, callId);
+    if (!this.values.has(k)) this.values.set(k, new Map());
+    this.values.get(k)!.set(name, value);
+  }
+
+  forCall(taskId: string, callId: string): ReadonlyMap<string, string> {
+    return this.values.get(this.key(taskId, callId)) ?? new Map();
+  }
+
+  drop(taskId: string, callId: string): void {
+    this.values.delete(this.key(taskId, callId));
+  }
+}

@@ -1,0 +1,296 @@
+import {
+  AcceptCheck,
+  Budgets,
+  EventPayload,
+  ExecutionDirective,
+  PermissionDecision,
+  PlanStep,
+  Role,
+  RuntimeEvent,
+  StopReason,
+  TaskStatus,
+  TaskUsage,
+  ToolResult,
+  emptyUsage,
+} from '@runledger/contracts';
+import { StepStatus } from '@runledger/scheduler';
+import { HistoryItem } from './model/model-backend';
+
+export interface CallProgress {
+  call_id: string;
+  tool: string;
+  args: Record<string, unknown>;
+  args_hash: string;
+  step_id: string | null;
+  attempt: number;
+  /** null: intent recorded, no outcome */
+  outcome: 'completed' | 'failed' | null;
+  result: ToolResult | null;
+  error: string | null;
+  error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] | null;
+}
+
+export interface PlanProgress {
+  plan_id: string;
+  round: number;
+  steps: PlanStep[];
+  status: Map<string, StepStatus>;
+  outputs: Map<string, unknown>;
+  errors: Map<string, string>;
+  /** null while it runs */
+  outcome: 'completed' | 'failed' | null;
+}
+
+export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
+export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
+
+/**
+ * Where a task stands, folded from its events alone: everything the loop needs
+ * to decide its next action, before or after a restart.
+ */
+export interface TaskProgress {
+  task_id: string;
+  session_id: string;
+  input: string;
+  budgets: Budgets;
+  accept_checks: AcceptCheck[];
+  status: TaskStatus;
+  /** the round of the last CONTEXT_BUILT, 0 before the first */
+  round: number;
+  /** the directive decided for `round`, null when the round has not been decided yet */
+  directive: ExecutionDirective | null;
+  /** the decided directive's work is over (outcome recorded); the next step is a new round */
+  roundClosed: boolean;
+  calls: Map<string, CallProgress>;
+  plans: Map<string, PlanProgress>;
+  pendingPermission: PendingPermission | null;
+  pendingSecret: PendingSecret | null;
+  permissionDecisions: Map<string, { decision: PermissionDecision; args_hash: string }>;
+  /** answered model calls per `${backend}/${role}`: which scripted or replayed item comes next */
+  modelCalls: Record<string, number>;
+  /** backend of each model call, from MODEL_CALLED */
+  modelCallBackends: Map<string, string>;
+  history: HistoryItem[];
+  usage: TaskUsage;
+  final: { stop_reason: StopReason; detail: string; result: string | null } | null;
+  last_seq: number;
+}
+
+const initial = (task_id: string): TaskProgress => ({
+  task_id,
+  session_id: '',
+  input: '',
+  budgets: {},
+  accept_checks: [],
+  status: 'queued',
+  round: 0,
+  directive: null,
+  roundClosed: false,
+  calls: new Map(),
+  plans: new Map(),
+  pendingPermission: null,
+  pendingSecret: null,
+  permissionDecisions: new Map(),
+  modelCalls: {},
+  modelCallBackends: new Map(),
+  history: [],
+  usage: emptyUsage(),
+  final: null,
+  last_seq: 0,
+});
+
+export const modelCallKey = (backend: string, role: Role): string => `${backend}/${role}`;
+export const planIdFor = (round: number): string => `plan_${round}`;
+export const callIdFor = (round: number, stepId: string | null): string => (stepId ? `call_${round}_${stepId}` : `call_${round}`);
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+function currentHistory(p: TaskProgress): HistoryItem | undefined {
+  const last = p.history[p.history.length - 1];
+  return last && last.round === p.round ? last : undefined;
+}
+
+function note(p: TaskProgress, line: string, ok: boolean): void {
+  const h = currentHistory(p);
+  if (!h) return;
+  h.results.push(line);
+  if (!ok) h.ok = false;
+}
+
+/** A directive without steps of its own is over once it ran its single tool call. */
+function closesWithTool(p: TaskProgress, callId: string): boolean {
+  return p.directive?.type === 'tool' && callId === callIdFor(p.round, null);
+}
+
+/** evolve: one event into the progress. Mutates and returns `p` (the fold owns it). */
+export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
+  p.last_seq = e.sequence;
+  switch (e.type) {
+    case 'TASK_RECEIVED':
+      Object.assign(p, { session_id: e.payload.session_id, input: e.payload.input, budgets: e.payload.budgets, accept_checks: e.payload.accept_checks });
+      break;
+    case 'CONTEXT_BUILT':
+      if (e.payload.round !== p.round) Object.assign(p, { round: e.payload.round, directive: null, roundClosed: false });
+      p.status = 'running';
+      break;
+    case 'ROUTER_DECIDED':
+      p.directive = e.payload.directive;
+      p.roundClosed = false;
+      p.usage.rounds += 1;
+      p.history.push({ round: e.payload.round, directive: e.payload.directive, results: [], ok: true });
+      break;
+    case 'MODEL_CALLED':
+      p.modelCallBackends.set(e.payload.call_id, e.payload.backend);
+      break;
+    case 'MODEL_RESPONDED': {
+      const role = e.payload.role;
+      const key = modelCallKey(p.modelCallBackends.get(e.payload.call_id) ?? '', role);
+      p.modelCalls[key] = (p.modelCalls[key] ?? 0) + 1;
+      const u = p.usage;
+      u.model_calls += 1;
+      u.prompt_tokens += e.payload.usage.prompt_tokens;
+      u.completion_tokens += e.payload.usage.completion_tokens;
+      u.total_tokens += e.payload.usage.total_tokens;
+      const r = (u.by_role[role] ??= { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 });
+      r.model_calls += 1;
+      r.prompt_tokens += e.payload.usage.prompt_tokens;
+      r.completion_tokens += e.payload.usage.completion_tokens;
+      if (e.payload.error) u.failures += 1;
+      break;
+    }
+    case 'PLAN_STARTED':
+      p.plans.set(e.payload.plan_id, {
+        plan_id: e.payload.plan_id,
+        round: p.round,
+        steps: e.payload.steps,
+        status: new Map(e.payload.steps.map((s) => [s.id, 'pending' as StepStatus])),
+        outputs: new Map(),
+        errors: new Map(),
+        outcome: null,
+      });
+      break;
+    case 'STEP_STARTED':
+      p.plans.get(e.payload.plan_id)?.status.set(e.payload.step_id, 'running');
+      break;
+    case 'STEP_COMPLETED': {
+      const plan = p.plans.get(e.payload.plan_id);
+      plan?.status.set(e.payload.step_id, 'completed');
+      plan?.outputs.set(e.payload.step_id, e.payload.output);
+      note(p, `step ${e.payload.step_id} completed: ${text(e.payload.output)}`, true);
+      break;
+    }
+    case 'STEP_FAILED': {
+      const plan = p.plans.get(e.payload.plan_id);
+      plan?.status.set(e.payload.step_id, e.payload.skipped ? 'skipped' : 'failed');
+      plan?.errors.set(e.payload.step_id, e.payload.error);
+      note(p, `step ${e.payload.step_id} ${e.payload.skipped ? 'skipped' : 'failed'}: ${e.payload.error}`, false);
+      break;
+    }
+    case 'PLAN_COMPLETED': {
+      const plan = p.plans.get(e.payload.plan_id);
+      if (plan) plan.outcome = 'completed';
+      p.roundClosed = true;
+      break;
+    }
+    case 'PLAN_FAILED': {
+      const plan = e.payload.plan_id ? p.plans.get(e.payload.plan_id) : undefined;
+      if (plan) plan.outcome = 'failed';
+      p.roundClosed = true;
+      p.usage.failures += 1;
+      note(p, `plan failed: ${e.payload.reason}`, false);
+      break;
+    }
+    case 'TOOL_CALLED':
+      p.usage.tool_calls += 1;
+      p.calls.set(e.payload.call_id, {
+        call_id: e.payload.call_id,
+        tool: e.payload.tool,
+        args: e.payload.args,
+        args_hash: e.payload.args_hash,
+        step_id: e.payload.step_id,
+        attempt: e.payload.attempt,
+        outcome: null,
+        result: null,
+        error: null,
+        error_kind: null,
+      });
+      break;
+    case 'TOOL_COMPLETED': {
+      const call = p.calls.get(e.payload.call_id);
+      if (call) Object.assign(call, { outcome: 'completed', result: e.payload.result });
+      if (closesWithTool(p, e.payload.call_id)) {
+        p.roundClosed = true;
+        note(p, `${e.payload.tool}: ${text(e.payload.result.output)}`, true);
+      }
+      break;
+    }
+    case 'TOOL_FAILED': {
+      const prev = p.calls.get(e.payload.call_id);
+      p.calls.set(e.payload.call_id, {
+        call_id: e.payload.call_id,
+        tool: e.payload.tool,
+        args: prev?.args ?? {},
+        args_hash: prev?.args_hash ?? '',
+        step_id: prev?.step_id ?? null,
+        attempt: prev?.attempt ?? 0,
+        outcome: 'failed',
+        result: e.payload.result,
+        error: e.payload.error,
+        error_kind: e.payload.error_kind,
+      });
+      p.usage.failures += 1;
+      if (closesWithTool(p, e.payload.call_id)) {
+        p.roundClosed = true;
+        note(p, `${e.payload.tool} failed (${e.payload.error_kind}): ${e.payload.error}`, false);
+      }
+      break;
+    }
+    case 'TASK_AWAITING_PERMISSION':
+      p.pendingPermission = e.payload;
+      p.status = 'awaiting_permission';
+      break;
+    case 'PERMISSION_RESOLVED':
+      p.permissionDecisions.set(e.payload.call_id, { decision: e.payload.decision, args_hash: e.payload.args_hash });
+      p.pendingPermission = null;
+      p.status = 'running';
+      break;
+    case 'TASK_AWAITING_SECRET':
+      p.pendingSecret = e.payload;
+      p.status = 'awaiting_secret';
+      break;
+    case 'SECRET_PROVIDED':
+      p.pendingSecret = null;
+      p.status = 'running';
+      break;
+    case 'GUARD_TRIGGERED':
+      if (e.payload.guard === 'completion_reminder' || e.payload.guard === 'repeat_reminder') note(p, `note: ${e.payload.detail}`, true);
+      break;
+    case 'TASK_COMPLETED':
+      p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: e.payload.result };
+      p.status = 'completed';
+      break;
+    case 'TASK_FAILED':
+      p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: e.payload.result };
+      p.status = 'failed';
+      break;
+    case 'TASK_CANCELLED':
+      p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: null };
+      p.status = 'cancelled';
+      break;
+    case 'CRITIC_RESULT':
+    case 'MEMORY_WRITTEN':
+    case 'CHECKPOINT_SAVED':
+    case 'ACCEPTANCE_DECIDED':
+    case 'OUTPUT_CHUNK':
+      break;
+    default: {
+      const unreachable: never = e;
+      return unreachable;
+    }
+  }
+  return p;
+}
+
+export function foldProgress(taskId: string, events: readonly RuntimeEvent[]): TaskProgress {
+  return events.reduce(evolveProgress, initial(taskId));
+}

@@ -1,0 +1,49 @@
+const TYPE_RESPOND = /"type"\s*:\s*"respond"/;
+const CONTENT_START = /"content"\s*:\s*"/;
+const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+/**
+ * Pulls the `content` string of a `respond` directive out of a streamed JSON
+ * reply as it arrives, so the answer can be shown live. Emits nothing until the
+ * reply is known to be a respond directive; never emits past the closing quote.
+ */
+export class RespondStreamExtractor {
+  private text = '';
+  private emitted = 0;
+
+  feed(delta: string): string {
+    this.text += delta;
+    if (!TYPE_RESPOND.test(this.text)) return '';
+    const start = CONTENT_START.exec(this.text);
+    if (!start) return '';
+    const decoded = this.decodeFrom(start.index + start[0].length);
+    const out = decoded.slice(this.emitted);
+    this.emitted = decoded.length;
+    return out;
+  }
+
+  private decodeFrom(i: number): string {
+    let out = '';
+    const s = this.text;
+    while (i < s.length) {
+      const ch = s[i];
+      if (ch === '"') return out;
+      if (ch !== '\\') {
+        out += ch;
+        i += 1;
+        continue;
+      }
+      if (i + 1 >= s.length) return out;
+      const esc = s[i + 1];
+      if (esc === 'u') {
+        if (i + 6 > s.length) return out;
+        out += String.fromCharCode(parseInt(s.slice(i + 2, i + 6), 16));
+        i += 6;
+      } else {
+        out += ESCAPES[esc] ?? esc;
+        i += 2;
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,126 @@
+import { ToolRegistry } from '@runledger/tools';
+import { PermissionPolicy } from '@runledger/permissions';
+import { EventStore } from '@runledger/event-store';
+import { AsyncRouter } from './async-router';
+import { ContextBuilder } from './context-builder';
+import { ExecutionEngine } from './execution-engine';
+import { LoopGuard, Stop } from './ports';
+import { TaskProgress } from './progress';
+import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
+
+export interface LoopDeps {
+  store: EventStore;
+  tools: ToolRegistry;
+  permissions: PermissionPolicy;
+  context: ContextBuilder;
+  router: AsyncRouter;
+  engine: ExecutionEngine;
+  guards: readonly LoopGuard[];
+  /** default hard cap of rounds; a task's budgets.max_rounds may lower it */
+  maxRounds: number;
+}
+
+const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
+
+/** Abort reason of a process shutting down: the task is left as it is, to resume on the next boot. */
+export class ShutdownSignal extends Error {
+  constructor() {
+    super('shutting down');
+  }
+}
+
+/**
+ * Runs one task from wherever its log says it is. Each turn folds the log
+ * into progress and decides the next action from it alone, so a task resumed
+ * after a restart continues exactly where its events end.
+ */
+export class RuntimeLoop {
+  constructor(private readonly deps: LoopDeps) {}
+
+  async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
+    const writer = await TaskWriter.open(this.deps.store, taskId);
+    try {
+      await this.drive(writer, signal);
+    } catch (err) {
+      if (!(err instanceof TaskEndedElsewhereError)) throw err;
+    }
+    return writer.progress;
+  }
+
+  private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const p = writer.progress;
+      if (p.final || p.status === 'awaiting_permission' || p.status === 'awaiting_secret') return;
+      if (signal.aborted) {
+        if (signal.reason instanceof ShutdownSignal) return;
+        await this.end(writer, CANCELLED, null);
+        continue;
+      }
+      if (p.directive && !p.roundClosed) {
+        await this.execute(writer, signal);
+        continue;
+      }
+      if (p.round === 0) {
+        const check = this.deps.permissions.checkTaskInput(p.input);
+        if (check.verdict === 'hard_stop') {
+          await this.end(writer, { stop_reason: 'permission_denied', detail: `input refused: ${check.reason}` }, null);
+          continue;
+        }
+      }
+      await this.startRound(writer, signal);
+    }
+  }
+
+  /** Guards, context, routing: ends with ROUTER_DECIDED or the task's end. */
+  private async startRound(writer: TaskWriter, signal: AbortSignal): Promise<void> {
+    const p = writer.progress;
+    // A round whose context was built but not decided (a restart in between) is done again.
+    const round = p.round > 0 && p.directive === null ? p.round : p.round + 1;
+    const maxRounds = Math.min(p.budgets.max_rounds ?? this.deps.maxRounds, this.deps.maxRounds);
+    if (round > maxRounds) return this.end(writer, { stop_reason: 'budget_exceeded', detail: `reached the maximum of ${maxRounds} rounds` }, null);
+    for (const guard of this.deps.guards) {
+      const verdict = (await guard.beforeRound?.({ progress: p, events: writer.log, round })) ?? {};
+      if (verdict.events?.length) await writer.append(verdict.events);
+      if (verdict.stop) return this.end(writer, verdict.stop, null);
+    }
+    const ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal);
+    await writer.append([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
+    const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
+      if (signal.aborted) return null;
+      throw err;
+    });
+    if (!decision) return;
+    if (decision.kind === 'stop') return this.end(writer, decision.stop, null);
+    await writer.append([
+      { type: 'ROUTER_DECIDED', payload: { round, directive: decision.directive, source: decision.source, fallback_reason: decision.fallback_reason, attempts: decision.attempts } },
+    ]);
+  }
+
+  private async execute(writer: TaskWriter, signal: AbortSignal): Promise<void> {
+    const p = writer.progress;
+    const out = await this.deps.engine.execute(writer, p.directive!, p.round, signal);
+    if (out.kind === 'end') await this.end(writer, out.stop, out.result);
+    const now = writer.progress;
+    if (out.kind === 'suspend' && !signal.aborted && now.status !== 'awaiting_permission' && now.status !== 'awaiting_secret') {
+      throw new Error(`task ${now.task_id}: execution suspended with nothing to wait for`);
+    }
+  }
+
+  /** The one place a task ends: guards may record evidence and change the stop; then the final event with usage. */
+  async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
+    let final = stop;
+    for (const guard of this.deps.guards) {
+      const verdict = (await guard.beforeEnd?.({ progress: writer.progress, events: writer.log, round: writer.progress.round, stop: final, result })) ?? {};
+      if (verdict.events?.length) await writer.append(verdict.events);
+      if (verdict.stop) final = verdict.stop;
+    }
+    const usage = structuredClone(writer.progress.usage);
+    if (final.stop_reason === 'completed') {
+      await writer.append([{ type: 'TASK_COMPLETED', payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '' } }]);
+    } else if (final.stop_reason === 'cancelled') {
+      await writer.append([{ type: 'TASK_CANCELLED', payload: { stop_reason: 'cancelled', detail: final.detail, usage } }]);
+    } else {
+      await writer.append([{ type: 'TASK_FAILED', payload: { stop_reason: final.stop_reason, detail: final.detail, usage, result } }]);
+    }
+  }
+}

@@ -1,0 +1,221 @@
+import { EventEmitter } from 'node:events';
+import {
+  ConcurrencyError,
+  IdempotencyConflictError,
+  IllegalStateError,
+  NotFoundError,
+  PermissionDecision,
+  TaskStatus,
+  UserTask,
+  ValidationError,
+  canonicalJson,
+  newId,
+  sha256,
+} from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { SecretVault } from './ports';
+import { TaskProgress, foldProgress } from './progress';
+import { RuntimeLoop, ShutdownSignal } from './runtime-loop';
+import { TaskWriter } from './task-writer';
+
+export interface SubmitOptions {
+  idempotency_key?: string | null;
+  source: 'api' | 'cli' | 'fork' | 'replay';
+}
+
+export interface SubmitResult {
+  task_id: string;
+  status: TaskStatus;
+  /** false when an idempotency key matched an earlier, identical submission */
+  created: boolean;
+}
+
+export interface RuntimeServiceDeps {
+  store: EventStore;
+  loop: RuntimeLoop;
+  vault: SecretVault;
+  /** tasks run at once in this process */
+  concurrency: number;
+  log: (message: string, err?: unknown) => void;
+}
+
+/** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
+export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency:${key}`).slice(0, 32)}`;
+
+const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
+
+/**
+ * The runtime's front door: submit returns at once and the task runs on an
+ * in-process queue; cancel, permission and secret answers, and resume on boot.
+ */
+export class RuntimeService {
+  private readonly queue: string[] = [];
+  private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
+  private readonly again = new Set<string>();
+  private readonly idle = new EventEmitter();
+  private closed = false;
+
+  constructor(private readonly deps: RuntimeServiceDeps) {
+    this.idle.setMaxListeners(0);
+  }
+
+  async submit(input: UserTask, options: SubmitOptions): Promise<SubmitResult> {
+    const parsed = UserTask.safeParse(input);
+    if (!parsed.success) throw new ValidationError(`invalid task: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, parsed.error.issues);
+    const task = parsed.data;
+    const key = options.idempotency_key ?? null;
+    const request_hash = sha256(canonicalJson(task));
+    const task_id = key ? taskIdForKey(key) : newId('task');
+    const session_id = task.session_id ?? newId('sess');
+    try {
+      await this.deps.store.append(
+        task_id,
+        [
+          {
+            type: 'TASK_RECEIVED',
+            session_id,
+            payload: { input: task.input, session_id, accept_checks: task.accept_checks ?? [], budgets: task.budgets ?? {}, idempotency_key: key, request_hash, source: options.source, forked_from: null },
+          },
+        ],
+        { expected: 'no_stream' },
+      );
+    } catch (err) {
+      if (!(err instanceof ConcurrencyError) || !key) throw err;
+      const [first] = await this.deps.store.readStream(task_id, { limit: 1 });
+      if (first?.type !== 'TASK_RECEIVED' || first.payload.request_hash !== request_hash) {
+        throw new IdempotencyConflictError(`idempotency key already used for a different request (task ${task_id})`, { task_id });
+      }
+      return { task_id, status: (await this.progress(task_id)).status, created: false };
+    }
+    this.enqueue(task_id);
+    return { task_id, status: 'queued', created: true };
+  }
+
+  async progress(taskId: string): Promise<TaskProgress> {
+    const events = await this.deps.store.readWholeStream(taskId);
+    if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
+    return foldProgress(taskId, events);
+  }
+
+  async cancel(taskId: string): Promise<void> {
+    const p = await this.progress(taskId);
+    if (p.final) {
+      if (p.status === 'cancelled') return;
+      throw new IllegalStateError(`task ${taskId} already ended (${p.status})`);
+    }
+    const running = this.active.get(taskId);
+    const queued = this.queue.indexOf(taskId);
+    if (queued !== -1) this.queue.splice(queued, 1);
+    this.again.delete(taskId);
+    if (running) {
+      running.ctrl.abort();
+      await running.done;
+    }
+    const writer = await TaskWriter.open(this.deps.store, taskId);
+    if (!writer.progress.final) await this.deps.loop.end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null);
+  }
+
+  async resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void> {
+    const p = await this.progress(taskId);
+    const pending = p.pendingPermission;
+    if (!pending || pending.request_id !== requestId || p.final) throw new IllegalStateError(`permission request ${requestId} of task ${taskId} is not pending`);
+    await this.appendIfUnchanged(p, {
+      type: 'PERMISSION_RESOLVED',
+      payload: { request_id: requestId, call_id: pending.call_id, decision, args_hash: pending.args_hash, tool: pending.tool },
+    });
+    this.enqueue(taskId);
+  }
+
+  /** The value stays in memory for the one call that asked for it; the log only learns that it came. */
+  async provideSecret(taskId: string, requestId: string, secret: string): Promise<void> {
+    const p = await this.progress(taskId);
+    const pending = p.pendingSecret;
+    if (!pending || pending.request_id !== requestId || p.final) throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
+    this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
+    await this.appendIfUnchanged(p, { type: 'SECRET_PROVIDED', payload: { request_id: requestId, call_id: pending.call_id, secret_name: pending.secret_name } });
+    this.enqueue(taskId);
+  }
+
+  /** Every task the log shows unfinished and not waiting for a person is queued again. */
+  async resumeUnfinished(): Promise<string[]> {
+    const received = new Set<string>();
+    let after = 0;
+    for (;;) {
+      const page = await this.deps.store.readAll({ after_position: after, limit: 1000, types: ['TASK_RECEIVED', 'TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'] });
+      for (const e of page) {
+        if (e.type === 'TASK_RECEIVED') received.add(e.task_id);
+        else received.delete(e.task_id);
+      }
+      if (page.length < 1000) break;
+      after = page[page.length - 1].position;
+    }
+    const resumed: string[] = [];
+    for (const taskId of received) {
+      if (this.active.has(taskId) || this.queue.includes(taskId)) continue;
+      const p = await this.progress(taskId);
+      if (p.final || SUSPENDED.includes(p.status)) continue;
+      if (p.last_seq > 1) {
+        await this.appendIfUnchanged(p, { type: 'GUARD_TRIGGERED', payload: { guard: 'resumed', round: p.round, detail: 'resumed from the log after a restart', data: { at_sequence: p.last_seq } } }).catch(
+          (err: unknown) => this.deps.log(`resume marker for ${taskId} not written`, err),
+        );
+      }
+      resumed.push(taskId);
+      this.enqueue(taskId);
+    }
+    return resumed;
+  }
+
+  /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
+  async settled(taskId: string): Promise<TaskProgress> {
+    while (this.active.has(taskId) || this.queue.includes(taskId)) {
+      await new Promise((resolve) => this.idle.once(taskId, resolve));
+    }
+    return this.progress(taskId);
+  }
+
+  /** Stop taking work; in-flight tasks are aborted and left for resumeUnfinished. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.queue.length = 0;
+    const running = [...this.active.values()];
+    for (const r of running) r.ctrl.abort(new ShutdownSignal());
+    await Promise.allSettled(running.map((r) => r.done));
+  }
+
+  private async appendIfUnchanged(p: TaskProgress, event: Parameters<EventStore['append']>[1][number]): Promise<void> {
+    try {
+      await this.deps.store.append(p.task_id, [{ ...event, session_id: p.session_id }], { expected: p.last_seq });
+    } catch (err) {
+      if (err instanceof ConcurrencyError) throw new IllegalStateError(`task ${p.task_id} changed meanwhile; try again`);
+      throw err;
+    }
+  }
+
+  private enqueue(taskId: string): void {
+    if (this.closed) return;
+    if (this.active.has(taskId)) {
+      this.again.add(taskId);
+      return;
+    }
+    if (!this.queue.includes(taskId)) this.queue.push(taskId);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
+      const taskId = this.queue.shift()!;
+      const ctrl = new AbortController();
+      const done = this.deps.loop
+        .runTask(taskId, ctrl.signal)
+        .then(() => undefined)
+        .catch((err: unknown) => this.deps.log(`task ${taskId} stopped on an unexpected error`, err))
+        .finally(() => {
+          this.active.delete(taskId);
+          if (this.again.delete(taskId)) this.enqueue(taskId);
+          this.idle.emit(taskId);
+          this.pump();
+        });
+      this.active.set(taskId, { ctrl, done });
+    }
+  }
+}

@@ -1,0 +1,232 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventType, RuntimeEvent, ToolManifest } from '@runledger/contracts';
+import { InMemoryEventStore } from '@runledger/event-store';
+import { PermissionPolicy } from '@runledger/permissions';
+import { createRuntime, Runtime } from './create-runtime';
+import { ModelBackend } from './model/model-backend';
+import { ModelScript, ScriptedBackend } from './model/scripted-backend';
+import { SysUtilBackend } from './model/sys-util';
+import { AllowAllPolicy, RuleTablePolicy, testToolRegistry } from './testing';
+
+const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
+const json = (v: unknown): string => JSON.stringify(v);
+
+describe('RuntimeService with the in-memory store', () => {
+  let dir: string;
+  let store: InMemoryEventStore;
+  let rt: Runtime;
+
+  const build = (model: ModelBackend, permissions: PermissionPolicy = new AllowAllPolicy(), extra: Partial<Parameters<typeof createRuntime>[0]> = {}) => {
+    rt = createRuntime({ store, tools: testToolRegistry(dir), permissions, model, log: () => undefined, ...extra });
+    return rt.service;
+  };
+  const scripted = (script: ModelScript) => build(new ScriptedBackend(script));
+  const run = async (input: string) => {
+    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
+    const progress = await rt.service.settled(task_id);
+    return { task_id, progress, events: await store.readWholeStream(task_id) };
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-runtime-'));
+    store = new InMemoryEventStore();
+  });
+  afterEach(async () => {
+    await rt?.service.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sys_util runs "run A then read B" as a two-step plan and answers with the results in round 2', async () => {
+    build(new SysUtilBackend());
+    writeFileSync(join(dir, 'f.txt'), 'file body');
+    const { progress, events } = await run('run echo hello then read f.txt');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    expect(types(events)).toEqual([
+      'TASK_RECEIVED',
+      'CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED',
+      'PLAN_STARTED',
+      'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED',
+      'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED',
+      'PLAN_COMPLETED',
+      'CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED',
+      'TASK_COMPLETED',
+    ]);
+    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+    const done = events[events.length - 1];
+    expect(done.type === 'TASK_COMPLETED' && done.payload.result).toContain('hello');
+    expect(done.type === 'TASK_COMPLETED' && done.payload.result).toContain('file body');
+    expect(done.type === 'TASK_COMPLETED' && done.payload.usage).toMatchObject({ rounds: 2, tool_calls: 2, model_calls: 2 });
+  });
+
+  it('sys_util answers input it does not understand with help, completed', async () => {
+    build(new SysUtilBackend());
+    const { events } = await run('what is the weather');
+    const last = events[events.length - 1];
+    expect(last.type).toBe('TASK_COMPLETED');
+    expect(json(last.payload)).toContain('RUNLEDGER_MODEL=openai');
+  });
+
+  it('an invalid directive gets one correction round, then the valid one runs', async () => {
+    scripted({ orchestrator: ['I think we should echo', '```json\n{"type":"tool","tool":"echo","args":{"text":"hi"}}\n```', '{"type":"respond","content":"said hi"}'] });
+    const { events, progress } = await run('say hi');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'said hi' });
+    const decided = events.filter((e) => e.type === 'ROUTER_DECIDED');
+    expect(decided[0].payload).toMatchObject({ source: 'orchestrator', attempts: 2, directive: { type: 'tool', tool: 'echo' } });
+    expect(events.filter((e) => e.type === 'GUARD_TRIGGERED').map((e) => e.payload)).toEqual([expect.objectContaining({ guard: 'correction' })]);
+    const second = events.filter((e) => e.type === 'MODEL_CALLED')[1];
+    expect(second.payload).toMatchObject({ role: 'orchestrator', round: 1 });
+  });
+
+  it('invalid twice falls back to sys_util; when sys_util cannot help either the task stops with validation_error', async () => {
+    scripted({ orchestrator: ['{"type":"tool"}', '{"type":"explode"}'] });
+    const { events, progress } = await run('do something clever');
+    expect(progress.final).toMatchObject({ stop_reason: 'validation_error' });
+    expect(types(events)).not.toContain('TOOL_CALLED');
+    expect(types(events)).not.toContain('ROUTER_DECIDED');
+  });
+
+  it('invalid twice falls back to sys_util, which runs an input it understands', async () => {
+    scripted({ orchestrator: ['{"type":"tool"}', 'nope', '{"type":"respond","content":"ok"}'] });
+    const { events, progress } = await run('run echo fallback');
+    const decided = events.find((e) => e.type === 'ROUTER_DECIDED')!;
+    expect(decided.payload).toMatchObject({ source: 'sys_util', directive: { type: 'tool', tool: 'shell_exec' } });
+    expect(json(decided.payload)).toContain('invalid_directive');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'ok' });
+  });
+
+  it('a plan with a cycle fails with PLAN_FAILED naming the cycle; nothing runs', async () => {
+    const plan = { type: 'plan', steps: [
+      { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'a' }, depends_on: ['c'] },
+      { id: 'b', kind: 'tool', tool: 'echo', args: { text: 'b' }, depends_on: ['a'] },
+      { id: 'c', kind: 'tool', tool: 'echo', args: { text: 'c' }, depends_on: ['b'] },
+    ] };
+    scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"cannot plan"}'] });
+    const { events, progress } = await run('cyclic');
+    const failed = events.find((e) => e.type === 'PLAN_FAILED')!;
+    expect(failed.type === 'PLAN_FAILED' && failed.payload.cycle).toEqual(['a', 'c', 'b', 'a']);
+    expect(types(events)).not.toContain('TOOL_CALLED');
+    expect(progress.final?.stop_reason).toBe('tool_error');
+  });
+
+  it('a failing step stops the plan: later steps are skipped, PLAN_FAILED names the step', async () => {
+    const plan = { type: 'plan', steps: [
+      { id: 'ok', kind: 'tool', tool: 'echo', args: { text: 'fine' } },
+      { id: 'bad', kind: 'tool', tool: 'file_read', args: { path: 'missing.txt' }, depends_on: ['ok'] },
+      { id: 'later', kind: 'tool', tool: 'echo', args: { text: '${steps.bad.output}' }, depends_on: ['bad'] },
+    ] };
+    scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"read failed"}'] });
+    const { events } = await run('fails');
+    const stepFailed = events.filter((e) => e.type === 'STEP_FAILED').map((e) => e.payload);
+    expect(stepFailed).toEqual([expect.objectContaining({ step_id: 'bad', skipped: false }), expect.objectContaining({ step_id: 'later', skipped: true })]);
+    const pf = events.find((e) => e.type === 'PLAN_FAILED')!;
+    expect(pf.payload).toMatchObject({ failed_step: 'bad' });
+    expect(pf.type === 'PLAN_FAILED' && pf.payload.step_results.map((r) => r.status)).toEqual(['completed', 'failed', 'skipped']);
+    expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(2);
+  });
+
+  it('a 3-step DAG runs its two independent steps in parallel and feeds outputs forward', async () => {
+    const plan = { type: 'plan', steps: [
+      { id: 'left', kind: 'tool', tool: 'append_line', args: { path: 'l.txt', line: 'L', delay_ms: 150 } },
+      { id: 'right', kind: 'tool', tool: 'append_line', args: { path: 'r.txt', line: 'R', delay_ms: 150 } },
+      { id: 'join', kind: 'tool', tool: 'echo', args: { text: '${steps.left.output} + ${steps.right.output}' }, depends_on: ['left', 'right'] },
+    ] };
+    scripted({ orchestrator: [json(plan), '{"type":"respond","content":"joined"}'] });
+    const { events, progress } = await run('dag');
+    expect(progress.final?.stop_reason).toBe('completed');
+    const idx = (t: EventType, step: string) => events.findIndex((e) => e.type === t && (e.payload as { step_id?: string }).step_id === step);
+    expect(idx('STEP_STARTED', 'right')).toBeLessThan(idx('STEP_COMPLETED', 'left'));
+    expect(idx('STEP_STARTED', 'left')).toBeLessThan(idx('STEP_COMPLETED', 'right'));
+    expect(idx('STEP_STARTED', 'join')).toBeGreaterThan(Math.max(idx('STEP_COMPLETED', 'left'), idx('STEP_COMPLETED', 'right')));
+    const join = events.find((e) => e.type === 'STEP_COMPLETED' && e.payload.step_id === 'join')!;
+    expect(join.payload).toMatchObject({ output: 'appended L + appended R' });
+  });
+
+  it('stops with budget_exceeded at the round cap', async () => {
+    build(new ScriptedBackend({ orchestrator: Array(5).fill('{"type":"tool","tool":"echo","args":{"text":"again"}}') }), new AllowAllPolicy(), { maxRounds: 3 });
+    const { progress } = await run('loop forever');
+    expect(progress.final).toMatchObject({ stop_reason: 'budget_exceeded' });
+    expect(progress.usage.rounds).toBe(3);
+  });
+
+  it('a prompt suspends the task durably; allow_once resumes it; a stale request is refused', async () => {
+    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"guarded"}}', '{"type":"respond","content":"done"}'] }), new RuleTablePolicy({ echo: 'prompt' }));
+    const { task_id, progress } = await run('guarded echo');
+    expect(progress.status).toBe('awaiting_permission');
+    const req = progress.pendingPermission!;
+    expect(req).toMatchObject({ tool: 'echo', args: { text: 'guarded' } });
+    await expect(rt.service.resolvePermission(task_id, 'perm_other', 'allow_once')).rejects.toThrow(/not pending/);
+    await rt.service.resolvePermission(task_id, req.request_id, 'allow_once');
+    const after = await rt.service.settled(task_id);
+    expect(after.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
+    await expect(rt.service.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(/not pending/);
+    const t = types(await store.readWholeStream(task_id));
+    expect(t.indexOf('PERMISSION_RESOLVED')).toBeLessThan(t.indexOf('TOOL_CALLED'));
+  });
+
+  it('deny tells the orchestrator (TOOL_FAILED permission_denied); hard_stop fails the task', async () => {
+    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"x"}}', '{"type":"fail","reason":"not allowed"}'] }), new RuleTablePolicy({ echo: 'deny' }));
+    const denied = await run('deny me');
+    expect(denied.events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({ error_kind: 'permission_denied' });
+    expect(denied.progress.final?.stop_reason).toBe('permission_denied');
+    await rt.service.close();
+
+    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"shell_exec","args":{"command":"rm -rf /"}}'] }), new RuleTablePolicy({ shell_exec: 'hard_stop' }));
+    const stopped = await run('wipe');
+    expect(stopped.progress.final?.stop_reason).toBe('permission_denied');
+    expect(types(stopped.events)).not.toContain('TOOL_CALLED');
+  });
+
+  it('allow_always of the session is applied to the next task without asking', async () => {
+    const script = { orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"a"}}', '{"type":"respond","content":"done"}'] };
+    build(new ScriptedBackend(script), new RuleTablePolicy({ echo: 'prompt' }));
+    const first = await rt.service.submit({ input: 'one', session_id: 'sess_a' }, { source: 'cli' });
+    const p1 = await rt.service.settled(first.task_id);
+    await rt.service.resolvePermission(first.task_id, p1.pendingPermission!.request_id, 'allow_always');
+    expect((await rt.service.settled(first.task_id)).status).toBe('completed');
+    const second = await rt.service.submit({ input: 'two', session_id: 'sess_a' }, { source: 'cli' });
+    expect((await rt.service.settled(second.task_id)).status).toBe('completed');
+    const other = await rt.service.submit({ input: 'three', session_id: 'sess_b' }, { source: 'cli' });
+    expect((await rt.service.settled(other.task_id)).status).toBe('awaiting_permission');
+  });
+
+  it('a secret is asked for, used by the tool, redacted from its output and never logged', async () => {
+    const tools = testToolRegistry(dir);
+    const m: ToolManifest = { name: 'whoami', description: 'prints the token', args_schema: { type: 'object' }, requires_permission: false, idempotent: false, timeout_ms: 1000, secrets: ['API_TOKEN'], sensitive_output: false, entry: 'index.js' };
+    tools.add(m, async (_a, ctx) => `token is ${ctx.secrets.get('API_TOKEN')}`);
+    rt = createRuntime({ store, tools, permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"whoami","args":{}}', '{"type":"respond","content":"done"}'] }), log: () => undefined });
+    const { task_id } = await rt.service.submit({ input: 'who' }, { source: 'cli' });
+    const waiting = await rt.service.settled(task_id);
+    expect(waiting.status).toBe('awaiting_secret');
+    expect(waiting.pendingSecret).toMatchObject({ secret_name: 'API_TOKEN' });
+    await rt.service.provideSecret(task_id, waiting.pendingSecret!.request_id, 's3cr3t-value');
+    expect((await rt.service.settled(task_id)).status).toBe('completed');
+    const log = json(await store.readWholeStream(task_id));
+    expect(log).not.toContain('s3cr3t-value');
+    expect(log).toContain('token is [REDACTED]');
+  });
+
+  it('idempotency: the same key and body return the same task, a different body conflicts, racing submits create one task', async () => {
+    build(new SysUtilBackend());
+    const results = await Promise.all([1, 2, 3].map(() => rt.service.submit({ input: 'run echo once' }, { source: 'api', idempotency_key: 'k1' })));
+    expect(new Set(results.map((r) => r.task_id)).size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    await expect(rt.service.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' })).rejects.toThrow(/different request/);
+    await rt.service.settled(results[0].task_id);
+    const received = (await store.readAll({ types: ['TASK_RECEIVED'] })).length;
+    expect(received).toBe(1);
+  });
+
+  it('cancel aborts a running tool and ends the task cancelled', async () => {
+    scripted({ orchestrator: ['{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}'] });
+    const { task_id } = await rt.service.submit({ input: 'slow' }, { source: 'cli' });
+    for (let i = 0; i < 100 && !types(await store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++) await new Promise((r) => setTimeout(r, 10));
+    const started = Date.now();
+    await rt.service.cancel(task_id);
+    expect(Date.now() - started).toBeLessThan(2000);
+    const p = await rt.service.settled(task_id);
+    expect(p.final?.stop_reason).toBe('cancelled');
+    expect(() => readFileSync(join(dir, 'slow.txt'))).toThrow();
+  });
+});

@@ -1,0 +1,64 @@
+import { ConcurrencyError, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { TaskProgress, evolveProgress, foldProgress } from './progress';
+
+/** Someone else ended the task (cancel from another path) while the loop was writing. */
+export class TaskEndedElsewhereError extends Error {}
+
+/**
+ * The single writer of one task's stream while the loop runs it: appends in
+ * order (concurrent plan steps queue up), with the expected sequence, and keeps
+ * the progress fold current.
+ */
+export class TaskWriter {
+  private chain: Promise<unknown> = Promise.resolve();
+  private progressCache: TaskProgress;
+
+  private constructor(
+    private readonly store: EventStore,
+    readonly taskId: string,
+    private readonly events: RuntimeEvent[],
+  ) {
+    this.progressCache = foldProgress(taskId, events);
+  }
+
+  static async open(store: EventStore, taskId: string): Promise<TaskWriter> {
+    return new TaskWriter(store, taskId, await store.readWholeStream(taskId));
+  }
+
+  get progress(): TaskProgress {
+    return this.progressCache;
+  }
+
+  get log(): readonly RuntimeEvent[] {
+    return this.events;
+  }
+
+  append(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
+    const run = this.chain.then(() => this.write(events));
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
+    if (events.length === 0) return [];
+    const withSession = events.map((e) => ({ session_id: this.progressCache.session_id || undefined, ...e }) as NewEvent);
+    try {
+      const res = await this.store.append(this.taskId, withSession, { expected: this.progressCache.last_seq === 0 ? 'no_stream' : this.progressCache.last_seq });
+      for (const e of res.events) {
+        this.events.push(e);
+        evolveProgress(this.progressCache, e);
+      }
+      return res.events;
+    } catch (err) {
+      if (!(err instanceof ConcurrencyError)) throw err;
+      const missed = await this.store.readStream(this.taskId, { after_seq: this.progressCache.last_seq });
+      for (const e of missed) {
+        this.events.push(e);
+        evolveProgress(this.progressCache, e);
+      }
+      if (this.progressCache.final) throw new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
+      return this.write(events);
+    }
+  }
+}
