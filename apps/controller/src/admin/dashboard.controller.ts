@@ -1,0 +1,53 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Controller, Get, Param, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { NotFoundError } from '@runledger/contracts';
+import { Public } from '../auth/scopes';
+
+const STATIC_DIR = join(__dirname, 'static');
+const FILES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * The dashboard shell. The page itself holds no data and is served without a
+ * token; every call it makes to the API carries the bearer token the operator
+ * types in (kept in sessionStorage).
+ */
+@Controller('admin')
+export class DashboardController {
+  private readonly cache = new Map<string, Buffer>();
+
+  @Get()
+  @Public()
+  index(@Res() res: Response): void {
+    this.serve('index.html', res);
+  }
+
+  @Get('static/:file')
+  @Public()
+  asset(@Param('file') file: string, @Res() res: Response): void {
+    this.serve(file, res);
+  }
+
+  private serve(file: string, res: Response): void {
+    const type = Object.hasOwn(FILES, file) ? FILES[file] : undefined;
+    const path = join(STATIC_DIR, file);
+    if (!type || !existsSync(path)) throw new NotFoundError(`no dashboard file ${file}`);
+    let body = this.cache.get(file);
+    if (!body) this.cache.set(file, (body = readFileSync(path)));
+    res
+      .status(200)
+      .set({
+        'Content-Type': type,
+        'Cache-Control': 'no-cache',
+        'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+        'X-Content-Type-Options': 'nosniff',
+        'Referrer-Policy': 'no-referrer',
+      })
+      .send(body);
+  }
+}

@@ -1,0 +1,24 @@
+import { SetMetadata } from '@nestjs/common';
+import { z } from 'zod';
+
+export const SCOPES = ['tasks:read', 'tasks:write', 'approvals', 'admin'] as const;
+export const Scope = z.enum(SCOPES);
+export type Scope = z.infer<typeof Scope>;
+
+/** `admin` implies every other scope. */
+export const hasScope = (granted: readonly Scope[], needed: Scope): boolean =>
+  granted.includes('admin') || granted.includes(needed);
+
+export const SCOPE_KEY = 'runledger:scope';
+export const PUBLIC_KEY = 'runledger:public';
+
+/** The scope a route needs; routes without one (and not @Public) need `admin`. */
+export const RequireScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+/** Open route: no token needed. */
+export const Public = () => SetMetadata(PUBLIC_KEY, true);
+
+/** Who made the request, attached to the request by the auth guard. Never carries the token. */
+export interface Principal {
+  name: string;
+  scopes: readonly Scope[];
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
+import { IdParam, queryInt } from './zod.pipe';
+import { TaskView } from '../runtime.port';
+
+export const CreateTaskBody = UserTask;
+
+export const IdempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1-200 printable ASCII characters')
+  .optional();
+
+export const ListTasksQuery = z
+  .object({
+    status: TaskStatus.optional(),
+    session_id: IdParam.optional(),
+    limit: queryInt(1, 500).default(50),
+    cursor: z.string().regex(/^[A-Za-z0-9_-]{1,500}$/, 'not a cursor returned by this API').optional(),
+  })
+  .strict();
+export type ListTasksQuery = z.output<typeof ListTasksQuery>;
+
+export const SubmitResponse = z.object({ task_id: z.string(), status: TaskStatus });
+
+export const PendingRequestResponse = z.object({
+  request_id: z.string(),
+  kind: z.enum(['permission', 'secret']),
+  call_id: z.string(),
+  tool: z.string(),
+  reason: z.string(),
+  args: z.record(z.string(), z.unknown()).nullable(),
+  secret_name: z.string().nullable(),
+});
+
+export const TaskResponse = z.object({
+  task_id: z.string(),
+  status: TaskStatus,
+  session_id: z.string(),
+  stop_reason: StopReason.nullable(),
+  result: z.string().nullable(),
+  pending: z.array(PendingRequestResponse),
+  usage: TaskUsage,
+  last_seq: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type TaskResponse = z.infer<typeof TaskResponse>;
+
+export const TaskListResponse = z.object({ tasks: z.array(TaskResponse), next_cursor: z.string().nullable() });
+
+export const toTaskResponse = (t: TaskView): TaskResponse => ({
+  task_id: t.task_id,
+  status: t.status,
+  session_id: t.session_id,
+  stop_reason: t.stop_reason,
+  result: t.result,
+  pending: t.pending.map((p) => ({
+    request_id: p.request_id,
+    kind: p.kind,
+    call_id: p.call_id,
+    tool: p.tool,
+    reason: p.reason,
+    args: p.args ?? null,
+    secret_name: p.secret_name ?? null,
+  })),
+  usage: t.usage,
+  last_seq: t.last_seq,
+  created_at: t.created_at,
+  updated_at: t.updated_at,
+});

@@ -1,0 +1,25 @@
+import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
+import type { Response } from 'express';
+import { Logger } from 'pino';
+import { LOGGER } from '../tokens';
+import { toErrorResponse } from './error-body';
+
+/** The single HTTP exception filter: every error is `{error, message, details}`. */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  constructor(@Inject(LOGGER) private readonly log: Logger) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') return;
+    const res = host.switchToHttp().getResponse<Response>();
+    const { status, body, fault } = toErrorResponse(exception);
+    if (fault) this.log.error({ err: exception }, 'unhandled error');
+    if (res.headersSent) {
+      // a stream (SSE) already started: the status can no longer change
+      res.end();
+      return;
+    }
+    if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+    res.status(status).json(body);
+  }
+}

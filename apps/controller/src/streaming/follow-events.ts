@@ -1,0 +1,106 @@
+import { Subscription } from 'rxjs';
+import { EventType, RuntimeEvent } from '@runledger/contracts';
+import { ApiBackend } from '../runtime.port';
+
+export type FollowCursor =
+  | { kind: 'task'; task_id: string; after_seq: number }
+  | { kind: 'all'; after_position: number; types?: readonly EventType[]; task_id?: string };
+
+export interface FollowOptions {
+  pageSize?: number;
+  /** live events held while the consumer is busy; beyond this the consumer is too slow */
+  maxQueued?: number;
+  onOverflow(queued: number): void;
+  onError(err: unknown): void;
+}
+
+/** Return 'stop' to end the follow after this event (e.g. a task's final event). */
+export type Deliver = (event: RuntimeEvent) => Promise<void | 'stop'> | void | 'stop';
+
+export interface Follow {
+  stop(): void;
+  /** resolves when the follow ends (stopped, overflowed or failed) */
+  readonly done: Promise<void>;
+}
+
+/**
+ * Replay from the store, then continue live, in order, with no gap and no
+ * duplicate at the seam. The live subscription opens before the first read,
+ * so anything committed meanwhile is queued and de-duplicated by sequence
+ * (or position). Delivery awaits the consumer (backpressure): replay is paced
+ * by it, and live events wait in a bounded per-follower queue, so one slow
+ * consumer never slows the bus or other followers.
+ */
+export type EventSource = Pick<ApiBackend, 'committed$' | 'readStream' | 'readAll'>;
+
+export function followEvents(backend: EventSource, cursor: FollowCursor, deliver: Deliver, options: FollowOptions): Follow {
+  const pageSize = options.pageSize ?? 500;
+  const maxQueued = options.maxQueued ?? 10_000;
+  const key = cursor.kind === 'task' ? (e: RuntimeEvent) => e.sequence : (e: RuntimeEvent) => e.position;
+  const matches =
+    cursor.kind === 'task'
+      ? (e: RuntimeEvent) => e.task_id === cursor.task_id
+      : (e: RuntimeEvent) => (!cursor.types || cursor.types.includes(e.type)) && (!cursor.task_id || e.task_id === cursor.task_id);
+  let last = cursor.kind === 'task' ? cursor.after_seq : cursor.after_position;
+  let stopped = false;
+  let queue: RuntimeEvent[] = [];
+  let wake: (() => void) | null = null;
+
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    live.unsubscribe();
+    queue = [];
+    wake?.();
+  };
+
+  const live: Subscription = backend.committed$.subscribe((e) => {
+    if (stopped || !matches(e)) return;
+    queue.push(e);
+    if (queue.length > maxQueued) {
+      const n = queue.length;
+      stop();
+      options.onOverflow(n);
+      return;
+    }
+    wake?.();
+  });
+
+  const readPage = (after: number) =>
+    cursor.kind === 'task'
+      ? backend.readStream(cursor.task_id, { after_seq: after, limit: pageSize })
+      : backend.readAll({ after_position: after, limit: pageSize, types: cursor.types ? [...cursor.types] : undefined, task_id: cursor.task_id });
+
+  const emit = async (e: RuntimeEvent): Promise<void> => {
+    if (key(e) <= last) return;
+    last = key(e);
+    if ((await deliver(e)) === 'stop') stop();
+  };
+
+  const pump = async () => {
+    for (;;) {
+      const page = await readPage(last);
+      for (const e of page) {
+        if (stopped) return;
+        await emit(e);
+      }
+      if (page.length < pageSize || stopped) break;
+    }
+    while (!stopped) {
+      const next = queue.shift();
+      if (next) {
+        await emit(next);
+        continue;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+  };
+
+  const done = pump().catch((err: unknown) => {
+    if (stopped) return;
+    stop();
+    options.onError(err);
+  });
+  return { stop, done: done.finally(stop) };
+}

@@ -1,0 +1,251 @@
+import { IncomingMessage } from 'node:http';
+import { Duplex } from 'node:stream';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Logger } from 'pino';
+import { RawData, WebSocket, WebSocketServer } from 'ws';
+import { IllegalStateError, NotFoundError, UnauthorizedError, ValidationError } from '@runledger/contracts';
+import { requireScope } from '../auth/auth.guard';
+import { Principal, Scope } from '../auth/scopes';
+import { TokenRegistry, bearerToken } from '../auth/token-registry';
+import { APP_CONFIG, AppConfig } from '../config';
+import { WsClientMessage } from '../dtos/ws.dto';
+import { parseOrThrow } from '../dtos/zod.pipe';
+import { toErrorResponse } from '../errors/error-body';
+import { ApiBackend } from '../runtime.port';
+import { Follow, FollowCursor, followEvents } from '../streaming/follow-events';
+import { LOGGER } from '../tokens';
+import { MetricsService } from '../metrics/metrics.service';
+
+/** Close codes: 4401 bad/missing auth, 4008 slow consumer (policy), 1001 server going away. */
+export const WS_CLOSE = { unauthorized: 4401, slowConsumer: 4008, goingAway: 1001 } as const;
+const AUTH_TIMEOUT_MS = 10_000;
+const MAX_SUBSCRIPTIONS = 100;
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+interface Client {
+  ws: WebSocket;
+  principal: Principal | null;
+  subs: Map<string, Follow>;
+  alive: boolean;
+  nextSub: number;
+  authTimer: NodeJS.Timeout | null;
+  dropped: boolean;
+}
+
+/**
+ * WebSocket endpoint /ws on the HTTP server: auth, subscribe (one task from
+ * after_seq), subscribe_all (the global log from after_position), unsubscribe.
+ * Each subscription follows replay-then-live with its own bounded queue; a
+ * client whose unsent bytes pass RUNLEDGER_WS_MAX_BUFFER is closed with 4008.
+ */
+@Injectable()
+export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly clients = new Set<Client>();
+  private heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(
+    @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
+    @Inject(ApiBackend) private readonly backend: ApiBackend,
+    @Inject(TokenRegistry) private readonly tokens: TokenRegistry,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+    @Inject(MetricsService) metrics: MetricsService,
+  ) {
+    metrics.trackWsClients(() => this.clients.size);
+  }
+
+  onApplicationBootstrap(): void {
+    const server = this.adapterHost.httpAdapter.getHttpServer() as import('node:http').Server;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+    this.heartbeat = setInterval(() => this.beat(), this.config.RUNLEDGER_WS_HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const c of this.clients) {
+      this.dispose(c);
+      c.ws.close(WS_CLOSE.goingAway, 'server shutting down');
+      c.ws.terminate();
+    }
+    this.wss.close();
+  }
+
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/ws') {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    let principal: Principal | null = null;
+    const header = req.headers.authorization;
+    if (header !== undefined) {
+      principal = this.tokens.authenticate(bearerToken(header) ?? '');
+      if (!principal) {
+        socket.end('HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, principal));
+  }
+
+  private connect(ws: WebSocket, principal: Principal | null): void {
+    const client: Client = { ws, principal, subs: new Map(), alive: true, nextSub: 1, authTimer: null, dropped: false };
+    this.clients.add(client);
+    if (!principal) {
+      client.authTimer = setTimeout(() => ws.close(WS_CLOSE.unauthorized, 'no auth message in time'), AUTH_TIMEOUT_MS);
+    }
+    this.log.debug({ client: principal?.name ?? null, ws_clients: this.clients.size }, 'ws connected');
+    ws.on('pong', () => (client.alive = true));
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      void this.onMessage(client, data, isBinary).catch((err: unknown) => this.replyError(client, err));
+    });
+    ws.on('close', () => {
+      this.dispose(client);
+      this.clients.delete(client);
+    });
+    ws.on('error', (err) => this.log.debug({ err: err.message }, 'ws socket error'));
+  }
+
+  private async onMessage(client: Client, data: RawData, isBinary: boolean): Promise<void> {
+    if (isBinary) throw new ValidationError('binary frames are not supported; send JSON text');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(data.toString());
+    } catch {
+      throw new ValidationError('message is not valid JSON');
+    }
+    const msg = parseOrThrow(WsClientMessage, raw, 'message');
+    if (msg.type === 'auth') return this.auth(client, msg.token);
+    if (msg.type === 'ping') return this.send(client, { type: 'pong' });
+    if (!client.principal) throw new UnauthorizedError('send {"type":"auth","token":...} first');
+    switch (msg.type) {
+      case 'subscribe': {
+        this.require(client, 'tasks:read');
+        if (!(await this.backend.getTask(msg.task_id))) throw new NotFoundError(`task ${msg.task_id} not found`, { task_id: msg.task_id });
+        const id = this.claimId(client, msg.subscription_id);
+        this.send(client, { type: 'subscribed', subscription_id: id, task_id: msg.task_id, after_seq: msg.after_seq });
+        return this.follow(client, id, { kind: 'task', task_id: msg.task_id, after_seq: msg.after_seq });
+      }
+      case 'subscribe_all': {
+        this.require(client, 'admin');
+        const id = this.claimId(client, msg.subscription_id);
+        this.send(client, { type: 'subscribed', subscription_id: id, after_position: msg.after_position });
+        return this.follow(client, id, { kind: 'all', after_position: msg.after_position, types: msg.types, task_id: msg.task_id });
+      }
+      case 'unsubscribe': {
+        const sub = client.subs.get(msg.subscription_id);
+        if (!sub) throw new NotFoundError(`no subscription ${msg.subscription_id}`, { subscription_id: msg.subscription_id });
+        sub.stop();
+        client.subs.delete(msg.subscription_id);
+        return this.send(client, { type: 'unsubscribed', subscription_id: msg.subscription_id });
+      }
+    }
+  }
+
+  private auth(client: Client, token: string): void {
+    if (client.principal) throw new IllegalStateError('already authenticated');
+    const principal = this.tokens.authenticate(token);
+    if (!principal) {
+      this.replyError(client, new UnauthorizedError('invalid token'));
+      client.ws.close(WS_CLOSE.unauthorized, 'invalid token');
+      return;
+    }
+    client.principal = principal;
+    if (client.authTimer) clearTimeout(client.authTimer);
+    this.send(client, { type: 'authenticated', name: principal.name, scopes: principal.scopes });
+  }
+
+  private require(client: Client, scope: Scope): void {
+    if (!client.principal) throw new UnauthorizedError('not authenticated');
+    requireScope(client.principal, scope);
+  }
+
+  private claimId(client: Client, wanted: string | undefined): string {
+    if (client.subs.size >= MAX_SUBSCRIPTIONS) throw new IllegalStateError(`at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`);
+    const id = wanted ?? `s${client.nextSub++}`;
+    if (client.subs.has(id)) throw new IllegalStateError(`subscription ${id} already exists`, { subscription_id: id });
+    return id;
+  }
+
+  private follow(client: Client, id: string, cursor: FollowCursor): void {
+    const follow = followEvents(
+      this.backend,
+      cursor,
+      async (event) => {
+        this.send(client, { type: 'event', subscription_id: id, event });
+        await this.paced(client);
+      },
+      {
+        onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
+        onError: (err) => {
+          this.log.error({ err }, 'ws subscription failed');
+          this.replyError(client, err);
+          client.subs.delete(id);
+        },
+      },
+    );
+    client.subs.set(id, follow);
+  }
+
+  /**
+   * Replay is paced by the client: wait while the socket holds a quarter of the
+   * allowed buffer. A client that does not drain within a heartbeat interval is
+   * treated as stuck and dropped.
+   */
+  private async paced(client: Client): Promise<void> {
+    const max = this.config.RUNLEDGER_WS_MAX_BUFFER;
+    if (client.ws.bufferedAmount <= max / 4) return;
+    const started = Date.now();
+    const limit = this.config.RUNLEDGER_WS_HEARTBEAT_MS;
+    while (client.ws.readyState === WebSocket.OPEN && client.ws.bufferedAmount > max / 8) {
+      if (Date.now() - started > limit) return this.slowConsumer(client, `send buffer did not drain in ${limit} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private send(client: Client, message: object): void {
+    if (client.ws.readyState !== WebSocket.OPEN) return;
+    client.ws.send(JSON.stringify(message));
+    if (client.ws.bufferedAmount > this.config.RUNLEDGER_WS_MAX_BUFFER) {
+      this.slowConsumer(client, `more than ${this.config.RUNLEDGER_WS_MAX_BUFFER} bytes unsent`);
+    }
+  }
+
+  private slowConsumer(client: Client, why: string): void {
+    if (client.dropped) return;
+    client.dropped = true;
+    this.log.warn({ client: client.principal?.name ?? null, why }, 'ws slow consumer disconnected');
+    this.dispose(client);
+    client.ws.close(WS_CLOSE.slowConsumer, `slow consumer: ${why}`.slice(0, 120));
+    setTimeout(() => client.ws.terminate(), Math.max(1000, this.config.RUNLEDGER_WS_HEARTBEAT_MS)).unref();
+  }
+
+  private replyError(client: Client, err: unknown): void {
+    const { body, fault } = toErrorResponse(err);
+    if (fault) this.log.error({ err }, 'ws handler failed');
+    this.send(client, { type: 'error', ...body });
+  }
+
+  private dispose(client: Client): void {
+    for (const sub of client.subs.values()) sub.stop();
+    client.subs.clear();
+    if (client.authTimer) clearTimeout(client.authTimer);
+  }
+
+  private beat(): void {
+    for (const c of this.clients) {
+      if (!c.alive) {
+        this.log.info({ client: c.principal?.name ?? null }, 'ws peer missed a heartbeat; dropped');
+        this.dispose(c);
+        this.clients.delete(c);
+        c.ws.terminate();
+        continue;
+      }
+      c.alive = false;
+      c.ws.ping();
+    }
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * npm run bench -- api
+ * The controller runs in its own child process (as `npm start` would, sys_util
+ * model, durable SQLite); load comes from this process over loopback.
+ *   1. GET /health with autocannon: the HTTP floor of the stack (baseline)
+ *   2. POST /tasks with autocannon: accepted submissions/s, p50/p99, then
+ *      end-to-end tasks/s until every submitted task is final
+ *   3. WS replay: subscribe_all from 0 over the whole log, events/s, next to
+ *      paging the same log through GET /admin/events (baseline)
+ *   4. per-task WS replay latency (subscribe -> final event), p50/p99
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import WebSocket from 'ws';
+
+// autocannon ships no types; this is the part of its result used here
+interface CannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number };
+  non2xx: number;
+  errors: number;
+  duration: number;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<CannonResult>;
+
+const TOKEN = 'bench-admin-token-0123456789abcdef';
+const auth = { authorization: `Bearer ${TOKEN}` };
+const SUBMISSIONS = Number(process.env.BENCH_API_TASKS ?? 2000);
+const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+async function startServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
+  const root = resolve(__dirname, '..');
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', join(root, 'apps/controller/src/main.ts')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      RUNLEDGER_DB: join(dir, 'bench.db'),
+      RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
+      RUNLEDGER_ADMIN_TOKEN: TOKEN,
+      RUNLEDGER_RATE_LIMIT: '0',
+      RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolveUrl(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+  return { child, url };
+}
+
+async function json(url: string, init: RequestInit = {}) {
+  const res = await fetch(url, { ...init, headers: { ...auth, 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function waitAllFinal(url: string, expected: number): Promise<void> {
+  for (;;) {
+    const body = await fetch(`${url}/metrics`, { headers: auth }).then((r) => r.text());
+    const done = ['completed', 'failed', 'cancelled'].reduce((n, s) => n + Number(new RegExp(`^runledger_tasks\\{status="${s}"\\} (\\d+)$`, 'm').exec(body)?.[1] ?? 0), 0);
+    if (done >= expected) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function wsConnect(url: string): Promise<WebSocket> {
+  return new Promise((resolveWs, reject) => {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers: auth });
+    ws.once('open', () => resolveWs(ws));
+    ws.once('error', reject);
+  });
+}
+
+async function wsReplayAll(url: string, head: number): Promise<number> {
+  const ws = await wsConnect(url);
+  const started = process.hrtime.bigint();
+  await new Promise<void>((done) => {
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString());
+      if (m.type === 'event' && m.event.position >= head) done();
+    });
+    ws.send(JSON.stringify({ type: 'subscribe_all', after_position: 0 }));
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  ws.close();
+  return seconds;
+}
+
+async function restReplayAll(url: string): Promise<{ seconds: number; events: number }> {
+  const started = process.hrtime.bigint();
+  let after = 0;
+  let events = 0;
+  for (;;) {
+    const page = await json(`${url}/admin/events?after_position=${after}&limit=1000`);
+    events += page.events.length;
+    if (page.events.length < 1000) break;
+    after = page.next_after_position;
+  }
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, events };
+}
+
+async function perTaskReplay(url: string, taskIds: string[]): Promise<number[]> {
+  const ws = await wsConnect(url);
+  const latencies: number[] = [];
+  for (const [i, taskId] of taskIds.entries()) {
+    const started = process.hrtime.bigint();
+    await new Promise<void>((done) => {
+      const onMessage = (data: WebSocket.RawData) => {
+        const m = JSON.parse(data.toString());
+        if (m.type === 'event' && m.subscription_id === `t${i}` && ['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'].includes(m.event.type)) {
+          ws.off('message', onMessage);
+          done();
+        }
+      };
+      ws.on('message', onMessage);
+      ws.send(JSON.stringify({ type: 'subscribe', task_id: taskId, after_seq: 0, subscription_id: `t${i}` }));
+    });
+    latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+    ws.send(JSON.stringify({ type: 'unsubscribe', subscription_id: `t${i}` }));
+  }
+  ws.close();
+  return latencies.sort((a, b) => a - b);
+}
+
+export async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-api-'));
+  const { child, url } = await startServer(dir);
+  try {
+    console.log(`api bench: controller child process at ${url} (sys_util, SQLite synchronous=${process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL'}), ${CONNECTIONS} connections`);
+    const health = await autocannon({ url: `${url}/health`, connections: CONNECTIONS, amount: SUBMISSIONS * 2 });
+    const submit = await autocannon({
+      url: `${url}/tasks`,
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'hello from the api bench' }),
+      connections: CONNECTIONS,
+      amount: SUBMISSIONS,
+    });
+    if (submit.non2xx || submit.errors) throw new Error(`POST /tasks: ${submit.non2xx} non-2xx, ${submit.errors} errors`);
+    const e2eStart = Date.now() - submit.duration * 1000;
+    await waitAllFinal(url, SUBMISSIONS);
+    const e2eSeconds = (Date.now() - e2eStart) / 1000;
+
+    const head = (await json(`${url}/admin/events?limit=1`)).head_position as number;
+    const rest = await restReplayAll(url);
+    const wsSeconds = await wsReplayAll(url, head);
+    const tasks = (await json(`${url}/tasks?limit=200`)).tasks.map((t: { task_id: string }) => t.task_id);
+    const perTask = await perTaskReplay(url, tasks);
+
+    console.log(`GET /health (baseline)     ${fmt(health.requests.average)} req/s   p50 ${health.latency.p50} ms   p99 ${health.latency.p99} ms`);
+    console.log(`POST /tasks (202)          ${fmt(submit.requests.average)} req/s   p50 ${submit.latency.p50} ms   p99 ${submit.latency.p99} ms   = ${fmt(submit.requests.average / health.requests.average, 2)}x GET /health`);
+    console.log(`tasks end to end           ${fmt(SUBMISSIONS / e2eSeconds)} tasks/s (${SUBMISSIONS} submitted, all final after ${fmt(e2eSeconds, 1)} s)`);
+    console.log(`REST page replay (baseline) ${fmt(rest.events / rest.seconds)} events/s (${rest.events} events, pages of 1000)`);
+    console.log(`WS subscribe_all replay    ${fmt(head / wsSeconds)} events/s (${head} events in ${fmt(wsSeconds, 2)} s) = ${fmt(head / wsSeconds / (rest.events / rest.seconds), 2)}x REST paging`);
+    console.log(`WS per-task replay         p50 ${fmt(pct(perTask, 50), 2)} ms   p99 ${fmt(pct(perTask, 99), 2)} ms (${perTask.length} tasks, subscribe -> final event)`);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
