@@ -66,7 +66,10 @@ export class OpenAiBackend extends ModelBackend {
     const onOuterAbort = () => ctrl.abort();
     request.signal?.addEventListener('abort', onOuterAbort, { once: true });
     try {
-      return request.stream ? await this.streamed(model, request, ctrl.signal, touch) : await this.whole(model, request, ctrl.signal);
+      const res = request.stream ? await this.streamed(model, request, ctrl.signal, touch) : await this.whole(model, request, ctrl.signal);
+      // An aborted stream may end quietly instead of throwing: a cut-off answer is never an answer.
+      if (ctrl.signal.aborted) throw new ModelCallError(timedOut ? 'timeout' : 'provider_error', timedOut ? `model call timed out after ${request.timeout_ms} ms` : 'model call aborted');
+      return res;
     } catch (err) {
       if (timedOut) throw new ModelCallError('timeout', `model call timed out after ${request.timeout_ms} ms`);
       throw toModelCallError(err, request.timeout_ms);

@@ -1,0 +1,2 @@
+export * from './openai-server';
+export * from '../../libs/runtime/src/testing';
