@@ -13,6 +13,7 @@ const swc = [
 const libs = ['contracts', 'event-store', 'state-store', 'memory', 'critic', 'scheduler', 'runtime', 'tools', 'permissions'];
 const moduleNameMapper = Object.fromEntries(libs.map((l) => [`^@runledger/${l}$`, `<rootDir>/libs/${l}/src/index.ts`]));
 moduleNameMapper['^@runledger/testing$'] = '<rootDir>/test/support/index.ts';
+moduleNameMapper['^@runledger/migrations$'] = '<rootDir>/migrations/index.ts';
 const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc }, moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 module.exports = {

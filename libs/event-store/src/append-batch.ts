@@ -13,6 +13,8 @@ import { ExpectedSequence } from './event-store';
 /** An event whose type and payload passed the catalogue, envelope fields not yet assigned. */
 export interface ValidatedEvent {
   event_id: string;
+  /** the caller chose the id, so it may already be stored; a fresh one cannot be */
+  id_supplied: boolean;
   type: EventType;
   payload: unknown;
   session_id: string | undefined;
@@ -65,6 +67,7 @@ export function validateBatch(taskId: string, events: readonly NewEvent[], expec
     }
     return {
       event_id: eventId,
+      id_supplied: e.event_id !== undefined,
       type: body.type,
       payload: body.payload,
       session_id: e.session_id,

@@ -1,0 +1,15 @@
+import { RuntimeEvent } from '@runledger/contracts';
+import type BetterSqlite3 from 'better-sqlite3';
+
+/**
+ * A read model kept in the append transaction, so it never drifts from the
+ * log: `apply` runs after the events are inserted and before the commit, on the
+ * same connection; throwing rolls the whole append back.
+ */
+export interface InlineProjection {
+  /** a name for errors and logs */
+  readonly name: string;
+  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void;
+  /** empty the read model, before a rebuild refolds the whole log into it */
+  reset(raw: BetterSqlite3.Database): void;
+}

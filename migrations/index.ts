@@ -1,0 +1,39 @@
+import { Kysely, Migration, MigrationProvider, MigrationResultSet, Migrator } from 'kysely';
+import * as createEvents from './1795334683648-CreateEvents';
+import * as createTasks from './1795334683649-CreateTasks';
+import * as createCheckpoints from './1795334683650-CreateCheckpoints';
+
+export { isPostgres, isSqlite } from './dialect';
+
+/**
+ * Every migration, by file name (`<epoch-ms>-<VerbNoun>`). Listed statically so
+ * the build and jest need no directory scan; add a new file here as one line.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '1795334683648-CreateEvents': createEvents,
+  '1795334683649-CreateTasks': createTasks,
+  '1795334683650-CreateCheckpoints': createCheckpoints,
+};
+
+class StaticMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return { ...MIGRATIONS };
+  }
+}
+
+export class MigrationError extends Error {}
+
+/**
+ * Bring a database to the latest schema. Unordered migrations are allowed
+ * because several people add files at once: one with an older timestamp that
+ * lands later still runs.
+ */
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+  const migrator = new Migrator({ db, provider: new StaticMigrationProvider(), allowUnorderedMigrations: true });
+  const result = await migrator.migrateToLatest();
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new MigrationError(`migration ${failed} failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
+  }
+  return result;
+}
