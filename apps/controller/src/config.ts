@@ -78,6 +78,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_COMPLETION_MAX_MISSES: intFromEnv(1, 100).optional(),
   /** repeats of an earlier round in a row that earn a reminder (one more stops with repeat_cycle) */
   RUNLEDGER_REPEAT_THRESHOLD: intFromEnv(1, 100).optional(),
+  /** plan steps of one task run at once */
+  RUNLEDGER_STEP_CONCURRENCY: intFromEnv(1, 64).default(4),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
