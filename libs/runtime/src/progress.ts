@@ -103,7 +103,18 @@ export const modelCallKey = (backend: string, role: Role): string => `${backend}
 export const planIdFor = (round: number): string => `plan_${round}`;
 export const callIdFor = (round: number, stepId: string | null): string => (stepId ? `call_${round}_${stepId}` : `call_${round}`);
 
-const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+/** A result as the orchestrator reads it: command output as its text, anything else as JSON. */
+function text(v: unknown): string {
+  if (typeof v === 'string') return v;
+  const o = v as { stdout?: unknown; stderr?: unknown; exit_code?: unknown } | null;
+  if (o && typeof o === 'object' && typeof o.stdout === 'string') {
+    const parts = [o.stdout.trimEnd()];
+    if (typeof o.stderr === 'string' && o.stderr.trim()) parts.push(`stderr: ${o.stderr.trimEnd()}`);
+    if (o.exit_code !== undefined && o.exit_code !== 0) parts.push(`exit code ${String(o.exit_code)}`);
+    return parts.join('\n');
+  }
+  return JSON.stringify(v);
+}
 
 function currentHistory(p: TaskProgress): HistoryItem | undefined {
   const last = p.history[p.history.length - 1];

@@ -1,0 +1,166 @@
+import 'reflect-metadata';
+import { createInterface } from 'node:readline';
+import { PermissionDecision, RunledgerError, RuntimeEvent, ValidationError } from '@runledger/contracts';
+import { TaskProgress } from '@runledger/runtime';
+import { BuiltRuntime, buildRuntime } from '../composition';
+import { loadConfig } from '../config';
+import { CliCommand, USAGE, parseArgs } from './args';
+import { eventLine, usageLine } from './render';
+
+export const EXIT = { completed: 0, ended: 1, usage: 2, waiting: 3 } as const;
+
+interface FollowOptions {
+  json: boolean;
+  yes: boolean;
+  interactive: boolean;
+}
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+function ask(question: string, hidden = false): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+  if (hidden) {
+    // Echo nothing of what is typed: the value is a secret.
+    (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = (s: string) => {
+      if (s.includes(question)) process.stdout.write(question);
+    };
+  }
+  return new Promise((resolve) =>
+    rl.question(question, (answer) => {
+      rl.close();
+      if (hidden) process.stdout.write('\n');
+      resolve(answer);
+    }),
+  );
+}
+
+async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
+  const req = p.pendingPermission!;
+  const answer = (await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)).trim().toLowerCase();
+  return answer === 'a' || answer === 'always' ? 'allow_always' : answer === 'y' || answer === 'yes' ? 'allow_once' : 'deny';
+}
+
+/** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
+async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promise<number> {
+  let lastSeq = 0;
+  let printing: Promise<void> = Promise.resolve();
+  const show = (e: RuntimeEvent) => {
+    if (o.json) return out(JSON.stringify(e));
+    const line = eventLine(e);
+    if (line) out(line);
+  };
+  const print = () =>
+    (printing = printing.then(async () => {
+      for (const e of await rt.store.readStream(taskId, { after_seq: lastSeq })) {
+        show(e);
+        lastSeq = e.sequence;
+      }
+    }));
+  const timer = setInterval(() => void print(), 100);
+  const onSigint = () => void rt.service.cancel(taskId).catch(() => undefined);
+  process.once('SIGINT', onSigint);
+  try {
+    for (;;) {
+      const p = await rt.service.settled(taskId);
+      await print();
+      if (p.final) return summary(p, o);
+      if (p.status === 'awaiting_permission') {
+        const req = p.pendingPermission!;
+        if (!o.yes && !o.interactive) return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
+        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(p);
+        await rt.service.resolvePermission(taskId, req.request_id, decision);
+        continue;
+      }
+      if (p.status === 'awaiting_secret') {
+        const req = p.pendingSecret!;
+        if (!o.interactive) return waiting(p, o, `POST /tasks/${taskId}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`);
+        await rt.service.provideSecret(taskId, req.request_id, await ask(`${req.secret_name} for ${req.tool}: `, true));
+        continue;
+      }
+      out(`task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`);
+      return EXIT.ended;
+    }
+  } finally {
+    clearInterval(timer);
+    process.removeListener('SIGINT', onSigint);
+    await printing;
+  }
+}
+
+function summary(p: TaskProgress, o: FollowOptions): number {
+  const f = p.final!;
+  if (o.json) out(JSON.stringify({ summary: { task_id: p.task_id, status: p.status, stop_reason: f.stop_reason, detail: f.detail, result: f.result, usage: p.usage } }));
+  else {
+    if (f.result) out(`\n${f.result}\n`);
+    out(`stop reason: ${f.stop_reason} (${f.detail})`);
+    out(usageLine(p.usage));
+  }
+  return f.stop_reason === 'completed' ? EXIT.completed : EXIT.ended;
+}
+
+function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
+  if (o.json) out(JSON.stringify({ waiting: { task_id: p.task_id, status: p.status, request: p.pendingPermission ?? p.pendingSecret, resolve: how } }));
+  else out(`task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:\n  ${how}`);
+  return EXIT.waiting;
+}
+
+async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Promise<number> {
+  const env = { ...process.env };
+  if (cmd.kind === 'run' && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
+  const rt = await buildRuntime(loadConfig(env), { defaultAllowedRoot: process.cwd() });
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  try {
+    switch (cmd.kind) {
+      case 'run': {
+        const { task_id } = await rt.service.submit(
+          { input: cmd.input, budgets: cmd.budgets, accept_checks: cmd.accept, ...(cmd.session ? { session_id: cmd.session } : {}) },
+          { source: 'cli' },
+        );
+        return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
+      }
+      case 'resume': {
+        const resumed = await rt.service.resumeUnfinished();
+        const ids = cmd.task_id ? [cmd.task_id] : resumed;
+        if (!cmd.json) out(`resuming ${resumed.length} unfinished task(s)`);
+        let code: number = EXIT.completed;
+        for (const id of ids) code = Math.max(code, await follow(rt, id, { json: cmd.json, yes: cmd.yes, interactive }));
+        return code;
+      }
+      case 'resolve':
+        await rt.service.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
+        return await follow(rt, cmd.task_id, { json: false, yes: false, interactive });
+    }
+  } finally {
+    await rt.close();
+  }
+}
+
+export async function runCli(argv: readonly string[]): Promise<number> {
+  let cmd: CliCommand;
+  try {
+    cmd = parseArgs(argv);
+  } catch (e) {
+    process.stderr.write(`runledger: ${(e as Error).message}\n${USAGE}\n`);
+    return EXIT.usage;
+  }
+  if (cmd.kind === 'help') {
+    out(USAGE);
+    return EXIT.completed;
+  }
+  if (cmd.kind === 'serve') {
+    await import('../main');
+    return new Promise<number>(() => undefined);
+  }
+  try {
+    return await execute(cmd);
+  } catch (e) {
+    process.stderr.write(`runledger: ${e instanceof Error ? e.message : String(e)}\n`);
+    return e instanceof ValidationError ? EXIT.usage : e instanceof RunledgerError ? EXIT.ended : EXIT.ended;
+  }
+}
+
+if (require.main === module || process.env.RUNLEDGER_CLI_ENTRY === '1') {
+  void runCli(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,75 @@
+import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
+
+const short = (v: unknown, max = 120): string => {
+  const s = (typeof v === 'string' ? v : JSON.stringify(v) ?? '').replace(/\s+/g, ' ').trim();
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+};
+
+/** One human-readable line per event; null for events not worth a line (stream chunks). */
+export function eventLine(e: RuntimeEvent): string | null {
+  switch (e.type) {
+    case 'TASK_RECEIVED':
+      return `▶ task ${e.task_id} received: ${short(e.payload.input)}`;
+    case 'CONTEXT_BUILT':
+      return `· round ${e.payload.round}: context ${e.payload.total_tokens} tokens${e.payload.cut.length ? `, cut ${e.payload.cut.join(', ')}` : ''}`;
+    case 'MODEL_CALLED':
+      return `· asking ${e.payload.role} (${e.payload.backend}:${e.payload.model})`;
+    case 'MODEL_RESPONDED':
+      return e.payload.error
+        ? `! ${e.payload.role} call failed: ${e.payload.error.kind}: ${short(e.payload.error.message)}`
+        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${e.payload.usage.total_tokens} tokens)`;
+    case 'ROUTER_DECIDED': {
+      const d = e.payload.directive;
+      const what = d.type === 'tool' ? `tool ${d.tool} ${short(d.args, 80)}` : d.type === 'plan' ? `plan of ${d.steps.length} steps` : d.type === 'respond' ? 'respond' : `fail: ${short(d.reason)}`;
+      return `→ round ${e.payload.round}: ${what} [${e.payload.source}${e.payload.fallback_reason ? `, fallback: ${short(e.payload.fallback_reason, 80)}` : ''}]`;
+    }
+    case 'PLAN_STARTED':
+      return `→ plan ${e.payload.plan_id}: ${e.payload.steps.map((s) => `${s.id}${s.depends_on.length ? `(after ${s.depends_on.join(',')})` : ''}`).join(' ')}`;
+    case 'PLAN_COMPLETED':
+      return `✓ plan ${e.payload.plan_id} completed`;
+    case 'PLAN_FAILED':
+      return `✗ plan failed: ${short(e.payload.reason)}`;
+    case 'STEP_STARTED':
+      return `  ▸ step ${e.payload.step_id} (${e.payload.kind})`;
+    case 'STEP_COMPLETED':
+      return `  ✓ step ${e.payload.step_id}: ${short(e.payload.output, 80)}`;
+    case 'STEP_FAILED':
+      return `  ✗ step ${e.payload.step_id} ${e.payload.skipped ? 'skipped' : 'failed'}: ${short(e.payload.error)}`;
+    case 'TOOL_CALLED':
+      return `  ⚙ ${e.payload.tool} ${short(e.payload.args, 100)}`;
+    case 'TOOL_COMPLETED':
+      return `  ✓ ${e.payload.tool} (${Math.round(e.payload.duration_ms)} ms): ${short(e.payload.result.output, 100)}`;
+    case 'TOOL_FAILED':
+      return `  ✗ ${e.payload.tool} ${e.payload.error_kind}: ${short(e.payload.error)}`;
+    case 'TASK_AWAITING_PERMISSION':
+      return `? permission needed: ${e.payload.tool} ${short(e.payload.args, 100)} (${e.payload.reason})`;
+    case 'PERMISSION_RESOLVED':
+      return `· permission ${e.payload.decision} for ${e.payload.tool}`;
+    case 'TASK_AWAITING_SECRET':
+      return `? secret needed: ${e.payload.secret_name} for ${e.payload.tool}`;
+    case 'SECRET_PROVIDED':
+      return `· secret ${e.payload.secret_name} provided`;
+    case 'CRITIC_RESULT':
+      return `· critic: ${e.payload.score ? `correctness ${e.payload.score.correctness}, weight ${e.payload.score.weight}` : `error ${e.payload.error}`}`;
+    case 'MEMORY_WRITTEN':
+      return `· memory ${e.payload.op}: ${short(e.payload.text, 80)}`;
+    case 'CHECKPOINT_SAVED':
+      return `· checkpoint ${e.payload.label}`;
+    case 'ACCEPTANCE_DECIDED':
+      return `${e.payload.passed ? '✓' : '✗'} acceptance: ${e.payload.results.map((r) => `${r.id} ${r.passed ? 'passed' : 'failed'}`).join(', ')}`;
+    case 'GUARD_TRIGGERED':
+      return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
+    case 'OUTPUT_CHUNK':
+      return null;
+    case 'TASK_COMPLETED':
+      return `■ completed`;
+    case 'TASK_FAILED':
+      return `■ failed: ${e.payload.stop_reason}`;
+    case 'TASK_CANCELLED':
+      return `■ cancelled`;
+  }
+}
+
+export function usageLine(u: TaskUsage): string {
+  return `rounds ${u.rounds} · tool calls ${u.tool_calls} · model calls ${u.model_calls} · tokens ${u.total_tokens} (prompt ${u.prompt_tokens}, completion ${u.completion_tokens}) · cost $${u.cost_usd.toFixed(4)}`;
+}
