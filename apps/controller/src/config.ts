@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Budgets, ConfigError, PriceTable } from '@runledger/contracts';
+import { Budgets, ConfigError, PermissionRulesConfig, PriceTable } from '@runledger/contracts';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -38,6 +38,10 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
   RUNLEDGER_SANDBOX: z.enum(['auto', 'bwrap', 'process']).default('auto'),
   RUNLEDGER_PLUGINS: z.string().optional(),
+  /** JSON PermissionRulesConfig added to the built-in permission rules */
+  RUNLEDGER_PERMISSION_RULES: jsonFromEnv(PermissionRulesConfig).optional(),
+  /** bytes of shell output kept per command (the rest is dropped, the result marked truncated) */
+  RUNLEDGER_TOOL_OUTPUT_MAX_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(64 * 1024),
   RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(4),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   RUNLEDGER_BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)?$/i).default('1mb'),

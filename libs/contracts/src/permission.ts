@@ -15,3 +15,25 @@ export interface PermissionCheck {
   rule: string | null;
   reason: string;
 }
+
+/**
+ * Configurable permission rules (RUNLEDGER_PERMISSION_RULES, JSON), added to the built-in defaults.
+ * Programs are matched by basename; patterns are regular expressions on the raw command.
+ */
+export const PermissionRulesConfig = z
+  .object({
+    hard_stop_programs: z.array(z.string().min(1)).default([]),
+    deny_programs: z.array(z.string().min(1)).default([]),
+    prompt_programs: z.array(z.string().min(1)).default([]),
+    /** read-only programs, allowed when every path they name is inside the allowed root */
+    allow_programs: z.array(z.string().min(1)).default([]),
+    patterns: z
+      .array(z.object({ rule: z.string().min(1), pattern: z.string().min(1), verdict: PermissionVerdict, reason: z.string().default('matched a configured pattern') }))
+      .default([]),
+    /** writes at or below these paths are a hard stop */
+    protected_paths: z.array(z.string().startsWith('/')).default([]),
+    /** file_write inside the allowed root asks first (default) or runs */
+    prompt_file_writes: z.boolean().default(true),
+  })
+  .strict();
+export type PermissionRulesConfig = z.infer<typeof PermissionRulesConfig>;
