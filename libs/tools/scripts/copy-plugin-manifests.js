@@ -15,3 +15,11 @@ for (const name of fs.readdirSync(from)) {
   copied++;
 }
 console.log(`copied ${copied} plugin manifests to ${path.relative(root, to)}`);
+
+// The admin dashboard's static files (apps/controller/src/admin/static) are served from beside the compiled controller.
+const dashboardFrom = path.join(root, 'apps', 'controller', 'src', 'admin', 'static');
+const dashboardTo = path.join(root, 'dist', 'apps', 'controller', 'src', 'admin', 'static');
+if (fs.existsSync(dashboardFrom)) {
+  fs.cpSync(dashboardFrom, dashboardTo, { recursive: true });
+  console.log(`copied the admin dashboard to ${path.relative(root, dashboardTo)}`);
+}
