@@ -1,0 +1,337 @@
+import { EventPayload, MemoryKind, MemorySource, NewEvent, NotFoundError, RuntimeEvent, newId } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { Embedder, cosine } from './embedder';
+import { MemoryFilter, MemoryStore, StoredMemoryEntry, vectorToBuffer } from './memory-store';
+import { NearestEntry } from './memory-write-policy';
+import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
+
+/**
+ * Memory writes with no task behind them (admin deletes, memory tool inserts)
+ * go to this stream. It never holds TASK_RECEIVED, so it is not a task.
+ */
+export const MEMORY_SYSTEM_STREAM = 'system:memory';
+const SYSTEM_SESSION = 'system';
+
+export interface MemorySearchOptions extends MemoryFilter {
+  k: number;
+}
+
+export interface MemorySearchHit {
+  entry: StoredMemoryEntry;
+  similarity: number;
+  /** similarity x weight: the ranking */
+  score: number;
+}
+
+export interface MemoryServiceOptions {
+  store: MemoryStore;
+  events: EventStore;
+  embedder: Embedder;
+  /** the HNSW file; null keeps the index in memory only */
+  indexPath: string | null;
+  hnsw?: HnswParams;
+  /** a filtered search over at most this many entries scans them exactly instead of asking the index */
+  exactScanBelow?: number;
+  /** the index file is written at most this often (and on close); a crash loses nothing, open catches up from the table */
+  saveIntervalMs?: number;
+}
+
+export interface DirectWrite {
+  text: string;
+  kind: MemoryKind;
+  source: MemorySource;
+  weight: number;
+  reason: string;
+  /** the task (and call) on whose behalf the entry is written, if any */
+  task_id?: string | null;
+  session_id?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+const CACHE_SIZE = 256;
+
+/**
+ * Memory as a projection of MEMORY_WRITTEN events. A write is appended to the
+ * log first and applied to the table and index by `sync`, which reads the log
+ * from the projection's checkpoint; every read syncs first, so what a task's
+ * hook wrote is visible to the next task, and `rebuildFromLog` is the same code
+ * run from position 0.
+ */
+export class MemoryService {
+  private syncing: Promise<number> = Promise.resolve(0);
+  private readonly cache = new Map<string, Float32Array>();
+  private saveTimer: NodeJS.Timeout | null = null;
+
+  private constructor(
+    private readonly o: MemoryServiceOptions,
+    private index: VectorIndex,
+  ) {}
+
+  static async open(o: MemoryServiceOptions): Promise<MemoryService> {
+    await MemoryService.reembedStale(o.store, o.embedder);
+    const index = await MemoryService.openIndex(o);
+    const svc = new MemoryService(o, index);
+    await svc.sync();
+    return svc;
+  }
+
+  get embeddingModel(): string {
+    return this.o.embedder.model;
+  }
+
+  get embeddingDim(): number {
+    return this.o.embedder.dim;
+  }
+
+  /** why the index was rebuilt from the table at open, or null when its file was used */
+  get indexRebuiltBecause(): string | null {
+    return this.index.rebuiltBecause;
+  }
+
+  /** Entries written by another embedder get vectors from this one, so the index holds one model. */
+  private static async reembedStale(store: MemoryStore, embedder: Embedder): Promise<void> {
+    for await (const page of store.vectorPages()) {
+      const stale = page.filter((r) => r.embedding_model !== embedder.model || r.embedding_dim !== embedder.dim);
+      if (stale.length === 0) continue;
+      const vectors = await embedder.embed(stale.map((r) => r.text));
+      for (let i = 0; i < stale.length; i++) await store.replaceVector(stale[i].id, vectors[i], embedder.model, embedder.dim);
+    }
+  }
+
+  private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
+    const source: IndexSource = { pages: () => o.store.vectorPages(), deletedLabels: () => o.store.deletedLabels() };
+    const params = o.hnsw ?? DEFAULT_HNSW;
+    if (o.indexPath) return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params);
+    const index = VectorIndex.create(o.embedder.model, o.embedder.dim, params);
+    for await (const page of source.pages()) for (const v of page) index.add(v.label, v.vector, v.deleted);
+    return index;
+  }
+
+  async embed(text: string): Promise<Float32Array> {
+    const hit = this.cache.get(text);
+    if (hit) return hit;
+    const [v] = await this.o.embedder.embed([text]);
+    if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(text, v);
+    return v;
+  }
+
+  /** Apply every MEMORY_WRITTEN after the checkpoint. Serialised: concurrent callers share one pass. */
+  sync(): Promise<number> {
+    this.syncing = this.syncing.catch(() => 0).then(() => this.applyPending());
+    return this.syncing;
+  }
+
+  private async applyPending(): Promise<number> {
+    let applied = 0;
+    for (;;) {
+      const after = await this.o.store.checkpoint();
+      const page = await this.o.events.readAll({ after_position: after, types: ['MEMORY_WRITTEN'], limit: 500 });
+      if (page.length === 0) break;
+      for (const e of page) {
+        if (e.type === 'MEMORY_WRITTEN') await this.apply(e);
+        applied++;
+      }
+    }
+    if (applied > 0) this.scheduleSave();
+    return applied;
+  }
+
+  /**
+   * Idempotent, one statement per step, no transaction: replaying an event
+   * after a crash between the entry write and the checkpoint changes nothing.
+   */
+  private async apply(e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>): Promise<void> {
+    const p = e.payload;
+    const existing = await this.o.store.get(p.entry_id);
+    if (p.op === 'insert' && !existing) {
+      const vector = await this.embed(p.text);
+      const system = e.task_id === MEMORY_SYSTEM_STREAM;
+      const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
+      await this.o.store.insertIfAbsent({
+        id: p.entry_id,
+        text: p.text,
+        kind: p.kind,
+        source: p.source,
+        weight: p.weight,
+        task_id: system ? (typeof meta.task_id === 'string' ? meta.task_id : null) : e.task_id,
+        session_id: system ? (typeof meta.session_id === 'string' ? meta.session_id : null) : e.session_id,
+        metadata: JSON.stringify(p.metadata),
+        embedding_model: this.o.embedder.model,
+        embedding_dim: this.o.embedder.dim,
+        vector: vectorToBuffer(vector),
+        deleted: 0,
+        written_by: e.event_id,
+        created_at: e.created_at,
+        updated_at: e.created_at,
+      });
+      const stored = await this.o.store.get(p.entry_id);
+      if (stored) this.index.add(stored.label, vector);
+    } else if (p.op === 'reinforce' && existing && !existing.deleted) {
+      await this.o.store.setWeight(p.entry_id, p.weight, e.created_at);
+    } else if (p.op === 'delete' && existing && !existing.deleted) {
+      await this.o.store.tombstone(p.entry_id, e.created_at);
+      this.index.remove(existing.label);
+    }
+    await this.o.store.setCheckpoint(e.position);
+  }
+
+  private scheduleSave(): void {
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = null;
+      this.index.saveIfDirty();
+    }, this.o.saveIntervalMs ?? 2000);
+    this.saveTimer.unref();
+  }
+
+  async get(id: string): Promise<StoredMemoryEntry | null> {
+    await this.sync();
+    return this.o.store.get(id);
+  }
+
+  async list(filter: MemoryFilter, limit: number): Promise<StoredMemoryEntry[]> {
+    await this.sync();
+    return this.o.store.list(filter, limit);
+  }
+
+  /** Entries ranked by similarity x weight, filters applied. */
+  async search(query: string, options: MemorySearchOptions): Promise<MemorySearchHit[]> {
+    await this.sync();
+    const k = Math.max(0, options.k);
+    if (k === 0 || this.index.size === 0) return [];
+    const q = await this.embed(query);
+    const filter: MemoryFilter = { kind: options.kind, session_id: options.session_id, task_id: options.task_id, min_weight: options.min_weight };
+    const filtered = Object.values(filter).some((v) => v !== undefined);
+    const limit = this.o.exactScanBelow ?? 2000;
+    const pool = filtered ? await this.o.store.countActive(filter) : this.index.size;
+    if (pool <= limit) return this.exactSearch(q, filter, k, pool);
+
+    // Over-fetch from the index, then filter and re-rank; widen until k survive or the index is exhausted.
+    let fetch = Math.max(k * 10, 100);
+    for (;;) {
+      const hits = this.index.search(q, fetch);
+      const rows = await this.o.store.byLabels(hits.map((h) => h.label));
+      const ranked = hits
+        .map((h) => ({ entry: rows.get(h.label), similarity: h.similarity }))
+        .filter((h): h is { entry: StoredMemoryEntry; similarity: number } => h.entry !== undefined && !h.entry.deleted && matches(h.entry, filter))
+        .map((h) => ({ ...h, score: h.similarity * h.entry.weight }));
+      if (ranked.length >= k || fetch >= this.index.size) return rank(ranked, k);
+      fetch *= 4;
+    }
+  }
+
+  private async exactSearch(q: Float32Array, filter: MemoryFilter, k: number, pool: number): Promise<MemorySearchHit[]> {
+    const rows = await this.o.store.withVectors(filter, pool);
+    return rank(
+      rows.map(({ entry, vector }) => {
+        const similarity = cosine(q, vector);
+        return { entry, similarity, score: similarity * entry.weight };
+      }),
+      k,
+    );
+  }
+
+  /** The closest live entry to a vector, for deduplication. */
+  async nearest(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
+    await this.sync();
+    const hits = this.index.search(vector, 10);
+    const rows = await this.o.store.byLabels(hits.map((h) => h.label));
+    for (const h of hits) {
+      const entry = rows.get(h.label);
+      if (entry && !entry.deleted && entry.kind === kind) return { entry_id: entry.id, kind: entry.kind, text: entry.text, weight: entry.weight, similarity: h.similarity };
+    }
+    return null;
+  }
+
+  /** A MEMORY_WRITTEN payload for a new entry (the id is chosen here, so the writer can return it). */
+  insertPayload(w: DirectWrite, sourceEventId: string | null): EventPayload<'MEMORY_WRITTEN'> {
+    return {
+      op: 'insert',
+      entry_id: newId('mem'),
+      kind: w.kind,
+      text: w.text,
+      weight: w.weight,
+      previous_weight: null,
+      source: w.source,
+      source_event_id: sourceEventId,
+      reason: w.reason,
+      embedding_model: this.o.embedder.model,
+      embedding_dim: this.o.embedder.dim,
+      metadata: { ...w.metadata, ...(w.task_id ? { task_id: w.task_id } : {}), ...(w.session_id ? { session_id: w.session_id } : {}) },
+    };
+  }
+
+  /** Write with no task stream to append to (memory tools, admin): the system stream, then apply. */
+  async insert(w: DirectWrite): Promise<StoredMemoryEntry> {
+    const payload = this.insertPayload(w, null);
+    await this.appendSystem([{ type: 'MEMORY_WRITTEN', payload }]);
+    const entry = await this.o.store.get(payload.entry_id);
+    if (!entry) throw new Error(`memory entry ${payload.entry_id} was written but not applied`);
+    return entry;
+  }
+
+  /** Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. */
+  async delete(id: string, reason: string, actor: string | null = null): Promise<StoredMemoryEntry> {
+    const entry = await this.get(id);
+    if (!entry || entry.deleted) throw new NotFoundError(`memory entry ${id} not found`, { id });
+    await this.appendSystem([
+      {
+        type: 'MEMORY_WRITTEN',
+        payload: {
+          op: 'delete',
+          entry_id: id,
+          kind: entry.kind,
+          text: entry.text,
+          weight: entry.weight,
+          previous_weight: entry.weight,
+          source: 'user',
+          source_event_id: null,
+          reason,
+          embedding_model: entry.embedding_model,
+          embedding_dim: entry.embedding_dim,
+          metadata: actor ? { actor } : {},
+        },
+      },
+    ]);
+    return { ...entry, deleted: true };
+  }
+
+  private async appendSystem(events: NewEvent[]): Promise<void> {
+    await this.o.events.append(MEMORY_SYSTEM_STREAM, events.map((e) => ({ ...e, session_id: SYSTEM_SESSION })), { expected: 'any' });
+    await this.sync();
+  }
+
+  /** Drop the table and the index file and apply the whole log again. */
+  async rebuildFromLog(): Promise<number> {
+    await this.syncing.catch(() => 0);
+    await this.o.store.clear();
+    if (this.o.indexPath) VectorIndex.removeFiles(this.o.indexPath);
+    this.index = await MemoryService.openIndex(this.o);
+    const applied = await this.sync();
+    this.index.saveIfDirty();
+    return applied;
+  }
+
+  /** Persist the index now. */
+  flush(): void {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+    this.index.saveIfDirty();
+  }
+
+  async close(): Promise<void> {
+    await this.syncing.catch(() => 0);
+    this.flush();
+  }
+}
+
+const matches = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
+  (f.kind === undefined || e.kind === f.kind) &&
+  (f.session_id === undefined || e.session_id === f.session_id) &&
+  (f.task_id === undefined || e.task_id === f.task_id) &&
+  (f.min_weight === undefined || e.weight >= f.min_weight);
+
+/** Highest score first; ties by label so the order is stable across index rebuilds. */
+const rank = (hits: MemorySearchHit[], k: number): MemorySearchHit[] =>
+  hits.sort((a, b) => b.score - a.score || a.entry.label - b.entry.label).slice(0, k);

@@ -1,0 +1,201 @@
+import { Insertable, Kysely, Selectable, sql } from 'kysely';
+import { MemoryEntry, MemoryKind, MemorySource } from '@runledger/contracts';
+
+export interface MemoryEntriesTable {
+  id: string;
+  label: number;
+  text: string;
+  kind: string;
+  source: string;
+  weight: number;
+  task_id: string | null;
+  session_id: string | null;
+  metadata: string;
+  embedding_model: string;
+  embedding_dim: number;
+  vector: Buffer;
+  deleted: number;
+  written_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MemoryProjectionTable {
+  name: string;
+  position: number;
+}
+
+export interface MemoryDatabase {
+  memory_entries: MemoryEntriesTable;
+  memory_projection: MemoryProjectionTable;
+}
+
+export type MemoryRow = Selectable<MemoryEntriesTable>;
+
+export interface MemoryFilter {
+  kind?: MemoryKind;
+  session_id?: string;
+  task_id?: string;
+  min_weight?: number;
+}
+
+/** A stored entry: the contract plus what the projection keeps beside it. */
+export interface StoredMemoryEntry extends MemoryEntry {
+  label: number;
+  deleted: boolean;
+  written_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export const vectorToBuffer = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+/** Copy out: a Buffer from SQLite may not be 4-byte aligned. */
+export const bufferToVector = (b: Buffer | Uint8Array): Float32Array => {
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+};
+
+export function toEntry(row: MemoryRow): StoredMemoryEntry {
+  return {
+    id: row.id,
+    text: row.text,
+    kind: row.kind as MemoryKind,
+    source: row.source as MemorySource,
+    weight: row.weight,
+    task_id: row.task_id,
+    session_id: row.session_id,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    embedding_model: row.embedding_model,
+    embedding_dim: row.embedding_dim,
+    label: row.label,
+    deleted: row.deleted === 1,
+    written_by: row.written_by,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const PROJECTION = 'memory';
+const ENTRY_COLUMNS = [
+  'id', 'label', 'text', 'kind', 'source', 'weight', 'task_id', 'session_id', 'metadata',
+  'embedding_model', 'embedding_dim', 'deleted', 'written_by', 'created_at', 'updated_at',
+] as const;
+
+/** Reads and writes memory_entries and the projection checkpoint. Holds no decisions. */
+export class MemoryStore {
+  constructor(readonly db: Kysely<MemoryDatabase>) {}
+
+  async get(id: string): Promise<StoredMemoryEntry | null> {
+    const row = await this.db.selectFrom('memory_entries').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toEntry(row) : null;
+  }
+
+  async byLabels(labels: readonly number[]): Promise<Map<number, StoredMemoryEntry>> {
+    const out = new Map<number, StoredMemoryEntry>();
+    for (let i = 0; i < labels.length; i += 500) {
+      const rows = await this.db.selectFrom('memory_entries').select(ENTRY_COLUMNS).where('label', 'in', labels.slice(i, i + 500)).execute();
+      for (const row of rows) out.set(row.label, toEntry({ ...row, vector: Buffer.alloc(0) }));
+    }
+    return out;
+  }
+
+  private active(filter: MemoryFilter) {
+    return this.db
+      .selectFrom('memory_entries')
+      .where('deleted', '=', 0)
+      .$if(filter.kind !== undefined, (q) => q.where('kind', '=', filter.kind!))
+      .$if(filter.session_id !== undefined, (q) => q.where('session_id', '=', filter.session_id!))
+      .$if(filter.task_id !== undefined, (q) => q.where('task_id', '=', filter.task_id!))
+      .$if(filter.min_weight !== undefined, (q) => q.where('weight', '>=', filter.min_weight!));
+  }
+
+  async countActive(filter: MemoryFilter = {}): Promise<number> {
+    const row = await this.active(filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Newest first. */
+  async list(filter: MemoryFilter, limit: number): Promise<StoredMemoryEntry[]> {
+    const rows = await this.active(filter).select(ENTRY_COLUMNS).orderBy('label', 'desc').limit(limit).execute();
+    return rows.map((r) => toEntry({ ...r, vector: Buffer.alloc(0) }));
+  }
+
+  /** Active entries matching the filter with their vectors, for an exact scan. */
+  async withVectors(filter: MemoryFilter, limit: number): Promise<{ entry: StoredMemoryEntry; vector: Float32Array }[]> {
+    const rows = await this.active(filter).selectAll().limit(limit).execute();
+    return rows.map((r) => ({ entry: toEntry(r), vector: bufferToVector(r.vector) }));
+  }
+
+  /** Every row (tombstones too) in label order, a page at a time: what an index rebuild reads. */
+  async *vectorPages(pageSize = 2000): AsyncGenerator<{ label: number; vector: Float32Array; deleted: boolean; embedding_model: string; embedding_dim: number; id: string; text: string }[]> {
+    let after = -1;
+    for (;;) {
+      const rows = await this.db
+        .selectFrom('memory_entries')
+        .select(['id', 'label', 'text', 'vector', 'deleted', 'embedding_model', 'embedding_dim'])
+        .where('label', '>', after)
+        .orderBy('label')
+        .limit(pageSize)
+        .execute();
+      if (rows.length === 0) return;
+      yield rows.map((r) => ({ id: r.id, text: r.text, label: r.label, vector: bufferToVector(r.vector), deleted: r.deleted === 1, embedding_model: r.embedding_model, embedding_dim: r.embedding_dim }));
+      after = rows[rows.length - 1].label;
+    }
+  }
+
+  async deletedLabels(): Promise<number[]> {
+    const rows = await this.db.selectFrom('memory_entries').select('label').where('deleted', '=', 1).execute();
+    return rows.map((r) => r.label);
+  }
+
+  async stats(): Promise<{ rows: number; max_label: number }> {
+    const row = await this.db
+      .selectFrom('memory_entries')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.max('label').as('max')])
+      .executeTakeFirstOrThrow();
+    return { rows: Number(row.n), max_label: row.max === null ? -1 : Number(row.max) };
+  }
+
+  /**
+   * Insert unless the id exists; the label is the next one, assigned inside the
+   * statement so no transaction spans awaits (the SQLite connection is shared with the append path).
+   */
+  async insertIfAbsent(row: Omit<Insertable<MemoryEntriesTable>, 'label'>): Promise<void> {
+    await this.db
+      .insertInto('memory_entries')
+      .values({ ...row, label: sql<number>`(select coalesce(max(label), -1) + 1 from memory_entries)` })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+
+  async setWeight(id: string, weight: number, at: string): Promise<void> {
+    await this.db.updateTable('memory_entries').set({ weight, updated_at: at }).where('id', '=', id).execute();
+  }
+
+  async tombstone(id: string, at: string): Promise<void> {
+    await this.db.updateTable('memory_entries').set({ deleted: 1, updated_at: at }).where('id', '=', id).execute();
+  }
+
+  async replaceVector(id: string, vector: Float32Array, model: string, dim: number): Promise<void> {
+    await this.db.updateTable('memory_entries').set({ vector: vectorToBuffer(vector), embedding_model: model, embedding_dim: dim }).where('id', '=', id).execute();
+  }
+
+  async checkpoint(): Promise<number> {
+    const row = await this.db.selectFrom('memory_projection').select('position').where('name', '=', PROJECTION).executeTakeFirst();
+    return row ? Number(row.position) : 0;
+  }
+
+  async setCheckpoint(position: number): Promise<void> {
+    await this.db
+      .insertInto('memory_projection')
+      .values({ name: PROJECTION, position })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ position }))
+      .execute();
+  }
+
+  async clear(): Promise<void> {
+    await this.db.deleteFrom('memory_entries').execute();
+    await this.db.deleteFrom('memory_projection').execute();
+  }
+}
