@@ -2,6 +2,7 @@ import { Kysely, Migration, MigrationProvider, MigrationResultSet, Migrator } fr
 import * as createEvents from './1795334683648-CreateEvents';
 import * as createTasks from './1795334683649-CreateTasks';
 import * as createCheckpoints from './1795334683650-CreateCheckpoints';
+import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
 
 export { isPostgres, isSqlite } from './dialect';
 
@@ -13,6 +14,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683648-CreateEvents': createEvents,
   '1795334683649-CreateTasks': createTasks,
   '1795334683650-CreateCheckpoints': createCheckpoints,
+  '1795334683660-CreateMemoryEntries': createMemoryEntries,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
