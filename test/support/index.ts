@@ -1,2 +1,3 @@
 export * from './openai-server';
 export * from '../../libs/runtime/src/testing';
+export * from './cli';

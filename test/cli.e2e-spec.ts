@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RuntimeEvent } from '@runledger/contracts';
+import { SqliteEventStore, openSqlite } from '@runledger/event-store';
+import { runCli } from '@runledger/testing';
+
+async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
+  const handle = openSqlite({ path: dbPath });
+  try {
+    const store = new SqliteEventStore(handle);
+    const [received] = await store.readAll({ types: ['TASK_RECEIVED'] });
+    return await store.readWholeStream(received.task_id);
+  } finally {
+    await handle.close();
+  }
+}
+
+describe('runledger CLI (real child process, no model configured)', () => {
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-cli-'));
+    env = { RUNLEDGER_DB: join(dir, 'data', 'runledger.db'), RUNLEDGER_MODEL: 'sys_util' };
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('run "run echo hello then read <file>" completes with the events in order, gap-free', async () => {
+    writeFileSync(join(dir, 'notes.txt'), 'contents of notes');
+    const res = await runCli(['run', 'run echo hello then read notes.txt', '--yes'], { cwd: dir, env });
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.stdout).toContain('contents of notes');
+    expect(res.stdout).toMatch(/rounds 2 · tool calls 2/);
+
+    const events = await readTask(env.RUNLEDGER_DB);
+    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+    const order = ['TASK_RECEIVED', 'CONTEXT_BUILT', 'ROUTER_DECIDED', 'PLAN_STARTED', 'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED', 'TASK_COMPLETED'];
+    const firstIndex = order.map((t) => events.findIndex((e) => e.type === t));
+    expect(firstIndex.every((i) => i >= 0)).toBe(true);
+    expect([...firstIndex].sort((a, b) => a - b)).toEqual(firstIndex);
+    expect(events[events.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { stop_reason: 'completed' } });
+    const calls = events.filter((e) => e.type === 'TOOL_CALLED').map((e) => (e.type === 'TOOL_CALLED' ? e.payload.tool : ''));
+    expect(calls).toEqual(['shell_exec', 'file_read']);
+  });
+
+  it('--json prints every event as a JSON line and a summary', async () => {
+    const res = await runCli(['run', 'run echo json', '--json', '--yes'], { cwd: dir, env });
+    expect(res.code).toBe(0);
+    const lines = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type?: string; summary?: { stop_reason: string } });
+    expect(lines[0].type).toBe('TASK_RECEIVED');
+    expect(lines[lines.length - 2].type).toBe('TASK_COMPLETED');
+    expect(lines[lines.length - 1].summary?.stop_reason).toBe('completed');
+  });
+
+  it('exits 1 when the task does not complete, 2 on bad usage', async () => {
+    const script = join(dir, 'script.json');
+    writeFileSync(script, JSON.stringify({ orchestrator: [{ error: 'provider_error' }] }));
+    const failed = await runCli(['run', 'write a poem', '--model', `scripted:${script}`], { cwd: dir, env });
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toContain('stop reason: provider_error');
+    const usage = await runCli(['run'], { cwd: dir, env });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('usage:');
+    const badBudget = await runCli(['run', 'x', '--budget', 'max_rounds=abc'], { cwd: dir, env });
+    expect(badBudget.code).toBe(2);
+  });
+
+  it('--budget max_rounds caps the task', async () => {
+    const script = join(dir, 'script.json');
+    writeFileSync(script, JSON.stringify({ orchestrator: Array(5).fill('{"type":"tool","tool":"file_read","args":{"path":"x.txt"}}') }));
+    writeFileSync(join(dir, 'x.txt'), 'x');
+    const res = await runCli(['run', 'loop', '--model', `scripted:${script}`, '--budget', 'max_rounds=2', '--yes'], { cwd: dir, env });
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('stop reason: budget_exceeded');
+    expect(res.stdout).toMatch(/rounds 2 ·/);
+  });
+});
