@@ -1,0 +1,182 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MemoryKind } from '@runledger/contracts';
+import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
+import { migrateToLatest } from '@runledger/migrations';
+import { Embedder, HashingEmbedder } from './embedder';
+import { MemoryDatabase, MemoryStore } from './memory-store';
+import { MEMORY_SYSTEM_STREAM, MemoryService, MemoryServiceOptions } from './memory-service';
+
+interface Env {
+  dir: string;
+  dbPath: string;
+  indexPath: string;
+  handle: SqliteHandle;
+  events: SqliteEventStore;
+}
+
+const TOPICS = ['swc compiles typescript fast', 'jest runs the unit tests', 'sqlite stores the event log', 'hnsw finds nearest vectors', 'nestjs serves the http api', 'bubblewrap sandboxes tools', 'kysely builds sql queries', 'zod validates the payloads'];
+
+async function openEnv(dir: string): Promise<Env> {
+  const dbPath = join(dir, 'runledger.db');
+  const handle = openSqlite({ path: dbPath, synchronous: 'NORMAL' });
+  await migrateToLatest(handle.db);
+  return { dir, dbPath, indexPath: join(dir, 'memory.hnsw'), handle, events: new SqliteEventStore(handle) };
+}
+
+const openService = (env: Env, over: Partial<MemoryServiceOptions> = {}, embedder: Embedder = new HashingEmbedder()) =>
+  MemoryService.open({
+    store: new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>),
+    events: env.events,
+    embedder,
+    indexPath: env.indexPath,
+    // force the HNSW path so these tests exercise the index, not the exact scan
+    exactScanBelow: 0,
+    ...over,
+  });
+
+async function seed(sut: MemoryService, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const text = `${TOPICS[i % TOPICS.length]} (note ${i})`;
+    const kind: MemoryKind = i % 3 === 0 ? 'fact' : 'tool_result';
+    const entry = await sut.insert({ text, kind, source: 'system', weight: 0.3 + (i % 7) / 10, reason: 'seed', session_id: i % 2 ? 's-odd' : 's-even' });
+    ids.push(entry.id);
+  }
+  return ids;
+}
+
+const topIds = async (sut: MemoryService, query: string, k = 5) => (await sut.search(query, { k })).map((h) => h.entry.id);
+
+describe('MemoryService on SQLite + HNSW file', () => {
+  let dir: string;
+  let env: Env;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-mem-'));
+    env = await openEnv(dir);
+  });
+  afterEach(async () => {
+    await env.handle.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ranks by similarity x weight and applies filters', async () => {
+    const sut = await openService(env);
+    const light = await sut.insert({ text: 'the deploy script lives in ops/deploy.sh', kind: 'fact', source: 'user', weight: 0.2, reason: 't' });
+    const heavy = await sut.insert({ text: 'the deploy script lives in ops/deploy.sh now', kind: 'fact', source: 'user', weight: 0.9, reason: 't', session_id: 's1' });
+    await sut.insert({ text: 'unrelated: bananas are yellow', kind: 'tool_result', source: 'tool', weight: 1, reason: 't' });
+
+    const hits = await sut.search('where is the deploy script', { k: 2 });
+    expect(hits.map((h) => h.entry.id)).toEqual([heavy.id, light.id]);
+    for (const h of hits) expect(h.score).toBeCloseTo(h.similarity * h.entry.weight, 6);
+
+    expect((await sut.search('deploy script', { k: 5, session_id: 's1' })).map((h) => h.entry.id)).toEqual([heavy.id]);
+    expect((await sut.search('deploy script', { k: 5, min_weight: 0.5, kind: 'fact' })).map((h) => h.entry.id)).toEqual([heavy.id]);
+    expect((await sut.search('deploy script', { k: 5, kind: 'plan' }))).toEqual([]);
+    expect(heavy).toMatchObject({ embedding_model: 'runledger-hash-v1', embedding_dim: 384, session_id: 's1', task_id: null });
+    await sut.close();
+  });
+
+  it('the index survives a restart without a rebuild and gives the same top-k', async () => {
+    const first = await openService(env);
+    await seed(first, 60);
+    const before = await topIds(first, 'which tool compiles typescript');
+    await first.close();
+    expect(existsSync(env.indexPath)).toBe(true);
+
+    const sut = await openService(env);
+    expect(sut.indexRebuiltBecause).toBeNull();
+    expect(await topIds(sut, 'which tool compiles typescript')).toEqual(before);
+    await sut.close();
+  });
+
+  it.each([
+    ['deleted', (p: string) => rmSync(p), 'missing'],
+    ['corrupted', (p: string) => writeFileSync(p, Buffer.alloc(4096, 7)), 'corrupt (checksum mismatch)'],
+    ['meta garbled', (p: string) => writeFileSync(`${p}.meta.json`, '{nope'), 'corrupt meta'],
+  ])('an index file that was %s is rebuilt from the table with the same top-k', async (_name, damage, reason) => {
+    const first = await openService(env);
+    await seed(first, 60);
+    const queries = ['which tool compiles typescript', 'nearest vectors search', 'where are events stored'];
+    const before = await Promise.all(queries.map((q) => topIds(first, q)));
+    await first.close();
+    damage(env.indexPath);
+
+    const sut = await openService(env);
+    expect(sut.indexRebuiltBecause).toBe(reason);
+    expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(before);
+    await sut.close();
+  });
+
+  it('an index built by another embedder is rebuilt and every entry re-embedded', async () => {
+    const first = await openService(env);
+    await seed(first, 20);
+    await first.close();
+
+    const sut = await openService(env, {}, new HashingEmbedder(128));
+    expect(sut.indexRebuiltBecause).toBe('built by runledger-hash-v1/384, now runledger-hash-v1/128');
+    const hits = await sut.search('sqlite stores the event log', { k: 3 });
+    expect(hits[0].entry.text).toMatch(/^sqlite stores the event log/);
+    expect(hits.every((h) => h.entry.embedding_dim === 128)).toBe(true);
+    await sut.close();
+  });
+
+  it('deletes are tombstones: gone from search, labels not reused, still gone after restart', async () => {
+    const first = await openService(env);
+    const [a] = await seed(first, 10);
+    const deleted = await first.delete(a, 'test');
+    expect(deleted.deleted).toBe(true);
+    await expect(first.delete(a, 'again')).rejects.toThrow(/not found/);
+    const after = await first.insert({ text: 'a fresh entry', kind: 'fact', source: 'user', weight: 0.5, reason: 't' });
+    expect((await first.get(after.id))!.label).toBe(10);
+    expect(await topIds(first, TOPICS[0], 10)).not.toContain(a);
+    await first.close();
+
+    const sut = await openService(env);
+    expect(await topIds(sut, TOPICS[0], 10)).not.toContain(a);
+    const log = await env.events.readStream(MEMORY_SYSTEM_STREAM);
+    expect(log.filter((e) => e.type === 'MEMORY_WRITTEN').map((e) => (e.payload as { op: string }).op)).toEqual([...Array(10).fill('insert'), 'delete', 'insert']);
+    await sut.close();
+  });
+
+  it('a delete made after the last index save is honoured on reopen', async () => {
+    const first = await openService(env);
+    const ids = await seed(first, 10);
+    first.flush();
+    // a second process deletes; this one never saves its index again
+    const other = await openService(env, { indexPath: null });
+    await other.delete(ids[1], 'elsewhere');
+    const sut = await openService(env);
+    expect(sut.indexRebuiltBecause).toBeNull();
+    expect(await topIds(sut, TOPICS[1], 10)).not.toContain(ids[1]);
+  });
+
+  it('rebuildFromLog recreates the same entries, weights and top-k from MEMORY_WRITTEN events', async () => {
+    const sut = await openService(env);
+    const ids = await seed(sut, 30);
+    await sut.delete(ids[4], 'test');
+    const before = await sut.list({}, 100);
+    const top = await topIds(sut, 'jest runs the unit tests');
+
+    const applied = await sut.rebuildFromLog();
+    expect(applied).toBe(31);
+    const after = await sut.list({}, 100);
+    expect(after.map(({ id, text, weight, kind, label, session_id }) => ({ id, text, weight, kind, label, session_id }))).toEqual(
+      before.map(({ id, text, weight, kind, label, session_id }) => ({ id, text, weight, kind, label, session_id })),
+    );
+    expect(await topIds(sut, 'jest runs the unit tests')).toEqual(top);
+    await sut.close();
+  });
+
+  it('small filtered sets are scanned exactly and agree with the index path', async () => {
+    const viaIndex = await openService(env);
+    await seed(viaIndex, 40);
+    const q = { k: 4, session_id: 's-odd', kind: 'tool_result' as const };
+    const a = (await viaIndex.search('kysely builds sql', q)).map((h) => h.entry.id);
+    const exact = await openService(env, { exactScanBelow: 10_000, indexPath: null });
+    const b = (await exact.search('kysely builds sql', q)).map((h) => h.entry.id);
+    expect(a).toEqual(b);
+    expect(a.length).toBe(4);
+  });
+});
