@@ -14,3 +14,4 @@ export * from './runtime-loop';
 export * from './runtime-service';
 export * from './create-runtime';
 export * from './redaction';
+export * from './discipline';

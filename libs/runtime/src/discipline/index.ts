@@ -9,3 +9,4 @@ export * from './completion';
 export * from './repeat-detector';
 export * from './stop-reasons';
 export * from './retry-runner';
+export * from './discipline-guard';

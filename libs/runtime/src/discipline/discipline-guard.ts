@@ -1,0 +1,83 @@
+import { NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { GuardVerdict, LoopGuard, RoundGuardContext, Stop } from '../ports';
+import { judgeAcceptance } from './accept-gate';
+import { admit, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
+import { REPEAT_REMINDER, repeatFold } from './repeat-detector';
+import { guardEvent } from './retry-runner';
+import { roundsOf, toolFacts } from './round-facts';
+import { isCircuitOpen, toolGuardFromEvents } from './failure-policy';
+import { DisciplineSettings, ResolvedBudgets } from './settings';
+import { describeStop } from './stop-reasons';
+
+const guardedBefore = (events: readonly RuntimeEvent[], guard: string, round: number): boolean =>
+  events.some((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === guard && e.payload.round === round);
+
+/**
+ * The run-discipline guards as the loop's LoopGuard: before each round the
+ * budgets, the repeat-cycle detector and the tool circuit breakers; before the
+ * end the accept gate. Every decision is computed from the task's log, so a
+ * resumed task is judged exactly as it would have been without the restart.
+ */
+export class DisciplineGuard implements LoopGuard {
+  constructor(
+    private readonly settings: DisciplineSettings,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  budgetsFor(ctx: Pick<RoundGuardContext, 'progress'>): ResolvedBudgets {
+    return resolveBudgets(ctx.progress.budgets, this.settings.budgetDefaults, this.settings.budgetMaximums).budgets;
+  }
+
+  async beforeRound(ctx: RoundGuardContext): Promise<GuardVerdict> {
+    const stop = this.budgetStop(ctx) ?? null;
+    if (stop) return { stop };
+    const events: NewEvent[] = [];
+
+    const closed = roundsOf(ctx.events).filter((r) => r.round < ctx.round);
+    const repeat = repeatFold(closed, this.settings.repeatThreshold);
+    const last = closed[closed.length - 1];
+    if (repeat.action === 'stop') return { stop: { stop_reason: 'repeat_cycle', detail: describeStop('repeat_cycle', repeat.detail) } };
+    if (repeat.action === 'remind' && last && !guardedBefore(ctx.events, 'repeat_reminder', last.round)) {
+      events.push(guardEvent('repeat_reminder', last.round, `${repeat.detail}. ${REPEAT_REMINDER}`, { streak: repeat.state.streak }));
+    }
+
+    const health = toolGuardFromEvents(ctx.events);
+    for (const tool of new Set(toolFacts(ctx.events).map((f) => f.tool))) {
+      if (!isCircuitOpen(health, tool, this.settings.circuitBreakerThreshold)) continue;
+      const opened = ctx.events.find((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'circuit_breaker' && e.payload.data.tool === tool);
+      const openedRound = opened?.type === 'GUARD_TRIGGERED' ? (opened.payload.round ?? 0) : null;
+      // The orchestrator was told the circuit is open and called the tool again anyway.
+      if (openedRound !== null && last && last.round > openedRound && last.tools.some((f) => f.tool === tool && f.ok === false)) {
+        return { events, stop: { stop_reason: 'tool_error', detail: describeStop('tool_error', `${tool} failed ${health.consecutiveFailures[tool]} times in a row`) } };
+      }
+      if (openedRound === null) {
+        events.push(
+          guardEvent('circuit_breaker', last?.round ?? null, `${tool} failed ${health.consecutiveFailures[tool]} times in a row; do not call it again in this task`, { tool }),
+        );
+      }
+    }
+    return { events };
+  }
+
+  async beforeEnd(ctx: RoundGuardContext & { stop: Stop; result: string | null }): Promise<{ events?: NewEvent[]; stop?: Stop }> {
+    const checks = ctx.progress.accept_checks;
+    if (ctx.stop.stop_reason !== 'completed' || checks.length === 0) return {};
+    const decision = judgeAcceptance(checks, ctx.events, ctx.result);
+    const events: NewEvent[] = [{ type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } }];
+    if (decision.failing) {
+      return { events, stop: { stop_reason: 'accept_check_failed', detail: describeStop('accept_check_failed', `check ${decision.failing.id} (${decision.failing.kind}): ${decision.failing.detail}`) } };
+    }
+    return { events };
+  }
+
+  /** A budget already overrun, or one that would be by starting another round. */
+  private budgetStop(ctx: RoundGuardContext): Stop | null {
+    const budgets = this.budgetsFor(ctx);
+    const meter = meterFromEvents(ctx.events, { charsPerToken: this.settings.charsPerToken });
+    const elapsed = meter.startedAt ? this.now().getTime() - Date.parse(meter.startedAt) : 0;
+    const over = firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });
+    if (!over) return null;
+    if (over.budget === 'timeout_ms') return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };
+    return { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', over.detail) };
+  }
+}
