@@ -12,10 +12,14 @@
 export const SUDO_SECRET = 'sudo_password';
 
 export interface ShellWord {
+  /** quotes removed; an expansion (`$X`, `$(...)`) is kept as written */
   text: string;
   /** contains an expansion whose value is only known when it runs */
   dynamic: boolean;
 }
+
+/** The part of a dynamic word before its first expansion (`/dev/$X` -> `/dev/`). */
+export const staticPrefix = (w: ShellWord): string => (w.dynamic ? w.text.split(/[$`<>]/)[0] : w.text);
 
 export interface ShellRedirect {
   op: string;
@@ -187,9 +191,10 @@ function readDoubleQuoted(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>,
       continue;
     }
     if (c === '$' || c === '`') {
-      if (readDollarOrBacktick(r, sink)) {
+      const expansion = readDollarOrBacktick(r, sink);
+      if (expansion !== null) {
         if (flag) flag.dynamic = true;
-        out += '\u0000';
+        out += expansion;
         continue;
       }
     }
@@ -200,8 +205,13 @@ function readDoubleQuoted(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>,
   return out;
 }
 
-/** At `$` or a backtick: consumes an expansion and returns true, or returns false for a literal `$`. */
-function readDollarOrBacktick(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>): boolean {
+/** At `$` or a backtick: consumes an expansion and returns its source text, or null for a literal `$`. */
+function readDollarOrBacktick(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>): string | null {
+  const start = r.i;
+  return readExpansion(r, sink) ? r.src.slice(start, r.i) : null;
+}
+
+function readExpansion(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>): boolean {
   if (r.peek() === '`') {
     r.i++;
     sink.nested.push({ script: readBacktick(r), via: '``' });
@@ -362,17 +372,19 @@ function tokenize(src: string): Tokenized {
       continue;
     }
     if (c === '$' || c === '`') {
-      if (readDollarOrBacktick(r, t)) {
-        word += '\u0000';
+      const expansion = readDollarOrBacktick(r, t);
+      if (expansion !== null) {
+        word += expansion;
         dynamic = true;
         inWord = true;
         continue;
       }
     }
     if ((c === '<' || c === '>') && r.peek(1) === '(') {
+      const start = r.i;
       r.i += 2;
       t.nested.push({ script: readBalanced(r, t.errors), via: `${c}()` });
-      word += '\u0000';
+      word += r.src.slice(start, r.i);
       dynamic = true;
       inWord = true;
       continue;
