@@ -1,0 +1,5 @@
+export * from './task-state';
+export * from './schema';
+export * from './task-state-store';
+export * from './checkpoint-store';
+export * from './storage';

@@ -1,0 +1,42 @@
+import { Database } from '@runledger/event-store';
+
+/** Row of `tasks`: JSON columns as text. */
+export interface TasksTable {
+  task_id: string;
+  status: string;
+  session_id: string;
+  input: string;
+  last_directive: string | null;
+  pending_requests: string;
+  stop_reason: string | null;
+  stop_detail: string | null;
+  result: string | null;
+  usage: string;
+  rounds: number;
+  last_seq: number;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  accept_checks: string;
+  budgets: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CheckpointsTable {
+  checkpoint_id: string;
+  task_id: string;
+  label: string;
+  at_sequence: number;
+  event_sequence: number;
+  state: string;
+  context: string;
+  created_at: string;
+}
+
+/** This lib's tables, for `db.withTables<StateStoreTables>()` on the shared handle. */
+export type StateStoreTables = {
+  tasks: TasksTable;
+  checkpoints: CheckpointsTable;
+};
+
+export type StateStoreDatabase = Database & StateStoreTables;

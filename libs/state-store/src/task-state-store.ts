@@ -1,0 +1,207 @@
+import {
+  AcceptCheck,
+  Budgets,
+  ExecutionDirective,
+  IdempotencyConflictError,
+  RuntimeEvent,
+  StopReason,
+  TaskStatus,
+  TaskUsage,
+  ValidationError,
+} from '@runledger/contracts';
+import { InlineProjection, SqliteHandle, rebuildProjection } from '@runledger/event-store';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Selectable } from 'kysely';
+import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
+import { PendingRequest, TaskState, evolve } from './task-state';
+
+export interface ListTasksOptions {
+  status?: TaskStatus;
+  session_id?: string;
+  /** 1..500, default 50 */
+  limit?: number;
+  /** opaque, from a previous page's next_cursor */
+  cursor?: string;
+}
+
+export interface TaskPage {
+  items: TaskState[];
+  /** null on the last page */
+  next_cursor: string | null;
+}
+
+type TaskRow = Selectable<TasksTable>;
+
+const COLUMNS = [
+  'task_id',
+  'status',
+  'session_id',
+  'input',
+  'last_directive',
+  'pending_requests',
+  'stop_reason',
+  'stop_detail',
+  'result',
+  'usage',
+  'rounds',
+  'last_seq',
+  'idempotency_key',
+  'request_hash',
+  'accept_checks',
+  'budgets',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof TasksTable)[];
+
+export const stateToRow = (s: TaskState): TaskRow => ({
+  task_id: s.task_id,
+  status: s.status,
+  session_id: s.session_id,
+  input: s.input,
+  last_directive: s.last_directive === null ? null : JSON.stringify(s.last_directive),
+  pending_requests: JSON.stringify(s.pending_requests),
+  stop_reason: s.stop_reason,
+  stop_detail: s.stop_detail,
+  result: s.result,
+  usage: JSON.stringify(s.usage),
+  rounds: s.rounds,
+  last_seq: s.last_seq,
+  idempotency_key: s.idempotency_key,
+  request_hash: s.request_hash,
+  accept_checks: JSON.stringify(s.accept_checks),
+  budgets: JSON.stringify(s.budgets),
+  created_at: s.created_at,
+  updated_at: s.updated_at,
+});
+
+export const rowToState = (r: TaskRow): TaskState => ({
+  task_id: r.task_id,
+  status: r.status as TaskStatus,
+  session_id: r.session_id,
+  input: r.input,
+  last_directive: r.last_directive === null ? null : (JSON.parse(r.last_directive) as ExecutionDirective),
+  pending_requests: JSON.parse(r.pending_requests) as PendingRequest[],
+  stop_reason: r.stop_reason as StopReason | null,
+  stop_detail: r.stop_detail,
+  result: r.result,
+  usage: JSON.parse(r.usage) as TaskUsage,
+  rounds: r.rounds,
+  last_seq: r.last_seq,
+  idempotency_key: r.idempotency_key,
+  request_hash: r.request_hash,
+  accept_checks: JSON.parse(r.accept_checks) as AcceptCheck[],
+  budgets: JSON.parse(r.budgets) as Budgets,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+const encodeCursor = (s: Pick<TaskState, 'created_at' | 'task_id'>): string => Buffer.from(JSON.stringify([s.created_at, s.task_id])).toString('base64url');
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'string')) return value as [string, string];
+  } catch {
+    // fall through to the same error as a well-formed but wrong cursor
+  }
+  throw new ValidationError('invalid cursor', { field: 'cursor' });
+}
+
+interface Statements {
+  get: BetterSqlite3.Statement<[string], TaskRow>;
+  upsert: BetterSqlite3.Statement<TaskRow[]>;
+}
+
+/**
+ * The `tasks` read model: an inline projection of the event log (so it is
+ * written in the append transaction and never drifts) plus its queries.
+ * Register it with `new SqliteEventStore(handle, { projections: [taskStates] })`.
+ */
+export class TaskStateStore implements InlineProjection {
+  readonly name = 'tasks';
+  private readonly db: Kysely<StateStoreDatabase>;
+  private statements: Statements | null = null;
+
+  constructor(private readonly handle: SqliteHandle) {
+    this.db = handle.db.withTables<StateStoreTables>();
+  }
+
+  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void {
+    const stmt = this.prepare(raw);
+    let current: TaskState | null = null;
+    for (const e of events) {
+      if (current?.task_id !== e.task_id) {
+        if (current) this.write(stmt, current);
+        const row = stmt.get.get(e.task_id);
+        current = row ? rowToState(row) : null;
+      }
+      current = evolve(current, e);
+    }
+    if (current) this.write(stmt, current);
+  }
+
+  reset(raw: BetterSqlite3.Database): void {
+    raw.prepare('DELETE FROM tasks').run();
+  }
+
+  async get(taskId: string): Promise<TaskState | null> {
+    const row = await this.db.selectFrom('tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst();
+    return row ? rowToState(row) : null;
+  }
+
+  async findByIdempotencyKey(key: string): Promise<TaskState | null> {
+    const row = await this.db.selectFrom('tasks').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
+    return row ? rowToState(row) : null;
+  }
+
+  /** Newest first, keyset-paginated on (created_at, task_id). */
+  async list(options: ListTasksOptions = {}): Promise<TaskPage> {
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ValidationError('limit must be an integer from 1 to 500', { field: 'limit' });
+    const after = options.cursor === undefined ? null : decodeCursor(options.cursor);
+    const rows = await this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
+      .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
+      .$if(after !== null, (q) =>
+        q.where((eb) => eb.or([eb('created_at', '<', after![0]), eb.and([eb('created_at', '=', after![0]), eb('task_id', '<', after![1])])])),
+      )
+      .orderBy('created_at', 'desc')
+      .orderBy('task_id', 'desc')
+      .limit(limit + 1)
+      .execute();
+    const items = rows.slice(0, limit).map(rowToState);
+    return { items, next_cursor: rows.length > limit ? encodeCursor(items[items.length - 1]) : null };
+  }
+
+  /** Drop every row and refold every stream from the log. Returns the number of events folded. */
+  async rebuild(): Promise<number> {
+    return rebuildProjection(this.handle.raw, this);
+  }
+
+  private prepare(raw: BetterSqlite3.Database): Statements {
+    if (this.statements) return this.statements;
+    const updates = COLUMNS.filter((c) => c !== 'task_id').map((c) => `${c} = excluded.${c}`);
+    this.statements = {
+      get: raw.prepare('SELECT * FROM tasks WHERE task_id = ?'),
+      upsert: raw.prepare(
+        `INSERT INTO tasks (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})
+         ON CONFLICT (task_id) DO UPDATE SET ${updates.join(', ')}`,
+      ),
+    };
+    return this.statements;
+  }
+
+  private write(stmt: Statements, state: TaskState): void {
+    try {
+      stmt.upsert.run(stateToRow(state));
+    } catch (err) {
+      // the unique index is the race-free guard: two submissions with one key cannot both create a task
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /idempotency_key/.test((err as Error).message)) {
+        throw new IdempotencyConflictError(`idempotency key already used by another task`, { idempotency_key: state.idempotency_key });
+      }
+      throw err;
+    }
+  }
+}
