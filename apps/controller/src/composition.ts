@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { Kysely } from 'kysely';
 import { resolve } from 'node:path';
 import { Role } from '@runledger/contracts';
 import { EventBus, EventStore, SqliteEventStore, openSqlite } from '@runledger/event-store';
@@ -19,6 +20,7 @@ import {
 import { ToolRegistry } from '@runledger/tools';
 import { AllowAllPolicy, testToolRegistry } from '../../../libs/runtime/src/testing';
 import { AppConfig } from './config';
+import { BuiltMemory, buildMemory } from './memory/memory.composition';
 
 /** What the CLI and the HTTP app share: one store, one runtime. */
 export interface BuiltRuntime {
@@ -32,6 +34,8 @@ export interface BuiltRuntime {
   model: ModelBackend;
   /** the folder tools may touch */
   allowedRoot: string;
+  /** critic + memory (null when the store was overridden: no SQLite handle to keep memory in) */
+  memory: BuiltMemory | null;
   close(): Promise<void>;
 }
 
@@ -62,10 +66,10 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
   return new OpenAiBackend({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, models });
 }
 
-async function openStore(config: AppConfig): Promise<{ store: EventStore; close: () => Promise<void> }> {
+async function openStore(config: AppConfig): Promise<{ store: EventStore; db: Kysely<unknown> | null; close: () => Promise<void> }> {
   const handle = openSqlite({ path: resolve(config.RUNLEDGER_DB), synchronous: config.RUNLEDGER_SQLITE_SYNCHRONOUS });
   await migrateToLatest(handle.db);
-  return { store: new SqliteEventStore(handle), close: () => handle.close() };
+  return { store: new SqliteEventStore(handle), db: handle.db as Kysely<unknown>, close: () => handle.close() };
 }
 
 /**
@@ -76,19 +80,20 @@ async function openStore(config: AppConfig): Promise<{ store: EventStore; close:
 export async function buildRuntime(config: AppConfig, overrides: RuntimeOverrides = {}): Promise<BuiltRuntime> {
   const allowedRoot = resolve(config.RUNLEDGER_ALLOWED_ROOT ?? overrides.defaultAllowedRoot ?? './data/workspace');
   mkdirSync(allowedRoot, { recursive: true });
-  const opened = overrides.store ? { store: overrides.store, close: async () => undefined } : await openStore(config);
+  const opened = overrides.store ? { store: overrides.store, db: null, close: async () => undefined } : await openStore(config);
   const store = opened.store;
   const bus = new EventBus(store);
   const tools = overrides.tools ?? testToolRegistry(allowedRoot);
   const permissions = overrides.permissions ?? new AllowAllPolicy();
   const model = overrides.model ?? modelFromConfig(config);
+  const memory = opened.db ? await buildMemory(config, { db: opened.db, store, model }) : null;
   const runtime = createRuntime({
     store,
     tools,
     permissions,
     model,
-    memory: overrides.memory,
-    hooks: overrides.hooks,
+    memory: overrides.memory ?? memory?.recall ?? undefined,
+    hooks: [...(overrides.hooks ?? []), ...(memory?.hook ? [memory.hook] : [])],
     guards: overrides.guards,
     maxRounds: config.RUNLEDGER_MAX_ROUNDS,
     concurrency: config.RUNLEDGER_CONCURRENCY,
@@ -106,8 +111,10 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     permissions,
     model,
     allowedRoot,
+    memory,
     close: async () => {
       await runtime.service.close();
+      await memory?.close();
       bus.close();
       await opened.close();
     },

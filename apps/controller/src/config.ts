@@ -84,6 +84,19 @@ export const ConfigSchema = z.object({
   RUNLEDGER_REPEAT_THRESHOLD: intFromEnv(1, 100).optional(),
   /** plan steps of one task run at once */
   RUNLEDGER_STEP_CONCURRENCY: intFromEnv(1, 64).default(4),
+  // Critic and memory (libs/critic, libs/memory).
+  /** auto: the critic model when RUNLEDGER_MODEL_CRITIC (or a scripted critic) is set, else the heuristic critic */
+  RUNLEDGER_CRITIC: z.enum(['auto', 'model', 'heuristic', 'off']).default('auto'),
+  RUNLEDGER_CRITIC_TIMEOUT_MS: intFromEnv(1, 600_000).default(15_000),
+  RUNLEDGER_MEMORY: z.enum(['on', 'off']).default('on'),
+  /** hash: local feature hashing, no model; openai: OPENAI_BASE_URL /embeddings */
+  RUNLEDGER_EMBEDDER: z.enum(['hash', 'openai']).default('hash'),
+  RUNLEDGER_EMBEDDING_MODEL: z.string().min(1).optional(),
+  RUNLEDGER_EMBEDDING_DIM: intFromEnv(8, 8192).default(384),
+  /** the HNSW file; default: beside the database (<db>.memory.hnsw) */
+  RUNLEDGER_MEMORY_INDEX: z.string().min(1).optional(),
+  RUNLEDGER_MEMORY_MIN_WEIGHT: z.coerce.number().min(0).max(1).optional(),
+  RUNLEDGER_MEMORY_DEDUP_THRESHOLD: z.coerce.number().min(0).max(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
