@@ -63,7 +63,8 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
   return { child, url };
 }
 
-async function json(url: string, init: RequestInit = {}) {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function json(url: string, init: RequestInit = {}): Promise<any> {
   const res = await fetch(url, { ...init, headers: { ...auth, 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
   return res.json();

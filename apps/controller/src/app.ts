@@ -2,43 +2,62 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { WsAdapter } from '@nestjs/platform-ws';
-import Database from 'better-sqlite3';
-import { AppConfig } from './config';
+import { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
+import { resolveTokens } from './auth/token-registry';
+import { AppConfig } from './config';
+import { createLogger, NestPinoLogger } from './logging/logger';
+import { requestLog } from './logging/request-log.middleware';
+import { MetricsService } from './metrics/metrics.service';
+import { ApiBackend } from './runtime.port';
+
+export interface StartOptions {
+  /** where JSON logs go (default stdout); tests capture them */
+  logDestination?: DestinationStream;
+}
 
 export interface StartedApp {
   app: NestExpressApplication;
   url: string;
+  /** set when no token was configured and an admin token was generated (or reused) beside the DB */
+  generatedAdminToken: { token: string; file: string; created: boolean } | null;
   close(): Promise<void>;
 }
 
-function openDatabase(config: AppConfig): Database.Database {
-  const file = resolve(config.RUNLEDGER_DB);
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  return db;
-}
-
-/** Boot the controller on config HOST/PORT; tests pass PORT 0 and a temp DB. */
-export async function startApp(config: AppConfig): Promise<StartedApp> {
-  const db = openDatabase(config);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, db }), {
+/**
+ * Boot the controller on config HOST/PORT (tests pass PORT 0 and a temp DB):
+ * tokens, NestJS over express, JSON body limit, request logs, then listen and
+ * let the backend resume unfinished tasks.
+ */
+export async function startApp(config: AppConfig, backend: ApiBackend, options: StartOptions = {}): Promise<StartedApp> {
+  const log = createLogger(config.LOG_LEVEL, options.logDestination);
+  mkdirSync(dirname(resolve(config.RUNLEDGER_DB)), { recursive: true });
+  const { registry, generatedAdminToken } = resolveTokens(config);
+  const cors = config.RUNLEDGER_CORS_ORIGIN
+    ? { origin: config.RUNLEDGER_CORS_ORIGIN.split(',').map((o) => o.trim()), allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'] }
+    : false;
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, backend, tokens: registry, log }), {
     bodyParser: false,
-    logger: ['error', 'warn'],
+    cors,
+    logger: new NestPinoLogger(log),
   });
-  app.useWebSocketAdapter(new WsAdapter(app));
+  app.disable('x-powered-by');
+  app.use(requestLog(log, app.get(MetricsService)));
   app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
+  app.enableShutdownHooks();
   await app.listen(config.PORT, config.HOST);
   const address = app.getHttpServer().address() as { port: number };
-  const url = `http://${config.HOST}:${address.port}`;
+  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  const url = `http://${host}:${address.port}`;
+  await backend.start();
+  log.info({ url }, 'runledger listening');
   return {
     app,
     url,
+    generatedAdminToken,
     close: async () => {
       await app.close();
-      db.close();
+      await backend.close();
     },
   };
 }

@@ -1,13 +1,27 @@
 import 'reflect-metadata';
+import { bootController } from './bootstrap';
 import { loadConfig } from './config';
-import { startApp } from './app';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const started = await startApp(config);
+  const started = await bootController(config);
   process.stdout.write(`runledger listening on ${started.url}\n`);
+  const generated = started.generatedAdminToken;
+  if (generated) {
+    // like Jupyter: the address carries the token in the fragment, which the browser never sends to the server
+    process.stdout.write(
+      `${generated.created ? 'generated' : 'using'} admin token in ${generated.file}\n` +
+        `dashboard: ${started.url}/admin#token=${encodeURIComponent(generated.token)}\n`,
+    );
+  }
+  let stopping = false;
   const stop = () => {
-    void started.close().then(() => process.exit(0));
+    if (stopping) return;
+    stopping = true;
+    void started.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

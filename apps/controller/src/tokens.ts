@@ -1,3 +1,2 @@
 /** Nest injection tokens of the controller's own providers. */
-export const DATABASE = Symbol('DATABASE');
 export const LOGGER = Symbol('LOGGER');

@@ -57,7 +57,23 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
       return { status, body: { error: CODE_BY_STATUS[status] ?? `http_${status}`, message: httpMessage(err, status), details: null }, fault: false };
     }
   }
+  if (isClientHttpError(err)) {
+    const status = err.statusCode;
+    return {
+      status,
+      body: { error: CODE_BY_STATUS[status] ?? `http_${status}`, message: status === 413 ? 'request body too large' : err.message, details: null },
+      fault: false,
+    };
+  }
   return { status: 500, body: { error: 'internal_error', message: 'internal error', details: null }, fault: true };
+}
+
+/** http-errors objects (body-parser: 413 too large, 415 charset or encoding, 400 bad encoding) marked safe to expose. */
+function isClientHttpError(err: unknown): err is { statusCode: number; message: string } {
+  const e = err as { statusCode?: unknown; expose?: unknown; message?: unknown } | null;
+  return (
+    typeof e === 'object' && e !== null && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 && e.expose === true && typeof e.message === 'string'
+  );
 }
 
 function httpMessage(err: HttpException, status: number): string {

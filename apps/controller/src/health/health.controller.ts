@@ -1,4 +1,6 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { Public } from '../auth/scopes';
 import { HealthService } from './health.service';
 
 @Controller('health')
@@ -6,7 +8,10 @@ export class HealthController {
   constructor(@Inject(HealthService) private readonly health: HealthService) {}
 
   @Get()
-  async get() {
-    return this.health.check();
+  @Public()
+  async get(@Res({ passthrough: true }) res: Response) {
+    const { ok, report } = await this.health.check();
+    res.status(ok ? 200 : 503);
+    return report;
   }
 }

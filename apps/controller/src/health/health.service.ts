@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import Database from 'better-sqlite3';
-import { DATABASE } from '../tokens';
+import { ApiBackend, HealthReport } from '../runtime.port';
 
 @Injectable()
 export class HealthService {
-  constructor(@Inject(DATABASE) private readonly db: Database.Database) {}
+  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
 
-  check() {
-    this.db.prepare('select 1').get();
-    return { status: 'ok', db: 'reachable' };
+  async check(): Promise<{ ok: boolean; report: HealthReport & { status: 'ok' | 'degraded' } }> {
+    const report = await this.backend.health();
+    const ok = report.db === 'reachable' && report.migrations === 'current';
+    return { ok, report: { status: ok ? 'ok' : 'degraded', ...report } };
   }
 }

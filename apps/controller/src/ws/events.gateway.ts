@@ -206,12 +206,14 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
+  /** A client still holding more than the allowed unsent bytes when the next message is due is too slow. */
   private send(client: Client, message: object): void {
     if (client.ws.readyState !== WebSocket.OPEN) return;
-    client.ws.send(JSON.stringify(message));
     if (client.ws.bufferedAmount > this.config.RUNLEDGER_WS_MAX_BUFFER) {
       this.slowConsumer(client, `more than ${this.config.RUNLEDGER_WS_MAX_BUFFER} bytes unsent`);
+      return;
     }
+    client.ws.send(JSON.stringify(message));
   }
 
   private slowConsumer(client: Client, why: string): void {

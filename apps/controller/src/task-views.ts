@@ -1,0 +1,91 @@
+import { RuntimeEvent, TASK_STATUSES, TaskStatus, ValidationError } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { foldProgress } from '@runledger/runtime';
+import { TaskReadModel } from './backend';
+import { PendingRequestView, TaskPage, TaskView } from './runtime.port';
+
+/** A task's view folded from its events (the log is the truth; the projection is a faster copy of the same fold). */
+export function taskViewFromEvents(taskId: string, events: readonly RuntimeEvent[]): TaskView | null {
+  if (events.length === 0) return null;
+  const p = foldProgress(taskId, events);
+  const pending: PendingRequestView[] = [];
+  if (p.pendingPermission) {
+    const r = p.pendingPermission;
+    pending.push({ request_id: r.request_id, kind: 'permission', call_id: r.call_id, tool: r.tool, reason: r.reason, args: r.args, secret_name: null });
+  }
+  if (p.pendingSecret) {
+    const r = p.pendingSecret;
+    pending.push({ request_id: r.request_id, kind: 'secret', call_id: r.call_id, tool: r.tool, reason: r.reason, args: null, secret_name: r.secret_name });
+  }
+  return {
+    task_id: taskId,
+    status: p.status,
+    session_id: p.session_id,
+    stop_reason: p.final?.stop_reason ?? null,
+    result: p.final?.result ?? null,
+    pending,
+    usage: p.usage,
+    last_seq: p.last_seq,
+    created_at: events[0].created_at,
+    updated_at: events[events.length - 1].created_at,
+  };
+}
+
+const encodeCursor = (position: number) => Buffer.from(JSON.stringify({ before: position })).toString('base64url');
+function decodeCursor(cursor: string): number {
+  try {
+    const before = (JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { before?: unknown }).before;
+    if (typeof before === 'number' && Number.isSafeInteger(before) && before > 0) return before;
+  } catch {
+    // fall through: not one of ours
+  }
+  throw new ValidationError('invalid cursor: pass next_cursor from a previous page');
+}
+
+/**
+ * Task reads straight from the log: a task is a fold of its stream, the list
+ * walks TASK_RECEIVED newest first. Correct but O(log) per list; used until
+ * the task-state projection is available.
+ */
+export class LogTaskReadModel implements TaskReadModel {
+  constructor(private readonly store: EventStore) {}
+
+  async get(taskId: string): Promise<TaskView | null> {
+    return taskViewFromEvents(taskId, await this.store.readWholeStream(taskId));
+  }
+
+  async list(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage> {
+    const before = query.cursor ? decodeCursor(query.cursor) : Infinity;
+    const received = (await this.receivedEvents()).filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id)).reverse();
+    const tasks: TaskView[] = [];
+    let last: RuntimeEvent | null = null;
+    for (const e of received) {
+      const view = await this.get(e.task_id);
+      if (view && (!query.status || view.status === query.status)) {
+        if (tasks.length === query.limit) return { tasks, next_cursor: encodeCursor(last!.position) };
+        tasks.push(view);
+        last = e;
+      }
+    }
+    return { tasks, next_cursor: null };
+  }
+
+  async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
+    const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
+    for (const e of await this.receivedEvents()) {
+      const view = await this.get(e.task_id);
+      if (view) counts[view.status]++;
+    }
+    return counts;
+  }
+
+  private async receivedEvents(): Promise<RuntimeEvent[]> {
+    const out: RuntimeEvent[] = [];
+    for (let after = 0; ; ) {
+      const page = await this.store.readAll({ after_position: after, limit: 1000, types: ['TASK_RECEIVED'] });
+      out.push(...page);
+      if (page.length < 1000) return out;
+      after = page[page.length - 1].position;
+    }
+  }
+}

@@ -1,0 +1,174 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
+import { loadConfig } from '../apps/controller/src/config';
+import { bootController } from '../apps/controller/src/bootstrap';
+
+/** Tokens of a test server: one per scope set. */
+export const TOKENS = {
+  admin: 'tok-admin-0123456789abcdef0123',
+  reader: 'tok-reader-0123456789abcdef012',
+  writer: 'tok-writer-0123456789abcdef012',
+  approver: 'tok-approver-0123456789abcdef0',
+} as const;
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  // parsed JSON body, or null when the body is not JSON
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export interface ApiHarness {
+  url: string;
+  wsUrl: string;
+  dir: string;
+  workspace: string;
+  logs: string[];
+  request(method: string, path: string, options?: { token?: string | null; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> }): Promise<HttpResult>;
+  close(): Promise<void>;
+}
+
+/** Boot the real controller in-process on 127.0.0.1:0 with a temp DB and captured JSON logs. */
+export async function bootApi(env: Record<string, string> = {}): Promise<ApiHarness> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-api-'));
+  const workspace = join(dir, 'workspace');
+  mkdirSync(workspace);
+  const tokensFile = join(dir, 'tokens.json');
+  writeFileSync(
+    tokensFile,
+    JSON.stringify([
+      { name: 'reader', token: TOKENS.reader, scopes: ['tasks:read'] },
+      { name: 'writer', token: TOKENS.writer, scopes: ['tasks:read', 'tasks:write'] },
+      { name: 'approver', token: TOKENS.approver, scopes: ['approvals'] },
+    ]),
+  );
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    RUNLEDGER_DB: join(dir, 'runledger.db'),
+    RUNLEDGER_ADMIN_TOKEN: TOKENS.admin,
+    RUNLEDGER_TOKENS_FILE: tokensFile,
+    RUNLEDGER_ALLOWED_ROOT: workspace,
+    RUNLEDGER_SQLITE_SYNCHRONOUS: 'NORMAL',
+    RUNLEDGER_RATE_LIMIT: '0',
+    RUNLEDGER_SANDBOX: 'process',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const logs: string[] = [];
+  const started = await bootController(config, { logDestination: { write: (line: string) => void logs.push(line) } });
+  const url = started.url;
+  return {
+    url,
+    wsUrl: `${url.replace(/^http/, 'ws')}/ws`,
+    dir,
+    workspace,
+    logs,
+    async request(method, path, options = {}) {
+      const token = options.token === undefined ? TOKENS.admin : options.token;
+      const headers: Record<string, string> = { ...options.headers };
+      if (token) headers.authorization = `Bearer ${token}`;
+      let body: string | Buffer | undefined;
+      if (options.raw !== undefined) body = options.raw;
+      else if (options.body !== undefined) body = JSON.stringify(options.body);
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+      const res = await fetch(`${url}${path}`, { method, headers, body: typeof body === "string" || body === undefined ? body : new Uint8Array(body) });
+      const text = await res.text();
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+      return { status: res.status, headers: res.headers, text, body: parsed };
+    },
+    async close() {
+      await started.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Poll the task until `done(status)` (default: terminal). */
+export async function waitForTask(h: ApiHarness, taskId: string, done: (s: TaskStatus) => boolean = isTerminalStatus, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await h.request('GET', `/tasks/${taskId}`);
+    if (res.status === 200 && done(res.body.status)) return res.body;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function eventCount(h: ApiHarness): Promise<number> {
+  const res = await h.request('GET', '/admin/events?limit=1');
+  return res.body.head_position;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type WsMessage = any;
+
+/** A real `ws` client that records every message, for waiting on them in order. */
+export class WsClient {
+  readonly messages: WsMessage[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private waiters: Array<() => void> = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      this.messages.push(JSON.parse(data.toString()));
+      this.waiters.splice(0).forEach((w) => w());
+    });
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  }
+
+  static open(url: string, options: WebSocket.ClientOptions = {}): Promise<WsClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, options);
+      const client = new WsClient(ws);
+      ws.once('open', () => resolve(client));
+      ws.once('error', reject);
+    });
+  }
+
+  static async authed(url: string, token: string): Promise<WsClient> {
+    const c = await WsClient.open(url);
+    c.send({ type: 'auth', token });
+    await c.waitFor((m) => m.type === 'authenticated');
+    return c;
+  }
+
+  send(message: unknown): void {
+    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  /** first message (from index `from`) matching `pred` */
+  async waitFor(pred: (m: WsMessage) => boolean, timeoutMs = 10_000, from = 0): Promise<WsMessage> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.messages.slice(from).find(pred);
+      if (found) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching ws message in ${timeoutMs} ms; last: ${JSON.stringify(this.messages.slice(-3)).slice(0, 500)}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  events(subscriptionId: string) {
+    return this.messages.filter((m) => m.type === 'event' && m.subscription_id === subscriptionId).map((m) => m.event);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}

@@ -1,0 +1,153 @@
+import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+
+describe('REST API (e2e over real HTTP)', () => {
+  let sut: ApiHarness;
+
+  beforeAll(async () => {
+    sut = await bootApi({ RUNLEDGER_BODY_LIMIT: '64kb' });
+  });
+  afterAll(async () => {
+    await sut.close();
+  });
+
+  it('serves /health without a token', async () => {
+    const res = await sut.request('GET', '/health', { token: null });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', db: 'reachable', migrations: 'current' });
+  });
+
+  it('submits a task (202), runs it to completion and serves its state and events', async () => {
+    const submitted = await sut.request('POST', '/tasks', { body: { input: 'hello there', session_id: 'sess-1' } });
+    expect(submitted.status).toBe(202);
+    expect(submitted.body).toEqual({ task_id: expect.any(String), status: expect.any(String) });
+    const taskId = submitted.body.task_id;
+
+    const task = await waitForTask(sut, taskId);
+    expect(task).toMatchObject({ task_id: taskId, status: 'completed', stop_reason: 'completed', session_id: 'sess-1', pending: [] });
+    expect(typeof task.result).toBe('string');
+
+    const all = await sut.request('GET', `/tasks/${taskId}/events?limit=1000`);
+    expect(all.status).toBe(200);
+    const events = all.body.events;
+    expect(events.map((e: { sequence: number }) => e.sequence)).toEqual(events.map((_: unknown, i: number) => i + 1));
+    expect(events[0]).toMatchObject({ type: 'TASK_RECEIVED', task_id: taskId, session_id: 'sess-1' });
+    expect(events[events.length - 1].type).toBe('TASK_COMPLETED');
+    expect(all.body.next_after_seq).toBe(events.length);
+    expect(task.last_seq).toBe(events.length);
+
+    const page = await sut.request('GET', `/tasks/${taskId}/events?after_seq=1&limit=2`);
+    expect(page.body.events.map((e: { sequence: number }) => e.sequence)).toEqual([2, 3]);
+    expect(page.body.next_after_seq).toBe(3);
+  });
+
+  it('honours Idempotency-Key: same key and body -> same task; different body -> 409, nothing written', async () => {
+    const headers = { 'Idempotency-Key': 'key-abc-1' };
+    const first = await sut.request('POST', '/tasks', { body: { input: 'idempotent one' }, headers });
+    const again = await sut.request('POST', '/tasks', { body: { input: 'idempotent one' }, headers });
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(202);
+    expect(again.body.task_id).toBe(first.body.task_id);
+    await waitForTask(sut, first.body.task_id);
+    const before = await eventCount(sut);
+    const conflict = await sut.request('POST', '/tasks', { body: { input: 'a different body' }, headers });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body).toMatchObject({ error: 'idempotency_conflict', message: expect.any(String) });
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('lists tasks with filters and cursor pagination, no task twice', async () => {
+    const ids: string[] = [];
+    for (const input of ['list a', 'list b', 'list c']) {
+      ids.push((await sut.request('POST', '/tasks', { body: { input, session_id: 'list-sess' } })).body.task_id);
+    }
+    await Promise.all(ids.map((id) => waitForTask(sut, id)));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const q: string = `/tasks?session_id=list-sess&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const res = await sut.request('GET', q);
+      expect(res.status).toBe(200);
+      expect(res.body.tasks.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body.tasks.map((t: { task_id: string }) => t.task_id));
+      cursor = res.body.next_cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    expect([...seen].sort()).toEqual([...ids].sort());
+    expect(pages).toBeGreaterThanOrEqual(2);
+
+    const completed = await sut.request('GET', '/tasks?status=completed&session_id=list-sess');
+    expect(completed.body.tasks).toHaveLength(3);
+    const running = await sut.request('GET', '/tasks?status=running&session_id=list-sess');
+    expect(running.body.tasks).toHaveLength(0);
+  });
+
+  it('serves the global log with type, task and position filters', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'for the admin log' } })).body.task_id;
+    await waitForTask(sut, taskId);
+    const received = await sut.request('GET', `/admin/events?type=TASK_RECEIVED&task_id=${taskId}`);
+    expect(received.status).toBe(200);
+    expect(received.body.events).toHaveLength(1);
+    expect(received.body.events[0]).toMatchObject({ type: 'TASK_RECEIVED', task_id: taskId });
+    const firstTwo = await sut.request('GET', '/admin/events?after_position=0&limit=2');
+    expect(firstTwo.body.events.map((e: { position: number }) => e.position)).toEqual([1, 2]);
+    const after = await sut.request('GET', `/admin/events?after_position=2&limit=1`);
+    expect(after.body.events[0].position).toBe(3);
+    expect(after.body.head_position).toBeGreaterThanOrEqual(3);
+  });
+
+  it('answers bad input with {error, message, details} and a 4xx, writing nothing', async () => {
+    const before = await eventCount(sut);
+    const cases: Array<[string, string, { body?: unknown; raw?: string; headers?: Record<string, string> }, number, string]> = [
+      ['POST', '/tasks', { body: { input: 'x', extra: 1 } }, 400, 'validation_error'],
+      ['POST', '/tasks', { body: { input: '' } }, 400, 'validation_error'],
+      ['POST', '/tasks', { raw: '{"input": "x"' }, 400, 'validation_error'],
+      ['POST', '/tasks', { raw: 'x'.repeat(70_000) }, 413, 'payload_too_large'],
+      ['POST', '/tasks', { body: { input: 'x'.repeat(70_000) } }, 413, 'payload_too_large'],
+      ['POST', '/tasks', { body: { input: 'x' }, headers: { 'Idempotency-Key': 'has space' } }, 400, 'validation_error'],
+      ['GET', '/tasks?limit=0', {}, 400, 'validation_error'],
+      ['GET', '/tasks?status=sleeping', {}, 400, 'validation_error'],
+      ['GET', '/tasks?bogus=1', {}, 400, 'validation_error'],
+      ['GET', '/tasks/task_does_not_exist', {}, 404, 'not_found'],
+      ['GET', '/tasks/task_does_not_exist/events', {}, 404, 'not_found'],
+      ['POST', '/tasks/task_does_not_exist/cancel', {}, 404, 'not_found'],
+      ['GET', '/admin/events?type=NOT_A_TYPE', {}, 400, 'validation_error'],
+      ['GET', '/admin/events?after_position=-1', {}, 400, 'validation_error'],
+      ['GET', '/no/such/route', {}, 404, 'not_found'],
+    ];
+    for (const [method, path, options, status, error] of cases) {
+      const res = await sut.request(method, path, options);
+      expect({ method, path, status: res.status, error: res.body?.error }).toEqual({ method, path, status, error });
+      expect(Object.keys(res.body).sort()).toEqual(['details', 'error', 'message']);
+      expect(typeof res.body.message).toBe('string');
+    }
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('serves Prometheus metrics and the OpenAPI document', async () => {
+    const metrics = await sut.request('GET', '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get('content-type')).toContain('text/plain');
+    expect(metrics.text).toMatch(/^runledger_tasks\{status="completed"\} [1-9]\d*$/m);
+    expect(metrics.text).toMatch(/^runledger_events_appended_total\{type="TASK_RECEIVED"\} [1-9]\d*$/m);
+    expect(metrics.text).toMatch(/^runledger_http_request_duration_seconds_bucket\{method="POST",route="\/tasks",status="202",le="\+Inf"\} [1-9]\d*$/m);
+    expect(metrics.text).toContain('runledger_ws_clients 0');
+
+    const doc = await sut.request('GET', '/docs/openapi.json', { token: TOKENS.reader });
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/tasks', '/tasks/{task_id}', '/tasks/{task_id}/stream', '/admin/events']));
+    expect(doc.body.paths['/tasks'].post.requestBody.content['application/json'].schema.properties.input).toBeDefined();
+    const page = await sut.request('GET', '/docs', { token: null });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('openapi.json');
+  });
+
+  it('writes JSON request logs with task_id and correlation_id', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'log me' }, headers: { 'X-Correlation-Id': 'corr-42' } })).body.task_id;
+    await sut.request('GET', `/tasks/${taskId}`, { headers: { 'X-Correlation-Id': 'corr-43' } });
+    const lines = sut.logs.map((l) => JSON.parse(l));
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'request', method: 'POST', status: 202, correlation_id: 'corr-42', client: 'admin' }));
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'request', method: 'GET', task_id: taskId, correlation_id: 'corr-43' }));
+  });
+});

@@ -1,0 +1,136 @@
+import { statSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiHarness, TOKENS, WsClient, bootApi, eventCount, waitForTask } from './api-harness';
+
+const WRONG = 'wrong-token-0123456789abcdef-wrong';
+const SECRET = 'hunter2-super-secret-value';
+
+describe('access control (e2e)', () => {
+  let sut: ApiHarness;
+  let taskId: string;
+
+  beforeAll(async () => {
+    sut = await bootApi();
+    taskId = (await sut.request('POST', '/tasks', { body: { input: 'auth target' } })).body.task_id;
+    await waitForTask(sut, taskId);
+  });
+  afterAll(async () => {
+    await sut.close();
+  });
+
+  /** every route but /health, with a token that lacks its scope */
+  const routes = (): Array<{ method: string; path: string; body?: unknown; lacking: string }> => [
+    { method: 'POST', path: '/tasks', body: { input: 'should never run' }, lacking: TOKENS.reader },
+    { method: 'GET', path: '/tasks', lacking: TOKENS.approver },
+    { method: 'GET', path: `/tasks/${taskId}`, lacking: TOKENS.approver },
+    { method: 'GET', path: `/tasks/${taskId}/events`, lacking: TOKENS.approver },
+    { method: 'GET', path: `/tasks/${taskId}/stream`, lacking: TOKENS.approver },
+    { method: 'POST', path: `/tasks/${taskId}/cancel`, lacking: TOKENS.reader },
+    { method: 'POST', path: `/tasks/${taskId}/permissions/perm_1`, body: { decision: 'allow_once' }, lacking: TOKENS.writer },
+    { method: 'POST', path: `/tasks/${taskId}/secrets/sec_1`, body: { secret: SECRET }, lacking: TOKENS.writer },
+    { method: 'GET', path: '/admin/events', lacking: TOKENS.writer },
+    { method: 'GET', path: '/metrics', lacking: TOKENS.writer },
+    { method: 'GET', path: '/docs/openapi.json', lacking: TOKENS.approver },
+  ];
+
+  it('answers every route 401 without or with a wrong token and 403 without the scope, writing nothing', async () => {
+    const before = await eventCount(sut);
+    for (const r of routes()) {
+      for (const [token, status, error] of [
+        [null, 401, 'unauthorized'],
+        [WRONG, 401, 'unauthorized'],
+        [r.lacking, 403, 'forbidden'],
+      ] as const) {
+        const res = await sut.request(r.method, r.path, { token, body: r.body });
+        expect({ route: `${r.method} ${r.path}`, token, status: res.status, error: res.body?.error }).toEqual({ route: `${r.method} ${r.path}`, token, status, error });
+        if (status === 401) expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      }
+      const malformed = await sut.request(r.method, r.path, { token: null, body: r.body, headers: { authorization: `Basic ${TOKENS.admin}` } });
+      expect(malformed.status).toBe(401);
+    }
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('lets each scope do its own work and admin everything', async () => {
+    expect((await sut.request('GET', '/tasks', { token: TOKENS.reader })).status).toBe(200);
+    expect((await sut.request('GET', `/tasks/${taskId}/events`, { token: TOKENS.reader })).status).toBe(200);
+    expect((await sut.request('POST', '/tasks', { token: TOKENS.writer, body: { input: 'writer task' } })).status).toBe(202);
+    // approvals: the request is not pending, so the token passes auth and the runtime refuses (404/409), not 401/403
+    const approval = await sut.request('POST', `/tasks/${taskId}/permissions/perm_1`, { token: TOKENS.approver, body: { decision: 'deny' } });
+    expect([404, 409]).toContain(approval.status);
+    const secret = await sut.request('POST', `/tasks/${taskId}/secrets/sec_1`, { token: TOKENS.approver, body: { secret: SECRET } });
+    expect([404, 409]).toContain(secret.status);
+    expect(secret.text).not.toContain(SECRET);
+    expect((await sut.request('GET', '/metrics', { token: TOKENS.admin })).status).toBe(200);
+    expect((await sut.request('GET', '/health', { token: null })).status).toBe(200);
+  });
+
+  it('applies the same tokens and scopes on the WebSocket', async () => {
+    const anon = await WsClient.open(sut.wsUrl);
+    anon.send({ type: 'subscribe', task_id: taskId, after_seq: 0 });
+    expect(await anon.waitFor((m) => m.type === 'error')).toMatchObject({ error: 'unauthorized' });
+    anon.close();
+    const approver = await WsClient.authed(sut.wsUrl, TOKENS.approver);
+    approver.send({ type: 'subscribe', task_id: taskId, after_seq: 0 });
+    expect(await approver.waitFor((m) => m.type === 'error')).toMatchObject({ error: 'forbidden' });
+    approver.close();
+    const wrong = await WsClient.open(sut.wsUrl);
+    wrong.send({ type: 'auth', token: WRONG });
+    expect((await wrong.closed).code).toBe(4401);
+  });
+
+  it('never writes a token or a secret to the logs', async () => {
+    const text = sut.logs.join('');
+    expect(sut.logs.length).toBeGreaterThan(20);
+    for (const t of [...Object.values(TOKENS), WRONG, SECRET]) expect(text).not.toContain(t);
+  });
+});
+
+describe('rate limit, generated admin token, CORS (e2e)', () => {
+  it('limits requests per token with 429 and Retry-After; other tokens are unaffected', async () => {
+    const sut = await bootApi({ RUNLEDGER_RATE_LIMIT: '5' });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await sut.request('GET', '/tasks', { token: TOKENS.reader })).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      const limited = await sut.request('GET', '/tasks', { token: TOKENS.reader });
+      expect(limited.body.error).toBe('rate_limited');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await sut.request('GET', '/tasks', { token: TOKENS.writer })).status).toBe(200);
+      expect((await sut.request('GET', '/health', { token: null })).status).toBe(200);
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('generates an admin token (0600, beside the DB) on first boot when none is configured, and reuses it', async () => {
+    const sut = await bootApi({ RUNLEDGER_ADMIN_TOKEN: '', RUNLEDGER_TOKENS_FILE: '' });
+    try {
+      const file = join(sut.dir, 'admin.token');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const token = readFileSync(file, 'utf8').trim();
+      expect(token.length).toBeGreaterThanOrEqual(32);
+      expect((await sut.request('GET', '/admin/events', { token })).status).toBe(200);
+      expect((await sut.request('GET', '/admin/events', { token: TOKENS.admin })).status).toBe(401);
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('sends no CORS headers unless RUNLEDGER_CORS_ORIGIN is set', async () => {
+    const closed = await bootApi();
+    const open = await bootApi({ RUNLEDGER_CORS_ORIGIN: 'https://ops.example' });
+    try {
+      const preflight = { Origin: 'https://ops.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type' };
+      const a = await closed.request('OPTIONS', '/tasks', { token: null, headers: preflight });
+      expect(a.headers.get('access-control-allow-origin')).toBeNull();
+      const b = await open.request('OPTIONS', '/tasks', { token: null, headers: preflight });
+      expect(b.headers.get('access-control-allow-origin')).toBe('https://ops.example');
+      const other = await open.request('GET', '/health', { token: null, headers: { Origin: 'https://evil.example' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await closed.close();
+      await open.close();
+    }
+  });
+});

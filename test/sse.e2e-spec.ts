@@ -1,0 +1,72 @@
+import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+
+interface SseMessage {
+  id: number;
+  event: string;
+  data: { sequence: number; type: string; task_id: string };
+}
+
+/** Read an SSE response to its end (the server ends it after the task's final event). */
+async function readSse(url: string, headers: Record<string, string>): Promise<{ status: number; contentType: string | null; messages: SseMessage[] }> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  const messages = text
+    .split('\n\n')
+    .filter((block) => block.trim() && !block.startsWith(':'))
+    .map((block) => {
+      const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+      return { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) };
+    });
+  return { status: res.status, contentType: res.headers.get('content-type'), messages };
+}
+
+describe('SSE /tasks/:task_id/stream (e2e)', () => {
+  let sut: ApiHarness;
+  beforeAll(async () => {
+    sut = await bootApi();
+  });
+  afterAll(async () => {
+    await sut.close();
+  });
+
+  it('streams replay then live with id = sequence and ends after the final event; Last-Event-ID resumes', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo sse-one then run echo sse-two' } })).body.task_id;
+    const auth = { authorization: `Bearer ${TOKENS.reader}` };
+    const full = await readSse(`${sut.url}/tasks/${taskId}/stream`, auth);
+    expect(full.status).toBe(200);
+    expect(full.contentType).toContain('text/event-stream');
+    const n = full.messages.length;
+    expect(n).toBeGreaterThanOrEqual(4);
+    expect(full.messages.map((m) => m.id)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect(full.messages.every((m) => m.data.sequence === m.id && m.event === m.data.type && m.data.task_id === taskId)).toBe(true);
+    expect(['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED']).toContain(full.messages[n - 1].event);
+
+    const k = Math.floor(n / 2);
+    const resumed = await readSse(`${sut.url}/tasks/${taskId}/stream`, { ...auth, 'Last-Event-ID': String(k) });
+    expect(resumed.messages).toEqual(full.messages.slice(k));
+
+    const viaQuery = await readSse(`${sut.url}/tasks/${taskId}/stream?after_seq=${n - 1}`, auth);
+    expect(viaQuery.messages.map((m) => m.id)).toEqual([n]);
+
+    const atEnd = await readSse(`${sut.url}/tasks/${taskId}/stream`, { ...auth, 'Last-Event-ID': String(n) });
+    expect(atEnd.messages).toEqual([]);
+  });
+
+  it('delivers live events to a stream opened before the task ends', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello from sse live' } })).body.task_id;
+    const stream = readSse(`${sut.url}/tasks/${taskId}/stream`, { authorization: `Bearer ${TOKENS.admin}` });
+    await waitForTask(sut, taskId);
+    const { messages } = await stream;
+    const events = (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
+    expect(messages.map((m) => m.data)).toEqual(events);
+  });
+
+  it('rejects a bad Last-Event-ID, an unknown task and a missing token with JSON errors', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello' } })).body.task_id;
+    const bad = await sut.request('GET', `/tasks/${taskId}/stream`, { headers: { 'Last-Event-ID': 'abc' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('validation_error');
+    expect((await sut.request('GET', '/tasks/task_nope/stream')).status).toBe(404);
+    expect((await sut.request('GET', `/tasks/${taskId}/stream`, { token: null })).status).toBe(401);
+  });
+});

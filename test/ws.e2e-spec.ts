@@ -1,0 +1,169 @@
+import { isFinalEventType } from '@runledger/contracts';
+import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
+
+type Ev = { sequence: number; position: number; type: string; task_id: string };
+const seqs = (events: Ev[]) => events.map((e) => e.sequence);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('WebSocket /ws (e2e, real ws client)', () => {
+  let sut: ApiHarness;
+  const clients: WsClient[] = [];
+  const open = async (token: string = TOKENS.admin) => {
+    const c = await WsClient.authed(sut.wsUrl, token);
+    clients.push(c);
+    return c;
+  };
+
+  beforeAll(async () => {
+    sut = await bootApi({ RUNLEDGER_WS_HEARTBEAT_MS: '150' });
+  });
+  afterEach(() => clients.splice(0).forEach((c) => c.close()));
+  afterAll(async () => {
+    await sut.close();
+  });
+
+  it('submit, watch live to the final event, then reconnect mid-stream and get exactly the missing events', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo live-one then run echo live-two' } })).body.task_id;
+    const watcher = await open();
+    watcher.send({ type: 'subscribe', task_id: taskId, after_seq: 0, subscription_id: 'w' });
+    await watcher.waitFor((m) => m.type === 'event' && isFinalEventType(m.event.type));
+    const all: Ev[] = watcher.events('w');
+    const n = all.length;
+    expect(n).toBeGreaterThanOrEqual(4);
+    expect(seqs(all)).toEqual(range(1, n));
+
+    const k = Math.floor(n / 2);
+    const resumed = await open();
+    resumed.send({ type: 'subscribe', task_id: taskId, after_seq: k, subscription_id: 'r' });
+    await resumed.waitFor((m) => m.type === 'event' && isFinalEventType(m.event.type));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seqs(resumed.events('r'))).toEqual(range(k + 1, n));
+    expect(resumed.events('r')).toEqual(all.slice(k));
+  });
+
+  it('subscribe_all replays then continues live, in position order, no gap, no duplicate', async () => {
+    const first = (await sut.request('POST', '/tasks', { body: { input: 'before the subscription' } })).body.task_id;
+    await waitForTask(sut, first);
+    const c = await open();
+    c.send({ type: 'subscribe_all', after_position: 0, subscription_id: 'all' });
+    const more = [];
+    for (let i = 0; i < 3; i++) more.push((await sut.request('POST', '/tasks', { body: { input: `during ${i}` } })).body.task_id);
+    await Promise.all(more.map((id) => waitForTask(sut, id)));
+    const head = (await sut.request('GET', '/admin/events?limit=1')).body.head_position;
+    await c.waitFor((m) => m.type === 'event' && m.event.position === head);
+    const positions = c.events('all').map((e: Ev) => e.position);
+    expect(positions).toEqual(range(1, head));
+    const log = [];
+    for (let after = 0; ; ) {
+      const page = (await sut.request('GET', `/admin/events?after_position=${after}&limit=1000`)).body;
+      log.push(...page.events);
+      if (page.events.length < 1000) break;
+      after = page.next_after_position;
+    }
+    expect(c.events('all')).toEqual(log);
+  });
+
+  it('carries several subscriptions per socket and stops one on unsubscribe', async () => {
+    const a = (await sut.request('POST', '/tasks', { body: { input: 'multi a' } })).body.task_id;
+    const b = (await sut.request('POST', '/tasks', { body: { input: 'multi b' } })).body.task_id;
+    await Promise.all([waitForTask(sut, a), waitForTask(sut, b)]);
+    const c = await open();
+    c.send({ type: 'subscribe', task_id: a, after_seq: 0 });
+    c.send({ type: 'subscribe', task_id: b, after_seq: 0 });
+    const subA = await c.waitFor((m) => m.type === 'subscribed' && m.task_id === a);
+    const subB = await c.waitFor((m) => m.type === 'subscribed' && m.task_id === b);
+    expect(subA.subscription_id).not.toBe(subB.subscription_id);
+    await c.waitFor((m) => m.type === 'event' && m.subscription_id === subA.subscription_id && isFinalEventType(m.event.type));
+    await c.waitFor((m) => m.type === 'event' && m.subscription_id === subB.subscription_id && isFinalEventType(m.event.type));
+    expect(c.events(subA.subscription_id).every((e: Ev) => e.task_id === a)).toBe(true);
+    expect(c.events(subB.subscription_id).every((e: Ev) => e.task_id === b)).toBe(true);
+
+    c.send({ type: 'subscribe_all', after_position: 1e9, subscription_id: 'tail' });
+    await c.waitFor((m) => m.type === 'subscribed' && m.subscription_id === 'tail');
+    c.send({ type: 'unsubscribe', subscription_id: 'tail' });
+    await c.waitFor((m) => m.type === 'unsubscribed' && m.subscription_id === 'tail');
+    const later = (await sut.request('POST', '/tasks', { body: { input: 'after unsubscribe' } })).body.task_id;
+    await waitForTask(sut, later);
+    c.send({ type: 'ping' });
+    await c.waitFor((m) => m.type === 'pong');
+    expect(c.events('tail')).toEqual([]);
+  });
+
+  it('answers bad messages with {type:"error"} and keeps the connection', async () => {
+    const c = await open();
+    const bad: unknown[] = ['not json', '[]', '42', { type: 'nope' }, { type: 'subscribe' }, { type: 'subscribe', task_id: 'x', after_seq: -1 },
+      { type: 'subscribe', task_id: 'task_missing', after_seq: 0 }, { type: 'unsubscribe', subscription_id: 'none' }, { type: 'subscribe_all', after_position: 'a' },
+      { type: 'auth', token: TOKENS.admin }];
+    for (const m of bad) c.send(m);
+    c.send({ type: 'ping' });
+    await c.waitFor((m) => m.type === 'pong');
+    const errors = c.messages.filter((m) => m.type === 'error');
+    expect(errors).toHaveLength(bad.length);
+    for (const e of errors) {
+      expect(Object.keys(e).sort()).toEqual(['details', 'error', 'message', 'type']);
+      expect(typeof e.message).toBe('string');
+    }
+    expect(errors.map((e) => e.error)).toEqual(expect.arrayContaining(['validation_error', 'not_found', 'illegal_state']));
+  });
+
+  it('enforces auth: nothing before auth, a wrong token closes 4401, scopes apply', async () => {
+    const anon = await WsClient.open(sut.wsUrl);
+    clients.push(anon);
+    anon.send({ type: 'subscribe_all', after_position: 0 });
+    expect(await anon.waitFor((m) => m.type === 'error')).toMatchObject({ error: 'unauthorized' });
+    anon.send({ type: 'auth', token: 'wrong-token-wrong-token' });
+    expect(await anon.closed).toEqual({ code: 4401, reason: 'invalid token' });
+
+    const reader = await open(TOKENS.reader);
+    reader.send({ type: 'subscribe_all', after_position: 0 });
+    expect(await reader.waitFor((m) => m.type === 'error')).toMatchObject({ error: 'forbidden' });
+    expect(reader.messages.filter((m) => m.type === 'event')).toEqual([]);
+
+    const viaHeader = await WsClient.open(sut.wsUrl, { headers: { authorization: `Bearer ${TOKENS.reader}` } });
+    clients.push(viaHeader);
+    viaHeader.send({ type: 'ping' });
+    await viaHeader.waitFor((m) => m.type === 'pong');
+    await expect(WsClient.open(sut.wsUrl, { headers: { authorization: 'Bearer nope-nope-nope-nope' } })).rejects.toThrow(/401/);
+  });
+
+  it('drops a peer that stops answering pings', async () => {
+    const mute = await WsClient.open(sut.wsUrl, { autoPong: false });
+    clients.push(mute);
+    mute.send({ type: 'auth', token: TOKENS.admin });
+    const closed = await mute.closed;
+    expect(closed.code).toBe(1006);
+    const metrics = await sut.request('GET', '/metrics');
+    expect(metrics.text).toMatch(/^runledger_ws_clients \d+$/m);
+  });
+
+  it('disconnects a slow consumer with 4008 without slowing a normal client', async () => {
+    const slowSut = await bootApi({ RUNLEDGER_WS_MAX_BUFFER: '1048576', RUNLEDGER_WS_HEARTBEAT_MS: '300' });
+    try {
+      const big = 'y'.repeat(95_000);
+      const ids = [];
+      for (let i = 0; i < 150; i++) ids.push((await slowSut.request('POST', '/tasks', { body: { input: `${big} ${i}` } })).body.task_id);
+      await Promise.all(ids.map((id) => waitForTask(slowSut, id, undefined, 60_000)));
+      const head = (await slowSut.request('GET', '/admin/events?limit=1')).body.head_position;
+
+      const slow = await WsClient.authed(slowSut.wsUrl, TOKENS.admin);
+      const socket = (slow.ws as unknown as { _socket: { pause(): void } })._socket;
+      socket.pause();
+      slow.send({ type: 'subscribe_all', after_position: 0 });
+      const normal = await WsClient.authed(slowSut.wsUrl, TOKENS.admin);
+      normal.send({ type: 'subscribe_all', after_position: 0, subscription_id: 'n' });
+      await normal.waitFor((m) => m.type === 'event' && m.event.position === head, 30_000);
+      expect(normal.events('n').map((e: Ev) => e.position)).toEqual(range(1, head));
+
+      const lines = () => slowSut.logs.map((l) => JSON.parse(l));
+      const deadline = Date.now() + 10_000;
+      while (!lines().some((l) => l.msg === 'ws slow consumer disconnected') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(lines()).toContainEqual(expect.objectContaining({ msg: 'ws slow consumer disconnected', client: 'admin' }));
+      (socket as unknown as { resume(): void }).resume();
+      const closed = await slow.closed;
+      expect([4008, 1006]).toContain(closed.code);
+      normal.close();
+    } finally {
+      await slowSut.close();
+    }
+  }, 90_000);
+});
