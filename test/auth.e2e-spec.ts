@@ -31,6 +31,8 @@ describe('access control (e2e)', () => {
     { method: 'GET', path: '/admin/events', lacking: TOKENS.writer },
     { method: 'GET', path: '/metrics', lacking: TOKENS.writer },
     { method: 'GET', path: '/docs/openapi.json', lacking: TOKENS.approver },
+    { method: 'GET', path: '/memory', lacking: TOKENS.writer },
+    { method: 'DELETE', path: '/memory/mem_1', lacking: TOKENS.writer },
   ];
 
   it('answers every route 401 without or with a wrong token and 403 without the scope, writing nothing', async () => {

@@ -25,6 +25,8 @@ export interface AppDeps {
   backend: ApiBackend;
   tokens: TokenRegistry;
   log: Logger;
+  /** feature modules composed elsewhere (e.g. the /memory routes); the global guards and filter apply to them */
+  modules?: DynamicModule[];
 }
 
 @Module({})
@@ -33,7 +35,10 @@ export class AppModule {
     const limit = deps.config.RUNLEDGER_RATE_LIMIT;
     return {
       module: AppModule,
-      imports: [ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }], skipIf: () => limit === 0 })],
+      imports: [
+        ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }], skipIf: () => limit === 0 }),
+        ...(deps.modules ?? []),
+      ],
       controllers: [
         HealthController,
         TasksController,

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DestinationStream } from 'pino';
@@ -14,6 +15,8 @@ import { ApiBackend } from './runtime.port';
 export interface StartOptions {
   /** where JSON logs go (default stdout); tests capture them */
   logDestination?: DestinationStream;
+  /** feature modules to mount beside the API (e.g. /memory) */
+  modules?: DynamicModule[];
 }
 
 export interface StartedApp {
@@ -36,7 +39,7 @@ export async function startApp(config: AppConfig, backend: ApiBackend, options: 
   const cors = config.RUNLEDGER_CORS_ORIGIN
     ? { origin: config.RUNLEDGER_CORS_ORIGIN.split(',').map((o) => o.trim()), allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'] }
     : false;
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, backend, tokens: registry, log }), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, backend, tokens: registry, log, modules: options.modules }), {
     bodyParser: false,
     cors,
     logger: new NestPinoLogger(log),

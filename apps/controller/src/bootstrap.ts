@@ -3,6 +3,7 @@ import { RuntimeApiBackend } from './backend';
 import { RuntimeOverrides, buildRuntime } from './composition';
 import { AppConfig } from './config';
 import { SqliteHealthProbe } from './health/health-probe';
+import { MemoryHttpModule } from './memory/memory-http.module';
 import { LogTaskReadModel } from './task-views';
 
 /** The runtime composition (storage, tools, permissions, model) served over HTTP and WebSocket. */
@@ -21,7 +22,7 @@ export async function bootController(config: AppConfig, options: StartOptions & 
     },
   });
   try {
-    return await startApp(config, backend, options);
+    return await startApp(config, backend, { ...options, modules: [MemoryHttpModule.forRoot(built.memory?.service ?? null), ...(options.modules ?? [])] });
   } catch (err) {
     await backend.close();
     throw err;
