@@ -1,0 +1,95 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Browser, chromium } from 'playwright-core';
+import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = resolve(__dirname, '..', 'test-artifacts');
+/** sys_util turns `run <cmd>` into shell_exec; the permission policy prompts before a command that writes. */
+const NEEDS_PERMISSION = 'run touch approved-by-browser.txt';
+
+describe('admin dashboard in headless Chromium (e2e)', () => {
+  let sut: ApiHarness;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+    sut = await bootApi();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await sut?.close();
+  });
+
+  it('signs in, submits a task that needs a permission, approves it and sees it complete', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const consoleErrors: string[] = [];
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(`${sut.url}/admin`);
+    await page.fill('#token-input', TOKENS.admin);
+    await page.click('#token-form button[type=submit]');
+    await page.waitForSelector('#view-tasks:not([hidden])');
+    await page.waitForSelector('#conn.on');
+    expect(await page.evaluate(() => sessionStorage.getItem('runledger.token'))).toBe(TOKENS.admin);
+
+    await page.fill('#submit-input', NEEDS_PERMISSION);
+    await page.click('#submit-button');
+    await page.waitForSelector('#view-task:not([hidden])');
+    const taskId = (await page.textContent('#t-id'))!.trim();
+    expect(taskId).toMatch(/\S+/);
+
+    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
+    expect(await page.textContent('#t-status')).toBe('awaiting_permission');
+    await page.click('.pending button.approve');
+
+    await page.waitForFunction(() => document.querySelector('#t-status')?.textContent === 'completed', undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('#t-timeline summary')].some((s) => s.textContent?.includes('TASK_COMPLETED')));
+    const task = await waitForTask(sut, taskId);
+    expect(task.status).toBe('completed');
+    expect(existsSync(join(sut.workspace, 'approved-by-browser.txt'))).toBe(true);
+    const resolved = (await sut.request('GET', `/admin/events?type=PERMISSION_RESOLVED&task_id=${taskId}`)).body.events;
+    expect(resolved).toHaveLength(1);
+    expect(resolved[0].payload.decision).toBe('allow_once');
+    expect(await page.textContent('#t-pending')).toContain('none');
+
+    const timelineTypes = await page.$$eval('#t-timeline summary', (els) => els.map((e) => e.textContent ?? ''));
+    const events = (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
+    expect(timelineTypes).toHaveLength(events.length);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = join(ARTIFACTS, 'dashboard-task-approved.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+
+    await page.click('#nav-events');
+    await page.waitForSelector('#view-events:not([hidden])');
+    await page.fill('#ev-task', taskId);
+    await page.waitForFunction((n) => document.querySelectorAll('#ev-rows .evrow').length === n, events.length);
+    await page.selectOption('#ev-type', 'PERMISSION_RESOLVED');
+    await page.waitForFunction(() => document.querySelectorAll('#ev-rows .evrow').length === 1);
+    await page.click('#ev-rows .evrow');
+    expect(await page.textContent('#ev-detail')).toContain('"decision": "allow_once"');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-event-log.png') });
+
+    await page.click('#nav-tasks');
+    await page.waitForSelector(`tr[data-task="${taskId}"]`);
+    expect(await page.textContent(`tr[data-task="${taskId}"]`)).toContain('completed');
+    expect(consoleErrors).toEqual([]);
+  }, 60_000);
+
+  it('rejects a wrong token at the sign-in form', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${sut.url}/admin`);
+    await page.fill('#token-input', 'not-the-right-token-at-all');
+    await page.click('#token-form button[type=submit]');
+    await page.waitForFunction(() => (document.querySelector('#login-error')?.textContent ?? '').length > 0);
+    expect(await page.isHidden('#app')).toBe(true);
+    expect(await page.evaluate(() => sessionStorage.getItem('runledger.token'))).toBeNull();
+  }, 30_000);
+});
