@@ -70,12 +70,15 @@ async function json(url: string, init: RequestInit = {}): Promise<any> {
   return res.json();
 }
 
+/** Counts final events through the admin log (cheap, incremental) until every submitted task has ended. */
 async function waitAllFinal(url: string, expected: number): Promise<void> {
-  for (;;) {
-    const body = await fetch(`${url}/metrics`, { headers: auth }).then((r) => r.text());
-    const done = ['completed', 'failed', 'cancelled'].reduce((n, s) => n + Number(new RegExp(`^runledger_tasks\\{status="${s}"\\} (\\d+)$`, 'm').exec(body)?.[1] ?? 0), 0);
-    if (done >= expected) return;
-    await new Promise((r) => setTimeout(r, 100));
+  let after = 0;
+  let done = 0;
+  while (done < expected) {
+    const page = await json(`${url}/admin/events?type=TASK_COMPLETED,TASK_FAILED,TASK_CANCELLED&after_position=${after}&limit=1000`);
+    done += page.events.length;
+    after = page.next_after_position;
+    if (page.events.length < 1000) await new Promise((r) => setTimeout(r, 50));
   }
 }
 
