@@ -1,0 +1,73 @@
+import { ConcurrencyError, NotFoundError } from '@runledger/contracts';
+import { CheckpointStore } from './checkpoint-store';
+import { foldTaskState } from './task-state';
+import { TaskLog } from './testing/task-events';
+import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
+
+describe('CheckpointStore on SQLite', () => {
+  let tmp: TempStorage;
+  let sut: CheckpointStore;
+
+  beforeEach(async () => {
+    tmp = await createTempStorage();
+    sut = tmp.storage.checkpoints;
+  });
+  afterEach(() => tmp.dispose());
+
+  const appendAll = async (log: TaskLog) => {
+    const version = await tmp.storage.eventStore.streamVersion(log.taskId);
+    await tmp.storage.eventStore.append(log.taskId, asNew(log.events.slice(version)), { expected: version });
+  };
+
+  it('records each checkpoint with a CHECKPOINT_SAVED event that names it', async () => {
+    await appendAll(new TaskLog('t1').received().context(1).decided(1));
+    const saved = await sut.save('t1', 'after round 1', { memory: ['m1'], round: 1 });
+    const stream = await tmp.storage.eventStore.readStream('t1');
+    expect(stream[3]).toMatchObject({ type: 'CHECKPOINT_SAVED', payload: { checkpoint_id: saved.checkpoint_id, label: 'after round 1', at_sequence: 3 } });
+    expect(saved).toMatchObject({ at_sequence: 3, event_sequence: 4, context: { memory: ['m1'], round: 1 } });
+    expect(saved.state).toEqual(await tmp.storage.taskStates.get('t1'));
+  });
+
+  it('loads latest checkpoint + events after it, equal to a full fold of the stream', async () => {
+    const log = new TaskLog('t1').received().context(1).decided(1).model('m1', 5, 5);
+    await appendAll(log);
+    await sut.save('t1', 'first', { n: 1 });
+    log.events.push(...(await tmp.storage.eventStore.readStream('t1', { after_seq: log.events.length })));
+    log.tool('c1').context(2).decided(2);
+    await appendAll(log);
+    const second = await sut.save('t1', 'second', { n: 2 });
+    log.events.push(...(await tmp.storage.eventStore.readStream('t1', { after_seq: log.events.length })));
+    log.askPermission('r1').resolvePermission('r1').model('m2', 1, 2).completed('fin', 2);
+    await appendAll(log);
+
+    const loaded = await sut.load('t1');
+    const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'));
+    expect(loaded!.checkpoint).toMatchObject({ checkpoint_id: second.checkpoint_id, label: 'second', context: { n: 2 } });
+    expect(loaded!.events_after.map((e) => e.type)).toEqual(['TASK_AWAITING_PERMISSION', 'PERMISSION_RESOLVED', 'MODEL_CALLED', 'MODEL_RESPONDED', 'TASK_COMPLETED']);
+    expect(loaded!.state).toEqual(full);
+    expect(loaded!.state).toEqual(await tmp.storage.taskStates.get('t1'));
+  });
+
+  it('without a checkpoint, loads by a full fold; an unknown task loads as null and cannot be checkpointed', async () => {
+    await appendAll(new TaskLog('t1').received().context(1));
+    const loaded = await sut.load('t1');
+    expect(loaded!.checkpoint).toBeNull();
+    expect(loaded!.events_after).toHaveLength(2);
+    expect(await sut.load('nope')).toBeNull();
+    await expect(sut.save('nope', 'x', {})).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('a checkpoint raced by another append fails with ConcurrencyError and stores no snapshot', async () => {
+    await appendAll(new TaskLog('t1').received());
+    const states = tmp.storage.taskStates;
+    const realGet = states.get.bind(states);
+    // another writer appends between the read of the state and the checkpoint's append
+    jest.spyOn(states, 'get').mockImplementationOnce(async (id) => {
+      const s = await realGet(id);
+      await appendAll(new TaskLog('t1').received().context(1));
+      return s;
+    });
+    await expect(sut.save('t1', 'late', {})).rejects.toBeInstanceOf(ConcurrencyError);
+    expect(await sut.latest('t1')).toBeNull();
+  });
+});
