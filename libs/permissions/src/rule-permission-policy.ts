@@ -173,7 +173,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
     }
     if (c.assignments.some((a) => DANGEROUS_ENV.test(a))) found.push(check('prompt', 'dangerous_env', `sets ${c.assignments.find((a) => DANGEROUS_ENV.test(a))!.split('=')[0]}`));
     if (c.sudo) found.push(check('prompt', 'sudo', 'runs as root through sudo'));
-    if (c.name === '') return mostSevere(found);
+    if (c.name === '' || c.wrapper) return mostSevere(found);
     if (c.dynamic) {
       found.push(check('prompt', 'dynamic_command', `runs a program known only at run time (${c.program})`));
       return mostSevere(found);
@@ -197,7 +197,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
     if (name === 'init' && operands.some((o) => /^[06sS]$/.test(o.text))) return check('hard_stop', 'program_init', 'changes the run level');
     if (name === 'systemctl' && operands.some((o) => /^(poweroff|reboot|halt|kexec|emergency|rescue|suspend|hibernate)$/.test(o.text))) return check('hard_stop', 'systemctl_power', 'stops the machine');
     if (DISK_TOOLS.has(name)) return has('-l', '--list', 'print') ? check('prompt', 'disk_tool', `${name} reads the partition table`) : check('hard_stop', 'disk_tool', `${name} rewrites disks`);
-    if ((name === 'kill' || name === 'pkill') && operands.some((o) => o.text === '-1' || o.text === '1')) return check('hard_stop', 'kill_all', 'kills every process or init');
+    if ((name === 'kill' || name === 'pkill') && (words.slice(1).includes('-1') || operands.some((o) => o.text === '-1' || o.text === '1'))) return check('hard_stop', 'kill_all', 'kills every process or init');
 
     const found: PermissionCheck[] = [];
     if (r.prompt_programs.includes(name)) found.push(check('prompt', 'configured_prompt', `${name} asks first`));
@@ -260,7 +260,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
       found.push(GIT_READ_ONLY.has(sub) ? ALLOW : check('prompt', 'git_write', `git ${sub} changes the repository or uses the network`));
       return mostSevere(found);
     }
-    if (name === 'sed' && args.some((a) => /(^|[;}\n])\s*[0-9,$/!]*\s*[wWe]\b|\/[gpIiMm0-9]*[we](\s|$)/.test(a.text))) {
+    if (name === 'sed' && args.some((a) => /(^|[;}\n])\s*[0-9,$/!]*\s*[wWe]\b|\/[gpIiMm0-9]*[we]/.test(a.text))) {
       found.push(check('prompt', 'write_program', 'sed script writes files or runs commands'));
       return mostSevere(found);
     }

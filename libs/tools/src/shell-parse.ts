@@ -42,6 +42,8 @@ export interface ShellCommand {
   dynamic: boolean;
   /** the wrappers and nestings it was found through, outermost first */
   via: string[];
+  /** a wrapper (`bash -c`, `eval`, `sudo`, `xargs`, ...) whose inner commands are listed on their own; only its redirects and assignments are its own */
+  wrapper: boolean;
 }
 
 export interface ShellAnalysis {
@@ -421,6 +423,8 @@ function tokenize(src: string): Tokenized {
 interface RawCommand {
   words: ShellWord[];
   redirects: ShellRedirect[];
+  /** its output is piped into the next command */
+  piped?: boolean;
 }
 
 const RESERVED_PREFIX = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', '!', '{', '}', 'time', 'function', 'esac', 'coproc']);
@@ -429,7 +433,8 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
   const out: RawCommand[] = [];
   let cur: RawCommand = { words: [], redirects: [] };
   let skipUntilOp = false;
-  const end = () => {
+  const end = (op?: string) => {
+    if (op === '|' || op === '|&') cur.piped = true;
     if (!skipUntilOp && (cur.words.length || cur.redirects.length)) out.push(cur);
     cur = { words: [], redirects: [] };
     skipUntilOp = false;
@@ -437,7 +442,7 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
   for (let k = 0; k < tokens.length; k++) {
     const tok = tokens[k];
     if (tok.kind === 'op') {
-      end();
+      end(tok.op);
       continue;
     }
     if (tok.kind === 'redir') {
@@ -511,7 +516,15 @@ function analyzeInto(script: string, via: string[], sudo: boolean, depth: number
   const t = tokenize(script);
   errors.push(...t.errors);
   for (const n of t.nested) analyzeInto(n.script, [...via, n.via], sudo, depth + 1, out, errors);
-  for (const raw of segment(t.tokens, errors)) unwrap(raw.words, raw.redirects, via, sudo, depth, out, errors);
+  const raws = segment(t.tokens, errors);
+  raws.forEach((raw, k) => {
+    unwrap(raw.words, raw.redirects, via, sudo, depth, out, errors);
+    // `echo 'rm -rf /' | sh`: the printed text is the script the shell runs
+    const next = raws[k + 1];
+    if (raw.piped && next && ['echo', 'printf'].includes(raw.words[0]?.text ?? '') && SHELLS.has(basename(next.words[0]?.text ?? '')) && !next.words.some((w) => /^-[a-zA-Z]*c/.test(w.text))) {
+      analyzeInto(raw.words.slice(1).filter((w) => !/^-[neE]+$/.test(w.text)).map((w) => w.text).join(' '), [...via, 'pipe to shell'], sudo, depth + 1, out, errors);
+    }
+  });
 }
 
 function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], sudo: boolean, depth: number, out: ShellCommand[], errors: string[]): void {
@@ -519,14 +532,14 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
   let k = 0;
   while (k < words.length && isAssignment(words[k])) assignments.push(words[k++].text);
   if (k >= words.length) {
-    if (redirects.length) out.push({ name: '', program: '', args: [], redirects, assignments, sudo, dynamic: false, via });
+    if (redirects.length) out.push({ name: '', program: '', args: [], redirects, assignments, sudo, dynamic: false, via, wrapper: false });
     return;
   }
   const head = words[k];
   const rest = words.slice(k + 1);
   const name = basename(head.text);
-  const emit = (): void => {
-    out.push({ name: head.dynamic ? head.text : name, program: head.text, args: rest, redirects, assignments, sudo, dynamic: head.dynamic, via });
+  const emit = (wrapper = false): void => {
+    out.push({ name: head.dynamic ? head.text : name, program: head.text, args: rest, redirects, assignments, sudo, dynamic: head.dynamic, via, wrapper });
   };
   if (head.dynamic) return emit();
   const recurse = (script: string, how: string, asSudo = sudo) => analyzeInto(script, [...via, how], asSudo, depth + 1, out, errors);
@@ -537,14 +550,14 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
 
   if (name === 'busybox' && rest.length) return inner(rest, 'busybox');
   if (name === 'eval') {
-    emit();
+    emit(true);
     return recurse(rest.map((w) => w.text).join(' '), 'eval');
   }
   if (SHELLS.has(name)) {
     const cIndex = rest.findIndex((w) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(w.text) || w.text === '--command');
     if (cIndex >= 0) {
       const scriptWord = rest.slice(cIndex + 1).find((w) => !w.text.startsWith('-'));
-      emit();
+      emit(scriptWord !== undefined);
       if (scriptWord) return recurse(scriptWord.text, `${name} -c`);
       return;
     }
@@ -552,8 +565,9 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
   }
   if (name === 'su') {
     const cIndex = rest.findIndex((w) => w.text === '-c' || w.text === '--command');
-    emit();
-    if (cIndex >= 0 && rest[cIndex + 1]) recurse(rest[cIndex + 1].text, 'su -c', true);
+    const script = cIndex >= 0 ? rest[cIndex + 1] : undefined;
+    emit(script !== undefined);
+    if (script) recurse(script.text, 'su -c', true);
     return;
   }
   if (name === 'env') {
@@ -564,6 +578,7 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
         j++;
         break;
       }
+      if (w.startsWith('-S') || w.startsWith('--split-string')) emit(true);
       if (w === '-S' || w === '--split-string') return recurse(rest.slice(j + 1).map((x) => x.text).join(' '), 'env -S');
       if (w.startsWith('--split-string=')) return recurse([w.slice(15), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
       if (/^-S./.test(w)) return recurse([w.slice(2), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
@@ -589,11 +604,15 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
   if (name === 'watch') {
     let j = 0;
     while (j < rest.length && rest[j].text.startsWith('-')) j += WRAPPERS.watch.valued.includes(rest[j].text) ? 2 : 1;
+    emit(true);
     return recurse(rest.slice(j).map((w) => w.text).join(' '), 'watch');
   }
   if (name === 'flock') {
     const cIndex = rest.findIndex((w) => w.text === '-c' || w.text === '--command');
-    if (cIndex >= 0 && rest[cIndex + 1]) return recurse(rest[cIndex + 1].text, 'flock -c');
+    if (cIndex >= 0 && rest[cIndex + 1]) {
+      emit(true);
+      return recurse(rest[cIndex + 1].text, 'flock -c');
+    }
   }
   const wrapper = WRAPPERS[name];
   if (wrapper) {
@@ -612,12 +631,12 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
     if (name === 'command' && rest.some((w) => w.text === '-v' || w.text === '-V')) return emit();
     if (j >= rest.length) {
       if (name === 'sudo' && rest.some((w) => w.text === '-s' || w.text === '-i')) {
-        out.push({ name: 'sh', program: 'sh', args: [], redirects, assignments, sudo: true, dynamic: false, via: [...via, 'sudo'] });
+        out.push({ name: 'sh', program: 'sh', args: [], redirects, assignments, sudo: true, dynamic: false, via: [...via, 'sudo'], wrapper: false });
         return;
       }
       return emit();
     }
-    if (wrapper.sudo || name === 'xargs') emit();
+    emit(true);
     return inner(rest.slice(j), name, sudo || wrapper.sudo === true);
   }
   emit();
