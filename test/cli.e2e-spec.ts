@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
@@ -15,6 +15,8 @@ async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
     await handle.close();
   }
 }
+
+jest.setTimeout(30_000);
 
 describe('runledger CLI (real child process, no model configured)', () => {
   let dir: string;
@@ -76,5 +78,31 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(res.code).toBe(1);
     expect(res.stdout).toContain('stop reason: budget_exceeded');
     expect(res.stdout).toMatch(/rounds 2 ·/);
+  });
+
+  it('with no terminal a prompt leaves the task awaiting_permission and says how to resolve it; resolve finishes it', async () => {
+    const waiting = await runCli(['run', 'write hello.txt: hi there'], { cwd: dir, env });
+    expect(waiting.code).toBe(3);
+    expect(waiting.stdout).toContain('awaiting_permission');
+    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stdout);
+    expect(how).not.toBeNull();
+    expect(existsSync(join(dir, 'hello.txt'))).toBe(false);
+
+    // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
+    const resolved = await runCli(['resolve', how![1], how![2], 'allow_once'], { cwd: dir, env: { ...env, RUNLEDGER_MEMORY: 'off' } });
+    expect(resolved.code).toBe(0);
+    expect(readFileSync(join(dir, 'hello.txt'), 'utf8')).toBe('hi there');
+    const again = await runCli(['resolve', how![1], how![2], 'allow_once'], { cwd: dir, env });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('not pending');
+  });
+
+  it('--yes answers allow_once but never overrides a hard stop', async () => {
+    const yes = await runCli(['run', 'write yes.txt: ok', '--yes'], { cwd: dir, env });
+    expect(yes.code).toBe(0);
+    expect(readFileSync(join(dir, 'yes.txt'), 'utf8')).toBe('ok');
+    const stopped = await runCli(['run', 'run rm -rf /', '--yes'], { cwd: dir, env });
+    expect(stopped.code).toBe(1);
+    expect(stopped.stdout).toContain('stop reason: permission_denied');
   });
 });

@@ -2,9 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { Kysely } from 'kysely';
 import { resolve } from 'node:path';
 import { Role } from '@runledger/contracts';
-import { EventBus, EventStore, SqliteEventStore, openSqlite } from '@runledger/event-store';
-import { migrateToLatest } from '@runledger/migrations';
-import { PermissionPolicy } from '@runledger/permissions';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { PermissionPolicy, RulePermissionPolicy } from '@runledger/permissions';
+import { SqliteStorage, createSqliteStorage } from '@runledger/state-store';
 import {
   LoopGuard,
   MemoryRecall,
@@ -17,8 +17,7 @@ import {
   ToolOutcomeHook,
   createRuntime,
 } from '@runledger/runtime';
-import { ToolRegistry } from '@runledger/tools';
-import { AllowAllPolicy, testToolRegistry } from '../../../libs/runtime/src/testing';
+import { ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
 import { AppConfig } from './config';
 import { BuiltMemory, buildMemory } from './memory/memory.composition';
 
@@ -36,6 +35,10 @@ export interface BuiltRuntime {
   allowedRoot: string;
   /** critic + memory (null when the store was overridden: no SQLite handle to keep memory in) */
   memory: BuiltMemory | null;
+  /** task-state projection, checkpoints (null when the store was overridden) */
+  storage: SqliteStorage | null;
+  /** null when the tools were overridden */
+  sandbox: ToolSandbox | null;
   close(): Promise<void>;
 }
 
@@ -66,11 +69,6 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
   return new OpenAiBackend({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, models });
 }
 
-async function openStore(config: AppConfig): Promise<{ store: EventStore; db: Kysely<unknown> | null; close: () => Promise<void> }> {
-  const handle = openSqlite({ path: resolve(config.RUNLEDGER_DB), synchronous: config.RUNLEDGER_SQLITE_SYNCHRONOUS });
-  await migrateToLatest(handle.db);
-  return { store: new SqliteEventStore(handle), db: handle.db as Kysely<unknown>, close: () => handle.close() };
-}
 
 /**
  * Storage, tools, permission policy and model from the config, wired into one
@@ -80,13 +78,16 @@ async function openStore(config: AppConfig): Promise<{ store: EventStore; db: Ky
 export async function buildRuntime(config: AppConfig, overrides: RuntimeOverrides = {}): Promise<BuiltRuntime> {
   const allowedRoot = resolve(config.RUNLEDGER_ALLOWED_ROOT ?? overrides.defaultAllowedRoot ?? './data/workspace');
   mkdirSync(allowedRoot, { recursive: true });
-  const opened = overrides.store ? { store: overrides.store, db: null, close: async () => undefined } : await openStore(config);
-  const store = opened.store;
-  const bus = new EventBus(store);
-  const tools = overrides.tools ?? testToolRegistry(allowedRoot);
-  const permissions = overrides.permissions ?? new AllowAllPolicy();
+  const storage = overrides.store ? null : await createSqliteStorage({ path: resolve(config.RUNLEDGER_DB), synchronous: config.RUNLEDGER_SQLITE_SYNCHRONOUS });
+  const store: EventStore = overrides.store ?? storage!.eventStore;
+  const bus = storage?.bus ?? new EventBus(store);
   const model = overrides.model ?? modelFromConfig(config);
-  const memory = opened.db ? await buildMemory(config, { db: opened.db, store, model }) : null;
+  const memory = storage ? await buildMemory(config, { db: storage.db as Kysely<unknown>, store, model }) : null;
+  const layer = overrides.tools
+    ? null
+    : createToolLayer({ allowedRoot, sandbox: config.RUNLEDGER_SANDBOX, plugins: config.RUNLEDGER_PLUGINS, maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES, memory: memory?.tools ?? null });
+  const tools = overrides.tools ?? layer!.registry;
+  const permissions = overrides.permissions ?? new RulePermissionPolicy({ allowedRoot, rules: config.RUNLEDGER_PERMISSION_RULES });
   const runtime = createRuntime({
     store,
     tools,
@@ -99,6 +100,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     concurrency: config.RUNLEDGER_CONCURRENCY,
     stepConcurrency: config.RUNLEDGER_STEP_CONCURRENCY,
     modelTimeoutMs: config.RUNLEDGER_MODEL_TIMEOUT_MS,
+    redact: redactSecrets,
     log: overrides.log,
   });
   return {
@@ -112,11 +114,13 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     model,
     allowedRoot,
     memory,
+    storage,
+    sandbox: layer?.sandbox ?? null,
     close: async () => {
       await runtime.service.close();
       await memory?.close();
-      bus.close();
-      await opened.close();
+      if (storage) await storage.close();
+      else bus.close();
     },
   };
 }

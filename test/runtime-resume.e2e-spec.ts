@@ -1,0 +1,113 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RuntimeEvent } from '@runledger/contracts';
+import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
+import { runCli, spawnCli } from '@runledger/testing';
+
+const sh = (id: string, command: string, depends_on: string[] = []) => ({ id, kind: 'tool', tool: 'shell_exec', args: { command }, depends_on });
+const json = (v: unknown) => JSON.stringify(v);
+
+jest.setTimeout(30_000);
+
+describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  let handle: SqliteHandle;
+  let store: SqliteEventStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-resume-'));
+    // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
+    env = { RUNLEDGER_DB: join(dir, 'runledger.db'), RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`, RUNLEDGER_MEMORY: 'off' };
+  });
+  afterEach(async () => {
+    await handle?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** the task's log as another process sees it; empty until the CLI has created and migrated the database */
+  const events = async (): Promise<RuntimeEvent[]> => {
+    if (!existsSync(env.RUNLEDGER_DB)) return [];
+    try {
+      if (!handle) {
+        handle = openSqlite({ path: env.RUNLEDGER_DB });
+        store = new SqliteEventStore(handle);
+      }
+      const [received] = await store.readAll({ types: ['TASK_RECEIVED'] });
+      return received ? await store.readWholeStream(received.task_id) : [];
+    } catch {
+      await handle?.close();
+      handle = undefined as unknown as SqliteHandle;
+      return [];
+    }
+  };
+
+  /** start `run`, SIGKILL it as soon as `when` holds for the log */
+  async function killWhen(input: string, when: (log: RuntimeEvent[]) => boolean): Promise<RuntimeEvent[]> {
+    const { child, done } = spawnCli(['run', input, '--yes'], { cwd: dir, env });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const log = await events();
+      if (when(log)) break;
+      if (Date.now() > deadline) throw new Error(`condition never held; log: ${log.map((e) => e.type).join(',')}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    child.kill('SIGKILL');
+    const res = await done;
+    expect(res.signal).toBe('SIGKILL');
+    return events();
+  }
+
+  const lines = () => readFileSync(join(dir, 'out.txt'), 'utf8').trim().split('\n');
+
+  it('killed while the orchestrator thinks about round 2: completed steps are not run again', async () => {
+    writeFileSync(
+      join(dir, 'script.json'),
+      json({
+        orchestrator: [
+          json({ type: 'plan', steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'echo two >> out.txt', ['s1'])] }),
+          { content: json({ type: 'plan', steps: [sh('s3', 'echo three >> out.txt')] }), delay_ms: 1500 },
+          json({ type: 'respond', content: 'all three written' }),
+        ],
+      }),
+    );
+    const atKill = await killWhen('write three lines', (log) => log.some((e) => e.type === 'MODEL_CALLED' && e.payload.round === 2));
+    expect(atKill.some((e) => e.type === 'TASK_COMPLETED')).toBe(false);
+    expect(lines()).toEqual(['one', 'two']);
+
+    const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
+    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.code).toBe(0);
+    expect(lines()).toEqual(['one', 'two', 'three']);
+    const log = await events();
+    expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i + 1));
+    expect(log.filter((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed')).toHaveLength(1);
+    const stepsCompleted = log.filter((e) => e.type === 'STEP_COMPLETED').map((e) => (e.type === 'STEP_COMPLETED' ? e.payload.step_id : ''));
+    expect(stepsCompleted).toEqual(['s1', 's2', 's3']);
+    expect(log[log.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { result: 'all three written' } });
+  });
+
+  it('killed while a non-idempotent tool runs: the call is marked outcome_unknown, not re-run, and the orchestrator decides', async () => {
+    writeFileSync(
+      join(dir, 'script.json'),
+      json({
+        orchestrator: [
+          json({ type: 'plan', steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'sleep 1; echo two >> out.txt', ['s1']), sh('s3', 'echo three >> out.txt', ['s2'])] }),
+          json({ type: 'respond', content: 'step two may or may not have run' }),
+        ],
+      }),
+    );
+    const atKill = await killWhen('slow middle step', (log) => log.some((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 's2'));
+    const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
+    expect(res.code).toBe(0);
+    const log = await events();
+    const failed = log.find((e) => e.type === 'TOOL_FAILED');
+    expect(failed?.payload).toMatchObject({ call_id: 'call_1_s2', error_kind: 'outcome_unknown' });
+    expect(log.filter((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 's2')).toHaveLength(1);
+    expect(log.filter((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 's3')).toHaveLength(0);
+    expect(log.find((e) => e.type === 'PLAN_FAILED')?.payload).toMatchObject({ failed_step: 's2' });
+    expect(lines().filter((l) => l === 'one')).toHaveLength(1);
+    expect(lines()).not.toContain('three');
+  });
+});
