@@ -53,7 +53,7 @@ export const ConfigSchema = z.object({
   /** bytes a WebSocket client may have unsent before it is disconnected as a slow consumer */
   RUNLEDGER_WS_MAX_BUFFER: intFromEnv(1024, 1_073_741_824).default(8 * 1024 * 1024),
   // Run discipline (libs/runtime/src/discipline). Budgets use the API's `budgets` keys;
-  // RUNLEDGER_MAX_ROUNDS is the default max_rounds, the maximums cap what a task may ask for.
+  // RUNLEDGER_MAX_ROUNDS is the default and the cap of max_rounds; the maximums cap what a task may ask for.
   RUNLEDGER_BUDGET_DEFAULTS: jsonFromEnv(Budgets).optional(),
   RUNLEDGER_BUDGET_MAXIMUMS: jsonFromEnv(Budgets).optional(),
   /** {"<model>": {"input_per_mtok": USD, "output_per_mtok": USD}, "*": {...}} */

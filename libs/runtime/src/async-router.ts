@@ -2,7 +2,11 @@ import { EventPayload, ExecutionDirective, StopReason } from '@runledger/contrac
 import { parseDirective } from './directive-parser';
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
-import { ModelBackend, ModelCallError, ModelRequest } from './model/model-backend';
+import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
+import { COMPLETION_REMINDER, FABRICATION_NOTE, completionStateFromEvents, completionStep, stripFabricatedResults } from './discipline/completion';
+import { RetrySettings } from './discipline/settings';
+import { describeStop } from './discipline/stop-reasons';
+import { guardEvent, runWithRetries } from './discipline/retry-runner';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
 import { Stop } from './ports';
 import { TaskWriter } from './task-writer';
@@ -11,7 +15,23 @@ export type RouterSource = EventPayload<'ROUTER_DECIDED'>['source'];
 
 export type RouterOutcome =
   | { kind: 'decided'; directive: ExecutionDirective; source: RouterSource; fallback_reason: string | null; attempts: number }
+  /** the orchestrator answered without attempting a directive: reminded, the next round asks again */
+  | { kind: 'no_directive' }
   | { kind: 'stop'; stop: Stop };
+
+/** Run discipline as the router applies it (libs/runtime/src/discipline). */
+export interface RouterPolicy {
+  retry: RetrySettings;
+  /** directive-less answers in a row before missing_completion_signal; null: the completion protocol is off (prose takes the correction path) */
+  completionMaxMisses: number | null;
+  rng?: () => number;
+}
+
+/** Without run discipline: no retries, fall back at the first failure; no completion protocol. */
+export const NO_RETRY_POLICY: RouterPolicy = {
+  retry: { modelRetries: 0, toolRetries: 0, baseDelayMs: 0, maxDelayMs: 0, maxRetryAfterMs: 0 },
+  completionMaxMisses: null,
+};
 
 export interface RouterModels {
   orchestrator: ModelBackend;
@@ -40,6 +60,7 @@ export class AsyncRouter {
     private readonly models: RouterModels,
     private readonly gateway: ModelGateway,
     private readonly timeoutMs: number,
+    private readonly policy: RouterPolicy = NO_RETRY_POLICY,
   ) {}
 
   async decide(writer: TaskWriter, round: number, ctx: BuiltContext, signal: AbortSignal): Promise<RouterOutcome> {
@@ -51,25 +72,65 @@ export class AsyncRouter {
     } else {
       let messages = ctx.messages;
       for (let attempt = 1; attempt <= 2 && !fallback; attempt++) {
-        try {
-          const res = await this.gateway.call({ writer, backend: orchestrator, role: 'orchestrator', round, request: this.request(messages, ctx, signal), streamRespond: true });
-          const parsed = parseDirective(res.content);
-          if (parsed.ok) return { kind: 'decided', directive: parsed.directive, source: this.sourceOf(res.model), fallback_reason: null, attempts: attempt };
-          if (attempt === 2) {
-            fallback = { reason: `invalid_directive: ${parsed.error}`, stop_reason: 'validation_error', helpIsAnswer: false };
-            break;
-          }
-          await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'correction', round, detail: parsed.error, data: { attempted: parsed.attempted } } }]);
-          messages = [...messages, { role: 'assistant', content: res.content }, { role: 'user', content: correctionPrompt(parsed.error) }];
-        } catch (err) {
-          if (!(err instanceof ModelCallError)) throw err;
-          if (signal.aborted) throw err;
-          fallback = { reason: `${err.kind}: ${err.message}`, stop_reason: err.kind, helpIsAnswer: false };
+        const called = await this.callOrchestrator(writer, round, this.request(messages, ctx, signal));
+        if (called.kind === 'stop') return called;
+        if (called.kind === 'fallback') {
+          fallback = called.fallback;
+          break;
         }
+        const res = called.res;
+        // Tool results written by the model are never evidence: cut them before anything reads the reply.
+        const { cleaned, removed } = stripFabricatedResults(res.content);
+        if (removed.length > 0) await writer.append([guardEvent('correction', round, FABRICATION_NOTE, { fabricated: removed.length })]);
+        const parsed = parseDirective(cleaned);
+        if (parsed.ok) return { kind: 'decided', directive: parsed.directive, source: this.sourceOf(res.model), fallback_reason: null, attempts: attempt };
+        if (!parsed.attempted && this.policy.completionMaxMisses !== null) return this.noDirective(writer, round, this.policy.completionMaxMisses);
+        if (attempt === 2) {
+          fallback = { reason: `invalid_directive: ${parsed.error}`, stop_reason: 'validation_error', helpIsAnswer: false };
+          break;
+        }
+        await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'correction', round, detail: parsed.error, data: { attempted: parsed.attempted } } }]);
+        messages = [...messages, { role: 'assistant', content: cleaned }, { role: 'user', content: correctionPrompt(parsed.error) }];
       }
     }
     await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'fallback', round, detail: fallback!.reason, data: { to: SYS_UTIL } } }]);
     return this.sysUtil(writer, round, ctx, signal, fallback);
+  }
+
+  /**
+   * One orchestrator request under the failure policy: retries with backoff
+   * (each a GUARD_TRIGGERED retry and a MODEL_CALLED with its attempt), then
+   * the sys_util fallback; an authentication error stops at once.
+   */
+  private async callOrchestrator(
+    writer: TaskWriter,
+    round: number,
+    request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>,
+  ): Promise<{ kind: 'ok'; res: ModelResponse } | { kind: 'fallback'; fallback: Fallback } | { kind: 'stop'; stop: Stop }> {
+    const out = await runWithRetries((attempt) => this.gateway.call({ writer, backend: this.models.orchestrator, role: 'orchestrator', round, request, streamRespond: true, attempt }), {
+      subject: 'model',
+      retry: this.policy.retry,
+      fallbacks: [SYS_UTIL],
+      rng: this.policy.rng,
+      signal: request.signal,
+      isFailure: (err) => err instanceof ModelCallError,
+      onDecision: async (d, failure) => {
+        if (d.action === 'retry') await writer.append([guardEvent('retry', round, d.detail, { kind: failure.kind, delay_ms: d.delay_ms, next_attempt: d.next_attempt })]);
+      },
+    });
+    if (out.ok) return { kind: 'ok', res: out.value };
+    if (request.signal?.aborted) throw out.error;
+    const reason = `${out.failure.kind}: ${out.failure.message}`;
+    if (out.decision.action === 'stop') return { kind: 'stop', stop: { stop_reason: out.decision.stop_reason, detail: describeStop(out.decision.stop_reason, reason) } };
+    return { kind: 'fallback', fallback: { reason, stop_reason: out.failure.kind, helpIsAnswer: false } };
+  }
+
+  /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */
+  private async noDirective(writer: TaskWriter, round: number, maxMisses: number): Promise<RouterOutcome> {
+    const verdict = completionStep(completionStateFromEvents(writer.log), 'no_attempt', maxMisses);
+    if (verdict.action === 'stop') return { kind: 'stop', stop: { stop_reason: 'missing_completion_signal', detail: describeStop('missing_completion_signal', verdict.detail) } };
+    await writer.append([guardEvent('completion_reminder', round, `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${COMPLETION_REMINDER}`)]);
+    return { kind: 'no_directive' };
   }
 
   private sourceOf(model: string): RouterSource {

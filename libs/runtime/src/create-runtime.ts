@@ -1,7 +1,9 @@
 import { EventStore } from '@runledger/event-store';
 import { PermissionPolicy } from '@runledger/permissions';
 import { ToolRegistry } from '@runledger/tools';
-import { AsyncRouter } from './async-router';
+import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
+import { DisciplineGuard } from './discipline/discipline-guard';
+import { DisciplineSettings } from './discipline/settings';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
 import { EngineDeps, ExecutionEngine } from './execution-engine';
 import { ModelGateway } from './model-gateway';
@@ -29,6 +31,10 @@ export interface RuntimeOptions {
   stepConcurrency?: number;
   modelTimeoutMs?: number;
   sectionBudgets?: SectionBudgets;
+  /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
+  discipline?: DisciplineSettings;
+  /** seeds retry jitter (tests) */
+  rng?: () => number;
   log?: (message: string, err?: unknown) => void;
 }
 
@@ -46,11 +52,13 @@ const stderrLog = (message: string, err?: unknown) => process.stderr.write(`runl
 export function createRuntime(o: RuntimeOptions): Runtime {
   const log = o.log ?? stderrLog;
   const hooks = [...(o.hooks ?? [])];
-  const guards = [...(o.guards ?? [])];
-  const gateway = new ModelGateway();
+  const d = o.discipline;
+  const guards = [...(d ? [new DisciplineGuard(d)] : []), ...(o.guards ?? [])];
+  const gateway = new ModelGateway(d?.prices);
   const vault = new SecretVault();
   const modelTimeoutMs = o.modelTimeoutMs ?? 60_000;
-  const router = new AsyncRouter({ orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() }, gateway, modelTimeoutMs);
+  const policy = d ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng } : NO_RETRY_POLICY;
+  const router = new AsyncRouter({ orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() }, gateway, modelTimeoutMs, policy);
   const engine = new ExecutionEngine({
     store: o.store,
     tools: o.tools,

@@ -1,4 +1,5 @@
-import { Role, newId } from '@runledger/contracts';
+import { PriceTable, Role, newId } from '@runledger/contracts';
+import { costOf } from './discipline/budgets';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
 import { TaskWriter } from './task-writer';
 import { modelCallKey } from './progress';
@@ -12,6 +13,8 @@ export interface GatewayCall {
   request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>;
   /** stream the content of a `respond` directive as OUTPUT_CHUNK events */
   streamRespond?: boolean;
+  /** 1 for the first try of a request, n for its (n-1)th retry */
+  attempt?: number;
 }
 
 /**
@@ -19,13 +22,16 @@ export interface GatewayCall {
  * (content or error, usage, latency), so every run can be replayed offline.
  */
 export class ModelGateway {
+  /** prices priced into MODEL_RESPONDED.cost_usd when the call is recorded */
+  constructor(private readonly prices: PriceTable = {}) {}
+
   async call(c: GatewayCall): Promise<ModelResponse> {
     const model = c.backend.modelFor(c.role);
     if (!model) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
     const call_id = newId('mc');
     const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
     const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);
-    await c.writer.append([{ type: 'MODEL_CALLED', payload: { call_id, role: c.role, model, backend: c.backend.backend, attempt: 1, round: c.round, prompt_chars } }]);
+    await c.writer.append([{ type: 'MODEL_CALLED', payload: { call_id, role: c.role, model, backend: c.backend.backend, attempt: c.attempt ?? 1, round: c.round, prompt_chars } }]);
     const started = Date.now();
     const extractor = c.streamRespond ? new RespondStreamExtractor() : null;
     let index = 0;
@@ -42,7 +48,7 @@ export class ModelGateway {
       await c.writer.append([
         {
           type: 'MODEL_RESPONDED',
-          payload: { call_id, role: c.role, model: res.model, content: res.content, usage: res.usage, latency_ms: Date.now() - started, error: null, finish_reason: res.finish_reason, retry_after_ms: null },
+          payload: { call_id, role: c.role, model: res.model, content: res.content, usage: res.usage, latency_ms: Date.now() - started, error: null, finish_reason: res.finish_reason, retry_after_ms: null, cost_usd: costOf(res.model, res.usage, this.prices) },
         },
       ]);
       return res;

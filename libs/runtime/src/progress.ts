@@ -15,6 +15,7 @@ import {
 } from '@runledger/contracts';
 import { StepStatus } from '@runledger/scheduler';
 import { HistoryItem } from './model/model-backend';
+import { MeterState, initialMeterState, meterEvolve } from './discipline/budgets';
 
 export interface CallProgress {
   call_id: string;
@@ -72,6 +73,7 @@ export interface TaskProgress {
   modelCallBackends: Map<string, string>;
   history: HistoryItem[];
   usage: TaskUsage;
+  meter: MeterState;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
   last_seq: number;
 }
@@ -95,6 +97,7 @@ const initial = (task_id: string): TaskProgress => ({
   modelCallBackends: new Map(),
   history: [],
   usage: emptyUsage(),
+  meter: initialMeterState(),
   final: null,
   last_seq: 0,
 });
@@ -136,6 +139,9 @@ function closesWithTool(p: TaskProgress, callId: string): boolean {
 /** evolve: one event into the progress. Mutates and returns `p` (the fold owns it). */
 export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   p.last_seq = e.sequence;
+  // Usage is the run-discipline meter's fold, the same numbers its budgets are checked against.
+  p.meter = meterEvolve(p.meter, e);
+  p.usage = p.meter.usage;
   switch (e.type) {
     case 'TASK_RECEIVED':
       Object.assign(p, { session_id: e.payload.session_id, input: e.payload.input, budgets: e.payload.budgets, accept_checks: e.payload.accept_checks });
@@ -147,7 +153,6 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'ROUTER_DECIDED':
       p.directive = e.payload.directive;
       p.roundClosed = false;
-      p.usage.rounds += 1;
       p.history.push({ round: e.payload.round, directive: e.payload.directive, results: [], ok: true });
       break;
     case 'MODEL_CALLED':
@@ -157,16 +162,6 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       const role = e.payload.role;
       const key = modelCallKey(p.modelCallBackends.get(e.payload.call_id) ?? '', role);
       p.modelCalls[key] = (p.modelCalls[key] ?? 0) + 1;
-      const u = p.usage;
-      u.model_calls += 1;
-      u.prompt_tokens += e.payload.usage.prompt_tokens;
-      u.completion_tokens += e.payload.usage.completion_tokens;
-      u.total_tokens += e.payload.usage.total_tokens;
-      const r = (u.by_role[role] ??= { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 });
-      r.model_calls += 1;
-      r.prompt_tokens += e.payload.usage.prompt_tokens;
-      r.completion_tokens += e.payload.usage.completion_tokens;
-      if (e.payload.error) u.failures += 1;
       break;
     }
     case 'PLAN_STARTED':
@@ -207,12 +202,10 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       const plan = e.payload.plan_id ? p.plans.get(e.payload.plan_id) : undefined;
       if (plan) plan.outcome = 'failed';
       p.roundClosed = true;
-      p.usage.failures += 1;
       note(p, `plan failed: ${e.payload.reason}`, false);
       break;
     }
     case 'TOOL_CALLED':
-      p.usage.tool_calls += 1;
       p.calls.set(e.payload.call_id, {
         call_id: e.payload.call_id,
         tool: e.payload.tool,
@@ -249,7 +242,6 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         error: e.payload.error,
         error_kind: e.payload.error_kind,
       });
-      p.usage.failures += 1;
       if (closesWithTool(p, e.payload.call_id)) {
         p.roundClosed = true;
         note(p, `${e.payload.tool} failed (${e.payload.error_kind}): ${e.payload.error}`, false);
@@ -274,7 +266,12 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       p.status = 'running';
       break;
     case 'GUARD_TRIGGERED':
-      if (e.payload.guard === 'completion_reminder' || e.payload.guard === 'repeat_reminder') note(p, `note: ${e.payload.detail}`, true);
+      // A directive-less answer ends its round with only the reminder to show for it.
+      if (e.payload.guard === 'completion_reminder' && !currentHistory(p)) {
+        p.history.push({ round: p.round, directive: null, results: [], ok: false });
+        p.roundClosed = true;
+      }
+      if (e.payload.guard === 'completion_reminder' || e.payload.guard === 'repeat_reminder' || e.payload.guard === 'circuit_breaker') note(p, `note: ${e.payload.detail}`, true);
       break;
     case 'TASK_COMPLETED':
       p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: e.payload.result };

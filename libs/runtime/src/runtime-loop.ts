@@ -75,7 +75,7 @@ export class RuntimeLoop {
   private async startRound(writer: TaskWriter, signal: AbortSignal): Promise<void> {
     const p = writer.progress;
     // A round whose context was built but not decided (a restart in between) is done again.
-    const round = p.round > 0 && p.directive === null ? p.round : p.round + 1;
+    const round = p.round > 0 && p.directive === null && !p.roundClosed ? p.round : p.round + 1;
     const maxRounds = Math.min(p.budgets.max_rounds ?? this.deps.maxRounds, this.deps.maxRounds);
     if (round > maxRounds) return this.end(writer, { stop_reason: 'budget_exceeded', detail: `reached the maximum of ${maxRounds} rounds` }, null);
     for (const guard of this.deps.guards) {
@@ -91,6 +91,8 @@ export class RuntimeLoop {
     });
     if (!decision) return;
     if (decision.kind === 'stop') return this.end(writer, decision.stop, null);
+    // Reminded (GUARD_TRIGGERED closed the round): the next round asks again.
+    if (decision.kind === 'no_directive') return;
     await writer.append([
       { type: 'ROUTER_DECIDED', payload: { round, directive: decision.directive, source: decision.source, fallback_reason: decision.fallback_reason, attempts: decision.attempts } },
     ]);

@@ -78,8 +78,9 @@ const addRole = (usage: TaskUsage, role: Role, patch: { model_calls?: number; pr
 /**
  * Pure fold of one event into the meter. Usage is derived from the log only,
  * so a resumed task meters exactly what it had spent before the restart.
- * Rounds are the distinct ROUTER_DECIDED rounds; failures are failed tool
- * calls plus failed model calls; cost is what MODEL_RESPONDED recorded
+ * Rounds are the distinct CONTEXT_BUILT rounds (a round that ended in a
+ * reminder is a round too); failures are failed tool calls, failed model
+ * calls and plans that failed as a whole; cost is what MODEL_RESPONDED recorded
  * (`costOf` at record time).
  */
 export function meterEvolve(state: MeterState, event: RuntimeEvent, options: MeterOptions = {}): MeterState {
@@ -87,7 +88,7 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
   switch (event.type) {
     case 'TASK_RECEIVED':
       return { ...state, startedAt: state.startedAt ?? event.created_at };
-    case 'ROUTER_DECIDED': {
+    case 'CONTEXT_BUILT': {
       const round = event.payload.round;
       if (state.rounds.includes(round)) return state;
       return { ...state, rounds: [...state.rounds, round], usage: { ...u, rounds: u.rounds + 1 } };
@@ -96,6 +97,9 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       return { ...state, usage: { ...u, tool_calls: u.tool_calls + 1 } };
     case 'TOOL_FAILED':
       return { ...state, usage: { ...u, failures: u.failures + 1 } };
+    case 'PLAN_FAILED':
+      // A failed step is already counted by its tool outcome; a plan that failed as a whole (a cycle) is a failure of its own.
+      return event.payload.failed_step === null ? { ...state, usage: { ...u, failures: u.failures + 1 } } : state;
     case 'MODEL_CALLED': {
       const usage = addRole({ ...u, model_calls: u.model_calls + 1 }, event.payload.role, { model_calls: 1 });
       return { ...state, usage, pendingCalls: { ...state.pendingCalls, [event.payload.call_id]: { prompt_chars: event.payload.prompt_chars } } };

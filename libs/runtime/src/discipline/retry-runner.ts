@@ -22,6 +22,8 @@ export interface RetryRunOptions {
   circuitOpen?: boolean;
   rng?: () => number;
   signal?: AbortSignal;
+  /** errors that are not failures of the request (a bug, a store failure) are rethrown as they are */
+  isFailure?: (err: unknown) => boolean;
   /** called with every decision before it is acted on; the caller records it (GUARD_TRIGGERED retry / fallback) */
   onDecision?: (decision: FailureDecision, failure: ClassifiedFailure, attempt: number) => Promise<void>;
 }
@@ -50,6 +52,7 @@ export async function runWithRetries<T>(attempt: (n: number) => Promise<T>, o: R
     try {
       return { ok: true, value: await attempt(n), attempts: n };
     } catch (error) {
+      if (o.isFailure && !o.isFailure(error)) throw error;
       const failure = o.signal?.aborted ? classifyFailure(o.signal.reason ?? error, o.subject) : classifyFailure(error, o.subject);
       const decision = decideFailure(failure.kind, n, {
         subject: o.subject,

@@ -5,10 +5,10 @@ describe('disciplineSettingsFrom', () => {
     expect(disciplineSettingsFrom({})).toEqual(DEFAULT_DISCIPLINE_SETTINGS);
   });
 
-  it('RUNLEDGER_MAX_ROUNDS is the default round budget; JSON budgets override per key', () => {
+  it('RUNLEDGER_MAX_ROUNDS is the default and the cap of the round budget; JSON budgets override per key', () => {
     const sut = disciplineSettingsFrom({ RUNLEDGER_MAX_ROUNDS: 7, RUNLEDGER_BUDGET_DEFAULTS: { max_tokens: 5000 }, RUNLEDGER_BUDGET_MAXIMUMS: { max_cost_usd: 2 } });
     expect(sut.budgetDefaults).toMatchObject({ max_rounds: 7, max_tokens: 5000, max_tool_calls: 50 });
-    expect(sut.budgetMaximums).toMatchObject({ max_cost_usd: 2, max_rounds: 100 });
+    expect(sut.budgetMaximums).toMatchObject({ max_cost_usd: 2, max_rounds: 7, max_tool_calls: 500 });
   });
 
   it('maps each tuning variable', () => {

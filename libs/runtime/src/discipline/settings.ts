@@ -141,13 +141,11 @@ const withBudgets = (base: ResolvedBudgets, over: Budgets | undefined): Resolved
 
 export function disciplineSettingsFrom(vars: DisciplineConfigVars): DisciplineSettings {
   const d = DEFAULT_DISCIPLINE_SETTINGS;
-  const budgetDefaults = withBudgets(
-    { ...d.budgetDefaults, ...(vars.RUNLEDGER_MAX_ROUNDS !== undefined ? { max_rounds: vars.RUNLEDGER_MAX_ROUNDS } : {}) },
-    vars.RUNLEDGER_BUDGET_DEFAULTS,
-  );
+  // RUNLEDGER_MAX_ROUNDS is the loop's hard cap: the default and the most a task may ask for.
+  const rounds = vars.RUNLEDGER_MAX_ROUNDS !== undefined ? { max_rounds: vars.RUNLEDGER_MAX_ROUNDS } : {};
   return {
-    budgetDefaults,
-    budgetMaximums: withBudgets(d.budgetMaximums, vars.RUNLEDGER_BUDGET_MAXIMUMS),
+    budgetDefaults: withBudgets({ ...d.budgetDefaults, ...rounds }, vars.RUNLEDGER_BUDGET_DEFAULTS),
+    budgetMaximums: withBudgets({ ...d.budgetMaximums, ...rounds }, vars.RUNLEDGER_BUDGET_MAXIMUMS),
     prices: vars.RUNLEDGER_PRICE_TABLE ?? d.prices,
     charsPerToken: vars.RUNLEDGER_CHARS_PER_TOKEN ?? d.charsPerToken,
     prompt: {

@@ -37,6 +37,7 @@ export class EventLogBuilder {
 
   decided(directive: EventPayload<'ROUTER_DECIDED'>['directive']): this {
     this.round += 1;
+    this.add('CONTEXT_BUILT', { round: this.round, sections: {}, total_tokens: 0, budget_tokens: 0, cut: [], memory_hits: [], compacted: false });
     return this.add('ROUTER_DECIDED', { round: this.round, directive, source: 'orchestrator', fallback_reason: null, attempts: 1 });
   }
 
