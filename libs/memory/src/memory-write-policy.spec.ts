@@ -13,6 +13,8 @@ describe('decide', () => {
   it.each<[string, ToolOutcomeEvent, OutcomeTool, CriticScore | null, Record<string, unknown>]>([
     ['good output -> tool_result with the critic weight', completed('the build uses swc'), tool(), score(), { op: 'insert', kind: 'tool_result', source: 'tool', weight: 0.6, text: 'read_file: the build uses swc' }],
     ['structured output is stored as JSON', completed({ files: ['a.ts'] }), tool(), score(), { op: 'insert', text: 'read_file: {"files":["a.ts"]}' }],
+    ['the text field of a structured output is stored', completed({ path: 'a.txt', content: 'hello', bytes: 5 }), tool(), score(), { op: 'insert', text: 'read_file: hello' }],
+    ['stdout of a command', completed({ exit_code: 0, stdout: 'v20.1\n', stderr: '' }), tool(), score(), { op: 'insert', text: 'read_file: v20.1' }],
     ['no critic score (critic failed) -> none', completed('x'), tool(), null, { op: 'none', reason: 'no critic score' }],
     ['critic says do not store -> none', completed('x'), tool(), score({ memory_store: false }), { op: 'none' }],
     ['sensitive output -> none', completed('x'), tool({ sensitive_output: true }), score(), { op: 'none', reason: 'tool output is marked sensitive' }],

@@ -67,7 +67,18 @@ export const looksSecret = (text: string): boolean => SECRET_PATTERNS.some((p) =
 const TRUNCATED = '…[truncated]';
 const clip = (s: string, max: number): string => (s.length <= max ? s : `${s.slice(0, max - TRUNCATED.length)}${TRUNCATED}`);
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
-const outputText = (output: unknown): string => (typeof output === 'string' ? output : output == null ? '' : JSON.stringify(output));
+/** Fields tools commonly put their text in; the rest of a structured output is bookkeeping (sizes, flags). */
+const TEXT_FIELDS = ['content', 'text', 'stdout', 'result', 'output'] as const;
+const outputText = (output: unknown): string => {
+  if (typeof output === 'string') return output;
+  if (output == null) return '';
+  if (typeof output === 'object' && !Array.isArray(output)) {
+    const o = output as Record<string, unknown>;
+    const field = TEXT_FIELDS.find((f) => typeof o[f] === 'string' && (o[f] as string).trim() !== '');
+    if (field) return o[field] as string;
+  }
+  return JSON.stringify(output);
+};
 
 /** Memory tools read and write memory already; their outcomes are not new knowledge. */
 const isMemoryTool = (name: string): boolean => name.startsWith('memory_');

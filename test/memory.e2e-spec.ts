@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Ev = { event_id: string; type: string; sequence: number; causation_id: string | null; payload: any };
+
+const FACT = 'the launch code word is marmalade';
+const FILES = ['alpha.txt', 'beta.txt', 'gamma.txt', 'delta.txt'];
+const score = (weight: number) => JSON.stringify({ correctness: 0.9, usefulness: 0.9, safety: 1, memory_store: true, weight, notes: 'a fact worth keeping' });
+
+async function withScript(script: unknown, env: Record<string, string> = {}): Promise<{ h: ApiHarness; dispose: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-mem-e2e-'));
+  const path = join(dir, 'script.json');
+  writeFileSync(path, JSON.stringify(script));
+  const h = await bootApi({ RUNLEDGER_MODEL: `scripted:${path}`, ...env });
+  return {
+    h,
+    dispose: async () => {
+      await h.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function runTask(h: ApiHarness, input: string, session_id: string): Promise<{ task: { status: string }; events: Ev[]; task_id: string }> {
+  const res = await h.request('POST', '/tasks', { body: { input, session_id } });
+  expect(res.status).toBe(202);
+  const task = await waitForTask(h, res.body.task_id);
+  const events = (await h.request('GET', `/tasks/${res.body.task_id}/events?limit=1000`)).body.events as Ev[];
+  return { task, events, task_id: res.body.task_id };
+}
+
+const ofType = (events: Ev[], type: string) => events.filter((e) => e.type === type);
+
+describe('memory through the API with a scripted model', () => {
+  it('a second task recalls what the first stored, reinforces it, and an admin can search and delete it', async () => {
+    const { h, dispose } = await withScript({
+      // each task's orchestrator calls are numbered from 0, so both tasks follow this script
+      orchestrator: [JSON.stringify({ type: 'tool', tool: 'file_read', args: { path: 'facts.txt' } }), JSON.stringify({ type: 'respond', content: 'noted' })],
+      critic: [score(0.6), score(0.6)],
+    });
+    try {
+      writeFileSync(join(h.workspace, 'facts.txt'), FACT);
+      const first = await runTask(h, `remember this: ${FACT}`, 'session-a');
+      expect(first.task.status).toBe("completed");
+      const [critic] = ofType(first.events, 'CRITIC_RESULT');
+      expect(critic.payload).toMatchObject({ critic: 'model', error: null, score: { weight: 0.6 } });
+      const [written] = ofType(first.events, 'MEMORY_WRITTEN');
+      const toolDone = ofType(first.events, 'TOOL_COMPLETED')[0];
+      expect(written.payload).toMatchObject({ op: 'insert', kind: 'tool_result', text: `file_read: ${FACT}`, weight: 0.6, source_event_id: toolDone.event_id, embedding_model: 'runledger-hash-v1' });
+      expect(written.causation_id).toBe(critic.event_id);
+      const entryId = written.payload.entry_id as string;
+
+      // another session, a question sharing the words: the first task's entry is in its context
+      const second = await runTask(h, 'what is the launch code word?', 'session-b');
+      expect(second.task.status).toBe('completed');
+      const firstContext = ofType(second.events, 'CONTEXT_BUILT')[0];
+      expect(firstContext.payload.memory_hits.map((m: { id: string }) => m.id)).toContain(entryId);
+      // the same fact again: the existing entry gets heavier instead of a copy being stored
+      expect(ofType(second.events, 'MEMORY_WRITTEN').map((e) => e.payload)).toEqual([
+        expect.objectContaining({ op: 'reinforce', entry_id: entryId, previous_weight: 0.6, weight: 0.7 }),
+      ]);
+
+      const found = await h.request('GET', '/memory?query=launch%20code%20word&k=3');
+      expect(found.status).toBe(200);
+      expect(found.body.entries[0]).toMatchObject({ id: entryId, weight: 0.7, task_id: first.task_id, session_id: 'session-a', kind: 'tool_result' });
+      expect(found.body.entries[0].score).toBeCloseTo(found.body.entries[0].similarity * 0.7, 6);
+      expect((await h.request('GET', '/memory?session_id=session-b')).body.entries).toEqual([]);
+
+      for (const [path, status] of [
+        ['/memory?k=0', 400],
+        ['/memory?k=abc', 400],
+        ['/memory?kind=gossip', 400],
+        ['/memory?min_weight=2', 400],
+        ['/memory?unknown=1', 400],
+      ] as const) {
+        const bad = await h.request('GET', path);
+        expect([path, bad.status, bad.body?.error]).toEqual([path, status, 'validation_error']);
+      }
+      expect((await h.request('GET', '/memory', { token: null })).status).toBe(401);
+      expect((await h.request('GET', '/memory', { token: TOKENS.reader })).status).toBe(403);
+      expect((await h.request('DELETE', `/memory/${entryId}`, { token: TOKENS.writer })).status).toBe(403);
+
+      const del = await h.request('DELETE', `/memory/${entryId}`);
+      expect(del).toMatchObject({ status: 200, body: { id: entryId, deleted: true } });
+      expect((await h.request('DELETE', `/memory/${entryId}`)).status).toBe(404);
+      expect((await h.request('DELETE', '/memory/no_such_entry')).body.error).toBe('not_found');
+      expect((await h.request('GET', '/memory?query=launch%20code%20word')).body.entries).toEqual([]);
+      const log = await h.request('GET', '/admin/events?task_id=system:memory');
+      expect(log.body.events.map((e: Ev) => [e.type, e.payload.op, e.payload.entry_id, e.payload.metadata.actor])).toEqual([['MEMORY_WRITTEN', 'delete', entryId, 'admin']]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it('a critic that throws, times out, answers non-JSON or out of range leaves the task running and memory untouched', async () => {
+    const read = (path: string) => ({ kind: 'tool', tool: 'file_read', args: { path } });
+    const { h, dispose } = await withScript(
+      {
+        orchestrator: [
+          JSON.stringify({ type: 'plan', steps: FILES.map((f, i) => ({ id: `s${i}`, ...read(f) })) }),
+          JSON.stringify({ type: 'respond', content: 'done' }),
+        ],
+        critic: [{ error: 'provider_error', message: 'critic backend down' }, 'it looks fine to me', score(7), { content: score(0.5), delay_ms: 5_000 }],
+      },
+      { RUNLEDGER_CRITIC_TIMEOUT_MS: '300' },
+    );
+    try {
+      for (const f of FILES) writeFileSync(join(h.workspace, f), `the ${f} fact`);
+      const { task, events } = await runTask(h, 'store four facts', 'session-c');
+      expect(task.status).toBe('completed');
+      const results = ofType(events, 'CRITIC_RESULT').map((e) => e.payload);
+      expect(results).toHaveLength(4);
+      expect(results.every((r) => r.score === null && r.critic === 'model')).toBe(true);
+      expect(results.map((r) => r.error).sort()).toEqual([
+        expect.stringMatching(/critic failed: .*critic backend down/),
+        expect.stringMatching(/critic failed: critic timed out after 300 ms/),
+        expect.stringMatching(/not JSON: "it looks fine to me"/),
+        expect.stringMatching(/not a CriticScore: weight/),
+      ]);
+      expect(ofType(events, 'MEMORY_WRITTEN')).toEqual([]);
+      expect((await h.request('GET', '/memory')).body.entries).toEqual([]);
+    } finally {
+      await dispose();
+    }
+  });
+});
