@@ -246,9 +246,11 @@ export class RulePermissionPolicy extends PermissionPolicy {
         const t = args.findIndex((a) => a.text === '-t' || a.text === '--target-directory');
         targets = t >= 0 && args[t + 1] ? [args[t + 1]] : targets.slice(-1);
       }
+      // deleting is remembered apart from writing: an allow_always for writes does not cover rm
+      if (['rm', 'rmdir', 'unlink', 'shred'].includes(name)) found.push(check('prompt', 'delete_program', `${name} deletes files`));
       for (const t of targets) found.push(this.checkWriteWord(t, cwd));
       if (name === 'mv' || name === 'cp') for (const s of operands.slice(0, -1)) found.push(this.checkReadWord(s, cwd));
-      found.push(check('prompt', name === 'rm' || name === 'rmdir' || name === 'unlink' || name === 'shred' ? 'delete_program' : 'write_program', `${name} changes files`));
+      found.push(check('prompt', 'write_program', `${name} changes files`));
       return mostSevere(found);
     }
     if (NETWORK.has(name)) {

@@ -1,0 +1,125 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
+import { spawnCli } from '@runledger/testing';
+
+export const ADMIN = 'tok-admin-perm-0123456789abcdef';
+
+export interface HttpRecord {
+  method: string;
+  path: string;
+  status: number;
+  text: string;
+}
+
+/**
+ * `runledger serve` as a real child process over one data folder, so a test can SIGKILL it and
+ * start it again on the same SQLite file. Every response body and every log line is kept for
+ * scanning.
+ */
+export class ServerProcess {
+  readonly responses: HttpRecord[] = [];
+  readonly logs: string[] = [];
+  private child: ReturnType<typeof spawnCli>['child'] | null = null;
+  url = '';
+
+  private constructor(
+    readonly dir: string,
+    readonly env: Record<string, string>,
+  ) {}
+
+  static create(extraEnv: Record<string, string> = {}): ServerProcess {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-perm-e2e-'));
+    const workspace = join(dir, 'workspace');
+    mkdirSync(workspace);
+    return new ServerProcess(dir, {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      RUNLEDGER_DB: join(dir, 'runledger.db'),
+      RUNLEDGER_ADMIN_TOKEN: ADMIN,
+      RUNLEDGER_ALLOWED_ROOT: workspace,
+      RUNLEDGER_SANDBOX: 'process',
+      RUNLEDGER_RATE_LIMIT: '0',
+      // a second process loading the saved hnsw index is a memory-lib matter, not this test's
+      RUNLEDGER_MEMORY: 'off',
+      LOG_LEVEL: 'debug',
+      ...extraEnv,
+    });
+  }
+
+  get workspace(): string {
+    return this.env.RUNLEDGER_ALLOWED_ROOT;
+  }
+
+  async start(): Promise<void> {
+    const { child, done } = spawnCli(['serve'], { cwd: this.dir, env: this.env });
+    this.child = child;
+    let buffered = '';
+    const onData = (c: Buffer) => {
+      const text = c.toString('utf8');
+      this.logs.push(text);
+      buffered += text;
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const m = /listening on (http:\/\/\S+)/.exec(buffered);
+      if (m) {
+        this.url = m[1];
+        return;
+      }
+      if (child.exitCode !== null) throw new Error(`server exited: ${buffered}`);
+      if (Date.now() > deadline) throw new Error(`server did not start: ${buffered}`);
+      await Promise.race([new Promise((r) => setTimeout(r, 25)), done]);
+    }
+  }
+
+  /** SIGKILL: no shutdown hook runs, as in a crash. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once('close', r));
+    child.kill('SIGKILL');
+    await gone;
+    this.child = null;
+  }
+
+  async dispose(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async request(method: string, path: string, body?: unknown, token: string = ADMIN): Promise<{ status: number; body: any; text: string }> {
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    this.responses.push({ method, path, status: res.status, text });
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+    return { status: res.status, body: parsed, text };
+  }
+
+  async waitFor(taskId: string, done: (s: TaskStatus) => boolean = isTerminalStatus, timeoutMs = 20_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await this.request('GET', `/tasks/${taskId}`);
+      if (res.status === 200 && done(res.body.status)) return res.body;
+      if (Date.now() > deadline) throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  }
+
+  async events(taskId: string): Promise<{ type: string; payload: Record<string, unknown> }[]> {
+    return (await this.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
+  }
+}
