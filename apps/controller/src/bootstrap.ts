@@ -4,20 +4,31 @@ import { RuntimeOverrides, buildRuntime } from './composition';
 import { AppConfig } from './config';
 import { SqliteHealthProbe } from './health/health-probe';
 import { MemoryHttpModule } from './memory/memory-http.module';
-import { LogTaskReadModel } from './task-views';
+import { StateStoreTables } from '@runledger/state-store';
+import { HealthReport } from './runtime.port';
+import { LogTaskReadModel, ProjectionTaskReadModel } from './task-views';
 
 /** The runtime composition (storage, tools, permissions, model) served over HTTP and WebSocket. */
 export async function bootController(config: AppConfig, options: StartOptions & { overrides?: RuntimeOverrides } = {}): Promise<StartedApp> {
   const built = await buildRuntime(config, { defaultAllowedRoot: './data/workspace', ...options.overrides });
-  const probe = new SqliteHealthProbe(config.RUNLEDGER_DB, () => null);
+  const sandbox = () => built.sandbox?.sandboxStatus().effective ?? null;
+  const probe = built.storage ? new SqliteHealthProbe(config.RUNLEDGER_DB, sandbox) : null;
+  // with an overridden store (tests) there is no SQLite file to probe: the store answering is the check
+  const health = async (): Promise<HealthReport> => {
+    if (probe) return probe.check();
+    return built.store.head().then(
+      () => ({ db: 'reachable', migrations: 'unknown', sandbox: sandbox() }),
+      () => ({ db: 'unreachable', migrations: 'unknown', sandbox: sandbox() }),
+    );
+  };
   const backend = new RuntimeApiBackend({
     commands: built.service,
     store: built.store,
     bus: built.bus,
-    tasks: new LogTaskReadModel(built.store),
-    health: () => probe.check(),
+    tasks: built.storage ? new ProjectionTaskReadModel(built.storage.taskStates, built.storage.db.withTables<StateStoreTables>()) : new LogTaskReadModel(built.store),
+    health,
     close: async () => {
-      probe.close();
+      probe?.close();
       await built.close();
     },
   });

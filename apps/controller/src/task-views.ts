@@ -1,6 +1,8 @@
 import { RuntimeEvent, TASK_STATUSES, TaskStatus, ValidationError } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { foldProgress } from '@runledger/runtime';
+import { StateStoreDatabase, TaskState, TaskStateStore } from '@runledger/state-store';
+import { Kysely } from 'kysely';
 import { TaskReadModel } from './backend';
 import { PendingRequestView, TaskPage, TaskView } from './runtime.port';
 
@@ -87,5 +89,52 @@ export class LogTaskReadModel implements TaskReadModel {
       if (page.length < 1000) return out;
       after = page[page.length - 1].position;
     }
+  }
+}
+
+/** The projection's row as the API's task view. */
+export function taskViewFromState(s: TaskState): TaskView {
+  return {
+    task_id: s.task_id,
+    status: s.status,
+    session_id: s.session_id,
+    stop_reason: s.stop_reason,
+    result: s.result,
+    pending: s.pending_requests.map((p) => ({
+      request_id: p.request_id,
+      kind: p.kind,
+      call_id: p.call_id,
+      tool: p.tool,
+      reason: p.reason,
+      args: p.args ?? null,
+      secret_name: p.secret_name ?? null,
+    })),
+    usage: s.usage,
+    last_seq: s.last_seq,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}
+
+/** Task reads from the task-state projection (kept in the append transaction, so never behind the log). */
+export class ProjectionTaskReadModel implements TaskReadModel {
+  constructor(
+    private readonly states: TaskStateStore,
+    private readonly db: Kysely<StateStoreDatabase>,
+  ) {}
+
+  async get(taskId: string): Promise<TaskView | null> {
+    const state = await this.states.get(taskId);
+    return state ? taskViewFromState(state) : null;
+  }
+
+  async list(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage> {
+    const page = await this.states.list(query);
+    return { tasks: page.items.map(taskViewFromState), next_cursor: page.next_cursor };
+  }
+
+  async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
+    const rows = await this.db.selectFrom('tasks').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 }
