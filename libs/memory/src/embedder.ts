@@ -53,6 +53,8 @@ export class HashingEmbedder extends Embedder {
       v[h % this.dim] += h & 0x80000000 ? -weight : weight;
     };
     const words = text.toLowerCase().match(WORD) ?? [];
+    // A text without words still gets a unit vector: cosine over a zero vector is undefined (NaN in the index).
+    if (words.length === 0) add('e:', 1);
     for (let i = 0; i < words.length; i++) {
       const w = words[i];
       add(`w:${w}`, 1);
