@@ -15,3 +15,4 @@ export * from './runtime-service';
 export * from './create-runtime';
 export * from './redaction';
 export * from './discipline';
+export * from './replay';

@@ -79,3 +79,6 @@ export class SecretVault {
     this.values.delete(this.key(taskId, callId));
   }
 }
+
+/** detail prefix of a task whose input the permission policy hard-stopped */
+export const INPUT_REFUSED = 'input refused: ';

@@ -47,3 +47,14 @@ export class RespondStreamExtractor {
     return out;
   }
 }
+
+/**
+ * Raw reply pieces that make the extractor emit exactly `deltas` again: the
+ * reply up to the start of its content string, then each delta JSON-escaped.
+ * A replay streams these so its OUTPUT_CHUNK events match the recording.
+ */
+export function rawChunksFor(content: string, deltas: readonly string[]): string[] {
+  const start = CONTENT_START.exec(content);
+  if (!start || !TYPE_RESPOND.test(content.slice(0, start.index))) return [content];
+  return [content.slice(0, start.index + start[0].length), ...deltas.map((d) => JSON.stringify(d).slice(1, -1)), '"}'];
+}

@@ -9,7 +9,7 @@ const ScriptItem = z.union([
   z
     .object({
       content: z.string(),
-      usage: z.object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative() }).optional(),
+      usage: z.object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative(), estimated: z.boolean().optional() }).optional(),
       delay_ms: z.number().int().nonnegative().optional(),
       model: z.string().optional(),
       finish_reason: z.string().nullable().optional(),
@@ -61,7 +61,7 @@ export class ScriptedBackend extends ModelBackend {
     if (typeof item === 'string') return this.respond(request, item, undefined, null, this.backend, [item]);
     if ('error' in item) throw new ModelCallError(item.error, item.message ?? `scripted ${item.error}`, item.retry_after_ms ?? null);
     if (item.delay_ms) await this.delay(item.delay_ms, request);
-    const usage = item.usage ? { ...item.usage, total_tokens: item.usage.prompt_tokens + item.usage.completion_tokens, estimated: false } : undefined;
+    const usage = item.usage ? { ...item.usage, total_tokens: item.usage.prompt_tokens + item.usage.completion_tokens, estimated: item.usage.estimated ?? false } : undefined;
     return this.respond(request, item.content, usage, item.finish_reason ?? null, item.model ?? this.backend, item.chunks ?? [item.content]);
   }
 

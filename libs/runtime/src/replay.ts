@@ -1,0 +1,165 @@
+import { NotFoundError, PermissionCheck, RuntimeEvent, ToolManifest, ToolResult } from '@runledger/contracts';
+import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
+import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
+import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
+import { RuntimeOptions, createRuntime } from './create-runtime';
+import { TaskProgress } from './progress';
+import { rawChunksFor } from './respond-stream';
+import { INPUT_REFUSED } from './ports';
+
+/** The model answers a task recorded (MODEL_RESPONDED, with its streamed chunks), served again in order per role. */
+export class ReplayBackend extends ScriptedBackend {
+  override readonly backend = 'replay';
+
+  static fromEvents(events: readonly RuntimeEvent[]): ReplayBackend {
+    const chunks = new Map<string, string[]>();
+    for (const e of events) if (e.type === 'OUTPUT_CHUNK') chunks.set(e.payload.call_id, [...(chunks.get(e.payload.call_id) ?? []), e.payload.delta]);
+    const script: ModelScript = {};
+    for (const e of events) {
+      if (e.type !== 'MODEL_RESPONDED') continue;
+      const p = e.payload;
+      const item: ScriptItem = p.error
+        ? { error: p.error.kind as Extract<ScriptItem, { error: unknown }>['error'], message: p.error.message, ...(p.retry_after_ms !== null ? { retry_after_ms: p.retry_after_ms } : {}) }
+        : { content: p.content ?? '', usage: { prompt_tokens: p.usage.prompt_tokens, completion_tokens: p.usage.completion_tokens, estimated: p.usage.estimated }, model: p.model, finish_reason: p.finish_reason, chunks: rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []) };
+      (script[p.role] ??= []).push(item);
+    }
+    return new ReplayBackend(script);
+  }
+}
+
+type RecordedOutcome = { result: ToolResult | null; error: string };
+
+/** Tools that answer with the outcome the recorded task got for the same call, never running anything. */
+export class ReplayToolRegistry extends ToolRegistry {
+  private readonly outcomes = new Map<string, RecordedOutcome>();
+
+  constructor(
+    private readonly live: ToolRegistry,
+    events: readonly RuntimeEvent[],
+  ) {
+    super();
+    for (const e of events) {
+      if (e.type === 'TOOL_COMPLETED') this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: '' });
+      if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error') this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
+    }
+  }
+
+  list(): ToolManifest[] {
+    return this.live.list().map((m) => this.replayManifest(m));
+  }
+
+  get(name: string): RegisteredTool | undefined {
+    const tool = this.live.get(name);
+    if (!tool) return undefined;
+    return {
+      manifest: this.replayManifest(tool.manifest),
+      run: async (_args, ctx) => {
+        const recorded = this.outcomes.get(ctx.call_id);
+        if (!recorded) throw new Error(`replay diverged: no recorded outcome for ${ctx.call_id}`);
+        if (recorded.result) return recorded.result;
+        throw new Error(recorded.error);
+      },
+    };
+  }
+
+  validateArgs(name: string, args: Record<string, unknown>): ArgsValidation {
+    return this.live.validateArgs(name, args);
+  }
+
+  // Nothing runs, so nothing needs a secret.
+  private replayManifest(m: ToolManifest): ToolManifest {
+    return { ...m, secrets: [] };
+  }
+}
+
+/**
+ * The permission outcomes the recorded task got, handed out per tool in the
+ * order its calls reached the permission check: denied and hard-stopped calls
+ * again, every other call allowed (the person's answers are in the log).
+ */
+export class ReplayPermissionPolicy extends PermissionPolicy {
+  private readonly queues = new Map<string, PermissionCheck[]>();
+  private readonly input: PermissionCheck;
+
+  constructor(events: readonly RuntimeEvent[]) {
+    super();
+    const seen = new Set<string>();
+    for (const e of events) {
+      if (e.type !== 'TOOL_CALLED' && e.type !== 'TOOL_FAILED' && e.type !== 'TASK_AWAITING_PERMISSION') continue;
+      if (seen.has(e.payload.call_id)) continue;
+      const refused = e.type === 'TOOL_FAILED' ? e.payload.error_kind : null;
+      if (e.type === 'TOOL_FAILED' && refused !== 'permission_denied' && refused !== 'hard_stop') continue;
+      seen.add(e.payload.call_id);
+      const check: PermissionCheck =
+        e.type === 'TOOL_FAILED' ? { verdict: refused === 'hard_stop' ? 'hard_stop' : 'deny', rule: 'replay', reason: e.payload.error } : { verdict: 'allow', rule: null, reason: 'replay' };
+      this.queues.set(e.payload.tool, [...(this.queues.get(e.payload.tool) ?? []), check]);
+    }
+    const refusedInput = events.find((e) => e.type === 'TASK_FAILED' && e.payload.stop_reason === 'permission_denied' && e.payload.detail.startsWith(INPUT_REFUSED));
+    this.input = refusedInput?.type === 'TASK_FAILED' ? { verdict: 'hard_stop', rule: 'replay', reason: refusedInput.payload.detail.slice(INPUT_REFUSED.length) } : { verdict: 'allow', rule: null, reason: 'replay' };
+  }
+
+  check(s: PermissionSubject): PermissionCheck {
+    return this.queues.get(s.manifest.name)?.shift() ?? { verdict: 'allow', rule: null, reason: 'replay' };
+  }
+
+  checkTaskInput(): PermissionCheck {
+    return this.input;
+  }
+
+  requiredSecrets(): string[] {
+    return [];
+  }
+}
+
+/** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
+export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
+  const VOLATILE = new Set(['call_id', 'request_id', 'latency_ms', 'duration_ms', 'backend', 'session_id', 'source', 'request_hash', 'idempotency_key', 'forked_from']);
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !VOLATILE.has(k)).map(([k, x]) => [k, strip(x)]));
+    return v;
+  };
+  return events
+    .filter((e) => e.type !== 'CRITIC_RESULT' && e.type !== 'MEMORY_WRITTEN' && !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'))
+    .filter((e) => e.type !== 'TASK_AWAITING_PERMISSION' && e.type !== 'PERMISSION_RESOLVED' && e.type !== 'TASK_AWAITING_SECRET' && e.type !== 'SECRET_PROVIDED')
+    .map((e) => {
+      // The model name of a call is the serving backend's; a replay serves it from the log.
+      const unnamed = e.type === 'MODEL_CALLED' || (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
+      return { type: e.type, payload: strip(unnamed ? { ...e.payload, model: undefined } : e.payload) };
+    });
+}
+
+export async function recordedTask(store: { readWholeStream(id: string): Promise<RuntimeEvent[]> }, taskId: string): Promise<RuntimeEvent[]> {
+  const events = await store.readWholeStream(taskId);
+  if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
+  return events;
+}
+
+/**
+ * Re-run a recorded task offline as a new task (source `replay`): the model
+ * answers and tool outcomes come from its log, nothing is called or run. The
+ * replay's events match the original's in type, order and payload (see replayView).
+ */
+export async function replayTask(options: ReplayOptions, sourceTaskId: string): Promise<{ task_id: string; progress: TaskProgress }> {
+  const events = await recordedTask(options.store, sourceTaskId);
+  const first = events[0];
+  if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
+  const backend = ReplayBackend.fromEvents(events);
+  const rt = createRuntime({
+    ...options,
+    tools: new ReplayToolRegistry(options.tools, events),
+    permissions: new ReplayPermissionPolicy(events),
+    model: backend,
+    sysUtil: backend,
+    hooks: [],
+    memory: undefined,
+  });
+  try {
+    const { task_id } = await rt.service.submit({ input: first.payload.input, budgets: first.payload.budgets, accept_checks: first.payload.accept_checks }, { source: 'replay' });
+    return { task_id, progress: await rt.service.settled(task_id) };
+  } finally {
+    await rt.service.close();
+  }
+}
+
+export type ReplayOptions = Omit<RuntimeOptions, 'permissions' | 'model' | 'sysUtil' | 'hooks' | 'memory'>;
