@@ -1,0 +1,187 @@
+/**
+ * npm run bench -- event-store
+ * SqliteEventStore against raw better-sqlite3 doing the same inserts, same
+ * schema and same pragmas (openSqlite), in the same run, on fresh files:
+ *   - single-event append transactions (the durable path: synchronous=FULL by default)
+ *   - batches of 100 events per transaction
+ *   - stream read-back (events/s)
+ * Per-task streams, ~300-byte payloads. Raw and store alternate in rounds so
+ * machine noise hits both sides alike; the per-round median ratio is the
+ * figure to trust on a shared machine.
+ * Env: BENCH_EVENTS (20000), BENCH_STREAM_LEN (100), BENCH_SYNCHRONOUS (FULL), BENCH_ROUNDS (10),
+ * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NewEvent, newId } from '@runledger/contracts';
+import { EventStore, SqliteEventStore, SqliteHandle, SqliteSynchronous, openSqlite } from '@runledger/event-store';
+import { migrateToLatest } from '@runledger/migrations';
+import { createSqliteStorage } from '@runledger/state-store';
+import type BetterSqlite3 from 'better-sqlite3';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
+const STREAM_LEN = Number(process.env.BENCH_STREAM_LEN ?? 100);
+const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+const WITH_PROJECTION = process.env.BENCH_PROJECTION === '1';
+
+/** ~300 bytes of payload JSON */
+const payload = (i: number) => ({ call_id: 'call_bench', index: i, delta: `chunk ${i} `.padEnd(250, 'lorem ipsum dolor sit amet ') });
+const event = (i: number): NewEvent => ({ type: 'OUTPUT_CHUNK', payload: payload(i) }) as NewEvent;
+
+interface Side {
+  name: string;
+  /** append `count` events of stream `taskId` starting after sequence `after`, `perTx` per transaction */
+  append(taskId: string, after: number, count: number, perTx: number): Promise<void>;
+  readStream(taskId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+function rawSide(handle: SqliteHandle): Side {
+  const raw: BetterSqlite3.Database = handle.raw;
+  const insert = raw.prepare(
+    `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const writeBatch = raw.transaction((taskId: string, from: number, n: number) => {
+    const now = new Date().toISOString();
+    for (let s = from; s < from + n; s++) insert.run(newId('evt'), taskId, taskId, s, 'OUTPUT_CHUNK', JSON.stringify(payload(s)), null, taskId, now);
+  });
+  const read = raw.prepare('SELECT * FROM events WHERE task_id = ? AND sequence > ? ORDER BY sequence');
+  return {
+    name: 'raw better-sqlite3',
+    async append(taskId, after, count, perTx) {
+      for (let s = after + 1; s <= after + count; s += perTx) writeBatch.immediate(taskId, s, Math.min(perTx, after + count - s + 1));
+    },
+    async readStream(taskId) {
+      const rows = read.all(taskId, 0) as { payload: string }[];
+      for (const r of rows) r.payload = JSON.parse(r.payload) as string;
+      return rows.length;
+    },
+    close: () => handle.close(),
+  };
+}
+
+function storeSide(name: string, store: EventStore, close: () => Promise<void>): Side {
+  return {
+    name,
+    async append(taskId, after, count, perTx) {
+      for (let s = after; s < after + count; s += perTx) {
+        const n = Math.min(perTx, after + count - s);
+        await store.append(
+          taskId,
+          Array.from({ length: n }, (_, i) => event(s + i + 1)),
+          { expected: s },
+        );
+      }
+    },
+    async readStream(taskId) {
+      return (await store.readWholeStream(taskId)).length;
+    },
+    close,
+  };
+}
+
+interface Measure {
+  seconds: number;
+  events: number;
+}
+
+async function timed(fn: () => Promise<number>): Promise<Measure> {
+  const t0 = process.hrtime.bigint();
+  const events = await fn();
+  return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, events };
+}
+
+interface Comparison {
+  totals: Measure[];
+  /** per side, the median over rounds of (rate / raw rate in the same round) */
+  medianRatios: number[];
+}
+
+const rate = (m: Measure) => m.events / m.seconds;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Run the same workload on every side, alternating in rounds (the side that
+ * goes first rotates), so load from other processes lands on both sides.
+ */
+async function compare(sides: Side[], workload: (side: Side, round: number) => Promise<number>): Promise<Comparison> {
+  const totals = sides.map(() => ({ seconds: 0, events: 0 }));
+  const ratios: number[][] = sides.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    const roundRates: number[] = new Array<number>(sides.length);
+    for (let k = 0; k < sides.length; k++) {
+      const i = (k + round) % sides.length;
+      const m = await timed(() => workload(sides[i], round));
+      totals[i].seconds += m.seconds;
+      totals[i].events += m.events;
+      roundRates[i] = rate(m);
+    }
+    for (let i = 0; i < sides.length; i++) ratios[i].push(roundRates[i] / roundRates[0]);
+  }
+  return { totals, medianRatios: ratios.map(median) };
+}
+
+function report(title: string, sides: Side[], { totals, medianRatios }: Comparison): void {
+  const base = rate(totals[0]);
+  console.log(`\n${title}`);
+  for (let i = 0; i < sides.length; i++) {
+    const r = rate(totals[i]);
+    const perEvent = (totals[i].seconds / totals[i].events) * 1e6;
+    console.log(
+      `  ${sides[i].name.padEnd(36)} ${fmt(r).padStart(9)} events/s  ${perEvent.toFixed(1).padStart(7)} us/event` +
+        (i === 0 ? '  (baseline)' : `  ratio ${(r / base).toFixed(2)}x raw overall, ${medianRatios[i].toFixed(2)}x median of ${ROUNDS} rounds`),
+    );
+  }
+}
+
+async function open(dir: string, file: string): Promise<SqliteHandle> {
+  const handle = openSqlite({ path: join(dir, file), synchronous: SYNCHRONOUS });
+  await migrateToLatest(handle.db);
+  return handle;
+}
+
+export async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'runledger-bench-'));
+  try {
+    const rawHandle = await open(dir, 'raw.db');
+    const storeHandle = await open(dir, 'store.db');
+    const sides: Side[] = [rawSide(rawHandle), storeSide('SqliteEventStore', new SqliteEventStore(storeHandle), () => storeHandle.close())];
+    if (WITH_PROJECTION) {
+      const storage = await createSqliteStorage({ path: join(dir, 'projected.db'), synchronous: SYNCHRONOUS });
+      sides.push(storeSide('SqliteEventStore + tasks projection', storage.eventStore, () => storage.close()));
+    }
+    const perRound = Math.floor(EVENTS / ROUNDS);
+    const streams = Math.max(1, Math.floor(perRound / STREAM_LEN));
+    console.log(
+      `SqliteEventStore vs raw better-sqlite3: ${fmt(perRound * ROUNDS)} events per workload, streams of ${STREAM_LEN}, ` +
+        `~${JSON.stringify(payload(0)).length}-byte payloads, synchronous=${SYNCHRONOUS}, WAL, ${ROUNDS} alternating rounds, node ${process.version}`,
+    );
+
+    const single = await compare(sides, async (side, round) => {
+      for (let s = 0; s < streams; s++) await side.append(`single_${round}_${s}`, 0, STREAM_LEN, 1);
+      return streams * STREAM_LEN;
+    });
+    report('append, one event per transaction', sides, single);
+
+    const batched = await compare(sides, async (side, round) => {
+      for (let s = 0; s < streams; s++) await side.append(`batch_${round}_${s}`, 0, STREAM_LEN, 100);
+      return streams * STREAM_LEN;
+    });
+    report('append, batches of 100 events per transaction', sides, batched);
+
+    const reads = await compare(sides, async (side, round) => {
+      let n = 0;
+      for (let s = 0; s < streams; s++) n += await side.readStream(`batch_${round}_${s}`);
+      return n;
+    });
+    report('read back whole streams', sides, reads);
+
+    for (const side of sides) await side.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
