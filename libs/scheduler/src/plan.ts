@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PlanStep } from '@runledger/contracts';
+import { referencedSteps } from './substitute';
 
 export type PlanParse = { ok: true; steps: PlanStep[] } | { ok: false; error: string };
 
@@ -27,6 +28,16 @@ export function parsePlan(input: unknown): PlanParse {
     const missing = step.depends_on.find((d) => !ids.has(d));
     if (missing) return { ok: false, error: `step ${step.id} depends on unknown step ${missing}` };
     if (step.kind === 'tool' && !step.tool) return { ok: false, error: `step ${step.id} is a tool step without a tool` };
+  }
+  const deps = new Map(parsed.data.map((s) => [s.id, s.depends_on]));
+  const ancestors = (id: string, seen = new Set<string>()): Set<string> => {
+    for (const d of deps.get(id) ?? []) if (!seen.has(d)) ancestors(d, seen.add(d));
+    return seen;
+  };
+  for (const step of parsed.data) {
+    const before = ancestors(step.id);
+    const unordered = referencedSteps(step.args).find((ref) => !before.has(ref));
+    if (unordered) return { ok: false, error: `step ${step.id} uses the output of ${unordered} without depending on it` };
   }
   return { ok: true, steps: parsed.data };
 }
