@@ -33,7 +33,7 @@ export interface ApiHarness {
 }
 
 /** Boot the real controller in-process on 127.0.0.1:0 with a temp DB and captured JSON logs. */
-export async function bootApi(env: Record<string, string> = {}): Promise<ApiHarness> {
+export async function bootApi(env: Record<string, string> = {}, options: { beforeBoot?: (dbPath: string) => Promise<void> } = {}): Promise<ApiHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-api-'));
   const workspace = join(dir, 'workspace');
   mkdirSync(workspace);
@@ -59,6 +59,7 @@ export async function bootApi(env: Record<string, string> = {}): Promise<ApiHarn
     LOG_LEVEL: 'info',
     ...env,
   });
+  await options.beforeBoot?.(config.RUNLEDGER_DB);
   const logs: string[] = [];
   const started = await bootController(config, { logDestination: { write: (line: string) => void logs.push(line) } });
   const url = started.url;

@@ -4,6 +4,7 @@ const TOKEN_KEY = 'runledger.token';
 const ROW = 24;
 const LOG_CAP = 200_000;
 const PAGE = 1000;
+const OLDER_PAGES = 5;
 const $ = (id) => document.getElementById(id);
 const el = (tag, props = {}, ...children) => {
   const n = document.createElement(tag);
@@ -187,12 +188,18 @@ async function logStart() {
   });
 }
 
+/** Pages of older events, OLDER_PAGES requests of PAGE events per click, prepended in position order. */
 async function logLoadOlder() {
   const before = log.events.length ? log.events[0].position : log.oldestLoaded;
   if (before <= 1) return flash('Nothing older.');
-  const from = Math.max(0, before - 1 - PAGE);
-  const page = await api(`/admin/events?after_position=${from}&limit=${PAGE}`);
-  const older = page.events.filter((e) => e.position < before);
+  const from = Math.max(0, before - 1 - PAGE * OLDER_PAGES);
+  const older = [];
+  for (let after = from; after < before - 1; ) {
+    const page = await api(`/admin/events?after_position=${after}&limit=${PAGE}`);
+    older.push(...page.events.filter((e) => e.position < before));
+    if (page.events.length < PAGE) break;
+    after = page.next_after_position;
+  }
   older.forEach((e) => logNoteType(e.type));
   log.events = older.concat(log.events);
   log.oldestLoaded = from + 1;
