@@ -83,6 +83,24 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(consoleErrors).toEqual([]);
   }, 60_000);
 
+  it('draws the plan DAG with step states and edges', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo first then run echo second' } })).body.task_id;
+    const task = await waitForTask(sut, taskId);
+    expect(task.status).toBe('completed');
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+    await page.waitForSelector('#view-tasks:not([hidden])');
+    await page.goto(`${sut.url}/admin#/tasks/${taskId}`);
+    await page.waitForSelector('svg.dag');
+    const plan = (await sut.request('GET', `/admin/events?type=PLAN_STARTED&task_id=${taskId}`)).body.events[0].payload;
+    const steps = await page.$$eval('svg.dag g[data-step]', (gs) => gs.map((g) => [g.getAttribute('data-step'), g.getAttribute('data-state')]));
+    expect(steps).toEqual(plan.steps.map((s: { id: string }) => [s.id, 'completed']));
+    const edges = plan.steps.reduce((n: number, s: { depends_on: string[] }) => n + s.depends_on.length, 0);
+    expect(edges).toBeGreaterThan(0);
+    expect(await page.$$eval('svg.dag line', (ls) => ls.length)).toBe(edges);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-plan-dag.png'), fullPage: true });
+  }, 30_000);
+
   it('rejects a wrong token at the sign-in form', async () => {
     const page = await browser.newPage();
     await page.goto(`${sut.url}/admin`);
