@@ -126,4 +126,40 @@ describe('memory through the API with a scripted model', () => {
       await dispose();
     }
   });
+
+  it('the memory tools share the store: a later task searches what an earlier one inserted, and a repeat insert reinforces', async () => {
+    const fact = "the user's favourite editor is helix";
+    const { h, dispose } = await withScript({
+      orchestrator: [
+        JSON.stringify({ type: 'tool', tool: 'memory_search', args: { query: 'favourite editor' } }),
+        JSON.stringify({ type: 'tool', tool: 'memory_insert', args: { text: fact, kind: 'user_preference', weight: 0.5 } }),
+        JSON.stringify({ type: 'respond', content: 'ok' }),
+      ],
+    });
+    try {
+      const first = await runTask(h, 'note my editor', 'session-d');
+      expect(first.task.status).toBe('completed');
+      const [search1, insert1] = ofType(first.events, 'TOOL_COMPLETED');
+      expect(search1.payload.result.output.hits).toEqual([]);
+      // no critic model in the script: the heuristic critic scores, and memory tool outcomes are not re-stored
+      expect(ofType(first.events, 'CRITIC_RESULT').map((e) => e.payload.critic)).toEqual(['heuristic', 'heuristic']);
+      expect(ofType(first.events, 'MEMORY_WRITTEN')).toEqual([]);
+      const id = insert1.payload.result.output.id as string;
+
+      const second = await runTask(h, 'what editor do I like?', 'session-e');
+      const [search2, insert2] = ofType(second.events, 'TOOL_COMPLETED');
+      expect(search2.payload.result.output.hits[0]).toMatchObject({ id, text: fact, kind: 'user_preference', weight: 0.5 });
+      expect(insert2.payload.result.output.id).toBe(id);
+      expect(ofType(second.events, 'CONTEXT_BUILT')[0].payload.memory_hits.map((m: { id: string }) => m.id)).toContain(id);
+
+      const log = (await h.request('GET', '/admin/events?task_id=system:memory')).body.events as Ev[];
+      expect(log.map((e) => [e.payload.op, e.payload.entry_id, e.payload.metadata.task_id])).toEqual([
+        ['insert', id, first.task_id],
+        ['reinforce', id, second.task_id],
+      ]);
+      expect((await h.request('GET', '/memory?kind=user_preference')).body.entries).toEqual([expect.objectContaining({ id, weight: 0.6, session_id: 'session-d', task_id: first.task_id })]);
+    } finally {
+      await dispose();
+    }
+  });
 });

@@ -1,8 +1,8 @@
-import { EventPayload, MemoryKind, MemorySource, NewEvent, NotFoundError, RuntimeEvent, newId } from '@runledger/contracts';
+import { EventPayload, MemoryKind, MemorySource, NewEvent, NotFoundError, RuntimeEvent, ValidationError, newId } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { Embedder, cosine } from './embedder';
 import { MemoryFilter, MemoryStore, StoredMemoryEntry, vectorToBuffer } from './memory-store';
-import { NearestEntry } from './memory-write-policy';
+import { DEFAULT_MEMORY_POLICY, MemoryPolicyConfig, NearestEntry, dedupe, looksSecret } from './memory-write-policy';
 import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
 
 /**
@@ -269,6 +269,40 @@ export class MemoryService {
     const entry = await this.o.store.get(payload.entry_id);
     if (!entry) throw new Error(`memory entry ${payload.entry_id} was written but not applied`);
     return entry;
+  }
+
+  /**
+   * A direct write under the same rules as the outcome hook: never a secret,
+   * and a near-duplicate of a live entry of the same kind raises its weight
+   * instead of storing a copy. Returns the entry written or reinforced.
+   */
+  async remember(w: DirectWrite, policy: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY): Promise<{ op: 'insert' | 'reinforce' | 'none'; entry: StoredMemoryEntry }> {
+    if (looksSecret(w.text)) throw new ValidationError('the text looks like it holds a secret; not stored');
+    const nearest = await this.nearest(await this.embed(w.text), w.kind);
+    const decision = dedupe({ op: 'insert', kind: w.kind, source: w.source, weight: w.weight, text: w.text, reason: w.reason }, nearest, policy);
+    if (decision.op === 'insert') return { op: 'insert', entry: await this.insert(w) };
+    const existing = (await this.o.store.get(nearest!.entry_id))!;
+    if (decision.op === 'none') return { op: 'none', entry: existing };
+    await this.appendSystem([
+      {
+        type: 'MEMORY_WRITTEN',
+        payload: {
+          op: 'reinforce',
+          entry_id: existing.id,
+          kind: existing.kind,
+          text: existing.text,
+          weight: decision.weight,
+          previous_weight: decision.previous_weight,
+          source: w.source,
+          source_event_id: null,
+          reason: `${w.reason}: ${decision.reason}`,
+          embedding_model: existing.embedding_model,
+          embedding_dim: existing.embedding_dim,
+          metadata: { ...w.metadata, ...(w.task_id ? { task_id: w.task_id } : {}), ...(w.session_id ? { session_id: w.session_id } : {}) },
+        },
+      },
+    ]);
+    return { op: 'reinforce', entry: (await this.o.store.get(existing.id))! };
   }
 
   /** Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. */

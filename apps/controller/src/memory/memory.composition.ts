@@ -13,7 +13,6 @@ import {
   MemoryStore,
   OpenAIEmbedder,
   createCriticMemoryHook,
-  looksSecret,
 } from '@runledger/memory';
 import { MemoryRecall, ModelBackend, ToolOutcomeHook } from '@runledger/runtime';
 import { MemoryToolService } from '@runledger/tools';
@@ -89,7 +88,7 @@ export async function buildMemory(config: AppConfig, deps: { db: Kysely<unknown>
     critic,
     hook,
     recall: service ? recallOver(service) : null,
-    tools: service ? toolsOver(service) : null,
+    tools: service ? toolsOver(service, policyFromConfig(config)) : null,
     close: async () => service?.close(),
   };
 }
@@ -102,23 +101,16 @@ export const recallOver = (service: MemoryService): MemoryRecall => ({
   },
 });
 
-export const toolsOver = (service: MemoryService): MemoryToolService => ({
+export const toolsOver = (service: MemoryService, policy: MemoryPolicyConfig): MemoryToolService => ({
   async search({ query, limit, kind }) {
     const hits = await service.search(query, { k: limit, kind });
     return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, kind: h.entry.kind, weight: h.entry.weight, score: h.score, metadata: h.entry.metadata }));
   },
   async insert({ text, kind, weight, metadata }, ctx) {
-    if (looksSecret(text)) throw new ValidationError('memory_insert: the text looks like it holds a secret; not stored');
-    const entry = await service.insert({
-      text,
-      kind,
-      source: 'tool',
-      weight: weight ?? 0.5,
-      reason: 'memory_insert tool',
-      task_id: ctx.task_id,
-      session_id: ctx.session_id,
-      metadata: { ...metadata, call_id: ctx.call_id },
-    });
+    const { entry } = await service.remember(
+      { text, kind, source: 'tool', weight: weight ?? 0.5, reason: 'memory_insert tool', task_id: ctx.task_id, session_id: ctx.session_id, metadata: { ...metadata, call_id: ctx.call_id } },
+      policy,
+    );
     return { id: entry.id };
   },
   async list({ limit, kind }) {
