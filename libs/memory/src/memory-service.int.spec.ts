@@ -7,6 +7,9 @@ import { migrateToLatest } from '@runledger/migrations';
 import { Embedder, HashingEmbedder } from './embedder';
 import { MemoryDatabase, MemoryStore } from './memory-store';
 import { MEMORY_SYSTEM_STREAM, MemoryService, MemoryServiceOptions } from './memory-service';
+import { HeuristicCritic, ModelCritic } from '@runledger/critic';
+import { createCriticMemoryHook } from './memory-hook';
+import { ToolOutcomeEvent } from './memory-write-policy';
 
 interface Env {
   dir: string;
@@ -178,5 +181,54 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const b = (await exact.search('kysely builds sql', q)).map((h) => h.entry.id);
     expect(a).toEqual(b);
     expect(a.length).toBe(4);
+  });
+
+  describe('the critic/memory outcome hook', () => {
+    const manifest = { name: 'file_read', sensitive_output: false, secrets: [] as string[] };
+    async function toolOutcome(taskId: string, output: unknown): Promise<ToolOutcomeEvent> {
+      await env.events.append(taskId, [{ type: 'TASK_RECEIVED', session_id: `sess-${taskId}`, payload: { input: 'read it', session_id: `sess-${taskId}` } as never }], { expected: 'no_stream' });
+      const { events } = await env.events.append(
+        taskId,
+        [{ type: 'TOOL_COMPLETED', payload: { call_id: `call-${taskId}`, tool: 'file_read', result: { tool: 'file_read', ok: true, output, error: null, metadata: {} }, duration_ms: 1 } }],
+        { expected: 'any' },
+      );
+      return events[0] as ToolOutcomeEvent;
+    }
+
+    it('writes with provenance into the task stream; the projection and rebuildFromLog agree', async () => {
+      const memory = await openService(env);
+      const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
+      const outcome = await toolOutcome('task_a', { content: 'the cache lives in /var/cache/runledger' });
+      const events = await sut({ task_id: 'task_a', session_id: 'sess-task_a', event: outcome, manifest });
+      expect(events.map((e) => e.type)).toEqual(['CRITIC_RESULT', 'MEMORY_WRITTEN']);
+      await env.events.append('task_a', events, { expected: 'any' });
+
+      const [hit] = await memory.search('where is the cache', { k: 1 });
+      expect(hit.entry).toMatchObject({ task_id: 'task_a', session_id: 'sess-task_a', kind: 'tool_result', text: 'file_read: the cache lives in /var/cache/runledger' });
+      expect(hit.entry.metadata).toMatchObject({ call_id: 'call-task_a', critic: 'heuristic' });
+
+      // the same outcome in a second task reinforces instead of copying
+      const again = await sut({ task_id: 'task_b', session_id: 'sess-task_b', event: await toolOutcome('task_b', { content: 'the cache lives in /var/cache/runledger' }), manifest });
+      expect(again[1].payload).toMatchObject({ op: 'reinforce', entry_id: hit.entry.id, previous_weight: hit.entry.weight });
+      await env.events.append('task_b', again, { expected: 'any' });
+      const reinforced = (await memory.get(hit.entry.id))!;
+      expect(reinforced.weight).toBeGreaterThan(hit.entry.weight);
+
+      await memory.rebuildFromLog();
+      expect(await memory.get(hit.entry.id)).toMatchObject({ weight: reinforced.weight, task_id: 'task_a', label: reinforced.label });
+      await memory.close();
+    });
+
+    it('a failing critic yields CRITIC_RESULT with the error and no write', async () => {
+      const memory = await openService(env);
+      const critic = new ModelCritic({ model: 'm', backend: 'test', complete: async () => ({ content: '{"correctness": "high"}' }) });
+      const sut = createCriticMemoryHook({ critic, memory });
+      const events = await sut({ task_id: 'task_c', session_id: 'sess-task_c', event: await toolOutcome('task_c', 'useful text'), manifest });
+      expect(events.map((e) => e.type)).toEqual(['MODEL_CALLED', 'MODEL_RESPONDED', 'CRITIC_RESULT']);
+      expect(events[2].payload).toMatchObject({ score: null, error: expect.stringMatching(/not a CriticScore/) });
+      await env.events.append('task_c', events, { expected: 'any' });
+      expect(await memory.list({}, 10)).toEqual([]);
+      await memory.close();
+    });
   });
 });
