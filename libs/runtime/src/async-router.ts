@@ -3,7 +3,7 @@ import { parseDirective } from './directive-parser';
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
-import { COMPLETION_REMINDER, FABRICATION_NOTE, completionStateFromEvents, completionStep, stripFabricatedResults } from './discipline/completion';
+import { COMPLETION_REMINDER, FABRICATION_NOTE, classifyOrchestratorText, completionStateFromEvents, completionStep } from './discipline/completion';
 import { RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
 import { guardEvent, runWithRetries } from './discipline/retry-runner';
@@ -79,18 +79,17 @@ export class AsyncRouter {
           break;
         }
         const res = called.res;
-        // Tool results written by the model are never evidence: cut them before anything reads the reply.
-        const { cleaned, removed } = stripFabricatedResults(res.content);
-        if (removed.length > 0) await writer.append([guardEvent('correction', round, FABRICATION_NOTE, { fabricated: removed.length })]);
-        const parsed = parseDirective(cleaned);
-        if (parsed.ok) return { kind: 'decided', directive: parsed.directive, source: this.sourceOf(res.model), fallback_reason: null, attempts: attempt };
-        if (!parsed.attempted && this.policy.completionMaxMisses !== null) return this.noDirective(writer, round, this.policy.completionMaxMisses);
+        // Tool results written by the model are never evidence: they are cut before anything reads the reply.
+        const reply = classifyOrchestratorText(res.content);
+        if (reply.fabricated.length > 0) await writer.append([guardEvent('correction', round, FABRICATION_NOTE, { fabricated: reply.fabricated.length })]);
+        if (reply.kind === 'directive') return { kind: 'decided', directive: reply.directive, source: this.sourceOf(res.model), fallback_reason: null, attempts: attempt };
+        if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null) return this.noDirective(writer, round, this.policy.completionMaxMisses);
         if (attempt === 2) {
-          fallback = { reason: `invalid_directive: ${parsed.error}`, stop_reason: 'validation_error', helpIsAnswer: false };
+          fallback = { reason: `invalid_directive: ${reply.error}`, stop_reason: 'validation_error', helpIsAnswer: false };
           break;
         }
-        await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'correction', round, detail: parsed.error, data: { attempted: parsed.attempted } } }]);
-        messages = [...messages, { role: 'assistant', content: cleaned }, { role: 'user', content: correctionPrompt(parsed.error) }];
+        await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'correction', round, detail: reply.error, data: { attempted: reply.kind === 'attempted_directive' } } }]);
+        messages = [...messages, { role: 'assistant', content: reply.cleaned }, { role: 'user', content: correctionPrompt(reply.error) }];
       }
     }
     await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'fallback', round, detail: fallback!.reason, data: { to: SYS_UTIL } } }]);

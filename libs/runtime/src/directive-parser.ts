@@ -12,7 +12,9 @@ function jsonText(raw: string): { text: string; attempted: boolean } | null {
   if (fenced) return { text: fenced[1].trim(), attempted: true };
   const start = raw.indexOf('{');
   const end = raw.lastIndexOf('}');
-  if (start === -1 || end <= start) return null;
+  if (start === -1) return null;
+  // A reply cut off before its closing brace still tried to be a directive.
+  if (end <= start) return { text: raw.slice(start), attempted: true };
   return { text: raw.slice(start, end + 1), attempted: true };
 }
 

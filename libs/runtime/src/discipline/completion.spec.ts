@@ -7,14 +7,15 @@ describe('orchestrator text: directive, attempted directive, or no attempt', () 
     ['fenced JSON directive', 'Here you go:\n```json\n{"type":"tool","tool":"echo","args":{"text":"a"}}\n```', 'directive', { directive: { type: 'tool', tool: 'echo' } }],
     ['JSON embedded in prose', 'I will answer now {"type":"respond","content":"ok"} thanks', 'directive', {}],
     ['broken JSON', '{"type":"tool","tool":"echo",', 'attempted_directive', { error: expect.stringMatching(/not valid JSON/) }],
-    ['JSON of the wrong shape', '{"type":"launch","rocket":1}', 'attempted_directive', { error: expect.stringMatching(/not a valid directive/) }],
+    ['JSON of the wrong shape', '{"type":"launch","rocket":1}', 'attempted_directive', { error: expect.stringMatching(/type/) }],
     ['tool directive with an unknown field', '{"type":"tool","tool":"echo","args":{},"extra":1}', 'attempted_directive', {}],
     ['a fenced bash block meant to act', 'Run this:\n```bash\nrm -rf build\n```', 'attempted_directive', {}],
     ['fenced JSON that fails the schema', '```json\n{"type":"plan","steps":[]}\n```', 'attempted_directive', {}],
     ['plain prose', 'I think the file looks fine.', 'no_attempt', {}],
     ['empty', '', 'no_attempt', {}],
     ['null content', null, 'no_attempt', {}],
-    ['prose with braces but no directive key', 'use a dict like {a: 1}', 'no_attempt', {}],
+    ['prose around braces counts as an attempt (correction path, not a reminder)', 'use a dict like {a: 1}', 'attempted_directive', {}],
+    ['a reply cut off before its closing brace', 'Here: {"type":"respond","content":"hal', 'attempted_directive', {}],
   ])('%s', (_n, text, kind, extra) => {
     const sut = classifyOrchestratorText(text);
     expect(sut.kind).toBe(kind);

@@ -1,4 +1,5 @@
 import { ExecutionDirective, RuntimeEvent } from '@runledger/contracts';
+import { parseDirective } from '../directive-parser';
 
 /**
  * The completion protocol: what a piece of orchestrator text is, and what to
@@ -10,7 +11,7 @@ import { ExecutionDirective, RuntimeEvent } from '@runledger/contracts';
 export type OrchestratorText =
   | { kind: 'directive'; directive: ExecutionDirective; cleaned: string; fabricated: string[] }
   | { kind: 'attempted_directive'; error: string; cleaned: string; fabricated: string[] }
-  | { kind: 'no_attempt'; cleaned: string; fabricated: string[] };
+  | { kind: 'no_attempt'; error: string; cleaned: string; fabricated: string[] };
 
 const FENCE = /```([A-Za-z0-9_-]*)[ \t]*\r?\n([\s\S]*?)```/g;
 const RESULT_FENCE_LANGS = ['tool_result', 'tool_output', 'observation', 'output', 'result'];
@@ -28,11 +29,11 @@ function isResultShaped(value: unknown): boolean {
   return has('ok', 'output') || has('tool', 'result') || has('exit_code') || has('stdout') || has('tool_result');
 }
 
-const tryJson = (text: string): { ok: true; value: unknown } | { ok: false; error: string } => {
+const tryJson = (text: string): { ok: true; value: unknown } | { ok: false } => {
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (e) {
-    return { ok: false, error: (e as Error).message };
+  } catch {
+    return { ok: false };
   }
 };
 
@@ -80,37 +81,15 @@ export function stripFabricatedResults(text: string): { cleaned: string; removed
 }
 
 /**
- * Candidate directive texts, strongest first: fenced blocks (any fence counts
- * as an attempt: a model that writes a bash fence meant to act), the bare
- * text when it is an object, an object embedded in prose.
+ * A reply of the orchestrator, fabricated tool results cut out first, then
+ * parsed by the runtime's directive parser: a directive, an attempt at one
+ * (JSON or a fenced block that fails parsing or the schema), or no attempt.
  */
-function directiveCandidates(text: string): string[] {
-  const out: string[] = [];
-  for (const m of text.matchAll(FENCE)) out.push(m[2].trim());
-  const bare = text.trim();
-  if (bare.startsWith('{')) out.push(bare);
-  const first = text.indexOf('{');
-  const last = text.lastIndexOf('}');
-  if (first !== -1 && last > first && /"type"\s*:/.test(text)) out.push(text.slice(first, last + 1));
-  return [...new Set(out)];
-}
-
 export function classifyOrchestratorText(raw: string | null | undefined): OrchestratorText {
   const { cleaned, removed: fabricated } = stripFabricatedResults(raw ?? '');
-  const candidates = directiveCandidates(cleaned);
-  if (candidates.length === 0) return { kind: 'no_attempt', cleaned, fabricated };
-  let error = '';
-  for (const c of candidates) {
-    const parsed = tryJson(c);
-    if (!parsed.ok) {
-      error ||= `not valid JSON: ${parsed.error}`;
-      continue;
-    }
-    const directive = ExecutionDirective.safeParse(parsed.value);
-    if (directive.success) return { kind: 'directive', directive: directive.data, cleaned, fabricated };
-    error = `not a valid directive: ${directive.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
-  }
-  return { kind: 'attempted_directive', error, cleaned, fabricated };
+  const parsed = parseDirective(cleaned);
+  if (parsed.ok) return { kind: 'directive', directive: parsed.directive, cleaned, fabricated };
+  return { kind: parsed.attempted ? 'attempted_directive' : 'no_attempt', error: parsed.error, cleaned, fabricated };
 }
 
 export const COMPLETION_REMINDER =

@@ -1,0 +1,346 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { AcceptCheck, Budgets, EventPayload, RuntimeEvent, StopReason, ToolManifest, canonicalJson } from '@runledger/contracts';
+import { InMemoryEventStore } from '@runledger/event-store';
+import { PermissionPolicy } from '@runledger/permissions';
+import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings, ModelScript, Runtime, ScriptedBackend, createRuntime, seededRandom } from '@runledger/runtime';
+import { AllowAllPolicy, InMemoryToolRegistry, RuleTablePolicy, testToolRegistry } from '@runledger/testing';
+
+/**
+ * Run-discipline scenarios with the scripted model: every stop reason at least
+ * once, each guard both ways (the misbehaviour stopped, the legitimate run
+ * left alone). Each asserts the exact stop reason, the number of rounds, and
+ * that no malformed directive reached a tool.
+ */
+
+type Guard = EventPayload<'GUARD_TRIGGERED'>['guard'];
+const j = (v: unknown) => JSON.stringify(v);
+const tool = (name: string, args: Record<string, unknown>) => j({ type: 'tool', tool: name, args });
+const respond = (content: string) => j({ type: 'respond', content });
+
+const fast: DisciplineSettings = {
+  ...DEFAULT_DISCIPLINE_SETTINGS,
+  retry: { modelRetries: 2, toolRetries: 1, baseDelayMs: 5, maxDelayMs: 20, maxRetryAfterMs: 2000 },
+  completionMaxMisses: 3,
+  repeatThreshold: 2,
+  circuitBreakerThreshold: 3,
+};
+
+const of = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) => events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
+const guards = (events: RuntimeEvent[]): Guard[] => of(events, 'GUARD_TRIGGERED').map((e) => e.payload.guard);
+const rounds = (events: RuntimeEvent[]) => new Set(of(events, 'CONTEXT_BUILT').map((e) => e.payload.round)).size;
+
+/** Every tool call ran a tool named by a validated ROUTER_DECIDED directive with exactly those args. */
+function expectOnlyDecidedToolCalls(events: RuntimeEvent[]): void {
+  const decided = new Set<string>();
+  for (const e of of(events, 'ROUTER_DECIDED')) {
+    const d = e.payload.directive;
+    if (d.type === 'tool') decided.add(`${d.tool}:${canonicalJson(d.args)}`);
+    if (d.type === 'plan') for (const s of d.steps) if (s.kind === 'tool') decided.add(`${s.tool}:${canonicalJson(s.args)}`);
+  }
+  for (const c of of(events, 'TOOL_CALLED')) expect(decided).toContain(`${c.payload.tool}:${canonicalJson(c.payload.args)}`);
+}
+
+describe('run discipline scenarios (scripted model)', () => {
+  let dir: string;
+  let store: InMemoryEventStore;
+  let rt: Runtime;
+  let tools: InMemoryToolRegistry;
+  let flakyFailures: number;
+
+  const m = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest => ({
+    name,
+    description: name,
+    args_schema: { type: 'object' },
+    requires_permission: false,
+    idempotent: false,
+    timeout_ms: 5000,
+    secrets: [],
+    sensitive_output: false,
+    entry: 'index.js',
+    ...extra,
+  });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-scenarios-'));
+    store = new InMemoryEventStore();
+    flakyFailures = 0;
+    tools = testToolRegistry(dir)
+      .add(m('file_write'), async (a) => {
+        await writeFile(resolve(dir, String(a.path)), String(a.content));
+        return { bytes: String(a.content).length };
+      })
+      .add(m('net_fetch'), async () => {
+        if (flakyFailures-- > 0) throw new Error('connection reset');
+        return 'pong';
+      });
+  });
+  afterEach(async () => {
+    await rt?.service.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function run(
+    script: ModelScript,
+    input: string,
+    o: { budgets?: Budgets; accept_checks?: AcceptCheck[]; permissions?: PermissionPolicy; settings?: DisciplineSettings; modelTimeoutMs?: number } = {},
+  ) {
+    rt = createRuntime({
+      store,
+      tools,
+      permissions: o.permissions ?? new AllowAllPolicy(),
+      model: new ScriptedBackend(script),
+      discipline: o.settings ?? fast,
+      rng: seededRandom(42),
+      modelTimeoutMs: o.modelTimeoutMs ?? 2000,
+      log: () => undefined,
+    });
+    const { task_id } = await rt.service.submit({ input, budgets: o.budgets, accept_checks: o.accept_checks }, { source: 'cli' });
+    const progress = await rt.service.settled(task_id);
+    const events = await store.readWholeStream(task_id);
+    expectOnlyDecidedToolCalls(events);
+    const final = events[events.length - 1];
+    expect(['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED']).toContain(final.type);
+    const payload = final.payload as EventPayload<'TASK_FAILED'>;
+    // usage on the final event is the task's own, and counts the rounds the log shows
+    expect(payload.usage).toEqual(progress.usage);
+    expect(payload.usage.rounds).toBe(rounds(events));
+    expect(payload.detail.length).toBeGreaterThan(10);
+    return { task_id, progress, events, stop: payload.stop_reason as StopReason, detail: payload.detail, usage: payload.usage };
+  }
+
+  const eight = Array.from({ length: 8 }, (_, i) => tool('append_line', { path: 'log.txt', line: `line ${i + 1}` }));
+
+  describe('completed, and the legitimate long run no guard may stop', () => {
+    it('8 different successful tool calls, then an answer: completed in 9 rounds, no guard fired', async () => {
+      const r = await run({ orchestrator: [...eight, respond('wrote 8 lines')] }, 'write 8 lines');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(9);
+      expect(r.usage).toMatchObject({ rounds: 9, tool_calls: 8, model_calls: 9, failures: 0 });
+      expect(guards(r.events)).toEqual([]);
+    });
+
+    it('reading the same file again and again is not a cycle', async () => {
+      writeFileSync(join(dir, 'status.txt'), 'pending');
+      const reads = Array.from({ length: 5 }, () => tool('file_read', { path: 'status.txt' }));
+      const r = await run({ orchestrator: [...reads, respond('still pending')] }, 'watch status');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(6);
+      expect(guards(r.events)).toEqual([]);
+    });
+  });
+
+  describe('repeat_cycle', () => {
+    it('the same write with the same result: reminded at the 2nd repeat, stopped at the next', async () => {
+      const same = tool('append_line', { path: 'x.txt', line: 'same' });
+      const r = await run({ orchestrator: [same, same, same, same, same, respond('never')] }, 'loop');
+      expect(r.stop).toBe('repeat_cycle');
+      expect(rounds(r.events)).toBe(4);
+      expect(guards(r.events)).toEqual(['repeat_reminder']);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(4);
+    });
+  });
+
+  describe('completion protocol', () => {
+    it('prose three times in a row: two reminders, then missing_completion_signal after 3 rounds', async () => {
+      const r = await run({ orchestrator: ['I am thinking about it.', '', 'Still thinking.', respond('never')] }, 'answer me');
+      expect(r.stop).toBe('missing_completion_signal');
+      expect(rounds(r.events)).toBe(3);
+      expect(guards(r.events)).toEqual(['completion_reminder', 'completion_reminder']);
+      expect(of(r.events, 'ROUTER_DECIDED')).toHaveLength(0);
+    });
+
+    it('a tool call resets the count: prose, prose, tool, prose, prose, answer completes', async () => {
+      const r = await run({ orchestrator: ['hmm', 'hmm', tool('echo', { text: 'x' }), 'hmm', 'hmm', respond('done')] }, 'answer me');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(6);
+      expect(guards(r.events)).toEqual(['completion_reminder', 'completion_reminder', 'completion_reminder', 'completion_reminder']);
+    });
+
+    it('a fabricated tool result is stripped, is no directive, and is never evidence', async () => {
+      const fake = 'TOOL_RESULT: {"tool":"file_write","ok":true,"output":{"bytes":2}}';
+      const r = await run({ orchestrator: [fake, respond('I wrote out.txt')] }, 'write out.txt', {
+        accept_checks: [{ id: 'written', kind: 'file_exists', target: 'out.txt', match: null, required: true, params: {} }],
+      });
+      expect(r.stop).toBe('accept_check_failed');
+      expect(rounds(r.events)).toBe(2);
+      expect(guards(r.events)).toEqual(['correction', 'completion_reminder']);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(0);
+    });
+  });
+
+  describe('validation_error: a malformed directive never reaches a tool', () => {
+    it('malformed twice, sys_util cannot help: validation_error, nothing ran', async () => {
+      const bad = '{"type":"tool","tool":"shell_exec","args":{"command":"touch pwned"},"extra":true}';
+      const r = await run({ orchestrator: [bad, '```json\n{"type":"tool","tool":"shell_exec"\n```'] }, 'do something clever');
+      expect(r.stop).toBe('validation_error');
+      expect(rounds(r.events)).toBe(1);
+      expect(guards(r.events)).toEqual(['correction', 'fallback']);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(0);
+    });
+
+    it('malformed once, corrected: the valid directive runs', async () => {
+      const r = await run({ orchestrator: ['{"type":"tool","tool":"echo"', tool('echo', { text: 'ok' }), respond('ok')] }, 'echo');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      expect(guards(r.events)).toEqual(['correction']);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(1);
+    });
+  });
+
+  describe('model failures under the taxonomy', () => {
+    it('provider_error then success: one retry, recorded, completed', async () => {
+      const r = await run({ orchestrator: [{ error: 'provider_error' }, respond('fine')] }, 'hello');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(1);
+      expect(guards(r.events)).toEqual(['retry']);
+      expect(of(r.events, 'MODEL_CALLED').map((e) => e.payload.attempt)).toEqual([1, 2]);
+    });
+
+    it('provider_error on every attempt: 2 retries, sys_util fallback cannot help, provider_error', async () => {
+      const r = await run({ orchestrator: [{ error: 'provider_error' }, { error: 'provider_error' }, { error: 'provider_error' }] }, 'write me a poem');
+      expect(r.stop).toBe('provider_error');
+      expect(rounds(r.events)).toBe(1);
+      expect(guards(r.events)).toEqual(['retry', 'retry', 'fallback']);
+      expect(of(r.events, 'MODEL_CALLED').filter((e) => e.payload.backend === 'scripted').map((e) => e.payload.attempt)).toEqual([1, 2, 3]);
+    });
+
+    it('rate_limited with Retry-After: waits at least that long each time, then rate_limited', async () => {
+      const limited = { error: 'rate_limited' as const, retry_after_ms: 60 };
+      const started = Date.now();
+      const r = await run({ orchestrator: [limited, limited, limited] }, 'write me a poem');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(120);
+      expect(r.stop).toBe('rate_limited');
+      expect(rounds(r.events)).toBe(1);
+      const retries = of(r.events, 'GUARD_TRIGGERED').filter((e) => e.payload.guard === 'retry');
+      expect(retries.map((e) => e.payload.data.delay_ms)).toEqual([60, 60]);
+    });
+
+    it('rate_limited, then the fallback handles an input it understands: completed by sys_util', async () => {
+      const limited = { error: 'rate_limited' as const, retry_after_ms: 5 };
+      const r = await run({ orchestrator: [limited, limited, limited, respond('after fallback')] }, 'run echo via fallback');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      expect(of(r.events, 'ROUTER_DECIDED')[0].payload).toMatchObject({ source: 'sys_util', fallback_reason: expect.stringContaining('rate_limited') });
+    });
+
+    it('authentication_error: no retry, no fallback, stops at once', async () => {
+      const r = await run({ orchestrator: [{ error: 'authentication_error' }, respond('never')] }, 'run echo hi');
+      expect(r.stop).toBe('authentication_error');
+      expect(rounds(r.events)).toBe(1);
+      expect(guards(r.events)).toEqual([]);
+      expect(of(r.events, 'MODEL_CALLED')).toHaveLength(1);
+    });
+
+    it('timeout on every attempt of a slow model: timeout', async () => {
+      const slow = { content: respond('late'), delay_ms: 1000 };
+      const r = await run({ orchestrator: [slow, slow, slow] }, 'write me a poem', { modelTimeoutMs: 60 });
+      expect(r.stop).toBe('timeout');
+      expect(rounds(r.events)).toBe(1);
+      expect(guards(r.events)).toEqual(['retry', 'retry', 'fallback']);
+    });
+  });
+
+  describe('budgets', () => {
+    it('max_rounds 3: the fourth round is refused with budget_exceeded', async () => {
+      const r = await run({ orchestrator: eight }, 'many', { budgets: { max_rounds: 3 } });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(rounds(r.events)).toBe(3);
+    });
+
+    it('max_tokens: provider usage over the budget stops the task', async () => {
+      const big = (content: string) => ({ content, usage: { prompt_tokens: 400, completion_tokens: 200 } });
+      const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', { budgets: { max_tokens: 1000 } });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/1200 tokens, over the budget of 1000/);
+      expect(rounds(r.events)).toBe(2);
+      expect(r.usage).toMatchObject({ total_tokens: 1200, by_role: { orchestrator: { model_calls: 2, prompt_tokens: 800, completion_tokens: 400 } } });
+    });
+
+    it('max_cost_usd: cost priced from the table stops the task; cost is on every MODEL_RESPONDED', async () => {
+      const settings = { ...fast, prices: { scripted: { input_per_mtok: 1000, output_per_mtok: 1000 } } };
+      const big = (content: string) => ({ content, usage: { prompt_tokens: 300, completion_tokens: 200 } });
+      const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', { settings, budgets: { max_cost_usd: 0.8 } });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(rounds(r.events)).toBe(2);
+      expect(of(r.events, 'MODEL_RESPONDED').map((e) => e.payload.cost_usd)).toEqual([0.5, 0.5]);
+      expect(r.usage.cost_usd).toBeCloseTo(1.0, 9);
+    });
+
+    it('timeout_ms: a task over its time budget stops with timeout', async () => {
+      const slowTool = tool('append_line', { path: 's.txt', line: 'x', delay_ms: 150 });
+      const r = await run({ orchestrator: [slowTool, respond('late')] }, 'slow', { budgets: { timeout_ms: 100 } });
+      expect(r.stop).toBe('timeout');
+      expect(rounds(r.events)).toBe(1);
+    });
+  });
+
+  describe('tools: circuit breaker, idempotent retries', () => {
+    it('3 consecutive breakages open the circuit; calling it again stops with tool_error', async () => {
+      flakyFailures = 10;
+      const calls = [1, 2, 3, 4].map((i) => tool('net_fetch', { url: `https://x/${i}` }));
+      const r = await run({ orchestrator: [...calls, respond('never')] }, 'fetch');
+      expect(r.stop).toBe('tool_error');
+      expect(rounds(r.events)).toBe(4);
+      expect(guards(r.events)).toEqual(['circuit_breaker']);
+    });
+
+    it('two breakages then a success: the circuit stays closed and the task completes', async () => {
+      flakyFailures = 2;
+      const calls = [1, 2, 3].map((i) => tool('net_fetch', { url: `https://x/${i}` }));
+      const r = await run({ orchestrator: [...calls, respond('pong')] }, 'fetch');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(4);
+      expect(guards(r.events)).toEqual([]);
+    });
+
+    it('the orchestrator gives up after a tool failure: tool_error', async () => {
+      const r = await run({ orchestrator: [tool('file_read', { path: 'missing.txt' }), j({ type: 'fail', reason: 'cannot read' })] }, 'read');
+      expect(r.stop).toBe('tool_error');
+      expect(rounds(r.events)).toBe(2);
+    });
+  });
+
+  describe('accept gate', () => {
+    const checks: AcceptCheck[] = [
+      { id: 'file', kind: 'file_exists', target: 'out.txt', match: null, required: true, params: {} },
+      { id: 'content', kind: 'content_contains', target: 'out.txt', match: 'hello', required: true, params: {} },
+      { id: 'answer', kind: 'output_only', target: '', match: 'done', required: true, params: {} },
+    ];
+
+    it('all checks pass from recorded facts: completed, ACCEPTANCE_DECIDED lists each', async () => {
+      const r = await run({ orchestrator: [tool('file_write', { path: 'out.txt', content: 'hello world' }), respond('done')] }, 'write', { accept_checks: checks });
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      expect(of(r.events, 'ACCEPTANCE_DECIDED')[0].payload).toMatchObject({ passed: true, results: checks.map((c) => expect.objectContaining({ id: c.id, passed: true })) });
+    });
+
+    it('a claim without evidence: accept_check_failed naming the failing check', async () => {
+      const r = await run({ orchestrator: [tool('file_write', { path: 'out.txt', content: 'goodbye' }), respond('done')] }, 'write', { accept_checks: checks });
+      expect(r.stop).toBe('accept_check_failed');
+      expect(r.detail).toMatch(/check content \(content_contains\)/);
+      expect(rounds(r.events)).toBe(2);
+      expect(of(r.events, 'ACCEPTANCE_DECIDED')[0].payload.results.map((x) => x.passed)).toEqual([true, false, true]);
+    });
+  });
+
+  describe('permission_denied and cancelled', () => {
+    it('a denied tool, then the orchestrator gives up: permission_denied', async () => {
+      const r = await run({ orchestrator: [tool('echo', { text: 'x' }), j({ type: 'fail', reason: 'not allowed' })] }, 'deny', { permissions: new RuleTablePolicy({ echo: 'deny' }) });
+      expect(r.stop).toBe('permission_denied');
+      expect(rounds(r.events)).toBe(2);
+    });
+
+    it('cancel during a slow tool: cancelled', async () => {
+      rt = createRuntime({ store, tools, permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: [tool('append_line', { path: 's.txt', line: 'x', delay_ms: 5000 })] }), discipline: fast, log: () => undefined });
+      const { task_id } = await rt.service.submit({ input: 'slow' }, { source: 'cli' });
+      for (let i = 0; i < 200 && !of(await store.readWholeStream(task_id), 'TOOL_CALLED').length; i++) await new Promise((r) => setTimeout(r, 5));
+      await rt.service.cancel(task_id);
+      const p = await rt.service.settled(task_id);
+      expect(p.final?.stop_reason).toBe('cancelled');
+      expect(p.usage.rounds).toBe(1);
+    });
+  });
+});
