@@ -4,6 +4,7 @@ import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DestinationStream } from 'pino';
+import { ValidationError } from '@runledger/contracts';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
 import { AppConfig } from './config';
@@ -47,6 +48,10 @@ export async function startApp(config: AppConfig, backend: ApiBackend, options: 
   app.disable('x-powered-by');
   app.use(requestLog(log, app.get(MetricsService)));
   app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
+  // JSON.parse quotes the body in its message: never echo it (it may hold a secret)
+  app.use((err: unknown, _req: unknown, _res: unknown, next: (e: unknown) => void) => {
+    next((err as { type?: unknown }).type === 'entity.parse.failed' ? new ValidationError('request body is not valid JSON') : err);
+  });
   app.enableShutdownHooks();
   await app.listen(config.PORT, config.HOST);
   const address = app.getHttpServer().address() as { port: number };
