@@ -92,10 +92,18 @@ export class ServerProcess {
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  async request(method: string, path: string, body?: unknown, token: string = ADMIN): Promise<{ status: number; body: any; text: string }> {
+  async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    token: string = ADMIN,
+  ): Promise<{ status: number; body: any; text: string }> {
     const res = await fetch(`${this.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -114,7 +122,8 @@ export class ServerProcess {
     for (;;) {
       const res = await this.request('GET', `/tasks/${taskId}`);
       if (res.status === 200 && done(res.body.status)) return res.body;
-      if (Date.now() > deadline) throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 30));
     }
   }

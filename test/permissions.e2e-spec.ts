@@ -18,21 +18,39 @@ describe('permissions through HTTP', () => {
   });
 
   const submit = async (input: string, session_id?: string): Promise<string> => {
-    const res = await sut.request('POST', '/tasks', { token: TOKENS.writer, body: { input, ...(session_id ? { session_id } : {}) } });
+    const res = await sut.request('POST', '/tasks', {
+      token: TOKENS.writer,
+      body: { input, ...(session_id ? { session_id } : {}) },
+    });
     expect(res.status).toBe(202);
     return res.body.task_id;
   };
-  const events = async (taskId: string) => (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events as { type: string; payload: Record<string, unknown> }[];
+  const events = async (taskId: string) =>
+    (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events as {
+      type: string;
+      payload: Record<string, unknown>;
+    }[];
   const decide = (taskId: string, requestId: string, decision: string, token: string = TOKENS.approver) =>
     sut.request('POST', `/tasks/${taskId}/permissions/${requestId}`, { token, body: { decision } });
 
   it('a call that needs permission waits durably, is approved (allow_once) and runs', async () => {
     const taskId = await submit('run echo approved > approved.txt');
     const waiting = await waitForTask(sut, taskId, awaiting);
-    expect(waiting.pending).toEqual([expect.objectContaining({ kind: 'permission', tool: 'shell_exec', args: { command: 'echo approved > approved.txt' } })]);
+    expect(waiting.pending).toEqual([
+      expect.objectContaining({
+        kind: 'permission',
+        tool: 'shell_exec',
+        args: { command: 'echo approved > approved.txt' },
+      }),
+    ]);
     expect(existsSync(join(sut.workspace, 'approved.txt'))).toBe(false);
     const asked = (await events(taskId)).find((e) => e.type === 'TASK_AWAITING_PERMISSION')!;
-    expect(asked.payload).toMatchObject({ request_id: waiting.pending[0].request_id, tool: 'shell_exec', args_hash: expect.stringMatching(/^[0-9a-f]{64}$/), rule: 'write_inside_root' });
+    expect(asked.payload).toMatchObject({
+      request_id: waiting.pending[0].request_id,
+      tool: 'shell_exec',
+      args_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      rule: 'write_inside_root',
+    });
 
     const res = await decide(taskId, waiting.pending[0].request_id, 'allow_once');
     expect(res.status).toBe(202);
@@ -52,7 +70,9 @@ describe('permissions through HTTP', () => {
     expect(done.status).toBe('failed');
     expect(existsSync(join(sut.workspace, 'denied.txt'))).toBe(false);
     const log = await events(taskId);
-    expect(log.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({ error_kind: 'permission_denied' });
+    expect(log.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
+      error_kind: 'permission_denied',
+    });
     expect(log.some((e) => e.type === 'TOOL_CALLED')).toBe(false);
   });
 
@@ -138,7 +158,10 @@ describe('a wait for permission survives a crash (SIGKILL of the server process)
     const after = await server.waitFor(taskId, awaiting);
     expect(after.pending).toEqual([expect.objectContaining({ request_id: requestId, kind: 'permission' })]);
     expect(existsSync(join(server.workspace, 'restart.txt'))).toBe(false);
-    expect((await server.request('POST', `/tasks/${taskId}/permissions/${requestId}`, { decision: 'allow_once' })).status).toBe(202);
+    expect(
+      (await server.request('POST', `/tasks/${taskId}/permissions/${requestId}`, { decision: 'allow_once' }))
+        .status,
+    ).toBe(202);
     expect(await server.waitFor(taskId)).toMatchObject({ status: 'completed', stop_reason: 'completed' });
     expect(readFileSync(join(server.workspace, 'restart.txt'), 'utf8')).toBe('survived\n');
     const types = (await server.events(taskId)).map((e) => e.type);

@@ -37,15 +37,25 @@ describe('secrets through HTTP', () => {
   async function toSecretRequest(input: string): Promise<{ taskId: string; requestId: string }> {
     const taskId = (await server.request('POST', '/tasks', { input })).body.task_id;
     const perm = await server.waitFor(taskId, (s) => s === 'awaiting_permission');
-    expect((await server.request('POST', `/tasks/${taskId}/permissions/${perm.pending[0].request_id}`, { decision: 'allow_once' })).status).toBe(202);
+    expect(
+      (
+        await server.request('POST', `/tasks/${taskId}/permissions/${perm.pending[0].request_id}`, {
+          decision: 'allow_once',
+        })
+      ).status,
+    ).toBe(202);
     const waiting = await server.waitFor(taskId, (s) => s === 'awaiting_secret');
-    expect(waiting.pending).toEqual([expect.objectContaining({ kind: 'secret', secret_name: 'sudo_password', tool: 'shell_exec' })]);
+    expect(waiting.pending).toEqual([
+      expect.objectContaining({ kind: 'secret', secret_name: 'sudo_password', tool: 'shell_exec' }),
+    ]);
     return { taskId, requestId: waiting.pending[0].request_id };
   }
 
   it('provide the secret: the task completes, and the secret is nowhere (SQLite file, logs, responses)', async () => {
     const { taskId, requestId } = await toSecretRequest(LEAKY);
-    const provided = await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET });
+    const provided = await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, {
+      secret: SECRET,
+    });
     expect(provided.status).toBe(202);
     expect(provided.text).not.toContain(SECRET);
     const done = await server.waitFor(taskId);
@@ -56,7 +66,11 @@ describe('secrets through HTTP', () => {
     // the tool did receive the secret and printed it (plain and base64): both were redacted
     const output = JSON.stringify(outcome.payload);
     expect(output).toContain('[REDACTED]');
-    expect(log.find((e) => e.type === 'SECRET_PROVIDED')!.payload).toEqual({ request_id: requestId, call_id: expect.any(String), secret_name: 'sudo_password' });
+    expect(log.find((e) => e.type === 'SECRET_PROVIDED')!.payload).toEqual({
+      request_id: requestId,
+      call_id: expect.any(String),
+      secret_name: 'sudo_password',
+    });
 
     // read every public view once more, then scan everything
     await server.request('GET', `/tasks/${taskId}`);
@@ -77,19 +91,27 @@ describe('secrets through HTTP', () => {
   });
 
   it('without the secret the call does not run; after a restart the waiting task asks again and then completes', async () => {
-    const { taskId, requestId } = await toSecretRequest('run sudo -n true 2>/dev/null; echo ran > secret-ran.txt');
+    const { taskId, requestId } = await toSecretRequest(
+      'run sudo -n true 2>/dev/null; echo ran > secret-ran.txt',
+    );
     await server.kill();
     await server.start();
     const after = await server.waitFor(taskId, (s) => s === 'awaiting_secret');
-    expect(after.pending).toEqual([expect.objectContaining({ request_id: requestId, kind: 'secret', secret_name: 'sudo_password' })]);
+    expect(after.pending).toEqual([
+      expect.objectContaining({ request_id: requestId, kind: 'secret', secret_name: 'sudo_password' }),
+    ]);
     expect(existsSync(join(server.workspace, 'secret-ran.txt'))).toBe(false);
-    expect((await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET })).status).toBe(202);
+    expect(
+      (await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET })).status,
+    ).toBe(202);
     expect(await server.waitFor(taskId)).toMatchObject({ status: 'completed' });
     expect(readFileSync(join(server.workspace, 'secret-ran.txt'), 'utf8')).toBe('ran\n');
   });
 
   it('a secret provided just before a crash is gone after the restart: the task asks for it again', async () => {
-    const { taskId, requestId } = await toSecretRequest('run sudo -n true 2>/dev/null; echo again > secret-again.txt');
+    const { taskId, requestId } = await toSecretRequest(
+      'run sudo -n true 2>/dev/null; echo again > secret-again.txt',
+    );
     await server.kill();
     // The crash came right after SECRET_PROVIDED was written and before the call ran: the log
     // says the secret came, but the value only ever lived in the dead process.
@@ -98,7 +120,21 @@ describe('secrets through HTTP', () => {
       const store = storage.eventStore;
       const stream = await store.readWholeStream(taskId);
       const asked = stream.find((e) => e.type === 'TASK_AWAITING_SECRET')!;
-      await store.append(taskId, [{ type: 'SECRET_PROVIDED', session_id: asked.session_id, payload: { request_id: requestId, call_id: (asked.payload as { call_id: string }).call_id, secret_name: 'sudo_password' } }], { expected: stream.length });
+      await store.append(
+        taskId,
+        [
+          {
+            type: 'SECRET_PROVIDED',
+            session_id: asked.session_id,
+            payload: {
+              request_id: requestId,
+              call_id: (asked.payload as { call_id: string }).call_id,
+              secret_name: 'sudo_password',
+            },
+          },
+        ],
+        { expected: stream.length },
+      );
     } finally {
       await storage.close();
     }
@@ -113,8 +149,16 @@ describe('secrets through HTTP', () => {
     expect(again.pending[0]).toMatchObject({ kind: 'secret', secret_name: 'sudo_password' });
     expect(existsSync(join(server.workspace, 'secret-again.txt'))).toBe(false);
     // the old request is no longer pending
-    expect((await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET })).status).toBe(409);
-    expect((await server.request('POST', `/tasks/${taskId}/secrets/${again.pending[0].request_id}`, { secret: SECRET })).status).toBe(202);
+    expect(
+      (await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET })).status,
+    ).toBe(409);
+    expect(
+      (
+        await server.request('POST', `/tasks/${taskId}/secrets/${again.pending[0].request_id}`, {
+          secret: SECRET,
+        })
+      ).status,
+    ).toBe(202);
     expect(await server.waitFor(taskId)).toMatchObject({ status: 'completed' });
     expect(readFileSync(join(server.workspace, 'secret-again.txt'), 'utf8')).toBe('again\n');
   });

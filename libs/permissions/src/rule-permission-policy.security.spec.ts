@@ -70,11 +70,51 @@ const HARD_STOP_CORES = [
 ];
 
 /** Not dangerous enough to stop, but not read-only inside the root either: must ask. */
-const PROMPT_CORES = ['rm a.txt', 'curl http://example.com', 'touch new.txt', 'echo hi > out.txt', 'python3 script.py', 'git push', 'npm install left-pad', 'sed -i s/a/b/ a.txt', 'cat /etc/passwd', 'wget http://x/y'];
+const PROMPT_CORES = [
+  'rm a.txt',
+  'curl http://example.com',
+  'touch new.txt',
+  'echo hi > out.txt',
+  'python3 script.py',
+  'git push',
+  'npm install left-pad',
+  'sed -i s/a/b/ a.txt',
+  'cat /etc/passwd',
+  'wget http://x/y',
+];
 
-const ALLOW_CORES = ['ls -la', 'cat a.txt', 'grep -rn foo .', 'echo hello', 'pwd', 'wc -l a.txt', 'head -n 5 a.txt', 'git status', 'find . -name "*.ts"', 'cat a.txt > /dev/null'];
+const ALLOW_CORES = [
+  'ls -la',
+  'cat a.txt',
+  'grep -rn foo .',
+  'echo hello',
+  'pwd',
+  'wc -l a.txt',
+  'head -n 5 a.txt',
+  'git status',
+  'find . -name "*.ts"',
+  'cat a.txt > /dev/null',
+];
 /** wrappings that add nothing but structure (no sudo, no unknown program) */
-const BENIGN_CHAINS = ['{}', 'ls; {}', 'ls && {}', '{} | sort', '{ {}; }', '( {} )', "bash -c '{}'", 'sh -c "{}"', 'timeout 5 {}', 'nice {}', 'env {}', 'echo $({})', 'echo `{}`', 'cat <({})', 'nohup {}', 'command {}', 'FOO=1 {}'];
+const BENIGN_CHAINS = [
+  '{}',
+  'ls; {}',
+  'ls && {}',
+  '{} | sort',
+  '{ {}; }',
+  '( {} )',
+  "bash -c '{}'",
+  'sh -c "{}"',
+  'timeout 5 {}',
+  'nice {}',
+  'env {}',
+  'echo $({})',
+  'echo `{}`',
+  'cat <({})',
+  'nohup {}',
+  'command {}',
+  'FOO=1 {}',
+];
 
 const fill = (chain: string, core: string) => chain.split('{}').join(core);
 
@@ -89,12 +129,16 @@ describe('RulePermissionPolicy: command chaining and substitution', () => {
     expect(sut.checkShellCommand(command).verdict).toBe('hard_stop');
   });
 
-  const absolutePaths = HARD_STOP_CORES.filter((c) => !c.startsWith('echo')).map((core) => [`/usr/bin/${core}`] as const);
+  const absolutePaths = HARD_STOP_CORES.filter((c) => !c.startsWith('echo')).map(
+    (core) => [`/usr/bin/${core}`] as const,
+  );
   it.each(absolutePaths)('hard_stop with an absolute binary path: %j', (command) => {
     expect(sut.checkShellCommand(command).verdict).toBe('hard_stop');
   });
 
-  const prompts = PROMPT_CORES.flatMap((core) => CHAINS.filter((c) => !c.includes('find .')).map((chain) => [fill(chain, core)] as const));
+  const prompts = PROMPT_CORES.flatMap((core) =>
+    CHAINS.filter((c) => !c.includes('find .')).map((chain) => [fill(chain, core)] as const),
+  );
   it.each(prompts)('prompt (never allow, never a hard stop): %j', (command) => {
     expect(sut.checkShellCommand(command).verdict).toBe('prompt');
   });
@@ -194,7 +238,7 @@ describe('RulePermissionPolicy: other verdicts', () => {
     ['ls ../', 'prompt'],
     ['sudo ls', 'prompt'],
     ['sed s/a/b/w/tmp/out a.txt', 'prompt'],
-    ["awk '{ system(\"id\") }' a.txt", 'prompt'],
+    ['awk \'{ system("id") }\' a.txt', 'prompt'],
     ['git commit -m x', 'prompt'],
     ['fdisk -l', 'prompt'],
   ] as [string, PermissionVerdict][])('%j -> %s', (command, verdict) => {
@@ -242,10 +286,15 @@ describe('RulePermissionPolicy: write paths', () => {
   });
 });
 
-const manifest = (name: string, over: Partial<ToolManifest> = {}): ToolManifest => ToolManifest.parse({ name, description: name, args_schema: { type: 'object' }, ...over });
+const manifest = (name: string, over: Partial<ToolManifest> = {}): ToolManifest =>
+  ToolManifest.parse({ name, description: name, args_schema: { type: 'object' }, ...over });
 
 describe('RulePermissionPolicy: tool calls and secrets', () => {
-  const subject = (name: string, args: Record<string, unknown>, over: Partial<ToolManifest> = {}) => ({ manifest: manifest(name, over), args, session_id: 's' });
+  const subject = (name: string, args: Record<string, unknown>, over: Partial<ToolManifest> = {}) => ({
+    manifest: manifest(name, over),
+    args,
+    session_id: 's',
+  });
 
   it('dispatches per tool', () => {
     expect(sut.check(subject('shell_exec', { command: 'rm -rf /' })).verdict).toBe('hard_stop');
@@ -259,14 +308,26 @@ describe('RulePermissionPolicy: tool calls and secrets', () => {
     expect(sut.check(subject('weather', {})).verdict).toBe('allow');
   });
 
-  it.each(['sudo ls', 'ls && sudo rm x', 'echo $(sudo id)', 'bash -c "sudo id"', '/usr/bin/sudo id', 'timeout 3 sudo id'])('%j requires sudo_password', (command) => {
+  it.each([
+    'sudo ls',
+    'ls && sudo rm x',
+    'echo $(sudo id)',
+    'bash -c "sudo id"',
+    '/usr/bin/sudo id',
+    'timeout 3 sudo id',
+  ])('%j requires sudo_password', (command) => {
     expect(sut.requiredSecrets(subject('shell_exec', { command }))).toEqual(['sudo_password']);
   });
 
   it('no sudo, no secret; manifest secrets are always required', () => {
     expect(sut.requiredSecrets(subject('shell_exec', { command: 'echo sudo' }))).toEqual([]);
-    expect(sut.requiredSecrets(subject('deploy', {}, { secrets: ['DEPLOY_TOKEN'] }))).toEqual(['DEPLOY_TOKEN']);
-    expect(sut.requiredSecrets(subject('shell_exec', { command: 'sudo id' }, { secrets: ['X'] }))).toEqual(['X', 'sudo_password']);
+    expect(sut.requiredSecrets(subject('deploy', {}, { secrets: ['DEPLOY_TOKEN'] }))).toEqual([
+      'DEPLOY_TOKEN',
+    ]);
+    expect(sut.requiredSecrets(subject('shell_exec', { command: 'sudo id' }, { secrets: ['X'] }))).toEqual([
+      'X',
+      'sudo_password',
+    ]);
   });
 });
 
@@ -289,12 +350,17 @@ describe('RulePermissionPolicy: task input', () => {
     expect(sut.checkTaskInput(input).verdict).toBe('hard_stop');
   });
 
-  it.each(['list the files in the project', 'remove the tmp folder in the workspace', 'delete old logs from ./logs', 'explain what rm -rf does', 'format the JSON file', 'wipe the cache directory', 'count lines in a.txt'])(
-    'allowed: %j',
-    (input) => {
-      expect(sut.checkTaskInput(input).verdict).toBe('allow');
-    },
-  );
+  it.each([
+    'list the files in the project',
+    'remove the tmp folder in the workspace',
+    'delete old logs from ./logs',
+    'explain what rm -rf does',
+    'format the JSON file',
+    'wipe the cache directory',
+    'count lines in a.txt',
+  ])('allowed: %j', (input) => {
+    expect(sut.checkTaskInput(input).verdict).toBe('allow');
+  });
 });
 
 describe('RulePermissionPolicy: configured rules', () => {

@@ -18,7 +18,10 @@ export interface ToolServices {
 }
 
 /** What a tool's run returns; the registry fills in the tool name and timing. */
-export type ToolOutcome = Omit<ToolResult, 'tool' | 'metadata' | 'error'> & { error?: string | null; metadata?: Record<string, unknown> };
+export type ToolOutcome = Omit<ToolResult, 'tool' | 'metadata' | 'error'> & {
+  error?: string | null;
+  metadata?: Record<string, unknown>;
+};
 
 export interface ToolImplementation {
   run(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolOutcome>;
@@ -46,7 +49,11 @@ export interface PluginProblem {
 export const BUILTIN_PLUGIN_DIR = path.resolve(__dirname, '..', 'plugins');
 
 /** `RUNLEDGER_PLUGINS`: `:`-separated folders. */
-export const parsePluginDirs = (value: string | undefined): string[] => (value ?? '').split(':').map((s) => s.trim()).filter(Boolean);
+export const parsePluginDirs = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(':')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /**
  * Finds plugin folders (a folder holding `manifest.json`, or a folder of such folders), validates
@@ -54,7 +61,10 @@ export const parsePluginDirs = (value: string | undefined): string[] => (value ?
  * problem and the rest load.
  */
 export class ToolDiscovery {
-  discover(dirs: readonly string[], builtin = false): { plugins: DiscoveredPlugin[]; problems: PluginProblem[] } {
+  discover(
+    dirs: readonly string[],
+    builtin = false,
+  ): { plugins: DiscoveredPlugin[]; problems: PluginProblem[] } {
     const plugins: DiscoveredPlugin[] = [];
     const problems: PluginProblem[] = [];
     for (const dir of dirs) {
@@ -95,14 +105,17 @@ export class ToolDiscovery {
     }
     const parsed = ToolManifest.safeParse(raw);
     if (!parsed.success) {
-      throw new Error(`invalid manifest.json: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      throw new Error(
+        `invalid manifest.json: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      );
     }
     const manifest = parsed.data;
     const entry = this.entryFile(dir, manifest.entry);
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const mod = require(entry) as Partial<ToolPluginModule> & { default?: Partial<ToolPluginModule> };
     const createTool = mod.createTool ?? mod.default?.createTool;
-    if (typeof createTool !== 'function') throw new Error(`${path.relative(dir, entry)} does not export createTool(services)`);
+    if (typeof createTool !== 'function')
+      throw new Error(`${path.relative(dir, entry)} does not export createTool(services)`);
     return { dir, manifest, module: { createTool } };
   }
 

@@ -47,12 +47,28 @@ export interface MemoryToolService {
 /** The shape every memory tool shares: no service -> `ok:false` "memory not configured". */
 export function memoryTool(
   memory: MemoryToolService | null,
-  call: (memory: MemoryToolService, args: Record<string, unknown>, ctx: MemoryToolContext) => Promise<unknown>,
-): { run(args: Record<string, unknown>, ctx: MemoryToolContext): Promise<{ ok: boolean; output: unknown; error?: string }> } {
+  call: (
+    memory: MemoryToolService,
+    args: Record<string, unknown>,
+    ctx: MemoryToolContext,
+  ) => Promise<unknown>,
+): {
+  run(
+    args: Record<string, unknown>,
+    ctx: MemoryToolContext,
+  ): Promise<{ ok: boolean; output: unknown; error?: string }>;
+} {
   return {
     async run(args, ctx) {
       if (!memory) return { ok: false, output: null, error: 'memory not configured' };
-      return { ok: true, output: await call(memory, args, { task_id: ctx.task_id, session_id: ctx.session_id, call_id: ctx.call_id }) };
+      return {
+        ok: true,
+        output: await call(memory, args, {
+          task_id: ctx.task_id,
+          session_id: ctx.session_id,
+          call_id: ctx.call_id,
+        }),
+      };
     },
   };
 }

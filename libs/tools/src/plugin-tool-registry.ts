@@ -1,6 +1,13 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import { ToolManifest, ToolResult } from '@runledger/contracts';
-import { BUILTIN_PLUGIN_DIR, ToolDiscovery, type PluginProblem, type ToolImplementation, type ToolLogger, type ToolServices } from './discovery';
+import {
+  BUILTIN_PLUGIN_DIR,
+  ToolDiscovery,
+  type PluginProblem,
+  type ToolImplementation,
+  type ToolLogger,
+  type ToolServices,
+} from './discovery';
 import { ArgsValidation, RegisteredTool, ToolExecutionContext, ToolRegistry } from './tool-registry';
 
 export interface ToolDefinition {
@@ -28,7 +35,13 @@ class Tool implements RegisteredTool {
 
   async run(args: Record<string, unknown>, ctx: ToolExecutionContext): Promise<ToolResult> {
     const out = await this.implementation.run(args, ctx);
-    return { tool: this.manifest.name, ok: out.ok, output: out.output, error: out.error ?? null, metadata: out.metadata ?? {} };
+    return {
+      tool: this.manifest.name,
+      ok: out.ok,
+      output: out.output,
+      error: out.error ?? null,
+      metadata: out.metadata ?? {},
+    };
   }
 }
 
@@ -49,7 +62,10 @@ export class PluginToolRegistry extends ToolRegistry {
       try {
         this.add(def);
       } catch (e) {
-        const problem = { dir: def.source ?? def.manifest.name, error: e instanceof Error ? e.message : String(e) };
+        const problem = {
+          dir: def.source ?? def.manifest.name,
+          error: e instanceof Error ? e.message : String(e),
+        };
         this.problems.push(problem);
         logger?.warn({ plugin: problem.dir, error: problem.error }, 'tool plugin skipped');
       }
@@ -58,18 +74,29 @@ export class PluginToolRegistry extends ToolRegistry {
 
   static load(options: LoadToolsOptions): PluginToolRegistry {
     const discovery = new ToolDiscovery();
-    const builtin = options.builtins === false ? { plugins: [], problems: [] } : discovery.discover([BUILTIN_PLUGIN_DIR], true);
+    const builtin =
+      options.builtins === false
+        ? { plugins: [], problems: [] }
+        : discovery.discover([BUILTIN_PLUGIN_DIR], true);
     const extra = discovery.discover(options.pluginDirs ?? []);
     const definitions: ToolDefinition[] = [];
     const problems: PluginProblem[] = [...builtin.problems, ...extra.problems];
     for (const p of [...builtin.plugins, ...extra.plugins]) {
       try {
-        definitions.push({ manifest: p.manifest, implementation: p.module.createTool(options.services), source: p.dir });
+        definitions.push({
+          manifest: p.manifest,
+          implementation: p.module.createTool(options.services),
+          source: p.dir,
+        });
       } catch (e) {
-        problems.push({ dir: p.dir, error: `createTool failed: ${e instanceof Error ? e.message : String(e)}` });
+        problems.push({
+          dir: p.dir,
+          error: `createTool failed: ${e instanceof Error ? e.message : String(e)}`,
+        });
       }
     }
-    for (const problem of problems) options.logger?.warn({ plugin: problem.dir, error: problem.error }, 'tool plugin skipped');
+    for (const problem of problems)
+      options.logger?.warn({ plugin: problem.dir, error: problem.error }, 'tool plugin skipped');
     const registry = new PluginToolRegistry(definitions, options.logger);
     registry.problems.unshift(...problems);
     return registry;
@@ -78,7 +105,8 @@ export class PluginToolRegistry extends ToolRegistry {
   private add(def: ToolDefinition): void {
     const manifest = ToolManifest.parse(def.manifest);
     if (this.tools.has(manifest.name)) throw new Error(`duplicate tool name ${manifest.name}`);
-    if (typeof def.implementation?.run !== 'function') throw new Error(`${manifest.name}: implementation has no run()`);
+    if (typeof def.implementation?.run !== 'function')
+      throw new Error(`${manifest.name}: implementation has no run()`);
     let validate: ValidateFunction;
     try {
       validate = this.ajv.compile(manifest.args_schema);
@@ -99,9 +127,13 @@ export class PluginToolRegistry extends ToolRegistry {
   validateArgs(name: string, args: Record<string, unknown>): ArgsValidation {
     const tool = this.tools.get(name);
     if (!tool) return { ok: false, error: `unknown tool ${JSON.stringify(name)}` };
-    if (args === null || typeof args !== 'object' || Array.isArray(args)) return { ok: false, error: 'args must be an object' };
+    if (args === null || typeof args !== 'object' || Array.isArray(args))
+      return { ok: false, error: 'args must be an object' };
     if (tool.validate(args)) return { ok: true };
-    const detail = (tool.validate.errors ?? []).map((e) => `${e.instancePath || '(args)'} ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+    const detail = (tool.validate.errors ?? []).map(
+      (e) =>
+        `${e.instancePath || '(args)'} ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+    );
     return { ok: false, error: `invalid args for ${name}: ${detail.join('; ')}` };
   }
 }

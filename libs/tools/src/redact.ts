@@ -20,7 +20,16 @@ const pctByte = (b: number): string => {
   return `%[${h[0]}${h[0].toUpperCase()}][${h[1]}${h[1].toUpperCase()}]`;
 };
 
-const JSON_SHORT: Record<string, string> = { '"': '\\\\"', '\\': '\\\\\\\\', '/': '\\\\/', '\n': '\\\\n', '\r': '\\\\r', '\t': '\\\\t', '\b': '\\\\b', '\f': '\\\\f' };
+const JSON_SHORT: Record<string, string> = {
+  '"': '\\\\"',
+  '\\': '\\\\\\\\',
+  '/': '\\\\/',
+  '\n': '\\\\n',
+  '\r': '\\\\r',
+  '\t': '\\\\t',
+  '\b': '\\\\b',
+  '\f': '\\\\f',
+};
 
 /** One character of the secret in any of: literal, percent-encoded, JSON/\u-escaped, form `+`. */
 function charPattern(ch: string): string {
@@ -28,7 +37,15 @@ function charPattern(ch: string): string {
   const bytes = Buffer.from(ch, 'utf8');
   alts.add([...bytes].map(pctByte).join(''));
   const code = ch.codePointAt(0)!;
-  if (code <= 0xffff) alts.add(`\\\\u${code.toString(16).padStart(4, '0').split('').map((c) => (/[a-f]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join('')}`);
+  if (code <= 0xffff)
+    alts.add(
+      `\\\\u${code
+        .toString(16)
+        .padStart(4, '0')
+        .split('')
+        .map((c) => (/[a-f]/.test(c) ? `[${c}${c.toUpperCase()}]` : c))
+        .join('')}`,
+    );
   if (JSON_SHORT[ch]) alts.add(JSON_SHORT[ch]);
   if (ch === ' ') alts.add('\\+');
   return alts.size === 1 ? [...alts][0] : `(?:${[...alts].join('|')})`;
@@ -65,7 +82,12 @@ function base64Patterns(secret: Buffer, alphabet: 'base64' | 'base64url'): strin
 function hexPatterns(secret: Buffer): string[] {
   if (secret.length < 2) return [];
   const h = secret.toString('hex');
-  return [h.split('').map((c) => (/[a-f]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join(BREAK)];
+  return [
+    h
+      .split('')
+      .map((c) => (/[a-f]/.test(c) ? `[${c}${c.toUpperCase()}]` : c))
+      .join(BREAK),
+  ];
 }
 
 const cache = new Map<string, RegExp>();
@@ -75,7 +97,12 @@ function secretRegex(secret: string): RegExp {
   const hit = cache.get(secret);
   if (hit) return hit;
   const bytes = Buffer.from(secret, 'utf8');
-  const alts = [...base64Patterns(bytes, 'base64'), ...base64Patterns(bytes, 'base64url'), ...hexPatterns(bytes), textPattern(secret)];
+  const alts = [
+    ...base64Patterns(bytes, 'base64'),
+    ...base64Patterns(bytes, 'base64url'),
+    ...hexPatterns(bytes),
+    textPattern(secret),
+  ];
   const re = new RegExp(alts.map((a) => `(?:${a})`).join('|'), 'g');
   if (cache.size > 256) cache.clear();
   cache.set(secret, re);
@@ -106,7 +133,12 @@ function walk(value: unknown, secrets: readonly string[]): unknown {
   if (Buffer.isBuffer(value)) return redactString(value.toString('utf8'), secrets);
   if (Array.isArray(value)) return value.map((v) => walk(v, secrets));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [redactString(k, secrets), walk(v, secrets)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => [
+        redactString(k, secrets),
+        walk(v, secrets),
+      ]),
+    );
   }
   return value;
 }

@@ -1,5 +1,16 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -195,7 +206,14 @@ describe('ToolSandbox security', () => {
     });
 
     it('TOCTOU race: reads while another process keeps swapping a file and a symlink never return outside content', async () => {
-      const racer = spawn('/bin/sh', ['-c', `cd '${root}' && while :; do ln -sfn '${path.join(outside, 'secret.txt')}' race.tmp && mv -fT race.tmp race.txt; echo ok > race.tmp2 && mv -fT race.tmp2 race.txt; done`], { stdio: 'ignore' });
+      const racer = spawn(
+        '/bin/sh',
+        [
+          '-c',
+          `cd '${root}' && while :; do ln -sfn '${path.join(outside, 'secret.txt')}' race.tmp && mv -fT race.tmp race.txt; echo ok > race.tmp2 && mv -fT race.tmp2 race.txt; done`,
+        ],
+        { stdio: 'ignore' },
+      );
       try {
         await new Promise((r) => setTimeout(r, 50));
         let refused = 0;
@@ -219,7 +237,12 @@ describe('ToolSandbox security', () => {
   });
 
   describe('shell_exec (process mode)', () => {
-    const secretEnv = { OPENAI_API_KEY: 'sk-leak-0001', RUNLEDGER_ADMIN_TOKEN: 'admintoken-leak-0002', AWS_SECRET_ACCESS_KEY: 'aws-leak-0003', GITHUB_TOKEN: 'ghp-leak-0004' };
+    const secretEnv = {
+      OPENAI_API_KEY: 'sk-leak-0001',
+      RUNLEDGER_ADMIN_TOKEN: 'admintoken-leak-0002',
+      AWS_SECRET_ACCESS_KEY: 'aws-leak-0003',
+      GITHUB_TOKEN: 'ghp-leak-0004',
+    };
     let saved: NodeJS.ProcessEnv;
     beforeAll(() => {
       saved = { ...process.env };
@@ -230,24 +253,40 @@ describe('ToolSandbox security', () => {
       Object.assign(process.env, saved);
     });
 
-    it.each(['env', 'printenv', 'set', 'export -p', 'cat /proc/self/environ | tr "\\0" "\\n"'])('%s shows no secret or provider key, only PATH/HOME/LANG', async (cmd) => {
-      const r = await sut.exec(cmd, { timeoutMs: 5000 });
-      for (const v of Object.values(secretEnv)) expect(r.stdout + r.stderr).not.toContain(v);
-      expect(r.stdout).not.toMatch(/OPENAI|RUNLEDGER_|AWS_|GITHUB_TOKEN|JEST|NODE_OPTIONS/);
-      if (cmd === 'env') expect(r.stdout.trim().split('\n').sort()).toEqual([`HOME=${root}`, 'LANG=C.UTF-8', `PATH=${sut.scrubbedEnv().PATH}`, `PWD=${root}`]);
-    });
+    it.each(['env', 'printenv', 'set', 'export -p', 'cat /proc/self/environ | tr "\\0" "\\n"'])(
+      '%s shows no secret or provider key, only PATH/HOME/LANG',
+      async (cmd) => {
+        const r = await sut.exec(cmd, { timeoutMs: 5000 });
+        for (const v of Object.values(secretEnv)) expect(r.stdout + r.stderr).not.toContain(v);
+        expect(r.stdout).not.toMatch(/OPENAI|RUNLEDGER_|AWS_|GITHUB_TOKEN|JEST|NODE_OPTIONS/);
+        if (cmd === 'env')
+          expect(r.stdout.trim().split('\n').sort()).toEqual([
+            `HOME=${root}`,
+            'LANG=C.UTF-8',
+            `PATH=${sut.scrubbedEnv().PATH}`,
+            `PWD=${root}`,
+          ]);
+      },
+    );
 
     it('runs with cwd inside the root and refuses a cwd outside it', async () => {
-      expect((await sut.exec('pwd', { timeoutMs: 5000, cwd: 'sub/deep' })).stdout.trim()).toBe(path.join(root, 'sub', 'deep'));
+      expect((await sut.exec('pwd', { timeoutMs: 5000, cwd: 'sub/deep' })).stdout.trim()).toBe(
+        path.join(root, 'sub', 'deep'),
+      );
       await expect(sut.exec('pwd', { timeoutMs: 5000, cwd: '..' })).rejects.toThrow(SandboxViolation);
-      await expect(sut.exec('pwd', { timeoutMs: 5000, cwd: 'dirlink_out' })).rejects.toThrow(SandboxViolation);
+      await expect(sut.exec('pwd', { timeoutMs: 5000, cwd: 'dirlink_out' })).rejects.toThrow(
+        SandboxViolation,
+      );
       await expect(sut.exec('pwd', { timeoutMs: 5000, cwd: '/etc' })).rejects.toThrow(SandboxViolation);
     });
 
     it('a command that ignores SIGTERM is still killed at the timeout, with its whole process group', async () => {
       const marker = `31.${Date.now() % 100000}`;
       const started = Date.now();
-      const r = await sut.exec(`trap '' TERM; sh -c "trap '' TERM; sleep ${marker}" & sleep ${marker}; wait`, { timeoutMs: 300 });
+      const r = await sut.exec(
+        `trap '' TERM; sh -c "trap '' TERM; sleep ${marker}" & sleep ${marker}; wait`,
+        { timeoutMs: 300 },
+      );
       expect(r.timed_out).toBe(true);
       expect(r.exit_code).toBeNull();
       expect(r.signal).toBe('SIGKILL');
@@ -257,7 +296,9 @@ describe('ToolSandbox security', () => {
 
     it('background children do not outlive the call', async () => {
       const marker = `32.${Date.now() % 100000}`;
-      const r = await sut.exec(`(sleep ${marker} &) ; nohup sleep ${marker} >/dev/null 2>&1 & echo started`, { timeoutMs: 5000 });
+      const r = await sut.exec(`(sleep ${marker} &) ; nohup sleep ${marker} >/dev/null 2>&1 & echo started`, {
+        timeoutMs: 5000,
+      });
       expect(r.stdout).toBe('started\n');
       await new Promise((res) => setTimeout(res, 50));
       expect(processesWith(`sleep ${marker}`)).toEqual([]);
@@ -265,7 +306,9 @@ describe('ToolSandbox security', () => {
 
     it('output is capped at maxOutputBytes and marked truncated', async () => {
       const capped = new ToolSandbox({ allowedRoot: root, mode: 'process', maxOutputBytes: 1000 });
-      const r = await capped.exec("head -c 100000 /dev/zero | tr '\\0' a; echo tail >&2", { timeoutMs: 5000 });
+      const r = await capped.exec("head -c 100000 /dev/zero | tr '\\0' a; echo tail >&2", {
+        timeoutMs: 5000,
+      });
       expect(r.truncated).toBe(true);
       expect(r.stdout.length + r.stderr.length).toBeLessThanOrEqual(1000);
       expect(r.stdout).toMatch(/^a+$/);
@@ -273,7 +316,12 @@ describe('ToolSandbox security', () => {
     });
 
     it('an output flood is killed once it passes the flood limit, long before the timeout', async () => {
-      const capped = new ToolSandbox({ allowedRoot: root, mode: 'process', maxOutputBytes: 4096, floodLimitBytes: 1_000_000 });
+      const capped = new ToolSandbox({
+        allowedRoot: root,
+        mode: 'process',
+        maxOutputBytes: 4096,
+        floodLimitBytes: 1_000_000,
+      });
       const started = Date.now();
       const r = await capped.exec('yes flood', { timeoutMs: 20_000 });
       expect(r.flooded).toBe(true);
@@ -299,25 +347,43 @@ describe('ToolSandbox security', () => {
       registry = PluginToolRegistry.load({ services: { sandbox: sut, memory: null } });
     });
 
-    it.each(['sudo ls', 'sudo -u root id', 'ls && sudo rm x', 'echo $(sudo cat /etc/shadow)', 'bash -c "sudo id"', '/usr/bin/sudo id', 'env sudo id', 'timeout 5 sudo id', 'doas id', 'su -c id'])(
-      'refuses %s without a sudo secret for this call',
-      async (command) => {
-        const r = await registry.invoke('shell_exec', { command }, ctx());
-        expect(r).toMatchObject({ ok: false, metadata: { error_kind: 'permission_denied' } });
-        expect(r.error).toMatch(/sudo refused/);
-      },
-    );
+    it.each([
+      'sudo ls',
+      'sudo -u root id',
+      'ls && sudo rm x',
+      'echo $(sudo cat /etc/shadow)',
+      'bash -c "sudo id"',
+      '/usr/bin/sudo id',
+      'env sudo id',
+      'timeout 5 sudo id',
+      'doas id',
+      'su -c id',
+    ])('refuses %s without a sudo secret for this call', async (command) => {
+      const r = await registry.invoke('shell_exec', { command }, ctx());
+      expect(r).toMatchObject({ ok: false, metadata: { error_kind: 'permission_denied' } });
+      expect(r.error).toMatch(/sudo refused/);
+    });
 
     it('with a sudo secret the call runs (sudo itself may be absent), and the password is never echoed', async () => {
       const pw = 'Sudo-Pa55word!';
-      const r = await registry.invoke('shell_exec', { command: 'sudo -S true; cat; echo "$0"' }, ctx({ sudo_password: pw }));
+      const r = await registry.invoke(
+        'shell_exec',
+        { command: 'sudo -S true; cat; echo "$0"' },
+        ctx({ sudo_password: pw }),
+      );
       expect(r.error ?? '').not.toMatch(/sudo refused/);
       expect(JSON.stringify(r)).not.toContain(pw);
     });
 
     it('a secret printed by the command (also base64 and percent-encoded) is redacted from the result', async () => {
       const token = 'tok_9f8e7d6c5b4a';
-      const r = await registry.invoke('shell_exec', { command: `printf '%s\\n' '${token}'; printf '%s' '${token}' | base64; printf 'user:${token}' | base64; echo '${encodeURIComponent(token + '/x')}'` }, ctx({ api_token: token }));
+      const r = await registry.invoke(
+        'shell_exec',
+        {
+          command: `printf '%s\\n' '${token}'; printf '%s' '${token}' | base64; printf 'user:${token}' | base64; echo '${encodeURIComponent(token + '/x')}'`,
+        },
+        ctx({ api_token: token }),
+      );
       const text = JSON.stringify(r);
       expect(text).not.toContain(token);
       expect(text).not.toContain(Buffer.from(token).toString('base64').slice(0, 16));
@@ -333,11 +399,18 @@ describe('ToolSandbox security', () => {
     });
 
     it('is in effect', () => {
-      expect(sandboxed.sandboxStatus()).toMatchObject({ requested: 'bwrap', effective: 'bwrap', warning: null });
+      expect(sandboxed.sandboxStatus()).toMatchObject({
+        requested: 'bwrap',
+        effective: 'bwrap',
+        warning: null,
+      });
     });
 
     it('sees the root read-write and nothing else of the host', async () => {
-      const r = await sandboxed.exec(`echo made > made.txt && cat made.txt && ls / && cat '${path.join(outside, 'secret.txt')}'; ls /home /root /work 2>&1; cat /etc/shadow 2>&1; touch /usr/pwned 2>&1; echo done`, { timeoutMs: 10_000 });
+      const r = await sandboxed.exec(
+        `echo made > made.txt && cat made.txt && ls / && cat '${path.join(outside, 'secret.txt')}'; ls /home /root /work 2>&1; cat /etc/shadow 2>&1; touch /usr/pwned 2>&1; echo done`,
+        { timeoutMs: 10_000 },
+      );
       expect(r.stdout).toContain('made\n');
       expect(readFileSync(path.join(root, 'made.txt'), 'utf8')).toBe('made\n');
       expect(r.stdout + r.stderr).not.toContain(OUTSIDE_SECRET);
@@ -355,7 +428,10 @@ describe('ToolSandbox security', () => {
       await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
       const port = (server.address() as { port: number }).port;
       try {
-        const r = await sandboxed.exec(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3' 2>&1; ls /sys/class/net 2>/dev/null; echo end`, { timeoutMs: 10_000 });
+        const r = await sandboxed.exec(
+          `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3' 2>&1; ls /sys/class/net 2>/dev/null; echo end`,
+          { timeoutMs: 10_000 },
+        );
         expect(r.stdout).not.toContain('hello-from-host');
         expect(r.stdout).toMatch(/refused|unreachable|cannot|No such/i);
       } finally {
@@ -366,7 +442,10 @@ describe('ToolSandbox security', () => {
     it('shows no host environment and no host processes', async () => {
       process.env.OPENAI_API_KEY = 'sk-bwrap-leak-9';
       try {
-        const r = await sandboxed.exec('env; for f in /proc/[0-9]*/environ; do cat "$f" 2>/dev/null | tr "\\0" "\\n"; done; ls /proc | grep -c "^[0-9]"', { timeoutMs: 10_000 });
+        const r = await sandboxed.exec(
+          'env; for f in /proc/[0-9]*/environ; do cat "$f" 2>/dev/null | tr "\\0" "\\n"; done; ls /proc | grep -c "^[0-9]"',
+          { timeoutMs: 10_000 },
+        );
         expect(r.stdout).not.toContain('sk-bwrap-leak-9');
         expect(r.stdout).not.toMatch(/OPENAI|JEST/);
         // only the sandbox's own few processes
@@ -388,21 +467,35 @@ describe('ToolSandbox security', () => {
   describe('sandbox mode', () => {
     it('bwrap required but missing fails closed: shell commands are refused', async () => {
       const s = new ToolSandbox({ allowedRoot: root, mode: 'bwrap', bwrapPath: null });
-      expect(s.sandboxStatus()).toMatchObject({ effective: 'unavailable', warning: expect.stringContaining('refused') });
+      expect(s.sandboxStatus()).toMatchObject({
+        effective: 'unavailable',
+        warning: expect.stringContaining('refused'),
+      });
       await expect(s.exec('echo hi', { timeoutMs: 1000 })).rejects.toThrow(SandboxViolation);
     });
 
     it('auto without bwrap runs process-level with a warning (logged and in the status)', async () => {
       const warnings: string[] = [];
-      const s = new ToolSandbox({ allowedRoot: root, mode: 'auto', bwrapPath: null, logger: { warn: (_o, m) => warnings.push(m) } });
-      expect(s.sandboxStatus()).toMatchObject({ effective: 'process', warning: expect.stringContaining('without the OS sandbox') });
+      const s = new ToolSandbox({
+        allowedRoot: root,
+        mode: 'auto',
+        bwrapPath: null,
+        logger: { warn: (_o, m) => warnings.push(m) },
+      });
+      expect(s.sandboxStatus()).toMatchObject({
+        effective: 'process',
+        warning: expect.stringContaining('without the OS sandbox'),
+      });
       expect(warnings).toHaveLength(1);
       expect((await s.exec('echo hi', { timeoutMs: 5000 })).stdout).toBe('hi\n');
     });
 
     it('auto with a broken bwrap falls back to process mode', () => {
       const s = new ToolSandbox({ allowedRoot: root, mode: 'auto', bwrapPath: '/bin/false' });
-      expect(s.sandboxStatus()).toMatchObject({ effective: 'process', warning: expect.stringContaining('does not work') });
+      expect(s.sandboxStatus()).toMatchObject({
+        effective: 'process',
+        warning: expect.stringContaining('does not work'),
+      });
     });
   });
 });

@@ -1,5 +1,20 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, realpathSync, statSync, writeSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { ForbiddenError } from '@runledger/contracts';
 import type { ToolLogger } from './discovery';
@@ -59,10 +74,20 @@ export class SandboxViolation extends ForbiddenError {}
 
 const SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** The part of /etc a shell needs to look up users, libraries and time; nothing else of it is visible. */
-const ETC_FILES = ['/etc/passwd', '/etc/group', '/etc/nsswitch.conf', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/localtime', '/etc/alternatives'];
+const ETC_FILES = [
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/nsswitch.conf',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/localtime',
+  '/etc/alternatives',
+];
 const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
 
-const isWithin = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+const isWithin = (root: string, p: string): boolean =>
+  p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 
 export function findOnPath(binary: string, searchPath = process.env.PATH ?? SAFE_PATH): string | null {
   for (const dir of searchPath.split(':')) {
@@ -97,7 +122,10 @@ export class ToolSandbox {
     this.maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
     this.floodLimitBytes = Math.max(options.floodLimitBytes ?? 16 * 1024 * 1024, this.maxOutputBytes);
     this.maxReadBytes = options.maxReadBytes ?? 1024 * 1024;
-    this.status = this.decideMode(options.mode ?? 'auto', options.bwrapPath === undefined ? findOnPath('bwrap') : options.bwrapPath);
+    this.status = this.decideMode(
+      options.mode ?? 'auto',
+      options.bwrapPath === undefined ? findOnPath('bwrap') : options.bwrapPath,
+    );
     if (this.status.warning) options.logger?.warn({ sandbox: this.status }, this.status.warning);
   }
 
@@ -110,20 +138,41 @@ export class ToolSandbox {
     if (requested === 'process') return { ...base, effective: 'process', warning: null };
     const problem = bwrapPath ? this.probeBwrap(bwrapPath) : 'bubblewrap (bwrap) not found on PATH';
     if (!problem) return { ...base, effective: 'bwrap', warning: null };
-    if (requested === 'bwrap') return { ...base, effective: 'unavailable', warning: `RUNLEDGER_SANDBOX=bwrap but ${problem}: shell commands are refused` };
-    return { ...base, effective: 'process', warning: `${problem}: shell commands run without the OS sandbox (process-level confinement only)` };
+    if (requested === 'bwrap')
+      return {
+        ...base,
+        effective: 'unavailable',
+        warning: `RUNLEDGER_SANDBOX=bwrap but ${problem}: shell commands are refused`,
+      };
+    return {
+      ...base,
+      effective: 'process',
+      warning: `${problem}: shell commands run without the OS sandbox (process-level confinement only)`,
+    };
   }
 
   /** bwrap may be installed yet unusable (no user namespaces): try it once. */
   private probeBwrap(bwrapPath: string): string | null {
-    const r = spawnSync(bwrapPath, [...this.bwrapArgs(this.root, {}), '/bin/sh', '-c', 'exit 0'], { timeout: 10_000, env: { PATH: SAFE_PATH } });
+    const r = spawnSync(bwrapPath, [...this.bwrapArgs(this.root, {}), '/bin/sh', '-c', 'exit 0'], {
+      timeout: 10_000,
+      env: { PATH: SAFE_PATH },
+    });
     if (r.error) return `bwrap failed to start (${r.error.message})`;
-    if (r.status !== 0) return `bwrap does not work here (${r.stderr.toString().trim() || `exit ${r.status}`})`;
+    if (r.status !== 0)
+      return `bwrap does not work here (${r.stderr.toString().trim() || `exit ${r.status}`})`;
     return null;
   }
 
   private bwrapArgs(cwd: string, env: Record<string, string>): string[] {
-    const args = ['--unshare-all', '--die-with-parent', '--new-session', '--clearenv', '--ro-bind', '/usr', '/usr'];
+    const args = [
+      '--unshare-all',
+      '--die-with-parent',
+      '--new-session',
+      '--clearenv',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+    ];
     for (const dir of SYSTEM_DIRS) {
       if (!existsSync(dir)) continue;
       const st = lstatSync(dir);
@@ -131,7 +180,19 @@ export class ToolSandbox {
       else args.push('--ro-bind', dir, dir);
     }
     for (const f of ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
-    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', this.root, this.root, '--chdir', cwd);
+    args.push(
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--tmpfs',
+      '/tmp',
+      '--bind',
+      this.root,
+      this.root,
+      '--chdir',
+      cwd,
+    );
     for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
     return args;
   }
@@ -156,7 +217,8 @@ export class ToolSandbox {
     } catch {
       throw new SandboxViolation(`no such file or folder: ${userPath}`);
     }
-    if (!isWithin(this.root, real)) throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
+    if (!isWithin(this.root, real))
+      throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
     return real;
   }
 
@@ -171,7 +233,8 @@ export class ToolSandbox {
       ancestor = path.dirname(ancestor);
     }
     const realAncestor = realpathSync(ancestor);
-    if (!isWithin(this.root, realAncestor)) throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
+    if (!isWithin(this.root, realAncestor))
+      throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
     return path.join(realAncestor, ...rest);
   }
 
@@ -188,7 +251,8 @@ export class ToolSandbox {
     } catch {
       throw new SandboxViolation('cannot verify an opened path (no /proc): refused');
     }
-    if (!isWithin(this.root, actual)) throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
+    if (!isWithin(this.root, actual))
+      throw new SandboxViolation(`path resolves outside the allowed root: ${userPath}`);
     return actual;
   }
 
@@ -201,7 +265,12 @@ export class ToolSandbox {
     const dirFd = openPathFd(path.dirname(real), constants.O_RDONLY | constants.O_DIRECTORY, userPath);
     try {
       this.verifyFd(dirFd, userPath);
-      const fd = openPathFd(`/proc/self/fd/${dirFd}/${path.basename(real)}`, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, userPath, 0o644);
+      const fd = openPathFd(
+        `/proc/self/fd/${dirFd}/${path.basename(real)}`,
+        flags | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+        userPath,
+        0o644,
+      );
       try {
         this.verifyFd(fd, userPath);
         if (!fstatSync(fd).isFile()) throw new SandboxViolation(`not a regular file: ${userPath}`);
@@ -215,7 +284,10 @@ export class ToolSandbox {
     }
   }
 
-  readFile(userPath: string, maxBytes = this.maxReadBytes): { path: string; content: string; bytes: number; truncated: boolean } {
+  readFile(
+    userPath: string,
+    maxBytes = this.maxReadBytes,
+  ): { path: string; content: string; bytes: number; truncated: boolean } {
     const real = this.resolveExisting(userPath);
     const fd = this.openVerified(real, userPath, constants.O_RDONLY);
     try {
@@ -228,17 +300,30 @@ export class ToolSandbox {
         if (n === 0) break;
         got += n;
       }
-      return { path: this.relative(real), content: buf.subarray(0, got).toString('utf8'), bytes: size, truncated: size > got };
+      return {
+        path: this.relative(real),
+        content: buf.subarray(0, got).toString('utf8'),
+        bytes: size,
+        truncated: size > got,
+      };
     } finally {
       closeSync(fd);
     }
   }
 
-  writeFile(userPath: string, content: string, mode: 'overwrite' | 'append' = 'overwrite'): { path: string; bytes: number } {
+  writeFile(
+    userPath: string,
+    content: string,
+    mode: 'overwrite' | 'append' = 'overwrite',
+  ): { path: string; bytes: number } {
     const real = this.resolveForWrite(userPath);
     mkdirSync(path.dirname(real), { recursive: true });
     // Created folders are re-checked through the descriptor in openVerified.
-    const fd = this.openVerified(real, userPath, constants.O_WRONLY | constants.O_CREAT | (mode === 'append' ? constants.O_APPEND : 0));
+    const fd = this.openVerified(
+      real,
+      userPath,
+      constants.O_WRONLY | constants.O_CREAT | (mode === 'append' ? constants.O_APPEND : 0),
+    );
     try {
       // Truncate only after the descriptor is verified: never truncate a file outside the root.
       if (mode === 'overwrite') ftruncateSync(fd, 0);
@@ -259,14 +344,19 @@ export class ToolSandbox {
   }
 
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
-    if (this.status.effective === 'unavailable') throw new SandboxViolation(this.status.warning ?? 'sandbox unavailable');
+    if (this.status.effective === 'unavailable')
+      throw new SandboxViolation(this.status.warning ?? 'sandbox unavailable');
     const cwd = this.resolveExisting(options.cwd ?? '.');
     if (!statSync(cwd).isDirectory()) throw new SandboxViolation(`cwd is not a folder: ${options.cwd}`);
     const env = this.scrubbedEnv();
     const sandbox = this.status.effective;
     const [file, argv, spawnEnv] =
       sandbox === 'bwrap'
-        ? [this.status.bwrap_path!, [...this.bwrapArgs(cwd, env), '/bin/sh', '-c', command], { PATH: SAFE_PATH }]
+        ? [
+            this.status.bwrap_path!,
+            [...this.bwrapArgs(cwd, env), '/bin/sh', '-c', command],
+            { PATH: SAFE_PATH },
+          ]
         : ['/bin/sh', ['-c', command], env];
     const started = Date.now();
     const child = spawn(file, argv, { cwd, env: spawnEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -318,23 +408,25 @@ export class ToolSandbox {
     if (options.signal?.aborted) onAbort();
 
     try {
-      const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.once('error', reject);
-        child.once('exit', (c, s) => {
-          // Background children of the command die with it: nothing outlives the call.
-          killGroup();
-          // A descendant that left the group (setsid) may hold the pipes open: do not wait for it.
-          const late = setTimeout(() => {
-            child.stdout.destroy();
-            child.stderr.destroy();
-            resolve({ code: c, signal: s });
-          }, 1000);
-          child.once('close', () => {
-            clearTimeout(late);
-            resolve({ code: c, signal: s });
+      const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+        (resolve, reject) => {
+          child.once('error', reject);
+          child.once('exit', (c, s) => {
+            // Background children of the command die with it: nothing outlives the call.
+            killGroup();
+            // A descendant that left the group (setsid) may hold the pipes open: do not wait for it.
+            const late = setTimeout(() => {
+              child.stdout.destroy();
+              child.stderr.destroy();
+              resolve({ code: c, signal: s });
+            }, 1000);
+            child.once('close', () => {
+              clearTimeout(late);
+              resolve({ code: c, signal: s });
+            });
           });
-        });
-      });
+        },
+      );
       return {
         exit_code: code,
         signal,

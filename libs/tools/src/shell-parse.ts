@@ -52,7 +52,10 @@ export interface ShellAnalysis {
   errors: string[];
 }
 
-type Token = { kind: 'word'; word: ShellWord } | { kind: 'op'; op: string } | { kind: 'redir'; op: string; fd: number | null };
+type Token =
+  | { kind: 'word'; word: ShellWord }
+  | { kind: 'op'; op: string }
+  | { kind: 'redir'; op: string; fd: number | null };
 
 interface Tokenized {
   tokens: Token[];
@@ -177,7 +180,11 @@ function collectSubstitutions(text: string, sink: Pick<Tokenized, 'nested' | 'er
 }
 
 /** After the opening quote; returns the literal value, marks dynamic via the flag object. */
-function readDoubleQuoted(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>, flag?: { dynamic: boolean }): string {
+function readDoubleQuoted(
+  r: Reader,
+  sink: Pick<Tokenized, 'nested' | 'errors'>,
+  flag?: { dynamic: boolean },
+): string {
   let out = '';
   while (!r.done) {
     const c = r.peek();
@@ -248,7 +255,21 @@ function readExpansion(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>): b
   return false;
 }
 
-const ANSI_C: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+const ANSI_C: Record<string, string> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  E: '\x1b',
+  f: '\f',
+  v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '?': '?',
+};
 
 /** `$'...'`, after the opening quote. */
 function readAnsiC(r: Reader): string {
@@ -427,7 +448,24 @@ interface RawCommand {
   piped?: boolean;
 }
 
-const RESERVED_PREFIX = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', '!', '{', '}', 'time', 'function', 'esac', 'coproc']);
+const RESERVED_PREFIX = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  '!',
+  '{',
+  '}',
+  'time',
+  'function',
+  'esac',
+  'coproc',
+]);
 
 function segment(tokens: Token[], errors: string[]): RawCommand[] {
   const out: RawCommand[] = [];
@@ -456,7 +494,8 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
     if (cur.words.length === 0 && !tok.word.dynamic) {
       if (RESERVED_PREFIX.has(tok.word.text)) continue;
       // `for x in a b c` / `select` / `case w in`: words that are data, not a command
-      if (tok.word.text === 'for' || tok.word.text === 'select' || tok.word.text === 'case') skipUntilOp = true;
+      if (tok.word.text === 'for' || tok.word.text === 'select' || tok.word.text === 'case')
+        skipUntilOp = true;
     }
     cur.words.push(tok.word);
   }
@@ -487,7 +526,28 @@ const WRAPPERS: Record<string, { valued: string[]; positional?: number; sudo?: b
   time: { valued: ['-f', '-o', '--format', '--output'] },
   chroot: { valued: ['--userspec', '--groups'], positional: 1 },
   flock: { valued: ['-w', '--timeout', '-E', '--conflict-exit-code'], positional: 1 },
-  xargs: { valued: ['-I', '-L', '-n', '-P', '-d', '-E', '-s', '-a', '-i', '-l', '-e', '--max-args', '--max-procs', '--delimiter', '--arg-file', '--replace', '--max-lines', '--eof'] },
+  xargs: {
+    valued: [
+      '-I',
+      '-L',
+      '-n',
+      '-P',
+      '-d',
+      '-E',
+      '-s',
+      '-a',
+      '-i',
+      '-l',
+      '-e',
+      '--max-args',
+      '--max-procs',
+      '--delimiter',
+      '--arg-file',
+      '--replace',
+      '--max-lines',
+      '--eof',
+    ],
+  },
   watch: { valued: ['-n', '-d', '--interval', '--differences'] },
   strace: { valued: ['-e', '-o', '-p', '-s', '-u'] },
   ltrace: { valued: ['-e', '-o', '-p', '-s', '-u'] },
@@ -508,7 +568,14 @@ export function analyzeShell(command: string): ShellAnalysis {
   return { commands, errors };
 }
 
-function analyzeInto(script: string, via: string[], sudo: boolean, depth: number, out: ShellCommand[], errors: string[]): void {
+function analyzeInto(
+  script: string,
+  via: string[],
+  sudo: boolean,
+  depth: number,
+  out: ShellCommand[],
+  errors: string[],
+): void {
   if (depth > MAX_DEPTH) {
     errors.push('nesting too deep');
     return;
@@ -521,28 +588,75 @@ function analyzeInto(script: string, via: string[], sudo: boolean, depth: number
     unwrap(raw.words, raw.redirects, via, sudo, depth, out, errors);
     // `echo 'rm -rf /' | sh`: the printed text is the script the shell runs
     const next = raws[k + 1];
-    if (raw.piped && next && ['echo', 'printf'].includes(raw.words[0]?.text ?? '') && SHELLS.has(basename(next.words[0]?.text ?? '')) && !next.words.some((w) => /^-[a-zA-Z]*c/.test(w.text))) {
-      analyzeInto(raw.words.slice(1).filter((w) => !/^-[neE]+$/.test(w.text)).map((w) => w.text).join(' '), [...via, 'pipe to shell'], sudo, depth + 1, out, errors);
+    if (
+      raw.piped &&
+      next &&
+      ['echo', 'printf'].includes(raw.words[0]?.text ?? '') &&
+      SHELLS.has(basename(next.words[0]?.text ?? '')) &&
+      !next.words.some((w) => /^-[a-zA-Z]*c/.test(w.text))
+    ) {
+      analyzeInto(
+        raw.words
+          .slice(1)
+          .filter((w) => !/^-[neE]+$/.test(w.text))
+          .map((w) => w.text)
+          .join(' '),
+        [...via, 'pipe to shell'],
+        sudo,
+        depth + 1,
+        out,
+        errors,
+      );
     }
   });
 }
 
-function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], sudo: boolean, depth: number, out: ShellCommand[], errors: string[]): void {
+function unwrap(
+  words: ShellWord[],
+  redirects: ShellRedirect[],
+  via: string[],
+  sudo: boolean,
+  depth: number,
+  out: ShellCommand[],
+  errors: string[],
+): void {
   const assignments: string[] = [];
   let k = 0;
   while (k < words.length && isAssignment(words[k])) assignments.push(words[k++].text);
   if (k >= words.length) {
-    if (redirects.length) out.push({ name: '', program: '', args: [], redirects, assignments, sudo, dynamic: false, via, wrapper: false });
+    if (redirects.length)
+      out.push({
+        name: '',
+        program: '',
+        args: [],
+        redirects,
+        assignments,
+        sudo,
+        dynamic: false,
+        via,
+        wrapper: false,
+      });
     return;
   }
   const head = words[k];
   const rest = words.slice(k + 1);
   const name = basename(head.text);
   const emit = (wrapper = false): void => {
-    out.push({ name: head.dynamic ? head.text : name, program: head.text, args: rest, redirects, assignments, sudo, dynamic: head.dynamic, via, wrapper });
+    out.push({
+      name: head.dynamic ? head.text : name,
+      program: head.text,
+      args: rest,
+      redirects,
+      assignments,
+      sudo,
+      dynamic: head.dynamic,
+      via,
+      wrapper,
+    });
   };
   if (head.dynamic) return emit();
-  const recurse = (script: string, how: string, asSudo = sudo) => analyzeInto(script, [...via, how], asSudo, depth + 1, out, errors);
+  const recurse = (script: string, how: string, asSudo = sudo) =>
+    analyzeInto(script, [...via, how], asSudo, depth + 1, out, errors);
   const inner = (w: ShellWord[], how: string, asSudo = sudo) => {
     if (w.length) unwrap(w, redirects, [...via, how], asSudo, depth + 1, out, errors);
     else emit();
@@ -579,9 +693,18 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
         break;
       }
       if (w.startsWith('-S') || w.startsWith('--split-string')) emit(true);
-      if (w === '-S' || w === '--split-string') return recurse(rest.slice(j + 1).map((x) => x.text).join(' '), 'env -S');
-      if (w.startsWith('--split-string=')) return recurse([w.slice(15), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
-      if (/^-S./.test(w)) return recurse([w.slice(2), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
+      if (w === '-S' || w === '--split-string')
+        return recurse(
+          rest
+            .slice(j + 1)
+            .map((x) => x.text)
+            .join(' '),
+          'env -S',
+        );
+      if (w.startsWith('--split-string='))
+        return recurse([w.slice(15), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
+      if (/^-S./.test(w))
+        return recurse([w.slice(2), ...rest.slice(j + 1).map((x) => x.text)].join(' '), 'env -S');
       if (['-u', '-C', '-P', '--unset', '--chdir'].includes(w)) j += 2;
       else if (w.startsWith('-') || isAssignment(rest[j])) j++;
       else break;
@@ -603,9 +726,16 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
   }
   if (name === 'watch') {
     let j = 0;
-    while (j < rest.length && rest[j].text.startsWith('-')) j += WRAPPERS.watch.valued.includes(rest[j].text) ? 2 : 1;
+    while (j < rest.length && rest[j].text.startsWith('-'))
+      j += WRAPPERS.watch.valued.includes(rest[j].text) ? 2 : 1;
     emit(true);
-    return recurse(rest.slice(j).map((w) => w.text).join(' '), 'watch');
+    return recurse(
+      rest
+        .slice(j)
+        .map((w) => w.text)
+        .join(' '),
+      'watch',
+    );
   }
   if (name === 'flock') {
     const cIndex = rest.findIndex((w) => w.text === '-c' || w.text === '--command');
@@ -631,7 +761,17 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
     if (name === 'command' && rest.some((w) => w.text === '-v' || w.text === '-V')) return emit();
     if (j >= rest.length) {
       if (name === 'sudo' && rest.some((w) => w.text === '-s' || w.text === '-i')) {
-        out.push({ name: 'sh', program: 'sh', args: [], redirects, assignments, sudo: true, dynamic: false, via: [...via, 'sudo'], wrapper: false });
+        out.push({
+          name: 'sh',
+          program: 'sh',
+          args: [],
+          redirects,
+          assignments,
+          sudo: true,
+          dynamic: false,
+          via: [...via, 'sudo'],
+          wrapper: false,
+        });
         return;
       }
       return emit();
@@ -644,5 +784,7 @@ function unwrap(words: ShellWord[], redirects: ShellRedirect[], via: string[], s
 
 /** Whether running `command` would invoke sudo (or doas/su/pkexec) anywhere in it. */
 export function commandUsesSudo(command: string): boolean {
-  return analyzeShell(command).commands.some((c) => c.sudo || ['sudo', 'doas', 'su', 'pkexec'].includes(c.name));
+  return analyzeShell(command).commands.some(
+    (c) => c.sudo || ['sudo', 'doas', 'su', 'pkexec'].includes(c.name),
+  );
 }

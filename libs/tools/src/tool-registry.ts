@@ -45,7 +45,16 @@ export abstract class ToolRegistry {
     const secrets = [...ctx.secrets.values()];
     const started = Date.now();
     const fail = (kind: ToolErrorKind, error: string, metadata: Record<string, unknown> = {}): ToolResult =>
-      redactSecrets({ tool: name, ok: false, output: null, error, metadata: { ...metadata, error_kind: kind, duration_ms: Date.now() - started } }, secrets);
+      redactSecrets(
+        {
+          tool: name,
+          ok: false,
+          output: null,
+          error,
+          metadata: { ...metadata, error_kind: kind, duration_ms: Date.now() - started },
+        },
+        secrets,
+      );
 
     const tool = this.get(name);
     if (!tool) return fail('unknown_tool', `unknown tool ${JSON.stringify(name)}`);
@@ -62,7 +71,9 @@ export abstract class ToolRegistry {
     const onOuterAbort = () => controller.abort(ctx.signal.reason ?? new Error('cancelled'));
     ctx.signal.addEventListener('abort', onOuterAbort, { once: true });
     // A tool that ignores its signal must not hold the caller: the abort settles the call.
-    const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+    const aborted = new Promise<'aborted'>((resolve) =>
+      controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }),
+    );
     try {
       const outcome = await Promise.race([tool.run(args, { ...ctx, signal: controller.signal }), aborted]);
       if (outcome === 'aborted') {
@@ -70,11 +81,17 @@ export abstract class ToolRegistry {
           ? fail('timeout', `${name} timed out after ${tool.manifest.timeout_ms} ms`, { timed_out: true })
           : fail('cancelled', `${name} cancelled`);
       }
-      const result: ToolResult = { ...outcome, tool: name, metadata: { ...outcome.metadata, duration_ms: Date.now() - started } };
-      if (!result.ok && result.metadata.error_kind === undefined) result.metadata.error_kind = timedOut ? 'timeout' : 'tool_error';
+      const result: ToolResult = {
+        ...outcome,
+        tool: name,
+        metadata: { ...outcome.metadata, duration_ms: Date.now() - started },
+      };
+      if (!result.ok && result.metadata.error_kind === undefined)
+        result.metadata.error_kind = timedOut ? 'timeout' : 'tool_error';
       return redactSecrets(result, secrets);
     } catch (e) {
-      if (timedOut) return fail('timeout', `${name} timed out after ${tool.manifest.timeout_ms} ms`, { timed_out: true });
+      if (timedOut)
+        return fail('timeout', `${name} timed out after ${tool.manifest.timeout_ms} ms`, { timed_out: true });
       return fail('tool_error', e instanceof Error ? e.message : String(e));
     } finally {
       clearTimeout(timer);

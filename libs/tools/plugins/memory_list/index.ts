@@ -4,6 +4,9 @@ import { memoryTool } from '../../src/memory-tool-service';
 
 export function createTool({ memory }: ToolServices): ToolImplementation {
   return memoryTool(memory, async (m, args, ctx) => ({
-    entries: await m.list({ limit: typeof args.limit === 'number' ? args.limit : 20, kind: args.kind as MemoryKind | undefined }, ctx),
+    entries: await m.list(
+      { limit: typeof args.limit === 'number' ? args.limit : 20, kind: args.kind as MemoryKind | undefined },
+      ctx,
+    ),
   }));
 }

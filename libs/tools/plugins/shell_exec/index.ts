@@ -14,7 +14,13 @@ export function createTool({ sandbox }: ToolServices): ToolImplementation {
       const args = raw as unknown as Args;
       const sudo = commandUsesSudo(args.command);
       const password = ctx.secrets.get(SUDO_SECRET);
-      if (sudo && !password) return { ok: false, output: null, error: `sudo refused: no ${SUDO_SECRET} secret was provided for this call`, metadata: { error_kind: 'permission_denied' } };
+      if (sudo && !password)
+        return {
+          ok: false,
+          output: null,
+          error: `sudo refused: no ${SUDO_SECRET} secret was provided for this call`,
+          metadata: { error_kind: 'permission_denied' },
+        };
       const r = await sandbox.exec(args.command, {
         cwd: args.cwd,
         timeoutMs: args.timeout_ms ?? 110_000,
@@ -36,7 +42,14 @@ export function createTool({ sandbox }: ToolServices): ToolImplementation {
         ok,
         output: { exit_code: r.exit_code, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated },
         error,
-        metadata: { sandbox: r.sandbox, signal: r.signal, timed_out: r.timed_out, flooded: r.flooded, truncated: r.truncated, ...(r.timed_out ? { error_kind: 'timeout' } : {}) },
+        metadata: {
+          sandbox: r.sandbox,
+          signal: r.signal,
+          timed_out: r.timed_out,
+          flooded: r.flooded,
+          truncated: r.truncated,
+          ...(r.timed_out ? { error_kind: 'timeout' } : {}),
+        },
       };
     },
   };
