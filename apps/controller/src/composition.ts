@@ -16,6 +16,7 @@ import {
   SysUtilBackend,
   ToolOutcomeHook,
   createRuntime,
+  disciplineSettingsFrom,
 } from '@runledger/runtime';
 import { ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
 import { AppConfig } from './config';
@@ -101,6 +102,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     stepConcurrency: config.RUNLEDGER_STEP_CONCURRENCY,
     modelTimeoutMs: config.RUNLEDGER_MODEL_TIMEOUT_MS,
     redact: redactSecrets,
+    discipline: disciplineSettingsFrom(config),
     log: overrides.log,
   });
   return {

@@ -1,6 +1,6 @@
 import { EventStore } from '@runledger/event-store';
 import { PermissionPolicy } from '@runledger/permissions';
-import { ToolRegistry } from '@runledger/tools';
+import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
 import { DisciplineGuard } from './discipline/discipline-guard';
 import { DisciplineSettings } from './discipline/settings';
@@ -10,7 +10,6 @@ import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { SysUtilBackend } from './model/sys-util';
 import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
-import { redactValues } from './redaction';
 import { RuntimeLoop } from './runtime-loop';
 import { RuntimeService } from './runtime-service';
 
@@ -69,7 +68,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     coder: o.model,
     modelTimeoutMs,
     stepConcurrency: o.stepConcurrency ?? 4,
-    redact: o.redact ?? redactValues,
+    redact: o.redact ?? redactSecrets,
     log,
   });
   const loop = new RuntimeLoop({

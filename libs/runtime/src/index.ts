@@ -13,6 +13,5 @@ export * from './execution-engine';
 export * from './runtime-loop';
 export * from './runtime-service';
 export * from './create-runtime';
-export * from './redaction';
 export * from './discipline';
 export * from './replay';

@@ -4,7 +4,7 @@ import { EventStore } from '@runledger/event-store';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
-import { LoopGuard, Stop } from './ports';
+import { INPUT_REFUSED, LoopGuard, Stop } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 
@@ -63,7 +63,7 @@ export class RuntimeLoop {
       if (p.round === 0) {
         const check = this.deps.permissions.checkTaskInput(p.input);
         if (check.verdict === 'hard_stop') {
-          await this.end(writer, { stop_reason: 'permission_denied', detail: `input refused: ${check.reason}` }, null);
+          await this.end(writer, { stop_reason: 'permission_denied', detail: `${INPUT_REFUSED}${check.reason}` }, null);
           continue;
         }
       }
