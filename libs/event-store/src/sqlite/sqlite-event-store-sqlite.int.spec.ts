@@ -3,7 +3,9 @@ import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { taskReceived, chunks } from '../testing/events';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
-import { SqliteEventStore } from './sqlite-event-store';
+import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from './open-sqlite';
+import { SqliteEventStore, StoreBusyError } from './sqlite-event-store';
 import { InlineProjection } from '../inline-projection';
 
 interface WriterOutcome {
@@ -50,6 +52,37 @@ describe('SqliteEventStore on a real file', () => {
     await expect(withProjection.append('t1', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow('projection broke');
     expect(await sut.head()).toEqual({ position: 0, event_count: 0 });
     expect(seen).toEqual([]);
+  });
+
+  it('waits out a lock held longer than busy_timeout: SQLITE_BUSY never reaches the caller', async () => {
+    const other = new BetterSqlite3(db.path);
+    const handle = openSqlite({ path: db.path, busyTimeoutMs: 20 });
+    const impatient = new SqliteEventStore(handle);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const append = impatient.append('t1', [taskReceived()], { expected: 'no_stream' });
+      await new Promise((r) => setTimeout(r, 300));
+      other.exec('COMMIT');
+      await expect(append).resolves.toMatchObject({ nextExpectedSequence: 1 });
+    } finally {
+      other.close();
+      await handle.close();
+    }
+  });
+
+  it('gives up with StoreBusyError, writing nothing, when the lock outlives the retry window', async () => {
+    const other = new BetterSqlite3(db.path);
+    const handle = openSqlite({ path: db.path, busyTimeoutMs: 10 });
+    const impatient = new SqliteEventStore(handle, { busyRetryMs: 100 });
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      await expect(impatient.append('t1', [taskReceived()], { expected: 'no_stream' })).rejects.toBeInstanceOf(StoreBusyError);
+      other.exec('ROLLBACK');
+      expect(await sut.head()).toEqual({ position: 0, event_count: 0 });
+    } finally {
+      other.close();
+      await handle.close();
+    }
   });
 
   it('8 concurrent writers on one file: every event committed once or rejected with ConcurrencyError, no gap, no duplicate', async () => {
