@@ -31,26 +31,32 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 const SUBMISSIONS = Number(process.env.BENCH_API_TASKS ?? 2000);
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function startServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
   const root = resolve(__dirname, '..');
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', join(root, 'apps/controller/src/main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      RUNLEDGER_DB: join(dir, 'bench.db'),
-      RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
-      RUNLEDGER_ADMIN_TOKEN: TOKEN,
-      RUNLEDGER_RATE_LIMIT: '0',
-      RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
-      LOG_LEVEL: 'warn',
+  const child = spawn(
+    process.execPath,
+    ['-r', '@swc-node/register', join(root, 'apps/controller/src/main.ts')],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        RUNLEDGER_DB: join(dir, 'bench.db'),
+        RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
+        RUNLEDGER_ADMIN_TOKEN: TOKEN,
+        RUNLEDGER_RATE_LIMIT: '0',
+        RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  );
   const url = await new Promise<string>((resolveUrl, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -65,7 +71,10 @@ async function startServer(dir: string): Promise<{ child: ChildProcess; url: str
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function json(url: string, init: RequestInit = {}): Promise<any> {
-  const res = await fetch(url, { ...init, headers: { ...auth, 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
+  const res = await fetch(url, {
+    ...init,
+    headers: { ...auth, 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
+  });
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -75,7 +84,9 @@ async function waitAllFinal(url: string, expected: number): Promise<void> {
   let after = 0;
   let done = 0;
   while (done < expected) {
-    const page = await json(`${url}/admin/events?type=TASK_COMPLETED,TASK_FAILED,TASK_CANCELLED&after_position=${after}&limit=1000`);
+    const page = await json(
+      `${url}/admin/events?type=TASK_COMPLETED,TASK_FAILED,TASK_CANCELLED&after_position=${after}&limit=1000`,
+    );
     done += page.events.length;
     after = page.next_after_position;
     if (page.events.length < 1000) await new Promise((r) => setTimeout(r, 50));
@@ -126,7 +137,11 @@ async function perTaskReplay(url: string, taskIds: string[]): Promise<number[]> 
     await new Promise<void>((done) => {
       const onMessage = (data: WebSocket.RawData) => {
         const m = JSON.parse(data.toString());
-        if (m.type === 'event' && m.subscription_id === `t${i}` && ['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'].includes(m.event.type)) {
+        if (
+          m.type === 'event' &&
+          m.subscription_id === `t${i}` &&
+          ['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'].includes(m.event.type)
+        ) {
           ws.off('message', onMessage);
           done();
         }
@@ -145,8 +160,14 @@ export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-api-'));
   const { child, url } = await startServer(dir);
   try {
-    console.log(`api bench: controller child process at ${url} (sys_util, SQLite synchronous=${process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL'}), ${CONNECTIONS} connections`);
-    const health = await autocannon({ url: `${url}/health`, connections: CONNECTIONS, amount: SUBMISSIONS * 2 });
+    console.log(
+      `api bench: controller child process at ${url} (sys_util, SQLite synchronous=${process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL'}), ${CONNECTIONS} connections`,
+    );
+    const health = await autocannon({
+      url: `${url}/health`,
+      connections: CONNECTIONS,
+      amount: SUBMISSIONS * 2,
+    });
     const submit = await autocannon({
       url: `${url}/tasks`,
       method: 'POST',
@@ -155,7 +176,8 @@ export async function main(): Promise<void> {
       connections: CONNECTIONS,
       amount: SUBMISSIONS,
     });
-    if (submit.non2xx || submit.errors) throw new Error(`POST /tasks: ${submit.non2xx} non-2xx, ${submit.errors} errors`);
+    if (submit.non2xx || submit.errors)
+      throw new Error(`POST /tasks: ${submit.non2xx} non-2xx, ${submit.errors} errors`);
     const e2eStart = Date.now() - submit.duration * 1000;
     await waitAllFinal(url, SUBMISSIONS);
     const e2eSeconds = (Date.now() - e2eStart) / 1000;
@@ -166,12 +188,24 @@ export async function main(): Promise<void> {
     const tasks = (await json(`${url}/tasks?limit=200`)).tasks.map((t: { task_id: string }) => t.task_id);
     const perTask = await perTaskReplay(url, tasks);
 
-    console.log(`GET /health (baseline)     ${fmt(health.requests.average)} req/s   p50 ${health.latency.p50} ms   p99 ${health.latency.p99} ms`);
-    console.log(`POST /tasks (202)          ${fmt(submit.requests.average)} req/s   p50 ${submit.latency.p50} ms   p99 ${submit.latency.p99} ms   = ${fmt(submit.requests.average / health.requests.average, 2)}x GET /health`);
-    console.log(`tasks end to end           ${fmt(SUBMISSIONS / e2eSeconds)} tasks/s (${SUBMISSIONS} submitted, all final after ${fmt(e2eSeconds, 1)} s)`);
-    console.log(`REST page replay (baseline) ${fmt(rest.events / rest.seconds)} events/s (${rest.events} events, pages of 1000)`);
-    console.log(`WS subscribe_all replay    ${fmt(head / wsSeconds)} events/s (${head} events in ${fmt(wsSeconds, 2)} s) = ${fmt(head / wsSeconds / (rest.events / rest.seconds), 2)}x REST paging`);
-    console.log(`WS per-task replay         p50 ${fmt(pct(perTask, 50), 2)} ms   p99 ${fmt(pct(perTask, 99), 2)} ms (${perTask.length} tasks, subscribe -> final event)`);
+    console.log(
+      `GET /health (baseline)     ${fmt(health.requests.average)} req/s   p50 ${health.latency.p50} ms   p99 ${health.latency.p99} ms`,
+    );
+    console.log(
+      `POST /tasks (202)          ${fmt(submit.requests.average)} req/s   p50 ${submit.latency.p50} ms   p99 ${submit.latency.p99} ms   = ${fmt(submit.requests.average / health.requests.average, 2)}x GET /health`,
+    );
+    console.log(
+      `tasks end to end           ${fmt(SUBMISSIONS / e2eSeconds)} tasks/s (${SUBMISSIONS} submitted, all final after ${fmt(e2eSeconds, 1)} s)`,
+    );
+    console.log(
+      `REST page replay (baseline) ${fmt(rest.events / rest.seconds)} events/s (${rest.events} events, pages of 1000)`,
+    );
+    console.log(
+      `WS subscribe_all replay    ${fmt(head / wsSeconds)} events/s (${head} events in ${fmt(wsSeconds, 2)} s) = ${fmt(head / wsSeconds / (rest.events / rest.seconds), 2)}x REST paging`,
+    );
+    console.log(
+      `WS per-task replay         p50 ${fmt(pct(perTask, 50), 2)} ms   p99 ${fmt(pct(perTask, 99), 2)} ms (${perTask.length} tasks, subscribe -> final event)`,
+    );
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
+// the e2e harness boots the app itself (the rule keeps libs from importing apps/)
+// eslint-disable-next-line no-restricted-imports
 import { loadConfig } from '../apps/controller/src/config';
+// eslint-disable-next-line no-restricted-imports
 import { bootController } from '../apps/controller/src/bootstrap';
 
 /** Tokens of a test server: one per scope set. */
@@ -28,12 +31,24 @@ export interface ApiHarness {
   dir: string;
   workspace: string;
   logs: string[];
-  request(method: string, path: string, options?: { token?: string | null; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> }): Promise<HttpResult>;
+  request(
+    method: string,
+    path: string,
+    options?: {
+      token?: string | null;
+      body?: unknown;
+      raw?: string | Buffer;
+      headers?: Record<string, string>;
+    },
+  ): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
 /** Boot the real controller in-process on 127.0.0.1:0 with a temp DB and captured JSON logs. */
-export async function bootApi(env: Record<string, string> = {}, options: { beforeBoot?: (dbPath: string) => Promise<void> } = {}): Promise<ApiHarness> {
+export async function bootApi(
+  env: Record<string, string> = {},
+  options: { beforeBoot?: (dbPath: string) => Promise<void> } = {},
+): Promise<ApiHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-api-'));
   const workspace = join(dir, 'workspace');
   mkdirSync(workspace);
@@ -61,7 +76,9 @@ export async function bootApi(env: Record<string, string> = {}, options: { befor
   });
   await options.beforeBoot?.(config.RUNLEDGER_DB);
   const logs: string[] = [];
-  const started = await bootController(config, { logDestination: { write: (line: string) => void logs.push(line) } });
+  const started = await bootController(config, {
+    logDestination: { write: (line: string) => void logs.push(line) },
+  });
   const url = started.url;
   return {
     url,
@@ -76,8 +93,13 @@ export async function bootApi(env: Record<string, string> = {}, options: { befor
       let body: string | Buffer | undefined;
       if (options.raw !== undefined) body = options.raw;
       else if (options.body !== undefined) body = JSON.stringify(options.body);
-      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
-      const res = await fetch(`${url}${path}`, { method, headers, body: typeof body === "string" || body === undefined ? body : new Uint8Array(body) });
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+        headers['content-type'] = 'application/json';
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers,
+        body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body),
+      });
       const text = await res.text();
       let parsed: unknown = null;
       try {
@@ -95,12 +117,18 @@ export async function bootApi(env: Record<string, string> = {}, options: { befor
 }
 
 /** Poll the task until `done(status)` (default: terminal). */
-export async function waitForTask(h: ApiHarness, taskId: string, done: (s: TaskStatus) => boolean = isTerminalStatus, timeoutMs = 15_000) {
+export async function waitForTask(
+  h: ApiHarness,
+  taskId: string,
+  done: (s: TaskStatus) => boolean = isTerminalStatus,
+  timeoutMs = 15_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await h.request('GET', `/tasks/${taskId}`);
     if (res.status === 200 && done(res.body.status)) return res.body;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`task ${taskId} still ${res.body?.status} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -124,7 +152,9 @@ export class WsClient {
       this.messages.push(JSON.parse(data.toString()));
       this.waiters.splice(0).forEach((w) => w());
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
   }
 
   static open(url: string, options: WebSocket.ClientOptions = {}): Promise<WsClient> {
@@ -154,7 +184,10 @@ export class WsClient {
       const found = this.messages.slice(from).find(pred);
       if (found) return found;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no matching ws message in ${timeoutMs} ms; last: ${JSON.stringify(this.messages.slice(-3)).slice(0, 500)}`);
+      if (left <= 0)
+        throw new Error(
+          `no matching ws message in ${timeoutMs} ms; last: ${JSON.stringify(this.messages.slice(-3)).slice(0, 500)}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -166,7 +199,9 @@ export class WsClient {
   }
 
   events(subscriptionId: string) {
-    return this.messages.filter((m) => m.type === 'event' && m.subscription_id === subscriptionId).map((m) => m.event);
+    return this.messages
+      .filter((m) => m.type === 'event' && m.subscription_id === subscriptionId)
+      .map((m) => m.event);
   }
 
   close(): void {

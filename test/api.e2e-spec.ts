@@ -17,19 +17,29 @@ describe('REST API (e2e over real HTTP)', () => {
   });
 
   it('submits a task (202), runs it to completion and serves its state and events', async () => {
-    const submitted = await sut.request('POST', '/tasks', { body: { input: 'hello there', session_id: 'sess-1' } });
+    const submitted = await sut.request('POST', '/tasks', {
+      body: { input: 'hello there', session_id: 'sess-1' },
+    });
     expect(submitted.status).toBe(202);
     expect(submitted.body).toEqual({ task_id: expect.any(String), status: expect.any(String) });
     const taskId = submitted.body.task_id;
 
     const task = await waitForTask(sut, taskId);
-    expect(task).toMatchObject({ task_id: taskId, status: 'completed', stop_reason: 'completed', session_id: 'sess-1', pending: [] });
+    expect(task).toMatchObject({
+      task_id: taskId,
+      status: 'completed',
+      stop_reason: 'completed',
+      session_id: 'sess-1',
+      pending: [],
+    });
     expect(typeof task.result).toBe('string');
 
     const all = await sut.request('GET', `/tasks/${taskId}/events?limit=1000`);
     expect(all.status).toBe(200);
     const events = all.body.events;
-    expect(events.map((e: { sequence: number }) => e.sequence)).toEqual(events.map((_: unknown, i: number) => i + 1));
+    expect(events.map((e: { sequence: number }) => e.sequence)).toEqual(
+      events.map((_: unknown, i: number) => i + 1),
+    );
     expect(events[0]).toMatchObject({ type: 'TASK_RECEIVED', task_id: taskId, session_id: 'sess-1' });
     expect(events[events.length - 1].type).toBe('TASK_COMPLETED');
     expect(all.body.next_after_seq).toBe(events.length);
@@ -58,7 +68,9 @@ describe('REST API (e2e over real HTTP)', () => {
   it('lists tasks with filters and cursor pagination, no task twice', async () => {
     const ids: string[] = [];
     for (const input of ['list a', 'list b', 'list c']) {
-      ids.push((await sut.request('POST', '/tasks', { body: { input, session_id: 'list-sess' } })).body.task_id);
+      ids.push(
+        (await sut.request('POST', '/tasks', { body: { input, session_id: 'list-sess' } })).body.task_id,
+      );
     }
     await Promise.all(ids.map((id) => waitForTask(sut, id)));
     const seen: string[] = [];
@@ -83,7 +95,8 @@ describe('REST API (e2e over real HTTP)', () => {
   });
 
   it('serves the global log with type, task and position filters', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'for the admin log' } })).body.task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'for the admin log' } })).body
+      .task_id;
     await waitForTask(sut, taskId);
     const received = await sut.request('GET', `/admin/events?type=TASK_RECEIVED&task_id=${taskId}`);
     expect(received.status).toBe(200);
@@ -98,13 +111,21 @@ describe('REST API (e2e over real HTTP)', () => {
 
   it('answers bad input with {error, message, details} and a 4xx, writing nothing', async () => {
     const before = await eventCount(sut);
-    const cases: Array<[string, string, { body?: unknown; raw?: string; headers?: Record<string, string> }, number, string]> = [
+    const cases: Array<
+      [string, string, { body?: unknown; raw?: string; headers?: Record<string, string> }, number, string]
+    > = [
       ['POST', '/tasks', { body: { input: 'x', extra: 1 } }, 400, 'validation_error'],
       ['POST', '/tasks', { body: { input: '' } }, 400, 'validation_error'],
       ['POST', '/tasks', { raw: '{"input": "x"' }, 400, 'validation_error'],
       ['POST', '/tasks', { raw: 'x'.repeat(70_000) }, 413, 'payload_too_large'],
       ['POST', '/tasks', { body: { input: 'x'.repeat(70_000) } }, 413, 'payload_too_large'],
-      ['POST', '/tasks', { body: { input: 'x' }, headers: { 'Idempotency-Key': 'has space' } }, 400, 'validation_error'],
+      [
+        'POST',
+        '/tasks',
+        { body: { input: 'x' }, headers: { 'Idempotency-Key': 'has space' } },
+        400,
+        'validation_error',
+      ],
       ['GET', '/tasks?limit=0', {}, 400, 'validation_error'],
       ['GET', '/tasks?status=sleeping', {}, 400, 'validation_error'],
       ['GET', '/tasks?bogus=1', {}, 400, 'validation_error'],
@@ -117,7 +138,12 @@ describe('REST API (e2e over real HTTP)', () => {
     ];
     for (const [method, path, options, status, error] of cases) {
       const res = await sut.request(method, path, options);
-      expect({ method, path, status: res.status, error: res.body?.error }).toEqual({ method, path, status, error });
+      expect({ method, path, status: res.status, error: res.body?.error }).toEqual({
+        method,
+        path,
+        status,
+        error,
+      });
       expect(Object.keys(res.body).sort()).toEqual(['details', 'error', 'message']);
       expect(typeof res.body.message).toBe('string');
     }
@@ -130,24 +156,45 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(metrics.headers.get('content-type')).toContain('text/plain');
     expect(metrics.text).toMatch(/^runledger_tasks\{status="completed"\} [1-9]\d*$/m);
     expect(metrics.text).toMatch(/^runledger_events_appended_total\{type="TASK_RECEIVED"\} [1-9]\d*$/m);
-    expect(metrics.text).toMatch(/^runledger_http_request_duration_seconds_bucket\{method="POST",route="\/tasks",status="202",le="\+Inf"\} [1-9]\d*$/m);
+    expect(metrics.text).toMatch(
+      /^runledger_http_request_duration_seconds_bucket\{method="POST",route="\/tasks",status="202",le="\+Inf"\} [1-9]\d*$/m,
+    );
     expect(metrics.text).toContain('runledger_ws_clients 0');
 
     const doc = await sut.request('GET', '/docs/openapi.json', { token: TOKENS.reader });
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/tasks', '/tasks/{task_id}', '/tasks/{task_id}/stream', '/admin/events']));
-    expect(doc.body.paths['/tasks'].post.requestBody.content['application/json'].schema.properties.input).toBeDefined();
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining(['/tasks', '/tasks/{task_id}', '/tasks/{task_id}/stream', '/admin/events']),
+    );
+    expect(
+      doc.body.paths['/tasks'].post.requestBody.content['application/json'].schema.properties.input,
+    ).toBeDefined();
     const page = await sut.request('GET', '/docs', { token: null });
     expect(page.status).toBe(200);
     expect(page.text).toContain('openapi.json');
   });
 
   it('writes JSON request logs with task_id and correlation_id', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'log me' }, headers: { 'X-Correlation-Id': 'corr-42' } })).body.task_id;
+    const taskId = (
+      await sut.request('POST', '/tasks', {
+        body: { input: 'log me' },
+        headers: { 'X-Correlation-Id': 'corr-42' },
+      })
+    ).body.task_id;
     await sut.request('GET', `/tasks/${taskId}`, { headers: { 'X-Correlation-Id': 'corr-43' } });
     const lines = sut.logs.map((l) => JSON.parse(l));
-    expect(lines).toContainEqual(expect.objectContaining({ msg: 'request', method: 'POST', status: 202, correlation_id: 'corr-42', client: 'admin' }));
-    expect(lines).toContainEqual(expect.objectContaining({ msg: 'request', method: 'GET', task_id: taskId, correlation_id: 'corr-43' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'request',
+        method: 'POST',
+        status: 202,
+        correlation_id: 'corr-42',
+        client: 'admin',
+      }),
+    );
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: 'request', method: 'GET', task_id: taskId, correlation_id: 'corr-43' }),
+    );
   });
 });

@@ -26,8 +26,18 @@ describe('access control (e2e)', () => {
     { method: 'GET', path: `/tasks/${taskId}/events`, lacking: TOKENS.approver },
     { method: 'GET', path: `/tasks/${taskId}/stream`, lacking: TOKENS.approver },
     { method: 'POST', path: `/tasks/${taskId}/cancel`, lacking: TOKENS.reader },
-    { method: 'POST', path: `/tasks/${taskId}/permissions/perm_1`, body: { decision: 'allow_once' }, lacking: TOKENS.writer },
-    { method: 'POST', path: `/tasks/${taskId}/secrets/sec_1`, body: { secret: SECRET }, lacking: TOKENS.writer },
+    {
+      method: 'POST',
+      path: `/tasks/${taskId}/permissions/perm_1`,
+      body: { decision: 'allow_once' },
+      lacking: TOKENS.writer,
+    },
+    {
+      method: 'POST',
+      path: `/tasks/${taskId}/secrets/sec_1`,
+      body: { secret: SECRET },
+      lacking: TOKENS.writer,
+    },
     { method: 'GET', path: '/admin/events', lacking: TOKENS.writer },
     { method: 'GET', path: '/metrics', lacking: TOKENS.writer },
     { method: 'GET', path: '/docs/openapi.json', lacking: TOKENS.approver },
@@ -44,10 +54,16 @@ describe('access control (e2e)', () => {
         [r.lacking, 403, 'forbidden'],
       ] as const) {
         const res = await sut.request(r.method, r.path, { token, body: r.body });
-        expect({ route: `${r.method} ${r.path}`, token, status: res.status, error: res.body?.error }).toEqual({ route: `${r.method} ${r.path}`, token, status, error });
+        expect({ route: `${r.method} ${r.path}`, token, status: res.status, error: res.body?.error }).toEqual(
+          { route: `${r.method} ${r.path}`, token, status, error },
+        );
         if (status === 401) expect(res.headers.get('www-authenticate')).toBe('Bearer');
       }
-      const malformed = await sut.request(r.method, r.path, { token: null, body: r.body, headers: { authorization: `Basic ${TOKENS.admin}` } });
+      const malformed = await sut.request(r.method, r.path, {
+        token: null,
+        body: r.body,
+        headers: { authorization: `Basic ${TOKENS.admin}` },
+      });
       expect(malformed.status).toBe(401);
     }
     expect(await eventCount(sut)).toBe(before);
@@ -56,14 +72,25 @@ describe('access control (e2e)', () => {
   it('lets each scope do its own work and admin everything', async () => {
     expect((await sut.request('GET', '/tasks', { token: TOKENS.reader })).status).toBe(200);
     expect((await sut.request('GET', `/tasks/${taskId}/events`, { token: TOKENS.reader })).status).toBe(200);
-    expect((await sut.request('POST', '/tasks', { token: TOKENS.writer, body: { input: 'writer task' } })).status).toBe(202);
+    expect(
+      (await sut.request('POST', '/tasks', { token: TOKENS.writer, body: { input: 'writer task' } })).status,
+    ).toBe(202);
     // approvals: the request is not pending, so the token passes auth and the runtime refuses (404/409), not 401/403
-    const approval = await sut.request('POST', `/tasks/${taskId}/permissions/perm_1`, { token: TOKENS.approver, body: { decision: 'deny' } });
+    const approval = await sut.request('POST', `/tasks/${taskId}/permissions/perm_1`, {
+      token: TOKENS.approver,
+      body: { decision: 'deny' },
+    });
     expect([404, 409]).toContain(approval.status);
-    const secret = await sut.request('POST', `/tasks/${taskId}/secrets/sec_1`, { token: TOKENS.approver, body: { secret: SECRET } });
+    const secret = await sut.request('POST', `/tasks/${taskId}/secrets/sec_1`, {
+      token: TOKENS.approver,
+      body: { secret: SECRET },
+    });
     expect([404, 409]).toContain(secret.status);
     expect(secret.text).not.toContain(SECRET);
-    const malformed = await sut.request('POST', `/tasks/${taskId}/secrets/sec_1`, { token: TOKENS.approver, raw: `{"secret": ${SECRET}}` });
+    const malformed = await sut.request('POST', `/tasks/${taskId}/secrets/sec_1`, {
+      token: TOKENS.approver,
+      raw: `{"secret": ${SECRET}}`,
+    });
     expect(malformed.status).toBe(400);
     // JSON.parse quotes a piece of the body in its message; not even a prefix of the secret may come back
     expect(malformed.text).not.toContain(SECRET.slice(0, 7));
@@ -97,7 +124,8 @@ describe('rate limit, generated admin token, CORS (e2e)', () => {
     const sut = await bootApi({ RUNLEDGER_RATE_LIMIT: '5' });
     try {
       const statuses = [];
-      for (let i = 0; i < 6; i++) statuses.push((await sut.request('GET', '/tasks', { token: TOKENS.reader })).status);
+      for (let i = 0; i < 6; i++)
+        statuses.push((await sut.request('GET', '/tasks', { token: TOKENS.reader })).status);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       const limited = await sut.request('GET', '/tasks', { token: TOKENS.reader });
       expect(limited.body.error).toBe('rate_limited');
@@ -127,12 +155,19 @@ describe('rate limit, generated admin token, CORS (e2e)', () => {
     const closed = await bootApi();
     const open = await bootApi({ RUNLEDGER_CORS_ORIGIN: 'https://ops.example' });
     try {
-      const preflight = { Origin: 'https://ops.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type' };
+      const preflight = {
+        Origin: 'https://ops.example',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'authorization,content-type',
+      };
       const a = await closed.request('OPTIONS', '/tasks', { token: null, headers: preflight });
       expect(a.headers.get('access-control-allow-origin')).toBeNull();
       const b = await open.request('OPTIONS', '/tasks', { token: null, headers: preflight });
       expect(b.headers.get('access-control-allow-origin')).toBe('https://ops.example');
-      const other = await open.request('GET', '/health', { token: null, headers: { Origin: 'https://evil.example' } });
+      const other = await open.request('GET', '/health', {
+        token: null,
+        headers: { Origin: 'https://evil.example' },
+      });
       expect(other.headers.get('access-control-allow-origin')).toBeNull();
     } finally {
       await closed.close();

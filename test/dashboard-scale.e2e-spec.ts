@@ -18,9 +18,18 @@ async function seed(dbPath: string): Promise<void> {
   try {
     for (let t = 0; t < TASKS; t++) {
       const taskId = `task_seed_${String(t).padStart(3, '0')}`;
-      const events: NewEvent[] = [{ type: 'TASK_RECEIVED', payload: { input: `seeded ${t}`, session_id: 'sess_seed' } } as NewEvent];
-      for (let i = 0; i < CHUNKS; i++) events.push({ type: 'OUTPUT_CHUNK', payload: { call_id: 'call_1', index: i, delta: `chunk ${i} of task ${t}` } } as NewEvent);
-      events.push({ type: 'TASK_COMPLETED', payload: { stop_reason: 'completed', detail: 'seeded', usage: emptyUsage(), result: 'ok' } } as NewEvent);
+      const events: NewEvent[] = [
+        { type: 'TASK_RECEIVED', payload: { input: `seeded ${t}`, session_id: 'sess_seed' } } as NewEvent,
+      ];
+      for (let i = 0; i < CHUNKS; i++)
+        events.push({
+          type: 'OUTPUT_CHUNK',
+          payload: { call_id: 'call_1', index: i, delta: `chunk ${i} of task ${t}` },
+        } as NewEvent);
+      events.push({
+        type: 'TASK_COMPLETED',
+        payload: { stop_reason: 'completed', detail: 'seeded', usage: emptyUsage(), result: 'ok' },
+      } as NewEvent);
       await storage.eventStore.append(taskId, events, { expected: 'no_stream' });
     }
   } finally {
@@ -33,11 +42,19 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     sut = await bootApi({}, { beforeBoot: seed });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   }, 120_000);
   afterAll(async () => {
@@ -61,12 +78,21 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
     await page.goto(`${sut.url}/admin#token=${TOKENS.admin}`);
     await timed('open event log (newest 1000 over WebSocket)', async () => {
       await page.click('#nav-events');
-      await page.waitForFunction((h) => document.querySelector('#ev-count')?.textContent?.includes('/ 1000 loaded') && document.querySelector('#ev-rows .evrow:last-child')?.textContent?.startsWith(`#${h} `), head);
+      await page.waitForFunction(
+        (h) =>
+          document.querySelector('#ev-count')?.textContent?.includes('/ 1000 loaded') &&
+          document.querySelector('#ev-rows .evrow:last-child')?.textContent?.startsWith(`#${h} `),
+        head,
+      );
     });
     await timed('page back to the first event (20 clicks of 5 pages of 1000)', async () => {
       for (let loaded = 1000; loaded < head; loaded = Math.min(head, loaded + 5000)) {
         await page.click('#ev-older');
-        await page.waitForFunction((n) => document.querySelector('#ev-count')?.textContent?.endsWith(`/ ${n} loaded`), Math.min(head, loaded + 5000), { timeout: 30_000 });
+        await page.waitForFunction(
+          (n) => document.querySelector('#ev-count')?.textContent?.endsWith(`/ ${n} loaded`),
+          Math.min(head, loaded + 5000),
+          { timeout: 30_000 },
+        );
       }
     });
     const domRows = await page.$$eval('#ev-rows .evrow', (rows) => rows.length);
@@ -75,24 +101,37 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
 
     await timed('filter 100k by type', async () => {
       await page.selectOption('#ev-type', 'TASK_COMPLETED');
-      await page.waitForFunction((n) => document.querySelector('#ev-count')?.textContent === `${n} shown / ${n * 1000} loaded`, TASKS);
+      await page.waitForFunction(
+        (n) => document.querySelector('#ev-count')?.textContent === `${n} shown / ${n * 1000} loaded`,
+        TASKS,
+      );
     });
     await timed('filter 100k by task', async () => {
       await page.selectOption('#ev-type', '');
       await page.fill('#ev-task', 'task_seed_042');
-      await page.waitForFunction(() => document.querySelector('#ev-count')?.textContent?.startsWith('1000 shown'));
+      await page.waitForFunction(() =>
+        document.querySelector('#ev-count')?.textContent?.startsWith('1000 shown'),
+      );
     });
     await timed('scroll to the middle', async () => {
       await page.fill('#ev-task', '');
-      await page.waitForFunction((n) => document.querySelector('#ev-count')?.textContent?.startsWith(`${n} shown`), head);
+      await page.waitForFunction(
+        (n) => document.querySelector('#ev-count')?.textContent?.startsWith(`${n} shown`),
+        head,
+      );
       await page.$eval('#ev-viewport', (vp) => (vp.scrollTop = vp.scrollHeight / 2));
-      await page.waitForFunction(() => document.querySelector('#ev-rows .evrow')?.textContent?.startsWith('#4'));
+      await page.waitForFunction(() =>
+        document.querySelector('#ev-rows .evrow')?.textContent?.startsWith('#4'),
+      );
     });
     expect(await page.$$eval('#ev-rows .evrow', (rows) => rows.length)).toBeLessThan(100);
     expect(errors).toEqual([]);
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-100k-events.png') });
-    writeFileSync(join(ARTIFACTS, 'dashboard-100k-timings.json'), JSON.stringify({ events: head, dom_rows: domRows, ms: timings }, null, 2));
+    writeFileSync(
+      join(ARTIFACTS, 'dashboard-100k-timings.json'),
+      JSON.stringify({ events: head, dom_rows: domRows, ms: timings }, null, 2),
+    );
   }, 180_000);
 });

@@ -15,11 +15,19 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     sut = await bootApi();
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   }, 60_000);
   afterAll(async () => {
@@ -48,17 +56,28 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(await page.textContent('#t-status')).toBe('awaiting_permission');
     await page.click('.pending button.approve');
 
-    await page.waitForFunction(() => document.querySelector('#t-status')?.textContent === 'completed', undefined, { timeout: 15_000 });
-    await page.waitForFunction(() => [...document.querySelectorAll('#t-timeline summary')].some((s) => s.textContent?.includes('TASK_COMPLETED')));
+    await page.waitForFunction(
+      () => document.querySelector('#t-status')?.textContent === 'completed',
+      undefined,
+      { timeout: 15_000 },
+    );
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('#t-timeline summary')].some((s) =>
+        s.textContent?.includes('TASK_COMPLETED'),
+      ),
+    );
     const task = await waitForTask(sut, taskId);
     expect(task.status).toBe('completed');
     expect(existsSync(join(sut.workspace, 'approved-by-browser.txt'))).toBe(true);
-    const resolved = (await sut.request('GET', `/admin/events?type=PERMISSION_RESOLVED&task_id=${taskId}`)).body.events;
+    const resolved = (await sut.request('GET', `/admin/events?type=PERMISSION_RESOLVED&task_id=${taskId}`))
+      .body.events;
     expect(resolved).toHaveLength(1);
     expect(resolved[0].payload.decision).toBe('allow_once');
     expect(await page.textContent('#t-pending')).toContain('none');
 
-    const timelineTypes = await page.$$eval('#t-timeline summary', (els) => els.map((e) => e.textContent ?? ''));
+    const timelineTypes = await page.$$eval('#t-timeline summary', (els) =>
+      els.map((e) => e.textContent ?? ''),
+    );
     const events = (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
     expect(timelineTypes).toHaveLength(events.length);
 
@@ -70,7 +89,10 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.click('#nav-events');
     await page.waitForSelector('#view-events:not([hidden])');
     await page.fill('#ev-task', taskId);
-    await page.waitForFunction((n) => document.querySelectorAll('#ev-rows .evrow').length === n, events.length);
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('#ev-rows .evrow').length === n,
+      events.length,
+    );
     await page.selectOption('#ev-type', 'PERMISSION_RESOLVED');
     await page.waitForFunction(() => document.querySelectorAll('#ev-rows .evrow').length === 1);
     await page.click('#ev-rows .evrow');
@@ -84,7 +106,9 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
   }, 60_000);
 
   it('draws the plan DAG with step states and edges', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo first then run echo second' } })).body.task_id;
+    const taskId = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo first then run echo second' } })
+    ).body.task_id;
     const task = await waitForTask(sut, taskId);
     expect(task.status).toBe('completed');
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -92,8 +116,11 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.goto(`${sut.url}/admin#/tasks/${taskId}`);
     await page.waitForSelector('svg.dag');
-    const plan = (await sut.request('GET', `/admin/events?type=PLAN_STARTED&task_id=${taskId}`)).body.events[0].payload;
-    const steps = await page.$$eval('svg.dag g[data-step]', (gs) => gs.map((g) => [g.getAttribute('data-step'), g.getAttribute('data-state')]));
+    const plan = (await sut.request('GET', `/admin/events?type=PLAN_STARTED&task_id=${taskId}`)).body
+      .events[0].payload;
+    const steps = await page.$$eval('svg.dag g[data-step]', (gs) =>
+      gs.map((g) => [g.getAttribute('data-step'), g.getAttribute('data-state')]),
+    );
     expect(steps).toEqual(plan.steps.map((s: { id: string }) => [s.id, 'completed']));
     const edges = plan.steps.reduce((n: number, s: { depends_on: string[] }) => n + s.depends_on.length, 0);
     expect(edges).toBeGreaterThan(0);

@@ -17,19 +17,59 @@ function rng(seed: number) {
 }
 type Rng = ReturnType<typeof rng>;
 
-const NASTY = ['', ' ', '\u0000', '\ud800', '💥', '../../etc/passwd', '%00', '<script>', "'; DROP TABLE events;--", '__proto__', 'constructor', 'x'.repeat(5000), '-1', '1e309', 'NaN', 'null', 'true', '[]', '{}'];
+const NASTY = [
+  '',
+  ' ',
+  '\u0000',
+  '\ud800',
+  '💥',
+  '../../etc/passwd',
+  '%00',
+  '<script>',
+  "'; DROP TABLE events;--",
+  '__proto__',
+  'constructor',
+  'x'.repeat(5000),
+  '-1',
+  '1e309',
+  'NaN',
+  'null',
+  'true',
+  '[]',
+  '{}',
+];
 
 function randomValue(r: Rng, depth = 0): unknown {
   switch (r.int(depth > 3 ? 5 : 8)) {
-    case 0: return r.pick(NASTY);
-    case 1: return r.pick([0, -1, 1.5, 1e308, -0, Number.MAX_SAFE_INTEGER + 2]);
-    case 2: return r.pick([true, false, null]);
-    case 3: return String.fromCharCode(...Array.from({ length: r.int(40) }, () => r.int(0xffff)));
-    case 4: return r.int(1000);
-    case 5: return Array.from({ length: r.int(4) }, () => randomValue(r, depth + 1));
+    case 0:
+      return r.pick(NASTY);
+    case 1:
+      return r.pick([0, -1, 1.5, 1e308, -0, Number.MAX_SAFE_INTEGER + 2]);
+    case 2:
+      return r.pick([true, false, null]);
+    case 3:
+      return String.fromCharCode(...Array.from({ length: r.int(40) }, () => r.int(0xffff)));
+    case 4:
+      return r.int(1000);
+    case 5:
+      return Array.from({ length: r.int(4) }, () => randomValue(r, depth + 1));
     default: {
       const o: Record<string, unknown> = {};
-      for (let i = r.int(5); i > 0; i--) o[r.pick(['input', 'session_id', 'budgets', 'accept_checks', 'decision', 'secret', 'type', '__proto__', 'extra', r.pick(NASTY)])] = randomValue(r, depth + 1);
+      for (let i = r.int(5); i > 0; i--)
+        o[
+          r.pick([
+            'input',
+            'session_id',
+            'budgets',
+            'accept_checks',
+            'decision',
+            'secret',
+            'type',
+            '__proto__',
+            'extra',
+            r.pick(NASTY),
+          ])
+        ] = randomValue(r, depth + 1);
       return o;
     }
   }
@@ -37,20 +77,48 @@ function randomValue(r: Rng, depth = 0): unknown {
 
 function malformedTaskBody(r: Rng): { raw?: string; body?: unknown; headers?: Record<string, string> } {
   switch (r.int(6)) {
-    case 0: return { raw: JSON.stringify(randomValue(r)).slice(0, r.int(60) + 1) + r.pick(['', '}', ',', '"']) };
-    case 1: return { raw: String(randomValue(r)), headers: { 'content-type': r.pick(['text/plain', 'application/xml', 'application/json; charset=utf-16', 'multipart/form-data']) } };
-    case 2: return { body: { input: 'valid input', [r.pick(['extra', 'status', 'task_id', '__proto__x'])]: randomValue(r) } };
-    case 3: return { body: { input: randomValue(r), budgets: { max_rounds: r.pick([0, -5, 'ten', 1.5]) } } };
-    case 4: return { body: { input: 'x', accept_checks: [{ id: r.pick(NASTY), kind: r.pick(['nope', 7, null]) }] } };
-    default: return { body: randomValue(r) };
+    case 0:
+      return { raw: JSON.stringify(randomValue(r)).slice(0, r.int(60) + 1) + r.pick(['', '}', ',', '"']) };
+    case 1:
+      return {
+        raw: String(randomValue(r)),
+        headers: {
+          'content-type': r.pick([
+            'text/plain',
+            'application/xml',
+            'application/json; charset=utf-16',
+            'multipart/form-data',
+          ]),
+        },
+      };
+    case 2:
+      return {
+        body: {
+          input: 'valid input',
+          [r.pick(['extra', 'status', 'task_id', '__proto__x'])]: randomValue(r),
+        },
+      };
+    case 3:
+      return { body: { input: randomValue(r), budgets: { max_rounds: r.pick([0, -5, 'ten', 1.5]) } } };
+    case 4:
+      return {
+        body: { input: 'x', accept_checks: [{ id: r.pick(NASTY), kind: r.pick(['nope', 7, null]) }] },
+      };
+    default:
+      return { body: randomValue(r) };
   }
 }
 
 /** percent-encode, lone surrogates included (encodeURIComponent throws on them) */
-const safeEncode = (s: string) => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+const safeEncode = (s: string) =>
+  [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
 
 const randomQuery = (r: Rng) =>
-  Array.from({ length: r.int(4) + 1 }, () => `${safeEncode(r.pick(['limit', 'cursor', 'status', 'after_seq', 'after_position', 'type', 'task_id', 'session_id', 'bogus', r.pick(NASTY)]))}=${r.pick([safeEncode(JSON.stringify(randomValue(r)) ?? ""), '%FF', '%', '-1', '99999999999999999999', 'a,b', ''])}`).join('&');
+  Array.from(
+    { length: r.int(4) + 1 },
+    () =>
+      `${safeEncode(r.pick(['limit', 'cursor', 'status', 'after_seq', 'after_position', 'type', 'task_id', 'session_id', 'bogus', r.pick(NASTY)]))}=${r.pick([safeEncode(JSON.stringify(randomValue(r)) ?? ''), '%FF', '%', '-1', '99999999999999999999', 'a,b', ''])}`,
+  ).join('&');
 
 describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
   let sut: ApiHarness;
@@ -74,7 +142,10 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
     const send = async (method: string, path: string, options: Parameters<ApiHarness['request']>[2] = {}) => {
       const res = await sut.request(method, path, options);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      if (res.status >= 500 || res.status < 400) seen.push(`${res.status} ${method} ${path} ${JSON.stringify(options).slice(0, 200)} -> ${res.text.slice(0, 200)}`);
+      if (res.status >= 500 || res.status < 400)
+        seen.push(
+          `${res.status} ${method} ${path} ${JSON.stringify(options).slice(0, 200)} -> ${res.text.slice(0, 200)}`,
+        );
       else expect(Object.keys(res.body ?? {}).sort()).toEqual(['details', 'error', 'message']);
     };
 
@@ -87,7 +158,12 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
     }
     await send('POST', '/tasks', { raw: JSON.stringify({ input: 'x'.repeat(20_000) }) });
     for (let i = 0; i < 120; i++) {
-      const path = r.pick([`/tasks?${randomQuery(r)}`, `/tasks/${taskId}/events?${randomQuery(r)}`, `/admin/events?${randomQuery(r)}`, `/tasks/${taskId}/stream?${randomQuery(r)}`]);
+      const path = r.pick([
+        `/tasks?${randomQuery(r)}`,
+        `/tasks/${taskId}/events?${randomQuery(r)}`,
+        `/admin/events?${randomQuery(r)}`,
+        `/tasks/${taskId}/stream?${randomQuery(r)}`,
+      ]);
       // only malformed queries count: skip the rare one that happens to be valid
       const probe = await sut.request('GET', path.replace('/stream?', '/events?'));
       if (probe.status < 400) continue;
@@ -95,19 +171,39 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
       httpCount++;
     }
     for (let i = 0; i < 30; i++) {
-      await send('GET', `/tasks/${taskId}/stream`, { headers: { 'Last-Event-ID': r.pick(['-1', 'abc', '1.5', '1e3', '99999999999999999', ' ']) } });
+      await send('GET', `/tasks/${taskId}/stream`, {
+        headers: { 'Last-Event-ID': r.pick(['-1', 'abc', '1.5', '1e3', '99999999999999999', ' ']) },
+      });
       httpCount++;
     }
     for (let i = 0; i < 80; i++) {
       const kind = r.pick(['permissions', 'secrets']);
-      await send('POST', `/tasks/${r.pick([taskId, 'task_nope', '%FF', safeEncode(String(r.pick(NASTY)) || 'x')])}/${kind}/${r.pick(['req_1', '%E0%A4%A', 'a'.repeat(300)])}`, {
-        body: r.int(2) ? randomValue(r) : { decision: r.pick(['allow', 'yes', 1, null]), secret: randomValue(r) },
-      });
+      await send(
+        'POST',
+        `/tasks/${r.pick([taskId, 'task_nope', '%FF', safeEncode(String(r.pick(NASTY)) || 'x')])}/${kind}/${r.pick(['req_1', '%E0%A4%A', 'a'.repeat(300)])}`,
+        {
+          body: r.int(2)
+            ? randomValue(r)
+            : { decision: r.pick(['allow', 'yes', 1, null]), secret: randomValue(r) },
+        },
+      );
       httpCount++;
     }
     for (let i = 0; i < 50; i++) {
       const method = r.pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH']);
-      await send(method, r.pick(['/tasks/%FF', '/tasks/a/b/c/d', `/tasks/${'z'.repeat(300)}`, '/admin/nothing', '/%', `/tasks/${taskId}/cancel/x`, '/metrics/x']), method === 'GET' ? {} : { body: randomValue(r) });
+      await send(
+        method,
+        r.pick([
+          '/tasks/%FF',
+          '/tasks/a/b/c/d',
+          `/tasks/${'z'.repeat(300)}`,
+          '/admin/nothing',
+          '/%',
+          `/tasks/${taskId}/cancel/x`,
+          '/metrics/x',
+        ]),
+        method === 'GET' ? {} : { body: randomValue(r) },
+      );
       httpCount++;
     }
 
@@ -116,8 +212,17 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
     for (let i = 0; i < 170; i++) {
       const m = r.int(4);
       if (m === 0) ws.send(JSON.stringify(randomValue(r)).slice(0, r.int(80) + 1));
-      else if (m === 1) ws.send({ type: r.pick(['subscribe', 'subscribe_all', 'unsubscribe', 'auth', 'ping', 'x']), ...(randomValue(r) as object) });
-      else if (m === 2) ws.send({ type: 'subscribe', task_id: r.pick([taskId, 'task_nope', r.pick(NASTY)]), after_seq: r.pick([-1, 'a', 1.5, null]) });
+      else if (m === 1)
+        ws.send({
+          type: r.pick(['subscribe', 'subscribe_all', 'unsubscribe', 'auth', 'ping', 'x']),
+          ...(randomValue(r) as object),
+        });
+      else if (m === 2)
+        ws.send({
+          type: 'subscribe',
+          task_id: r.pick([taskId, 'task_nope', r.pick(NASTY)]),
+          after_seq: r.pick([-1, 'a', 1.5, null]),
+        });
       else ws.ws.send(Buffer.from(Array.from({ length: r.int(50) + 1 }, () => r.int(256))));
       wsCount++;
     }

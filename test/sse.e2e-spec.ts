@@ -7,14 +7,21 @@ interface SseMessage {
 }
 
 /** Read an SSE response to its end (the server ends it after the task's final event). */
-async function readSse(url: string, headers: Record<string, string>): Promise<{ status: number; contentType: string | null; messages: SseMessage[] }> {
+async function readSse(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; contentType: string | null; messages: SseMessage[] }> {
   const res = await fetch(url, { headers });
   const text = await res.text();
   const messages = text
     .split('\n\n')
     .filter((block) => block.trim() && !block.startsWith(':'))
     .map((block) => {
-      const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+      const fields = Object.fromEntries(
+        block
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+      );
       return { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) };
     });
   return { status: res.status, contentType: res.headers.get('content-type'), messages };
@@ -30,7 +37,9 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
   });
 
   it('streams replay then live with id = sequence and ends after the final event; Last-Event-ID resumes', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo sse-one then run echo sse-two' } })).body.task_id;
+    const taskId = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo sse-one then run echo sse-two' } })
+    ).body.task_id;
     const auth = { authorization: `Bearer ${TOKENS.reader}` };
     const full = await readSse(`${sut.url}/tasks/${taskId}/stream`, auth);
     expect(full.status).toBe(200);
@@ -38,11 +47,18 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
     const n = full.messages.length;
     expect(n).toBeGreaterThanOrEqual(4);
     expect(full.messages.map((m) => m.id)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
-    expect(full.messages.every((m) => m.data.sequence === m.id && m.event === m.data.type && m.data.task_id === taskId)).toBe(true);
+    expect(
+      full.messages.every(
+        (m) => m.data.sequence === m.id && m.event === m.data.type && m.data.task_id === taskId,
+      ),
+    ).toBe(true);
     expect(['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED']).toContain(full.messages[n - 1].event);
 
     const k = Math.floor(n / 2);
-    const resumed = await readSse(`${sut.url}/tasks/${taskId}/stream`, { ...auth, 'Last-Event-ID': String(k) });
+    const resumed = await readSse(`${sut.url}/tasks/${taskId}/stream`, {
+      ...auth,
+      'Last-Event-ID': String(k),
+    });
     expect(resumed.messages).toEqual(full.messages.slice(k));
 
     const viaQuery = await readSse(`${sut.url}/tasks/${taskId}/stream?after_seq=${n - 1}`, auth);
@@ -53,7 +69,8 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
   });
 
   it('delivers live events to a stream opened before the task ends', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello from sse live' } })).body.task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello from sse live' } })).body
+      .task_id;
     const stream = readSse(`${sut.url}/tasks/${taskId}/stream`, { authorization: `Bearer ${TOKENS.admin}` });
     await waitForTask(sut, taskId);
     const { messages } = await stream;

@@ -23,7 +23,9 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('submit, watch live to the final event, then reconnect mid-stream and get exactly the missing events', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo live-one then run echo live-two' } })).body.task_id;
+    const taskId = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo live-one then run echo live-two' } })
+    ).body.task_id;
     const watcher = await open();
     watcher.send({ type: 'subscribe', task_id: taskId, after_seq: 0, subscription_id: 'w' });
     await watcher.waitFor((m) => m.type === 'event' && isFinalEventType(m.event.type));
@@ -42,19 +44,21 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('subscribe_all replays then continues live, in position order, no gap, no duplicate', async () => {
-    const first = (await sut.request('POST', '/tasks', { body: { input: 'before the subscription' } })).body.task_id;
+    const first = (await sut.request('POST', '/tasks', { body: { input: 'before the subscription' } })).body
+      .task_id;
     await waitForTask(sut, first);
     const c = await open();
     c.send({ type: 'subscribe_all', after_position: 0, subscription_id: 'all' });
     const more = [];
-    for (let i = 0; i < 3; i++) more.push((await sut.request('POST', '/tasks', { body: { input: `during ${i}` } })).body.task_id);
+    for (let i = 0; i < 3; i++)
+      more.push((await sut.request('POST', '/tasks', { body: { input: `during ${i}` } })).body.task_id);
     await Promise.all(more.map((id) => waitForTask(sut, id)));
     const head = (await sut.request('GET', '/admin/events?limit=1')).body.head_position;
     await c.waitFor((m) => m.type === 'event' && m.event.position === head);
     const positions = c.events('all').map((e: Ev) => e.position);
     expect(positions).toEqual(range(1, head));
     const log = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = (await sut.request('GET', `/admin/events?after_position=${after}&limit=1000`)).body;
       log.push(...page.events);
       if (page.events.length < 1000) break;
@@ -73,8 +77,14 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     const subA = await c.waitFor((m) => m.type === 'subscribed' && m.task_id === a);
     const subB = await c.waitFor((m) => m.type === 'subscribed' && m.task_id === b);
     expect(subA.subscription_id).not.toBe(subB.subscription_id);
-    await c.waitFor((m) => m.type === 'event' && m.subscription_id === subA.subscription_id && isFinalEventType(m.event.type));
-    await c.waitFor((m) => m.type === 'event' && m.subscription_id === subB.subscription_id && isFinalEventType(m.event.type));
+    await c.waitFor(
+      (m) =>
+        m.type === 'event' && m.subscription_id === subA.subscription_id && isFinalEventType(m.event.type),
+    );
+    await c.waitFor(
+      (m) =>
+        m.type === 'event' && m.subscription_id === subB.subscription_id && isFinalEventType(m.event.type),
+    );
     expect(c.events(subA.subscription_id).every((e: Ev) => e.task_id === a)).toBe(true);
     expect(c.events(subB.subscription_id).every((e: Ev) => e.task_id === b)).toBe(true);
 
@@ -82,7 +92,8 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     await c.waitFor((m) => m.type === 'subscribed' && m.subscription_id === 'tail');
     c.send({ type: 'unsubscribe', subscription_id: 'tail' });
     await c.waitFor((m) => m.type === 'unsubscribed' && m.subscription_id === 'tail');
-    const later = (await sut.request('POST', '/tasks', { body: { input: 'after unsubscribe' } })).body.task_id;
+    const later = (await sut.request('POST', '/tasks', { body: { input: 'after unsubscribe' } })).body
+      .task_id;
     await waitForTask(sut, later);
     c.send({ type: 'ping' });
     await c.waitFor((m) => m.type === 'pong');
@@ -91,9 +102,18 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
 
   it('answers bad messages with {type:"error"} and keeps the connection', async () => {
     const c = await open();
-    const bad: unknown[] = ['not json', '[]', '42', { type: 'nope' }, { type: 'subscribe' }, { type: 'subscribe', task_id: 'x', after_seq: -1 },
-      { type: 'subscribe', task_id: 'task_missing', after_seq: 0 }, { type: 'unsubscribe', subscription_id: 'none' }, { type: 'subscribe_all', after_position: 'a' },
-      { type: 'auth', token: TOKENS.admin }];
+    const bad: unknown[] = [
+      'not json',
+      '[]',
+      '42',
+      { type: 'nope' },
+      { type: 'subscribe' },
+      { type: 'subscribe', task_id: 'x', after_seq: -1 },
+      { type: 'subscribe', task_id: 'task_missing', after_seq: 0 },
+      { type: 'unsubscribe', subscription_id: 'none' },
+      { type: 'subscribe_all', after_position: 'a' },
+      { type: 'auth', token: TOKENS.admin },
+    ];
     for (const m of bad) c.send(m);
     c.send({ type: 'ping' });
     await c.waitFor((m) => m.type === 'pong');
@@ -103,7 +123,9 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
       expect(Object.keys(e).sort()).toEqual(['details', 'error', 'message', 'type']);
       expect(typeof e.message).toBe('string');
     }
-    expect(errors.map((e) => e.error)).toEqual(expect.arrayContaining(['validation_error', 'not_found', 'illegal_state']));
+    expect(errors.map((e) => e.error)).toEqual(
+      expect.arrayContaining(['validation_error', 'not_found', 'illegal_state']),
+    );
   });
 
   it('enforces auth: nothing before auth, a wrong token closes 4401, scopes apply', async () => {
@@ -119,11 +141,15 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     expect(await reader.waitFor((m) => m.type === 'error')).toMatchObject({ error: 'forbidden' });
     expect(reader.messages.filter((m) => m.type === 'event')).toEqual([]);
 
-    const viaHeader = await WsClient.open(sut.wsUrl, { headers: { authorization: `Bearer ${TOKENS.reader}` } });
+    const viaHeader = await WsClient.open(sut.wsUrl, {
+      headers: { authorization: `Bearer ${TOKENS.reader}` },
+    });
     clients.push(viaHeader);
     viaHeader.send({ type: 'ping' });
     await viaHeader.waitFor((m) => m.type === 'pong');
-    await expect(WsClient.open(sut.wsUrl, { headers: { authorization: 'Bearer nope-nope-nope-nope' } })).rejects.toThrow(/401/);
+    await expect(
+      WsClient.open(sut.wsUrl, { headers: { authorization: 'Bearer nope-nope-nope-nope' } }),
+    ).rejects.toThrow(/401/);
   });
 
   it('drops a peer that stops answering pings', async () => {
@@ -141,7 +167,8 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     try {
       const big = 'y'.repeat(95_000);
       const ids = [];
-      for (let i = 0; i < 150; i++) ids.push((await slowSut.request('POST', '/tasks', { body: { input: `${big} ${i}` } })).body.task_id);
+      for (let i = 0; i < 150; i++)
+        ids.push((await slowSut.request('POST', '/tasks', { body: { input: `${big} ${i}` } })).body.task_id);
       await Promise.all(ids.map((id) => waitForTask(slowSut, id, undefined, 60_000)));
       const head = (await slowSut.request('GET', '/admin/events?limit=1')).body.head_position;
 
@@ -156,8 +183,11 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
 
       const lines = () => slowSut.logs.map((l) => JSON.parse(l));
       const deadline = Date.now() + 10_000;
-      while (!lines().some((l) => l.msg === 'ws slow consumer disconnected') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(lines()).toContainEqual(expect.objectContaining({ msg: 'ws slow consumer disconnected', client: 'admin' }));
+      while (!lines().some((l) => l.msg === 'ws slow consumer disconnected') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(lines()).toContainEqual(
+        expect.objectContaining({ msg: 'ws slow consumer disconnected', client: 'admin' }),
+      );
       (socket as unknown as { resume(): void }).resume();
       const closed = await slow.closed;
       expect([4008, 1006]).toContain(closed.code);

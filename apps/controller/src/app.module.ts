@@ -36,7 +36,10 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }], skipIf: () => limit === 0 }),
+        ThrottlerModule.forRoot({
+          throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }],
+          skipIf: () => limit === 0,
+        }),
         ...(deps.modules ?? []),
       ],
       controllers: [

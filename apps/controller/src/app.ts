@@ -33,24 +33,38 @@ export interface StartedApp {
  * tokens, NestJS over express, JSON body limit, request logs, then listen and
  * let the backend resume unfinished tasks.
  */
-export async function startApp(config: AppConfig, backend: ApiBackend, options: StartOptions = {}): Promise<StartedApp> {
+export async function startApp(
+  config: AppConfig,
+  backend: ApiBackend,
+  options: StartOptions = {},
+): Promise<StartedApp> {
   const log = createLogger(config.LOG_LEVEL, options.logDestination);
   mkdirSync(dirname(resolve(config.RUNLEDGER_DB)), { recursive: true });
   const { registry, generatedAdminToken } = resolveTokens(config);
   const cors = config.RUNLEDGER_CORS_ORIGIN
-    ? { origin: config.RUNLEDGER_CORS_ORIGIN.split(',').map((o) => o.trim()), allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'] }
+    ? {
+        origin: config.RUNLEDGER_CORS_ORIGIN.split(',').map((o) => o.trim()),
+        allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'],
+      }
     : false;
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, backend, tokens: registry, log, modules: options.modules }), {
-    bodyParser: false,
-    cors,
-    logger: new NestPinoLogger(log),
-  });
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot({ config, backend, tokens: registry, log, modules: options.modules }),
+    {
+      bodyParser: false,
+      cors,
+      logger: new NestPinoLogger(log),
+    },
+  );
   app.disable('x-powered-by');
   app.use(requestLog(log, app.get(MetricsService)));
   app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
   // JSON.parse quotes the body in its message: never echo it (it may hold a secret)
   app.use((err: unknown, _req: unknown, _res: unknown, next: (e: unknown) => void) => {
-    next((err as { type?: unknown }).type === 'entity.parse.failed' ? new ValidationError('request body is not valid JSON') : err);
+    next(
+      (err as { type?: unknown }).type === 'entity.parse.failed'
+        ? new ValidationError('request body is not valid JSON')
+        : err,
+    );
   });
   app.enableShutdownHooks();
   await app.listen(config.PORT, config.HOST);

@@ -5,7 +5,10 @@ import { ApiBackend, HealthReport, TaskPage, TaskView } from './runtime.port';
 
 /** The runtime's front door, as RuntimeService exposes it. */
 export interface TaskCommands {
-  submit(task: UserTask, options: { idempotency_key?: string | null; source: 'api' }): Promise<{ task_id: string; status: TaskStatus }>;
+  submit(
+    task: UserTask,
+    options: { idempotency_key?: string | null; source: 'api' },
+  ): Promise<{ task_id: string; status: TaskStatus }>;
   cancel(taskId: string): Promise<void>;
   resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void>;
   provideSecret(taskId: string, requestId: string, secret: string): Promise<void>;
@@ -15,7 +18,12 @@ export interface TaskCommands {
 /** Reads of the task-state projection. */
 export interface TaskReadModel {
   get(taskId: string): Promise<TaskView | null>;
-  list(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage>;
+  list(query: {
+    status?: TaskStatus;
+    session_id?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<TaskPage>;
   countByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
 }
 
@@ -39,7 +47,10 @@ export class RuntimeApiBackend extends ApiBackend {
   }
 
   async submit(task: UserTask, idempotencyKey: string | null) {
-    const { task_id, status } = await this.parts.commands.submit(task, { idempotency_key: idempotencyKey, source: 'api' });
+    const { task_id, status } = await this.parts.commands.submit(task, {
+      idempotency_key: idempotencyKey,
+      source: 'api',
+    });
     return { task_id, status };
   }
 

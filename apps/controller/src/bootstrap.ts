@@ -9,7 +9,10 @@ import { HealthReport } from './runtime.port';
 import { LogTaskReadModel, ProjectionTaskReadModel } from './task-views';
 
 /** The runtime composition (storage, tools, permissions, model) served over HTTP and WebSocket. */
-export async function bootController(config: AppConfig, options: StartOptions & { overrides?: RuntimeOverrides } = {}): Promise<StartedApp> {
+export async function bootController(
+  config: AppConfig,
+  options: StartOptions & { overrides?: RuntimeOverrides } = {},
+): Promise<StartedApp> {
   const built = await buildRuntime(config, { defaultAllowedRoot: './data/workspace', ...options.overrides });
   const sandbox = () => built.sandbox?.sandboxStatus().effective ?? null;
   const probe = built.storage ? new SqliteHealthProbe(config.RUNLEDGER_DB, sandbox) : null;
@@ -25,7 +28,9 @@ export async function bootController(config: AppConfig, options: StartOptions & 
     commands: built.service,
     store: built.store,
     bus: built.bus,
-    tasks: built.storage ? new ProjectionTaskReadModel(built.storage.taskStates, built.storage.db.withTables<StateStoreTables>()) : new LogTaskReadModel(built.store),
+    tasks: built.storage
+      ? new ProjectionTaskReadModel(built.storage.taskStates, built.storage.db.withTables<StateStoreTables>())
+      : new LogTaskReadModel(built.store),
     health,
     close: async () => {
       probe?.close();
@@ -33,7 +38,10 @@ export async function bootController(config: AppConfig, options: StartOptions & 
     },
   });
   try {
-    return await startApp(config, backend, { ...options, modules: [MemoryHttpModule.forRoot(built.memory?.service ?? null), ...(options.modules ?? [])] });
+    return await startApp(config, backend, {
+      ...options,
+      modules: [MemoryHttpModule.forRoot(built.memory?.service ?? null), ...(options.modules ?? [])],
+    });
   } catch (err) {
     await backend.close();
     throw err;

@@ -1,5 +1,13 @@
 import { Observable } from 'rxjs';
-import { EventType, PermissionDecision, RuntimeEvent, StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
+import {
+  EventType,
+  PermissionDecision,
+  RuntimeEvent,
+  StopReason,
+  TaskStatus,
+  TaskUsage,
+  UserTask,
+} from '@runledger/contracts';
 
 export interface PendingRequestView {
   request_id: string;
@@ -41,17 +49,30 @@ export interface HealthReport {
  * controllers and gateways stay thin and testable against real parts.
  */
 export abstract class ApiBackend {
-  abstract submit(task: UserTask, idempotencyKey: string | null): Promise<{ task_id: string; status: TaskStatus }>;
+  abstract submit(
+    task: UserTask,
+    idempotencyKey: string | null,
+  ): Promise<{ task_id: string; status: TaskStatus }>;
   abstract cancel(taskId: string): Promise<void>;
   abstract resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void>;
   abstract provideSecret(taskId: string, requestId: string, secret: string): Promise<void>;
 
   abstract getTask(taskId: string): Promise<TaskView | null>;
-  abstract listTasks(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage>;
+  abstract listTasks(query: {
+    status?: TaskStatus;
+    session_id?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<TaskPage>;
   abstract countTasksByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
 
   abstract readStream(taskId: string, options: { after_seq: number; limit: number }): Promise<RuntimeEvent[]>;
-  abstract readAll(options: { after_position: number; limit: number; types?: EventType[]; task_id?: string }): Promise<RuntimeEvent[]>;
+  abstract readAll(options: {
+    after_position: number;
+    limit: number;
+    types?: EventType[];
+    task_id?: string;
+  }): Promise<RuntimeEvent[]>;
   abstract headPosition(): Promise<number>;
   /** every committed event, live, in commit order (hot: no replay) */
   abstract readonly committed$: Observable<RuntimeEvent>;

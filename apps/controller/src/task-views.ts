@@ -13,11 +13,27 @@ export function taskViewFromEvents(taskId: string, events: readonly RuntimeEvent
   const pending: PendingRequestView[] = [];
   if (p.pendingPermission) {
     const r = p.pendingPermission;
-    pending.push({ request_id: r.request_id, kind: 'permission', call_id: r.call_id, tool: r.tool, reason: r.reason, args: r.args, secret_name: null });
+    pending.push({
+      request_id: r.request_id,
+      kind: 'permission',
+      call_id: r.call_id,
+      tool: r.tool,
+      reason: r.reason,
+      args: r.args,
+      secret_name: null,
+    });
   }
   if (p.pendingSecret) {
     const r = p.pendingSecret;
-    pending.push({ request_id: r.request_id, kind: 'secret', call_id: r.call_id, tool: r.tool, reason: r.reason, args: null, secret_name: r.secret_name });
+    pending.push({
+      request_id: r.request_id,
+      kind: 'secret',
+      call_id: r.call_id,
+      tool: r.tool,
+      reason: r.reason,
+      args: null,
+      secret_name: r.secret_name,
+    });
   }
   return {
     task_id: taskId,
@@ -33,7 +49,8 @@ export function taskViewFromEvents(taskId: string, events: readonly RuntimeEvent
   };
 }
 
-const encodeCursor = (position: number) => Buffer.from(JSON.stringify({ before: position })).toString('base64url');
+const encodeCursor = (position: number) =>
+  Buffer.from(JSON.stringify({ before: position })).toString('base64url');
 function decodeCursor(cursor: string): number {
   try {
     const before = (JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { before?: unknown }).before;
@@ -56,9 +73,16 @@ export class LogTaskReadModel implements TaskReadModel {
     return taskViewFromEvents(taskId, await this.store.readWholeStream(taskId));
   }
 
-  async list(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage> {
+  async list(query: {
+    status?: TaskStatus;
+    session_id?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<TaskPage> {
     const before = query.cursor ? decodeCursor(query.cursor) : Infinity;
-    const received = (await this.receivedEvents()).filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id)).reverse();
+    const received = (await this.receivedEvents())
+      .filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id))
+      .reverse();
     const tasks: TaskView[] = [];
     let last: RuntimeEvent | null = null;
     for (const e of received) {
@@ -83,7 +107,7 @@ export class LogTaskReadModel implements TaskReadModel {
 
   private async receivedEvents(): Promise<RuntimeEvent[]> {
     const out: RuntimeEvent[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await this.store.readAll({ after_position: after, limit: 1000, types: ['TASK_RECEIVED'] });
       out.push(...page);
       if (page.length < 1000) return out;
@@ -128,13 +152,22 @@ export class ProjectionTaskReadModel implements TaskReadModel {
     return state ? taskViewFromState(state) : null;
   }
 
-  async list(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }): Promise<TaskPage> {
+  async list(query: {
+    status?: TaskStatus;
+    session_id?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<TaskPage> {
     const page = await this.states.list(query);
     return { tasks: page.items.map(taskViewFromState), next_cursor: page.next_cursor };
   }
 
   async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
-    const rows = await this.db.selectFrom('tasks').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
+    const rows = await this.db
+      .selectFrom('tasks')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .groupBy('status')
+      .execute();
     return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 }

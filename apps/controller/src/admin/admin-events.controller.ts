@@ -13,7 +13,12 @@ export class AdminEventsController {
   @RequireScope('admin')
   async list(@Query(new ZodPipe(AdminEventsQuery, 'query')) query: z.output<typeof AdminEventsQuery>) {
     const [events, head] = await Promise.all([
-      this.backend.readAll({ after_position: query.after_position, limit: query.limit, types: query.type, task_id: query.task_id }),
+      this.backend.readAll({
+        after_position: query.after_position,
+        limit: query.limit,
+        types: query.type,
+        task_id: query.task_id,
+      }),
       this.backend.headPosition(),
     ]);
     return toAdminEventsResponse(events, query.after_position, head);

@@ -44,7 +44,8 @@ export class DashboardController {
       .set({
         'Content-Type': type,
         'Cache-Control': 'no-cache',
-        'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+        'Content-Security-Policy':
+          "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
         'X-Content-Type-Options': 'nosniff',
         'Referrer-Policy': 'no-referrer',
       })

@@ -4,7 +4,10 @@ import { ForbiddenError, UnauthorizedError } from '@runledger/contracts';
 import { PUBLIC_KEY, Principal, SCOPE_KEY, Scope, hasScope } from './scopes';
 import { TokenRegistry, bearerToken } from './token-registry';
 
-export type AuthenticatedRequest = { headers: Record<string, string | string[] | undefined>; principal?: Principal };
+export type AuthenticatedRequest = {
+  headers: Record<string, string | string[] | undefined>;
+  principal?: Principal;
+};
 
 /**
  * Every HTTP route needs a bearer token with the route's scope unless marked

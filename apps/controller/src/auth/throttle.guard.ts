@@ -14,7 +14,8 @@ export class TokenThrottlerGuard extends ThrottlerGuard {
   protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
     return (
       context.getType() !== 'http' ||
-      this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, [context.getHandler(), context.getClass()]) === true
+      this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, [context.getHandler(), context.getClass()]) ===
+        true
     );
   }
 }

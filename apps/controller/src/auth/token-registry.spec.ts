@@ -12,13 +12,19 @@ describe('TokenRegistry', () => {
   ]);
 
   it('returns the principal of a known token, never the token', () => {
-    expect(sut.authenticate('ci-token-0123456789abcdef')).toEqual({ name: 'ci', scopes: ['tasks:read', 'tasks:write'] });
+    expect(sut.authenticate('ci-token-0123456789abcdef')).toEqual({
+      name: 'ci',
+      scopes: ['tasks:read', 'tasks:write'],
+    });
     expect(sut.authenticate('ops-token-0123456789abcdef')).toEqual({ name: 'ops', scopes: ['admin'] });
   });
 
-  it.each(['', 'ci-token-0123456789abcde', 'ci-token-0123456789abcdef ', 'CI-TOKEN-0123456789ABCDEF'])('rejects %j', (t) => {
-    expect(sut.authenticate(t)).toBeNull();
-  });
+  it.each(['', 'ci-token-0123456789abcde', 'ci-token-0123456789abcdef ', 'CI-TOKEN-0123456789ABCDEF'])(
+    'rejects %j',
+    (t) => {
+      expect(sut.authenticate(t)).toBeNull();
+    },
+  );
 
   it('parses only Bearer authorization headers', () => {
     expect(bearerToken('Bearer abc')).toBe('abc');
@@ -49,17 +55,33 @@ describe('resolveTokens', () => {
 
   it('uses RUNLEDGER_ADMIN_TOKEN and RUNLEDGER_TOKENS_FILE and generates nothing', () => {
     const file = join(dir, 'tokens.json');
-    writeFileSync(file, JSON.stringify([{ name: 'reader', token: 'reader-0123456789abcdef', scopes: ['tasks:read'] }]));
-    const sut = resolveTokens(loadConfig({ RUNLEDGER_DB: join(dir, 'r.db'), RUNLEDGER_ADMIN_TOKEN: 'admin-0123456789abcdef', RUNLEDGER_TOKENS_FILE: file }));
+    writeFileSync(
+      file,
+      JSON.stringify([{ name: 'reader', token: 'reader-0123456789abcdef', scopes: ['tasks:read'] }]),
+    );
+    const sut = resolveTokens(
+      loadConfig({
+        RUNLEDGER_DB: join(dir, 'r.db'),
+        RUNLEDGER_ADMIN_TOKEN: 'admin-0123456789abcdef',
+        RUNLEDGER_TOKENS_FILE: file,
+      }),
+    );
     expect(sut.generatedAdminToken).toBeNull();
-    expect(sut.registry.authenticate('reader-0123456789abcdef')).toEqual({ name: 'reader', scopes: ['tasks:read'] });
+    expect(sut.registry.authenticate('reader-0123456789abcdef')).toEqual({
+      name: 'reader',
+      scopes: ['tasks:read'],
+    });
     expect(sut.registry.authenticate('admin-0123456789abcdef')).toEqual({ name: 'admin', scopes: ['admin'] });
   });
 
   it('stops the boot on a bad tokens file, naming the variable', () => {
     const file = join(dir, 'tokens.json');
     writeFileSync(file, JSON.stringify([{ name: 'x', token: 'short', scopes: ['root'] }]));
-    expect(() => resolveTokens(loadConfig({ RUNLEDGER_DB: join(dir, 'r.db'), RUNLEDGER_TOKENS_FILE: file }))).toThrow(ConfigError);
-    expect(() => resolveTokens(loadConfig({ RUNLEDGER_DB: join(dir, 'r.db'), RUNLEDGER_TOKENS_FILE: file }))).toThrow(/RUNLEDGER_TOKENS_FILE/);
+    expect(() =>
+      resolveTokens(loadConfig({ RUNLEDGER_DB: join(dir, 'r.db'), RUNLEDGER_TOKENS_FILE: file })),
+    ).toThrow(ConfigError);
+    expect(() =>
+      resolveTokens(loadConfig({ RUNLEDGER_DB: join(dir, 'r.db'), RUNLEDGER_TOKENS_FILE: file })),
+    ).toThrow(/RUNLEDGER_TOKENS_FILE/);
   });
 });

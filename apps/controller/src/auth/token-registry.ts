@@ -34,7 +34,10 @@ export class TokenRegistry {
   private readonly tokens: StoredToken[];
 
   constructor(entries: ReadonlyArray<{ name: string; token: string; scopes: readonly Scope[] }>) {
-    this.tokens = entries.map((e) => ({ principal: { name: e.name, scopes: [...e.scopes] }, digest: digest(e.token) }));
+    this.tokens = entries.map((e) => ({
+      principal: { name: e.name, scopes: [...e.scopes] },
+      digest: digest(e.token),
+    }));
   }
 
   authenticate(token: string): Principal | null {
@@ -54,7 +57,8 @@ export interface ResolvedTokens {
 }
 
 /** Where a generated admin token lives: beside the database file. */
-export const adminTokenFile = (config: AppConfig): string => join(dirname(resolve(config.RUNLEDGER_DB)), 'admin.token');
+export const adminTokenFile = (config: AppConfig): string =>
+  join(dirname(resolve(config.RUNLEDGER_DB)), 'admin.token');
 
 /**
  * RUNLEDGER_ADMIN_TOKEN and RUNLEDGER_TOKENS_FILE, or, with neither, a random
@@ -62,7 +66,8 @@ export const adminTokenFile = (config: AppConfig): string => join(dirname(resolv
  */
 export function resolveTokens(config: AppConfig): ResolvedTokens {
   const entries: Array<{ name: string; token: string; scopes: Scope[] }> = [];
-  if (config.RUNLEDGER_ADMIN_TOKEN) entries.push({ name: 'admin', token: config.RUNLEDGER_ADMIN_TOKEN, scopes: ['admin'] });
+  if (config.RUNLEDGER_ADMIN_TOKEN)
+    entries.push({ name: 'admin', token: config.RUNLEDGER_ADMIN_TOKEN, scopes: ['admin'] });
   if (config.RUNLEDGER_TOKENS_FILE) entries.push(...readTokensFile(config.RUNLEDGER_TOKENS_FILE));
   if (entries.length > 0) return { registry: new TokenRegistry(entries), generatedAdminToken: null };
 
@@ -71,14 +76,18 @@ export function resolveTokens(config: AppConfig): ResolvedTokens {
   let created = false;
   if (existsSync(file)) {
     token = readFileSync(file, 'utf8').trim();
-    if (token.length < 16) throw new ConfigError(`${file}: admin token too short; delete the file to generate a new one`);
+    if (token.length < 16)
+      throw new ConfigError(`${file}: admin token too short; delete the file to generate a new one`);
   } else {
     token = randomBytes(32).toString('base64url');
     writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
     created = true;
   }
   chmodSync(file, 0o600);
-  return { registry: new TokenRegistry([{ name: 'admin', token, scopes: ['admin'] }]), generatedAdminToken: { token, file, created } };
+  return {
+    registry: new TokenRegistry([{ name: 'admin', token, scopes: ['admin'] }]),
+    generatedAdminToken: { token, file, created },
+  };
 }
 
 function readTokensFile(path: string): Array<{ name: string; token: string; scopes: Scope[] }> {

@@ -6,5 +6,9 @@ export const ResolvePermissionBody = z.object({ decision: PermissionDecision }).
 /** The value is handed to the runtime for one step and never stored, logged or echoed. */
 export const ProvideSecretBody = z.object({ secret: z.string().min(1).max(65_536) }).strict();
 
-export const ResolutionResponse = z.object({ task_id: z.string(), request_id: z.string(), status: TaskStatus });
+export const ResolutionResponse = z.object({
+  task_id: z.string(),
+  request_id: z.string(),
+  status: TaskStatus,
+});
 export const CancelResponse = z.object({ task_id: z.string(), status: TaskStatus });

@@ -24,7 +24,10 @@ export const AdminEventsQuery = z
   })
   .strict();
 
-export const TaskEventsResponse = z.object({ events: z.array(RuntimeEventEnvelope), next_after_seq: z.number().int() });
+export const TaskEventsResponse = z.object({
+  events: z.array(RuntimeEventEnvelope),
+  next_after_seq: z.number().int(),
+});
 export const AdminEventsResponse = z.object({
   events: z.array(RuntimeEventEnvelope),
   next_after_position: z.number().int(),
@@ -36,7 +39,11 @@ export const toTaskEventsResponse = (events: RuntimeEvent[], afterSeq: number) =
   next_after_seq: events.length ? events[events.length - 1].sequence : afterSeq,
 });
 
-export const toAdminEventsResponse = (events: RuntimeEvent[], afterPosition: number, headPosition: number) => ({
+export const toAdminEventsResponse = (
+  events: RuntimeEvent[],
+  afterPosition: number,
+  headPosition: number,
+) => ({
   events,
   next_after_position: events.length ? events[events.length - 1].position : afterPosition,
   head_position: headPosition,

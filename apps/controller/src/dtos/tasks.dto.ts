@@ -15,7 +15,10 @@ export const ListTasksQuery = z
     status: TaskStatus.optional(),
     session_id: IdParam.optional(),
     limit: queryInt(1, 500).default(50),
-    cursor: z.string().regex(/^[A-Za-z0-9_-]{1,500}$/, 'not a cursor returned by this API').optional(),
+    cursor: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,500}$/, 'not a cursor returned by this API')
+      .optional(),
   })
   .strict();
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
@@ -46,7 +49,10 @@ export const TaskResponse = z.object({
 });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 
-export const TaskListResponse = z.object({ tasks: z.array(TaskResponse), next_cursor: z.string().nullable() });
+export const TaskListResponse = z.object({
+  tasks: z.array(TaskResponse),
+  next_cursor: z.string().nullable(),
+});
 
 export const toTaskResponse = (t: TaskView): TaskResponse => ({
   task_id: t.task_id,

@@ -2,13 +2,22 @@ import { z } from 'zod';
 import { EventTypeSchema } from '@runledger/contracts';
 import { IdParam } from './zod.pipe';
 
-const SubscriptionId = z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'must be 1-100 characters of [A-Za-z0-9_.:-]');
+const SubscriptionId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'must be 1-100 characters of [A-Za-z0-9_.:-]');
 const Cursor = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** What a WebSocket client may send. The first message must be `auth` (unless the upgrade carried a bearer header). */
 export const WsClientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('auth'), token: z.string().min(1).max(1000) }).strict(),
-  z.object({ type: z.literal('subscribe'), task_id: IdParam, after_seq: Cursor.default(0), subscription_id: SubscriptionId.optional() }).strict(),
+  z
+    .object({
+      type: z.literal('subscribe'),
+      task_id: IdParam,
+      after_seq: Cursor.default(0),
+      subscription_id: SubscriptionId.optional(),
+    })
+    .strict(),
   z
     .object({
       type: z.literal('subscribe_all'),

@@ -8,7 +8,10 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, whe
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = zodIssues(parsed.error);
-  throw new ValidationError(`invalid ${where}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues });
+  throw new ValidationError(
+    `invalid ${where}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+    { issues },
+  );
 }
 
 export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.output<S>> {
@@ -31,4 +34,6 @@ export const queryInt = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max));
 
 /** Ids in paths: task_..., perm_..., opaque but bounded. */
-export const IdParam = z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9_.:-]');
+export const IdParam = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9_.:-]');

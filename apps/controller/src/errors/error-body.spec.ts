@@ -1,7 +1,13 @@
 import { NotFoundException, PayloadTooLargeException } from '@nestjs/common';
 import { ThrottlerException } from '@nestjs/throttler';
 import { z } from 'zod';
-import { ConcurrencyError, IdempotencyConflictError, IllegalStateError, NotFoundError, ValidationError } from '@runledger/contracts';
+import {
+  ConcurrencyError,
+  IdempotencyConflictError,
+  IllegalStateError,
+  NotFoundError,
+  ValidationError,
+} from '@runledger/contracts';
 import { toErrorResponse } from './error-body';
 
 describe('toErrorResponse', () => {

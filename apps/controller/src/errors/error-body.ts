@@ -41,38 +41,69 @@ export const zodIssues = (e: ZodError) =>
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; fault: boolean } {
   if (err instanceof RunledgerError) {
     const status = STATUS_BY_CODE[err.code];
-    if (status) return { status, body: { error: err.code, message: err.message, details: err.details ?? null }, fault: false };
+    if (status)
+      return {
+        status,
+        body: { error: err.code, message: err.message, details: err.details ?? null },
+        fault: false,
+      };
   }
   if (err instanceof ZodError) {
     const issues = zodIssues(err);
     return {
       status: 400,
-      body: { error: 'validation_error', message: issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '), details: { issues } },
+      body: {
+        error: 'validation_error',
+        message: issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '),
+        details: { issues },
+      },
       fault: false,
     };
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
     if (status < 500) {
-      return { status, body: { error: CODE_BY_STATUS[status] ?? `http_${status}`, message: httpMessage(err, status), details: null }, fault: false };
+      return {
+        status,
+        body: {
+          error: CODE_BY_STATUS[status] ?? `http_${status}`,
+          message: httpMessage(err, status),
+          details: null,
+        },
+        fault: false,
+      };
     }
   }
   if (isClientHttpError(err)) {
     const status = err.statusCode;
     return {
       status,
-      body: { error: CODE_BY_STATUS[status] ?? `http_${status}`, message: status === 413 ? 'request body too large' : err.message, details: null },
+      body: {
+        error: CODE_BY_STATUS[status] ?? `http_${status}`,
+        message: status === 413 ? 'request body too large' : err.message,
+        details: null,
+      },
       fault: false,
     };
   }
-  return { status: 500, body: { error: 'internal_error', message: 'internal error', details: null }, fault: true };
+  return {
+    status: 500,
+    body: { error: 'internal_error', message: 'internal error', details: null },
+    fault: true,
+  };
 }
 
 /** http-errors objects (body-parser: 413 too large, 415 charset or encoding, 400 bad encoding) marked safe to expose. */
 function isClientHttpError(err: unknown): err is { statusCode: number; message: string } {
   const e = err as { statusCode?: unknown; expose?: unknown; message?: unknown } | null;
   return (
-    typeof e === 'object' && e !== null && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 && e.expose === true && typeof e.message === 'string'
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.statusCode === 'number' &&
+    e.statusCode >= 400 &&
+    e.statusCode < 500 &&
+    e.expose === true &&
+    typeof e.message === 'string'
   );
 }
 

@@ -11,7 +11,16 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       level,
       base: { service: 'runledger' },
       redact: {
-        paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'token', '*.token', 'secret', '*.secret', 'body'],
+        paths: [
+          'req.headers.authorization',
+          'headers.authorization',
+          'authorization',
+          'token',
+          '*.token',
+          'secret',
+          '*.secret',
+          'body',
+        ],
         censor: '[redacted]',
       },
     },

@@ -21,12 +21,19 @@ class Counter {
     else this.values.set(k, { labels, value: by });
   }
   render(): string[] {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`, ...[...this.values.values()].map((v) => `${this.name}${fmt(v.labels)} ${v.value}`)];
+    return [
+      `# HELP ${this.name} ${this.help}`,
+      `# TYPE ${this.name} counter`,
+      ...[...this.values.values()].map((v) => `${this.name}${fmt(v.labels)} ${v.value}`),
+    ];
   }
 }
 
 class Histogram {
-  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  private readonly series = new Map<
+    string,
+    { labels: Labels; counts: number[]; sum: number; count: number }
+  >();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -44,7 +51,9 @@ class Histogram {
   render(): string[] {
     const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
     for (const s of this.series.values()) {
-      BUCKETS.forEach((b, i) => out.push(`${this.name}_bucket${fmt({ ...s.labels, le: String(b) })} ${s.counts[i]}`));
+      BUCKETS.forEach((b, i) =>
+        out.push(`${this.name}_bucket${fmt({ ...s.labels, le: String(b) })} ${s.counts[i]}`),
+      );
       out.push(`${this.name}_bucket${fmt({ ...s.labels, le: '+Inf' })} ${s.count}`);
       out.push(`${this.name}_sum${fmt(s.labels)} ${s.sum}`, `${this.name}_count${fmt(s.labels)} ${s.count}`);
     }
@@ -65,11 +74,26 @@ const fmt = (l: Labels) => {
  */
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
-  private readonly events = new Counter('runledger_events_appended_total', 'Events committed to the log, by type');
-  private readonly modelCalls = new Counter('runledger_model_calls_total', 'Model calls answered, by role and outcome');
-  private readonly modelTokens = new Counter('runledger_model_tokens_total', 'Model tokens, by role and kind (prompt/completion)');
-  private readonly toolCalls = new Counter('runledger_tool_calls_total', 'Tool call outcomes, by tool and outcome');
-  private readonly requests = new Histogram('runledger_http_request_duration_seconds', 'HTTP request latency, by method, route and status');
+  private readonly events = new Counter(
+    'runledger_events_appended_total',
+    'Events committed to the log, by type',
+  );
+  private readonly modelCalls = new Counter(
+    'runledger_model_calls_total',
+    'Model calls answered, by role and outcome',
+  );
+  private readonly modelTokens = new Counter(
+    'runledger_model_tokens_total',
+    'Model tokens, by role and kind (prompt/completion)',
+  );
+  private readonly toolCalls = new Counter(
+    'runledger_tool_calls_total',
+    'Tool call outcomes, by tool and outcome',
+  );
+  private readonly requests = new Histogram(
+    'runledger_http_request_duration_seconds',
+    'HTTP request latency, by method, route and status',
+  );
   private subscription: Subscription | null = null;
   private wsClients: () => number = () => 0;
 
@@ -113,10 +137,18 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   async render(): Promise<string> {
     const byStatus = await this.backend.countTasksByStatus();
-    const lines = ['# HELP runledger_tasks Tasks by status (from the projection)', '# TYPE runledger_tasks gauge'];
+    const lines = [
+      '# HELP runledger_tasks Tasks by status (from the projection)',
+      '# TYPE runledger_tasks gauge',
+    ];
     for (const s of TASK_STATUSES) lines.push(`runledger_tasks${fmt({ status: s })} ${byStatus[s] ?? 0}`);
-    lines.push('# HELP runledger_ws_clients Connected WebSocket clients', '# TYPE runledger_ws_clients gauge', `runledger_ws_clients ${this.wsClients()}`);
-    for (const m of [this.events, this.modelCalls, this.modelTokens, this.toolCalls, this.requests]) lines.push(...m.render());
+    lines.push(
+      '# HELP runledger_ws_clients Connected WebSocket clients',
+      '# TYPE runledger_ws_clients gauge',
+      `runledger_ws_clients ${this.wsClients()}`,
+    );
+    for (const m of [this.events, this.modelCalls, this.modelTokens, this.toolCalls, this.requests])
+      lines.push(...m.render());
     return `${lines.join('\n')}\n`;
   }
 }

@@ -33,14 +33,21 @@ export interface Follow {
  */
 export type EventSource = Pick<ApiBackend, 'committed$' | 'readStream' | 'readAll'>;
 
-export function followEvents(backend: EventSource, cursor: FollowCursor, deliver: Deliver, options: FollowOptions): Follow {
+export function followEvents(
+  backend: EventSource,
+  cursor: FollowCursor,
+  deliver: Deliver,
+  options: FollowOptions,
+): Follow {
   const pageSize = options.pageSize ?? 500;
   const maxQueued = options.maxQueued ?? 10_000;
   const key = cursor.kind === 'task' ? (e: RuntimeEvent) => e.sequence : (e: RuntimeEvent) => e.position;
   const matches =
     cursor.kind === 'task'
       ? (e: RuntimeEvent) => e.task_id === cursor.task_id
-      : (e: RuntimeEvent) => (!cursor.types || cursor.types.includes(e.type)) && (!cursor.task_id || e.task_id === cursor.task_id);
+      : (e: RuntimeEvent) =>
+          (!cursor.types || cursor.types.includes(e.type)) &&
+          (!cursor.task_id || e.task_id === cursor.task_id);
   let last = cursor.kind === 'task' ? cursor.after_seq : cursor.after_position;
   let stopped = false;
   let queue: RuntimeEvent[] = [];
@@ -69,7 +76,12 @@ export function followEvents(backend: EventSource, cursor: FollowCursor, deliver
   const readPage = (after: number) =>
     cursor.kind === 'task'
       ? backend.readStream(cursor.task_id, { after_seq: after, limit: pageSize })
-      : backend.readAll({ after_position: after, limit: pageSize, types: cursor.types ? [...cursor.types] : undefined, task_id: cursor.task_id });
+      : backend.readAll({
+          after_position: after,
+          limit: pageSize,
+          types: cursor.types ? [...cursor.types] : undefined,
+          task_id: cursor.task_id,
+        });
 
   const emit = async (e: RuntimeEvent): Promise<void> => {
     if (key(e) <= last) return;

@@ -8,7 +8,11 @@ import { ApiBackend } from '../runtime.port';
 import { followEvents } from '../streaming/follow-events';
 
 export const StreamQuery = z.object({ after_seq: queryInt(0, Number.MAX_SAFE_INTEGER).optional() }).strict();
-const LastEventId = z.string().regex(/^\d{1,15}$/, 'must be an event sequence').transform(Number).optional();
+const LastEventId = z
+  .string()
+  .regex(/^\d{1,15}$/, 'must be an event sequence')
+  .transform(Number)
+  .optional();
 
 const HEARTBEAT_MS = 15_000;
 
@@ -46,11 +50,14 @@ export class TaskStreamController {
       this.backend,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
       async (event) => {
-        const ok = res.write(`id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-        if (!ok && !closed) await new Promise<void>((resolve) => {
-          res.once('drain', resolve);
-          res.once('close', resolve);
-        });
+        const ok = res.write(
+          `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+        );
+        if (!ok && !closed)
+          await new Promise<void>((resolve) => {
+            res.once('drain', resolve);
+            res.once('close', resolve);
+          });
         return isFinalEventType(event.type) ? 'stop' : undefined;
       },
       { onOverflow: () => res.destroy(), onError: () => res.destroy() },

@@ -1,9 +1,21 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { NotFoundError } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
-import { CancelResponse, ProvideSecretBody, ResolutionResponse, ResolvePermissionBody } from '../dtos/approvals.dto';
+import {
+  CancelResponse,
+  ProvideSecretBody,
+  ResolutionResponse,
+  ResolvePermissionBody,
+} from '../dtos/approvals.dto';
 import { TaskEventsQuery, toTaskEventsResponse } from '../dtos/events.dto';
-import { CreateTaskBody, IdempotencyKey, ListTasksQuery, TaskListResponse, TaskResponse, toTaskResponse } from '../dtos/tasks.dto';
+import {
+  CreateTaskBody,
+  IdempotencyKey,
+  ListTasksQuery,
+  TaskListResponse,
+  TaskResponse,
+  toTaskResponse,
+} from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
 import { ApiBackend } from '../runtime.port';
 import type { z } from 'zod';
@@ -22,12 +34,17 @@ export class TasksController {
     @Body(new ZodPipe(CreateTaskBody, 'body')) body: z.output<typeof CreateTaskBody>,
     @Headers('idempotency-key') idempotencyKey: unknown,
   ) {
-    return this.backend.submit(body, parseOrThrow(IdempotencyKey, idempotencyKey, 'Idempotency-Key header') ?? null);
+    return this.backend.submit(
+      body,
+      parseOrThrow(IdempotencyKey, idempotencyKey, 'Idempotency-Key header') ?? null,
+    );
   }
 
   @Get()
   @RequireScope('tasks:read')
-  async list(@Query(new ZodPipe(ListTasksQuery, 'query')) query: ListTasksQuery): Promise<z.infer<typeof TaskListResponse>> {
+  async list(
+    @Query(new ZodPipe(ListTasksQuery, 'query')) query: ListTasksQuery,
+  ): Promise<z.infer<typeof TaskListResponse>> {
     const page = await this.backend.listTasks(query);
     return { tasks: page.tasks.map(toTaskResponse), next_cursor: page.next_cursor };
   }
@@ -40,7 +57,10 @@ export class TasksController {
 
   @Get(':task_id/events')
   @RequireScope('tasks:read')
-  async events(@Param('task_id', taskIdPipe) taskId: string, @Query(new ZodPipe(TaskEventsQuery, 'query')) query: z.output<typeof TaskEventsQuery>) {
+  async events(
+    @Param('task_id', taskIdPipe) taskId: string,
+    @Query(new ZodPipe(TaskEventsQuery, 'query')) query: z.output<typeof TaskEventsQuery>,
+  ) {
     await this.requireTask(taskId);
     return toTaskEventsResponse(await this.backend.readStream(taskId, query), query.after_seq);
   }

@@ -58,7 +58,9 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as import('node:http').Server;
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.upgrade(req, socket, head),
+    );
     this.heartbeat = setInterval(() => this.beat(), this.config.RUNLEDGER_WS_HEARTBEAT_MS);
     this.heartbeat.unref();
   }
@@ -84,7 +86,9 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     if (header !== undefined) {
       principal = this.tokens.authenticate(bearerToken(header) ?? '');
       if (!principal) {
-        socket.end('HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        socket.end(
+          'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+        );
         return;
       }
     }
@@ -92,10 +96,21 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private connect(ws: WebSocket, principal: Principal | null): void {
-    const client: Client = { ws, principal, subs: new Map(), alive: true, nextSub: 1, authTimer: null, dropped: false };
+    const client: Client = {
+      ws,
+      principal,
+      subs: new Map(),
+      alive: true,
+      nextSub: 1,
+      authTimer: null,
+      dropped: false,
+    };
     this.clients.add(client);
     if (!principal) {
-      client.authTimer = setTimeout(() => ws.close(WS_CLOSE.unauthorized, 'no auth message in time'), AUTH_TIMEOUT_MS);
+      client.authTimer = setTimeout(
+        () => ws.close(WS_CLOSE.unauthorized, 'no auth message in time'),
+        AUTH_TIMEOUT_MS,
+      );
     }
     this.log.debug({ client: principal?.name ?? null, ws_clients: this.clients.size }, 'ws connected');
     ws.on('pong', () => (client.alive = true));
@@ -124,20 +139,34 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     switch (msg.type) {
       case 'subscribe': {
         this.require(client, 'tasks:read');
-        if (!(await this.backend.getTask(msg.task_id))) throw new NotFoundError(`task ${msg.task_id} not found`, { task_id: msg.task_id });
+        if (!(await this.backend.getTask(msg.task_id)))
+          throw new NotFoundError(`task ${msg.task_id} not found`, { task_id: msg.task_id });
         const id = this.claimId(client, msg.subscription_id);
-        this.send(client, { type: 'subscribed', subscription_id: id, task_id: msg.task_id, after_seq: msg.after_seq });
+        this.send(client, {
+          type: 'subscribed',
+          subscription_id: id,
+          task_id: msg.task_id,
+          after_seq: msg.after_seq,
+        });
         return this.follow(client, id, { kind: 'task', task_id: msg.task_id, after_seq: msg.after_seq });
       }
       case 'subscribe_all': {
         this.require(client, 'admin');
         const id = this.claimId(client, msg.subscription_id);
         this.send(client, { type: 'subscribed', subscription_id: id, after_position: msg.after_position });
-        return this.follow(client, id, { kind: 'all', after_position: msg.after_position, types: msg.types, task_id: msg.task_id });
+        return this.follow(client, id, {
+          kind: 'all',
+          after_position: msg.after_position,
+          types: msg.types,
+          task_id: msg.task_id,
+        });
       }
       case 'unsubscribe': {
         const sub = client.subs.get(msg.subscription_id);
-        if (!sub) throw new NotFoundError(`no subscription ${msg.subscription_id}`, { subscription_id: msg.subscription_id });
+        if (!sub)
+          throw new NotFoundError(`no subscription ${msg.subscription_id}`, {
+            subscription_id: msg.subscription_id,
+          });
         sub.stop();
         client.subs.delete(msg.subscription_id);
         return this.send(client, { type: 'unsubscribed', subscription_id: msg.subscription_id });
@@ -164,9 +193,11 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private claimId(client: Client, wanted: string | undefined): string {
-    if (client.subs.size >= MAX_SUBSCRIPTIONS) throw new IllegalStateError(`at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`);
+    if (client.subs.size >= MAX_SUBSCRIPTIONS)
+      throw new IllegalStateError(`at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`);
     const id = wanted ?? `s${client.nextSub++}`;
-    if (client.subs.has(id)) throw new IllegalStateError(`subscription ${id} already exists`, { subscription_id: id });
+    if (client.subs.has(id))
+      throw new IllegalStateError(`subscription ${id} already exists`, { subscription_id: id });
     return id;
   }
 
@@ -201,7 +232,8 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     const started = Date.now();
     const limit = this.config.RUNLEDGER_WS_HEARTBEAT_MS;
     while (client.ws.readyState === WebSocket.OPEN && client.ws.bufferedAmount > max / 8) {
-      if (Date.now() - started > limit) return this.slowConsumer(client, `send buffer did not drain in ${limit} ms`);
+      if (Date.now() - started > limit)
+        return this.slowConsumer(client, `send buffer did not drain in ${limit} ms`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }
