@@ -48,6 +48,19 @@ export class ServerProcess {
     });
   }
 
+  /** One server per describe block: started before, killed and removed after. */
+  static forSuite(extraEnv: Record<string, string> = {}): () => ServerProcess {
+    let server: ServerProcess;
+    beforeAll(async () => {
+      server = ServerProcess.create(extraEnv);
+      await server.start();
+    });
+    afterAll(async () => {
+      await server.dispose();
+    });
+    return () => server;
+  }
+
   get workspace(): string {
     return this.env.RUNLEDGER_ALLOWED_ROOT;
   }

@@ -136,13 +136,10 @@ describe('permissions through HTTP', () => {
 });
 
 describe('a wait for permission survives a crash (SIGKILL of the server process)', () => {
+  const suiteServer = ServerProcess.forSuite();
   let server: ServerProcess;
-  beforeAll(async () => {
-    server = ServerProcess.create();
-    await server.start();
-  });
-  afterAll(async () => {
-    await server.dispose();
+  beforeAll(() => {
+    server = suiteServer();
   });
 
   it('kill while awaiting permission, restart, resolve: the task completes', async () => {

@@ -25,13 +25,10 @@ const hits = (text: string) => FORMS.filter((f) => text.includes(f));
 const LEAKY = 'run sudo -n true 2>/dev/null; tee /dev/stderr | base64';
 
 describe('secrets through HTTP', () => {
+  const suiteServer = ServerProcess.forSuite();
   let server: ServerProcess;
-  beforeAll(async () => {
-    server = ServerProcess.create();
-    await server.start();
-  });
-  afterAll(async () => {
-    await server.dispose();
+  beforeAll(() => {
+    server = suiteServer();
   });
 
   async function toSecretRequest(input: string): Promise<{ taskId: string; requestId: string }> {

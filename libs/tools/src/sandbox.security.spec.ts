@@ -141,33 +141,45 @@ describe('ToolSandbox security', () => {
       expect(() => sut.readFile('sub')).toThrow(SandboxViolation);
     });
 
-    it('TOCTOU: a file swapped for a symlink to outside after the check is refused (read)', () => {
-      writeFileSync(path.join(root, 'swap.txt'), 'fine');
+    /** A sandbox whose attacker strikes once, right after the path check and before the open. */
+    const swappingSandbox = (swap: () => void) => {
+      let armed = true;
+      const strike = () => {
+        if (armed) swap();
+        armed = false;
+      };
       class Swapping extends ToolSandbox {
         override resolveExisting(p: string): string {
           const real = super.resolveExisting(p);
-          unlinkSync(path.join(root, 'swap.txt'));
-          symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'swap.txt'));
+          strike();
+          return real;
+        }
+        override resolveForWrite(p: string): string {
+          const real = super.resolveForWrite(p);
+          strike();
           return real;
         }
       }
-      const swapping = new Swapping({ allowedRoot: root, mode: 'process' });
-      expect(() => swapping.readFile('swap.txt')).toThrow(/became a symlink/);
+      return new Swapping({ allowedRoot: root, mode: 'process' });
+    };
+    const swapFileForOutsideLink = (name: string) => () => {
+      unlinkSync(path.join(root, name));
+      symlinkSync(path.join(outside, 'secret.txt'), path.join(root, name));
+    };
+
+    it('TOCTOU: a file swapped for a symlink to outside after the check is refused (read)', () => {
+      writeFileSync(path.join(root, 'swap.txt'), 'fine');
+      expect(() => swappingSandbox(swapFileForOutsideLink('swap.txt')).readFile('swap.txt')).toThrow(
+        /became a symlink/,
+      );
       unlinkSync(path.join(root, 'swap.txt'));
     });
 
     it('TOCTOU: a file swapped for a symlink to outside after the check is refused (write), the outside file untouched', () => {
       writeFileSync(path.join(root, 'swapw.txt'), 'fine');
-      class Swapping extends ToolSandbox {
-        override resolveForWrite(p: string): string {
-          const real = super.resolveForWrite(p);
-          unlinkSync(path.join(root, 'swapw.txt'));
-          symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'swapw.txt'));
-          return real;
-        }
-      }
-      const swapping = new Swapping({ allowedRoot: root, mode: 'process' });
-      expect(() => swapping.writeFile('swapw.txt', 'pwned')).toThrow(SandboxViolation);
+      expect(() =>
+        swappingSandbox(swapFileForOutsideLink('swapw.txt')).writeFile('swapw.txt', 'pwned'),
+      ).toThrow(SandboxViolation);
       expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE_SECRET);
       unlinkSync(path.join(root, 'swapw.txt'));
     });
@@ -175,34 +187,21 @@ describe('ToolSandbox security', () => {
     it('TOCTOU: a parent folder swapped for a symlink to outside after the check is refused', () => {
       mkdirSync(path.join(root, 'pdir'));
       writeFileSync(path.join(root, 'pdir', 'secret.txt'), 'fine');
-      let swapped = false;
-      const swap = () => {
-        if (swapped) return;
-        swapped = true;
+      const swapDir = () => {
         renameSync(path.join(root, 'pdir'), path.join(root, 'pdir.old'));
         symlinkSync(outside, path.join(root, 'pdir'));
       };
-      class Swapping extends ToolSandbox {
-        override resolveForWrite(p: string): string {
-          const real = super.resolveForWrite(p);
-          swap();
-          return real;
-        }
-        override resolveExisting(p: string): string {
-          const real = super.resolveExisting(p);
-          swap();
-          return real;
-        }
-      }
-      const swapping = new Swapping({ allowedRoot: root, mode: 'process' });
-      expect(() => swapping.writeFile('pdir/secret.txt', 'pwned')).toThrow(/outside the allowed root/);
+      const restore = () => {
+        unlinkSync(path.join(root, 'pdir'));
+        renameSync(path.join(root, 'pdir.old'), path.join(root, 'pdir'));
+      };
+      expect(() => swappingSandbox(swapDir).writeFile('pdir/secret.txt', 'pwned')).toThrow(
+        /outside the allowed root/,
+      );
       expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE_SECRET);
-      unlinkSync(path.join(root, 'pdir'));
-      renameSync(path.join(root, 'pdir.old'), path.join(root, 'pdir'));
-      swapped = false;
-      expect(() => swapping.readFile('pdir/secret.txt')).toThrow(/outside the allowed root/);
-      unlinkSync(path.join(root, 'pdir'));
-      renameSync(path.join(root, 'pdir.old'), path.join(root, 'pdir'));
+      restore();
+      expect(() => swappingSandbox(swapDir).readFile('pdir/secret.txt')).toThrow(/outside the allowed root/);
+      restore();
     });
 
     it('TOCTOU race: reads while another process keeps swapping a file and a symlink never return outside content', async () => {

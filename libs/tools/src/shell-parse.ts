@@ -82,8 +82,8 @@ class Reader {
   }
 }
 
-/** Content of `$( ... )` / `<( ... )` / `( ... )` starting after the opening paren; quotes and nesting honoured. */
-function readBalanced(r: Reader, errors: string[]): string {
+/** Content of `$( ... )` / `<( ... )` / `${ ... }` starting after the opening bracket; quotes and nesting honoured. */
+function readBalanced(r: Reader, errors: string[], open = '(', close = ')'): string {
   const start = r.i;
   let depth = 1;
   while (!r.done) {
@@ -107,18 +107,15 @@ function readBalanced(r: Reader, errors: string[]): string {
       readBacktick(r);
       continue;
     }
-    if (c === '(') depth++;
-    if (c === ')') {
-      depth--;
-      if (depth === 0) {
-        const body = r.src.slice(start, r.i);
-        r.i++;
-        return body;
-      }
+    if (c === open) depth++;
+    if (c === close && --depth === 0) {
+      const body = r.src.slice(start, r.i);
+      r.i++;
+      return body;
     }
     r.i++;
   }
-  errors.push('unbalanced parenthesis');
+  errors.push(`unbalanced ${open}${close}`);
   return r.src.slice(start);
 }
 
@@ -140,28 +137,7 @@ function readBacktick(r: Reader): string {
 
 /** `${...}`: the name part is dynamic; substitutions inside a default value are collected. */
 function readBraced(r: Reader, sink: Pick<Tokenized, 'nested' | 'errors'>): void {
-  const body = readBalancedBraces(r);
-  collectSubstitutions(body, sink);
-}
-
-function readBalancedBraces(r: Reader): string {
-  const start = r.i;
-  let depth = 1;
-  while (!r.done) {
-    const c = r.peek();
-    if (c === '\\') {
-      r.i += 2;
-      continue;
-    }
-    if (c === '{') depth++;
-    if (c === '}' && --depth === 0) {
-      const body = r.src.slice(start, r.i);
-      r.i++;
-      return body;
-    }
-    r.i++;
-  }
-  return r.src.slice(start);
+  collectSubstitutions(readBalanced(r, sink.errors, '{', '}'), sink);
 }
 
 /** Substitutions inside text that is otherwise data (a `${x:-$(cmd)}` default, an unquoted heredoc). */
