@@ -15,7 +15,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent, newId } from '@runledger/contracts';
-import { EventStore, SqliteEventStore, SqliteHandle, SqliteSynchronous, openSqlite } from '@runledger/event-store';
+import {
+  EventStore,
+  SqliteEventStore,
+  SqliteHandle,
+  SqliteSynchronous,
+  openSqlite,
+} from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { createSqliteStorage } from '@runledger/state-store';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -27,7 +33,11 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const WITH_PROJECTION = process.env.BENCH_PROJECTION === '1';
 
 /** ~300 bytes of payload JSON */
-const payload = (i: number) => ({ call_id: 'call_bench', index: i, delta: `chunk ${i} `.padEnd(250, 'lorem ipsum dolor sit amet ') });
+const payload = (i: number) => ({
+  call_id: 'call_bench',
+  index: i,
+  delta: `chunk ${i} `.padEnd(250, 'lorem ipsum dolor sit amet '),
+});
 const event = (i: number): NewEvent => ({ type: 'OUTPUT_CHUNK', payload: payload(i) }) as NewEvent;
 
 interface Side {
@@ -46,13 +56,25 @@ function rawSide(handle: SqliteHandle): Side {
   );
   const writeBatch = raw.transaction((taskId: string, from: number, n: number) => {
     const now = new Date().toISOString();
-    for (let s = from; s < from + n; s++) insert.run(newId('evt'), taskId, taskId, s, 'OUTPUT_CHUNK', JSON.stringify(payload(s)), null, taskId, now);
+    for (let s = from; s < from + n; s++)
+      insert.run(
+        newId('evt'),
+        taskId,
+        taskId,
+        s,
+        'OUTPUT_CHUNK',
+        JSON.stringify(payload(s)),
+        null,
+        taskId,
+        now,
+      );
   });
   const read = raw.prepare('SELECT * FROM events WHERE task_id = ? AND sequence > ? ORDER BY sequence');
   return {
     name: 'raw better-sqlite3',
     async append(taskId, after, count, perTx) {
-      for (let s = after + 1; s <= after + count; s += perTx) writeBatch.immediate(taskId, s, Math.min(perTx, after + count - s + 1));
+      for (let s = after + 1; s <= after + count; s += perTx)
+        writeBatch.immediate(taskId, s, Math.min(perTx, after + count - s + 1));
     },
     async readStream(taskId) {
       const rows = read.all(taskId, 0) as { payload: string }[];
@@ -108,7 +130,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
  * Run the same workload on every side, alternating in rounds (the side that
  * goes first rotates), so load from other processes lands on both sides.
  */
-async function compare(sides: Side[], workload: (side: Side, round: number) => Promise<number>): Promise<Comparison> {
+async function compare(
+  sides: Side[],
+  workload: (side: Side, round: number) => Promise<number>,
+): Promise<Comparison> {
   const totals = sides.map(() => ({ seconds: 0, events: 0 }));
   const ratios: number[][] = sides.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
@@ -133,7 +158,9 @@ function report(title: string, sides: Side[], { totals, medianRatios }: Comparis
     const perEvent = (totals[i].seconds / totals[i].events) * 1e6;
     console.log(
       `  ${sides[i].name.padEnd(36)} ${fmt(r).padStart(9)} events/s  ${perEvent.toFixed(1).padStart(7)} us/event` +
-        (i === 0 ? '  (baseline)' : `  ratio ${(r / base).toFixed(2)}x raw overall, ${medianRatios[i].toFixed(2)}x median of ${ROUNDS} rounds`),
+        (i === 0
+          ? '  (baseline)'
+          : `  ratio ${(r / base).toFixed(2)}x raw overall, ${medianRatios[i].toFixed(2)}x median of ${ROUNDS} rounds`),
     );
   }
 }
@@ -149,9 +176,15 @@ export async function main(): Promise<void> {
   try {
     const rawHandle = await open(dir, 'raw.db');
     const storeHandle = await open(dir, 'store.db');
-    const sides: Side[] = [rawSide(rawHandle), storeSide('SqliteEventStore', new SqliteEventStore(storeHandle), () => storeHandle.close())];
+    const sides: Side[] = [
+      rawSide(rawHandle),
+      storeSide('SqliteEventStore', new SqliteEventStore(storeHandle), () => storeHandle.close()),
+    ];
     if (WITH_PROJECTION) {
-      const storage = await createSqliteStorage({ path: join(dir, 'projected.db'), synchronous: SYNCHRONOUS });
+      const storage = await createSqliteStorage({
+        path: join(dir, 'projected.db'),
+        synchronous: SYNCHRONOUS,
+      });
       sides.push(storeSide('SqliteEventStore + tasks projection', storage.eventStore, () => storage.close()));
     }
     const perRound = Math.floor(EVENTS / ROUNDS);

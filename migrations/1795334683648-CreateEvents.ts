@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- migrations take Kysely<any> so an old one never breaks when the schema types move on */
 import { Kysely, sql } from 'kysely';
 import { isPostgres, isSqlite } from './dialect';
 
@@ -19,12 +20,24 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addUniqueConstraint('events_task_sequence_unique', ['task_id', 'sequence'])
     .execute();
-  await db.schema.createIndex('events_type_position_idx').on('events').columns(['type', 'position']).execute();
-  await db.schema.createIndex('events_session_idx').on('events').columns(['session_id', 'position']).execute();
+  await db.schema
+    .createIndex('events_type_position_idx')
+    .on('events')
+    .columns(['type', 'position'])
+    .execute();
+  await db.schema
+    .createIndex('events_session_idx')
+    .on('events')
+    .columns(['session_id', 'position'])
+    .execute();
 
   if (isSqlite(db)) {
-    await sql`CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END`.execute(db);
-    await sql`CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END`.execute(db);
+    await sql`CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END`.execute(
+      db,
+    );
+    await sql`CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END`.execute(
+      db,
+    );
   } else if (isPostgres(db)) {
     await sql`CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'events are append-only'; END $$`.execute(db);

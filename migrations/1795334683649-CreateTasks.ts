@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- migrations take Kysely<any> so an old one never breaks when the schema types move on */
 import { Kysely } from 'kysely';
 
 /** The task-state projection (libs/state-store), rebuilt from the events at will. */
@@ -24,8 +25,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('tasks_created_idx').on('tasks').columns(['created_at', 'task_id']).execute();
-  await db.schema.createIndex('tasks_status_created_idx').on('tasks').columns(['status', 'created_at', 'task_id']).execute();
-  await db.schema.createIndex('tasks_session_created_idx').on('tasks').columns(['session_id', 'created_at', 'task_id']).execute();
+  await db.schema
+    .createIndex('tasks_status_created_idx')
+    .on('tasks')
+    .columns(['status', 'created_at', 'task_id'])
+    .execute();
+  await db.schema
+    .createIndex('tasks_session_created_idx')
+    .on('tasks')
+    .columns(['session_id', 'created_at', 'task_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

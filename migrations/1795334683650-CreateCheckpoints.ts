@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- migrations take Kysely<any> so an old one never breaks when the schema types move on */
 import { Kysely } from 'kysely';
 
 /** Snapshots of a task's state and context, each named by a CHECKPOINT_SAVED event. */
@@ -14,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('context', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('checkpoints_task_seq_idx').on('checkpoints').columns(['task_id', 'event_sequence']).execute();
+  await db.schema
+    .createIndex('checkpoints_task_seq_idx')
+    .on('checkpoints')
+    .columns(['task_id', 'event_sequence'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -30,12 +30,19 @@ export class MigrationError extends Error {}
  * because several people add files at once: one with an older timestamp that
  * lands later still runs.
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
-  const migrator = new Migrator({ db, provider: new StaticMigrationProvider(), allowUnorderedMigrations: true });
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
+  const migrator = new Migrator({
+    db,
+    provider: new StaticMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const result = await migrator.migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new MigrationError(`migration ${failed} failed: ${(result.error as Error).message ?? String(result.error)}`, { cause: result.error });
+    throw new MigrationError(
+      `migration ${failed} failed: ${(result.error as Error).message ?? String(result.error)}`,
+      { cause: result.error },
+    );
   }
   return result;
 }

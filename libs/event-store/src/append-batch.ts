@@ -38,7 +38,9 @@ const MAX_ID = 200;
 
 function checkId(name: string, value: unknown): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID) {
-    throw new ValidationError(`${name} must be a non-empty string of at most ${MAX_ID} characters`, { field: name });
+    throw new ValidationError(`${name} must be a non-empty string of at most ${MAX_ID} characters`, {
+      field: name,
+    });
   }
 }
 
@@ -48,20 +50,27 @@ function checkId(name: string, value: unknown): void {
  * the same NewEvent objects is not idempotent by accident; callers that want
  * idempotent retries pass their own event_id.
  */
-export function validateBatch(taskId: string, events: readonly NewEvent[], expected: ExpectedSequence): ValidatedEvent[] {
+export function validateBatch(
+  taskId: string,
+  events: readonly NewEvent[],
+  expected: ExpectedSequence,
+): ValidatedEvent[] {
   checkId('task_id', taskId);
   validateExpected(expected);
-  if (!Array.isArray(events) || events.length === 0) throw new ValidationError('append needs at least one event');
+  if (!Array.isArray(events) || events.length === 0)
+    throw new ValidationError('append needs at least one event');
   const seen = new Set<string>();
   return events.map((e, i) => {
     const body = parseEventBody({ type: e?.type, payload: e?.payload });
     const eventId = e.event_id ?? newId('evt');
     checkId(`events[${i}].event_id`, eventId);
-    if (seen.has(eventId)) throw new ValidationError(`event_id ${eventId} appears twice in one append`, { event_id: eventId });
+    if (seen.has(eventId))
+      throw new ValidationError(`event_id ${eventId} appears twice in one append`, { event_id: eventId });
     seen.add(eventId);
     if (e.session_id !== undefined) checkId(`events[${i}].session_id`, e.session_id);
     if (e.correlation_id !== undefined) checkId(`events[${i}].correlation_id`, e.correlation_id);
-    if (e.causation_id !== undefined && e.causation_id !== null) checkId(`events[${i}].causation_id`, e.causation_id);
+    if (e.causation_id !== undefined && e.causation_id !== null)
+      checkId(`events[${i}].causation_id`, e.causation_id);
     if (e.created_at !== undefined && Number.isNaN(Date.parse(e.created_at))) {
       throw new ValidationError(`events[${i}].created_at is not a timestamp`, { field: 'created_at' });
     }
@@ -91,7 +100,8 @@ export function checkExpected(taskId: string, expected: ExpectedSequence, versio
 /** Reject a malformed expected version before the transaction starts. */
 export function validateExpected(expected: ExpectedSequence): void {
   if (typeof expected === 'number') {
-    if (!Number.isInteger(expected) || expected < 0) throw new ValidationError(`expected sequence must be a non-negative integer, got ${expected}`);
+    if (!Number.isInteger(expected) || expected < 0)
+      throw new ValidationError(`expected sequence must be a non-negative integer, got ${expected}`);
   } else if (!['any', 'no_stream', 'stream_exists'].includes(expected)) {
     throw new ValidationError(`unknown expected version ${JSON.stringify(expected)}`);
   }
@@ -110,9 +120,12 @@ export function resolveDuplicates(
   const found = stored.filter((s) => s !== undefined);
   if (found.length === 0) return 'new';
   if (found.length === batch.length && found.every((s) => s.task_id === taskId)) return 'retry';
-  throw new IdempotencyConflictError(`event ids already stored under another append: ${found.map((s) => s.event_id).join(', ')}`, {
-    event_ids: found.map((s) => s.event_id),
-  });
+  throw new IdempotencyConflictError(
+    `event ids already stored under another append: ${found.map((s) => s.event_id).join(', ')}`,
+    {
+      event_ids: found.map((s) => s.event_id),
+    },
+  );
 }
 
 /**
@@ -120,10 +133,16 @@ export function resolveDuplicates(
  * the event, else the stream's first event, else a TASK_RECEIVED payload, else
  * the task id; correlation defaults to the task id.
  */
-export function buildEnvelopes(taskId: string, batch: readonly ValidatedEvent[], head: StreamHead, now: string): UnpositionedEvent[] {
+export function buildEnvelopes(
+  taskId: string,
+  batch: readonly ValidatedEvent[],
+  head: StreamHead,
+  now: string,
+): UnpositionedEvent[] {
   let streamSession = head.session_id;
   return batch.map((e, i) => {
-    const fromPayload = e.type === 'TASK_RECEIVED' ? (e.payload as { session_id: string }).session_id : undefined;
+    const fromPayload =
+      e.type === 'TASK_RECEIVED' ? (e.payload as { session_id: string }).session_id : undefined;
     const session = e.session_id ?? streamSession ?? fromPayload ?? taskId;
     streamSession ??= session;
     return {

@@ -1,6 +1,13 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { buildEnvelopes, checkExpected, resolveDuplicates, validateBatch } from './append-batch';
-import { AppendOptions, AppendResult, EventStore, ReadAllOptions, ReadStreamOptions, StoreHead } from './event-store';
+import {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoreHead,
+} from './event-store';
 
 /**
  * Reference adapter: the semantics every other adapter must match, kept in
@@ -18,11 +25,22 @@ export class InMemoryEventStore extends EventStore {
     const stored = batch.map((e) => this.byId.get(e.event_id));
     if (resolveDuplicates(taskId, batch, stored) === 'retry') {
       const originals = stored as RuntimeEvent[];
-      return { nextExpectedSequence: version, positions: originals.map((e) => e.position), events: originals.map((e) => structuredClone(e)) };
+      return {
+        nextExpectedSequence: version,
+        positions: originals.map((e) => e.position),
+        events: originals.map((e) => structuredClone(e)),
+      };
     }
     checkExpected(taskId, options.expected, version);
-    const envelopes = buildEnvelopes(taskId, batch, { version, session_id: stream[0]?.session_id ?? null }, new Date().toISOString());
-    const written = envelopes.map((e, i) => ({ ...structuredClone(e), position: this.log.length + i + 1 }) as RuntimeEvent);
+    const envelopes = buildEnvelopes(
+      taskId,
+      batch,
+      { version, session_id: stream[0]?.session_id ?? null },
+      new Date().toISOString(),
+    );
+    const written = envelopes.map(
+      (e, i) => ({ ...structuredClone(e), position: this.log.length + i + 1 }) as RuntimeEvent,
+    );
     for (const e of written) {
       this.log.push(e);
       stream.push(e);

@@ -23,7 +23,10 @@ describe('CheckpointStore on SQLite', () => {
     await appendAll(new TaskLog('t1').received().context(1).decided(1));
     const saved = await sut.save('t1', 'after round 1', { memory: ['m1'], round: 1 });
     const stream = await tmp.storage.eventStore.readStream('t1');
-    expect(stream[3]).toMatchObject({ type: 'CHECKPOINT_SAVED', payload: { checkpoint_id: saved.checkpoint_id, label: 'after round 1', at_sequence: 3 } });
+    expect(stream[3]).toMatchObject({
+      type: 'CHECKPOINT_SAVED',
+      payload: { checkpoint_id: saved.checkpoint_id, label: 'after round 1', at_sequence: 3 },
+    });
     expect(saved).toMatchObject({ at_sequence: 3, event_sequence: 4, context: { memory: ['m1'], round: 1 } });
     expect(saved.state).toEqual(await tmp.storage.taskStates.get('t1'));
   });
@@ -42,8 +45,18 @@ describe('CheckpointStore on SQLite', () => {
 
     const loaded = await sut.load('t1');
     const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'));
-    expect(loaded!.checkpoint).toMatchObject({ checkpoint_id: second.checkpoint_id, label: 'second', context: { n: 2 } });
-    expect(loaded!.events_after.map((e) => e.type)).toEqual(['TASK_AWAITING_PERMISSION', 'PERMISSION_RESOLVED', 'MODEL_CALLED', 'MODEL_RESPONDED', 'TASK_COMPLETED']);
+    expect(loaded!.checkpoint).toMatchObject({
+      checkpoint_id: second.checkpoint_id,
+      label: 'second',
+      context: { n: 2 },
+    });
+    expect(loaded!.events_after.map((e) => e.type)).toEqual([
+      'TASK_AWAITING_PERMISSION',
+      'PERMISSION_RESOLVED',
+      'MODEL_CALLED',
+      'MODEL_RESPONDED',
+      'TASK_COMPLETED',
+    ]);
     expect(loaded!.state).toEqual(full);
     expect(loaded!.state).toEqual(await tmp.storage.taskStates.get('t1'));
   });

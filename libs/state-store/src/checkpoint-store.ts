@@ -50,7 +50,12 @@ export class CheckpointStore {
     const checkpointId = newId('ckpt');
     const { events } = await this.events.append(
       taskId,
-      [{ type: 'CHECKPOINT_SAVED', payload: { checkpoint_id: checkpointId, label, at_sequence: before.last_seq } }],
+      [
+        {
+          type: 'CHECKPOINT_SAVED',
+          payload: { checkpoint_id: checkpointId, label, at_sequence: before.last_seq },
+        },
+      ],
       { expected: before.last_seq },
     );
     const saved = events[0];
@@ -66,7 +71,11 @@ export class CheckpointStore {
     };
     await this.db
       .insertInto('checkpoints')
-      .values({ ...checkpoint, state: JSON.stringify(checkpoint.state), context: JSON.stringify(checkpoint.context) })
+      .values({
+        ...checkpoint,
+        state: JSON.stringify(checkpoint.state),
+        context: JSON.stringify(checkpoint.context),
+      })
       .execute();
     return checkpoint;
   }
@@ -79,7 +88,9 @@ export class CheckpointStore {
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();
-    return row ? { ...row, state: JSON.parse(row.state) as TaskState, context: JSON.parse(row.context) as unknown } : null;
+    return row
+      ? { ...row, state: JSON.parse(row.state) as TaskState, context: JSON.parse(row.context) as unknown }
+      : null;
   }
 
   /** Latest checkpoint + the events after it; null for an unknown task. */
@@ -88,7 +99,10 @@ export class CheckpointStore {
     const after = checkpoint?.event_sequence ?? 0;
     const eventsAfter: RuntimeEvent[] = [];
     for (;;) {
-      const page = await this.events.readStream(taskId, { after_seq: after + eventsAfter.length, limit: 1000 });
+      const page = await this.events.readStream(taskId, {
+        after_seq: after + eventsAfter.length,
+        limit: 1000,
+      });
       eventsAfter.push(...page);
       if (page.length < 1000) break;
     }

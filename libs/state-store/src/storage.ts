@@ -1,4 +1,10 @@
-import { EventBus, OpenSqliteOptions, SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
+import {
+  EventBus,
+  OpenSqliteOptions,
+  SqliteEventStore,
+  SqliteHandle,
+  openSqlite,
+} from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { CheckpointStore } from './checkpoint-store';
 import { TaskStateStore } from './task-state-store';

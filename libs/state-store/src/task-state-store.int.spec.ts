@@ -28,13 +28,20 @@ describe('TaskStateStore on SQLite', () => {
 
     log.resolvePermission('req_1').completed('ok');
     await append(log);
-    expect(await sut.get('t1')).toMatchObject({ status: 'completed', result: 'ok', pending_requests: [], last_seq: 8 });
+    expect(await sut.get('t1')).toMatchObject({
+      status: 'completed',
+      result: 'ok',
+      pending_requests: [],
+      last_seq: 8,
+    });
     expect(await sut.get('missing')).toBeNull();
   });
 
   it('refuses a second task with the same idempotency key and writes none of its events', async () => {
     await append(new TaskLog('t1').received('a', { idempotency_key: 'k1', request_hash: 'h1' }));
-    await expect(append(new TaskLog('t2').received('b', { idempotency_key: 'k1', request_hash: 'h2' }))).rejects.toBeInstanceOf(IdempotencyConflictError);
+    await expect(
+      append(new TaskLog('t2').received('b', { idempotency_key: 'k1', request_hash: 'h2' })),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
     expect(await tmp.storage.eventStore.streamVersion('t2')).toBe(0);
     expect(await sut.get('t2')).toBeNull();
     expect(await sut.findByIdempotencyKey('k1')).toMatchObject({ task_id: 't1', request_hash: 'h1' });
@@ -60,16 +67,29 @@ describe('TaskStateStore on SQLite', () => {
     expect(seen).toEqual(['t6', 't5', 't4', 't3', 't2', 't1', 't0']);
 
     expect((await sut.list({ status: 'completed' })).items.map((t) => t.task_id)).toEqual(['t6', 't3', 't0']);
-    expect((await sut.list({ session_id: 'ses_odd', limit: 2 })).items.map((t) => t.task_id)).toEqual(['t5', 't3']);
+    expect((await sut.list({ session_id: 'ses_odd', limit: 2 })).items.map((t) => t.task_id)).toEqual([
+      't5',
+      't3',
+    ]);
     const odd2 = await sut.list({ session_id: 'ses_odd', limit: 2 });
-    expect((await sut.list({ session_id: 'ses_odd', limit: 2, cursor: odd2.next_cursor! })).items.map((t) => t.task_id)).toEqual(['t1']);
+    expect(
+      (await sut.list({ session_id: 'ses_odd', limit: 2, cursor: odd2.next_cursor! })).items.map(
+        (t) => t.task_id,
+      ),
+    ).toEqual(['t1']);
     await expect(sut.list({ cursor: 'not-a-cursor' })).rejects.toBeInstanceOf(ValidationError);
     await expect(sut.list({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
   });
 
   it('rebuild drops and refolds every projection: equal to the live one for a log of mixed tasks', async () => {
     const logs = [
-      new TaskLog('a', 's1').received('x', { idempotency_key: 'ka' }).context(1).decided(1).model('m', 3, 4).tool('c1').completed('A', 1),
+      new TaskLog('a', 's1')
+        .received('x', { idempotency_key: 'ka' })
+        .context(1)
+        .decided(1)
+        .model('m', 3, 4)
+        .tool('c1')
+        .completed('A', 1),
       new TaskLog('b', 's1').received().context(1).askPermission('r1'),
       new TaskLog('c', 's2').received().askSecret('r2').provideSecret('r2').tool('c2', false).failed(),
       new TaskLog('d', 's2').received().cancelled(),
@@ -79,14 +99,25 @@ describe('TaskStateStore on SQLite', () => {
     for (let round = 0; logs.some((l) => l.events.length > round * 2); round++) {
       for (const log of logs) {
         const slice = log.events.slice(round * 2, round * 2 + 2);
-        if (slice.length > 0) await tmp.storage.eventStore.append(log.taskId, asNew(slice), { expected: round * 2 });
+        if (slice.length > 0)
+          await tmp.storage.eventStore.append(log.taskId, asNew(slice), { expected: round * 2 });
       }
     }
     const live = (await sut.list({ limit: 500 })).items;
-    expect(live.map((t) => t.status).sort()).toEqual(['awaiting_permission', 'cancelled', 'completed', 'failed', 'queued']);
+    expect(live.map((t) => t.status).sort()).toEqual([
+      'awaiting_permission',
+      'cancelled',
+      'completed',
+      'failed',
+      'queued',
+    ]);
     // corrupt the read model so the rebuild has something to fix
     tmp.storage.raw.prepare("UPDATE tasks SET status = 'running', usage = '{}'").run();
-    tmp.storage.raw.prepare("INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'").run();
+    tmp.storage.raw
+      .prepare(
+        "INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'",
+      )
+      .run();
 
     const folded = await sut.rebuild();
     expect(folded).toBe(logs.reduce((n, l) => n + l.events.length, 0));

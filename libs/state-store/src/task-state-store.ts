@@ -95,12 +95,14 @@ export const rowToState = (r: TaskRow): TaskState => ({
   updated_at: r.updated_at,
 });
 
-const encodeCursor = (s: Pick<TaskState, 'created_at' | 'task_id'>): string => Buffer.from(JSON.stringify([s.created_at, s.task_id])).toString('base64url');
+const encodeCursor = (s: Pick<TaskState, 'created_at' | 'task_id'>): string =>
+  Buffer.from(JSON.stringify([s.created_at, s.task_id])).toString('base64url');
 
 function decodeCursor(cursor: string): [string, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'string')) return value as [string, string];
+    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'string'))
+      return value as [string, string];
   } catch {
     // fall through to the same error as a well-formed but wrong cursor
   }
@@ -145,19 +147,28 @@ export class TaskStateStore implements InlineProjection {
   }
 
   async get(taskId: string): Promise<TaskState | null> {
-    const row = await this.db.selectFrom('tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
     return row ? rowToState(row) : null;
   }
 
   async findByIdempotencyKey(key: string): Promise<TaskState | null> {
-    const row = await this.db.selectFrom('tasks').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('idempotency_key', '=', key)
+      .executeTakeFirst();
     return row ? rowToState(row) : null;
   }
 
   /** Newest first, keyset-paginated on (created_at, task_id). */
   async list(options: ListTasksOptions = {}): Promise<TaskPage> {
     const limit = options.limit ?? 50;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ValidationError('limit must be an integer from 1 to 500', { field: 'limit' });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new ValidationError('limit must be an integer from 1 to 500', { field: 'limit' });
     const after = options.cursor === undefined ? null : decodeCursor(options.cursor);
     const rows = await this.db
       .selectFrom('tasks')
@@ -165,7 +176,12 @@ export class TaskStateStore implements InlineProjection {
       .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
       .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
       .$if(after !== null, (q) =>
-        q.where((eb) => eb.or([eb('created_at', '<', after![0]), eb.and([eb('created_at', '=', after![0]), eb('task_id', '<', after![1])])])),
+        q.where((eb) =>
+          eb.or([
+            eb('created_at', '<', after![0]),
+            eb.and([eb('created_at', '=', after![0]), eb('task_id', '<', after![1])]),
+          ]),
+        ),
       )
       .orderBy('created_at', 'desc')
       .orderBy('task_id', 'desc')
@@ -198,8 +214,13 @@ export class TaskStateStore implements InlineProjection {
       stmt.upsert.run(stateToRow(state));
     } catch (err) {
       // the unique index is the race-free guard: two submissions with one key cannot both create a task
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /idempotency_key/.test((err as Error).message)) {
-        throw new IdempotencyConflictError(`idempotency key already used by another task`, { idempotency_key: state.idempotency_key });
+      if (
+        (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' &&
+        /idempotency_key/.test((err as Error).message)
+      ) {
+        throw new IdempotencyConflictError(`idempotency key already used by another task`, {
+          idempotency_key: state.idempotency_key,
+        });
       }
       throw err;
     }

@@ -31,16 +31,44 @@ describe('evolve (task state fold)', () => {
   });
 
   it('the first runtime event moves it to running; rounds and usage follow the router, model and tool events', () => {
-    const sut = fold(new TaskLog().received().context(1).decided(1).model('m1', 10, 5, 0.5).tool('c1').decided(1).context(2).decided(2).model('m2', 3, 2, 0.25).tool('c2', false));
+    const sut = fold(
+      new TaskLog()
+        .received()
+        .context(1)
+        .decided(1)
+        .model('m1', 10, 5, 0.5)
+        .tool('c1')
+        .decided(1)
+        .context(2)
+        .decided(2)
+        .model('m2', 3, 2, 0.25)
+        .tool('c2', false),
+    );
     expect(sut.status).toBe('running');
     expect(sut.rounds).toBe(2);
     expect(sut.last_directive).toEqual({ type: 'respond', content: 'hello' });
-    expect(sut.usage).toMatchObject({ rounds: 2, model_calls: 2, tool_calls: 2, failures: 1, prompt_tokens: 13, completion_tokens: 7, total_tokens: 20, cost_usd: 0.75 });
-    expect(sut.usage.by_role.orchestrator).toEqual({ model_calls: 2, prompt_tokens: 13, completion_tokens: 7, cost_usd: 0.75 });
+    expect(sut.usage).toMatchObject({
+      rounds: 2,
+      model_calls: 2,
+      tool_calls: 2,
+      failures: 1,
+      prompt_tokens: 13,
+      completion_tokens: 7,
+      total_tokens: 20,
+      cost_usd: 0.75,
+    });
+    expect(sut.usage.by_role.orchestrator).toEqual({
+      model_calls: 2,
+      prompt_tokens: 13,
+      completion_tokens: 7,
+      cost_usd: 0.75,
+    });
   });
 
   it('a failed model call counts as a failure', () => {
-    const sut = fold(new TaskLog().received().model('m1', 0, 0, 0, { kind: 'provider_error', message: '503' }));
+    const sut = fold(
+      new TaskLog().received().model('m1', 0, 0, 0, { kind: 'provider_error', message: '503' }),
+    );
     expect(sut.usage.failures).toBe(1);
   });
 
@@ -49,33 +77,77 @@ describe('evolve (task state fold)', () => {
     const waiting = fold(log);
     expect(waiting.status).toBe('awaiting_permission');
     expect(waiting.pending_requests).toEqual([
-      { kind: 'permission', request_id: 'req_1', call_id: 'call_p', tool: 'shell', args: { cmd: 'ls' }, args_hash: 'ah', reason: 'shell needs approval' },
+      {
+        kind: 'permission',
+        request_id: 'req_1',
+        call_id: 'call_p',
+        tool: 'shell',
+        args: { cmd: 'ls' },
+        args_hash: 'ah',
+        reason: 'shell needs approval',
+      },
     ]);
 
     log.resolvePermission('req_1').askSecret('req_2');
     const secret = fold(log);
     expect(secret.status).toBe('awaiting_secret');
-    expect(secret.pending_requests).toEqual([{ kind: 'secret', request_id: 'req_2', call_id: 'call_s', tool: 'http', secret_name: 'API_KEY', reason: 'needs a key' }]);
+    expect(secret.pending_requests).toEqual([
+      {
+        kind: 'secret',
+        request_id: 'req_2',
+        call_id: 'call_s',
+        tool: 'http',
+        secret_name: 'API_KEY',
+        reason: 'needs a key',
+      },
+    ]);
 
     log.provideSecret('req_2');
     expect(fold(log)).toMatchObject({ status: 'running', pending_requests: [] });
   });
 
   it('an answer to one of two pending requests leaves the task waiting on the other', () => {
-    const sut = fold(new TaskLog().received().askPermission('req_1', 'c1').askSecret('req_2').resolvePermission('req_1', 'c1'));
+    const sut = fold(
+      new TaskLog()
+        .received()
+        .askPermission('req_1', 'c1')
+        .askSecret('req_2')
+        .resolvePermission('req_1', 'c1'),
+    );
     expect(sut.status).toBe('awaiting_secret');
     expect(sut.pending_requests.map((r) => r.request_id)).toEqual(['req_2']);
   });
 
   it.each([
-    ['TASK_COMPLETED', (l: TaskLog) => l.completed('the answer', 4), { status: 'completed', stop_reason: 'completed', stop_detail: 'answered', result: 'the answer', rounds: 4 }],
-    ['TASK_FAILED', (l: TaskLog) => l.failed(), { status: 'failed', stop_reason: 'budget_exceeded', stop_detail: 'max_rounds', result: null }],
-    ['TASK_CANCELLED', (l: TaskLog) => l.cancelled(), { status: 'cancelled', stop_reason: 'cancelled', stop_detail: 'by user', result: null }],
-  ])('%s ends the task with its stop reason, result and final usage, clearing pending requests', (_type, end, expected) => {
-    const sut = fold(end(new TaskLog().received().askPermission('req_1')));
-    expect(sut).toMatchObject({ ...expected, pending_requests: [] });
-    expect(sut.usage.rounds).toBe(sut.rounds);
-  });
+    [
+      'TASK_COMPLETED',
+      (l: TaskLog) => l.completed('the answer', 4),
+      {
+        status: 'completed',
+        stop_reason: 'completed',
+        stop_detail: 'answered',
+        result: 'the answer',
+        rounds: 4,
+      },
+    ],
+    [
+      'TASK_FAILED',
+      (l: TaskLog) => l.failed(),
+      { status: 'failed', stop_reason: 'budget_exceeded', stop_detail: 'max_rounds', result: null },
+    ],
+    [
+      'TASK_CANCELLED',
+      (l: TaskLog) => l.cancelled(),
+      { status: 'cancelled', stop_reason: 'cancelled', stop_detail: 'by user', result: null },
+    ],
+  ])(
+    '%s ends the task with its stop reason, result and final usage, clearing pending requests',
+    (_type, end, expected) => {
+      const sut = fold(end(new TaskLog().received().askPermission('req_1')));
+      expect(sut).toMatchObject({ ...expected, pending_requests: [] });
+      expect(sut.usage.rounds).toBe(sut.rounds);
+    },
+  );
 
   it('a terminal task stays terminal; later events only move last_seq', () => {
     const sut = fold(new TaskLog().received().completed().askPermission('late').decided(9));
@@ -98,14 +170,20 @@ describe('evolve (task state fold)', () => {
 
   it('folds a stream that does not start with TASK_RECEIVED from a blank state', () => {
     const log = new TaskLog('t2', 'ses_2').received();
-    const sut = evolve(null, { ...log.events[0], type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 0, delta: 'x' } } as RuntimeEvent);
+    const sut = evolve(null, {
+      ...log.events[0],
+      type: 'OUTPUT_CHUNK',
+      payload: { call_id: 'c', index: 0, delta: 'x' },
+    } as RuntimeEvent);
     expect(sut).toMatchObject({ task_id: 't2', session_id: 'ses_2', status: 'running', input: '' });
   });
 
   it('handles every event type in the catalogue', () => {
     const log = new TaskLog().received();
     for (const type of EVENT_TYPES) {
-      expect(() => evolve(fold(log), { ...log.events[0], sequence: 2, type } as RuntimeEvent)).not.toThrow(/unhandled/);
+      expect(() => evolve(fold(log), { ...log.events[0], sequence: 2, type } as RuntimeEvent)).not.toThrow(
+        /unhandled/,
+      );
     }
   });
 });

@@ -68,7 +68,11 @@ const blank = (e: RuntimeEvent): TaskState => ({
   updated_at: e.created_at,
 });
 
-const addRole = (usage: TaskUsage, role: string, patch: Partial<TaskUsage['by_role'][string]>): TaskUsage['by_role'] => {
+const addRole = (
+  usage: TaskUsage,
+  role: string,
+  patch: Partial<TaskUsage['by_role'][string]>,
+): TaskUsage['by_role'] => {
   const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
   return {
     ...usage.by_role,
@@ -83,7 +87,11 @@ const addRole = (usage: TaskUsage, role: string, patch: Partial<TaskUsage['by_ro
 
 /** Status once a pending request is gone: the next one still open, else running. */
 const statusFor = (pending: readonly PendingRequest[]): TaskStatus =>
-  pending.length === 0 ? 'running' : pending[0].kind === 'permission' ? 'awaiting_permission' : 'awaiting_secret';
+  pending.length === 0
+    ? 'running'
+    : pending[0].kind === 'permission'
+      ? 'awaiting_permission'
+      : 'awaiting_secret';
 
 /** Status after any event that is neither a question, an answer nor an end: the first one starts the task. */
 const progressed = (s: TaskState): TaskStatus => (s.status === 'queued' ? 'running' : s.status);
@@ -114,13 +122,23 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'ROUTER_DECIDED': {
       // rounds are numbered from 1; a re-decided round (retry, resume) is not counted twice
       const rounds = Math.max(s.rounds, e.payload.round);
-      return { ...s, status: progressed(s), last_directive: e.payload.directive, rounds, usage: { ...s.usage, rounds } };
+      return {
+        ...s,
+        status: progressed(s),
+        last_directive: e.payload.directive,
+        rounds,
+        usage: { ...s.usage, rounds },
+      };
     }
     case 'MODEL_CALLED':
       return {
         ...s,
         status: progressed(s),
-        usage: { ...s.usage, model_calls: s.usage.model_calls + 1, by_role: addRole(s.usage, e.payload.role, { model_calls: 1 }) },
+        usage: {
+          ...s.usage,
+          model_calls: s.usage.model_calls + 1,
+          by_role: addRole(s.usage, e.payload.role, { model_calls: 1 }),
+        },
       };
     case 'MODEL_RESPONDED': {
       const { usage: tokens, role, error } = e.payload;
@@ -135,7 +153,11 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
           completion_tokens: s.usage.completion_tokens + tokens.completion_tokens,
           total_tokens: s.usage.total_tokens + tokens.total_tokens,
           cost_usd: s.usage.cost_usd + cost,
-          by_role: addRole(s.usage, role, { prompt_tokens: tokens.prompt_tokens, completion_tokens: tokens.completion_tokens, cost_usd: cost }),
+          by_role: addRole(s.usage, role, {
+            prompt_tokens: tokens.prompt_tokens,
+            completion_tokens: tokens.completion_tokens,
+            cost_usd: cost,
+          }),
         },
       };
     }
@@ -154,12 +176,27 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
         args_hash: p.args_hash,
         reason: p.reason,
       };
-      return { ...s, status: 'awaiting_permission', pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request] };
+      return {
+        ...s,
+        status: 'awaiting_permission',
+        pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request],
+      };
     }
     case 'TASK_AWAITING_SECRET': {
       const p = e.payload;
-      const request: PendingRequest = { kind: 'secret', request_id: p.request_id, call_id: p.call_id, tool: p.tool, secret_name: p.secret_name, reason: p.reason };
-      return { ...s, status: 'awaiting_secret', pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request] };
+      const request: PendingRequest = {
+        kind: 'secret',
+        request_id: p.request_id,
+        call_id: p.call_id,
+        tool: p.tool,
+        secret_name: p.secret_name,
+        reason: p.reason,
+      };
+      return {
+        ...s,
+        status: 'awaiting_secret',
+        pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request],
+      };
     }
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED': {
@@ -206,4 +243,7 @@ function assertNever(_: never, type: EventType): never {
 }
 
 /** Fold a stream (or its tail, from a snapshot) into a state. */
-export const foldTaskState = (events: readonly RuntimeEvent[], from: TaskState | null = null): TaskState | null => events.reduce<TaskState | null>(evolve, from);
+export const foldTaskState = (
+  events: readonly RuntimeEvent[],
+  from: TaskState | null = null,
+): TaskState | null => events.reduce<TaskState | null>(evolve, from);

@@ -12,13 +12,25 @@ const walBytes = (path: string): number => {
 };
 
 const batchOf = (n: number, from: number): NewEvent[] =>
-  Array.from({ length: n }, (_, i) => ({ type: 'OUTPUT_CHUNK', payload: { call_id: 'call_1', index: from + i, delta: 'x'.repeat(120) } }) as NewEvent);
+  Array.from(
+    { length: n },
+    (_, i) =>
+      ({
+        type: 'OUTPUT_CHUNK',
+        payload: { call_id: 'call_1', index: from + i, delta: 'x'.repeat(120) },
+      }) as NewEvent,
+  );
 
 /**
  * Appends `total` events in batches while `onBatch` runs between them; returns
  * the largest -wal file size seen.
  */
-async function appendWatchingWal(tmp: TempStorage, total: number, batch: number, onBatch: () => Promise<void>): Promise<number> {
+async function appendWatchingWal(
+  tmp: TempStorage,
+  total: number,
+  batch: number,
+  onBatch: () => Promise<void>,
+): Promise<number> {
   let maxWal = 0;
   for (let written = 0; written < total; written += batch) {
     const taskId = `t${Math.floor(written / 10_000)}`;

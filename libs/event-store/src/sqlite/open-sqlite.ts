@@ -32,8 +32,14 @@ export interface SqliteHandle<DB = Database> {
  * awaits on this handle: an append would run inside it.
  */
 export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHandle<DB> {
-  const { path, synchronous = 'FULL', busyTimeoutMs = 5000, journalSizeLimitBytes = 64 * 1024 * 1024 } = options;
-  if (!SQLITE_SYNCHRONOUS.includes(synchronous)) throw new ValidationError(`synchronous must be one of ${SQLITE_SYNCHRONOUS.join(', ')}`);
+  const {
+    path,
+    synchronous = 'FULL',
+    busyTimeoutMs = 5000,
+    journalSizeLimitBytes = 64 * 1024 * 1024,
+  } = options;
+  if (!SQLITE_SYNCHRONOUS.includes(synchronous))
+    throw new ValidationError(`synchronous must be one of ${SQLITE_SYNCHRONOUS.join(', ')}`);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path, { timeout: busyTimeoutMs });
   raw.pragma('journal_mode = WAL');

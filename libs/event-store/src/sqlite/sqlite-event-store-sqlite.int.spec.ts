@@ -32,9 +32,13 @@ describe('SqliteEventStore on a real file', () => {
 
   it('refuses UPDATE and DELETE on events issued directly through SQL', async () => {
     await sut.append('t1', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
-    expect(() => db.handle.raw.prepare("UPDATE events SET type = 'TASK_FAILED' WHERE sequence = 2").run()).toThrow(/append-only/);
+    expect(() =>
+      db.handle.raw.prepare("UPDATE events SET type = 'TASK_FAILED' WHERE sequence = 2").run(),
+    ).toThrow(/append-only/);
     expect(() => db.handle.raw.prepare('DELETE FROM events').run()).toThrow(/append-only/);
-    await expect(sql`DELETE FROM events WHERE task_id = 't1'`.execute(db.handle.db)).rejects.toThrow(/append-only/);
+    await expect(sql`DELETE FROM events WHERE task_id = 't1'`.execute(db.handle.db)).rejects.toThrow(
+      /append-only/,
+    );
     expect(await sut.readStream('t1')).toHaveLength(3);
   });
 
@@ -49,7 +53,9 @@ describe('SqliteEventStore on a real file', () => {
     const withProjection = new SqliteEventStore(db.handle, { projections: [failing] });
     const seen: unknown[] = [];
     withProjection.onCommitted((events) => seen.push(...events));
-    await expect(withProjection.append('t1', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow('projection broke');
+    await expect(withProjection.append('t1', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow(
+      'projection broke',
+    );
     expect(await sut.head()).toEqual({ position: 0, event_count: 0 });
     expect(seen).toEqual([]);
   });
@@ -76,7 +82,9 @@ describe('SqliteEventStore on a real file', () => {
     const impatient = new SqliteEventStore(handle, { busyRetryMs: 100 });
     try {
       other.exec('BEGIN IMMEDIATE');
-      await expect(impatient.append('t1', [taskReceived()], { expected: 'no_stream' })).rejects.toBeInstanceOf(StoreBusyError);
+      await expect(
+        impatient.append('t1', [taskReceived()], { expected: 'no_stream' }),
+      ).rejects.toBeInstanceOf(StoreBusyError);
       other.exec('ROLLBACK');
       expect(await sut.head()).toEqual({ position: 0, event_count: 0 });
     } finally {

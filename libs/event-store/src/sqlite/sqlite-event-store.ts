@@ -2,8 +2,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { StreamHead, UnpositionedEvent, ValidatedEvent, buildEnvelopes, checkExpected, resolveDuplicates, validateBatch } from '../append-batch';
-import { AppendOptions, AppendResult, EventStore, ExpectedSequence, ReadAllOptions, ReadStreamOptions, StoreHead } from '../event-store';
+import {
+  StreamHead,
+  UnpositionedEvent,
+  ValidatedEvent,
+  buildEnvelopes,
+  checkExpected,
+  resolveDuplicates,
+  validateBatch,
+} from '../append-batch';
+import {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ExpectedSequence,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoreHead,
+} from '../event-store';
 import { InlineProjection } from '../inline-projection';
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, rowToEvent } from './rows';
@@ -23,7 +39,8 @@ const isBusy = (err: unknown): boolean => {
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 };
 
-type AppendOutcome = { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+type AppendOutcome =
+  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
 
 /**
  * EventStore on SQLite. The append path is one BEGIN IMMEDIATE transaction of
@@ -40,9 +57,15 @@ export class SqliteEventStore extends EventStore {
   private readonly stmt: {
     head: BetterSqlite3.Statement<[string, string], { version: number | null; session_id: string | null }>;
     byId: BetterSqlite3.Statement<[string], EventRow>;
-    insert: BetterSqlite3.Statement<[string, string, string, number, string, string, string | null, string, string]>;
+    insert: BetterSqlite3.Statement<
+      [string, string, string, number, string, string, string | null, string, string]
+    >;
   };
-  private readonly appendTx: (taskId: string, batch: readonly ValidatedEvent[], expected: ExpectedSequence) => AppendOutcome;
+  private readonly appendTx: (
+    taskId: string,
+    batch: readonly ValidatedEvent[],
+    expected: ExpectedSequence,
+  ) => AppendOutcome;
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -63,21 +86,35 @@ export class SqliteEventStore extends EventStore {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
     };
-    this.appendTx = this.raw.transaction((taskId, batch, expected) => this.appendInTransaction(taskId, batch, expected)).immediate;
+    this.appendTx = this.raw.transaction((taskId, batch, expected) =>
+      this.appendInTransaction(taskId, batch, expected),
+    ).immediate;
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
     const outcome = await this.withBusyRetry(() => this.appendTx(taskId, batch, options.expected));
     if (outcome.kind === 'retry') {
-      return { nextExpectedSequence: outcome.version, positions: outcome.originals.map((e) => e.position), events: outcome.originals };
+      return {
+        nextExpectedSequence: outcome.version,
+        positions: outcome.originals.map((e) => e.position),
+        events: outcome.originals,
+      };
     }
     this.emitCommitted(outcome.events);
     const last = outcome.events[outcome.events.length - 1];
-    return { nextExpectedSequence: last.sequence, positions: outcome.events.map((e) => e.position), events: outcome.events };
+    return {
+      nextExpectedSequence: last.sequence,
+      positions: outcome.events.map((e) => e.position),
+      events: outcome.events,
+    };
   }
 
-  private appendInTransaction(taskId: string, batch: readonly ValidatedEvent[], expected: ExpectedSequence): AppendOutcome {
+  private appendInTransaction(
+    taskId: string,
+    batch: readonly ValidatedEvent[],
+    expected: ExpectedSequence,
+  ): AppendOutcome {
     const row = this.stmt.head.get(taskId, taskId);
     const head: StreamHead = { version: row?.version ?? 0, session_id: row?.session_id ?? null };
     if (batch.some((e) => e.id_supplied)) {
@@ -120,7 +157,8 @@ export class SqliteEventStore extends EventStore {
         return run();
       } catch (err) {
         if (!isBusy(err)) throw err;
-        if (Date.now() >= deadline) throw new StoreBusyError(`database busy for more than ${this.busyRetryMs} ms`, { cause: err });
+        if (Date.now() >= deadline)
+          throw new StoreBusyError(`database busy for more than ${this.busyRetryMs} ms`, { cause: err });
         await sleep(Math.min(1000, 5 * 2 ** Math.min(attempt, 8)) * (0.5 + Math.random()));
       }
     }
@@ -144,7 +182,9 @@ export class SqliteEventStore extends EventStore {
       .selectAll()
       .where('position', '>', options.after_position ?? 0)
       .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
-      .$if(options.types !== undefined, (q) => q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]))
+      .$if(options.types !== undefined, (q) =>
+        q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
+      )
       .orderBy('position')
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute();
@@ -180,12 +220,14 @@ const REBUILD_PAGE = 1000;
  * number of events folded.
  */
 export function rebuildProjection(raw: BetterSqlite3.Database, projection: InlineProjection): number {
-  const page = raw.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const page = raw.prepare<[number, number], EventRow>(
+    'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
+  );
   return raw
     .transaction(() => {
       projection.reset(raw);
       let count = 0;
-      for (let after = 0; ; ) {
+      for (let after = 0; ;) {
         const events = page.all(after, REBUILD_PAGE).map(rowToEvent);
         if (events.length === 0) return count;
         projection.apply(raw, events);

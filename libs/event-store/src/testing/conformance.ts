@@ -1,4 +1,10 @@
-import { ConcurrencyError, IdempotencyConflictError, NewEvent, RuntimeEvent, ValidationError } from '@runledger/contracts';
+import {
+  ConcurrencyError,
+  IdempotencyConflictError,
+  NewEvent,
+  RuntimeEvent,
+  ValidationError,
+} from '@runledger/contracts';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { EventBus } from '../event-bus';
 import { EventStore } from '../event-store';
@@ -44,7 +50,9 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
       });
 
       it('returns positions, stored envelopes and the next expected sequence', async () => {
-        const res = await sut.append('t1', [taskReceived({}, 'ses_a'), outputChunk(0)], { expected: 'no_stream' });
+        const res = await sut.append('t1', [taskReceived({}, 'ses_a'), outputChunk(0)], {
+          expected: 'no_stream',
+        });
         expect(res.nextExpectedSequence).toBe(2);
         expect(res.positions).toEqual(res.events.map((e) => e.position));
         const [first, second] = res.events;
@@ -59,10 +67,21 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
       });
 
       it('keeps caller-supplied envelope fields and inherits the session of the first event', async () => {
-        await sut.append('t1', [taskReceived({ session_id: 'ses_x', correlation_id: 'corr', event_id: 'evt_given' })], { expected: 'no_stream' });
+        await sut.append(
+          't1',
+          [taskReceived({ session_id: 'ses_x', correlation_id: 'corr', event_id: 'evt_given' })],
+          { expected: 'no_stream' },
+        );
         const res = await sut.append('t1', [outputChunk(0, { causation_id: 'evt_given' })], { expected: 1 });
-        expect(res.events[0]).toMatchObject({ session_id: 'ses_x', causation_id: 'evt_given', correlation_id: 't1' });
-        expect((await sut.readStream('t1'))[0]).toMatchObject({ event_id: 'evt_given', correlation_id: 'corr' });
+        expect(res.events[0]).toMatchObject({
+          session_id: 'ses_x',
+          causation_id: 'evt_given',
+          correlation_id: 't1',
+        });
+        expect((await sut.readStream('t1'))[0]).toMatchObject({
+          event_id: 'evt_given',
+          correlation_id: 'corr',
+        });
       });
 
       it('defaults the session to the task id when nothing names one', async () => {
@@ -102,9 +121,18 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
 
       it.each([
         ['an unknown type', { type: 'TASK_EXPLODED', payload: {} }],
-        ['a payload of the wrong shape', { type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 'zero', delta: 1 } }],
+        [
+          'a payload of the wrong shape',
+          { type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 'zero', delta: 1 } },
+        ],
         ['a missing payload', { type: 'TASK_RECEIVED' }],
-        ['a secret value on SECRET_PROVIDED', { type: 'SECRET_PROVIDED', payload: { request_id: 'r', call_id: 'c', secret_name: 's', value: 'hunter2' } }],
+        [
+          'a secret value on SECRET_PROVIDED',
+          {
+            type: 'SECRET_PROVIDED',
+            payload: { request_id: 'r', call_id: 'c', secret_name: 's', value: 'hunter2' },
+          },
+        ],
       ])('rejects %s before writing any event of the batch', async (_label, bad) => {
         const batch = [taskReceived(), bad as unknown as NewEvent, outputChunk(1)];
         await expect(sut.append('t1', batch, { expected: 'any' })).rejects.toBeInstanceOf(ValidationError);
@@ -113,10 +141,14 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
 
       it('rejects an empty batch, a bad expected value and an id repeated within a batch', async () => {
         await expect(sut.append('t1', [], { expected: 'any' })).rejects.toBeInstanceOf(ValidationError);
-        await expect(sut.append('t1', [outputChunk(0)], { expected: -1 })).rejects.toBeInstanceOf(ValidationError);
-        await expect(sut.append('t1', [outputChunk(0, { event_id: 'e1' }), outputChunk(1, { event_id: 'e1' })], { expected: 'any' })).rejects.toBeInstanceOf(
+        await expect(sut.append('t1', [outputChunk(0)], { expected: -1 })).rejects.toBeInstanceOf(
           ValidationError,
         );
+        await expect(
+          sut.append('t1', [outputChunk(0, { event_id: 'e1' }), outputChunk(1, { event_id: 'e1' })], {
+            expected: 'any',
+          }),
+        ).rejects.toBeInstanceOf(ValidationError);
         expect((await sut.head()).event_count).toBe(0);
       });
 
@@ -134,10 +166,12 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
 
       it('refuses a batch that reuses some stored event ids, or ids of another stream', async () => {
         await sut.append('t1', [outputChunk(0, { event_id: 'evt_a' })], { expected: 'no_stream' });
-        await expect(sut.append('t1', [outputChunk(0, { event_id: 'evt_a' }), outputChunk(1)], { expected: 'any' })).rejects.toBeInstanceOf(
-          IdempotencyConflictError,
-        );
-        await expect(sut.append('t2', [outputChunk(0, { event_id: 'evt_a' })], { expected: 'any' })).rejects.toBeInstanceOf(IdempotencyConflictError);
+        await expect(
+          sut.append('t1', [outputChunk(0, { event_id: 'evt_a' }), outputChunk(1)], { expected: 'any' }),
+        ).rejects.toBeInstanceOf(IdempotencyConflictError);
+        await expect(
+          sut.append('t2', [outputChunk(0, { event_id: 'evt_a' })], { expected: 'any' }),
+        ).rejects.toBeInstanceOf(IdempotencyConflictError);
         expect((await sut.head()).event_count).toBe(1);
       });
     });
@@ -150,7 +184,9 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
       });
 
       it('readStream honours after_seq and limit', async () => {
-        expect((await sut.readStream('t1', { after_seq: 2, limit: 2 })).map((e) => e.sequence)).toEqual([3, 4]);
+        expect((await sut.readStream('t1', { after_seq: 2, limit: 2 })).map((e) => e.sequence)).toEqual([
+          3, 4,
+        ]);
         expect((await sut.readStream('t1', { after_seq: 5 })).map((e) => e.type)).toEqual(['TASK_COMPLETED']);
         expect(await sut.readStream('t1', { after_seq: 6 })).toEqual([]);
         expect(await sut.readStream('missing')).toEqual([]);
@@ -186,15 +222,21 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
         const seen: RuntimeEvent[] = [];
         const sub = bus.events$.subscribe((event) => seen.push(event));
         await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
-        await expect(sut.append('t1', [outputChunk(0)], { expected: 0 })).rejects.toBeInstanceOf(ConcurrencyError);
-        await expect(sut.append('t1', [{ type: 'NOPE', payload: {} } as unknown as NewEvent], { expected: 'any' })).rejects.toBeInstanceOf(ValidationError);
+        await expect(sut.append('t1', [outputChunk(0)], { expected: 0 })).rejects.toBeInstanceOf(
+          ConcurrencyError,
+        );
+        await expect(
+          sut.append('t1', [{ type: 'NOPE', payload: {} } as unknown as NewEvent], { expected: 'any' }),
+        ).rejects.toBeInstanceOf(ValidationError);
         sub.unsubscribe();
         expect(seen.map((e) => e.type)).toEqual(['TASK_RECEIVED']);
       });
 
       it('a listener sees the event already readable from the store', async () => {
         const readable: Promise<number>[] = [];
-        const sub = bus.events$.subscribe((e) => readable.push(sut.readStream(e.task_id).then((s) => s.length)));
+        const sub = bus.events$.subscribe((e) =>
+          readable.push(sut.readStream(e.task_id).then((s) => s.length)),
+        );
         await sut.append('t1', [taskReceived(), outputChunk(0)], { expected: 'no_stream' });
         sub.unsubscribe();
         expect(await Promise.all(readable)).toEqual([2, 2]);
@@ -228,7 +270,11 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
 
       it('subscribe on the global log replays from a position, filters types, then goes live', async () => {
         const first = await sut.append('t1', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
-        const got = firstValueFrom(bus.subscribe({ after_position: first.positions[0], types: ['OUTPUT_CHUNK', 'TASK_COMPLETED'] }).pipe(take(4), toArray()));
+        const got = firstValueFrom(
+          bus
+            .subscribe({ after_position: first.positions[0], types: ['OUTPUT_CHUNK', 'TASK_COMPLETED'] })
+            .pipe(take(4), toArray()),
+        );
         await sut.append('t2', [taskReceived(), outputChunk(0)], { expected: 'no_stream' });
         await sut.append('t1', [taskCompleted()], { expected: 3 });
         const events = await got;
@@ -238,7 +284,8 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
           ['t2', 'OUTPUT_CHUNK'],
           ['t1', 'TASK_COMPLETED'],
         ]);
-        for (let i = 1; i < events.length; i++) expect(events[i].position).toBeGreaterThan(events[i - 1].position);
+        for (let i = 1; i < events.length; i++)
+          expect(events[i].position).toBeGreaterThan(events[i - 1].position);
       });
 
       it('subscribe replays across several pages while writers keep appending', async () => {

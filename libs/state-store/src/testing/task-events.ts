@@ -45,21 +45,54 @@ export class TaskLog {
   }
 
   context(round: number): this {
-    return this.add('CONTEXT_BUILT', { round, sections: {}, total_tokens: 10, budget_tokens: 100, cut: [], memory_hits: [], compacted: false });
+    return this.add('CONTEXT_BUILT', {
+      round,
+      sections: {},
+      total_tokens: 10,
+      budget_tokens: 100,
+      cut: [],
+      memory_hits: [],
+      compacted: false,
+    });
   }
 
   decided(round: number, content = 'hello'): this {
-    return this.add('ROUTER_DECIDED', { round, directive: { type: 'respond', content }, source: 'orchestrator', fallback_reason: null, attempts: 1 });
+    return this.add('ROUTER_DECIDED', {
+      round,
+      directive: { type: 'respond', content },
+      source: 'orchestrator',
+      fallback_reason: null,
+      attempts: 1,
+    });
   }
 
-  model(callId: string, prompt: number, completion: number, cost = 0.01, error: EventPayload<'MODEL_RESPONDED'>['error'] = null): this {
-    this.add('MODEL_CALLED', { call_id: callId, role: 'orchestrator', model: 'm', backend: 'scripted', attempt: 1, round: null, prompt_chars: 40 });
+  model(
+    callId: string,
+    prompt: number,
+    completion: number,
+    cost = 0.01,
+    error: EventPayload<'MODEL_RESPONDED'>['error'] = null,
+  ): this {
+    this.add('MODEL_CALLED', {
+      call_id: callId,
+      role: 'orchestrator',
+      model: 'm',
+      backend: 'scripted',
+      attempt: 1,
+      round: null,
+      prompt_chars: 40,
+    });
     return this.add('MODEL_RESPONDED', {
       call_id: callId,
       role: 'orchestrator',
       model: 'm',
       content: '{}',
-      usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, estimated: false },
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+        estimated: false,
+      },
       latency_ms: 5,
       error,
       finish_reason: 'stop',
@@ -69,22 +102,62 @@ export class TaskLog {
   }
 
   tool(callId: string, ok = true): this {
-    this.add('TOOL_CALLED', { call_id: callId, tool: 'fs.read', args: { path: 'a' }, args_hash: 'h', step_id: null, idempotent: true, attempt: 1 });
+    this.add('TOOL_CALLED', {
+      call_id: callId,
+      tool: 'fs.read',
+      args: { path: 'a' },
+      args_hash: 'h',
+      step_id: null,
+      idempotent: true,
+      attempt: 1,
+    });
     return ok
-      ? this.add('TOOL_COMPLETED', { call_id: callId, tool: 'fs.read', result: { tool: 'fs.read', ok: true, output: 'x', error: null, metadata: {} }, duration_ms: 1 })
-      : this.add('TOOL_FAILED', { call_id: callId, tool: 'fs.read', result: null, error: 'boom', error_kind: 'tool_error', duration_ms: 1 });
+      ? this.add('TOOL_COMPLETED', {
+          call_id: callId,
+          tool: 'fs.read',
+          result: { tool: 'fs.read', ok: true, output: 'x', error: null, metadata: {} },
+          duration_ms: 1,
+        })
+      : this.add('TOOL_FAILED', {
+          call_id: callId,
+          tool: 'fs.read',
+          result: null,
+          error: 'boom',
+          error_kind: 'tool_error',
+          duration_ms: 1,
+        });
   }
 
   askPermission(requestId: string, callId = 'call_p'): this {
-    return this.add('TASK_AWAITING_PERMISSION', { request_id: requestId, call_id: callId, tool: 'shell', args: { cmd: 'ls' }, args_hash: 'ah', rule: null, reason: 'shell needs approval' });
+    return this.add('TASK_AWAITING_PERMISSION', {
+      request_id: requestId,
+      call_id: callId,
+      tool: 'shell',
+      args: { cmd: 'ls' },
+      args_hash: 'ah',
+      rule: null,
+      reason: 'shell needs approval',
+    });
   }
 
   resolvePermission(requestId: string, callId = 'call_p'): this {
-    return this.add('PERMISSION_RESOLVED', { request_id: requestId, call_id: callId, decision: 'allow_once', args_hash: 'ah', tool: 'shell' });
+    return this.add('PERMISSION_RESOLVED', {
+      request_id: requestId,
+      call_id: callId,
+      decision: 'allow_once',
+      args_hash: 'ah',
+      tool: 'shell',
+    });
   }
 
   askSecret(requestId: string): this {
-    return this.add('TASK_AWAITING_SECRET', { request_id: requestId, call_id: 'call_s', tool: 'http', secret_name: 'API_KEY', reason: 'needs a key' });
+    return this.add('TASK_AWAITING_SECRET', {
+      request_id: requestId,
+      call_id: 'call_s',
+      tool: 'http',
+      secret_name: 'API_KEY',
+      reason: 'needs a key',
+    });
   }
 
   provideSecret(requestId: string): this {
@@ -92,11 +165,21 @@ export class TaskLog {
   }
 
   completed(result = 'done', rounds = 1): this {
-    return this.add('TASK_COMPLETED', { stop_reason: 'completed', detail: 'answered', result, usage: { ...emptyUsage(), rounds, model_calls: 1 } });
+    return this.add('TASK_COMPLETED', {
+      stop_reason: 'completed',
+      detail: 'answered',
+      result,
+      usage: { ...emptyUsage(), rounds, model_calls: 1 },
+    });
   }
 
   failed(): this {
-    return this.add('TASK_FAILED', { stop_reason: 'budget_exceeded', detail: 'max_rounds', result: null, usage: emptyUsage() });
+    return this.add('TASK_FAILED', {
+      stop_reason: 'budget_exceeded',
+      detail: 'max_rounds',
+      result: null,
+      usage: emptyUsage(),
+    });
   }
 
   cancelled(): this {

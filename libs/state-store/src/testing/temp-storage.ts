@@ -29,4 +29,5 @@ export async function createTempStorage(options: Partial<OpenSqliteOptions> = {}
 }
 
 /** Strip the envelope so prebuilt events (TaskLog) can be appended for real. */
-export const asNew = (events: readonly RuntimeEvent[]): NewEvent[] => events.map((e) => ({ type: e.type, payload: e.payload, created_at: e.created_at }) as NewEvent);
+export const asNew = (events: readonly RuntimeEvent[]): NewEvent[] =>
+  events.map((e) => ({ type: e.type, payload: e.payload, created_at: e.created_at }) as NewEvent);
