@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
+import { replayView } from '@runledger/runtime';
 import { runCli } from '@runledger/testing';
 
 async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
@@ -104,5 +105,25 @@ describe('runledger CLI (real child process, no model configured)', () => {
     const stopped = await runCli(['run', 'run rm -rf /', '--yes'], { cwd: dir, env });
     expect(stopped.code).toBe(1);
     expect(stopped.stdout).toContain('stop reason: permission_denied');
+  });
+
+  it('replay re-runs a recorded task offline: same events, nothing run again', async () => {
+    writeFileSync(join(dir, 'notes.txt'), 'first version');
+    const first = await runCli(['run', 'run echo hello then read notes.txt', '--yes'], { cwd: dir, env });
+    expect(first.code).toBe(0);
+    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    writeFileSync(join(dir, 'notes.txt'), 'changed since');
+    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toContain('first version');
+    expect(replay.stdout).not.toContain('changed since');
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    try {
+      const store = new SqliteEventStore(handle);
+      const replayedId = /task (task_\w+) received/.exec(replay.stdout)![1];
+      expect(replayView(await store.readWholeStream(replayedId))).toEqual(replayView(await store.readWholeStream(taskId)));
+    } finally {
+      await handle.close();
+    }
   });
 });

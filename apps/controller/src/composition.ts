@@ -14,9 +14,12 @@ import {
   RuntimeService,
   ScriptedBackend,
   SysUtilBackend,
+  RuntimeOptions,
+  TaskProgress,
   ToolOutcomeHook,
   createRuntime,
   disciplineSettingsFrom,
+  replayTask,
 } from '@runledger/runtime';
 import { ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
 import { AppConfig } from './config';
@@ -40,6 +43,8 @@ export interface BuiltRuntime {
   storage: SqliteStorage | null;
   /** null when the tools were overridden */
   sandbox: ToolSandbox | null;
+  /** re-run a recorded task offline as a new task (models and tools answer from its log) */
+  replay(taskId: string): Promise<{ task_id: string; progress: TaskProgress }>;
   close(): Promise<void>;
 }
 
@@ -89,7 +94,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     : createToolLayer({ allowedRoot, sandbox: config.RUNLEDGER_SANDBOX, plugins: config.RUNLEDGER_PLUGINS, maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES, memory: memory?.tools ?? null });
   const tools = overrides.tools ?? layer!.registry;
   const permissions = overrides.permissions ?? new RulePermissionPolicy({ allowedRoot, rules: config.RUNLEDGER_PERMISSION_RULES });
-  const runtime = createRuntime({
+  const options: RuntimeOptions = {
     store,
     tools,
     permissions,
@@ -104,7 +109,8 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     redact: redactSecrets,
     discipline: disciplineSettingsFrom(config),
     log: overrides.log,
-  });
+  };
+  const runtime = createRuntime(options);
   return {
     config,
     store,
@@ -118,6 +124,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     memory,
     storage,
     sandbox: layer?.sandbox ?? null,
+    replay: (taskId) => replayTask(options, taskId),
     close: async () => {
       await runtime.service.close();
       await memory?.close();

@@ -46,7 +46,8 @@ export const EventPayloads = {
     total_tokens: z.number().int().nonnegative(),
     budget_tokens: z.number().int().nonnegative(),
     cut: z.array(z.string()).default([]),
-    memory_hits: z.array(z.object({ id: Id, score: z.number() })).default([]),
+    /** text: what the prompt showed, so a replay can show it again */
+    memory_hits: z.array(z.object({ id: Id, score: z.number(), text: z.string().optional() })).default([]),
     compacted: z.boolean().default(false),
   }),
   ROUTER_DECIDED: z.object({

@@ -98,7 +98,7 @@ export class ContextBuilder {
         total_tokens: total,
         budget_tokens: Object.values(this.budgets).reduce((n, b) => n + b, 0),
         cut,
-        memory_hits: hits.map((h) => ({ id: h.id, score: h.score })),
+        memory_hits: hits.map((h) => ({ id: h.id, score: h.score, text: h.text })),
         compacted: false,
       },
     };

@@ -5,7 +5,7 @@ import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backe
 import { RuntimeOptions, createRuntime } from './create-runtime';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
-import { INPUT_REFUSED } from './ports';
+import { INPUT_REFUSED, MemoryHit, MemoryRecall } from './ports';
 
 /** The model answers a task recorded (MODEL_RESPONDED, with its streamed chunks), served again in order per role. */
 export class ReplayBackend extends ScriptedBackend {
@@ -111,6 +111,20 @@ export class ReplayPermissionPolicy extends PermissionPolicy {
   }
 }
 
+/** The memory hits each recorded round's prompt showed, handed out again round by round. */
+export class ReplayMemoryRecall extends MemoryRecall {
+  private readonly rounds: MemoryHit[][];
+
+  constructor(events: readonly RuntimeEvent[]) {
+    super();
+    this.rounds = events.flatMap((e) => (e.type === 'CONTEXT_BUILT' ? [e.payload.memory_hits.map((h) => ({ id: h.id, score: h.score, text: h.text ?? '' }))] : []));
+  }
+
+  async recall(): Promise<MemoryHit[]> {
+    return this.rounds.shift() ?? [];
+  }
+}
+
 /** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
 export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
   const VOLATILE = new Set(['call_id', 'request_id', 'latency_ms', 'duration_ms', 'backend', 'session_id', 'source', 'request_hash', 'idempotency_key', 'forked_from']);
@@ -152,7 +166,7 @@ export async function replayTask(options: ReplayOptions, sourceTaskId: string): 
     model: backend,
     sysUtil: backend,
     hooks: [],
-    memory: undefined,
+    memory: new ReplayMemoryRecall(events),
   });
   try {
     const { task_id } = await rt.service.submit({ input: first.payload.input, budgets: first.payload.budgets, accept_checks: first.payload.accept_checks }, { source: 'replay' });

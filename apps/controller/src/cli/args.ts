@@ -4,6 +4,7 @@ export type CliCommand =
   | { kind: 'run'; input: string; model: string | null; yes: boolean; json: boolean; budgets: Budgets; accept: AcceptCheck[]; session: string | null }
   | { kind: 'resume'; task_id: string | null; json: boolean; yes: boolean }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision }
+  | { kind: 'replay'; task_id: string; json: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
 
@@ -12,6 +13,7 @@ export const USAGE = `usage:
                           [--budget key=value]... [--accept '<AcceptCheck JSON>']... [--session <id>]
   runledger resume [<task_id>] [--yes] [--json]     continue unfinished tasks from the log
   runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always
+  runledger replay <task_id> [--json]               re-run a recorded task offline from its log
   runledger serve                                   run the HTTP server
 exit code: 0 only when the task completed; 1 it ended otherwise; 2 bad usage; 3 it waits for a person`;
 
@@ -72,6 +74,9 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       if (!task_id || !request_id || !(PERMISSION_DECISIONS as readonly string[]).includes(decision)) throw new ValidationError('resolve needs <task_id> <request_id> <decision>');
       return { kind: 'resolve', task_id, request_id, decision: decision as PermissionDecision };
     }
+    case 'replay':
+      if (positional.length !== 1) throw new ValidationError('replay needs <task_id>');
+      return { kind: 'replay', task_id: positional[0], json: flags.json };
     case 'serve':
       return { kind: 'serve' };
     case undefined:
