@@ -278,13 +278,40 @@ describe('run discipline scenarios (scripted model)', () => {
   });
 
   describe('tools: circuit breaker, idempotent retries', () => {
-    it('3 consecutive breakages open the circuit; calling it again stops with tool_error', async () => {
+    it('3 consecutive breakages open the circuit; the 4th call is refused without running and stops with tool_error', async () => {
       flakyFailures = 10;
       const calls = [1, 2, 3, 4].map((i) => tool('net_fetch', { url: `https://x/${i}` }));
       const r = await run({ orchestrator: [...calls, respond('never')] }, 'fetch');
       expect(r.stop).toBe('tool_error');
       expect(rounds(r.events)).toBe(4);
       expect(guards(r.events)).toEqual(['circuit_breaker']);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(3);
+      expect(of(r.events, 'TOOL_FAILED')[3].payload.error).toMatch(/circuit open/);
+    });
+
+    it('an idempotent tool that breaks once is retried (recorded) and the task completes', async () => {
+      let breaks = 1;
+      tools.add(m('lookup', { idempotent: true }), async () => {
+        if (breaks-- > 0) throw new Error('socket hang up');
+        return 'found';
+      });
+      const r = await run({ orchestrator: [tool('lookup', { q: 'a' }), respond('found')] }, 'lookup');
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      expect(guards(r.events)).toEqual(['retry']);
+      expect(of(r.events, 'TOOL_CALLED').map((e) => e.payload.attempt)).toEqual([1, 2]);
+    });
+
+    it('a timed-out tool signature gets twice the time next round (capped)', async () => {
+      tools.add(m('slow_op', { timeout_ms: 40 }), (a, ctx) => new Promise((res, rej) => {
+        const t = setTimeout(() => res('done'), 60);
+        ctx.signal.addEventListener('abort', () => (clearTimeout(t), rej(new Error('aborted'))), { once: true });
+      }));
+      const call = tool('slow_op', { n: 1 });
+      const r = await run({ orchestrator: [call, call, respond('done in the end')] }, 'slow op');
+      expect(r.stop).toBe('completed');
+      expect(of(r.events, 'TOOL_FAILED').map((e) => e.payload.error)).toEqual(['timed out after 40 ms']);
+      expect(of(r.events, 'TOOL_COMPLETED')).toHaveLength(1);
     });
 
     it('two breakages then a success: the circuit stays closed and the task completes', async () => {

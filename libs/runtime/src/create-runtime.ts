@@ -68,6 +68,8 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     coder: o.model,
     modelTimeoutMs,
     stepConcurrency: o.stepConcurrency ?? 4,
+    discipline: d,
+    rng: o.rng,
     redact: o.redact ?? redactSecrets,
     log,
   });

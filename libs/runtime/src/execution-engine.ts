@@ -2,12 +2,15 @@ import { EventStore } from '@runledger/event-store';
 import { ExecutionDirective, NewEvent, PlanStep, ToolManifest, ToolResult, hashArgs, newId } from '@runledger/contracts';
 import { PermissionPolicy } from '@runledger/permissions';
 import { StepStatus, UnknownStepReferenceError, blockedSteps, findCycle, readySteps, substituteOutputs } from '@runledger/scheduler';
-import { ToolRegistry } from '@runledger/tools';
+import { RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelGateway } from './model-gateway';
-import { ModelBackend } from './model/model-backend';
+import { ModelBackend, sleep } from './model/model-backend';
 import { SecretVault, Stop, ToolOutcomeHook } from './ports';
 import { PlanProgress, callIdFor, planIdFor } from './progress';
 import { TaskWriter } from './task-writer';
+import { adaptiveToolTimeout, decideFailure, hasExitCode, isCircuitOpen, toolGuardFromEvents } from './discipline/failure-policy';
+import { guardEvent } from './discipline/retry-runner';
+import { DisciplineSettings } from './discipline/settings';
 
 export type ExecOutcome = { kind: 'continue' } | { kind: 'suspend' } | { kind: 'end'; stop: Stop; result: string | null };
 
@@ -34,6 +37,9 @@ export interface EngineDeps {
   modelTimeoutMs: number;
   stepConcurrency: number;
   redact: (value: ToolResult, secrets: readonly string[]) => ToolResult;
+  /** run discipline: circuit breaker, adaptive timeouts, retries of idempotent tools; off when absent */
+  discipline?: DisciplineSettings;
+  rng?: () => number;
   log: (message: string, err?: unknown) => void;
 }
 
@@ -231,7 +237,43 @@ export class ExecutionEngine {
       return { kind: 'suspend' };
     }
 
-    await writer.append([{ type: 'TOOL_CALLED', payload: { call_id: spec.call_id, tool: spec.tool, args: spec.args, args_hash, step_id: spec.step_id, idempotent: manifest.idempotent, attempt: (prior?.attempt ?? 0) + 1 } }]);
+    const d = this.deps.discipline;
+    if (d && isCircuitOpen(toolGuardFromEvents(writer.log), spec.tool, d.circuitBreakerThreshold)) {
+      const error = `circuit open: ${spec.tool} failed ${d.circuitBreakerThreshold} times in a row in this task; not run`;
+      await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'tool_error', duration_ms: 0 } });
+      return { kind: 'done', ok: false, output: null, error };
+    }
+    try {
+      for (let attempt = (prior?.attempt ?? 0) + 1; ; attempt++) {
+        const out = await this.runOnce(writer, spec, tool, held, args_hash, attempt, signal);
+        if (out.ok || !d || !out.retryable || signal.aborted) return { kind: 'done', ok: out.ok, output: out.output, error: out.error };
+        // An idempotent tool that broke (threw, timed out) is tried again under the failure policy.
+        const decision = decideFailure(out.timedOut ? 'timeout' : 'tool_error', attempt, { subject: 'tool', retry: d.retry, idempotent: manifest.idempotent, rng: this.deps.rng });
+        if (decision.action !== 'retry') return { kind: 'done', ok: false, output: out.output, error: out.error };
+        await writer.append([guardEvent('retry', writer.progress.round, `${spec.tool}: ${decision.detail}`, { tool: spec.tool, call_id: spec.call_id, delay_ms: decision.delay_ms, next_attempt: decision.next_attempt })]);
+        await sleep(decision.delay_ms, signal).catch(() => undefined);
+      }
+    } finally {
+      this.deps.vault.drop(p.task_id, spec.call_id);
+    }
+  }
+
+  /** One attempt: intent, run within the (adaptive) timeout, redacted outcome. */
+  private async runOnce(
+    writer: TaskWriter,
+    spec: CallSpec,
+    tool: RegisteredTool,
+    held: ReadonlyMap<string, string>,
+    args_hash: string,
+    attempt: number,
+    signal: AbortSignal,
+  ): Promise<{ ok: boolean; output: unknown; error: string | null; retryable: boolean; timedOut: boolean }> {
+    const p = writer.progress;
+    const manifest = tool.manifest;
+    const d = this.deps.discipline;
+    // A signature that timed out before gets more time now, up to the cap.
+    const timeoutMs = d ? adaptiveToolTimeout(toolGuardFromEvents(writer.log), args_hash, manifest.timeout_ms, d.toolTimeoutBackoffFactor, d.toolTimeoutCapMs) : manifest.timeout_ms;
+    await writer.append([{ type: 'TOOL_CALLED', payload: { call_id: spec.call_id, tool: spec.tool, args: spec.args, args_hash, step_id: spec.step_id, idempotent: manifest.idempotent, attempt } }]);
     const started = Date.now();
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort();
@@ -239,13 +281,13 @@ export class ExecutionEngine {
     let timer: NodeJS.Timeout | undefined;
     const secretValues = [...held.values()];
     try {
-      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => (ctrl.abort(), resolve('timeout')), manifest.timeout_ms)));
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => (ctrl.abort(), resolve('timeout')), timeoutMs)));
       const ran = await Promise.race([tool.run(spec.args, { task_id: p.task_id, session_id: p.session_id, step_id: spec.step_id, call_id: spec.call_id, signal: ctrl.signal, secrets: held }), timeout]);
       const duration_ms = Date.now() - started;
       if (ran === 'timeout') {
-        const error = `timed out after ${manifest.timeout_ms} ms`;
+        const error = `timed out after ${timeoutMs} ms`;
         await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'timeout', duration_ms } });
-        return { kind: 'done', ok: false, output: null, error };
+        return { ok: false, output: null, error, retryable: true, timedOut: true };
       }
       const result = this.deps.redact(ran, secretValues);
       if (result.ok) {
@@ -253,15 +295,15 @@ export class ExecutionEngine {
       } else {
         await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result, error: result.error ?? 'tool failed', error_kind: 'tool_error', duration_ms } });
       }
-      return { kind: 'done', ok: result.ok, output: result.output, error: result.error };
+      // A command that ran and exited non-zero is an answer, not a breakage: repeating it changes nothing.
+      return { ok: result.ok, output: result.output, error: result.error, retryable: !result.ok && !hasExitCode(result.output), timedOut: false };
     } catch (err) {
       const error = this.deps.redact({ tool: spec.tool, ok: false, output: null, error: err instanceof Error ? err.message : String(err), metadata: {} }, secretValues).error!;
       await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'tool_error', duration_ms: Date.now() - started } });
-      return { kind: 'done', ok: false, output: null, error };
+      return { ok: false, output: null, error, retryable: true, timedOut: false };
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      this.deps.vault.drop(p.task_id, spec.call_id);
     }
   }
 

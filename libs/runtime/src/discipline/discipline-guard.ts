@@ -4,7 +4,7 @@ import { judgeAcceptance } from './accept-gate';
 import { admit, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
 import { REPEAT_REMINDER, repeatFold } from './repeat-detector';
 import { guardEvent } from './retry-runner';
-import { roundsOf, toolFacts } from './round-facts';
+import { roundsOf } from './round-facts';
 import { isCircuitOpen, toolGuardFromEvents } from './failure-policy';
 import { DisciplineSettings, ResolvedBudgets } from './settings';
 import { describeStop } from './stop-reasons';
@@ -41,19 +41,16 @@ export class DisciplineGuard implements LoopGuard {
       events.push(guardEvent('repeat_reminder', last.round, `${repeat.detail}. ${REPEAT_REMINDER}`, { streak: repeat.state.streak }));
     }
 
+    // Circuit breakers: tell the orchestrator once; a call to the broken tool after that (refused
+    // by the engine, or failing again) ends the task.
     const health = toolGuardFromEvents(ctx.events);
-    for (const tool of new Set(toolFacts(ctx.events).map((f) => f.tool))) {
+    for (const tool of Object.keys(health.consecutiveFailures)) {
       if (!isCircuitOpen(health, tool, this.settings.circuitBreakerThreshold)) continue;
-      const opened = ctx.events.find((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'circuit_breaker' && e.payload.data.tool === tool);
-      const openedRound = opened?.type === 'GUARD_TRIGGERED' ? (opened.payload.round ?? 0) : null;
-      // The orchestrator was told the circuit is open and called the tool again anyway.
-      if (openedRound !== null && last && last.round > openedRound && last.tools.some((f) => f.tool === tool && f.ok === false)) {
-        return { events, stop: { stop_reason: 'tool_error', detail: describeStop('tool_error', `${tool} failed ${health.consecutiveFailures[tool]} times in a row`) } };
-      }
-      if (openedRound === null) {
-        events.push(
-          guardEvent('circuit_breaker', last?.round ?? null, `${tool} failed ${health.consecutiveFailures[tool]} times in a row; do not call it again in this task`, { tool }),
-        );
+      const told = ctx.events.findIndex((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'circuit_breaker' && e.payload.data.tool === tool);
+      if (told === -1) {
+        events.push(guardEvent('circuit_breaker', last?.round ?? null, `${tool} failed ${health.consecutiveFailures[tool]} times in a row; do not call it again in this task`, { tool }));
+      } else if (ctx.events.slice(told).some((e) => e.type === 'TOOL_FAILED' && e.payload.tool === tool)) {
+        return { events, stop: { stop_reason: 'tool_error', detail: describeStop('tool_error', `${tool} was called again after failing ${this.settings.circuitBreakerThreshold} times in a row`) } };
       }
     }
     return { events };

@@ -244,7 +244,8 @@ export interface ToolGuardState {
 
 export const initialToolGuardState = (): ToolGuardState => ({ consecutiveFailures: {}, timeouts: {}, callSignature: {} });
 
-const hasExitCode = (output: unknown): boolean =>
+/** The output of a command that ran to its end (it reports an exit code). */
+export const hasExitCode = (output: unknown): boolean =>
   !!output && typeof output === 'object' && ['exit_code', 'exitCode', 'code'].some((k) => typeof (output as Record<string, unknown>)[k] === 'number');
 
 /**
