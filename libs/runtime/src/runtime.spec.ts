@@ -229,4 +229,40 @@ describe('RuntimeService with the in-memory store', () => {
     expect(p.final?.stop_reason).toBe('cancelled');
     expect(() => readFileSync(join(dir, 'slow.txt'))).toThrow();
   });
+
+  it('coder and respond steps: the coder role answers, a respond step ends the task with the plan output', async () => {
+    const plan = { type: 'plan', steps: [
+      { id: 'code', kind: 'coder', args: { prompt: 'write a haiku about logs' } },
+      { id: 'say', kind: 'respond', args: { content: 'coder said: ${steps.code.output}' }, depends_on: ['code'] },
+    ] };
+    scripted({ orchestrator: [json(plan)], coder: ['append-only, / every step a line / nothing forgotten'] });
+    const { events, progress } = await run('haiku');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'coder said: append-only, / every step a line / nothing forgotten' });
+    const coderCall = events.find((e) => e.type === 'MODEL_CALLED' && e.payload.role === 'coder');
+    expect(coderCall?.payload).toMatchObject({ round: 1 });
+    expect(progress.usage.rounds).toBe(1);
+  });
+
+  it('a coder step with no coder model fails the step, and the orchestrator hears of it', async () => {
+    scripted({ orchestrator: [json({ type: 'plan', steps: [{ id: 'c', kind: 'coder', args: { prompt: 'x' } }] }), '{"type":"fail","reason":"no coder"}'] });
+    const { events } = await run('needs a coder');
+    expect(events.find((e) => e.type === 'STEP_FAILED')?.payload).toMatchObject({ step_id: 'c', error: 'no coder model configured' });
+    const secondContext = events.filter((e) => e.type === 'MODEL_CALLED')[1];
+    expect(secondContext).toBeDefined();
+  });
+
+  it('a memory step calls memory_search / memory_insert through the registry', async () => {
+    const tools = testToolRegistry(dir);
+    const seen: unknown[] = [];
+    const mem = (name: string): ToolManifest => ({ name, description: name, args_schema: { type: 'object' }, requires_permission: false, idempotent: false, timeout_ms: 1000, secrets: [], sensitive_output: false, entry: 'index.js' });
+    tools.add(mem('memory_insert'), async (a) => (seen.push(['insert', a]), 'stored'));
+    tools.add(mem('memory_search'), async (a) => (seen.push(['search', a]), ['hit']));
+    const plan = { type: 'plan', steps: [
+      { id: 'put', kind: 'memory', args: { op: 'insert', text: 'the sky is blue' } },
+      { id: 'get', kind: 'memory', args: { op: 'search', text: 'sky' }, depends_on: ['put'] },
+    ] };
+    rt = createRuntime({ store, tools, permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"ok"}'] }), log: () => undefined });
+    await run('remember and recall');
+    expect(seen).toEqual([['insert', { text: 'the sky is blue' }], ['search', { query: 'sky' }]]);
+  });
 });
