@@ -12,20 +12,10 @@
  */
 import { BruteforceSearch } from 'hnswlib-node';
 import { HashingEmbedder, VectorIndex, cosine } from '@runledger/memory';
+import { seededRandom } from '@runledger/runtime';
 
 const DIM = 384;
 const K = 10;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function normalise(v: Float32Array): Float32Array {
   let s = 0;
@@ -47,7 +37,7 @@ function gaussian(rnd: () => number): () => number {
  */
 const INTRINSIC = 24;
 function randomVectors(n: number, seed: number, iid = false): Float32Array[] {
-  const rnd = mulberry32(seed);
+  const rnd = seededRandom(seed);
   const g = gaussian(rnd);
   const basis = Array.from({ length: INTRINSIC }, () => Float32Array.from({ length: DIM }, g));
   const out: Float32Array[] = [];
@@ -71,7 +61,7 @@ function randomVectors(n: number, seed: number, iid = false): Float32Array[] {
 const TOPICS = 500;
 const VOCAB_SIZE = 5000;
 function textVectors(n: number, seed: number): Float32Array[] {
-  const rnd = mulberry32(seed);
+  const rnd = seededRandom(seed);
   const syll = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'po', 'qu', 'xi', 'da', 'fe', 'gu', 'ha'];
   const newWord = () => Array.from({ length: 2 + Math.floor(rnd() * 3) }, () => syll[Math.floor(rnd() * syll.length)]).join('');
   const vocab = Array.from({ length: VOCAB_SIZE }, newWord);

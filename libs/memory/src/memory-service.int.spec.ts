@@ -112,6 +112,19 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it('an index file ahead of its table (a database restored from an older backup) is rebuilt', async () => {
+    const first = await openService(env);
+    const ids = await seed(first, 12);
+    await first.close();
+    await env.handle.db.deleteFrom('memory_entries' as never).where('id' as never, '=', ids[11] as never).execute();
+
+    const sut = await openService(env);
+    expect(sut.indexRebuiltBecause).toBe('index is ahead of the table');
+    const fresh = await sut.insert({ text: 'a new entry after the restore', kind: 'fact', source: 'user', weight: 0.9, reason: 't' });
+    expect((await sut.search('a new entry after the restore', { k: 1 }))[0].entry.id).toBe(fresh.id);
+    await sut.close();
+  });
+
   it('an index built by another embedder is rebuilt and every entry re-embedded', async () => {
     const first = await openService(env);
     await seed(first, 20);
@@ -153,6 +166,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const sut = await openService(env);
     expect(sut.indexRebuiltBecause).toBeNull();
     expect(await topIds(sut, TOPICS[1], 10)).not.toContain(ids[1]);
+    await Promise.all([first.close(), other.close(), sut.close()]);
   });
 
   it('rebuildFromLog recreates the same entries, weights and top-k from MEMORY_WRITTEN events', async () => {
@@ -181,6 +195,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const b = (await exact.search('kysely builds sql', q)).map((h) => h.entry.id);
     expect(a).toEqual(b);
     expect(a.length).toBe(4);
+    await Promise.all([viaIndex.close(), exact.close()]);
   });
 
   describe('the critic/memory outcome hook', () => {

@@ -34,7 +34,10 @@ export interface MemoryServiceOptions {
   exactScanBelow?: number;
   /** the index file is written at most this often (and on close); a crash loses nothing, open catches up from the table */
   saveIntervalMs?: number;
+  log?: (message: string, err?: unknown) => void;
 }
+
+const defaultLog = (message: string, err?: unknown) => process.stderr.write(`runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`);
 
 export interface DirectWrite {
   text: string;
@@ -99,7 +102,7 @@ export class MemoryService {
   }
 
   private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
-    const source: IndexSource = { pages: () => o.store.vectorPages(), deletedLabels: () => o.store.deletedLabels() };
+    const source: IndexSource = { pages: () => o.store.vectorPages(), deletedLabels: () => o.store.deletedLabels(), maxLabel: async () => (await o.store.stats()).max_label };
     const params = o.hnsw ?? DEFAULT_HNSW;
     if (o.indexPath) return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params);
     const index = VectorIndex.create(o.embedder.model, o.embedder.dim, params);
@@ -180,7 +183,12 @@ export class MemoryService {
     if (this.saveTimer) return;
     this.saveTimer = setTimeout(() => {
       this.saveTimer = null;
-      this.index.saveIfDirty();
+      try {
+        this.index.saveIfDirty();
+      } catch (err) {
+        // Never fatal: the next open catches up from the table or rebuilds.
+        (this.o.log ?? defaultLog)('memory index save failed', err);
+      }
     }, this.o.saveIntervalMs ?? 2000);
     this.saveTimer.unref();
   }

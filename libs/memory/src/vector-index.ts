@@ -37,6 +37,8 @@ export interface IndexSource {
   pages(): AsyncIterable<IndexedVector[]>;
   /** labels tombstoned in the table (re-marked after loading a file saved before the delete) */
   deletedLabels(): Promise<number[]>;
+  /** highest label in the table, -1 when empty */
+  maxLabel(): Promise<number>;
 }
 
 export interface VectorHit {
@@ -86,7 +88,7 @@ export class VectorIndex {
    * otherwise rebuild from the table.
    */
   static async open(path: string, model: string, dim: number, source: IndexSource, params: HnswParams = DEFAULT_HNSW): Promise<VectorIndex> {
-    const reason = VectorIndex.unusableBecause(path, model, dim);
+    const reason = await VectorIndex.unusableBecause(path, model, dim, source);
     if (reason === null) {
       const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
       const vi = new VectorIndex(path, model, dim, params, meta.count);
@@ -106,7 +108,7 @@ export class VectorIndex {
     return VectorIndex.rebuild(path, model, dim, source, params, reason);
   }
 
-  private static unusableBecause(path: string, model: string, dim: number): string | null {
+  private static async unusableBecause(path: string, model: string, dim: number, source: IndexSource): Promise<string | null> {
     if (!existsSync(path) || !existsSync(`${path}.meta.json`)) return 'missing';
     let meta: IndexMeta;
     try {
@@ -115,6 +117,8 @@ export class VectorIndex {
       return 'corrupt meta';
     }
     if (meta.model !== model || meta.dim !== dim) return `built by ${meta.model}/${meta.dim}, now ${model}/${dim}`;
+    // A table restored from an older backup: the file holds labels the table will hand out again.
+    if (meta.max_label > (await source.maxLabel())) return 'index is ahead of the table';
     // The C++ loader trusts its input; a checksum keeps a damaged file away from it.
     if (sha256File(path) !== meta.sha256) return 'corrupt (checksum mismatch)';
     return null;
