@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { DestinationStream } from 'pino';
+import { DestinationStream, Logger } from 'pino';
 import { ValidationError } from '@runledger/contracts';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
@@ -16,6 +16,8 @@ import { ApiBackend } from './runtime.port';
 export interface StartOptions {
   /** where JSON logs go (default stdout); tests capture them */
   logDestination?: DestinationStream;
+  /** a logger already made (bootController shares one with the runtime); else one is made here */
+  log?: Logger;
   /** feature modules to mount beside the API (e.g. /memory) */
   modules?: DynamicModule[];
 }
@@ -38,7 +40,7 @@ export async function startApp(
   backend: ApiBackend,
   options: StartOptions = {},
 ): Promise<StartedApp> {
-  const log = createLogger(config.LOG_LEVEL, options.logDestination);
+  const log = options.log ?? createLogger(config.LOG_LEVEL, options.logDestination);
   mkdirSync(dirname(resolve(config.RUNLEDGER_DB)), { recursive: true });
   const { registry, generatedAdminToken } = resolveTokens(config);
   const cors = config.RUNLEDGER_CORS_ORIGIN

@@ -5,6 +5,7 @@ import { AppConfig } from './config';
 import { SqliteHealthProbe } from './health/health-probe';
 import { MemoryHttpModule } from './memory/memory-http.module';
 import { StateStoreTables } from '@runledger/state-store';
+import { createLogger } from './logging/logger';
 import { HealthReport } from './runtime.port';
 import { LogTaskReadModel, ProjectionTaskReadModel } from './task-views';
 
@@ -13,7 +14,14 @@ export async function bootController(
   config: AppConfig,
   options: StartOptions & { overrides?: RuntimeOverrides } = {},
 ): Promise<StartedApp> {
-  const built = await buildRuntime(config, { defaultAllowedRoot: './data/workspace', ...options.overrides });
+  const log = options.log ?? createLogger(config.LOG_LEVEL, options.logDestination);
+  const runtimeLog = (message: string, err?: unknown) =>
+    log.error({ err, task_id: /\btask_[A-Za-z0-9]+/.exec(message)?.[0] ?? null }, message);
+  const built = await buildRuntime(config, {
+    defaultAllowedRoot: './data/workspace',
+    log: runtimeLog,
+    ...options.overrides,
+  });
   const sandbox = () => built.sandbox?.sandboxStatus().effective ?? null;
   const probe = built.storage ? new SqliteHealthProbe(config.RUNLEDGER_DB, sandbox) : null;
   // with an overridden store (tests) there is no SQLite file to probe: the store answering is the check
@@ -40,6 +48,7 @@ export async function bootController(
   try {
     return await startApp(config, backend, {
       ...options,
+      log,
       modules: [MemoryHttpModule.forRoot(built.memory?.service ?? null), ...(options.modules ?? [])],
     });
   } catch (err) {
