@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   'event-store': () => import('./event-store'),
   memory: () => import('./memory'),
   api: () => import('./api'),
+  tools: () => import('./tools'),
 };
 
 async function run(): Promise<void> {
