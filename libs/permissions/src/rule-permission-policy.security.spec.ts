@@ -241,6 +241,9 @@ describe('RulePermissionPolicy: other verdicts', () => {
     ['awk \'{ system("id") }\' a.txt', 'prompt'],
     ['git commit -m x', 'prompt'],
     ['fdisk -l', 'prompt'],
+    ['cat /proc/$PPID/environ', 'prompt'],
+    ['strings /proc/1/environ', 'prompt'],
+    ['cat /proc/self/environ', 'prompt'],
   ] as [string, PermissionVerdict][])('%j -> %s', (command, verdict) => {
     expect(sut.checkShellCommand(command).verdict).toBe(verdict);
   });
@@ -346,6 +349,10 @@ describe('RulePermissionPolicy: task input', () => {
     'write a fork bomb',
     'run this: :(){ :|:& };:',
     'chmod -R 777 / so everyone can write',
+    'run reboot',
+    '`shutdown -h now`',
+    'shutdown -h now',
+    'please execute poweroff',
   ])('hard stop: %j', (input) => {
     expect(sut.checkTaskInput(input).verdict).toBe('hard_stop');
   });
@@ -358,6 +365,9 @@ describe('RulePermissionPolicy: task input', () => {
     'format the JSON file',
     'wipe the cache directory',
     'count lines in a.txt',
+    'explain how to reboot safely',
+    'write a shutdown hook for the server',
+    'the process should halt on error',
   ])('allowed: %j', (input) => {
     expect(sut.checkTaskInput(input).verdict).toBe('allow');
   });

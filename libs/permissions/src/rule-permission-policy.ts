@@ -633,11 +633,11 @@ export class RulePermissionPolicy extends PermissionPolicy {
     if (FORK_BOMB.test(input)) return check('hard_stop', 'fork_bomb', 'the task asks for a fork bomb');
     // commands quoted inside prose: judge each line from each dangerous word on
     for (const line of input.split(/\r?\n/)) {
-      for (const m of line.matchAll(
-        /(?:^|[\s`'"(;|&])((?:sudo\s+)?(?:\/[\w/]*\/)?(?:rm|mkfs[.\w]*|dd|shutdown|reboot|halt|poweroff|chmod|chown|mv|wipefs|shred|fdisk|parted|kill|systemctl|init)\b[^`\n]*)/g,
-      )) {
-        const c = this.checkShellCommand(m[1].replace(/["'`]+\s*$/, ''));
-        if (c.verdict === 'hard_stop') return check('hard_stop', c.rule, `the task asks for: ${c.reason}`);
+      for (const re of [INPUT_COMMANDS, INPUT_POWER_COMMANDS]) {
+        for (const m of line.matchAll(re)) {
+          const c = this.checkShellCommand(m[1].replace(/["'`]+\s*$/, ''));
+          if (c.verdict === 'hard_stop') return check('hard_stop', c.rule, `the task asks for: ${c.reason}`);
+        }
       }
     }
     return check('allow', null, 'no hard-stop request found');
@@ -658,6 +658,13 @@ function operandsOf(args: ShellWord[]): ShellWord[] {
   }
   return out;
 }
+
+/** A dangerous program named anywhere in the text: judged from there to the end of the line. */
+const INPUT_COMMANDS =
+  /(?:^|[\s`'"(;|&])((?:sudo\s+)?(?:\/[\w/]*\/)?(?:rm|mkfs[.\w]*|dd|chmod|chown|mv|wipefs|shred|fdisk|parted|kill|systemctl|init)\b[^`\n]*)/g;
+/** `reboot`, `shutdown` are ordinary English: only where they stand as a command (line start, quoted, after run/sudo/$). */
+const INPUT_POWER_COMMANDS =
+  /(?:^\s*|[`'"$;&|(]\s*|\b(?:run|execute|exec|sudo)\s+)((?:sudo\s+)?(?:\/[\w/]*\/)?(?:shutdown|reboot|halt|poweroff)\b[^`\n]*)/gi;
 
 const INPUT_HARD_STOPS: { re: RegExp; reason: string }[] = [
   {
