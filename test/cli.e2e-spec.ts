@@ -1,10 +1,11 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
-import { runCli } from '@runledger/testing';
+import { CLI, runCli } from '@runledger/testing';
 
 async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
   const handle = openSqlite({ path: dbPath });
@@ -125,5 +126,36 @@ describe('runledger CLI (real child process, no model configured)', () => {
     } finally {
       await handle.close();
     }
+  });
+
+  // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {
+    const answer = (input: string, reply: string) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} run '${input}'`, '/dev/null'], {
+          cwd: dir,
+          env: { ...process.env, ...env, RUNLEDGER_FROM_SOURCE: '1', RUNLEDGER_MEMORY: 'off' },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let asked = false;
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString('utf8');
+          if (!asked && out.includes('[y]es once')) {
+            asked = true;
+            child.stdin.write(`${reply}\r`);
+          }
+        });
+        child.on('close', (code) => resolve({ code, out }));
+      });
+    const denied = await answer('write no.txt: nope', 'n');
+    expect(denied.out).toContain('permission deny for file_write');
+    expect(denied.out).toContain('stop reason: permission_denied');
+    expect(denied.code).toBe(1);
+    expect(existsSync(join(dir, 'no.txt'))).toBe(false);
+    const allowed = await answer('write yes.txt: fine', 'y');
+    expect(allowed.code).toBe(0);
+    expect(readFileSync(join(dir, 'yes.txt'), 'utf8')).toBe('fine');
   });
 });
