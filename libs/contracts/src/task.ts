@@ -124,6 +124,26 @@ export const emptyUsage = (): TaskUsage => ({
   by_role: {},
 });
 
+export type RoleUsage = TaskUsage['by_role'][string];
+
+/** `usage.by_role` with `patch` added to one role's counters (a new object; `usage` is not touched). */
+export const addRoleUsage = (
+  usage: TaskUsage,
+  role: string,
+  patch: Partial<RoleUsage>,
+): TaskUsage['by_role'] => {
+  const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
+  return {
+    ...usage.by_role,
+    [role]: {
+      model_calls: prev.model_calls + (patch.model_calls ?? 0),
+      prompt_tokens: prev.prompt_tokens + (patch.prompt_tokens ?? 0),
+      completion_tokens: prev.completion_tokens + (patch.completion_tokens ?? 0),
+      cost_usd: prev.cost_usd + (patch.cost_usd ?? 0),
+    },
+  };
+};
+
 /** USD per million tokens for one model; a price table keys these by model name, `*` for any other. */
 export const ModelPrice = z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }).strict();
 export type ModelPrice = z.infer<typeof ModelPrice>;
