@@ -7,6 +7,7 @@ import {
   StopReason,
   TaskStatus,
   TaskUsage,
+  addRoleUsage,
   emptyUsage,
   isTerminalStatus,
 } from '@runledger/contracts';
@@ -68,23 +69,6 @@ const blank = (e: RuntimeEvent): TaskState => ({
   updated_at: e.created_at,
 });
 
-const addRole = (
-  usage: TaskUsage,
-  role: string,
-  patch: Partial<TaskUsage['by_role'][string]>,
-): TaskUsage['by_role'] => {
-  const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
-  return {
-    ...usage.by_role,
-    [role]: {
-      model_calls: prev.model_calls + (patch.model_calls ?? 0),
-      prompt_tokens: prev.prompt_tokens + (patch.prompt_tokens ?? 0),
-      completion_tokens: prev.completion_tokens + (patch.completion_tokens ?? 0),
-      cost_usd: prev.cost_usd + (patch.cost_usd ?? 0),
-    },
-  };
-};
-
 /** Status once a pending request is gone: the next one still open, else running. */
 const statusFor = (pending: readonly PendingRequest[]): TaskStatus =>
   pending.length === 0
@@ -137,7 +121,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
         usage: {
           ...s.usage,
           model_calls: s.usage.model_calls + 1,
-          by_role: addRole(s.usage, e.payload.role, { model_calls: 1 }),
+          by_role: addRoleUsage(s.usage, e.payload.role, { model_calls: 1 }),
         },
       };
     case 'MODEL_RESPONDED': {
@@ -153,7 +137,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
           completion_tokens: s.usage.completion_tokens + tokens.completion_tokens,
           total_tokens: s.usage.total_tokens + tokens.total_tokens,
           cost_usd: s.usage.cost_usd + cost,
-          by_role: addRole(s.usage, role, {
+          by_role: addRoleUsage(s.usage, role, {
             prompt_tokens: tokens.prompt_tokens,
             completion_tokens: tokens.completion_tokens,
             cost_usd: cost,
