@@ -107,13 +107,21 @@ function storeSide(name: string, store: EventStore, close: () => Promise<void>):
 
 interface Measure {
   seconds: number;
+  /** CPU time of this process (user + system): less sensitive to other load on the machine than wall time */
+  cpuSeconds: number;
   events: number;
 }
 
 async function timed(fn: () => Promise<number>): Promise<Measure> {
   const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
   const events = await fn();
-  return { seconds: Number(process.hrtime.bigint() - t0) / 1e9, events };
+  const cpu = process.cpuUsage(c0);
+  return {
+    seconds: Number(process.hrtime.bigint() - t0) / 1e9,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    events,
+  };
 }
 
 interface Comparison {
@@ -134,7 +142,7 @@ async function compare(
   sides: Side[],
   workload: (side: Side, round: number) => Promise<number>,
 ): Promise<Comparison> {
-  const totals = sides.map(() => ({ seconds: 0, events: 0 }));
+  const totals = sides.map(() => ({ seconds: 0, cpuSeconds: 0, events: 0 }));
   const ratios: number[][] = sides.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     const roundRates: number[] = new Array<number>(sides.length);
@@ -142,6 +150,7 @@ async function compare(
       const i = (k + round) % sides.length;
       const m = await timed(() => workload(sides[i], round));
       totals[i].seconds += m.seconds;
+      totals[i].cpuSeconds += m.cpuSeconds;
       totals[i].events += m.events;
       roundRates[i] = rate(m);
     }
@@ -156,8 +165,10 @@ function report(title: string, sides: Side[], { totals, medianRatios }: Comparis
   for (let i = 0; i < sides.length; i++) {
     const r = rate(totals[i]);
     const perEvent = (totals[i].seconds / totals[i].events) * 1e6;
+    const cpuPerEvent = (totals[i].cpuSeconds / totals[i].events) * 1e6;
     console.log(
       `  ${sides[i].name.padEnd(36)} ${fmt(r).padStart(9)} events/s  ${perEvent.toFixed(1).padStart(7)} us/event` +
+        `  cpu ${cpuPerEvent.toFixed(1).padStart(6)} us/event` +
         (i === 0
           ? '  (baseline)'
           : `  ratio ${(r / base).toFixed(2)}x raw overall, ${medianRatios[i].toFixed(2)}x median of ${ROUNDS} rounds`),
