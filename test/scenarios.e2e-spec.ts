@@ -277,6 +277,39 @@ describe('run discipline scenarios (scripted model)', () => {
     });
   });
 
+  describe('prompt composition budget', () => {
+    // ~1100 prompt tokens: system and tools take about half, so a few big tool results overflow it.
+    const tight: DisciplineSettings = { ...fast, prompt: { ...fast.prompt, contextWindowTokens: 1200, maxTokens: 100, safetyMargin: 0, maxTrimItems: 0, keepRecentHistory: 1, summaryTokens: 40 } };
+    const bigEchoes = Array.from({ length: 5 }, (_, i) => tool('echo', { text: `${i}`.repeat(500) }));
+
+    it('over budget with a utility model: old rounds are compacted (recorded) and the run completes', async () => {
+      const r = await run({ orchestrator: [...bigEchoes, respond('done')], utility: Array(10).fill('echoed five long strings') }, 'echo a lot', { settings: tight });
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(6);
+      expect(guards(r.events)).toContain('compaction');
+      expect(of(r.events, 'MODEL_CALLED').some((e) => e.payload.role === 'utility')).toBe(true);
+      const built = of(r.events, 'CONTEXT_BUILT');
+      expect(built[built.length - 1].payload.compacted).toBe(true);
+      for (const b of built) expect(b.payload.total_tokens).toBeLessThanOrEqual(1100);
+    });
+
+    it('over budget without a utility model: the oldest rounds are trimmed, recorded in CONTEXT_BUILT', async () => {
+      const r = await run({ orchestrator: [...bigEchoes, respond('done')] }, 'echo a lot', { settings: tight });
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(6);
+      expect(guards(r.events)).toEqual([]);
+      expect(of(r.events, 'CONTEXT_BUILT').flatMap((e) => e.payload.cut)).toContain('history:round_1');
+    });
+
+    it('an input that cannot fit at all: budget_exceeded before any model call', async () => {
+      const r = await run({ orchestrator: [respond('never')] }, 'x'.repeat(6000), { settings: tight });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/budget is 1100/);
+      expect(rounds(r.events)).toBe(0);
+      expect(of(r.events, 'MODEL_CALLED')).toHaveLength(0);
+    });
+  });
+
   describe('tools: circuit breaker, idempotent retries', () => {
     it('3 consecutive breakages open the circuit; the 4th call is refused without running and stops with tool_error', async () => {
       flakyFailures = 10;

@@ -7,6 +7,7 @@ import { COMPLETION_REMINDER, FABRICATION_NOTE, classifyOrchestratorText, comple
 import { RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
 import { guardEvent, runWithRetries } from './discipline/retry-runner';
+import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
 import { Stop } from './ports';
 import { TaskWriter } from './task-writer';
@@ -122,6 +123,34 @@ export class AsyncRouter {
     const reason = `${out.failure.kind}: ${out.failure.message}`;
     if (out.decision.action === 'stop') return { kind: 'stop', stop: { stop_reason: out.decision.stop_reason, detail: describeStop(out.decision.stop_reason, reason) } };
     return { kind: 'fallback', fallback: { reason, stop_reason: out.failure.kind, helpIsAnswer: false } };
+  }
+
+  /** A model serves the utility role, so old history can be summarised instead of dropped. */
+  canCompact(): boolean {
+    return this.models.orchestrator.backend !== SYS_UTIL && this.models.orchestrator.modelFor('utility') !== null;
+  }
+
+  /**
+   * Summarise old rounds through the utility role; the summary is recorded
+   * (GUARD_TRIGGERED compaction) and replaces them in the history. False when
+   * the model failed: the caller trims instead.
+   */
+  async compact(writer: TaskWriter, round: number, c: NonNullable<BuiltContext['compaction']>, signal: AbortSignal): Promise<boolean> {
+    try {
+      const res = await this.gateway.call({
+        writer,
+        backend: this.models.orchestrator,
+        role: 'utility',
+        round,
+        request: { messages: [{ role: 'system', content: `${COMPACTION_SYSTEM} Stay under ${c.summaryTokens * 4} characters.` }, { role: 'user', content: c.text }], timeout_ms: this.timeoutMs, signal },
+      });
+      const summary = res.content.slice(0, c.summaryTokens * 4);
+      await writer.append([guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, { rounds: c.rounds, summary })]);
+      return true;
+    } catch (err) {
+      if (signal.aborted || !(err instanceof ModelCallError)) throw err;
+      return false;
+    }
   }
 
   /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */

@@ -2,6 +2,8 @@ import { EventPayload, ToolManifest } from '@runledger/contracts';
 import { ChatMessage, HistoryItem, PromptView } from './model/model-backend';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
+import { COMPACTED_ROUNDS, PromptItem, decidePrompt } from './discipline/prompt-budget';
+import { PromptSettings } from './discipline/settings';
 
 export const CONTEXT_SECTIONS = ['system', 'memory', 'tools', 'history', 'user'] as const;
 export type ContextSection = (typeof CONTEXT_SECTIONS)[number];
@@ -27,11 +29,20 @@ export interface BuiltContext {
   messages: ChatMessage[];
   view: PromptView;
   event: EventPayload<'CONTEXT_BUILT'>;
+  /** over the prompt budget: these old rounds should be summarised (utility role) and the context built again */
+  compaction?: { rounds: number[]; text: string; summaryTokens: number };
+  /** cannot fit even trimmed and compacted: the task stops with budget_exceeded */
+  overBudget?: string;
 }
+
+const isCompactionSummary = (h: HistoryItem): boolean => h.directive === COMPACTED_ROUNDS;
 
 const clip = (s: string, maxChars: number): string => (s.length <= maxChars ? s : `${s.slice(0, Math.max(0, maxChars - 14))}…[truncated]`);
 
-const historyText = (h: HistoryItem): string => [`Round ${h.round} directive: ${JSON.stringify(h.directive)}`, ...h.results.map((r) => `  ${r}`)].join('\n');
+const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
+
+const historyText = (h: HistoryItem): string =>
+  isCompactionSummary(h) ? [`Summary of rounds up to ${h.round}:`, ...h.results.map((r) => `  ${r}`)].join('\n') : [`Round ${h.round} directive: ${JSON.stringify(h.directive)}`, ...h.results.map((r) => `  ${r}`)].join('\n');
 
 /**
  * system + memory + tools + history + user, each within its budget. History
@@ -43,9 +54,11 @@ export class ContextBuilder {
     private readonly memory: MemoryRecall,
     private readonly budgets: SectionBudgets = DEFAULT_SECTION_BUDGETS,
     private readonly memoryK = 5,
+    /** run discipline: fit the whole prompt into the model's window (trim, compact, or over budget) */
+    private readonly prompt: PromptSettings | null = null,
   ) {}
 
-  async build(progress: TaskProgress, round: number, tools: readonly ToolManifest[], signal?: AbortSignal): Promise<BuiltContext> {
+  async build(progress: TaskProgress, round: number, tools: readonly ToolManifest[], signal?: AbortSignal, opts: { canCompact?: boolean } = {}): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
     const fit = (name: ContextSection, text: string): string => {
@@ -56,16 +69,40 @@ export class ContextBuilder {
       return out;
     };
 
-    const hits = signal?.aborted ? [] : await this.recall(progress);
+    let hits = signal?.aborted ? [] : await this.recall(progress);
     const system = fit('system', SYSTEM_PROMPT);
-    const memory = fit('memory', hits.map((h) => `- (${h.score.toFixed(2)}) ${h.text}`).join('\n'));
     const toolText = fit('tools', tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'));
 
-    // Oldest rounds go first; the trimmed count is in tokens like every other section.
-    const kept = [...progress.history];
+    let kept = [...progress.history];
     const budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let trimmedTokens = 0;
-    while (kept.length > 1 && kept.map(historyText).join('\n').length > budgetChars) {
+    let compaction: BuiltContext['compaction'];
+    let overBudget: string | undefined;
+    if (this.prompt) {
+      // The window decides, not the fixed section budgets: trim, compact, or give up.
+      const items: PromptItem[] = [
+        { id: 'system', section: 'system', tokens: tokensOf(system) },
+        { id: 'tools', section: 'tools', tokens: tokensOf(toolText) },
+        { id: 'user', section: 'user', tokens: tokensOf(clip(progress.input, this.budgets.user * CHARS_PER_TOKEN)) },
+        ...hits.map((h) => ({ id: `memory:${h.id}`, section: 'memory' as const, tokens: tokensOf(memoryLine(h)) })),
+        ...kept.map((h) => ({ id: `history:round_${h.round}`, section: 'history' as const, tokens: tokensOf(historyText(h)) })),
+      ];
+      const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
+      if (decision.kind === 'exceed') overBudget = decision.detail;
+      const drop = new Set(decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])] : []);
+      if (decision.kind === 'compact') {
+        const old = kept.filter((h) => drop.has(`history:round_${h.round}`));
+        compaction = { rounds: old.map((h) => h.round), text: old.map(historyText).join('\n'), summaryTokens: decision.summaryTokens };
+      }
+      hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
+      for (const h of kept) if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
+      kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
+      cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
+    }
+    const memory = fit('memory', hits.map(memoryLine).join('\n'));
+
+    // Oldest rounds go first; the trimmed count is in tokens like every other section.
+    while (!this.prompt && kept.length > 1 && kept.map(historyText).join('\n').length > budgetChars) {
       const dropped = kept.shift()!;
       trimmedTokens += tokensOf(historyText(dropped));
       cut.push(`history:round_${dropped.round}`);
@@ -99,8 +136,10 @@ export class ContextBuilder {
         budget_tokens: Object.values(this.budgets).reduce((n, b) => n + b, 0),
         cut,
         memory_hits: hits.map((h) => ({ id: h.id, score: h.score, text: h.text })),
-        compacted: false,
+        compacted: kept.some(isCompactionSummary),
       },
+      compaction,
+      overBudget,
     };
   }
 

@@ -77,7 +77,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     store: o.store,
     tools: o.tools,
     permissions: o.permissions,
-    context: new ContextBuilder(o.memory ?? new NoMemoryRecall(), o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS),
+    context: new ContextBuilder(o.memory ?? new NoMemoryRecall(), o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS, undefined, d?.prompt ?? null),
     router,
     engine,
     guards,

@@ -16,6 +16,7 @@ import {
 import { StepStatus } from '@runledger/scheduler';
 import { HistoryItem } from './model/model-backend';
 import { MeterState, initialMeterState, meterEvolve } from './discipline/budgets';
+import { COMPACTED_ROUNDS } from './discipline/prompt-budget';
 
 export interface CallProgress {
   call_id: string;
@@ -129,6 +130,15 @@ function note(p: TaskProgress, line: string, ok: boolean): void {
   if (!h) return;
   h.results.push(line);
   if (!ok) h.ok = false;
+}
+
+/** Rounds summarised by the utility role give way to one summary item where the first of them stood. */
+function compactHistory(p: TaskProgress, data: Record<string, unknown>): void {
+  const rounds = Array.isArray(data.rounds) ? data.rounds.filter((r): r is number => typeof r === 'number') : [];
+  const at = p.history.findIndex((h) => rounds.includes(h.round));
+  if (at === -1 || typeof data.summary !== 'string') return;
+  const summary: HistoryItem = { round: Math.max(...rounds), directive: COMPACTED_ROUNDS, results: [data.summary], ok: true };
+  p.history = [...p.history.slice(0, at), summary, ...p.history.slice(at).filter((h) => !rounds.includes(h.round))];
 }
 
 /** A directive without steps of its own is over once it ran its single tool call. */
@@ -272,6 +282,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         p.roundClosed = true;
       }
       if (e.payload.guard === 'completion_reminder' || e.payload.guard === 'repeat_reminder' || e.payload.guard === 'circuit_breaker') note(p, `note: ${e.payload.detail}`, true);
+      if (e.payload.guard === 'compaction') compactHistory(p, e.payload.data);
       break;
     case 'TASK_COMPLETED':
       p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: e.payload.result };

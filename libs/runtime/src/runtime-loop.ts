@@ -7,6 +7,7 @@ import { ExecutionEngine } from './execution-engine';
 import { INPUT_REFUSED, LoopGuard, Stop } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
+import { describeStop } from './discipline/stop-reasons';
 
 export interface LoopDeps {
   store: EventStore;
@@ -83,7 +84,13 @@ export class RuntimeLoop {
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
-    const ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal);
+    let ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal, { canCompact: this.deps.router.canCompact() });
+    if (ctx.compaction) {
+      // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
+      await this.deps.router.compact(writer, round, ctx.compaction, signal);
+      ctx = await this.deps.context.build(writer.progress, round, this.deps.tools.list(), signal, { canCompact: false });
+    }
+    if (ctx.overBudget) return this.end(writer, { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', ctx.overBudget) }, null);
     await writer.append([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
     const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
       if (signal.aborted) return null;

@@ -1,5 +1,12 @@
 import { PromptSettings } from './settings';
 
+/** The directive marker of a history item that summarises compacted rounds. */
+export const COMPACTED_ROUNDS = 'compacted_rounds';
+
+export const COMPACTION_SYSTEM =
+  'Summarise the earlier rounds of an agent below for the agent itself. Keep every fact it will need: ' +
+  'what was done, tool results, file names, errors, open questions. No advice, no preamble.';
+
 export const PROMPT_SECTIONS = ['system', 'memory', 'history', 'tools', 'user'] as const;
 export type PromptSection = (typeof PROMPT_SECTIONS)[number];
 
