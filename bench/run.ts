@@ -8,6 +8,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   memory: () => import('./memory'),
   api: () => import('./api'),
   tools: () => import('./tools'),
+  runtime: () => import('./runtime'),
 };
 
 async function run(): Promise<void> {
