@@ -1,6 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Browser, chromium } from 'playwright-core';
 import WebSocket from 'ws';
 import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
 // the e2e harness boots the app itself (the rule keeps libs from importing apps/)
@@ -207,4 +208,22 @@ export class WsClient {
   close(): void {
     this.ws.close();
   }
+}
+
+/** Headless Debian Chromium driven by playwright-core (CHROMIUM_PATH overrides /usr/bin/chromium). */
+export async function launchChromium(): Promise<Browser> {
+  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (!existsSync(executablePath))
+    throw new Error(`${executablePath} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  return chromium.launch({
+    executablePath,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
 }

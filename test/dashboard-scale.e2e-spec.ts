@@ -1,13 +1,12 @@
 /// <reference lib="dom" />
 /// <reference lib="dom.iterable" />
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Browser, chromium } from 'playwright-core';
+import { Browser } from 'playwright-core';
 import { NewEvent, emptyUsage } from '@runledger/contracts';
 import { createSqliteStorage } from '@runledger/state-store';
-import { ApiHarness, TOKENS, bootApi } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, launchChromium } from './api-harness';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '..', 'test-artifacts');
 const TASKS = 100;
 const CHUNKS = 998; // + TASK_RECEIVED + TASK_COMPLETED = 1000 events a task, 100k in all
@@ -42,20 +41,8 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     sut = await bootApi({}, { beforeBoot: seed });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

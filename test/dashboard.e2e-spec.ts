@@ -2,10 +2,9 @@
 /// <reference lib="dom.iterable" />
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Browser, chromium } from 'playwright-core';
-import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+import { Browser } from 'playwright-core';
+import { ApiHarness, TOKENS, bootApi, waitForTask, launchChromium } from './api-harness';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = resolve(__dirname, '..', 'test-artifacts');
 /** sys_util turns `run <cmd>` into shell_exec; the permission policy prompts before a command that writes. */
 const NEEDS_PERMISSION = 'run touch approved-by-browser.txt';
@@ -15,20 +14,8 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     sut = await bootApi();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

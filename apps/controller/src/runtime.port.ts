@@ -15,8 +15,10 @@ export interface PendingRequestView {
   call_id: string;
   tool: string;
   reason: string;
-  args?: Record<string, unknown> | null;
-  secret_name?: string | null;
+  /** permission requests: the arguments the decision binds to */
+  args: Record<string, unknown> | null;
+  /** secret requests: which secret */
+  secret_name: string | null;
 }
 
 export interface TaskView {

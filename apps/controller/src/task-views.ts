@@ -1,52 +1,13 @@
 import { RuntimeEvent, TASK_STATUSES, TaskStatus, ValidationError } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { foldProgress } from '@runledger/runtime';
-import { StateStoreDatabase, TaskState, TaskStateStore } from '@runledger/state-store';
+import { StateStoreDatabase, TaskState, TaskStateStore, evolve } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { TaskReadModel } from './backend';
-import { PendingRequestView, TaskPage, TaskView } from './runtime.port';
+import { TaskPage, TaskView } from './runtime.port';
 
-/** A task's view folded from its events (the log is the truth; the projection is a faster copy of the same fold). */
-export function taskViewFromEvents(taskId: string, events: readonly RuntimeEvent[]): TaskView | null {
-  if (events.length === 0) return null;
-  const p = foldProgress(taskId, events);
-  const pending: PendingRequestView[] = [];
-  if (p.pendingPermission) {
-    const r = p.pendingPermission;
-    pending.push({
-      request_id: r.request_id,
-      kind: 'permission',
-      call_id: r.call_id,
-      tool: r.tool,
-      reason: r.reason,
-      args: r.args,
-      secret_name: null,
-    });
-  }
-  if (p.pendingSecret) {
-    const r = p.pendingSecret;
-    pending.push({
-      request_id: r.request_id,
-      kind: 'secret',
-      call_id: r.call_id,
-      tool: r.tool,
-      reason: r.reason,
-      args: null,
-      secret_name: r.secret_name,
-    });
-  }
-  return {
-    task_id: taskId,
-    status: p.status,
-    session_id: p.session_id,
-    stop_reason: p.final?.stop_reason ?? null,
-    result: p.final?.result ?? null,
-    pending,
-    usage: p.usage,
-    last_seq: p.last_seq,
-    created_at: events[0].created_at,
-    updated_at: events[events.length - 1].created_at,
-  };
+/** A task's view folded from its events with the projection's own pure fold (the log is the truth). */
+export function taskViewFromEvents(events: readonly RuntimeEvent[]): TaskView | null {
+  return events.length === 0 ? null : taskViewFromState(events.reduce<TaskState | null>(evolve, null)!);
 }
 
 const encodeCursor = (position: number) =>
@@ -70,7 +31,7 @@ export class LogTaskReadModel implements TaskReadModel {
   constructor(private readonly store: EventStore) {}
 
   async get(taskId: string): Promise<TaskView | null> {
-    return taskViewFromEvents(taskId, await this.store.readWholeStream(taskId));
+    return taskViewFromEvents(await this.store.readWholeStream(taskId));
   }
 
   async list(query: {
