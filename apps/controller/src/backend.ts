@@ -1,7 +1,7 @@
 import { Observable } from 'rxjs';
 import { EventType, PermissionDecision, RuntimeEvent, TaskStatus, UserTask } from '@runledger/contracts';
 import { EventBus, EventStore } from '@runledger/event-store';
-import { ApiBackend, HealthReport, TaskPage, TaskView } from './runtime.port';
+import { ApiBackend, HealthReport, TaskPage, TaskView, TaskListQuery } from './runtime.port';
 
 /** The runtime's front door, as RuntimeService exposes it. */
 export interface TaskCommands {
@@ -18,12 +18,7 @@ export interface TaskCommands {
 /** Reads of the task-state projection. */
 export interface TaskReadModel {
   get(taskId: string): Promise<TaskView | null>;
-  list(query: {
-    status?: TaskStatus;
-    session_id?: string;
-    limit: number;
-    cursor?: string;
-  }): Promise<TaskPage>;
+  list(query: TaskListQuery): Promise<TaskPage>;
   countByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
 }
 
@@ -70,7 +65,7 @@ export class RuntimeApiBackend extends ApiBackend {
     return this.parts.tasks.get(taskId);
   }
 
-  listTasks(query: { status?: TaskStatus; session_id?: string; limit: number; cursor?: string }) {
+  listTasks(query: TaskListQuery) {
     return this.parts.tasks.list(query);
   }
 

@@ -34,6 +34,13 @@ export interface TaskView {
   updated_at: string;
 }
 
+export interface TaskListQuery {
+  status?: TaskStatus;
+  session_id?: string;
+  limit: number;
+  cursor?: string;
+}
+
 export interface TaskPage {
   tasks: TaskView[];
   next_cursor: string | null;
@@ -60,12 +67,7 @@ export abstract class ApiBackend {
   abstract provideSecret(taskId: string, requestId: string, secret: string): Promise<void>;
 
   abstract getTask(taskId: string): Promise<TaskView | null>;
-  abstract listTasks(query: {
-    status?: TaskStatus;
-    session_id?: string;
-    limit: number;
-    cursor?: string;
-  }): Promise<TaskPage>;
+  abstract listTasks(query: TaskListQuery): Promise<TaskPage>;
   abstract countTasksByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
 
   abstract readStream(taskId: string, options: { after_seq: number; limit: number }): Promise<RuntimeEvent[]>;

@@ -3,7 +3,7 @@ import { EventStore } from '@runledger/event-store';
 import { StateStoreDatabase, TaskState, TaskStateStore, evolve } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { TaskReadModel } from './backend';
-import { TaskPage, TaskView } from './runtime.port';
+import { TaskPage, TaskView, TaskListQuery } from './runtime.port';
 
 /** A task's view folded from its events with the projection's own pure fold (the log is the truth). */
 export function taskViewFromEvents(events: readonly RuntimeEvent[]): TaskView | null {
@@ -34,12 +34,7 @@ export class LogTaskReadModel implements TaskReadModel {
     return taskViewFromEvents(await this.store.readWholeStream(taskId));
   }
 
-  async list(query: {
-    status?: TaskStatus;
-    session_id?: string;
-    limit: number;
-    cursor?: string;
-  }): Promise<TaskPage> {
+  async list(query: TaskListQuery): Promise<TaskPage> {
     const before = query.cursor ? decodeCursor(query.cursor) : Infinity;
     const received = (await this.receivedEvents())
       .filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id))
@@ -113,12 +108,7 @@ export class ProjectionTaskReadModel implements TaskReadModel {
     return state ? taskViewFromState(state) : null;
   }
 
-  async list(query: {
-    status?: TaskStatus;
-    session_id?: string;
-    limit: number;
-    cursor?: string;
-  }): Promise<TaskPage> {
+  async list(query: TaskListQuery): Promise<TaskPage> {
     const page = await this.states.list(query);
     return { tasks: page.items.map(taskViewFromState), next_cursor: page.next_cursor };
   }
