@@ -111,7 +111,9 @@ function decodeCursor(cursor: string): [string, string] {
 
 interface Statements {
   get: BetterSqlite3.Statement<[string], TaskRow>;
-  upsert: BetterSqlite3.Statement<TaskRow[]>;
+  insert: BetterSqlite3.Statement<TaskRow[]>;
+  /** UPDATE of exactly the changed columns, by column list: an index is only rewritten when its columns change */
+  updates: Map<string, BetterSqlite3.Statement<TaskRow[]>>;
 }
 
 /**
@@ -130,16 +132,17 @@ export class TaskStateStore implements InlineProjection {
 
   apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void {
     const stmt = this.prepare(raw);
+    let before: TaskRow | undefined;
     let current: TaskState | null = null;
     for (const e of events) {
       if (current?.task_id !== e.task_id) {
-        if (current) this.write(stmt, current);
-        const row = stmt.get.get(e.task_id);
-        current = row ? rowToState(row) : null;
+        if (current) this.write(raw, stmt, before, current);
+        before = stmt.get.get(e.task_id);
+        current = before ? rowToState(before) : null;
       }
       current = evolve(current, e);
     }
-    if (current) this.write(stmt, current);
+    if (current) this.write(raw, stmt, before, current);
   }
 
   reset(raw: BetterSqlite3.Database): void {
@@ -197,21 +200,39 @@ export class TaskStateStore implements InlineProjection {
   }
 
   private prepare(raw: BetterSqlite3.Database): Statements {
-    if (this.statements) return this.statements;
-    const updates = COLUMNS.filter((c) => c !== 'task_id').map((c) => `${c} = excluded.${c}`);
-    this.statements = {
+    this.statements ??= {
       get: raw.prepare('SELECT * FROM tasks WHERE task_id = ?'),
-      upsert: raw.prepare(
-        `INSERT INTO tasks (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})
-         ON CONFLICT (task_id) DO UPDATE SET ${updates.join(', ')}`,
+      insert: raw.prepare(
+        `INSERT INTO tasks (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`,
       ),
+      updates: new Map(),
     };
     return this.statements;
   }
 
-  private write(stmt: Statements, state: TaskState): void {
+  private write(
+    raw: BetterSqlite3.Database,
+    stmt: Statements,
+    before: TaskRow | undefined,
+    state: TaskState,
+  ): void {
+    const row = stateToRow(state);
     try {
-      stmt.upsert.run(stateToRow(state));
+      if (!before) {
+        stmt.insert.run(row);
+        return;
+      }
+      const changed = COLUMNS.filter((c) => c !== 'task_id' && row[c] !== before[c]);
+      if (changed.length === 0) return;
+      const key = changed.join(',');
+      let update = stmt.updates.get(key);
+      if (!update) {
+        update = raw.prepare(
+          `UPDATE tasks SET ${changed.map((c) => `${c} = @${c}`).join(', ')} WHERE task_id = @task_id`,
+        );
+        stmt.updates.set(key, update);
+      }
+      update.run(row);
     } catch (err) {
       // the unique index is the race-free guard: two submissions with one key cannot both create a task
       if (
