@@ -210,6 +210,10 @@ describe('RulePermissionPolicy: hard-stop patterns and their disguises', () => {
     'cat <<EOF\n$(rm -rf /)\nEOF',
     'x=$(rm -rf /) && echo $x',
     'echo ${x:-$(rm -rf /)}',
+    'cd / && rm -rf *',
+    'cd /; rm -rf .',
+    'cd /etc; echo x > passwd',
+    'cd /usr && cd .. && rm -rf ./*',
   ];
   it.each(cases.map((c) => [c]))('hard_stop: %j', (command) => {
     expect(sut.checkShellCommand(command).verdict).toBe('hard_stop');
@@ -241,6 +245,9 @@ describe('RulePermissionPolicy: other verdicts', () => {
     ['awk \'{ system("id") }\' a.txt', 'prompt'],
     ['git commit -m x', 'prompt'],
     ['fdisk -l', 'prompt'],
+    ['cd sub && rm -rf *', 'prompt'],
+    ['cd /tmp && touch x', 'deny'],
+    ['cd / && cat etc/passwd', 'prompt'],
     ['cat /proc/$PPID/environ', 'prompt'],
     ['strings /proc/1/environ', 'prompt'],
     ['cat /proc/self/environ', 'prompt'],

@@ -356,10 +356,10 @@ export class RulePermissionPolicy extends PermissionPolicy {
     const t = word.text;
     if (/^(~|\$HOME|\$\{HOME\})(\/+(\*|\.\*|\.)?)*$/.test(t)) return true;
     if (word.dynamic) return false;
-    const stripped = t.replace(/(\/(\*|\.\*|\.|\*\.\*))+\/?$/, '/').replace(/\/+$/, '') || '/';
-    const abs = path.resolve(cwd ? this.resolve(cwd) : this.root, stripped);
-    if (abs === '/' || SYSTEM_TOP.includes(abs)) return true;
-    return false;
+    // `/*`, `/usr/.*`, `*` (from /): a glob of everything in a folder counts as the folder
+    let abs = this.resolve(t, cwd);
+    while (/\/(\*|\.\*|\*\.\*)$/.test(abs)) abs = abs.replace(/\/(\*|\.\*|\*\.\*)$/, '') || '/';
+    return abs === '/' || SYSTEM_TOP.includes(abs);
   }
 
   /** Where a write to `target` lands: hard stop for system folders and block devices, deny outside the root. */
@@ -402,7 +402,8 @@ export class RulePermissionPolicy extends PermissionPolicy {
       return /^(\/|~|\.\.)/.test(t)
         ? check('prompt', 'read_dynamic_path', 'reads a path known only at run time')
         : ALLOW;
-    if (!/^(\/|~|\.\.)/.test(t) && !t.includes('/..')) return ALLOW;
+    const hereInside = cwd === undefined || this.isInsideRoot(this.resolve(cwd));
+    if (hereInside && !/^(\/|~|\.\.)/.test(t) && !t.includes('/..')) return ALLOW;
     const abs = this.resolve(t, cwd);
     return this.isInsideRoot(abs) || HARMLESS_SINKS.has(abs)
       ? ALLOW
@@ -422,7 +423,17 @@ export class RulePermissionPolicy extends PermissionPolicy {
       found.push(
         check('prompt', 'unparsed_shell', `could not fully parse the command (${analysis.errors[0]})`),
       );
-    for (const c of analysis.commands) found.push(this.checkCommand(c, cwd));
+    // `cd / && rm -rf *`: later relative paths are judged from where cd went (scoping of
+    // subshells is ignored, which only ever makes a verdict stricter)
+    let here = cwd;
+    for (const c of analysis.commands) {
+      if (c.name === 'cd' && !c.dynamic) {
+        const target = c.args.find((a) => !a.text.startsWith('-'));
+        if (!target) here = this.root;
+        else if (!target.dynamic) here = this.resolve(target.text, here);
+      }
+      found.push(this.checkCommand(c, here));
+    }
     return mostSevere(found);
   }
 
