@@ -250,6 +250,23 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(rounds(r.events)).toBe(3);
     });
 
+    it('max_tool_calls 2: the third call is refused before it runs (plan steps count too)', async () => {
+      const plan = j({ type: 'plan', steps: [1, 2, 3].map((i) => ({ id: `s${i}`, kind: 'tool', tool: 'echo', args: { text: `${i}` }, depends_on: i > 1 ? [`s${i - 1}`] : [] })) });
+      const r = await run({ orchestrator: [plan, respond('never')] }, 'three echoes', { budgets: { max_tool_calls: 2 } });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/all 2 tool calls used/);
+      expect(rounds(r.events)).toBe(1);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(2);
+    });
+
+    it('max_model_calls 2 per role: the third orchestrator call is refused', async () => {
+      const r = await run({ orchestrator: [eight[0], eight[1], eight[2], respond('never')] }, 'many', { budgets: { max_model_calls: 2 } });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/orchestrator role used all 2 model calls/);
+      expect(rounds(r.events)).toBe(3);
+      expect(r.usage.by_role.orchestrator.model_calls).toBe(2);
+    });
+
     it('max_tokens: provider usage over the budget stops the task', async () => {
       const big = (content: string) => ({ content, usage: { prompt_tokens: 400, completion_tokens: 200 } });
       const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', { budgets: { max_tokens: 1000 } });

@@ -7,6 +7,7 @@ import { COMPLETION_REMINDER, FABRICATION_NOTE, classifyOrchestratorText, comple
 import { RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
 import { guardEvent, runWithRetries } from './discipline/retry-runner';
+import { FailureError } from './discipline/failure-policy';
 import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
 import { Stop } from './ports';
@@ -113,7 +114,7 @@ export class AsyncRouter {
       fallbacks: [SYS_UTIL],
       rng: this.policy.rng,
       signal: request.signal,
-      isFailure: (err) => err instanceof ModelCallError,
+      isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
       onDecision: async (d, failure) => {
         if (d.action === 'retry') await writer.append([guardEvent('retry', round, d.detail, { kind: failure.kind, delay_ms: d.delay_ms, next_attempt: d.next_attempt })]);
       },

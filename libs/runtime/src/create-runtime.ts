@@ -53,7 +53,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const hooks = [...(o.hooks ?? [])];
   const d = o.discipline;
   const guards = [...(d ? [new DisciplineGuard(d)] : []), ...(o.guards ?? [])];
-  const gateway = new ModelGateway(d?.prices);
+  const gateway = new ModelGateway(d?.prices, d ?? null);
   const vault = new SecretVault();
   const modelTimeoutMs = o.modelTimeoutMs ?? 60_000;
   const policy = d ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng } : NO_RETRY_POLICY;

@@ -10,12 +10,16 @@ import { PlanProgress, callIdFor, planIdFor } from './progress';
 import { TaskWriter } from './task-writer';
 import { adaptiveToolTimeout, decideFailure, hasExitCode, isCircuitOpen, toolGuardFromEvents } from './discipline/failure-policy';
 import { guardEvent } from './discipline/retry-runner';
+import { admit, resolveBudgets } from './discipline/budgets';
+import { describeStop } from './discipline/stop-reasons';
 import { DisciplineSettings } from './discipline/settings';
 
 export type ExecOutcome = { kind: 'continue' } | { kind: 'suspend' } | { kind: 'end'; stop: Stop; result: string | null };
 
-type CallOutcome = { kind: 'done'; ok: boolean; output: unknown; error: string | null } | { kind: 'suspend' } | { kind: 'hard_stop'; reason: string };
-type StepOutcome = { kind: 'completed'; output: unknown } | { kind: 'failed'; error: string } | { kind: 'suspend' } | { kind: 'hard_stop'; reason: string };
+/** hard_stop ends the task: permission_denied unless it says otherwise (a budget that ran out) */
+type HardStop = { kind: 'hard_stop'; reason: string; stop_reason?: Stop['stop_reason'] };
+type CallOutcome = { kind: 'done'; ok: boolean; output: unknown; error: string | null } | { kind: 'suspend' } | HardStop;
+type StepOutcome = { kind: 'completed'; output: unknown } | { kind: 'failed'; error: string } | { kind: 'suspend' } | HardStop;
 
 interface CallSpec {
   call_id: string;
@@ -58,7 +62,7 @@ export class ExecutionEngine {
       case 'tool': {
         const out = await this.toolCall(writer, { call_id: callIdFor(round, null), tool: directive.tool, args: directive.args, step_id: null, requiresConfirmation: false }, signal);
         if (out.kind === 'suspend') return out;
-        if (out.kind === 'hard_stop') return { kind: 'end', stop: { stop_reason: 'permission_denied', detail: out.reason }, result: null };
+        if (out.kind === 'hard_stop') return { kind: 'end', stop: { stop_reason: out.stop_reason ?? 'permission_denied', detail: out.reason }, result: null };
         return { kind: 'continue' };
       }
       case 'plan':
@@ -88,7 +92,7 @@ export class ExecutionEngine {
     const inFlight = new Map<string, Promise<{ id: string; out: StepOutcome }>>();
     let failed: { id: string; error: string } | null = null;
     let suspended = false;
-    let hardStop: string | null = null;
+    let hardStop: HardStop | null = null;
     for (;;) {
       if (!failed && !suspended && !hardStop && !signal.aborted) {
         for (const step of readySteps(plan.steps, status, this.deps.stepConcurrency)) {
@@ -108,10 +112,10 @@ export class ExecutionEngine {
         suspended = true;
       } else {
         status.set(id, 'failed');
-        hardStop = out.reason;
+        hardStop = out;
       }
     }
-    if (hardStop) return { kind: 'end', stop: { stop_reason: 'permission_denied', detail: hardStop }, result: null };
+    if (hardStop) return { kind: 'end', stop: { stop_reason: hardStop.stop_reason ?? 'permission_denied', detail: hardStop.reason }, result: null };
     if (suspended || signal.aborted) return { kind: 'suspend' };
     if (failed) {
       const skipped = [...blockedSteps(plan.steps, status), ...plan.steps.filter((s) => status.get(s.id) === 'pending' && !blockedSteps(plan.steps, status).includes(s))];
@@ -238,6 +242,8 @@ export class ExecutionEngine {
     }
 
     const d = this.deps.discipline;
+    const overBudget = d ? admit(writer.progress.usage, resolveBudgets(p.budgets, d.budgetDefaults, d.budgetMaximums).budgets, { kind: 'tool_call' }) : null;
+    if (overBudget) return { kind: 'hard_stop', reason: describeStop('budget_exceeded', overBudget.detail), stop_reason: 'budget_exceeded' };
     if (d && isCircuitOpen(toolGuardFromEvents(writer.log), spec.tool, d.circuitBreakerThreshold)) {
       const error = `circuit open: ${spec.tool} failed ${d.circuitBreakerThreshold} times in a row in this task; not run`;
       await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'tool_error', duration_ms: 0 } });

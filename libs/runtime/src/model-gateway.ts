@@ -1,5 +1,7 @@
 import { PriceTable, Role, newId } from '@runledger/contracts';
-import { costOf } from './discipline/budgets';
+import { admit, costOf, resolveBudgets } from './discipline/budgets';
+import { FailureError } from './discipline/failure-policy';
+import { DisciplineSettings } from './discipline/settings';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
 import { TaskWriter } from './task-writer';
 import { modelCallKey } from './progress';
@@ -22,12 +24,18 @@ export interface GatewayCall {
  * (content or error, usage, latency), so every run can be replayed offline.
  */
 export class ModelGateway {
-  /** prices priced into MODEL_RESPONDED.cost_usd when the call is recorded */
-  constructor(private readonly prices: PriceTable = {}) {}
+  /** prices priced into MODEL_RESPONDED.cost_usd when the call is recorded; with run discipline, calls per role are budgeted */
+  constructor(
+    private readonly prices: PriceTable = {},
+    private readonly discipline: DisciplineSettings | null = null,
+  ) {}
 
   async call(c: GatewayCall): Promise<ModelResponse> {
     const model = c.backend.modelFor(c.role);
     if (!model) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
+    const d = this.discipline;
+    const over = d ? admit(c.writer.progress.usage, resolveBudgets(c.writer.progress.budgets, d.budgetDefaults, d.budgetMaximums).budgets, { kind: 'model_call', role: c.role }) : null;
+    if (over) throw new FailureError('budget_exceeded', over.detail);
     const call_id = newId('mc');
     const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
     const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);

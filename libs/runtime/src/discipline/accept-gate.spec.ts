@@ -50,6 +50,12 @@ describe('accept gate: judged from recorded events only', () => {
     expect(judgeAcceptance([check('command_success', { target: 'npm test' })], log.events).failing?.detail).toMatch(/exit code 2/);
   });
 
+  it('an append adds to the content known before it', () => {
+    const log = run().toolRound('file_write', { path: 'src/app.ts', content: 'export const more = 1;\n', mode: 'append' }, { bytes: 23 });
+    const sut = judgeAcceptance([check('content_contains', { target: 'src/app.ts', match: 'answer = 42;\nexport const more' })], log.events);
+    expect(sut.passed).toBe(true);
+  });
+
   it('a deleted file does not exist', () => {
     const log = run().toolRound('file_delete', { path: 'src/app.ts' }, null);
     expect(judgeAcceptance([check('file_exists', { target: 'src/app.ts' })], log.events).passed).toBe(false);

@@ -79,20 +79,24 @@ const argsInclude = (args: Record<string, unknown>, want: Record<string, unknown
 
 type Verdict = { passed: boolean; detail: string };
 
-/** What the log says a file holds (last successful write or read), or null when nothing was recorded. */
-function lastKnownContent(facts: readonly ToolFact[], target: string): { content: string | null; source: string } | null {
-  for (let i = facts.length - 1; i >= 0; i--) {
-    const f = facts[i];
+/**
+ * What the log says a file holds after the last recorded fact about it: the
+ * content written (an append adds to what was known), the content read, or
+ * null when it was deleted; undefined when nothing was recorded.
+ */
+function lastKnownContent(facts: readonly ToolFact[], target: string) {
+  type Known = { content: string | null; source: string };
+  let known = null as Known | null;
+  for (const f of facts) {
     const p = pathOf(f);
     if (f.ok !== true || p === null || !samePath(p, target)) continue;
-    if (WRITE_TOOLS.includes(f.tool)) {
-      if (f.tool === 'file_delete') return { content: null, source: `deleted by ${f.call_id}` };
-      const c = str(f.args.content);
-      if (c !== null) return { content: c, source: `written by ${f.call_id}` };
-    }
-    if (READ_TOOLS.includes(f.tool)) return { content: textOf(f.output), source: `read by ${f.call_id}` };
+    if (f.tool === 'file_delete') known = { content: null, source: `deleted by ${f.call_id}` };
+    else if (WRITE_TOOLS.includes(f.tool) && str(f.args.content) !== null) {
+      const written = str(f.args.content) as string;
+      known = f.args.mode === 'append' ? { content: `${known?.content ?? ''}${written}`, source: `appended by ${f.call_id}` } : { content: written, source: `written by ${f.call_id}` };
+    } else if (READ_TOOLS.includes(f.tool)) known = { content: textOf(f.output), source: `read by ${f.call_id}` };
   }
-  return null;
+  return known;
 }
 
 function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | null): Verdict {
