@@ -426,7 +426,18 @@ export class RulePermissionPolicy extends PermissionPolicy {
     // `cd / && rm -rf *`: later relative paths are judged from where cd went (scoping of
     // subshells is ignored, which only ever makes a verdict stricter)
     let here = cwd;
-    for (const c of analysis.commands) {
+    // `X=/; rm -rf $X`: variables set to fixed values earlier in the line are substituted
+    const vars = new Map<string, string>();
+    for (const raw of analysis.commands) {
+      const c = this.substitute(raw, vars);
+      if (c.name === '' || ['export', 'declare', 'local', 'readonly', 'typeset'].includes(c.name)) {
+        const sets = c.name === '' ? c.assignments : c.args.filter((a) => !a.dynamic).map((a) => a.text);
+        for (const a of sets) {
+          const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(a);
+          if (m && !/[$`]/.test(m[2])) vars.set(m[1], m[2]);
+          else if (m) vars.delete(m[1]);
+        }
+      }
       if (c.name === 'cd' && !c.dynamic) {
         const target = c.args.find((a) => !a.text.startsWith('-'));
         if (!target) here = this.root;
@@ -435,6 +446,28 @@ export class RulePermissionPolicy extends PermissionPolicy {
       found.push(this.checkCommand(c, here));
     }
     return mostSevere(found);
+  }
+
+  /** The command with known variables filled in; a program that becomes known is judged by name. */
+  private substitute(c: ShellCommand, vars: ReadonlyMap<string, string>): ShellCommand {
+    const fill = (w: ShellWord): ShellWord => {
+      if (!w.dynamic) return w;
+      const text = w.text.replace(
+        /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+        (m, a?: string, b?: string) => vars.get((a ?? b)!) ?? m,
+      );
+      return { text, dynamic: /[$`]|[<>]\(/.test(text) };
+    };
+    const program = fill({ text: c.program, dynamic: c.dynamic });
+    const name = program.dynamic ? program.text : (program.text.split('/').pop() ?? program.text);
+    return {
+      ...c,
+      name: c.dynamic ? name : c.name,
+      program: program.text,
+      dynamic: program.dynamic,
+      args: c.args.map(fill),
+      redirects: c.redirects.map((r) => ({ ...r, target: fill(r.target) })),
+    };
   }
 
   private checkCommand(c: ShellCommand, cwd?: string): PermissionCheck {

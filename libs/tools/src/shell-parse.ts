@@ -600,7 +600,8 @@ function unwrap(
   let k = 0;
   while (k < words.length && isAssignment(words[k])) assignments.push(words[k++].text);
   if (k >= words.length) {
-    if (redirects.length)
+    // kept even without redirects: a policy may follow `X=/; rm -rf $X`
+    if (redirects.length || assignments.length)
       out.push({
         name: '',
         program: '',
