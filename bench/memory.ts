@@ -62,8 +62,26 @@ const TOPICS = 500;
 const VOCAB_SIZE = 5000;
 function textVectors(n: number, seed: number): Float32Array[] {
   const rnd = seededRandom(seed);
-  const syll = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'po', 'qu', 'xi', 'da', 'fe', 'gu', 'ha'];
-  const newWord = () => Array.from({ length: 2 + Math.floor(rnd() * 3) }, () => syll[Math.floor(rnd() * syll.length)]).join('');
+  const syll = [
+    'ka',
+    'lo',
+    'mi',
+    'ne',
+    'ru',
+    'sa',
+    'ti',
+    'vo',
+    'ze',
+    'po',
+    'qu',
+    'xi',
+    'da',
+    'fe',
+    'gu',
+    'ha',
+  ];
+  const newWord = () =>
+    Array.from({ length: 2 + Math.floor(rnd() * 3) }, () => syll[Math.floor(rnd() * syll.length)]).join('');
   const vocab = Array.from({ length: VOCAB_SIZE }, newWord);
   const topics = Array.from({ length: TOPICS }, () => Array.from({ length: 30 }, newWord));
   const embedder = new HashingEmbedder(DIM);
@@ -72,13 +90,18 @@ function textVectors(n: number, seed: number): Float32Array[] {
     const topic = topics[Math.floor(rnd() * TOPICS)];
     const len = 6 + Math.floor(rnd() * 20);
     // Zipf-like shared words, as in real text, and the topic's own words
-    const words = Array.from({ length: len }, () => (rnd() < 0.6 ? topic[Math.floor(rnd() * topic.length)] : vocab[Math.floor(VOCAB_SIZE * Math.pow(rnd(), 2.5))]));
+    const words = Array.from({ length: len }, () =>
+      rnd() < 0.6
+        ? topic[Math.floor(rnd() * topic.length)]
+        : vocab[Math.floor(VOCAB_SIZE * Math.pow(rnd(), 2.5))],
+    );
     out.push(embedder.embedOne(words.join(' ')));
   }
   return out;
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const pct = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const ms = (n: number): string => `${n.toFixed(3)} ms`;
 
 function jsScan(data: readonly Float32Array[], q: Float32Array, k: number): number[] {
@@ -94,14 +117,44 @@ function jsScan(data: readonly Float32Array[], q: Float32Array, k: number): numb
   return best.map((b) => b.i);
 }
 
-function runDataset(name: string, data: Float32Array[], queries: Float32Array[], m: number, efC: number, efs: number[], slices: [string, number, number][]): void {
-  console.log(`\n== ${name}: ${data.length} vectors, dim ${DIM}, ${queries.length} queries, k=${K}, M=${m}, efConstruction=${efC}`);
+function runDataset(
+  name: string,
+  data: Float32Array[],
+  queries: Float32Array[],
+  m: number,
+  efC: number,
+  efs: number[],
+  slices: [string, number, number][],
+): void {
+  console.log(
+    `\n== ${name}: ${data.length} vectors, dim ${DIM}, ${queries.length} queries, k=${K}, M=${m}, efConstruction=${efC}`,
+  );
 
   let t = performance.now();
   const index = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] }, data.length);
   for (let i = 0; i < data.length; i++) index.add(i, data[i]);
   const buildMs = performance.now() - t;
-  console.log(`HNSW build: ${(buildMs / 1000).toFixed(1)} s (${Math.round(data.length / (buildMs / 1000))} vectors/s)`);
+  console.log(
+    `HNSW build: ${(buildMs / 1000).toFixed(1)} s (${Math.round(data.length / (buildMs / 1000))} vectors/s)`,
+  );
+
+  // What one call through the native binding costs before any search (it copies the query element by element).
+  const tiny = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] });
+  tiny.add(0, data[0]);
+  const overhead: number[] = [];
+  for (const q of queries) {
+    t = performance.now();
+    tiny.search(q, 1);
+    overhead.push(performance.now() - t);
+  }
+  console.log(
+    `binding cost per search call (1-vector index): p50 ${ms(
+      pct(
+        overhead.sort((a, b) => a - b),
+        50,
+      ),
+    )}`,
+  );
 
   // Exact ground truth and the C++ brute-force baseline.
   const brute = new BruteforceSearch('cosine', DIM);
@@ -118,7 +171,9 @@ function runDataset(name: string, data: Float32Array[], queries: Float32Array[],
   }
   bruteTimes.sort((a, b) => a - b);
   const bruteMean = bruteTimes.reduce((a, b) => a + b, 0) / bruteTimes.length;
-  console.log(`brute force (hnswlib BruteforceSearch, C++): p50 ${ms(pct(bruteTimes, 50))}, p99 ${ms(pct(bruteTimes, 99))}, mean ${ms(bruteMean)}`);
+  console.log(
+    `brute force (hnswlib BruteforceSearch, C++): p50 ${ms(pct(bruteTimes, 50))}, p99 ${ms(pct(bruteTimes, 99))}, mean ${ms(bruteMean)}`,
+  );
 
   // The plain JS scan: a second baseline, on a sample (it is slow), checked against the truth.
   const jsSample = queries.slice(0, 20);
@@ -131,11 +186,20 @@ function runDataset(name: string, data: Float32Array[], queries: Float32Array[],
     jsAgree += ids.filter((i) => truth[qi].has(i)).length;
   });
   const jsMean = jsTimes.reduce((a, b) => a + b, 0) / jsTimes.length;
-  const jsP50 = pct([...jsTimes].sort((a, b) => a - b), 50);
-  console.log(`brute force (JS Float32Array scan, ${jsSample.length} queries): p50 ${ms(jsP50)}, mean ${ms(jsMean)}, agrees with C++ truth on ${((jsAgree / (jsSample.length * K)) * 100).toFixed(1)}% of top-10`);
+  const jsP50 = pct(
+    [...jsTimes].sort((a, b) => a - b),
+    50,
+  );
+  console.log(
+    `brute force (JS Float32Array scan, ${jsSample.length} queries): p50 ${ms(jsP50)}, mean ${ms(jsMean)}, agrees with C++ truth on ${((jsAgree / (jsSample.length * K)) * 100).toFixed(1)}% of top-10`,
+  );
 
-  console.log('speed ratio = brute-force time / HNSW time, by p50 and by mean (the mean carries the stalls of a shared machine)');
-  console.log(`ef    recall@10   p50        p99        mean       x C++ p50/mean    x JS p50/mean${slices.map(([label]) => `   recall ${label}`).join('')}`);
+  console.log(
+    'speed ratio = brute-force time / HNSW time, by p50 and by mean (the mean carries the stalls of a shared machine)',
+  );
+  console.log(
+    `ef    recall@10   p50        p99        mean       x C++ p50/mean    x JS p50/mean${slices.map(([label]) => `   recall ${label}`).join('')}`,
+  );
   for (const ef of efs) {
     const times: number[] = [];
     const found: number[] = [];
@@ -145,11 +209,19 @@ function runDataset(name: string, data: Float32Array[], queries: Float32Array[],
       times.push(performance.now() - started);
       found.push(res.filter((h) => truth[qi].has(h.label)).length);
     });
-    const recallOf = (from: number, to: number) => found.slice(from, to).reduce((a, b) => a + b, 0) / ((to - from) * K);
+    const recallOf = (from: number, to: number) =>
+      found.slice(from, to).reduce((a, b) => a + b, 0) / ((to - from) * K);
     const sorted = [...times].sort((a, b) => a - b);
     const mean = times.reduce((a, b) => a + b, 0) / times.length;
     console.log(
-      `${String(ef).padEnd(5)} ${recallOf(0, queries.length).toFixed(4).padEnd(11)} ${ms(pct(sorted, 50)).padEnd(10)} ${ms(pct(sorted, 99)).padEnd(10)} ${ms(mean).padEnd(10)} ${`${(pct(bruteTimes, 50) / pct(sorted, 50)).toFixed(1)} / ${(bruteMean / mean).toFixed(1)}`.padEnd(17)} ${`${(jsP50 / pct(sorted, 50)).toFixed(1)} / ${(jsMean / mean).toFixed(1)}`.padEnd(13)}${slices.map(([label, from, to]) => `   ${recallOf(from, to).toFixed(4).padEnd(label.length + 7)}`).join('')}`,
+      `${String(ef).padEnd(5)} ${recallOf(0, queries.length).toFixed(4).padEnd(11)} ${ms(pct(sorted, 50)).padEnd(10)} ${ms(pct(sorted, 99)).padEnd(10)} ${ms(mean).padEnd(10)} ${`${(pct(bruteTimes, 50) / pct(sorted, 50)).toFixed(1)} / ${(bruteMean / mean).toFixed(1)}`.padEnd(17)} ${`${(jsP50 / pct(sorted, 50)).toFixed(1)} / ${(jsMean / mean).toFixed(1)}`.padEnd(13)}${slices
+        .map(
+          ([label, from, to]) =>
+            `   ${recallOf(from, to)
+              .toFixed(4)
+              .padEnd(label.length + 7)}`,
+        )
+        .join('')}`,
     );
   }
 }
@@ -168,7 +240,9 @@ export async function main(): Promise<void> {
   const t = performance.now();
   const random = randomVectors(half + halfQ, 42);
   const text = textVectors(n - half + (nq - halfQ), 7);
-  console.log(`generated ${half + halfQ} seeded random vectors and embedded ${text.length} synthetic texts (runledger-hash-v1) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  console.log(
+    `generated ${half + halfQ} seeded random vectors and embedded ${text.length} synthetic texts (runledger-hash-v1) in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
   const data = [...random.slice(0, half), ...text.slice(0, n - half)];
   const queries = [...random.slice(half), ...text.slice(n - half)];
   runDataset(`seeded random (${half}) + hashed text (${n - half})`, data, queries, m, efC, efs, [

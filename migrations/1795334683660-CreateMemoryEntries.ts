@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- migrations take Kysely<any> so an old one never breaks when the schema types move on */
 import { Kysely } from 'kysely';
 import { isPostgres } from './dialect';
 
@@ -28,7 +29,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('memory_entries_session_idx').on('memory_entries').columns(['session_id', 'deleted']).execute();
+  await db.schema
+    .createIndex('memory_entries_session_idx')
+    .on('memory_entries')
+    .columns(['session_id', 'deleted'])
+    .execute();
   await db.schema.createIndex('memory_entries_task_idx').on('memory_entries').columns(['task_id']).execute();
   await db.schema
     .createTable('memory_projection')

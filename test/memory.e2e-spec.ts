@@ -8,9 +8,20 @@ type Ev = { event_id: string; type: string; sequence: number; causation_id: stri
 
 const FACT = 'the launch code word is marmalade';
 const FILES = ['alpha.txt', 'beta.txt', 'gamma.txt', 'delta.txt'];
-const score = (weight: number) => JSON.stringify({ correctness: 0.9, usefulness: 0.9, safety: 1, memory_store: true, weight, notes: 'a fact worth keeping' });
+const score = (weight: number) =>
+  JSON.stringify({
+    correctness: 0.9,
+    usefulness: 0.9,
+    safety: 1,
+    memory_store: true,
+    weight,
+    notes: 'a fact worth keeping',
+  });
 
-async function withScript(script: unknown, env: Record<string, string> = {}): Promise<{ h: ApiHarness; dispose: () => Promise<void> }> {
+async function withScript(
+  script: unknown,
+  env: Record<string, string> = {},
+): Promise<{ h: ApiHarness; dispose: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-mem-e2e-'));
   const path = join(dir, 'script.json');
   writeFileSync(path, JSON.stringify(script));
@@ -24,7 +35,11 @@ async function withScript(script: unknown, env: Record<string, string> = {}): Pr
   };
 }
 
-async function runTask(h: ApiHarness, input: string, session_id: string): Promise<{ task: { status: string }; events: Ev[]; task_id: string }> {
+async function runTask(
+  h: ApiHarness,
+  input: string,
+  session_id: string,
+): Promise<{ task: { status: string }; events: Ev[]; task_id: string }> {
   const res = await h.request('POST', '/tasks', { body: { input, session_id } });
   expect(res.status).toBe(202);
   const task = await waitForTask(h, res.body.task_id);
@@ -38,18 +53,28 @@ describe('memory through the API with a scripted model', () => {
   it('a second task recalls what the first stored, reinforces it, and an admin can search and delete it', async () => {
     const { h, dispose } = await withScript({
       // each task's orchestrator calls are numbered from 0, so both tasks follow this script
-      orchestrator: [JSON.stringify({ type: 'tool', tool: 'file_read', args: { path: 'facts.txt' } }), JSON.stringify({ type: 'respond', content: 'noted' })],
+      orchestrator: [
+        JSON.stringify({ type: 'tool', tool: 'file_read', args: { path: 'facts.txt' } }),
+        JSON.stringify({ type: 'respond', content: 'noted' }),
+      ],
       critic: [score(0.6), score(0.6)],
     });
     try {
       writeFileSync(join(h.workspace, 'facts.txt'), FACT);
       const first = await runTask(h, `remember this: ${FACT}`, 'session-a');
-      expect(first.task.status).toBe("completed");
+      expect(first.task.status).toBe('completed');
       const [critic] = ofType(first.events, 'CRITIC_RESULT');
       expect(critic.payload).toMatchObject({ critic: 'model', error: null, score: { weight: 0.6 } });
       const [written] = ofType(first.events, 'MEMORY_WRITTEN');
       const toolDone = ofType(first.events, 'TOOL_COMPLETED')[0];
-      expect(written.payload).toMatchObject({ op: 'insert', kind: 'tool_result', text: `file_read: ${FACT}`, weight: 0.6, source_event_id: toolDone.event_id, embedding_model: 'runledger-hash-v1' });
+      expect(written.payload).toMatchObject({
+        op: 'insert',
+        kind: 'tool_result',
+        text: `file_read: ${FACT}`,
+        weight: 0.6,
+        source_event_id: toolDone.event_id,
+        embedding_model: 'runledger-hash-v1',
+      });
       expect(written.causation_id).toBe(critic.event_id);
       const entryId = written.payload.entry_id as string;
 
@@ -65,7 +90,13 @@ describe('memory through the API with a scripted model', () => {
 
       const found = await h.request('GET', '/memory?query=launch%20code%20word&k=3');
       expect(found.status).toBe(200);
-      expect(found.body.entries[0]).toMatchObject({ id: entryId, weight: 0.7, task_id: first.task_id, session_id: 'session-a', kind: 'tool_result' });
+      expect(found.body.entries[0]).toMatchObject({
+        id: entryId,
+        weight: 0.7,
+        task_id: first.task_id,
+        session_id: 'session-a',
+        kind: 'tool_result',
+      });
       expect(found.body.entries[0].score).toBeCloseTo(found.body.entries[0].similarity * 0.7, 6);
       expect((await h.request('GET', '/memory?session_id=session-b')).body.entries).toEqual([]);
 
@@ -89,7 +120,9 @@ describe('memory through the API with a scripted model', () => {
       expect((await h.request('DELETE', '/memory/no_such_entry')).body.error).toBe('not_found');
       expect((await h.request('GET', '/memory?query=launch%20code%20word')).body.entries).toEqual([]);
       const log = await h.request('GET', '/admin/events?task_id=system:memory');
-      expect(log.body.events.map((e: Ev) => [e.type, e.payload.op, e.payload.entry_id, e.payload.metadata.actor])).toEqual([['MEMORY_WRITTEN', 'delete', entryId, 'admin']]);
+      expect(
+        log.body.events.map((e: Ev) => [e.type, e.payload.op, e.payload.entry_id, e.payload.metadata.actor]),
+      ).toEqual([['MEMORY_WRITTEN', 'delete', entryId, 'admin']]);
     } finally {
       await dispose();
     }
@@ -103,7 +136,12 @@ describe('memory through the API with a scripted model', () => {
           JSON.stringify({ type: 'plan', steps: FILES.map((f, i) => ({ id: `s${i}`, ...read(f) })) }),
           JSON.stringify({ type: 'respond', content: 'done' }),
         ],
-        critic: [{ error: 'provider_error', message: 'critic backend down' }, 'it looks fine to me', score(7), { content: score(0.5), delay_ms: 5_000 }],
+        critic: [
+          { error: 'provider_error', message: 'critic backend down' },
+          'it looks fine to me',
+          score(7),
+          { content: score(0.5), delay_ms: 5_000 },
+        ],
       },
       { RUNLEDGER_CRITIC_TIMEOUT_MS: '300' },
     );
@@ -132,7 +170,11 @@ describe('memory through the API with a scripted model', () => {
     const { h, dispose } = await withScript({
       orchestrator: [
         JSON.stringify({ type: 'tool', tool: 'memory_search', args: { query: 'favourite editor' } }),
-        JSON.stringify({ type: 'tool', tool: 'memory_insert', args: { text: fact, kind: 'user_preference', weight: 0.5 } }),
+        JSON.stringify({
+          type: 'tool',
+          tool: 'memory_insert',
+          args: { text: fact, kind: 'user_preference', weight: 0.5 },
+        }),
         JSON.stringify({ type: 'respond', content: 'ok' }),
       ],
     });
@@ -142,22 +184,34 @@ describe('memory through the API with a scripted model', () => {
       const [search1, insert1] = ofType(first.events, 'TOOL_COMPLETED');
       expect(search1.payload.result.output.hits).toEqual([]);
       // no critic model in the script: the heuristic critic scores, and memory tool outcomes are not re-stored
-      expect(ofType(first.events, 'CRITIC_RESULT').map((e) => e.payload.critic)).toEqual(['heuristic', 'heuristic']);
+      expect(ofType(first.events, 'CRITIC_RESULT').map((e) => e.payload.critic)).toEqual([
+        'heuristic',
+        'heuristic',
+      ]);
       expect(ofType(first.events, 'MEMORY_WRITTEN')).toEqual([]);
       const id = insert1.payload.result.output.id as string;
 
       const second = await runTask(h, 'what editor do I like?', 'session-e');
       const [search2, insert2] = ofType(second.events, 'TOOL_COMPLETED');
-      expect(search2.payload.result.output.hits[0]).toMatchObject({ id, text: fact, kind: 'user_preference', weight: 0.5 });
+      expect(search2.payload.result.output.hits[0]).toMatchObject({
+        id,
+        text: fact,
+        kind: 'user_preference',
+        weight: 0.5,
+      });
       expect(insert2.payload.result.output.id).toBe(id);
-      expect(ofType(second.events, 'CONTEXT_BUILT')[0].payload.memory_hits.map((m: { id: string }) => m.id)).toContain(id);
+      expect(
+        ofType(second.events, 'CONTEXT_BUILT')[0].payload.memory_hits.map((m: { id: string }) => m.id),
+      ).toContain(id);
 
       const log = (await h.request('GET', '/admin/events?task_id=system:memory')).body.events as Ev[];
       expect(log.map((e) => [e.payload.op, e.payload.entry_id, e.payload.metadata.task_id])).toEqual([
         ['insert', id, first.task_id],
         ['reinforce', id, second.task_id],
       ]);
-      expect((await h.request('GET', '/memory?kind=user_preference')).body.entries).toEqual([expect.objectContaining({ id, weight: 0.6, session_id: 'session-d', task_id: first.task_id })]);
+      expect((await h.request('GET', '/memory?kind=user_preference')).body.entries).toEqual([
+        expect.objectContaining({ id, weight: 0.6, session_id: 'session-d', task_id: first.task_id }),
+      ]);
     } finally {
       await dispose();
     }

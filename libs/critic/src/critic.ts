@@ -43,16 +43,42 @@ export abstract class Critic {
  * The events that record a verdict: the critic's model call (when it made one),
  * then CRITIC_RESULT. `criticEventId` lets a later event name the result as its cause.
  */
-export function criticEvents(input: CriticInput, verdict: CriticVerdict, criticEventId: string = newId('evt')): NewEvent[] {
+export function criticEvents(
+  input: CriticInput,
+  verdict: CriticVerdict,
+  criticEventId: string = newId('evt'),
+): NewEvent[] {
   const events: NewEvent[] = [];
   const x = verdict.exchange;
   if (x) {
     events.push(
-      { type: 'MODEL_CALLED', causation_id: input.target_event_id, payload: { call_id: x.call_id, role: 'critic', model: x.model, backend: x.backend, attempt: 1, round: null, prompt_chars: x.prompt_chars } },
+      {
+        type: 'MODEL_CALLED',
+        causation_id: input.target_event_id,
+        payload: {
+          call_id: x.call_id,
+          role: 'critic',
+          model: x.model,
+          backend: x.backend,
+          attempt: 1,
+          round: null,
+          prompt_chars: x.prompt_chars,
+        },
+      },
       {
         type: 'MODEL_RESPONDED',
         causation_id: input.target_event_id,
-        payload: { call_id: x.call_id, role: 'critic', model: x.model, content: x.content, usage: x.usage, latency_ms: x.latency_ms, error: x.error, finish_reason: null, retry_after_ms: null },
+        payload: {
+          call_id: x.call_id,
+          role: 'critic',
+          model: x.model,
+          content: x.content,
+          usage: x.usage,
+          latency_ms: x.latency_ms,
+          error: x.error,
+          finish_reason: null,
+          retry_after_ms: null,
+        },
       },
     );
   }
@@ -60,7 +86,13 @@ export function criticEvents(input: CriticInput, verdict: CriticVerdict, criticE
     type: 'CRITIC_RESULT',
     event_id: criticEventId,
     causation_id: input.target_event_id,
-    payload: { target_event_id: input.target_event_id, call_id: input.call_id, critic: verdict.critic, score: verdict.score, error: verdict.error },
+    payload: {
+      target_event_id: input.target_event_id,
+      call_id: input.call_id,
+      critic: verdict.critic,
+      score: verdict.score,
+      error: verdict.error,
+    },
   });
   return events;
 }

@@ -1,7 +1,8 @@
 import { CriticScore } from '@runledger/contracts';
 import { Critic, CriticInput, CriticVerdict } from './critic';
 
-const outputText = (output: unknown): string => (typeof output === 'string' ? output : output == null ? '' : JSON.stringify(output));
+const outputText = (output: unknown): string =>
+  typeof output === 'string' ? output : output == null ? '' : JSON.stringify(output);
 
 const exitCodeOf = (input: CriticInput): number | null => {
   const fromMeta = input.metadata.exit_code;
@@ -27,9 +28,20 @@ export function heuristicScore(input: CriticInput): CriticScore {
   const size = outputText(input.output).trim().length;
   const exit = exitCodeOf(input);
   const succeeded = input.ok && (exit === null || exit === 0);
-  const notes = [`heuristic critic (no critic model): ok=${input.ok}`, exit === null ? null : `exit_code=${exit}`, `output_chars=${size}`];
+  const notes = [
+    `heuristic critic (no critic model): ok=${input.ok}`,
+    exit === null ? null : `exit_code=${exit}`,
+    `output_chars=${size}`,
+  ];
   if (!succeeded) {
-    return { correctness: 0.1, usefulness: 0.3, safety: 1, memory_store: Boolean(input.error), weight: 0.3, notes: [...notes, 'failed: kept as a lesson'].filter(Boolean).join('; ') };
+    return {
+      correctness: 0.1,
+      usefulness: 0.3,
+      safety: 1,
+      memory_store: Boolean(input.error),
+      weight: 0.3,
+      notes: [...notes, 'failed: kept as a lesson'].filter(Boolean).join('; '),
+    };
   }
   // Empty output teaches nothing; a huge dump is mostly noise for recall.
   const usefulness = size === 0 ? 0.1 : size > 20_000 ? 0.4 : 0.7;

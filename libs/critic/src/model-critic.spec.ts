@@ -20,7 +20,14 @@ const modelReplying = (reply: (signal: AbortSignal) => Promise<string>): CriticM
   complete: async (_messages, { signal }) => ({ content: await reply(signal) }),
 });
 
-const valid = { correctness: 0.9, usefulness: 0.8, safety: 1, memory_store: true, weight: 0.7, notes: 'good' };
+const valid = {
+  correctness: 0.9,
+  usefulness: 0.8,
+  safety: 1,
+  memory_store: true,
+  weight: 0.7,
+  notes: 'good',
+};
 
 describe('ModelCritic', () => {
   it('returns the validated score of a JSON reply (fenced JSON tolerated)', async () => {
@@ -33,8 +40,16 @@ describe('ModelCritic', () => {
   it.each([
     ['throws', modelReplying(async () => Promise.reject(new Error('boom 500'))), /critic failed: boom 500/],
     ['returns non-JSON', modelReplying(async () => 'I think it went well'), /not JSON/],
-    ['returns out-of-range numbers', modelReplying(async () => JSON.stringify({ ...valid, correctness: 1.5 })), /correctness/],
-    ['returns a wrong shape', modelReplying(async () => JSON.stringify({ ...valid, memory_store: 'yes' })), /memory_store/],
+    [
+      'returns out-of-range numbers',
+      modelReplying(async () => JSON.stringify({ ...valid, correctness: 1.5 })),
+      /correctness/,
+    ],
+    [
+      'returns a wrong shape',
+      modelReplying(async () => JSON.stringify({ ...valid, memory_store: 'yes' })),
+      /memory_store/,
+    ],
   ])('when the model %s the score is absent and the error recorded', async (_name, model, error) => {
     const sut = new ModelCritic(model);
     const verdict = await sut.evaluate(input());
@@ -46,7 +61,10 @@ describe('ModelCritic', () => {
   });
 
   it('times out a model that never answers, even one that ignores its signal', async () => {
-    const sut = new ModelCritic(modelReplying(() => new Promise<string>(() => undefined)), 30);
+    const sut = new ModelCritic(
+      modelReplying(() => new Promise<string>(() => undefined)),
+      30,
+    );
     const verdict = await sut.evaluate(input());
     expect(verdict.score).toBeNull();
     expect(verdict.error).toMatch(/timed out after 30 ms/);
@@ -59,7 +77,11 @@ describe('heuristicScore', () => {
     ['ok with output', input(), { memory_store: true, usefulness: 0.7 }],
     ['ok with empty output', input({ output: '' }), { memory_store: false, usefulness: 0.1 }],
     ['ok but nonzero exit code', input({ output: { exit_code: 2, stdout: '' } }), { correctness: 0.1 }],
-    ['failed with an error', input({ ok: false, output: null, error: 'ENOENT' }), { correctness: 0.1, memory_store: true }],
+    [
+      'failed with an error',
+      input({ ok: false, output: null, error: 'ENOENT' }),
+      { correctness: 0.1, memory_store: true },
+    ],
   ])('%s', (_name, given, expected) => {
     const score = heuristicScore(given);
     expect(score).toMatchObject(expected);

@@ -13,7 +13,10 @@ export interface CriticMessage {
 export interface CriticModel {
   readonly model: string;
   readonly backend: string;
-  complete(messages: CriticMessage[], options: { timeout_ms: number; signal: AbortSignal }): Promise<{ content: string; usage?: TokenUsage }>;
+  complete(
+    messages: CriticMessage[],
+    options: { timeout_ms: number; signal: AbortSignal },
+  ): Promise<{ content: string; usage?: TokenUsage }>;
 }
 
 export const CRITIC_SYSTEM_PROMPT = [
@@ -26,10 +29,19 @@ const MAX_OUTPUT_CHARS = 4000;
 
 export function criticPrompt(input: CriticInput): CriticMessage[] {
   const output = typeof input.output === 'string' ? input.output : JSON.stringify(input.output ?? null);
-  const clipped = output.length > MAX_OUTPUT_CHARS ? `${output.slice(0, MAX_OUTPUT_CHARS)}…[truncated]` : output;
+  const clipped =
+    output.length > MAX_OUTPUT_CHARS ? `${output.slice(0, MAX_OUTPUT_CHARS)}…[truncated]` : output;
   return [
     { role: 'system', content: CRITIC_SYSTEM_PROMPT },
-    { role: 'user', content: [`tool: ${input.tool}`, `ok: ${input.ok}`, `error: ${input.error ?? 'none'}`, `output:\n${clipped}`].join('\n') },
+    {
+      role: 'user',
+      content: [
+        `tool: ${input.tool}`,
+        `ok: ${input.ok}`,
+        `error: ${input.error ?? 'none'}`,
+        `output:\n${clipped}`,
+      ].join('\n'),
+    },
   ];
 }
 
@@ -44,11 +56,19 @@ export function parseCriticReply(content: string): { score: CriticScore } | { er
     return { error: `critic reply is not JSON: ${JSON.stringify(content.slice(0, 120))}` };
   }
   const parsed = CriticScore.safeParse(json);
-  if (!parsed.success) return { error: `critic reply is not a CriticScore: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+  if (!parsed.success)
+    return {
+      error: `critic reply is not a CriticScore: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+    };
   return { score: parsed.data };
 }
 
-const zeroUsage = (): TokenUsage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: true });
+const zeroUsage = (): TokenUsage => ({
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  estimated: true,
+});
 
 /** Asks the critic role for a CriticScore; any failure (throw, timeout, non-JSON, out of range) is a verdict with an error. */
 export class ModelCritic extends Critic {
@@ -86,7 +106,10 @@ export class ModelCritic extends Critic {
       error: null,
     };
     try {
-      const res = await Promise.race([this.model.complete(messages, { timeout_ms: this.timeoutMs, signal: controller.signal }), timeout]);
+      const res = await Promise.race([
+        this.model.complete(messages, { timeout_ms: this.timeoutMs, signal: controller.signal }),
+        timeout,
+      ]);
       exchange.content = res.content;
       exchange.usage = res.usage ?? zeroUsage();
       exchange.latency_ms = Date.now() - started;
@@ -97,7 +120,10 @@ export class ModelCritic extends Critic {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       exchange.latency_ms = Date.now() - started;
-      exchange.error = { kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : 'provider_error', message };
+      exchange.error = {
+        kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : 'provider_error',
+        message,
+      };
       return { critic: 'model', score: null, error: `critic failed: ${message}`, exchange };
     } finally {
       clearTimeout(timer);

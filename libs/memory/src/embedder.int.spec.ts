@@ -9,13 +9,21 @@ describe('OpenAIEmbedder against a local OpenAI-compatible server', () => {
   afterAll(() => server.close());
 
   it('embeds in batches, keeps the order, normalises, and sends model and key', async () => {
-    const sut = new OpenAIEmbedder({ baseURL: server.baseURL, apiKey: 'k-test', model: 'embed-small', dim: 48, batchSize: 2 });
+    const sut = new OpenAIEmbedder({
+      baseURL: server.baseURL,
+      apiKey: 'k-test',
+      model: 'embed-small',
+      dim: 48,
+      batchSize: 2,
+    });
     const texts = ['one', 'two', 'three', 'four', 'five'];
     server.requests.length = 0;
     const vectors = await sut.embed(texts);
     const calls = server.requests.filter((r) => r.path === '/v1/embeddings');
     expect(calls.map((r) => r.body.input)).toEqual([['one', 'two'], ['three', 'four'], ['five']]);
-    expect(calls.every((r) => r.body.model === 'embed-small' && r.body.encoding_format === 'float')).toBe(true);
+    expect(calls.every((r) => r.body.model === 'embed-small' && r.body.encoding_format === 'float')).toBe(
+      true,
+    );
     vectors.forEach((v, i) => {
       expect(v).toHaveLength(48);
       expect(cosine(v, Float32Array.from(fakeEmbedding(texts[i], 48)))).toBeCloseTo(1, 5);
@@ -23,18 +31,34 @@ describe('OpenAIEmbedder against a local OpenAI-compatible server', () => {
   });
 
   it('asks for the configured dimension when told to', async () => {
-    const sut = new OpenAIEmbedder({ baseURL: server.baseURL, apiKey: 'k-test', model: 'embed-3', dim: 16, requestDimensions: true });
+    const sut = new OpenAIEmbedder({
+      baseURL: server.baseURL,
+      apiKey: 'k-test',
+      model: 'embed-3',
+      dim: 16,
+      requestDimensions: true,
+    });
     const [v] = await sut.embed(['x']);
     expect(v).toHaveLength(16);
   });
 
   it('refuses vectors of another dimension than configured', async () => {
-    const sut = new OpenAIEmbedder({ baseURL: server.baseURL, apiKey: 'k-test', model: 'embed-small', dim: 384 });
+    const sut = new OpenAIEmbedder({
+      baseURL: server.baseURL,
+      apiKey: 'k-test',
+      model: 'embed-small',
+      dim: 384,
+    });
     await expect(sut.embed(['x'])).rejects.toThrow(/returned dim 48, configured 384/);
   });
 
   it('surfaces an authentication failure', async () => {
-    const sut = new OpenAIEmbedder({ baseURL: server.baseURL, apiKey: 'wrong', model: 'embed-small', dim: 48 });
+    const sut = new OpenAIEmbedder({
+      baseURL: server.baseURL,
+      apiKey: 'wrong',
+      model: 'embed-small',
+      dim: 48,
+    });
     await expect(sut.embed(['x'])).rejects.toThrow(/Incorrect API key/);
   });
 });
@@ -43,7 +67,12 @@ describe('HashingEmbedder', () => {
   const sut = new HashingEmbedder();
 
   it('is deterministic, unit length, and close for texts that share words', async () => {
-    const [a, a2, b, c] = await sut.embed(['the deploy script is ops/deploy.sh', 'the deploy script is ops/deploy.sh', 'where is the deploy script?', 'bananas are yellow']);
+    const [a, a2, b, c] = await sut.embed([
+      'the deploy script is ops/deploy.sh',
+      'the deploy script is ops/deploy.sh',
+      'where is the deploy script?',
+      'bananas are yellow',
+    ]);
     expect(Array.from(a)).toEqual(Array.from(a2));
     expect(cosine(a, a)).toBeCloseTo(1, 5);
     expect(cosine(a, b)).toBeGreaterThan(0.4);

@@ -88,7 +88,12 @@ export class OpenAIEmbedder extends Embedder {
     super();
     this.model = options.model;
     this.dim = options.dim;
-    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey || 'unused', timeout: options.timeoutMs ?? 30_000, maxRetries: 1 });
+    this.client = new OpenAI({
+      baseURL: options.baseURL,
+      apiKey: options.apiKey || 'unused',
+      timeout: options.timeoutMs ?? 30_000,
+      maxRetries: 1,
+    });
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
@@ -103,9 +108,13 @@ export class OpenAIEmbedder extends Embedder {
         ...(this.options.requestDimensions ? { dimensions: this.dim } : {}),
       });
       const rows = [...res.data].sort((a, b) => a.index - b.index);
-      if (rows.length !== batch.length) throw new Error(`embeddings: asked for ${batch.length} vectors, got ${rows.length}`);
+      if (rows.length !== batch.length)
+        throw new Error(`embeddings: asked for ${batch.length} vectors, got ${rows.length}`);
       for (const row of rows) {
-        if (row.embedding.length !== this.dim) throw new Error(`embeddings: model ${this.model} returned dim ${row.embedding.length}, configured ${this.dim}`);
+        if (row.embedding.length !== this.dim)
+          throw new Error(
+            `embeddings: model ${this.model} returned dim ${row.embedding.length}, configured ${this.dim}`,
+          );
         out.push(l2Normalise(Float32Array.from(row.embedding)));
       }
     }

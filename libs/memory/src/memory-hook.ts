@@ -1,7 +1,14 @@
 import { NewEvent, newId } from '@runledger/contracts';
 import { Critic, CriticInput, criticEvents } from '@runledger/critic';
 import { MemoryService } from './memory-service';
-import { DEFAULT_MEMORY_POLICY, MemoryPolicyConfig, OutcomeTool, ToolOutcomeEvent, decide, dedupe } from './memory-write-policy';
+import {
+  DEFAULT_MEMORY_POLICY,
+  MemoryPolicyConfig,
+  OutcomeTool,
+  ToolOutcomeEvent,
+  decide,
+  dedupe,
+} from './memory-write-policy';
 
 /** The runtime's ToolOutcomeHook context, restated so memory does not import runtime. */
 export interface OutcomeContext {
@@ -38,7 +45,9 @@ export function criticInputOf(event: ToolOutcomeEvent): CriticInput {
  * returned events to the task; memory applies them from the log on its next sync.
  * A critic failure yields a CRITIC_RESULT with the error and no write.
  */
-export function createCriticMemoryHook(deps: CriticMemoryHookDeps): (ctx: OutcomeContext) => Promise<NewEvent[]> {
+export function createCriticMemoryHook(
+  deps: CriticMemoryHookDeps,
+): (ctx: OutcomeContext) => Promise<NewEvent[]> {
   const policy = deps.policy ?? DEFAULT_MEMORY_POLICY;
   return async (ctx) => {
     const input = criticInputOf(ctx.event);

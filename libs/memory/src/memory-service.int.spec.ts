@@ -19,7 +19,16 @@ interface Env {
   events: SqliteEventStore;
 }
 
-const TOPICS = ['swc compiles typescript fast', 'jest runs the unit tests', 'sqlite stores the event log', 'hnsw finds nearest vectors', 'nestjs serves the http api', 'bubblewrap sandboxes tools', 'kysely builds sql queries', 'zod validates the payloads'];
+const TOPICS = [
+  'swc compiles typescript fast',
+  'jest runs the unit tests',
+  'sqlite stores the event log',
+  'hnsw finds nearest vectors',
+  'nestjs serves the http api',
+  'bubblewrap sandboxes tools',
+  'kysely builds sql queries',
+  'zod validates the payloads',
+];
 
 async function openEnv(dir: string): Promise<Env> {
   const dbPath = join(dir, 'runledger.db');
@@ -28,7 +37,11 @@ async function openEnv(dir: string): Promise<Env> {
   return { dir, dbPath, indexPath: join(dir, 'memory.hnsw'), handle, events: new SqliteEventStore(handle) };
 }
 
-const openService = (env: Env, over: Partial<MemoryServiceOptions> = {}, embedder: Embedder = new HashingEmbedder()) =>
+const openService = (
+  env: Env,
+  over: Partial<MemoryServiceOptions> = {},
+  embedder: Embedder = new HashingEmbedder(),
+) =>
   MemoryService.open({
     store: new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>),
     events: env.events,
@@ -44,13 +57,21 @@ async function seed(sut: MemoryService, n: number): Promise<string[]> {
   for (let i = 0; i < n; i++) {
     const text = `${TOPICS[i % TOPICS.length]} (note ${i})`;
     const kind: MemoryKind = i % 3 === 0 ? 'fact' : 'tool_result';
-    const entry = await sut.insert({ text, kind, source: 'system', weight: 0.3 + (i % 7) / 10, reason: 'seed', session_id: i % 2 ? 's-odd' : 's-even' });
+    const entry = await sut.insert({
+      text,
+      kind,
+      source: 'system',
+      weight: 0.3 + (i % 7) / 10,
+      reason: 'seed',
+      session_id: i % 2 ? 's-odd' : 's-even',
+    });
     ids.push(entry.id);
   }
   return ids;
 }
 
-const topIds = async (sut: MemoryService, query: string, k = 5) => (await sut.search(query, { k })).map((h) => h.entry.id);
+const topIds = async (sut: MemoryService, query: string, k = 5) =>
+  (await sut.search(query, { k })).map((h) => h.entry.id);
 
 describe('MemoryService on SQLite + HNSW file', () => {
   let dir: string;
@@ -66,18 +87,46 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
   it('ranks by similarity x weight and applies filters', async () => {
     const sut = await openService(env);
-    const light = await sut.insert({ text: 'the deploy script lives in ops/deploy.sh', kind: 'fact', source: 'user', weight: 0.2, reason: 't' });
-    const heavy = await sut.insert({ text: 'the deploy script lives in ops/deploy.sh now', kind: 'fact', source: 'user', weight: 0.9, reason: 't', session_id: 's1' });
-    await sut.insert({ text: 'unrelated: bananas are yellow', kind: 'tool_result', source: 'tool', weight: 1, reason: 't' });
+    const light = await sut.insert({
+      text: 'the deploy script lives in ops/deploy.sh',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.2,
+      reason: 't',
+    });
+    const heavy = await sut.insert({
+      text: 'the deploy script lives in ops/deploy.sh now',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.9,
+      reason: 't',
+      session_id: 's1',
+    });
+    await sut.insert({
+      text: 'unrelated: bananas are yellow',
+      kind: 'tool_result',
+      source: 'tool',
+      weight: 1,
+      reason: 't',
+    });
 
     const hits = await sut.search('where is the deploy script', { k: 2 });
     expect(hits.map((h) => h.entry.id)).toEqual([heavy.id, light.id]);
     for (const h of hits) expect(h.score).toBeCloseTo(h.similarity * h.entry.weight, 6);
 
-    expect((await sut.search('deploy script', { k: 5, session_id: 's1' })).map((h) => h.entry.id)).toEqual([heavy.id]);
-    expect((await sut.search('deploy script', { k: 5, min_weight: 0.5, kind: 'fact' })).map((h) => h.entry.id)).toEqual([heavy.id]);
-    expect((await sut.search('deploy script', { k: 5, kind: 'plan' }))).toEqual([]);
-    expect(heavy).toMatchObject({ embedding_model: 'runledger-hash-v1', embedding_dim: 384, session_id: 's1', task_id: null });
+    expect((await sut.search('deploy script', { k: 5, session_id: 's1' })).map((h) => h.entry.id)).toEqual([
+      heavy.id,
+    ]);
+    expect(
+      (await sut.search('deploy script', { k: 5, min_weight: 0.5, kind: 'fact' })).map((h) => h.entry.id),
+    ).toEqual([heavy.id]);
+    expect(await sut.search('deploy script', { k: 5, kind: 'plan' })).toEqual([]);
+    expect(heavy).toMatchObject({
+      embedding_model: 'runledger-hash-v1',
+      embedding_dim: 384,
+      session_id: 's1',
+      task_id: null,
+    });
     await sut.close();
   });
 
@@ -98,29 +147,41 @@ describe('MemoryService on SQLite + HNSW file', () => {
     ['deleted', (p: string) => rmSync(p), 'missing'],
     ['corrupted', (p: string) => writeFileSync(p, Buffer.alloc(4096, 7)), 'corrupt (checksum mismatch)'],
     ['meta garbled', (p: string) => writeFileSync(`${p}.meta.json`, '{nope'), 'corrupt meta'],
-  ])('an index file that was %s is rebuilt from the table with the same top-k', async (_name, damage, reason) => {
-    const first = await openService(env);
-    await seed(first, 60);
-    const queries = ['which tool compiles typescript', 'nearest vectors search', 'where are events stored'];
-    const before = await Promise.all(queries.map((q) => topIds(first, q)));
-    await first.close();
-    damage(env.indexPath);
+  ])(
+    'an index file that was %s is rebuilt from the table with the same top-k',
+    async (_name, damage, reason) => {
+      const first = await openService(env);
+      await seed(first, 60);
+      const queries = ['which tool compiles typescript', 'nearest vectors search', 'where are events stored'];
+      const before = await Promise.all(queries.map((q) => topIds(first, q)));
+      await first.close();
+      damage(env.indexPath);
 
-    const sut = await openService(env);
-    expect(sut.indexRebuiltBecause).toBe(reason);
-    expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(before);
-    await sut.close();
-  });
+      const sut = await openService(env);
+      expect(sut.indexRebuiltBecause).toBe(reason);
+      expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(before);
+      await sut.close();
+    },
+  );
 
   it('an index file ahead of its table (a database restored from an older backup) is rebuilt', async () => {
     const first = await openService(env);
     const ids = await seed(first, 12);
     await first.close();
-    await env.handle.db.deleteFrom('memory_entries' as never).where('id' as never, '=', ids[11] as never).execute();
+    await env.handle.db
+      .deleteFrom('memory_entries' as never)
+      .where('id' as never, '=', ids[11] as never)
+      .execute();
 
     const sut = await openService(env);
     expect(sut.indexRebuiltBecause).toBe('index is ahead of the table');
-    const fresh = await sut.insert({ text: 'a new entry after the restore', kind: 'fact', source: 'user', weight: 0.9, reason: 't' });
+    const fresh = await sut.insert({
+      text: 'a new entry after the restore',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.9,
+      reason: 't',
+    });
     expect((await sut.search('a new entry after the restore', { k: 1 }))[0].entry.id).toBe(fresh.id);
     await sut.close();
   });
@@ -144,7 +205,13 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const deleted = await first.delete(a, 'test');
     expect(deleted.deleted).toBe(true);
     await expect(first.delete(a, 'again')).rejects.toThrow(/not found/);
-    const after = await first.insert({ text: 'a fresh entry', kind: 'fact', source: 'user', weight: 0.5, reason: 't' });
+    const after = await first.insert({
+      text: 'a fresh entry',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.5,
+      reason: 't',
+    });
     expect((await first.get(after.id))!.label).toBe(10);
     expect(await topIds(first, TOPICS[0], 10)).not.toContain(a);
     await first.close();
@@ -152,7 +219,9 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const sut = await openService(env);
     expect(await topIds(sut, TOPICS[0], 10)).not.toContain(a);
     const log = await env.events.readStream(MEMORY_SYSTEM_STREAM);
-    expect(log.filter((e) => e.type === 'MEMORY_WRITTEN').map((e) => (e.payload as { op: string }).op)).toEqual([...Array(10).fill('insert'), 'delete', 'insert']);
+    expect(
+      log.filter((e) => e.type === 'MEMORY_WRITTEN').map((e) => (e.payload as { op: string }).op),
+    ).toEqual([...Array(10).fill('insert'), 'delete', 'insert']);
     await sut.close();
   });
 
@@ -179,8 +248,24 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const applied = await sut.rebuildFromLog();
     expect(applied).toBe(31);
     const after = await sut.list({}, 100);
-    expect(after.map(({ id, text, weight, kind, label, session_id }) => ({ id, text, weight, kind, label, session_id }))).toEqual(
-      before.map(({ id, text, weight, kind, label, session_id }) => ({ id, text, weight, kind, label, session_id })),
+    expect(
+      after.map(({ id, text, weight, kind, label, session_id }) => ({
+        id,
+        text,
+        weight,
+        kind,
+        label,
+        session_id,
+      })),
+    ).toEqual(
+      before.map(({ id, text, weight, kind, label, session_id }) => ({
+        id,
+        text,
+        weight,
+        kind,
+        label,
+        session_id,
+      })),
     );
     expect(await topIds(sut, 'jest runs the unit tests')).toEqual(top);
     await sut.close();
@@ -201,10 +286,30 @@ describe('MemoryService on SQLite + HNSW file', () => {
   describe('the critic/memory outcome hook', () => {
     const manifest = { name: 'file_read', sensitive_output: false, secrets: [] as string[] };
     async function toolOutcome(taskId: string, output: unknown): Promise<ToolOutcomeEvent> {
-      await env.events.append(taskId, [{ type: 'TASK_RECEIVED', session_id: `sess-${taskId}`, payload: { input: 'read it', session_id: `sess-${taskId}` } as never }], { expected: 'no_stream' });
+      await env.events.append(
+        taskId,
+        [
+          {
+            type: 'TASK_RECEIVED',
+            session_id: `sess-${taskId}`,
+            payload: { input: 'read it', session_id: `sess-${taskId}` } as never,
+          },
+        ],
+        { expected: 'no_stream' },
+      );
       const { events } = await env.events.append(
         taskId,
-        [{ type: 'TOOL_COMPLETED', payload: { call_id: `call-${taskId}`, tool: 'file_read', result: { tool: 'file_read', ok: true, output, error: null, metadata: {} }, duration_ms: 1 } }],
+        [
+          {
+            type: 'TOOL_COMPLETED',
+            payload: {
+              call_id: `call-${taskId}`,
+              tool: 'file_read',
+              result: { tool: 'file_read', ok: true, output, error: null, metadata: {} },
+              duration_ms: 1,
+            },
+          },
+        ],
         { expected: 'any' },
       );
       return events[0] as ToolOutcomeEvent;
@@ -219,28 +324,58 @@ describe('MemoryService on SQLite + HNSW file', () => {
       await env.events.append('task_a', events, { expected: 'any' });
 
       const [hit] = await memory.search('where is the cache', { k: 1 });
-      expect(hit.entry).toMatchObject({ task_id: 'task_a', session_id: 'sess-task_a', kind: 'tool_result', text: 'file_read: the cache lives in /var/cache/runledger' });
+      expect(hit.entry).toMatchObject({
+        task_id: 'task_a',
+        session_id: 'sess-task_a',
+        kind: 'tool_result',
+        text: 'file_read: the cache lives in /var/cache/runledger',
+      });
       expect(hit.entry.metadata).toMatchObject({ call_id: 'call-task_a', critic: 'heuristic' });
 
       // the same outcome in a second task reinforces instead of copying
-      const again = await sut({ task_id: 'task_b', session_id: 'sess-task_b', event: await toolOutcome('task_b', { content: 'the cache lives in /var/cache/runledger' }), manifest });
-      expect(again[1].payload).toMatchObject({ op: 'reinforce', entry_id: hit.entry.id, previous_weight: hit.entry.weight });
+      const again = await sut({
+        task_id: 'task_b',
+        session_id: 'sess-task_b',
+        event: await toolOutcome('task_b', { content: 'the cache lives in /var/cache/runledger' }),
+        manifest,
+      });
+      expect(again[1].payload).toMatchObject({
+        op: 'reinforce',
+        entry_id: hit.entry.id,
+        previous_weight: hit.entry.weight,
+      });
       await env.events.append('task_b', again, { expected: 'any' });
       const reinforced = (await memory.get(hit.entry.id))!;
       expect(reinforced.weight).toBeGreaterThan(hit.entry.weight);
 
       await memory.rebuildFromLog();
-      expect(await memory.get(hit.entry.id)).toMatchObject({ weight: reinforced.weight, task_id: 'task_a', label: reinforced.label });
+      expect(await memory.get(hit.entry.id)).toMatchObject({
+        weight: reinforced.weight,
+        task_id: 'task_a',
+        label: reinforced.label,
+      });
       await memory.close();
     });
 
     it('a failing critic yields CRITIC_RESULT with the error and no write', async () => {
       const memory = await openService(env);
-      const critic = new ModelCritic({ model: 'm', backend: 'test', complete: async () => ({ content: '{"correctness": "high"}' }) });
+      const critic = new ModelCritic({
+        model: 'm',
+        backend: 'test',
+        complete: async () => ({ content: '{"correctness": "high"}' }),
+      });
       const sut = createCriticMemoryHook({ critic, memory });
-      const events = await sut({ task_id: 'task_c', session_id: 'sess-task_c', event: await toolOutcome('task_c', 'useful text'), manifest });
+      const events = await sut({
+        task_id: 'task_c',
+        session_id: 'sess-task_c',
+        event: await toolOutcome('task_c', 'useful text'),
+        manifest,
+      });
       expect(events.map((e) => e.type)).toEqual(['MODEL_CALLED', 'MODEL_RESPONDED', 'CRITIC_RESULT']);
-      expect(events[2].payload).toMatchObject({ score: null, error: expect.stringMatching(/not a CriticScore/) });
+      expect(events[2].payload).toMatchObject({
+        score: null,
+        error: expect.stringMatching(/not a CriticScore/),
+      });
       await env.events.append('task_c', events, { expected: 'any' });
       expect(await memory.list({}, 10)).toEqual([]);
       await memory.close();

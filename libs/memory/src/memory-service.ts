@@ -1,8 +1,23 @@
-import { EventPayload, MemoryKind, MemorySource, NewEvent, NotFoundError, RuntimeEvent, ValidationError, newId } from '@runledger/contracts';
+import {
+  EventPayload,
+  MemoryKind,
+  MemorySource,
+  NewEvent,
+  NotFoundError,
+  RuntimeEvent,
+  ValidationError,
+  newId,
+} from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { Embedder, cosine } from './embedder';
 import { MemoryFilter, MemoryStore, StoredMemoryEntry, vectorToBuffer } from './memory-store';
-import { DEFAULT_MEMORY_POLICY, MemoryPolicyConfig, NearestEntry, dedupe, looksSecret } from './memory-write-policy';
+import {
+  DEFAULT_MEMORY_POLICY,
+  MemoryPolicyConfig,
+  NearestEntry,
+  dedupe,
+  looksSecret,
+} from './memory-write-policy';
 import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
 
 /**
@@ -37,7 +52,10 @@ export interface MemoryServiceOptions {
   log?: (message: string, err?: unknown) => void;
 }
 
-const defaultLog = (message: string, err?: unknown) => process.stderr.write(`runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`);
+const defaultLog = (message: string, err?: unknown) =>
+  process.stderr.write(
+    `runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`,
+  );
 
 export interface DirectWrite {
   text: string;
@@ -94,15 +112,22 @@ export class MemoryService {
   /** Entries written by another embedder get vectors from this one, so the index holds one model. */
   private static async reembedStale(store: MemoryStore, embedder: Embedder): Promise<void> {
     for await (const page of store.vectorPages()) {
-      const stale = page.filter((r) => r.embedding_model !== embedder.model || r.embedding_dim !== embedder.dim);
+      const stale = page.filter(
+        (r) => r.embedding_model !== embedder.model || r.embedding_dim !== embedder.dim,
+      );
       if (stale.length === 0) continue;
       const vectors = await embedder.embed(stale.map((r) => r.text));
-      for (let i = 0; i < stale.length; i++) await store.replaceVector(stale[i].id, vectors[i], embedder.model, embedder.dim);
+      for (let i = 0; i < stale.length; i++)
+        await store.replaceVector(stale[i].id, vectors[i], embedder.model, embedder.dim);
     }
   }
 
   private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
-    const source: IndexSource = { pages: () => o.store.vectorPages(), deletedLabels: () => o.store.deletedLabels(), maxLabel: async () => (await o.store.stats()).max_label };
+    const source: IndexSource = {
+      pages: () => o.store.vectorPages(),
+      deletedLabels: () => o.store.deletedLabels(),
+      maxLabel: async () => (await o.store.stats()).max_label,
+    };
     const params = o.hnsw ?? DEFAULT_HNSW;
     if (o.indexPath) return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params);
     const index = VectorIndex.create(o.embedder.model, o.embedder.dim, params);
@@ -129,7 +154,11 @@ export class MemoryService {
     let applied = 0;
     for (;;) {
       const after = await this.o.store.checkpoint();
-      const page = await this.o.events.readAll({ after_position: after, types: ['MEMORY_WRITTEN'], limit: 500 });
+      const page = await this.o.events.readAll({
+        after_position: after,
+        types: ['MEMORY_WRITTEN'],
+        limit: 500,
+      });
       if (page.length === 0) break;
       for (const e of page) {
         if (e.type === 'MEMORY_WRITTEN') await this.apply(e);
@@ -209,7 +238,12 @@ export class MemoryService {
     const k = Math.max(0, options.k);
     if (k === 0 || this.index.size === 0) return [];
     const q = await this.embed(query);
-    const filter: MemoryFilter = { kind: options.kind, session_id: options.session_id, task_id: options.task_id, min_weight: options.min_weight };
+    const filter: MemoryFilter = {
+      kind: options.kind,
+      session_id: options.session_id,
+      task_id: options.task_id,
+      min_weight: options.min_weight,
+    };
     const filtered = Object.values(filter).some((v) => v !== undefined);
     const limit = this.o.exactScanBelow ?? 2000;
     const pool = filtered ? await this.o.store.countActive(filter) : this.index.size;
@@ -222,14 +256,22 @@ export class MemoryService {
       const rows = await this.o.store.byLabels(hits.map((h) => h.label));
       const ranked = hits
         .map((h) => ({ entry: rows.get(h.label), similarity: h.similarity }))
-        .filter((h): h is { entry: StoredMemoryEntry; similarity: number } => h.entry !== undefined && !h.entry.deleted && matches(h.entry, filter))
+        .filter(
+          (h): h is { entry: StoredMemoryEntry; similarity: number } =>
+            h.entry !== undefined && !h.entry.deleted && matches(h.entry, filter),
+        )
         .map((h) => ({ ...h, score: h.similarity * h.entry.weight }));
       if (ranked.length >= k || fetch >= this.index.size) return rank(ranked, k);
       fetch *= 4;
     }
   }
 
-  private async exactSearch(q: Float32Array, filter: MemoryFilter, k: number, pool: number): Promise<MemorySearchHit[]> {
+  private async exactSearch(
+    q: Float32Array,
+    filter: MemoryFilter,
+    k: number,
+    pool: number,
+  ): Promise<MemorySearchHit[]> {
     const rows = await this.o.store.withVectors(filter, pool);
     return rank(
       rows.map(({ entry, vector }) => {
@@ -247,7 +289,14 @@ export class MemoryService {
     const rows = await this.o.store.byLabels(hits.map((h) => h.label));
     for (const h of hits) {
       const entry = rows.get(h.label);
-      if (entry && !entry.deleted && entry.kind === kind) return { entry_id: entry.id, kind: entry.kind, text: entry.text, weight: entry.weight, similarity: h.similarity };
+      if (entry && !entry.deleted && entry.kind === kind)
+        return {
+          entry_id: entry.id,
+          kind: entry.kind,
+          text: entry.text,
+          weight: entry.weight,
+          similarity: h.similarity,
+        };
     }
     return null;
   }
@@ -266,7 +315,11 @@ export class MemoryService {
       reason: w.reason,
       embedding_model: this.o.embedder.model,
       embedding_dim: this.o.embedder.dim,
-      metadata: { ...w.metadata, ...(w.task_id ? { task_id: w.task_id } : {}), ...(w.session_id ? { session_id: w.session_id } : {}) },
+      metadata: {
+        ...w.metadata,
+        ...(w.task_id ? { task_id: w.task_id } : {}),
+        ...(w.session_id ? { session_id: w.session_id } : {}),
+      },
     };
   }
 
@@ -284,10 +337,17 @@ export class MemoryService {
    * and a near-duplicate of a live entry of the same kind raises its weight
    * instead of storing a copy. Returns the entry written or reinforced.
    */
-  async remember(w: DirectWrite, policy: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY): Promise<{ op: 'insert' | 'reinforce' | 'none'; entry: StoredMemoryEntry }> {
+  async remember(
+    w: DirectWrite,
+    policy: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
+  ): Promise<{ op: 'insert' | 'reinforce' | 'none'; entry: StoredMemoryEntry }> {
     if (looksSecret(w.text)) throw new ValidationError('the text looks like it holds a secret; not stored');
     const nearest = await this.nearest(await this.embed(w.text), w.kind);
-    const decision = dedupe({ op: 'insert', kind: w.kind, source: w.source, weight: w.weight, text: w.text, reason: w.reason }, nearest, policy);
+    const decision = dedupe(
+      { op: 'insert', kind: w.kind, source: w.source, weight: w.weight, text: w.text, reason: w.reason },
+      nearest,
+      policy,
+    );
     if (decision.op === 'insert') return { op: 'insert', entry: await this.insert(w) };
     const existing = (await this.o.store.get(nearest!.entry_id))!;
     if (decision.op === 'none') return { op: 'none', entry: existing };
@@ -306,7 +366,11 @@ export class MemoryService {
           reason: `${w.reason}: ${decision.reason}`,
           embedding_model: existing.embedding_model,
           embedding_dim: existing.embedding_dim,
-          metadata: { ...w.metadata, ...(w.task_id ? { task_id: w.task_id } : {}), ...(w.session_id ? { session_id: w.session_id } : {}) },
+          metadata: {
+            ...w.metadata,
+            ...(w.task_id ? { task_id: w.task_id } : {}),
+            ...(w.session_id ? { session_id: w.session_id } : {}),
+          },
         },
       },
     ]);
@@ -340,7 +404,11 @@ export class MemoryService {
   }
 
   private async appendSystem(events: NewEvent[]): Promise<void> {
-    await this.o.events.append(MEMORY_SYSTEM_STREAM, events.map((e) => ({ ...e, session_id: SYSTEM_SESSION })), { expected: 'any' });
+    await this.o.events.append(
+      MEMORY_SYSTEM_STREAM,
+      events.map((e) => ({ ...e, session_id: SYSTEM_SESSION })),
+      { expected: 'any' },
+    );
     await this.sync();
   }
 

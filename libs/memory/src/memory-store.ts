@@ -78,8 +78,21 @@ export function toEntry(row: MemoryRow): StoredMemoryEntry {
 
 const PROJECTION = 'memory';
 const ENTRY_COLUMNS = [
-  'id', 'label', 'text', 'kind', 'source', 'weight', 'task_id', 'session_id', 'metadata',
-  'embedding_model', 'embedding_dim', 'deleted', 'written_by', 'created_at', 'updated_at',
+  'id',
+  'label',
+  'text',
+  'kind',
+  'source',
+  'weight',
+  'task_id',
+  'session_id',
+  'metadata',
+  'embedding_model',
+  'embedding_dim',
+  'deleted',
+  'written_by',
+  'created_at',
+  'updated_at',
 ] as const;
 
 /** Reads and writes memory_entries and the projection checkpoint. Holds no decisions. */
@@ -87,14 +100,22 @@ export class MemoryStore {
   constructor(readonly db: Kysely<MemoryDatabase>) {}
 
   async get(id: string): Promise<StoredMemoryEntry | null> {
-    const row = await this.db.selectFrom('memory_entries').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('memory_entries')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
     return row ? toEntry(row) : null;
   }
 
   async byLabels(labels: readonly number[]): Promise<Map<number, StoredMemoryEntry>> {
     const out = new Map<number, StoredMemoryEntry>();
     for (let i = 0; i < labels.length; i += 500) {
-      const rows = await this.db.selectFrom('memory_entries').select(ENTRY_COLUMNS).where('label', 'in', labels.slice(i, i + 500)).execute();
+      const rows = await this.db
+        .selectFrom('memory_entries')
+        .select(ENTRY_COLUMNS)
+        .where('label', 'in', labels.slice(i, i + 500))
+        .execute();
       for (const row of rows) out.set(row.label, toEntry({ ...row, vector: Buffer.alloc(0) }));
     }
     return out;
@@ -111,24 +132,45 @@ export class MemoryStore {
   }
 
   async countActive(filter: MemoryFilter = {}): Promise<number> {
-    const row = await this.active(filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await this.active(filter)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
   /** Newest first. */
   async list(filter: MemoryFilter, limit: number): Promise<StoredMemoryEntry[]> {
-    const rows = await this.active(filter).select(ENTRY_COLUMNS).orderBy('label', 'desc').limit(limit).execute();
+    const rows = await this.active(filter)
+      .select(ENTRY_COLUMNS)
+      .orderBy('label', 'desc')
+      .limit(limit)
+      .execute();
     return rows.map((r) => toEntry({ ...r, vector: Buffer.alloc(0) }));
   }
 
   /** Active entries matching the filter with their vectors, for an exact scan. */
-  async withVectors(filter: MemoryFilter, limit: number): Promise<{ entry: StoredMemoryEntry; vector: Float32Array }[]> {
+  async withVectors(
+    filter: MemoryFilter,
+    limit: number,
+  ): Promise<{ entry: StoredMemoryEntry; vector: Float32Array }[]> {
     const rows = await this.active(filter).selectAll().limit(limit).execute();
     return rows.map((r) => ({ entry: toEntry(r), vector: bufferToVector(r.vector) }));
   }
 
   /** Every row (tombstones too) in label order, a page at a time: what an index rebuild reads. */
-  async *vectorPages(pageSize = 2000): AsyncGenerator<{ label: number; vector: Float32Array; deleted: boolean; embedding_model: string; embedding_dim: number; id: string; text: string }[]> {
+  async *vectorPages(
+    pageSize = 2000,
+  ): AsyncGenerator<
+    {
+      label: number;
+      vector: Float32Array;
+      deleted: boolean;
+      embedding_model: string;
+      embedding_dim: number;
+      id: string;
+      text: string;
+    }[]
+  > {
     let after = -1;
     for (;;) {
       const rows = await this.db
@@ -139,13 +181,25 @@ export class MemoryStore {
         .limit(pageSize)
         .execute();
       if (rows.length === 0) return;
-      yield rows.map((r) => ({ id: r.id, text: r.text, label: r.label, vector: bufferToVector(r.vector), deleted: r.deleted === 1, embedding_model: r.embedding_model, embedding_dim: r.embedding_dim }));
+      yield rows.map((r) => ({
+        id: r.id,
+        text: r.text,
+        label: r.label,
+        vector: bufferToVector(r.vector),
+        deleted: r.deleted === 1,
+        embedding_model: r.embedding_model,
+        embedding_dim: r.embedding_dim,
+      }));
       after = rows[rows.length - 1].label;
     }
   }
 
   async deletedLabels(): Promise<number[]> {
-    const rows = await this.db.selectFrom('memory_entries').select('label').where('deleted', '=', 1).execute();
+    const rows = await this.db
+      .selectFrom('memory_entries')
+      .select('label')
+      .where('deleted', '=', 1)
+      .execute();
     return rows.map((r) => r.label);
   }
 
@@ -170,19 +224,35 @@ export class MemoryStore {
   }
 
   async setWeight(id: string, weight: number, at: string): Promise<void> {
-    await this.db.updateTable('memory_entries').set({ weight, updated_at: at }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('memory_entries')
+      .set({ weight, updated_at: at })
+      .where('id', '=', id)
+      .execute();
   }
 
   async tombstone(id: string, at: string): Promise<void> {
-    await this.db.updateTable('memory_entries').set({ deleted: 1, updated_at: at }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('memory_entries')
+      .set({ deleted: 1, updated_at: at })
+      .where('id', '=', id)
+      .execute();
   }
 
   async replaceVector(id: string, vector: Float32Array, model: string, dim: number): Promise<void> {
-    await this.db.updateTable('memory_entries').set({ vector: vectorToBuffer(vector), embedding_model: model, embedding_dim: dim }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('memory_entries')
+      .set({ vector: vectorToBuffer(vector), embedding_model: model, embedding_dim: dim })
+      .where('id', '=', id)
+      .execute();
   }
 
   async checkpoint(): Promise<number> {
-    const row = await this.db.selectFrom('memory_projection').select('position').where('name', '=', PROJECTION).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('memory_projection')
+      .select('position')
+      .where('name', '=', PROJECTION)
+      .executeTakeFirst();
     return row ? Number(row.position) : 0;
   }
 

@@ -35,8 +35,23 @@ export interface OutcomeTool {
   secrets: readonly string[];
 }
 
-export type InsertDecision = { op: 'insert'; kind: MemoryKind; source: MemorySource; weight: number; text: string; reason: string };
-export type ReinforceDecision = { op: 'reinforce'; entry_id: string; kind: MemoryKind; text: string; weight: number; previous_weight: number; reason: string };
+export type InsertDecision = {
+  op: 'insert';
+  kind: MemoryKind;
+  source: MemorySource;
+  weight: number;
+  text: string;
+  reason: string;
+};
+export type ReinforceDecision = {
+  op: 'reinforce';
+  entry_id: string;
+  kind: MemoryKind;
+  text: string;
+  weight: number;
+  previous_weight: number;
+  reason: string;
+};
 export type NoWrite = { op: 'none'; reason: string };
 export type MemoryDecision = NoWrite | InsertDecision | ReinforceDecision;
 
@@ -65,7 +80,8 @@ const SECRET_PATTERNS: readonly RegExp[] = [
 export const looksSecret = (text: string): boolean => SECRET_PATTERNS.some((p) => p.test(text));
 
 const TRUNCATED = '…[truncated]';
-const clip = (s: string, max: number): string => (s.length <= max ? s : `${s.slice(0, max - TRUNCATED.length)}${TRUNCATED}`);
+const clip = (s: string, max: number): string =>
+  s.length <= max ? s : `${s.slice(0, max - TRUNCATED.length)}${TRUNCATED}`;
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
 /** Fields tools commonly put their text in; the rest of a structured output is bookkeeping (sizes, flags). */
 const TEXT_FIELDS = ['content', 'text', 'stdout', 'result', 'output'] as const;
@@ -87,32 +103,62 @@ const isMemoryTool = (name: string): boolean => name.startsWith('memory_');
  * Pure: whether a scored tool outcome enters memory, as what kind and with what
  * weight. A missing score (the critic failed) never writes.
  */
-export function decide(event: ToolOutcomeEvent, tool: OutcomeTool, score: CriticScore | null, config: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY): NoWrite | InsertDecision {
+export function decide(
+  event: ToolOutcomeEvent,
+  tool: OutcomeTool,
+  score: CriticScore | null,
+  config: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
+): NoWrite | InsertDecision {
   if (!score) return { op: 'none', reason: 'no critic score' };
   if (tool.sensitive_output) return { op: 'none', reason: 'tool output is marked sensitive' };
   if (tool.secrets.length > 0) return { op: 'none', reason: 'tool runs with secrets' };
   if (isMemoryTool(tool.name)) return { op: 'none', reason: 'memory tool outcome' };
   if (!score.memory_store) return { op: 'none', reason: 'critic: not worth storing' };
-  if (score.safety < config.min_safety) return { op: 'none', reason: `safety ${score.safety} < ${config.min_safety}` };
-  if (score.weight < config.min_weight) return { op: 'none', reason: `weight ${score.weight} < ${config.min_weight}` };
+  if (score.safety < config.min_safety)
+    return { op: 'none', reason: `safety ${score.safety} < ${config.min_safety}` };
+  if (score.weight < config.min_weight)
+    return { op: 'none', reason: `weight ${score.weight} < ${config.min_weight}` };
 
   const failed = event.type === 'TOOL_FAILED' || event.payload.result?.ok === false;
   let candidate: InsertDecision;
   if (failed) {
     if (!config.store_failures) return { op: 'none', reason: 'failures are not stored' };
-    const error = event.type === 'TOOL_FAILED' ? event.payload.error : (event.payload.result.error ?? 'failed');
-    if (event.type === 'TOOL_FAILED' && ['permission_denied', 'hard_stop', 'outcome_unknown'].includes(event.payload.error_kind)) {
-      return { op: 'none', reason: `failure kind ${event.payload.error_kind} teaches nothing about the tool` };
+    const error =
+      event.type === 'TOOL_FAILED' ? event.payload.error : (event.payload.result.error ?? 'failed');
+    if (
+      event.type === 'TOOL_FAILED' &&
+      ['permission_denied', 'hard_stop', 'outcome_unknown'].includes(event.payload.error_kind)
+    ) {
+      return {
+        op: 'none',
+        reason: `failure kind ${event.payload.error_kind} teaches nothing about the tool`,
+      };
     }
-    if (score.usefulness < config.min_quality) return { op: 'none', reason: `usefulness ${score.usefulness} < ${config.min_quality}` };
+    if (score.usefulness < config.min_quality)
+      return { op: 'none', reason: `usefulness ${score.usefulness} < ${config.min_quality}` };
     const lesson = score.notes ? ` (critic: ${score.notes})` : '';
-    candidate = { op: 'insert', kind: 'critique', source: 'critic', weight: round3(score.weight), text: clip(`${tool.name} failed: ${error}${lesson}`, config.max_text_chars), reason: 'failed outcome kept as a lesson' };
+    candidate = {
+      op: 'insert',
+      kind: 'critique',
+      source: 'critic',
+      weight: round3(score.weight),
+      text: clip(`${tool.name} failed: ${error}${lesson}`, config.max_text_chars),
+      reason: 'failed outcome kept as a lesson',
+    };
   } else {
     const quality = (score.correctness + score.usefulness) / 2;
-    if (quality < config.min_quality) return { op: 'none', reason: `quality ${round3(quality)} < ${config.min_quality}` };
+    if (quality < config.min_quality)
+      return { op: 'none', reason: `quality ${round3(quality)} < ${config.min_quality}` };
     const output = outputText(event.type === 'TOOL_COMPLETED' ? event.payload.result.output : null).trim();
     if (!output) return { op: 'none', reason: 'empty output' };
-    candidate = { op: 'insert', kind: 'tool_result', source: 'tool', weight: round3(score.weight), text: clip(`${tool.name}: ${output}`, config.max_text_chars), reason: `critic quality ${round3(quality)}` };
+    candidate = {
+      op: 'insert',
+      kind: 'tool_result',
+      source: 'tool',
+      weight: round3(score.weight),
+      text: clip(`${tool.name}: ${output}`, config.max_text_chars),
+      reason: `critic quality ${round3(quality)}`,
+    };
   }
   if (looksSecret(candidate.text)) return { op: 'none', reason: 'text looks like it holds a secret' };
   return candidate;
@@ -122,10 +168,16 @@ export function decide(event: ToolOutcomeEvent, tool: OutcomeTool, score: Critic
  * Pure: an insert whose text is a near-duplicate of an existing entry of the
  * same kind raises that entry's weight instead.
  */
-export function dedupe(candidate: InsertDecision, nearest: NearestEntry | null, config: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY): MemoryDecision {
-  if (!nearest || nearest.kind !== candidate.kind || nearest.similarity < config.dedup_threshold) return candidate;
+export function dedupe(
+  candidate: InsertDecision,
+  nearest: NearestEntry | null,
+  config: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
+): MemoryDecision {
+  if (!nearest || nearest.kind !== candidate.kind || nearest.similarity < config.dedup_threshold)
+    return candidate;
   const weight = round3(Math.min(1, Math.max(nearest.weight, candidate.weight) + config.reinforce_step));
-  if (weight <= nearest.weight) return { op: 'none', reason: `duplicate of ${nearest.entry_id}, already at weight ${nearest.weight}` };
+  if (weight <= nearest.weight)
+    return { op: 'none', reason: `duplicate of ${nearest.entry_id}, already at weight ${nearest.weight}` };
   return {
     op: 'reinforce',
     entry_id: nearest.entry_id,

@@ -78,7 +78,12 @@ export class VectorIndex {
   ) {
     this.capacity = Math.max(capacity, 1024);
     this.index = new HierarchicalNSW('cosine', dim);
-    this.index.initIndex({ maxElements: this.capacity, m: params.m, efConstruction: params.efConstruction, randomSeed: 100 });
+    this.index.initIndex({
+      maxElements: this.capacity,
+      m: params.m,
+      efConstruction: params.efConstruction,
+      randomSeed: 100,
+    });
     this.index.setEf(params.ef);
     this.currentEf = params.ef;
   }
@@ -93,14 +98,21 @@ export class VectorIndex {
    * then catch up with the table (rows added or tombstoned after the last save);
    * otherwise rebuild from the table.
    */
-  static async open(path: string, model: string, dim: number, source: IndexSource, params: HnswParams = DEFAULT_HNSW): Promise<VectorIndex> {
+  static async open(
+    path: string,
+    model: string,
+    dim: number,
+    source: IndexSource,
+    params: HnswParams = DEFAULT_HNSW,
+  ): Promise<VectorIndex> {
     const reason = await VectorIndex.unusableBecause(path, model, dim, source);
     if (reason === null) {
       const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
       const vi = new VectorIndex(path, model, dim, params, meta.count);
       try {
         vi.index.readIndexSync(path, false);
-        if (vi.index.getNumDimensions() !== dim || vi.index.getCurrentCount() !== meta.count) throw new Error('count or dim differs from meta');
+        if (vi.index.getNumDimensions() !== dim || vi.index.getCurrentCount() !== meta.count)
+          throw new Error('count or dim differs from meta');
         vi.index.setEf(params.ef);
         vi.currentEf = params.ef;
         vi.capacity = vi.index.getMaxElements();
@@ -115,7 +127,12 @@ export class VectorIndex {
     return VectorIndex.rebuild(path, model, dim, source, params, reason);
   }
 
-  private static async unusableBecause(path: string, model: string, dim: number, source: IndexSource): Promise<string | null> {
+  private static async unusableBecause(
+    path: string,
+    model: string,
+    dim: number,
+    source: IndexSource,
+  ): Promise<string | null> {
     if (!existsSync(path) || !existsSync(`${path}.meta.json`)) return 'missing';
     let meta: IndexMeta;
     try {
@@ -123,7 +140,8 @@ export class VectorIndex {
     } catch {
       return 'corrupt meta';
     }
-    if (meta.model !== model || meta.dim !== dim) return `built by ${meta.model}/${meta.dim}, now ${model}/${dim}`;
+    if (meta.model !== model || meta.dim !== dim)
+      return `built by ${meta.model}/${meta.dim}, now ${model}/${dim}`;
     // A table restored from an older backup: the file holds labels the table will hand out again.
     if (meta.max_label > (await source.maxLabel())) return 'index is ahead of the table';
     // The C++ loader trusts its input; a checksum keeps a damaged file away from it.
@@ -131,7 +149,14 @@ export class VectorIndex {
     return null;
   }
 
-  private static async rebuild(path: string, model: string, dim: number, source: IndexSource, params: HnswParams, reason: string): Promise<VectorIndex> {
+  private static async rebuild(
+    path: string,
+    model: string,
+    dim: number,
+    source: IndexSource,
+    params: HnswParams,
+    reason: string,
+  ): Promise<VectorIndex> {
     const vi = new VectorIndex(path, model, dim, params, 1024);
     vi.rebuiltBecause = reason;
     for await (const page of source.pages()) for (const v of page) vi.add(v.label, v.vector, v.deleted);
@@ -194,7 +219,14 @@ export class VectorIndex {
     const tmp = `${this.path}.tmp`;
     this.index.writeIndexSync(tmp);
     renameSync(tmp, this.path);
-    const meta: IndexMeta = { format: 1, model: this.model, dim: this.dim, count: this.count, max_label: this.maxLabel, sha256: sha256File(this.path) };
+    const meta: IndexMeta = {
+      format: 1,
+      model: this.model,
+      dim: this.dim,
+      count: this.count,
+      max_label: this.maxLabel,
+      sha256: sha256File(this.path),
+    };
     writeFileSync(`${this.path}.meta.json.tmp`, JSON.stringify(meta));
     renameSync(`${this.path}.meta.json.tmp`, `${this.path}.meta.json`);
     this.dirty = false;

@@ -34,7 +34,10 @@ export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic
   if (config.RUNLEDGER_CRITIC === 'off') return null;
   const name = model.modelFor('critic');
   if (config.RUNLEDGER_CRITIC === 'heuristic' || !name) {
-    if (config.RUNLEDGER_CRITIC === 'model') throw new ValidationError('RUNLEDGER_CRITIC=model but no model serves the critic role (set RUNLEDGER_MODEL_CRITIC)');
+    if (config.RUNLEDGER_CRITIC === 'model')
+      throw new ValidationError(
+        'RUNLEDGER_CRITIC=model but no model serves the critic role (set RUNLEDGER_MODEL_CRITIC)',
+      );
     return new HeuristicCritic();
   }
   const criticModel: CriticModel = {
@@ -51,16 +54,27 @@ export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic
 export function embedderFromConfig(config: AppConfig): Embedder {
   if (config.RUNLEDGER_EMBEDDER === 'hash') return new HashingEmbedder(config.RUNLEDGER_EMBEDDING_DIM);
   if (!config.OPENAI_BASE_URL || !config.RUNLEDGER_EMBEDDING_MODEL) {
-    throw new ValidationError('RUNLEDGER_EMBEDDER=openai needs OPENAI_BASE_URL and RUNLEDGER_EMBEDDING_MODEL');
+    throw new ValidationError(
+      'RUNLEDGER_EMBEDDER=openai needs OPENAI_BASE_URL and RUNLEDGER_EMBEDDING_MODEL',
+    );
   }
-  return new OpenAIEmbedder({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.RUNLEDGER_EMBEDDING_MODEL, dim: config.RUNLEDGER_EMBEDDING_DIM });
+  return new OpenAIEmbedder({
+    baseURL: config.OPENAI_BASE_URL,
+    apiKey: config.OPENAI_API_KEY,
+    model: config.RUNLEDGER_EMBEDDING_MODEL,
+    dim: config.RUNLEDGER_EMBEDDING_DIM,
+  });
 }
 
 export function policyFromConfig(config: AppConfig): MemoryPolicyConfig {
   return {
     ...DEFAULT_MEMORY_POLICY,
-    ...(config.RUNLEDGER_MEMORY_MIN_WEIGHT !== undefined ? { min_weight: config.RUNLEDGER_MEMORY_MIN_WEIGHT } : {}),
-    ...(config.RUNLEDGER_MEMORY_DEDUP_THRESHOLD !== undefined ? { dedup_threshold: config.RUNLEDGER_MEMORY_DEDUP_THRESHOLD } : {}),
+    ...(config.RUNLEDGER_MEMORY_MIN_WEIGHT !== undefined
+      ? { min_weight: config.RUNLEDGER_MEMORY_MIN_WEIGHT }
+      : {}),
+    ...(config.RUNLEDGER_MEMORY_DEDUP_THRESHOLD !== undefined
+      ? { dedup_threshold: config.RUNLEDGER_MEMORY_DEDUP_THRESHOLD }
+      : {}),
   };
 }
 
@@ -71,7 +85,10 @@ const indexPathFor = (config: AppConfig): string => {
 };
 
 /** Memory and critic wired for the runtime: recall for the ContextBuilder, the outcome hook, the memory tools. */
-export async function buildMemory(config: AppConfig, deps: { db: Kysely<unknown>; store: EventStore; model: ModelBackend }): Promise<BuiltMemory> {
+export async function buildMemory(
+  config: AppConfig,
+  deps: { db: Kysely<unknown>; store: EventStore; model: ModelBackend },
+): Promise<BuiltMemory> {
   const critic = criticFromConfig(config, deps.model);
   const service =
     config.RUNLEDGER_MEMORY === 'on'
@@ -82,7 +99,9 @@ export async function buildMemory(config: AppConfig, deps: { db: Kysely<unknown>
           indexPath: indexPathFor(config),
         })
       : null;
-  const hook = critic ? createCriticMemoryHook({ critic, memory: service, policy: policyFromConfig(config) }) : null;
+  const hook = critic
+    ? createCriticMemoryHook({ critic, memory: service, policy: policyFromConfig(config) })
+    : null;
   return {
     service,
     critic,
@@ -104,17 +123,39 @@ export const recallOver = (service: MemoryService): MemoryRecall => ({
 export const toolsOver = (service: MemoryService, policy: MemoryPolicyConfig): MemoryToolService => ({
   async search({ query, limit, kind }) {
     const hits = await service.search(query, { k: limit, kind });
-    return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, kind: h.entry.kind, weight: h.entry.weight, score: h.score, metadata: h.entry.metadata }));
+    return hits.map((h) => ({
+      id: h.entry.id,
+      text: h.entry.text,
+      kind: h.entry.kind,
+      weight: h.entry.weight,
+      score: h.score,
+      metadata: h.entry.metadata,
+    }));
   },
   async insert({ text, kind, weight, metadata }, ctx) {
     const { entry } = await service.remember(
-      { text, kind, source: 'tool', weight: weight ?? 0.5, reason: 'memory_insert tool', task_id: ctx.task_id, session_id: ctx.session_id, metadata: { ...metadata, call_id: ctx.call_id } },
+      {
+        text,
+        kind,
+        source: 'tool',
+        weight: weight ?? 0.5,
+        reason: 'memory_insert tool',
+        task_id: ctx.task_id,
+        session_id: ctx.session_id,
+        metadata: { ...metadata, call_id: ctx.call_id },
+      },
       policy,
     );
     return { id: entry.id };
   },
   async list({ limit, kind }) {
     const entries = await service.list({ kind }, limit);
-    return entries.map((e) => ({ id: e.id, text: e.text, kind: e.kind, weight: e.weight, metadata: e.metadata }));
+    return entries.map((e) => ({
+      id: e.id,
+      text: e.text,
+      kind: e.kind,
+      weight: e.weight,
+      metadata: e.metadata,
+    }));
   },
 });

@@ -29,7 +29,11 @@ export class MemoryController {
   @Delete(':id')
   @RequireScope('admin')
   async remove(@Param('id', new ZodPipe(MemoryIdParam, 'id')) id: string, @Req() req: AuthenticatedRequest) {
-    const entry = await this.service.delete(id, 'deleted through DELETE /memory/:id', req.principal?.name ?? null);
+    const entry = await this.service.delete(
+      id,
+      'deleted through DELETE /memory/:id',
+      req.principal?.name ?? null,
+    );
     return { id: entry.id, deleted: true as const };
   }
 }

@@ -58,7 +58,11 @@ const toView = (e: StoredMemoryEntry) => ({
   updated_at: e.updated_at,
 });
 
-export const toMemoryListResponse = (entries: readonly StoredMemoryEntry[]): z.infer<typeof MemoryListResponse> => ({ entries: entries.map(toView) });
-export const toMemorySearchResponse = (hits: readonly MemorySearchHit[]): z.infer<typeof MemoryListResponse> => ({
+export const toMemoryListResponse = (
+  entries: readonly StoredMemoryEntry[],
+): z.infer<typeof MemoryListResponse> => ({ entries: entries.map(toView) });
+export const toMemorySearchResponse = (
+  hits: readonly MemorySearchHit[],
+): z.infer<typeof MemoryListResponse> => ({
   entries: hits.map((h) => ({ ...toView(h.entry), similarity: h.similarity, score: h.score })),
 });
