@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -286,11 +286,15 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(r.usage.cost_usd).toBeCloseTo(1.0, 9);
     });
 
-    it('timeout_ms: a task over its time budget stops with timeout', async () => {
-      const slowTool = tool('append_line', { path: 's.txt', line: 'x', delay_ms: 150 });
-      const r = await run({ orchestrator: [slowTool, respond('late')] }, 'slow', { budgets: { timeout_ms: 100 } });
+    it('timeout_ms: the end-to-end deadline aborts the running tool and stops with timeout', async () => {
+      const slowTool = tool('append_line', { path: 's.txt', line: 'x', delay_ms: 3000 });
+      const started = Date.now();
+      const r = await run({ orchestrator: [slowTool, respond('late')] }, 'slow', { budgets: { timeout_ms: 150 } });
+      expect(Date.now() - started).toBeLessThan(2000);
       expect(r.stop).toBe('timeout');
+      expect(r.detail).toMatch(/end-to-end time budget/);
       expect(rounds(r.events)).toBe(1);
+      expect(existsSync(join(dir, 's.txt'))).toBe(false);
     });
   });
 

@@ -8,6 +8,7 @@ import { INPUT_REFUSED, LoopGuard, Stop } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 import { describeStop } from './discipline/stop-reasons';
+import { FailureError } from './discipline/failure-policy';
 
 export interface LoopDeps {
   store: EventStore;
@@ -40,10 +41,22 @@ export class RuntimeLoop {
 
   async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
     const writer = await TaskWriter.open(this.deps.store, taskId);
+    // The task's end-to-end deadline aborts whatever runs (model call, tool) like a cancel, with its own reason.
+    const ctrl = new AbortController();
+    const onAbort = () => ctrl.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    const remaining = this.deps.guards.map((g) => g.remainingMs?.({ progress: writer.progress, events: writer.log }) ?? null).filter((ms): ms is number => ms !== null);
+    const timer = remaining.length
+      ? setTimeout(() => ctrl.abort(new FailureError('timeout', `the task ran over its end-to-end time budget`)), Math.max(0, Math.min(...remaining)))
+      : undefined;
     try {
-      await this.drive(writer, signal);
+      await this.drive(writer, ctrl.signal);
     } catch (err) {
       if (!(err instanceof TaskEndedElsewhereError)) throw err;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
     }
     return writer.progress;
   }
@@ -54,7 +67,8 @@ export class RuntimeLoop {
       if (p.final || p.status === 'awaiting_permission' || p.status === 'awaiting_secret') return;
       if (signal.aborted) {
         if (signal.reason instanceof ShutdownSignal) return;
-        await this.end(writer, CANCELLED, null);
+        const timedOut = signal.reason instanceof FailureError && signal.reason.kind === 'timeout';
+        await this.end(writer, timedOut ? { stop_reason: 'timeout', detail: describeStop('timeout', signal.reason.message) } : CANCELLED, null);
         continue;
       }
       if (p.directive && !p.roundClosed) {

@@ -1,5 +1,5 @@
 import { Budgets, emptyUsage, TaskUsage } from '@runledger/contracts';
-import { admit, BudgetMeter, costOf, estimateUsage, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
+import { activeMs, admit, costOf, estimateUsage, firstExceeded, meterEvolve, meterFromEvents, resolveBudgets } from './budgets';
 import { DEFAULT_BUDGET_MAXIMUMS, DEFAULT_BUDGETS, ResolvedBudgets } from './settings';
 import { EventLogBuilder } from './testing-events';
 
@@ -74,10 +74,9 @@ describe('meter fold over the log', () => {
     expect(sut.pendingCalls).toEqual({});
   });
 
-  it('BudgetMeter continues from a recorded history exactly like a fresh fold', () => {
+  it('continues from a recorded prefix exactly like a fresh fold (a resumed task meters the same)', () => {
     const events = log().events;
-    const sut = new BudgetMeter(DEFAULT_BUDGETS, {}, events.slice(0, 5));
-    events.slice(5).forEach((e) => sut.observe(e));
+    const sut = events.slice(5).reduce((s, e) => meterEvolve(s, e), meterFromEvents(events.slice(0, 5)));
     expect(sut.usage).toEqual(meterFromEvents(events).usage);
   });
 });
@@ -115,10 +114,14 @@ describe('budget checks', () => {
     expect(admit(u, budgets, next)).toBeNull();
   });
 
-  it('measures elapsed time from TASK_RECEIVED', () => {
-    const sut = new BudgetMeter({ ...budgets, timeout_ms: 60_000 }, {}, new EventLogBuilder().received().events);
-    expect(sut.check(undefined, new Date('2026-01-01T00:00:59Z'))).toBeNull();
-    expect(sut.check(undefined, new Date('2026-01-01T00:01:01Z'))).toMatchObject({ budget: 'timeout_ms', actual: 61_000 });
-    expect(sut.remainingMs(new Date('2026-01-01T00:00:50Z'))).toBe(10_000);
+  it('measures active time from TASK_RECEIVED; waits for a person do not count', () => {
+    const log = new EventLogBuilder().received();
+    expect(activeMs(meterFromEvents(log.events), new Date('2026-01-01T00:01:01Z'))).toBe(61_000);
+    log
+      .add('TASK_AWAITING_PERMISSION', { request_id: 'r1', call_id: 'c1', tool: 'x', args: {}, args_hash: 'h', rule: null, reason: 'ask' }, 10_000)
+      .add('PERMISSION_RESOLVED', { request_id: 'r1', call_id: 'c1', decision: 'allow_once', args_hash: 'h', tool: 'x' }, 3_610_000);
+    expect(activeMs(meterFromEvents(log.events), new Date('2026-01-01T01:00:20Z'))).toBe(20_000);
+    const waiting = new EventLogBuilder().received().add('TASK_AWAITING_SECRET', { request_id: 'r', call_id: 'c', tool: 'x', secret_name: 'S', reason: 'r' }, 5_000);
+    expect(activeMs(meterFromEvents(waiting.events), new Date('2026-01-01T02:00:00Z'))).toBe(5_000);
   });
 });

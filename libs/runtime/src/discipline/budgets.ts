@@ -50,6 +50,9 @@ export interface MeterState {
   rounds: number[];
   /** created_at of TASK_RECEIVED, for the end-to-end timeout */
   startedAt: string | null;
+  /** time spent waiting for a person (permission, secret) does not count against the task's time budget */
+  waitedMs: number;
+  waitingSince: string | null;
 }
 
 export interface MeterOptions {
@@ -57,7 +60,14 @@ export interface MeterOptions {
   charsPerToken?: number;
 }
 
-export const initialMeterState = (): MeterState => ({ usage: emptyUsage(), pendingCalls: {}, rounds: [], startedAt: null });
+export const initialMeterState = (): MeterState => ({ usage: emptyUsage(), pendingCalls: {}, rounds: [], startedAt: null, waitedMs: 0, waitingSince: null });
+
+/** How long the task has been running, waits for a person excluded. */
+export function activeMs(state: MeterState, now: Date): number {
+  if (!state.startedAt) return 0;
+  const waiting = state.waitingSince ? now.getTime() - Date.parse(state.waitingSince) : 0;
+  return Math.max(0, now.getTime() - Date.parse(state.startedAt) - state.waitedMs - waiting);
+}
 
 const addRole = (usage: TaskUsage, role: Role, patch: { model_calls?: number; prompt_tokens?: number; completion_tokens?: number; cost_usd?: number }): TaskUsage => {
   const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
@@ -88,6 +98,13 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
   switch (event.type) {
     case 'TASK_RECEIVED':
       return { ...state, startedAt: state.startedAt ?? event.created_at };
+    case 'TASK_AWAITING_PERMISSION':
+    case 'TASK_AWAITING_SECRET':
+      return { ...state, waitingSince: state.waitingSince ?? event.created_at };
+    case 'PERMISSION_RESOLVED':
+    case 'SECRET_PROVIDED':
+      if (!state.waitingSince) return state;
+      return { ...state, waitingSince: null, waitedMs: state.waitedMs + Math.max(0, Date.parse(event.created_at) - Date.parse(state.waitingSince)) };
     case 'CONTEXT_BUILT': {
       const round = event.payload.round;
       if (state.rounds.includes(round)) return state;
@@ -181,42 +198,5 @@ export function admit(usage: TaskUsage, budgets: ResolvedBudgets, next: NextActi
         ? exceeded('max_model_calls', budgets.max_model_calls, used, `the ${next.role} role used all ${budgets.max_model_calls} model calls`, next.role)
         : null;
     }
-  }
-}
-
-/**
- * Convenience wrapper over the pure fold for the loop: feed events as they are
- * appended, ask before each action.
- */
-export class BudgetMeter {
-  private state: MeterState;
-
-  constructor(
-    readonly budgets: ResolvedBudgets,
-    private readonly options: MeterOptions = {},
-    history: readonly RuntimeEvent[] = [],
-  ) {
-    this.state = meterFromEvents(history, options);
-  }
-
-  observe(event: RuntimeEvent): void {
-    this.state = meterEvolve(this.state, event, this.options);
-  }
-
-  get usage(): TaskUsage {
-    return this.state.usage;
-  }
-
-  elapsedMs(now: Date = new Date()): number {
-    return this.state.startedAt ? Math.max(0, now.getTime() - Date.parse(this.state.startedAt)) : 0;
-  }
-
-  /** remaining end-to-end time, for the task deadline */
-  remainingMs(now: Date = new Date()): number {
-    return Math.max(0, this.budgets.timeout_ms - this.elapsedMs(now));
-  }
-
-  check(next?: NextAction, now: Date = new Date()): BudgetExceeded | null {
-    return firstExceeded(this.state.usage, this.budgets, this.elapsedMs(now)) ?? (next ? admit(this.state.usage, this.budgets, next) : null);
   }
 }

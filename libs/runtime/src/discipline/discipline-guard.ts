@@ -1,7 +1,7 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { GuardVerdict, LoopGuard, RoundGuardContext, Stop } from '../ports';
 import { judgeAcceptance } from './accept-gate';
-import { admit, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
+import { activeMs, admit, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
 import { REPEAT_REMINDER, repeatFold } from './repeat-detector';
 import { guardEvent } from './retry-runner';
 import { roundsOf } from './round-facts';
@@ -67,11 +67,15 @@ export class DisciplineGuard implements LoopGuard {
     return { events };
   }
 
+  remainingMs(ctx: Pick<RoundGuardContext, 'progress' | 'events'>): number | null {
+    return this.budgetsFor(ctx).timeout_ms - activeMs(meterFromEvents(ctx.events), this.now());
+  }
+
   /** A budget already overrun, or one that would be by starting another round. */
   private budgetStop(ctx: RoundGuardContext): Stop | null {
     const budgets = this.budgetsFor(ctx);
     const meter = meterFromEvents(ctx.events, { charsPerToken: this.settings.charsPerToken });
-    const elapsed = meter.startedAt ? this.now().getTime() - Date.parse(meter.startedAt) : 0;
+    const elapsed = activeMs(meter, this.now());
     const over = firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });
     if (!over) return null;
     if (over.budget === 'timeout_ms') return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };
