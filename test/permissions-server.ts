@@ -104,12 +104,13 @@ export class ServerProcess {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   async request(
     method: string,
     path: string,
     body?: unknown,
     token: string = ADMIN,
+    // parsed JSON of any route, read field by field by the tests
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
   ): Promise<{ status: number; body: any; text: string }> {
     const res = await fetch(`${this.url}${path}`, {
       method,
