@@ -110,6 +110,11 @@ describe('redactSecrets: a secret never survives in any encoding that leaks in p
     expect(redactSecrets(text, ['hunter2-pass', 'Tr0ub4dor&3'])).toBe(text);
   });
 
+  it('redacts the start of a secret where output was cut off in the middle of it', () => {
+    expect(redactSecrets('token=hunter2-pa', ['hunter2-pass'])).toBe(`token=${REDACTED}`);
+    expect(redactSecrets('ends with hun', ['hunter2-pass'])).toBe('ends with hun');
+  });
+
   it('handles several secrets at once and ignores empty ones', () => {
     expect(redactSecrets('u=alice-sec p=bob-secret-2', ['alice-sec', '', 'bob-secret-2'])).toBe(
       `u=${REDACTED} p=${REDACTED}`,

@@ -114,8 +114,17 @@ export function redactString(text: string, secrets: readonly string[]): string {
   for (const s of secrets) {
     if (!s) continue;
     out = out.replace(secretRegex(s), REDACTED);
+    out = redactCutPrefix(out, s);
   }
   return out;
+}
+
+/** Output capped in the middle of a secret ends with its first characters: those go too. */
+function redactCutPrefix(text: string, secret: string): string {
+  for (let k = secret.length - 1; k >= MIN_BASE64_CORE; k--) {
+    if (text.endsWith(secret.slice(0, k))) return text.slice(0, text.length - k) + REDACTED;
+  }
+  return text;
 }
 
 /**
