@@ -21,7 +21,7 @@ import {
   disciplineSettingsFrom,
   replayTask,
 } from '@runledger/runtime';
-import { ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
+import { ToolLogger, ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
 import { AppConfig } from './config';
 import { BuiltMemory, buildMemory } from './memory/memory.composition';
 
@@ -61,6 +61,10 @@ export interface RuntimeOverrides {
   log?: (message: string, err?: unknown) => void;
 }
 
+/** Tool-layer warnings (plugins skipped, sandbox fallback) through the runtime's log when one is given. */
+const toolLogger = (log: RuntimeOverrides['log']): ToolLogger | undefined =>
+  log && { warn: (obj: object, msg: string) => log(`${msg} ${JSON.stringify(obj)}`) };
+
 /** RUNLEDGER_MODEL -> the backend serving every role. */
 export function modelFromConfig(config: AppConfig): ModelBackend {
   const spec = config.RUNLEDGER_MODEL;
@@ -91,7 +95,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
   const memory = storage ? await buildMemory(config, { db: storage.db as Kysely<unknown>, store, model }) : null;
   const layer = overrides.tools
     ? null
-    : createToolLayer({ allowedRoot, sandbox: config.RUNLEDGER_SANDBOX, plugins: config.RUNLEDGER_PLUGINS, maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES, memory: memory?.tools ?? null });
+    : createToolLayer({ allowedRoot, sandbox: config.RUNLEDGER_SANDBOX, plugins: config.RUNLEDGER_PLUGINS, maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES, memory: memory?.tools ?? null, logger: toolLogger(overrides.log) });
   const tools = overrides.tools ?? layer!.registry;
   const permissions = overrides.permissions ?? new RulePermissionPolicy({ allowedRoot, rules: config.RUNLEDGER_PERMISSION_RULES });
   const options: RuntimeOptions = {
@@ -101,7 +105,7 @@ export async function buildRuntime(config: AppConfig, overrides: RuntimeOverride
     model,
     memory: overrides.memory ?? memory?.recall ?? undefined,
     hooks: [...(overrides.hooks ?? []), ...(memory?.hook ? [memory.hook] : [])],
-    guards: overrides.guards,
+    guards: [...(overrides.guards ?? []), ...(memory?.endGuard ? [memory.endGuard] : [])],
     maxRounds: config.RUNLEDGER_MAX_ROUNDS,
     concurrency: config.RUNLEDGER_CONCURRENCY,
     stepConcurrency: config.RUNLEDGER_STEP_CONCURRENCY,
