@@ -202,10 +202,13 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private follow(client: Client, id: string, cursor: FollowCursor): void {
+    // the socket may have closed while the subscribe was checked: nothing to follow for
+    if (client.ws.readyState !== WebSocket.OPEN || client.dropped) return;
     const follow = followEvents(
       this.backend,
       cursor,
       async (event) => {
+        if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
         this.send(client, { type: 'event', subscription_id: id, event });
         await this.paced(client);
       },
