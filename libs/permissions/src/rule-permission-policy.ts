@@ -207,6 +207,12 @@ const PURE = new Set([
   'unset',
   'alias',
 ]);
+const OUTPUT_OPTIONS: Record<string, string[]> = {
+  sort: ['-o', '--output'],
+  tree: ['-o'],
+  iconv: ['-o', '--output'],
+};
+const SECOND_OPERAND_OUTPUT = new Set(['uniq', 'xxd']);
 const NETWORK = new Set([
   'curl',
   'wget',
@@ -643,9 +649,18 @@ export class RulePermissionPolicy extends PermissionPolicy {
       found.push(check('prompt', 'awk_side_effects', 'awk program runs commands or writes files'));
       return mostSevere(found);
     }
-    if (name === 'base64' || name === 'xxd') {
-      // decode to a file is caught as a redirect; `xxd -r` alone writes stdout only
+    // read-only programs that can still write a file named by an option or a second operand
+    const outputOption = OUTPUT_OPTIONS[name];
+    if (outputOption) {
+      for (const [i, a] of args.entries()) {
+        if (outputOption.includes(a.text) && args[i + 1]) found.push(this.checkWriteWord(args[i + 1], cwd));
+        const eq = outputOption.find((o) => o.startsWith('--') && a.text.startsWith(`${o}=`));
+        if (eq) found.push(this.checkWriteWord({ ...a, text: a.text.slice(eq.length + 1) }, cwd));
+        if (/^-o./.test(a.text) && outputOption.includes('-o'))
+          found.push(this.checkWriteWord({ ...a, text: a.text.slice(2) }, cwd));
+      }
     }
+    if (SECOND_OPERAND_OUTPUT.has(name) && operands[1]) found.push(this.checkWriteWord(operands[1], cwd));
     if (PURE.has(name) || r.allow_programs.includes(name)) return mostSevere(found);
     if (READ_ONLY.has(name)) {
       const files =
