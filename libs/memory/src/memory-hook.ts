@@ -1,8 +1,10 @@
-import { NewEvent, newId } from '@runledger/contracts';
+import { NewEvent, RuntimeEvent, StopReason, newId } from '@runledger/contracts';
 import { Critic, CriticInput, criticEvents } from '@runledger/critic';
 import { MemoryService } from './memory-service';
 import {
   DEFAULT_MEMORY_POLICY,
+  InsertDecision,
+  decideAtEnd,
   MemoryPolicyConfig,
   OutcomeTool,
   ToolOutcomeEvent,
@@ -57,32 +59,85 @@ export function createCriticMemoryHook(
     if (!deps.memory) return events;
     const candidate = decide(ctx.event, ctx.manifest, verdict.score, policy);
     if (candidate.op === 'none') return events;
-    const nearest = await deps.memory.nearest(await deps.memory.embed(candidate.text), candidate.kind);
-    const decision = dedupe(candidate, nearest, policy);
     const meta = { call_id: ctx.event.payload.call_id, tool: ctx.event.payload.tool, critic: verdict.critic };
-    if (decision.op === 'insert') {
-      const payload = deps.memory.insertPayload({ ...decision, metadata: meta }, ctx.event.event_id);
-      events.push({ type: 'MEMORY_WRITTEN', causation_id: criticEventId, payload });
-    } else if (decision.op === 'reinforce') {
-      events.push({
-        type: 'MEMORY_WRITTEN',
-        causation_id: criticEventId,
-        payload: {
-          op: 'reinforce',
+    const written = await memoryWrite(deps.memory, candidate, policy, {
+      source_event_id: ctx.event.event_id,
+      causation_id: criticEventId,
+      reinforce_source: 'critic',
+      metadata: meta,
+    });
+    return written ? [...events, written] : events;
+  };
+}
+
+/** A candidate insert as the MEMORY_WRITTEN event to append: an insert, a reinforce of its near-duplicate, or nothing. */
+async function memoryWrite(
+  memory: MemoryService,
+  candidate: InsertDecision,
+  policy: MemoryPolicyConfig,
+  provenance: {
+    source_event_id: string | null;
+    causation_id: string | null;
+    reinforce_source: 'critic' | 'system';
+    metadata: Record<string, unknown>;
+  },
+): Promise<NewEvent | null> {
+  const decision = dedupe(
+    candidate,
+    await memory.nearest(await memory.embed(candidate.text), candidate.kind),
+    policy,
+  );
+  if (decision.op === 'none') return null;
+  const payload =
+    decision.op === 'insert'
+      ? memory.insertPayload({ ...decision, metadata: provenance.metadata }, provenance.source_event_id)
+      : {
+          op: 'reinforce' as const,
           entry_id: decision.entry_id,
           kind: decision.kind,
           text: decision.text,
           weight: decision.weight,
           previous_weight: decision.previous_weight,
-          source: 'critic',
-          source_event_id: ctx.event.event_id,
+          source: provenance.reinforce_source,
+          source_event_id: provenance.source_event_id,
           reason: decision.reason,
-          embedding_model: deps.memory.embeddingModel,
-          embedding_dim: deps.memory.embeddingDim,
-          metadata: meta,
-        },
-      });
-    }
-    return events;
+          embedding_model: memory.embeddingModel,
+          embedding_dim: memory.embeddingDim,
+          metadata: provenance.metadata,
+        };
+  return { type: 'MEMORY_WRITTEN', causation_id: provenance.causation_id, payload };
+}
+
+/** The runtime's LoopGuard.beforeEnd, restated so memory does not import runtime. */
+export interface TaskEndContext {
+  events: readonly RuntimeEvent[];
+  stop: { stop_reason: StopReason; detail: string };
+  result: string | null;
+}
+
+/**
+ * A loop guard that, when a task completes, writes its summary and its fully
+ * completed plans to memory (MEMORY_WRITTEN in the task's stream, before the
+ * final event). Register it after guards that may still change the stop.
+ */
+export function createMemoryEndGuard(
+  memory: MemoryService,
+  policy: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
+) {
+  return {
+    async beforeEnd(ctx: TaskEndContext): Promise<{ events?: NewEvent[] }> {
+      const events: NewEvent[] = [];
+      const last = ctx.events[ctx.events.length - 1];
+      for (const candidate of decideAtEnd(ctx.events, ctx.stop.stop_reason, ctx.result, policy)) {
+        const written = await memoryWrite(memory, candidate, policy, {
+          source_event_id: last?.event_id ?? null,
+          causation_id: last?.event_id ?? null,
+          reinforce_source: 'system',
+          metadata: {},
+        });
+        if (written) events.push(written);
+      }
+      return { events };
+    },
   };
 }

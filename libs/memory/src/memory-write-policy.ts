@@ -1,4 +1,11 @@
-import { CriticScore, MemoryKind, MemorySource, RuntimeEvent } from '@runledger/contracts';
+import {
+  CriticScore,
+  MemoryKind,
+  MemorySource,
+  PlanStep,
+  RuntimeEvent,
+  StopReason,
+} from '@runledger/contracts';
 
 export interface MemoryPolicyConfig {
   /** an entry lighter than this is not worth storing */
@@ -14,6 +21,10 @@ export interface MemoryPolicyConfig {
   max_text_chars: number;
   /** keep failed tool outcomes as critiques (lessons) */
   store_failures: boolean;
+  /** weight of a completed task's summary (input -> result); 0 turns summaries off */
+  summary_weight: number;
+  /** weight of a plan whose every step completed; 0 turns plans off */
+  plan_weight: number;
 }
 
 export const DEFAULT_MEMORY_POLICY: MemoryPolicyConfig = {
@@ -24,6 +35,8 @@ export const DEFAULT_MEMORY_POLICY: MemoryPolicyConfig = {
   reinforce_step: 0.1,
   max_text_chars: 1500,
   store_failures: true,
+  summary_weight: 0.5,
+  plan_weight: 0.4,
 };
 
 export type ToolOutcomeEvent = Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
@@ -187,4 +200,59 @@ export function dedupe(
     previous_weight: nearest.weight,
     reason: `near-duplicate (cosine ${round3(nearest.similarity)}) of ${nearest.entry_id}`,
   };
+}
+
+const stepText = (step: PlanStep): string =>
+  step.tool
+    ? `${step.tool}(${clip(JSON.stringify(step.args), 200)})`
+    : `${step.kind}: ${clip(step.description, 200)}`;
+
+/**
+ * Pure: what a task that ended teaches, from its log. A completed task leaves a
+ * summary (its input and result); a plan whose steps all completed leaves the
+ * plan, so a later task with a similar input can reuse its shape. Anything that
+ * looks like a secret is left out.
+ */
+export function decideAtEnd(
+  events: readonly RuntimeEvent[],
+  stopReason: StopReason,
+  result: string | null,
+  config: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
+): InsertDecision[] {
+  if (stopReason !== 'completed') return [];
+  const received = events.find(
+    (e): e is Extract<RuntimeEvent, { type: 'TASK_RECEIVED' }> => e.type === 'TASK_RECEIVED',
+  );
+  if (!received) return [];
+  const input = clip(received.payload.input.trim(), 400);
+  const out: InsertDecision[] = [];
+  if (config.plan_weight > 0) {
+    const plans = new Map<string, PlanStep[]>();
+    for (const e of events) {
+      if (e.type === 'PLAN_STARTED') plans.set(e.payload.plan_id, e.payload.steps);
+      if (e.type === 'PLAN_COMPLETED' && e.payload.step_results.every((r) => r.status === 'completed')) {
+        const steps = plans.get(e.payload.plan_id);
+        if (steps)
+          out.push({
+            op: 'insert',
+            kind: 'plan',
+            source: 'system',
+            weight: config.plan_weight,
+            text: clip(`plan for "${input}": ${steps.map(stepText).join(' -> ')}`, config.max_text_chars),
+            reason: `plan ${e.payload.plan_id} completed every step`,
+          });
+      }
+    }
+  }
+  if (config.summary_weight > 0 && result?.trim()) {
+    out.push({
+      op: 'insert',
+      kind: 'summary',
+      source: 'system',
+      weight: config.summary_weight,
+      text: clip(`task "${input}" -> ${result.trim()}`, config.max_text_chars),
+      reason: 'task completed',
+    });
+  }
+  return out.filter((d) => !looksSecret(d.text));
 }

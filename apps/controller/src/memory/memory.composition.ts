@@ -13,8 +13,9 @@ import {
   MemoryStore,
   OpenAIEmbedder,
   createCriticMemoryHook,
+  createMemoryEndGuard,
 } from '@runledger/memory';
-import { MemoryRecall, ModelBackend, ToolOutcomeHook } from '@runledger/runtime';
+import { LoopGuard, MemoryRecall, ModelBackend, ToolOutcomeHook } from '@runledger/runtime';
 import { MemoryToolService } from '@runledger/tools';
 import { AppConfig } from '../config';
 
@@ -24,6 +25,8 @@ export interface BuiltMemory {
   critic: Critic | null;
   /** the runtime's ToolOutcomeHook: critic, then the write policy */
   hook: ToolOutcomeHook | null;
+  /** writes a completed task's summary and plans; register after guards that may still change the stop */
+  endGuard: LoopGuard | null;
   recall: MemoryRecall | null;
   tools: MemoryToolService | null;
   close(): Promise<void>;
@@ -99,15 +102,15 @@ export async function buildMemory(
           indexPath: indexPathFor(config),
         })
       : null;
-  const hook = critic
-    ? createCriticMemoryHook({ critic, memory: service, policy: policyFromConfig(config) })
-    : null;
+  const policy = policyFromConfig(config);
+  const hook = critic ? createCriticMemoryHook({ critic, memory: service, policy }) : null;
   return {
     service,
     critic,
     hook,
+    endGuard: service ? createMemoryEndGuard(service, policy) : null,
     recall: service ? recallOver(service) : null,
-    tools: service ? toolsOver(service, policyFromConfig(config)) : null,
+    tools: service ? toolsOver(service, policy) : null,
     close: async () => service?.close(),
   };
 }
