@@ -627,7 +627,16 @@ export class RulePermissionPolicy extends PermissionPolicy {
       return mostSevere(found);
     }
     if (name === 'git') {
-      const sub = operands.find((o) => !o.text.startsWith('-'))?.text ?? '';
+      // `-c core.pager=...`, `--exec-path`: a config on the command line runs programs; --output writes
+      if (words.some((w) => /^(-c|--config-env|--exec-path|--output)(=|$)/.test(w) || /^-c./.test(w))) {
+        found.push(check('prompt', 'git_config', 'git with command-line configuration or output file'));
+        return mostSevere(found);
+      }
+      // `git -C dir status`: the folder is an option value, not the subcommand
+      const cIdx = args.findIndex((a) => a.text === '-C');
+      const sub =
+        operands.find((o) => !o.text.startsWith('-') && (cIdx < 0 || o !== args[cIdx + 1]))?.text ?? '';
+      if (cIdx >= 0 && args[cIdx + 1]) found.push(this.checkReadWord(args[cIdx + 1], cwd));
       found.push(
         GIT_READ_ONLY.has(sub)
           ? ALLOW
