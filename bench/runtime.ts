@@ -26,7 +26,13 @@ const plan = JSON.stringify({
   steps: [
     { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'one' } },
     { id: 'b', kind: 'tool', tool: 'echo', args: { text: 'two' } },
-    { id: 'c', kind: 'tool', tool: 'echo', args: { text: '${steps.a.output} ${steps.b.output}' }, depends_on: ['a', 'b'] },
+    {
+      id: 'c',
+      kind: 'tool',
+      tool: 'echo',
+      args: { text: '${steps.a.output} ${steps.b.output}' },
+      depends_on: ['a', 'b'],
+    },
   ],
 });
 
@@ -52,11 +58,22 @@ async function runTasks(concurrency: number): Promise<{ ms: number; events: NewE
       log: () => undefined,
     });
     const started = performance.now();
-    const ids = await Promise.all(Array.from({ length: TASKS }, (_, i) => rt.service.submit({ input: `bench ${i}` }, { source: 'api' }).then((r) => r.task_id)));
+    const ids = await Promise.all(
+      Array.from({ length: TASKS }, (_, i) =>
+        rt.service.submit({ input: `bench ${i}` }, { source: 'api' }).then((r) => r.task_id),
+      ),
+    );
     const finals = await Promise.all(ids.map((id) => rt.service.settled(id)));
     const ms = performance.now() - started;
-    if (finals.some((p) => p.final?.stop_reason !== 'completed')) throw new Error('a bench task did not complete');
-    const events = await Promise.all(ids.map(async (id) => (await storage.eventStore.readWholeStream(id)).map((e) => ({ type: e.type, payload: e.payload, session_id: e.session_id }) as NewEvent)));
+    if (finals.some((p) => p.final?.stop_reason !== 'completed'))
+      throw new Error('a bench task did not complete');
+    const events = await Promise.all(
+      ids.map(async (id) =>
+        (await storage.eventStore.readWholeStream(id)).map(
+          (e) => ({ type: e.type, payload: e.payload, session_id: e.session_id }) as NewEvent,
+        ),
+      ),
+    );
     await rt.service.close();
     return { ms, events };
   });
@@ -67,7 +84,10 @@ async function appendOnly(recorded: NewEvent[][]): Promise<number> {
     const started = performance.now();
     await Promise.all(
       recorded.map(async (events, t) => {
-        for (let i = 0; i < events.length; i++) await storage.eventStore.append(`task_base_${t}`, [events[i]], { expected: i === 0 ? 'no_stream' : i });
+        for (let i = 0; i < events.length; i++)
+          await storage.eventStore.append(`task_base_${t}`, [events[i]], {
+            expected: i === 0 ? 'no_stream' : i,
+          });
       }),
     );
     return performance.now() - started;
@@ -79,9 +99,16 @@ export async function main(): Promise<void> {
   const four = await runTasks(4);
   const perTask = one.events[0].length;
   const base = await appendOnly(one.events);
-  const fmt = (ms: number) => `${ms.toFixed(0)} ms total, ${(ms / TASKS).toFixed(2)} ms/task, ${((TASKS * 1000) / ms).toFixed(0)} tasks/s`;
-  console.log(`${TASKS} tasks, ${perTask} events each (3-step plan + respond), SQLite synchronous=${SYNCHRONOUS}`);
+  const fmt = (ms: number) =>
+    `${ms.toFixed(0)} ms total, ${(ms / TASKS).toFixed(2)} ms/task, ${((TASKS * 1000) / ms).toFixed(0)} tasks/s`;
+  console.log(
+    `${TASKS} tasks, ${perTask} events each (3-step plan + respond), SQLite synchronous=${SYNCHRONOUS}`,
+  );
   console.log(`baseline: the same events appended one by one: ${fmt(base)}`);
-  console.log(`runtime, queue concurrency 1: ${fmt(one.ms)}  ratio to baseline ${(one.ms / base).toFixed(2)}x`);
-  console.log(`runtime, queue concurrency 4: ${fmt(four.ms)}  ratio to baseline ${(four.ms / base).toFixed(2)}x`);
+  console.log(
+    `runtime, queue concurrency 1: ${fmt(one.ms)}  ratio to baseline ${(one.ms / base).toFixed(2)}x`,
+  );
+  console.log(
+    `runtime, queue concurrency 4: ${fmt(four.ms)}  ratio to baseline ${(four.ms / base).toFixed(2)}x`,
+  );
 }

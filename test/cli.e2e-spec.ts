@@ -41,19 +41,37 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
     const events = await readTask(env.RUNLEDGER_DB);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
-    const order = ['TASK_RECEIVED', 'CONTEXT_BUILT', 'ROUTER_DECIDED', 'PLAN_STARTED', 'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED', 'TASK_COMPLETED'];
+    const order = [
+      'TASK_RECEIVED',
+      'CONTEXT_BUILT',
+      'ROUTER_DECIDED',
+      'PLAN_STARTED',
+      'STEP_STARTED',
+      'TOOL_CALLED',
+      'TOOL_COMPLETED',
+      'STEP_COMPLETED',
+      'TASK_COMPLETED',
+    ];
     const firstIndex = order.map((t) => events.findIndex((e) => e.type === t));
     expect(firstIndex.every((i) => i >= 0)).toBe(true);
     expect([...firstIndex].sort((a, b) => a - b)).toEqual(firstIndex);
-    expect(events[events.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { stop_reason: 'completed' } });
-    const calls = events.filter((e) => e.type === 'TOOL_CALLED').map((e) => (e.type === 'TOOL_CALLED' ? e.payload.tool : ''));
+    expect(events[events.length - 1]).toMatchObject({
+      type: 'TASK_COMPLETED',
+      payload: { stop_reason: 'completed' },
+    });
+    const calls = events
+      .filter((e) => e.type === 'TOOL_CALLED')
+      .map((e) => (e.type === 'TOOL_CALLED' ? e.payload.tool : ''));
     expect(calls).toEqual(['shell_exec', 'file_read']);
   });
 
   it('--json prints every event as a JSON line and a summary', async () => {
     const res = await runCli(['run', 'run echo json', '--json', '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);
-    const lines = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type?: string; summary?: { stop_reason: string } });
+    const lines = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type?: string; summary?: { stop_reason: string } });
     expect(lines[0].type).toBe('TASK_RECEIVED');
     expect(lines[lines.length - 2].type).toBe('TASK_COMPLETED');
     expect(lines[lines.length - 1].summary?.stop_reason).toBe('completed');
@@ -74,9 +92,17 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
   it('--budget max_rounds caps the task', async () => {
     const script = join(dir, 'script.json');
-    writeFileSync(script, JSON.stringify({ orchestrator: Array(5).fill('{"type":"tool","tool":"file_read","args":{"path":"x.txt"}}') }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        orchestrator: Array(5).fill('{"type":"tool","tool":"file_read","args":{"path":"x.txt"}}'),
+      }),
+    );
     writeFileSync(join(dir, 'x.txt'), 'x');
-    const res = await runCli(['run', 'loop', '--model', `scripted:${script}`, '--budget', 'max_rounds=2', '--yes'], { cwd: dir, env });
+    const res = await runCli(
+      ['run', 'loop', '--model', `scripted:${script}`, '--budget', 'max_rounds=2', '--yes'],
+      { cwd: dir, env },
+    );
     expect(res.code).toBe(1);
     expect(res.stdout).toContain('stop reason: budget_exceeded');
     expect(res.stdout).toMatch(/rounds 2 ·/);
@@ -91,7 +117,10 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(existsSync(join(dir, 'hello.txt'))).toBe(false);
 
     // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
-    const resolved = await runCli(['resolve', how![1], how![2], 'allow_once'], { cwd: dir, env: { ...env, RUNLEDGER_MEMORY: 'off' } });
+    const resolved = await runCli(['resolve', how![1], how![2], 'allow_once'], {
+      cwd: dir,
+      env: { ...env, RUNLEDGER_MEMORY: 'off' },
+    });
     expect(resolved.code).toBe(0);
     expect(readFileSync(join(dir, 'hello.txt'), 'utf8')).toBe('hi there');
     const again = await runCli(['resolve', how![1], how![2], 'allow_once'], { cwd: dir, env });
@@ -122,7 +151,9 @@ describe('runledger CLI (real child process, no model configured)', () => {
     try {
       const store = new SqliteEventStore(handle);
       const replayedId = /task (task_\w+) received/.exec(replay.stdout)![1];
-      expect(replayView(await store.readWholeStream(replayedId))).toEqual(replayView(await store.readWholeStream(taskId)));
+      expect(replayView(await store.readWholeStream(replayedId))).toEqual(
+        replayView(await store.readWholeStream(taskId)),
+      );
     } finally {
       await handle.close();
     }

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { ModelCallError, OpenAiBackend, Runtime, createRuntime } from '@runledger/runtime';
-import { AllowAllPolicy, FakeOpenAiServer, startFakeOpenAiServer, testToolRegistry } from '@runledger/testing';
+import {
+  AllowAllPolicy,
+  FakeOpenAiServer,
+  startFakeOpenAiServer,
+  testToolRegistry,
+} from '@runledger/testing';
 
 describe('openai adapter against a local OpenAI-compatible server', () => {
   let server: FakeOpenAiServer;
@@ -12,14 +17,23 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
   let store: InMemoryEventStore;
   let rt: Runtime;
 
-  const backend = (models: { orchestrator?: string } = { orchestrator: 'orch-model' }) => new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models });
+  const backend = (models: { orchestrator?: string } = { orchestrator: 'orch-model' }) =>
+    new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models });
   const run = async (input: string, modelTimeoutMs = 2000) => {
-    rt = createRuntime({ store, tools: testToolRegistry(dir), permissions: new AllowAllPolicy(), model: backend(), modelTimeoutMs, log: () => undefined });
+    rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new AllowAllPolicy(),
+      model: backend(),
+      modelTimeoutMs,
+      log: () => undefined,
+    });
     const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
     const progress = await rt.service.settled(task_id);
     return { progress, events: await store.readWholeStream(task_id) };
   };
-  const ofType = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) => events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
+  const ofType = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) =>
+    events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
 
   beforeEach(async () => {
     server = await startFakeOpenAiServer({ apiKey: 'test-key' });
@@ -35,16 +49,31 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
   it('non-streaming: content, provider usage and model come back', async () => {
     const sut = backend();
     server.enqueue({ content: 'hello there', usage: { prompt_tokens: 7, completion_tokens: 3 } });
-    const res = await sut.complete({ role: 'orchestrator', messages: [{ role: 'user', content: 'hi' }], timeout_ms: 2000 });
-    expect(res).toMatchObject({ content: 'hello there', model: 'orch-model', finish_reason: 'stop', usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false } });
-    expect(server.requests[0].body).toMatchObject({ model: 'orch-model', messages: [{ role: 'user', content: 'hi' }] });
+    const res = await sut.complete({
+      role: 'orchestrator',
+      messages: [{ role: 'user', content: 'hi' }],
+      timeout_ms: 2000,
+    });
+    expect(res).toMatchObject({
+      content: 'hello there',
+      model: 'orch-model',
+      finish_reason: 'stop',
+      usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false },
+    });
+    expect(server.requests[0].body).toMatchObject({
+      model: 'orch-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(server.requests[0].body.stream).toBeUndefined();
   });
 
   it('a fenced tool directive runs, then a streamed respond becomes OUTPUT_CHUNK events and the answer', async () => {
     server.enqueue(
       { content: 'Sure:\n```json\n{"type":"tool","tool":"echo","args":{"text":"ping"}}\n```' },
-      { content: '{"type":"respond","content":"the echo said \\"ping\\"\\nbye"}', usage: { prompt_tokens: 50, completion_tokens: 12 } },
+      {
+        content: '{"type":"respond","content":"the echo said \\"ping\\"\\nbye"}',
+        usage: { prompt_tokens: 50, completion_tokens: 12 },
+      },
     );
     const { progress, events } = await run('echo ping please');
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the echo said "ping"\nbye' });
@@ -54,7 +83,11 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
     expect(chunks.map((c) => c.payload.delta).join('')).toBe('the echo said "ping"\nbye');
     expect(server.requests.every((r) => r.body.stream === true)).toBe(true);
     const responded = ofType(events, 'MODEL_RESPONDED');
-    expect(responded[1].payload.usage).toMatchObject({ prompt_tokens: 50, completion_tokens: 12, estimated: false });
+    expect(responded[1].payload.usage).toMatchObject({
+      prompt_tokens: 50,
+      completion_tokens: 12,
+      estimated: false,
+    });
     expect(progress.usage).toMatchObject({ rounds: 2, tool_calls: 1, model_calls: 2 });
   });
 
@@ -63,7 +96,10 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
     const { progress, events } = await run('run echo via fallback');
     const first = ofType(events, 'MODEL_RESPONDED')[0].payload;
     expect(first).toMatchObject({ error: { kind: 'rate_limited' }, retry_after_ms: 2000, content: null });
-    expect(ofType(events, 'ROUTER_DECIDED')[0].payload).toMatchObject({ source: 'sys_util', fallback_reason: expect.stringContaining('rate_limited') });
+    expect(ofType(events, 'ROUTER_DECIDED')[0].payload).toMatchObject({
+      source: 'sys_util',
+      fallback_reason: expect.stringContaining('rate_limited'),
+    });
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
   });
 
@@ -103,7 +139,9 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
 
   it('a role with no model is refused before any request', async () => {
     const sut = new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models: {} });
-    await expect(sut.complete({ role: 'coder', messages: [], timeout_ms: 100 })).rejects.toBeInstanceOf(ModelCallError);
+    await expect(sut.complete({ role: 'coder', messages: [], timeout_ms: 100 })).rejects.toBeInstanceOf(
+      ModelCallError,
+    );
     expect(server.requests).toHaveLength(0);
   });
 });

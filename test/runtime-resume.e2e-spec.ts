@@ -5,7 +5,13 @@ import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
 import { runCli, spawnCli } from '@runledger/testing';
 
-const sh = (id: string, command: string, depends_on: string[] = []) => ({ id, kind: 'tool', tool: 'shell_exec', args: { command }, depends_on });
+const sh = (id: string, command: string, depends_on: string[] = []) => ({
+  id,
+  kind: 'tool',
+  tool: 'shell_exec',
+  args: { command },
+  depends_on,
+});
 const json = (v: unknown) => JSON.stringify(v);
 
 jest.setTimeout(30_000);
@@ -19,7 +25,11 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-resume-'));
     // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
-    env = { RUNLEDGER_DB: join(dir, 'runledger.db'), RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`, RUNLEDGER_MEMORY: 'off' };
+    env = {
+      RUNLEDGER_DB: join(dir, 'runledger.db'),
+      RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
+      RUNLEDGER_MEMORY: 'off',
+    };
   });
   afterEach(async () => {
     await handle?.close();
@@ -50,7 +60,8 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     for (;;) {
       const log = await events();
       if (when(log)) break;
-      if (Date.now() > deadline) throw new Error(`condition never held; log: ${log.map((e) => e.type).join(',')}`);
+      if (Date.now() > deadline)
+        throw new Error(`condition never held; log: ${log.map((e) => e.type).join(',')}`);
       await new Promise((r) => setTimeout(r, 25));
     }
     child.kill('SIGKILL');
@@ -66,13 +77,18 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
       join(dir, 'script.json'),
       json({
         orchestrator: [
-          json({ type: 'plan', steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'echo two >> out.txt', ['s1'])] }),
+          json({
+            type: 'plan',
+            steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'echo two >> out.txt', ['s1'])],
+          }),
           { content: json({ type: 'plan', steps: [sh('s3', 'echo three >> out.txt')] }), delay_ms: 1500 },
           json({ type: 'respond', content: 'all three written' }),
         ],
       }),
     );
-    const atKill = await killWhen('write three lines', (log) => log.some((e) => e.type === 'MODEL_CALLED' && e.payload.round === 2));
+    const atKill = await killWhen('write three lines', (log) =>
+      log.some((e) => e.type === 'MODEL_CALLED' && e.payload.round === 2),
+    );
     expect(atKill.some((e) => e.type === 'TASK_COMPLETED')).toBe(false);
     expect(lines()).toEqual(['one', 'two']);
 
@@ -83,9 +99,14 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     const log = await events();
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i + 1));
     expect(log.filter((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed')).toHaveLength(1);
-    const stepsCompleted = log.filter((e) => e.type === 'STEP_COMPLETED').map((e) => (e.type === 'STEP_COMPLETED' ? e.payload.step_id : ''));
+    const stepsCompleted = log
+      .filter((e) => e.type === 'STEP_COMPLETED')
+      .map((e) => (e.type === 'STEP_COMPLETED' ? e.payload.step_id : ''));
     expect(stepsCompleted).toEqual(['s1', 's2', 's3']);
-    expect(log[log.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { result: 'all three written' } });
+    expect(log[log.length - 1]).toMatchObject({
+      type: 'TASK_COMPLETED',
+      payload: { result: 'all three written' },
+    });
   });
 
   it('killed while a non-idempotent tool runs: the call is marked outcome_unknown, not re-run, and the orchestrator decides', async () => {
@@ -93,12 +114,21 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
       join(dir, 'script.json'),
       json({
         orchestrator: [
-          json({ type: 'plan', steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'sleep 1; echo two >> out.txt', ['s1']), sh('s3', 'echo three >> out.txt', ['s2'])] }),
+          json({
+            type: 'plan',
+            steps: [
+              sh('s1', 'echo one >> out.txt'),
+              sh('s2', 'sleep 1; echo two >> out.txt', ['s1']),
+              sh('s3', 'echo three >> out.txt', ['s2']),
+            ],
+          }),
           json({ type: 'respond', content: 'step two may or may not have run' }),
         ],
       }),
     );
-    const atKill = await killWhen('slow middle step', (log) => log.some((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 's2'));
+    const atKill = await killWhen('slow middle step', (log) =>
+      log.some((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 's2'),
+    );
     const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);
     const log = await events();

@@ -11,7 +11,10 @@ export interface CliResult {
 }
 
 /** Start `runledger <args>` as a real child process (from source), stdin closed, so it has no terminal. */
-export function spawnCli(args: readonly string[], options: { cwd: string; env?: Record<string, string> }): { child: ChildProcess; done: Promise<CliResult> } {
+export function spawnCli(
+  args: readonly string[],
+  options: { cwd: string; env?: Record<string, string> },
+): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd,
     env: { ...process.env, RUNLEDGER_FROM_SOURCE: '1', LOG_LEVEL: 'silent', ...options.env },
@@ -21,8 +24,13 @@ export function spawnCli(args: readonly string[], options: { cwd: string; env?: 
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const done = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const done = new Promise<CliResult>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   return { child, done };
 }
 
-export const runCli = (args: readonly string[], options: { cwd: string; env?: Record<string, string> }): Promise<CliResult> => spawnCli(args, options).done;
+export const runCli = (
+  args: readonly string[],
+  options: { cwd: string; env?: Record<string, string> },
+): Promise<CliResult> => spawnCli(args, options).done;

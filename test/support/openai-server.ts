@@ -78,32 +78,81 @@ function sendError(res: ServerResponse, reply: FakeReply): void {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (reply.retry_after !== undefined) headers['retry-after'] = reply.retry_after;
   res.writeHead(status, headers);
-  const type = status === 401 ? 'invalid_request_error' : status === 429 ? 'rate_limit_exceeded' : 'server_error';
-  res.end(JSON.stringify({ error: { message: reply.message ?? `fake error ${status}`, type, code: null, param: null } }));
+  const type =
+    status === 401 ? 'invalid_request_error' : status === 429 ? 'rate_limit_exceeded' : 'server_error';
+  res.end(
+    JSON.stringify({
+      error: { message: reply.message ?? `fake error ${status}`, type, code: null, param: null },
+    }),
+  );
 }
 
-async function sendChat(res: ServerResponse, body: Record<string, unknown>, reply: FakeReply, closing: { closed: boolean }): Promise<void> {
+async function sendChat(
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  reply: FakeReply,
+  closing: { closed: boolean },
+): Promise<void> {
   const model = reply.model ?? String(body.model ?? 'fake-model');
   const content = reply.content ?? '';
-  const usage = reply.usage === null ? undefined : { prompt_tokens: reply.usage?.prompt_tokens ?? 10, completion_tokens: reply.usage?.completion_tokens ?? 5 };
+  const usage =
+    reply.usage === null
+      ? undefined
+      : {
+          prompt_tokens: reply.usage?.prompt_tokens ?? 10,
+          completion_tokens: reply.usage?.completion_tokens ?? 5,
+        };
   const usageBody = usage && { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
   const id = `chatcmpl-${Date.now()}`;
   const created = Math.floor(Date.now() / 1000);
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }], usage: usageBody }));
+    res.end(
+      JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [
+          { index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null },
+        ],
+        usage: usageBody,
+      }),
+    );
     return;
   }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const chunks = reply.chunks ?? (content.match(/[\s\S]{1,8}/g) ?? []);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const chunks = reply.chunks ?? content.match(/[\s\S]{1,8}/g) ?? [];
   const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
   for (let i = 0; i < chunks.length; i++) {
     if (closing.closed) return;
-    send({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: chunks[i] } : { content: chunks[i] }, finish_reason: null }] });
+    send({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices: [
+        {
+          index: 0,
+          delta: i === 0 ? { role: 'assistant', content: chunks[i] } : { content: chunks[i] },
+          finish_reason: null,
+        },
+      ],
+    });
     if (i === 0 && reply.stall_ms) await sleep(reply.stall_ms);
   }
   if (closing.closed) return;
-  send({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+  send({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+  });
   if (usageBody) send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageBody });
   res.end('data: [DONE]\n\n');
 }
@@ -124,15 +173,24 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
       if (body === null) return sendError(res, { status: 400, message: 'body is not JSON' });
       const path = (req.url ?? '').split('?')[0];
       requests.push({ method: req.method ?? '', path, headers: req.headers, body });
-      if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) return sendError(res, { status: 401, message: 'Incorrect API key provided' });
+      if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`)
+        return sendError(res, { status: 401, message: 'Incorrect API key provided' });
       if (req.method === 'POST' && path === '/v1/embeddings') {
         const input = Array.isArray(body.input) ? (body.input as string[]) : [String(body.input ?? '')];
         const dim = Number(body.dimensions ?? options.embeddingDim ?? 64);
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', model: body.model ?? 'fake-embed', data: input.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t, dim) })), usage: { prompt_tokens: input.join(' ').length, total_tokens: input.join(' ').length } }));
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            model: body.model ?? 'fake-embed',
+            data: input.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t, dim) })),
+            usage: { prompt_tokens: input.join(' ').length, total_tokens: input.join(' ').length },
+          }),
+        );
         return;
       }
-      if (req.method !== 'POST' || path !== '/v1/chat/completions') return sendError(res, { status: 404, message: `no route ${req.method} ${path}` });
+      if (req.method !== 'POST' || path !== '/v1/chat/completions')
+        return sendError(res, { status: 404, message: `no route ${req.method} ${path}` });
       const reply = queue.shift() ?? fallback;
       if (reply.delay_ms) await sleep(reply.delay_ms);
       if (closing.closed || res.destroyed) return;

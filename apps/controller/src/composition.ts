@@ -79,25 +79,45 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
   return new OpenAiBackend({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, models });
 }
 
-
 /**
  * Storage, tools, permission policy and model from the config, wired into one
  * RuntimeService. Overrides replace single parts (tests, the memory lib's recall).
  * Does not resume unfinished tasks: the caller decides when (service.resumeUnfinished()).
  */
-export async function buildRuntime(config: AppConfig, overrides: RuntimeOverrides = {}): Promise<BuiltRuntime> {
-  const allowedRoot = resolve(config.RUNLEDGER_ALLOWED_ROOT ?? overrides.defaultAllowedRoot ?? './data/workspace');
+export async function buildRuntime(
+  config: AppConfig,
+  overrides: RuntimeOverrides = {},
+): Promise<BuiltRuntime> {
+  const allowedRoot = resolve(
+    config.RUNLEDGER_ALLOWED_ROOT ?? overrides.defaultAllowedRoot ?? './data/workspace',
+  );
   mkdirSync(allowedRoot, { recursive: true });
-  const storage = overrides.store ? null : await createSqliteStorage({ path: resolve(config.RUNLEDGER_DB), synchronous: config.RUNLEDGER_SQLITE_SYNCHRONOUS });
+  const storage = overrides.store
+    ? null
+    : await createSqliteStorage({
+        path: resolve(config.RUNLEDGER_DB),
+        synchronous: config.RUNLEDGER_SQLITE_SYNCHRONOUS,
+      });
   const store: EventStore = overrides.store ?? storage!.eventStore;
   const bus = storage?.bus ?? new EventBus(store);
   const model = overrides.model ?? modelFromConfig(config);
-  const memory = storage ? await buildMemory(config, { db: storage.db as Kysely<unknown>, store, model }) : null;
+  const memory = storage
+    ? await buildMemory(config, { db: storage.db as Kysely<unknown>, store, model })
+    : null;
   const layer = overrides.tools
     ? null
-    : createToolLayer({ allowedRoot, sandbox: config.RUNLEDGER_SANDBOX, plugins: config.RUNLEDGER_PLUGINS, maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES, memory: memory?.tools ?? null, logger: toolLogger(overrides.log) });
+    : createToolLayer({
+        allowedRoot,
+        sandbox: config.RUNLEDGER_SANDBOX,
+        plugins: config.RUNLEDGER_PLUGINS,
+        maxOutputBytes: config.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES,
+        memory: memory?.tools ?? null,
+        logger: toolLogger(overrides.log),
+      });
   const tools = overrides.tools ?? layer!.registry;
-  const permissions = overrides.permissions ?? new RulePermissionPolicy({ allowedRoot, rules: config.RUNLEDGER_PERMISSION_RULES });
+  const permissions =
+    overrides.permissions ??
+    new RulePermissionPolicy({ allowedRoot, rules: config.RUNLEDGER_PERMISSION_RULES });
   const options: RuntimeOptions = {
     store,
     tools,

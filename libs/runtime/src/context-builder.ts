@@ -10,7 +10,13 @@ export type ContextSection = (typeof CONTEXT_SECTIONS)[number];
 
 /** Token budget per section; characters are counted at 4 per token. */
 export type SectionBudgets = Record<ContextSection, number>;
-export const DEFAULT_SECTION_BUDGETS: SectionBudgets = { system: 1500, memory: 1000, tools: 2000, history: 4000, user: 4000 };
+export const DEFAULT_SECTION_BUDGETS: SectionBudgets = {
+  system: 1500,
+  memory: 1000,
+  tools: 2000,
+  history: 4000,
+  user: 4000,
+};
 const CHARS_PER_TOKEN = 4;
 const tokensOf = (s: string): number => Math.ceil(s.length / CHARS_PER_TOKEN);
 
@@ -37,12 +43,17 @@ export interface BuiltContext {
 
 const isCompactionSummary = (h: HistoryItem): boolean => h.directive === COMPACTED_ROUNDS;
 
-const clip = (s: string, maxChars: number): string => (s.length <= maxChars ? s : `${s.slice(0, Math.max(0, maxChars - 14))}…[truncated]`);
+const clip = (s: string, maxChars: number): string =>
+  s.length <= maxChars ? s : `${s.slice(0, Math.max(0, maxChars - 14))}…[truncated]`;
 
 const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
 
 const historyText = (h: HistoryItem): string =>
-  isCompactionSummary(h) ? [`Summary of rounds up to ${h.round}:`, ...h.results.map((r) => `  ${r}`)].join('\n') : [`Round ${h.round} directive: ${JSON.stringify(h.directive)}`, ...h.results.map((r) => `  ${r}`)].join('\n');
+  isCompactionSummary(h)
+    ? [`Summary of rounds up to ${h.round}:`, ...h.results.map((r) => `  ${r}`)].join('\n')
+    : [`Round ${h.round} directive: ${JSON.stringify(h.directive)}`, ...h.results.map((r) => `  ${r}`)].join(
+        '\n',
+      );
 
 /**
  * system + memory + tools + history + user, each within its budget. History
@@ -58,7 +69,13 @@ export class ContextBuilder {
     private readonly prompt: PromptSettings | null = null,
   ) {}
 
-  async build(progress: TaskProgress, round: number, tools: readonly ToolManifest[], signal?: AbortSignal, opts: { canCompact?: boolean } = {}): Promise<BuiltContext> {
+  async build(
+    progress: TaskProgress,
+    round: number,
+    tools: readonly ToolManifest[],
+    signal?: AbortSignal,
+    opts: { canCompact?: boolean } = {},
+  ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
     const fit = (name: ContextSection, text: string): string => {
@@ -71,7 +88,10 @@ export class ContextBuilder {
 
     let hits = signal?.aborted ? [] : await this.recall(progress);
     const system = fit('system', SYSTEM_PROMPT);
-    const toolText = fit('tools', tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'));
+    const toolText = fit(
+      'tools',
+      tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'),
+    );
 
     let kept = [...progress.history];
     const budgetChars = this.budgets.history * CHARS_PER_TOKEN;
@@ -83,19 +103,40 @@ export class ContextBuilder {
       const items: PromptItem[] = [
         { id: 'system', section: 'system', tokens: tokensOf(system) },
         { id: 'tools', section: 'tools', tokens: tokensOf(toolText) },
-        { id: 'user', section: 'user', tokens: tokensOf(clip(progress.input, this.budgets.user * CHARS_PER_TOKEN)) },
-        ...hits.map((h) => ({ id: `memory:${h.id}`, section: 'memory' as const, tokens: tokensOf(memoryLine(h)) })),
-        ...kept.map((h) => ({ id: `history:round_${h.round}`, section: 'history' as const, tokens: tokensOf(historyText(h)) })),
+        {
+          id: 'user',
+          section: 'user',
+          tokens: tokensOf(clip(progress.input, this.budgets.user * CHARS_PER_TOKEN)),
+        },
+        ...hits.map((h) => ({
+          id: `memory:${h.id}`,
+          section: 'memory' as const,
+          tokens: tokensOf(memoryLine(h)),
+        })),
+        ...kept.map((h) => ({
+          id: `history:round_${h.round}`,
+          section: 'history' as const,
+          tokens: tokensOf(historyText(h)),
+        })),
       ];
       const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
       if (decision.kind === 'exceed') overBudget = decision.detail;
-      const drop = new Set(decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])] : []);
+      const drop = new Set(
+        decision.kind === 'trim' || decision.kind === 'compact'
+          ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])]
+          : [],
+      );
       if (decision.kind === 'compact') {
         const old = kept.filter((h) => drop.has(`history:round_${h.round}`));
-        compaction = { rounds: old.map((h) => h.round), text: old.map(historyText).join('\n'), summaryTokens: decision.summaryTokens };
+        compaction = {
+          rounds: old.map((h) => h.round),
+          text: old.map(historyText).join('\n'),
+          summaryTokens: decision.summaryTokens,
+        };
       }
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
-      for (const h of kept) if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
+      for (const h of kept)
+        if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
       kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
       cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
     }

@@ -57,7 +57,9 @@ export interface GuardVerdict {
  */
 export interface LoopGuard {
   beforeRound?(ctx: RoundGuardContext): Promise<GuardVerdict>;
-  beforeEnd?(ctx: RoundGuardContext & { stop: Stop; result: string | null }): Promise<{ events?: NewEvent[]; stop?: Stop }>;
+  beforeEnd?(
+    ctx: RoundGuardContext & { stop: Stop; result: string | null },
+  ): Promise<{ events?: NewEvent[]; stop?: Stop }>;
   /** milliseconds the task may still run (its end-to-end deadline), null for no limit */
   remainingMs?(ctx: Pick<RoundGuardContext, 'progress' | 'events'>): number | null;
 }

@@ -13,14 +13,30 @@ export class ReplayBackend extends ScriptedBackend {
 
   static fromEvents(events: readonly RuntimeEvent[]): ReplayBackend {
     const chunks = new Map<string, string[]>();
-    for (const e of events) if (e.type === 'OUTPUT_CHUNK') chunks.set(e.payload.call_id, [...(chunks.get(e.payload.call_id) ?? []), e.payload.delta]);
+    for (const e of events)
+      if (e.type === 'OUTPUT_CHUNK')
+        chunks.set(e.payload.call_id, [...(chunks.get(e.payload.call_id) ?? []), e.payload.delta]);
     const script: ModelScript = {};
     for (const e of events) {
       if (e.type !== 'MODEL_RESPONDED') continue;
       const p = e.payload;
       const item: ScriptItem = p.error
-        ? { error: p.error.kind as Extract<ScriptItem, { error: unknown }>['error'], message: p.error.message, ...(p.retry_after_ms !== null ? { retry_after_ms: p.retry_after_ms } : {}) }
-        : { content: p.content ?? '', usage: { prompt_tokens: p.usage.prompt_tokens, completion_tokens: p.usage.completion_tokens, estimated: p.usage.estimated }, model: p.model, finish_reason: p.finish_reason, chunks: rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []) };
+        ? {
+            error: p.error.kind as Extract<ScriptItem, { error: unknown }>['error'],
+            message: p.error.message,
+            ...(p.retry_after_ms !== null ? { retry_after_ms: p.retry_after_ms } : {}),
+          }
+        : {
+            content: p.content ?? '',
+            usage: {
+              prompt_tokens: p.usage.prompt_tokens,
+              completion_tokens: p.usage.completion_tokens,
+              estimated: p.usage.estimated,
+            },
+            model: p.model,
+            finish_reason: p.finish_reason,
+            chunks: rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []),
+          };
       (script[p.role] ??= []).push(item);
     }
     return new ReplayBackend(script);
@@ -39,8 +55,10 @@ export class ReplayToolRegistry extends ToolRegistry {
   ) {
     super();
     for (const e of events) {
-      if (e.type === 'TOOL_COMPLETED') this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: '' });
-      if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error') this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
+      if (e.type === 'TOOL_COMPLETED')
+        this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: '' });
+      if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error')
+        this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
     }
   }
 
@@ -85,17 +103,36 @@ export class ReplayPermissionPolicy extends PermissionPolicy {
     super();
     const seen = new Set<string>();
     for (const e of events) {
-      if (e.type !== 'TOOL_CALLED' && e.type !== 'TOOL_FAILED' && e.type !== 'TASK_AWAITING_PERMISSION') continue;
+      if (e.type !== 'TOOL_CALLED' && e.type !== 'TOOL_FAILED' && e.type !== 'TASK_AWAITING_PERMISSION')
+        continue;
       if (seen.has(e.payload.call_id)) continue;
       const refused = e.type === 'TOOL_FAILED' ? e.payload.error_kind : null;
       if (e.type === 'TOOL_FAILED' && refused !== 'permission_denied' && refused !== 'hard_stop') continue;
       seen.add(e.payload.call_id);
       const check: PermissionCheck =
-        e.type === 'TOOL_FAILED' ? { verdict: refused === 'hard_stop' ? 'hard_stop' : 'deny', rule: 'replay', reason: e.payload.error } : { verdict: 'allow', rule: null, reason: 'replay' };
+        e.type === 'TOOL_FAILED'
+          ? {
+              verdict: refused === 'hard_stop' ? 'hard_stop' : 'deny',
+              rule: 'replay',
+              reason: e.payload.error,
+            }
+          : { verdict: 'allow', rule: null, reason: 'replay' };
       this.queues.set(e.payload.tool, [...(this.queues.get(e.payload.tool) ?? []), check]);
     }
-    const refusedInput = events.find((e) => e.type === 'TASK_FAILED' && e.payload.stop_reason === 'permission_denied' && e.payload.detail.startsWith(INPUT_REFUSED));
-    this.input = refusedInput?.type === 'TASK_FAILED' ? { verdict: 'hard_stop', rule: 'replay', reason: refusedInput.payload.detail.slice(INPUT_REFUSED.length) } : { verdict: 'allow', rule: null, reason: 'replay' };
+    const refusedInput = events.find(
+      (e) =>
+        e.type === 'TASK_FAILED' &&
+        e.payload.stop_reason === 'permission_denied' &&
+        e.payload.detail.startsWith(INPUT_REFUSED),
+    );
+    this.input =
+      refusedInput?.type === 'TASK_FAILED'
+        ? {
+            verdict: 'hard_stop',
+            rule: 'replay',
+            reason: refusedInput.payload.detail.slice(INPUT_REFUSED.length),
+          }
+        : { verdict: 'allow', rule: null, reason: 'replay' };
   }
 
   check(s: PermissionSubject): PermissionCheck {
@@ -117,7 +154,11 @@ export class ReplayMemoryRecall extends MemoryRecall {
 
   constructor(events: readonly RuntimeEvent[]) {
     super();
-    this.rounds = events.flatMap((e) => (e.type === 'CONTEXT_BUILT' ? [e.payload.memory_hits.map((h) => ({ id: h.id, score: h.score, text: h.text ?? '' }))] : []));
+    this.rounds = events.flatMap((e) =>
+      e.type === 'CONTEXT_BUILT'
+        ? [e.payload.memory_hits.map((h) => ({ id: h.id, score: h.score, text: h.text ?? '' }))]
+        : [],
+    );
   }
 
   async recall(): Promise<MemoryHit[]> {
@@ -127,15 +168,42 @@ export class ReplayMemoryRecall extends MemoryRecall {
 
 /** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
 export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
-  const VOLATILE = new Set(['call_id', 'request_id', 'latency_ms', 'duration_ms', 'backend', 'session_id', 'source', 'request_hash', 'idempotency_key', 'forked_from']);
+  const VOLATILE = new Set([
+    'call_id',
+    'request_id',
+    'latency_ms',
+    'duration_ms',
+    'backend',
+    'session_id',
+    'source',
+    'request_hash',
+    'idempotency_key',
+    'forked_from',
+  ]);
   const strip = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !VOLATILE.has(k)).map(([k, x]) => [k, strip(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(
+        Object.entries(v)
+          .filter(([k]) => !VOLATILE.has(k))
+          .map(([k, x]) => [k, strip(x)]),
+      );
     return v;
   };
   return events
-    .filter((e) => e.type !== 'CRITIC_RESULT' && e.type !== 'MEMORY_WRITTEN' && !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'))
-    .filter((e) => e.type !== 'TASK_AWAITING_PERMISSION' && e.type !== 'PERMISSION_RESOLVED' && e.type !== 'TASK_AWAITING_SECRET' && e.type !== 'SECRET_PROVIDED')
+    .filter(
+      (e) =>
+        e.type !== 'CRITIC_RESULT' &&
+        e.type !== 'MEMORY_WRITTEN' &&
+        !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
+    )
+    .filter(
+      (e) =>
+        e.type !== 'TASK_AWAITING_PERMISSION' &&
+        e.type !== 'PERMISSION_RESOLVED' &&
+        e.type !== 'TASK_AWAITING_SECRET' &&
+        e.type !== 'SECRET_PROVIDED',
+    )
     .map((e) => {
       // The model name of a call is the serving backend's; a replay serves it from the log.
       const unnamed = e.type === 'MODEL_CALLED' || (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
@@ -143,7 +211,10 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
     });
 }
 
-export async function recordedTask(store: { readWholeStream(id: string): Promise<RuntimeEvent[]> }, taskId: string): Promise<RuntimeEvent[]> {
+export async function recordedTask(
+  store: { readWholeStream(id: string): Promise<RuntimeEvent[]> },
+  taskId: string,
+): Promise<RuntimeEvent[]> {
   const events = await store.readWholeStream(taskId);
   if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
   return events;
@@ -154,7 +225,10 @@ export async function recordedTask(store: { readWholeStream(id: string): Promise
  * answers and tool outcomes come from its log, nothing is called or run. The
  * replay's events match the original's in type, order and payload (see replayView).
  */
-export async function replayTask(options: ReplayOptions, sourceTaskId: string): Promise<{ task_id: string; progress: TaskProgress }> {
+export async function replayTask(
+  options: ReplayOptions,
+  sourceTaskId: string,
+): Promise<{ task_id: string; progress: TaskProgress }> {
   const events = await recordedTask(options.store, sourceTaskId);
   const first = events[0];
   if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
@@ -169,7 +243,14 @@ export async function replayTask(options: ReplayOptions, sourceTaskId: string): 
     memory: new ReplayMemoryRecall(events),
   });
   try {
-    const { task_id } = await rt.service.submit({ input: first.payload.input, budgets: first.payload.budgets, accept_checks: first.payload.accept_checks }, { source: 'replay' });
+    const { task_id } = await rt.service.submit(
+      {
+        input: first.payload.input,
+        budgets: first.payload.budgets,
+        accept_checks: first.payload.accept_checks,
+      },
+      { source: 'replay' },
+    );
     return { task_id, progress: await rt.service.settled(task_id) };
   } finally {
     await rt.service.close();

@@ -1,6 +1,15 @@
 const TYPE_RESPOND = /"type"\s*:\s*"respond"/;
 const CONTENT_START = /"content"\s*:\s*"/;
-const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+const ESCAPES: Record<string, string> = {
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+};
 
 /**
  * Pulls the `content` string of a `respond` directive out of a streamed JSON
@@ -56,5 +65,9 @@ export class RespondStreamExtractor {
 export function rawChunksFor(content: string, deltas: readonly string[]): string[] {
   const start = CONTENT_START.exec(content);
   if (!start || !TYPE_RESPOND.test(content.slice(0, start.index))) return [content];
-  return [content.slice(0, start.index + start[0].length), ...deltas.map((d) => JSON.stringify(d).slice(1, -1)), '"}'];
+  return [
+    content.slice(0, start.index + start[0].length),
+    ...deltas.map((d) => JSON.stringify(d).slice(1, -1)),
+    '"}',
+  ];
 }

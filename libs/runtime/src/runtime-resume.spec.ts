@@ -13,12 +13,40 @@ import { AllowAllPolicy, RuleTablePolicy, testToolRegistry } from './testing';
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',
   session_id: 'sess_1',
-  payload: { input, session_id: 'sess_1', accept_checks: [], budgets: {}, idempotency_key: null, request_hash: null, source: 'cli', forked_from: null },
+  payload: {
+    input,
+    session_id: 'sess_1',
+    accept_checks: [],
+    budgets: {},
+    idempotency_key: null,
+    request_hash: null,
+    source: 'cli',
+    forked_from: null,
+  },
 });
-const context = (round: number): NewEvent => ({ type: 'CONTEXT_BUILT', payload: { round, sections: {}, total_tokens: 0, budget_tokens: 0, cut: [], memory_hits: [], compacted: false } });
+const context = (round: number): NewEvent => ({
+  type: 'CONTEXT_BUILT',
+  payload: {
+    round,
+    sections: {},
+    total_tokens: 0,
+    budget_tokens: 0,
+    cut: [],
+    memory_hits: [],
+    compacted: false,
+  },
+});
 const decided = (round: number, directive: object): NewEvent =>
-  ({ type: 'ROUTER_DECIDED', payload: { round, directive, source: 'orchestrator', fallback_reason: null, attempts: 1 } }) as NewEvent;
-const called = (call_id: string, tool: string, args: Record<string, unknown>, idempotent: boolean): NewEvent => ({
+  ({
+    type: 'ROUTER_DECIDED',
+    payload: { round, directive, source: 'orchestrator', fallback_reason: null, attempts: 1 },
+  }) as NewEvent;
+const called = (
+  call_id: string,
+  tool: string,
+  args: Record<string, unknown>,
+  idempotent: boolean,
+): NewEvent => ({
   type: 'TOOL_CALLED',
   payload: { call_id, tool, args, args_hash: hashArgs(tool, args), step_id: null, idempotent, attempt: 1 },
 });
@@ -26,8 +54,17 @@ const called = (call_id: string, tool: string, args: Record<string, unknown>, id
 describe('resuming from the log (a new runtime on the same store, as after a restart)', () => {
   let dir: string;
   let store: InMemoryEventStore;
-  const runtime = (script: ConstructorParameters<typeof ScriptedBackend>[0], permissions = new AllowAllPolicy()) =>
-    createRuntime({ store, tools: testToolRegistry(dir), permissions, model: new ScriptedBackend(script), log: () => undefined });
+  const runtime = (
+    script: ConstructorParameters<typeof ScriptedBackend>[0],
+    permissions = new AllowAllPolicy(),
+  ) =>
+    createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions,
+      model: new ScriptedBackend(script),
+      log: () => undefined,
+    });
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-resume-unit-'));
@@ -36,29 +73,57 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('an idempotent call with an intent and no outcome runs again (attempt 2)', async () => {
-    await store.append('task_a', [received('echo'), context(1), decided(1, { type: 'tool', tool: 'echo', args: { text: 'again' } }), called('call_1', 'echo', { text: 'again' }, true)], { expected: 'no_stream' });
+    await store.append(
+      'task_a',
+      [
+        received('echo'),
+        context(1),
+        decided(1, { type: 'tool', tool: 'echo', args: { text: 'again' } }),
+        called('call_1', 'echo', { text: 'again' }, true),
+      ],
+      { expected: 'no_stream' },
+    );
     const sut = runtime({ orchestrator: ['{"type":"respond","content":"after resume"}'] }).service;
     expect(await sut.resumeUnfinished()).toEqual(['task_a']);
     const p = await sut.settled('task_a');
     expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'after resume' });
     const calls = (await store.readWholeStream('task_a')).filter((e) => e.type === 'TOOL_CALLED');
-    expect(calls.map((e) => e.payload)).toEqual([expect.objectContaining({ attempt: 1 }), expect.objectContaining({ attempt: 2 })]);
+    expect(calls.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ attempt: 1 }),
+      expect.objectContaining({ attempt: 2 }),
+    ]);
     await sut.close();
   });
 
   it('a non-idempotent call without outcome becomes outcome_unknown and is not run', async () => {
-    await store.append('task_b', [received('append'), context(1), decided(1, { type: 'tool', tool: 'append_line', args: { path: 'f.txt', line: 'x' } }), called('call_1', 'append_line', { path: 'f.txt', line: 'x' }, false)], { expected: 'no_stream' });
+    await store.append(
+      'task_b',
+      [
+        received('append'),
+        context(1),
+        decided(1, { type: 'tool', tool: 'append_line', args: { path: 'f.txt', line: 'x' } }),
+        called('call_1', 'append_line', { path: 'f.txt', line: 'x' }, false),
+      ],
+      { expected: 'no_stream' },
+    );
     const sut = runtime({ orchestrator: ['{"type":"fail","reason":"unsure"}'] }).service;
     await sut.resumeUnfinished();
     await sut.settled('task_b');
     const events = await store.readWholeStream('task_b');
     expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
-    expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({ error_kind: 'outcome_unknown' });
+    expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
+      error_kind: 'outcome_unknown',
+    });
     await sut.close();
   });
 
   it('a task awaiting permission stays waiting across a restart; the answer is taken by the new process', async () => {
-    const script = { orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"ok?"}}', '{"type":"respond","content":"done"}'] };
+    const script = {
+      orchestrator: [
+        '{"type":"tool","tool":"echo","args":{"text":"ok?"}}',
+        '{"type":"respond","content":"done"}',
+      ],
+    };
     const first = runtime(script, new RuleTablePolicy({ echo: 'prompt' })).service;
     const { task_id } = await first.submit({ input: 'ask first' }, { source: 'api' });
     const waiting = await first.settled(task_id);
@@ -78,15 +143,26 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     await sut.resumeUnfinished();
     await sut.settled('task_c');
     const events = await store.readWholeStream('task_c');
-    expect(events.filter((e) => e.type === 'ROUTER_DECIDED').map((e) => e.payload)).toEqual([expect.objectContaining({ round: 1 })]);
+    expect(events.filter((e) => e.type === 'ROUTER_DECIDED').map((e) => e.payload)).toEqual([
+      expect.objectContaining({ round: 1 }),
+    ]);
     expect(foldProgress('task_c', events).final?.result).toBe('hi');
     await sut.close();
   });
 
   it('runs no more tasks at once than its concurrency', async () => {
     const slow = { content: '{"type":"respond","content":"ok"}', delay_ms: 100 };
-    const rt = createRuntime({ store, tools: testToolRegistry(dir), permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: [slow] }), concurrency: 1, log: () => undefined });
-    const ids = await Promise.all(['a', 'b', 'c'].map((input) => rt.service.submit({ input }, { source: 'api' }).then((r) => r.task_id)));
+    const rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new AllowAllPolicy(),
+      model: new ScriptedBackend({ orchestrator: [slow] }),
+      concurrency: 1,
+      log: () => undefined,
+    });
+    const ids = await Promise.all(
+      ['a', 'b', 'c'].map((input) => rt.service.submit({ input }, { source: 'api' }).then((r) => r.task_id)),
+    );
     await Promise.all(ids.map((id) => rt.service.settled(id)));
     const spans = await Promise.all(
       ids.map(async (id) => {
@@ -101,15 +177,41 @@ describe('resuming from the log (a new runtime on the same store, as after a res
 });
 
 describe('ContextBuilder', () => {
-  const manifest: ToolManifest = { name: 'echo', description: 'echo', args_schema: {}, requires_permission: false, idempotent: true, timeout_ms: 1000, secrets: [], sensitive_output: false, entry: 'index.js' };
+  const manifest: ToolManifest = {
+    name: 'echo',
+    description: 'echo',
+    args_schema: {},
+    requires_permission: false,
+    idempotent: true,
+    timeout_ms: 1000,
+    secrets: [],
+    sensitive_output: false,
+    entry: 'index.js',
+  };
 
   it('trims the oldest rounds of history first and records the cut; the newest round stays', async () => {
     const big = 'x'.repeat(300);
-    const events = [received('task input')].map((e, i) => ({ ...e, event_id: `e${i}`, task_id: 't', session_id: 's', sequence: i + 1, position: i + 1, causation_id: null, correlation_id: 't', created_at: '' }));
+    const events = [received('task input')].map((e, i) => ({
+      ...e,
+      event_id: `e${i}`,
+      task_id: 't',
+      session_id: 's',
+      sequence: i + 1,
+      position: i + 1,
+      causation_id: null,
+      correlation_id: 't',
+      created_at: '',
+    }));
     const p = foldProgress('t', events as never);
     p.history = [1, 2, 3].map((round) => ({ round, directive: { type: 'tool' }, results: [big], ok: true }));
     const memory: MemoryRecall = { recall: async () => [{ id: 'm1', text: 'remembered fact', score: 0.9 }] };
-    const sut = new ContextBuilder(memory, { system: 1500, memory: 100, tools: 100, history: 100, user: 100 });
+    const sut = new ContextBuilder(memory, {
+      system: 1500,
+      memory: 100,
+      tools: 100,
+      history: 100,
+      user: 100,
+    });
     const built = await sut.build(p, 4, [manifest]);
     expect(built.event.cut).toEqual(['history:round_1', 'history:round_2']);
     expect(built.view.history.map((h) => h.round)).toEqual([3]);

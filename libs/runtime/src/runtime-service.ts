@@ -61,7 +61,11 @@ export class RuntimeService {
 
   async submit(input: UserTask, options: SubmitOptions): Promise<SubmitResult> {
     const parsed = UserTask.safeParse(input);
-    if (!parsed.success) throw new ValidationError(`invalid task: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, parsed.error.issues);
+    if (!parsed.success)
+      throw new ValidationError(
+        `invalid task: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        parsed.error.issues,
+      );
     const task = parsed.data;
     const key = options.idempotency_key ?? null;
     const request_hash = sha256(canonicalJson(task));
@@ -74,7 +78,16 @@ export class RuntimeService {
           {
             type: 'TASK_RECEIVED',
             session_id,
-            payload: { input: task.input, session_id, accept_checks: task.accept_checks ?? [], budgets: task.budgets ?? {}, idempotency_key: key, request_hash, source: options.source, forked_from: null },
+            payload: {
+              input: task.input,
+              session_id,
+              accept_checks: task.accept_checks ?? [],
+              budgets: task.budgets ?? {},
+              idempotency_key: key,
+              request_hash,
+              source: options.source,
+              forked_from: null,
+            },
           },
         ],
         { expected: 'no_stream' },
@@ -83,7 +96,10 @@ export class RuntimeService {
       if (!(err instanceof ConcurrencyError) || !key) throw err;
       const [first] = await this.deps.store.readStream(task_id, { limit: 1 });
       if (first?.type !== 'TASK_RECEIVED' || first.payload.request_hash !== request_hash) {
-        throw new IdempotencyConflictError(`idempotency key already used for a different request (task ${task_id})`, { task_id });
+        throw new IdempotencyConflictError(
+          `idempotency key already used for a different request (task ${task_id})`,
+          { task_id },
+        );
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
     }
@@ -112,16 +128,24 @@ export class RuntimeService {
       await running.done;
     }
     const writer = await TaskWriter.open(this.deps.store, taskId);
-    if (!writer.progress.final) await this.deps.loop.end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null);
+    if (!writer.progress.final)
+      await this.deps.loop.end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null);
   }
 
   async resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void> {
     const p = await this.progress(taskId);
     const pending = p.pendingPermission;
-    if (!pending || pending.request_id !== requestId || p.final) throw new IllegalStateError(`permission request ${requestId} of task ${taskId} is not pending`);
+    if (!pending || pending.request_id !== requestId || p.final)
+      throw new IllegalStateError(`permission request ${requestId} of task ${taskId} is not pending`);
     await this.appendIfUnchanged(p, {
       type: 'PERMISSION_RESOLVED',
-      payload: { request_id: requestId, call_id: pending.call_id, decision, args_hash: pending.args_hash, tool: pending.tool },
+      payload: {
+        request_id: requestId,
+        call_id: pending.call_id,
+        decision,
+        args_hash: pending.args_hash,
+        tool: pending.tool,
+      },
     });
     this.enqueue(taskId);
   }
@@ -130,9 +154,13 @@ export class RuntimeService {
   async provideSecret(taskId: string, requestId: string, secret: string): Promise<void> {
     const p = await this.progress(taskId);
     const pending = p.pendingSecret;
-    if (!pending || pending.request_id !== requestId || p.final) throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
+    if (!pending || pending.request_id !== requestId || p.final)
+      throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
     this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
-    await this.appendIfUnchanged(p, { type: 'SECRET_PROVIDED', payload: { request_id: requestId, call_id: pending.call_id, secret_name: pending.secret_name } });
+    await this.appendIfUnchanged(p, {
+      type: 'SECRET_PROVIDED',
+      payload: { request_id: requestId, call_id: pending.call_id, secret_name: pending.secret_name },
+    });
     this.enqueue(taskId);
   }
 
@@ -141,7 +169,11 @@ export class RuntimeService {
     const received = new Set<string>();
     let after = 0;
     for (;;) {
-      const page = await this.deps.store.readAll({ after_position: after, limit: 1000, types: ['TASK_RECEIVED', 'TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'] });
+      const page = await this.deps.store.readAll({
+        after_position: after,
+        limit: 1000,
+        types: ['TASK_RECEIVED', 'TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'],
+      });
       for (const e of page) {
         if (e.type === 'TASK_RECEIVED') received.add(e.task_id);
         else received.delete(e.task_id);
@@ -155,9 +187,15 @@ export class RuntimeService {
       const p = await this.progress(taskId);
       if (p.final || SUSPENDED.includes(p.status)) continue;
       if (p.last_seq > 1) {
-        await this.appendIfUnchanged(p, { type: 'GUARD_TRIGGERED', payload: { guard: 'resumed', round: p.round, detail: 'resumed from the log after a restart', data: { at_sequence: p.last_seq } } }).catch(
-          (err: unknown) => this.deps.log(`resume marker for ${taskId} not written`, err),
-        );
+        await this.appendIfUnchanged(p, {
+          type: 'GUARD_TRIGGERED',
+          payload: {
+            guard: 'resumed',
+            round: p.round,
+            detail: 'resumed from the log after a restart',
+            data: { at_sequence: p.last_seq },
+          },
+        }).catch((err: unknown) => this.deps.log(`resume marker for ${taskId} not written`, err));
       }
       resumed.push(taskId);
       this.enqueue(taskId);
@@ -182,11 +220,17 @@ export class RuntimeService {
     await Promise.allSettled(running.map((r) => r.done));
   }
 
-  private async appendIfUnchanged(p: TaskProgress, event: Parameters<EventStore['append']>[1][number]): Promise<void> {
+  private async appendIfUnchanged(
+    p: TaskProgress,
+    event: Parameters<EventStore['append']>[1][number],
+  ): Promise<void> {
     try {
-      await this.deps.store.append(p.task_id, [{ ...event, session_id: p.session_id }], { expected: p.last_seq });
+      await this.deps.store.append(p.task_id, [{ ...event, session_id: p.session_id }], {
+        expected: p.last_seq,
+      });
     } catch (err) {
-      if (err instanceof ConcurrencyError) throw new IllegalStateError(`task ${p.task_id} changed meanwhile; try again`);
+      if (err instanceof ConcurrencyError)
+        throw new IllegalStateError(`task ${p.task_id} changed meanwhile; try again`);
       throw err;
     }
   }

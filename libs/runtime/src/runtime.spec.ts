@@ -18,8 +18,19 @@ describe('RuntimeService with the in-memory store', () => {
   let store: InMemoryEventStore;
   let rt: Runtime;
 
-  const build = (model: ModelBackend, permissions: PermissionPolicy = new AllowAllPolicy(), extra: Partial<Parameters<typeof createRuntime>[0]> = {}) => {
-    rt = createRuntime({ store, tools: testToolRegistry(dir), permissions, model, log: () => undefined, ...extra });
+  const build = (
+    model: ModelBackend,
+    permissions: PermissionPolicy = new AllowAllPolicy(),
+    extra: Partial<Parameters<typeof createRuntime>[0]> = {},
+  ) => {
+    rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions,
+      model,
+      log: () => undefined,
+      ...extra,
+    });
     return rt.service;
   };
   const scripted = (script: ModelScript) => build(new ScriptedBackend(script));
@@ -45,19 +56,35 @@ describe('RuntimeService with the in-memory store', () => {
     expect(progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(types(events)).toEqual([
       'TASK_RECEIVED',
-      'CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED',
+      'CONTEXT_BUILT',
+      'MODEL_CALLED',
+      'MODEL_RESPONDED',
+      'ROUTER_DECIDED',
       'PLAN_STARTED',
-      'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED',
-      'STEP_STARTED', 'TOOL_CALLED', 'TOOL_COMPLETED', 'STEP_COMPLETED',
+      'STEP_STARTED',
+      'TOOL_CALLED',
+      'TOOL_COMPLETED',
+      'STEP_COMPLETED',
+      'STEP_STARTED',
+      'TOOL_CALLED',
+      'TOOL_COMPLETED',
+      'STEP_COMPLETED',
       'PLAN_COMPLETED',
-      'CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED',
+      'CONTEXT_BUILT',
+      'MODEL_CALLED',
+      'MODEL_RESPONDED',
+      'ROUTER_DECIDED',
       'TASK_COMPLETED',
     ]);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
     const done = events[events.length - 1];
     expect(done.type === 'TASK_COMPLETED' && done.payload.result).toContain('hello');
     expect(done.type === 'TASK_COMPLETED' && done.payload.result).toContain('file body');
-    expect(done.type === 'TASK_COMPLETED' && done.payload.usage).toMatchObject({ rounds: 2, tool_calls: 2, model_calls: 2 });
+    expect(done.type === 'TASK_COMPLETED' && done.payload.usage).toMatchObject({
+      rounds: 2,
+      tool_calls: 2,
+      model_calls: 2,
+    });
   });
 
   it('sys_util answers input it does not understand with help, completed', async () => {
@@ -69,12 +96,24 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('an invalid directive gets one correction round, then the valid one runs', async () => {
-    scripted({ orchestrator: ['I think we should echo', '```json\n{"type":"tool","tool":"echo","args":{"text":"hi"}}\n```', '{"type":"respond","content":"said hi"}'] });
+    scripted({
+      orchestrator: [
+        'I think we should echo',
+        '```json\n{"type":"tool","tool":"echo","args":{"text":"hi"}}\n```',
+        '{"type":"respond","content":"said hi"}',
+      ],
+    });
     const { events, progress } = await run('say hi');
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'said hi' });
     const decided = events.filter((e) => e.type === 'ROUTER_DECIDED');
-    expect(decided[0].payload).toMatchObject({ source: 'orchestrator', attempts: 2, directive: { type: 'tool', tool: 'echo' } });
-    expect(events.filter((e) => e.type === 'GUARD_TRIGGERED').map((e) => e.payload)).toEqual([expect.objectContaining({ guard: 'correction' })]);
+    expect(decided[0].payload).toMatchObject({
+      source: 'orchestrator',
+      attempts: 2,
+      directive: { type: 'tool', tool: 'echo' },
+    });
+    expect(events.filter((e) => e.type === 'GUARD_TRIGGERED').map((e) => e.payload)).toEqual([
+      expect.objectContaining({ guard: 'correction' }),
+    ]);
     const second = events.filter((e) => e.type === 'MODEL_CALLED')[1];
     expect(second.payload).toMatchObject({ role: 'orchestrator', round: 1 });
   });
@@ -91,17 +130,23 @@ describe('RuntimeService with the in-memory store', () => {
     scripted({ orchestrator: ['{"type":"tool"}', 'nope', '{"type":"respond","content":"ok"}'] });
     const { events, progress } = await run('run echo fallback');
     const decided = events.find((e) => e.type === 'ROUTER_DECIDED')!;
-    expect(decided.payload).toMatchObject({ source: 'sys_util', directive: { type: 'tool', tool: 'shell_exec' } });
+    expect(decided.payload).toMatchObject({
+      source: 'sys_util',
+      directive: { type: 'tool', tool: 'shell_exec' },
+    });
     expect(json(decided.payload)).toContain('invalid_directive');
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'ok' });
   });
 
   it('a plan with a cycle fails with PLAN_FAILED naming the cycle; nothing runs', async () => {
-    const plan = { type: 'plan', steps: [
-      { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'a' }, depends_on: ['c'] },
-      { id: 'b', kind: 'tool', tool: 'echo', args: { text: 'b' }, depends_on: ['a'] },
-      { id: 'c', kind: 'tool', tool: 'echo', args: { text: 'c' }, depends_on: ['b'] },
-    ] };
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'a' }, depends_on: ['c'] },
+        { id: 'b', kind: 'tool', tool: 'echo', args: { text: 'b' }, depends_on: ['a'] },
+        { id: 'c', kind: 'tool', tool: 'echo', args: { text: 'c' }, depends_on: ['b'] },
+      ],
+    };
     scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"cannot plan"}'] });
     const { events, progress } = await run('cyclic');
     const failed = events.find((e) => e.type === 'PLAN_FAILED')!;
@@ -111,75 +156,141 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('a failing step stops the plan: later steps are skipped, PLAN_FAILED names the step', async () => {
-    const plan = { type: 'plan', steps: [
-      { id: 'ok', kind: 'tool', tool: 'echo', args: { text: 'fine' } },
-      { id: 'bad', kind: 'tool', tool: 'file_read', args: { path: 'missing.txt' }, depends_on: ['ok'] },
-      { id: 'later', kind: 'tool', tool: 'echo', args: { text: '${steps.bad.output}' }, depends_on: ['bad'] },
-    ] };
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'ok', kind: 'tool', tool: 'echo', args: { text: 'fine' } },
+        { id: 'bad', kind: 'tool', tool: 'file_read', args: { path: 'missing.txt' }, depends_on: ['ok'] },
+        {
+          id: 'later',
+          kind: 'tool',
+          tool: 'echo',
+          args: { text: '${steps.bad.output}' },
+          depends_on: ['bad'],
+        },
+      ],
+    };
     scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"read failed"}'] });
     const { events } = await run('fails');
     const stepFailed = events.filter((e) => e.type === 'STEP_FAILED').map((e) => e.payload);
-    expect(stepFailed).toEqual([expect.objectContaining({ step_id: 'bad', skipped: false }), expect.objectContaining({ step_id: 'later', skipped: true })]);
+    expect(stepFailed).toEqual([
+      expect.objectContaining({ step_id: 'bad', skipped: false }),
+      expect.objectContaining({ step_id: 'later', skipped: true }),
+    ]);
     const pf = events.find((e) => e.type === 'PLAN_FAILED')!;
     expect(pf.payload).toMatchObject({ failed_step: 'bad' });
-    expect(pf.type === 'PLAN_FAILED' && pf.payload.step_results.map((r) => r.status)).toEqual(['completed', 'failed', 'skipped']);
+    expect(pf.type === 'PLAN_FAILED' && pf.payload.step_results.map((r) => r.status)).toEqual([
+      'completed',
+      'failed',
+      'skipped',
+    ]);
     expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(2);
   });
 
   it('a 3-step DAG runs its two independent steps in parallel and feeds outputs forward', async () => {
-    const plan = { type: 'plan', steps: [
-      { id: 'left', kind: 'tool', tool: 'append_line', args: { path: 'l.txt', line: 'L', delay_ms: 150 } },
-      { id: 'right', kind: 'tool', tool: 'append_line', args: { path: 'r.txt', line: 'R', delay_ms: 150 } },
-      { id: 'join', kind: 'tool', tool: 'echo', args: { text: '${steps.left.output} + ${steps.right.output}' }, depends_on: ['left', 'right'] },
-    ] };
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'left', kind: 'tool', tool: 'append_line', args: { path: 'l.txt', line: 'L', delay_ms: 150 } },
+        { id: 'right', kind: 'tool', tool: 'append_line', args: { path: 'r.txt', line: 'R', delay_ms: 150 } },
+        {
+          id: 'join',
+          kind: 'tool',
+          tool: 'echo',
+          args: { text: '${steps.left.output} + ${steps.right.output}' },
+          depends_on: ['left', 'right'],
+        },
+      ],
+    };
     scripted({ orchestrator: [json(plan), '{"type":"respond","content":"joined"}'] });
     const { events, progress } = await run('dag');
     expect(progress.final?.stop_reason).toBe('completed');
-    const idx = (t: EventType, step: string) => events.findIndex((e) => e.type === t && (e.payload as { step_id?: string }).step_id === step);
+    const idx = (t: EventType, step: string) =>
+      events.findIndex((e) => e.type === t && (e.payload as { step_id?: string }).step_id === step);
     expect(idx('STEP_STARTED', 'right')).toBeLessThan(idx('STEP_COMPLETED', 'left'));
     expect(idx('STEP_STARTED', 'left')).toBeLessThan(idx('STEP_COMPLETED', 'right'));
-    expect(idx('STEP_STARTED', 'join')).toBeGreaterThan(Math.max(idx('STEP_COMPLETED', 'left'), idx('STEP_COMPLETED', 'right')));
+    expect(idx('STEP_STARTED', 'join')).toBeGreaterThan(
+      Math.max(idx('STEP_COMPLETED', 'left'), idx('STEP_COMPLETED', 'right')),
+    );
     const join = events.find((e) => e.type === 'STEP_COMPLETED' && e.payload.step_id === 'join')!;
     expect(join.payload).toMatchObject({ output: 'appended L + appended R' });
   });
 
   it('stops with budget_exceeded at the round cap', async () => {
-    build(new ScriptedBackend({ orchestrator: Array(5).fill('{"type":"tool","tool":"echo","args":{"text":"again"}}') }), new AllowAllPolicy(), { maxRounds: 3 });
+    build(
+      new ScriptedBackend({
+        orchestrator: Array(5).fill('{"type":"tool","tool":"echo","args":{"text":"again"}}'),
+      }),
+      new AllowAllPolicy(),
+      { maxRounds: 3 },
+    );
     const { progress } = await run('loop forever');
     expect(progress.final).toMatchObject({ stop_reason: 'budget_exceeded' });
     expect(progress.usage.rounds).toBe(3);
   });
 
   it('a prompt suspends the task durably; allow_once resumes it; a stale request is refused', async () => {
-    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"guarded"}}', '{"type":"respond","content":"done"}'] }), new RuleTablePolicy({ echo: 'prompt' }));
+    build(
+      new ScriptedBackend({
+        orchestrator: [
+          '{"type":"tool","tool":"echo","args":{"text":"guarded"}}',
+          '{"type":"respond","content":"done"}',
+        ],
+      }),
+      new RuleTablePolicy({ echo: 'prompt' }),
+    );
     const { task_id, progress } = await run('guarded echo');
     expect(progress.status).toBe('awaiting_permission');
     const req = progress.pendingPermission!;
     expect(req).toMatchObject({ tool: 'echo', args: { text: 'guarded' } });
-    await expect(rt.service.resolvePermission(task_id, 'perm_other', 'allow_once')).rejects.toThrow(/not pending/);
+    await expect(rt.service.resolvePermission(task_id, 'perm_other', 'allow_once')).rejects.toThrow(
+      /not pending/,
+    );
     await rt.service.resolvePermission(task_id, req.request_id, 'allow_once');
     const after = await rt.service.settled(task_id);
     expect(after.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
-    await expect(rt.service.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(/not pending/);
+    await expect(rt.service.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(
+      /not pending/,
+    );
     const t = types(await store.readWholeStream(task_id));
     expect(t.indexOf('PERMISSION_RESOLVED')).toBeLessThan(t.indexOf('TOOL_CALLED'));
   });
 
   it('deny tells the orchestrator (TOOL_FAILED permission_denied); hard_stop fails the task', async () => {
-    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"x"}}', '{"type":"fail","reason":"not allowed"}'] }), new RuleTablePolicy({ echo: 'deny' }));
+    build(
+      new ScriptedBackend({
+        orchestrator: [
+          '{"type":"tool","tool":"echo","args":{"text":"x"}}',
+          '{"type":"fail","reason":"not allowed"}',
+        ],
+      }),
+      new RuleTablePolicy({ echo: 'deny' }),
+    );
     const denied = await run('deny me');
-    expect(denied.events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({ error_kind: 'permission_denied' });
+    expect(denied.events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
+      error_kind: 'permission_denied',
+    });
     expect(denied.progress.final?.stop_reason).toBe('permission_denied');
     await rt.service.close();
 
-    build(new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"shell_exec","args":{"command":"rm -rf /"}}'] }), new RuleTablePolicy({ shell_exec: 'hard_stop' }));
+    build(
+      new ScriptedBackend({
+        orchestrator: ['{"type":"tool","tool":"shell_exec","args":{"command":"rm -rf /"}}'],
+      }),
+      new RuleTablePolicy({ shell_exec: 'hard_stop' }),
+    );
     const stopped = await run('wipe');
     expect(stopped.progress.final?.stop_reason).toBe('permission_denied');
     expect(types(stopped.events)).not.toContain('TOOL_CALLED');
   });
 
   it('allow_always of the session is applied to the next task without asking', async () => {
-    const script = { orchestrator: ['{"type":"tool","tool":"echo","args":{"text":"a"}}', '{"type":"respond","content":"done"}'] };
+    const script = {
+      orchestrator: [
+        '{"type":"tool","tool":"echo","args":{"text":"a"}}',
+        '{"type":"respond","content":"done"}',
+      ],
+    };
     build(new ScriptedBackend(script), new RuleTablePolicy({ echo: 'prompt' }));
     const first = await rt.service.submit({ input: 'one', session_id: 'sess_a' }, { source: 'cli' });
     const p1 = await rt.service.settled(first.task_id);
@@ -193,9 +304,27 @@ describe('RuntimeService with the in-memory store', () => {
 
   it('a secret is asked for, used by the tool, redacted from its output and never logged', async () => {
     const tools = testToolRegistry(dir);
-    const m: ToolManifest = { name: 'whoami', description: 'prints the token', args_schema: { type: 'object' }, requires_permission: false, idempotent: false, timeout_ms: 1000, secrets: ['API_TOKEN'], sensitive_output: false, entry: 'index.js' };
+    const m: ToolManifest = {
+      name: 'whoami',
+      description: 'prints the token',
+      args_schema: { type: 'object' },
+      requires_permission: false,
+      idempotent: false,
+      timeout_ms: 1000,
+      secrets: ['API_TOKEN'],
+      sensitive_output: false,
+      entry: 'index.js',
+    };
     tools.add(m, async (_a, ctx) => `token is ${ctx.secrets.get('API_TOKEN')}`);
-    rt = createRuntime({ store, tools, permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: ['{"type":"tool","tool":"whoami","args":{}}', '{"type":"respond","content":"done"}'] }), log: () => undefined });
+    rt = createRuntime({
+      store,
+      tools,
+      permissions: new AllowAllPolicy(),
+      model: new ScriptedBackend({
+        orchestrator: ['{"type":"tool","tool":"whoami","args":{}}', '{"type":"respond","content":"done"}'],
+      }),
+      log: () => undefined,
+    });
     const { task_id } = await rt.service.submit({ input: 'who' }, { source: 'cli' });
     const waiting = await rt.service.settled(task_id);
     expect(waiting.status).toBe('awaiting_secret');
@@ -209,19 +338,30 @@ describe('RuntimeService with the in-memory store', () => {
 
   it('idempotency: the same key and body return the same task, a different body conflicts, racing submits create one task', async () => {
     build(new SysUtilBackend());
-    const results = await Promise.all([1, 2, 3].map(() => rt.service.submit({ input: 'run echo once' }, { source: 'api', idempotency_key: 'k1' })));
+    const results = await Promise.all(
+      [1, 2, 3].map(() =>
+        rt.service.submit({ input: 'run echo once' }, { source: 'api', idempotency_key: 'k1' }),
+      ),
+    );
     expect(new Set(results.map((r) => r.task_id)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
-    await expect(rt.service.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' })).rejects.toThrow(/different request/);
+    await expect(
+      rt.service.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' }),
+    ).rejects.toThrow(/different request/);
     await rt.service.settled(results[0].task_id);
     const received = (await store.readAll({ types: ['TASK_RECEIVED'] })).length;
     expect(received).toBe(1);
   });
 
   it('cancel aborts a running tool and ends the task cancelled', async () => {
-    scripted({ orchestrator: ['{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}'] });
+    scripted({
+      orchestrator: [
+        '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
+      ],
+    });
     const { task_id } = await rt.service.submit({ input: 'slow' }, { source: 'cli' });
-    for (let i = 0; i < 100 && !types(await store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && !types(await store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++)
+      await new Promise((r) => setTimeout(r, 10));
     const started = Date.now();
     await rt.service.cancel(task_id);
     expect(Date.now() - started).toBeLessThan(2000);
@@ -231,22 +371,41 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('coder and respond steps: the coder role answers, a respond step ends the task with the plan output', async () => {
-    const plan = { type: 'plan', steps: [
-      { id: 'code', kind: 'coder', args: { prompt: 'write a haiku about logs' } },
-      { id: 'say', kind: 'respond', args: { content: 'coder said: ${steps.code.output}' }, depends_on: ['code'] },
-    ] };
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'code', kind: 'coder', args: { prompt: 'write a haiku about logs' } },
+        {
+          id: 'say',
+          kind: 'respond',
+          args: { content: 'coder said: ${steps.code.output}' },
+          depends_on: ['code'],
+        },
+      ],
+    };
     scripted({ orchestrator: [json(plan)], coder: ['append-only, / every step a line / nothing forgotten'] });
     const { events, progress } = await run('haiku');
-    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'coder said: append-only, / every step a line / nothing forgotten' });
+    expect(progress.final).toMatchObject({
+      stop_reason: 'completed',
+      result: 'coder said: append-only, / every step a line / nothing forgotten',
+    });
     const coderCall = events.find((e) => e.type === 'MODEL_CALLED' && e.payload.role === 'coder');
     expect(coderCall?.payload).toMatchObject({ round: 1 });
     expect(progress.usage.rounds).toBe(1);
   });
 
   it('a coder step with no coder model fails the step, and the orchestrator hears of it', async () => {
-    scripted({ orchestrator: [json({ type: 'plan', steps: [{ id: 'c', kind: 'coder', args: { prompt: 'x' } }] }), '{"type":"fail","reason":"no coder"}'] });
+    scripted({
+      orchestrator: [
+        json({ type: 'plan', steps: [{ id: 'c', kind: 'coder', args: { prompt: 'x' } }] }),
+        '{"type":"fail","reason":"no coder"}',
+      ],
+    });
     const { events } = await run('needs a coder');
-    expect(events.find((e) => e.type === 'STEP_FAILED')?.payload).toMatchObject({ step_id: 'c', error: 'no coder model configured' });
+    expect(events.find((e) => e.type === 'STEP_FAILED')?.payload).toMatchObject({
+      step_id: 'c',
+      error: 'no coder model configured',
+    });
     const secondContext = events.filter((e) => e.type === 'MODEL_CALLED')[1];
     expect(secondContext).toBeDefined();
   });
@@ -254,15 +413,37 @@ describe('RuntimeService with the in-memory store', () => {
   it('a memory step calls memory_search / memory_insert through the registry', async () => {
     const tools = testToolRegistry(dir);
     const seen: unknown[] = [];
-    const mem = (name: string): ToolManifest => ({ name, description: name, args_schema: { type: 'object' }, requires_permission: false, idempotent: false, timeout_ms: 1000, secrets: [], sensitive_output: false, entry: 'index.js' });
+    const mem = (name: string): ToolManifest => ({
+      name,
+      description: name,
+      args_schema: { type: 'object' },
+      requires_permission: false,
+      idempotent: false,
+      timeout_ms: 1000,
+      secrets: [],
+      sensitive_output: false,
+      entry: 'index.js',
+    });
     tools.add(mem('memory_insert'), async (a) => (seen.push(['insert', a]), 'stored'));
     tools.add(mem('memory_search'), async (a) => (seen.push(['search', a]), ['hit']));
-    const plan = { type: 'plan', steps: [
-      { id: 'put', kind: 'memory', args: { op: 'insert', text: 'the sky is blue' } },
-      { id: 'get', kind: 'memory', args: { op: 'search', text: 'sky' }, depends_on: ['put'] },
-    ] };
-    rt = createRuntime({ store, tools, permissions: new AllowAllPolicy(), model: new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"ok"}'] }), log: () => undefined });
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'put', kind: 'memory', args: { op: 'insert', text: 'the sky is blue' } },
+        { id: 'get', kind: 'memory', args: { op: 'search', text: 'sky' }, depends_on: ['put'] },
+      ],
+    };
+    rt = createRuntime({
+      store,
+      tools,
+      permissions: new AllowAllPolicy(),
+      model: new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"ok"}'] }),
+      log: () => undefined,
+    });
     await run('remember and recall');
-    expect(seen).toEqual([['insert', { text: 'the sky is blue' }], ['search', { query: 'sky' }]]);
+    expect(seen).toEqual([
+      ['insert', { text: 'the sky is blue' }],
+      ['search', { query: 'sky' }],
+    ]);
   });
 });

@@ -42,9 +42,13 @@ export class TaskWriter {
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (events.length === 0) return [];
-    const withSession = events.map((e) => ({ session_id: this.progressCache.session_id || undefined, ...e }) as NewEvent);
+    const withSession = events.map(
+      (e) => ({ session_id: this.progressCache.session_id || undefined, ...e }) as NewEvent,
+    );
     try {
-      const res = await this.store.append(this.taskId, withSession, { expected: this.progressCache.last_seq === 0 ? 'no_stream' : this.progressCache.last_seq });
+      const res = await this.store.append(this.taskId, withSession, {
+        expected: this.progressCache.last_seq === 0 ? 'no_stream' : this.progressCache.last_seq,
+      });
       for (const e of res.events) {
         this.events.push(e);
         evolveProgress(this.progressCache, e);

@@ -32,22 +32,39 @@ export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipp
  * Steps that may start now: pending, every dependency completed, in plan order,
  * no more than `limit` running at once.
  */
-export function readySteps(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>, limit: number): PlanStep[] {
+export function readySteps(
+  steps: readonly PlanStep[],
+  status: ReadonlyMap<string, StepStatus>,
+  limit: number,
+): PlanStep[] {
   const running = steps.filter((s) => status.get(s.id) === 'running').length;
   const free = Math.max(0, limit - running);
   return steps
-    .filter((s) => (status.get(s.id) ?? 'pending') === 'pending' && s.depends_on.every((d) => status.get(d) === 'completed'))
+    .filter(
+      (s) =>
+        (status.get(s.id) ?? 'pending') === 'pending' &&
+        s.depends_on.every((d) => status.get(d) === 'completed'),
+    )
     .slice(0, free);
 }
 
 /** Steps that can never run because a dependency failed or was skipped (transitively). */
-export function blockedSteps(steps: readonly PlanStep[], status: ReadonlyMap<string, StepStatus>): PlanStep[] {
-  const dead = new Set(steps.filter((s) => ['failed', 'skipped'].includes(status.get(s.id) ?? '')).map((s) => s.id));
+export function blockedSteps(
+  steps: readonly PlanStep[],
+  status: ReadonlyMap<string, StepStatus>,
+): PlanStep[] {
+  const dead = new Set(
+    steps.filter((s) => ['failed', 'skipped'].includes(status.get(s.id) ?? '')).map((s) => s.id),
+  );
   let grew = true;
   while (grew) {
     grew = false;
     for (const s of steps) {
-      if (!dead.has(s.id) && (status.get(s.id) ?? 'pending') === 'pending' && s.depends_on.some((d) => dead.has(d))) {
+      if (
+        !dead.has(s.id) &&
+        (status.get(s.id) ?? 'pending') === 'pending' &&
+        s.depends_on.some((d) => dead.has(d))
+      ) {
         dead.add(s.id);
         grew = true;
       }

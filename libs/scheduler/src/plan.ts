@@ -14,10 +14,14 @@ export function parsePlan(input: unknown): PlanParse {
       return { ok: false, error: `plan is not valid JSON: ${(e as Error).message}` };
     }
   }
-  if (value && typeof value === 'object' && !Array.isArray(value) && 'steps' in value) value = (value as { steps: unknown }).steps;
+  if (value && typeof value === 'object' && !Array.isArray(value) && 'steps' in value)
+    value = (value as { steps: unknown }).steps;
   const parsed = z.array(PlanStep).min(1).max(50).safeParse(value);
   if (!parsed.success) {
-    return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') };
+    return {
+      ok: false,
+      error: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+    };
   }
   const ids = new Set<string>();
   for (const step of parsed.data) {
@@ -27,7 +31,8 @@ export function parsePlan(input: unknown): PlanParse {
   for (const step of parsed.data) {
     const missing = step.depends_on.find((d) => !ids.has(d));
     if (missing) return { ok: false, error: `step ${step.id} depends on unknown step ${missing}` };
-    if (step.kind === 'tool' && !step.tool) return { ok: false, error: `step ${step.id} is a tool step without a tool` };
+    if (step.kind === 'tool' && !step.tool)
+      return { ok: false, error: `step ${step.id} is a tool step without a tool` };
   }
   const deps = new Map(parsed.data.map((s) => [s.id, s.depends_on]));
   const ancestors = (id: string, seen = new Set<string>()): Set<string> => {
@@ -37,7 +42,8 @@ export function parsePlan(input: unknown): PlanParse {
   for (const step of parsed.data) {
     const before = ancestors(step.id);
     const unordered = referencedSteps(step.args).find((ref) => !before.has(ref));
-    if (unordered) return { ok: false, error: `step ${step.id} uses the output of ${unordered} without depending on it` };
+    if (unordered)
+      return { ok: false, error: `step ${step.id} uses the output of ${unordered} without depending on it` };
   }
   return { ok: true, steps: parsed.data };
 }

@@ -3,7 +3,15 @@ import { StepStatus, blockedSteps, findCycle, readySteps } from './graph';
 import { parsePlan } from './plan';
 import { UnknownStepReferenceError, referencedSteps, substituteOutputs } from './substitute';
 
-const step = (id: string, depends_on: string[] = []): PlanStep => ({ id, kind: 'tool', tool: 'echo', args: {}, description: '', requires_confirmation: false, depends_on });
+const step = (id: string, depends_on: string[] = []): PlanStep => ({
+  id,
+  kind: 'tool',
+  tool: 'echo',
+  args: {},
+  description: '',
+  requires_confirmation: false,
+  depends_on,
+});
 
 describe('parsePlan', () => {
   it('accepts a steps array, an object with steps, or its JSON text, applying defaults', () => {
@@ -15,11 +23,23 @@ describe('parsePlan', () => {
   it.each([
     ['not json', /not valid JSON/],
     ['[]', /at least 1|>=1|too small/i],
-    [JSON.stringify([{ id: 'a', kind: 'tool', tool: 'echo' }, { id: 'a', kind: 'tool', tool: 'echo' }]), /duplicate step id a/],
+    [
+      JSON.stringify([
+        { id: 'a', kind: 'tool', tool: 'echo' },
+        { id: 'a', kind: 'tool', tool: 'echo' },
+      ]),
+      /duplicate step id a/,
+    ],
     [JSON.stringify([{ id: 'a', kind: 'tool', tool: 'echo', depends_on: ['zz'] }]), /unknown step zz/],
     [JSON.stringify([{ id: 'a', kind: 'tool' }]), /without a tool/],
     [JSON.stringify([{ id: 'a', kind: 'dance' }]), /kind/],
-    [JSON.stringify([{ id: 'a', kind: 'tool', tool: 'echo' }, { id: 'b', kind: 'tool', tool: 'echo', args: { t: '${steps.a.output}' } }]), /b uses the output of a without depending on it/],
+    [
+      JSON.stringify([
+        { id: 'a', kind: 'tool', tool: 'echo' },
+        { id: 'b', kind: 'tool', tool: 'echo', args: { t: '${steps.a.output}' } },
+      ]),
+      /b uses the output of a without depending on it/,
+    ],
   ])('refuses %s', (input, message) => {
     const sut = parsePlan(input);
     expect(sut.ok).toBe(false);
@@ -48,20 +68,53 @@ describe('readySteps / blockedSteps', () => {
   });
 
   it('a step waits for all its dependencies to complete', () => {
-    expect(readySteps(plan, new Map<string, StepStatus>([['a', 'completed'], ['b', 'running']]), 4)).toEqual([]);
-    expect(readySteps(plan, new Map<string, StepStatus>([['a', 'completed'], ['b', 'completed']]), 4).map((s) => s.id)).toEqual(['c']);
+    expect(
+      readySteps(
+        plan,
+        new Map<string, StepStatus>([
+          ['a', 'completed'],
+          ['b', 'running'],
+        ]),
+        4,
+      ),
+    ).toEqual([]);
+    expect(
+      readySteps(
+        plan,
+        new Map<string, StepStatus>([
+          ['a', 'completed'],
+          ['b', 'completed'],
+        ]),
+        4,
+      ).map((s) => s.id),
+    ).toEqual(['c']);
   });
 
   it('everything downstream of a failed step is blocked', () => {
-    expect(blockedSteps(plan, new Map<string, StepStatus>([['a', 'failed']])).map((s) => s.id)).toEqual(['c', 'd']);
+    expect(blockedSteps(plan, new Map<string, StepStatus>([['a', 'failed']])).map((s) => s.id)).toEqual([
+      'c',
+      'd',
+    ]);
   });
 });
 
 describe('substituteOutputs', () => {
-  const outputs = new Map<string, unknown>([['a', { n: 1 }], ['b', 'text']]);
+  const outputs = new Map<string, unknown>([
+    ['a', { n: 1 }],
+    ['b', 'text'],
+  ]);
 
   it('a whole-string reference keeps the output type; an embedded one becomes text', () => {
-    expect(substituteOutputs({ x: '${steps.a.output}', y: 'got ${steps.b.output} and ${steps.a.output}', z: ['${steps.b.output}'] }, outputs)).toEqual({
+    expect(
+      substituteOutputs(
+        {
+          x: '${steps.a.output}',
+          y: 'got ${steps.b.output} and ${steps.a.output}',
+          z: ['${steps.b.output}'],
+        },
+        outputs,
+      ),
+    ).toEqual({
       x: { n: 1 },
       y: 'got text and {"n":1}',
       z: ['text'],
@@ -70,6 +123,8 @@ describe('substituteOutputs', () => {
 
   it('a reference to a step without output throws; references can be listed up front', () => {
     expect(() => substituteOutputs({ x: '${steps.zz.output}' }, outputs)).toThrow(UnknownStepReferenceError);
-    expect(referencedSteps({ a: '${steps.s1.output}', b: ['${steps.s2.output} ${steps.s1.output}'] })).toEqual(['s1', 's2']);
+    expect(
+      referencedSteps({ a: '${steps.s1.output}', b: ['${steps.s2.output} ${steps.s1.output}'] }),
+    ).toEqual(['s1', 's2']);
   });
 });

@@ -26,7 +26,8 @@ export function substituteOutputs<T>(value: T, outputs: ReadonlyMap<string, unkn
       return v.replace(REF, (_m, id: string) => asText(lookup(id)));
     }
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
     return v;
   };
   return walk(value) as T;

@@ -1,7 +1,22 @@
-import { AcceptCheck, Budgets, PERMISSION_DECISIONS, PermissionDecision, ValidationError } from '@runledger/contracts';
+import {
+  AcceptCheck,
+  Budgets,
+  PERMISSION_DECISIONS,
+  PermissionDecision,
+  ValidationError,
+} from '@runledger/contracts';
 
 export type CliCommand =
-  | { kind: 'run'; input: string; model: string | null; yes: boolean; json: boolean; budgets: Budgets; accept: AcceptCheck[]; session: string | null }
+  | {
+      kind: 'run';
+      input: string;
+      model: string | null;
+      yes: boolean;
+      json: boolean;
+      budgets: Budgets;
+      accept: AcceptCheck[];
+      session: string | null;
+    }
   | { kind: 'resume'; task_id: string | null; json: boolean; yes: boolean }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision }
   | { kind: 'replay'; task_id: string; json: boolean }
@@ -19,7 +34,8 @@ exit code: 0 only when the task completed; 1 it ended otherwise; 2 bad usage; 3 
 
 function budgetPair(text: string): [string, number] {
   const m = /^([a-z_]+)=(.+)$/.exec(text);
-  if (!m || !Number.isFinite(Number(m[2]))) throw new ValidationError(`--budget expects key=number, got ${JSON.stringify(text)}`);
+  if (!m || !Number.isFinite(Number(m[2])))
+    throw new ValidationError(`--budget expects key=number, got ${JSON.stringify(text)}`);
   return [m[1], Number(m[2])];
 }
 
@@ -31,7 +47,10 @@ function acceptCheck(text: string): AcceptCheck {
     throw new ValidationError(`--accept expects an AcceptCheck as JSON, got ${JSON.stringify(text)}`);
   }
   const parsed = AcceptCheck.safeParse(value);
-  if (!parsed.success) throw new ValidationError(`--accept: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new ValidationError(
+      `--accept: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   return parsed.data;
 }
 
@@ -62,16 +81,30 @@ export function parseArgs(argv: readonly string[]): CliCommand {
   }
   switch (command) {
     case 'run': {
-      if (positional.length !== 1 || !positional[0].trim()) throw new ValidationError('run needs exactly one input (quote it)');
+      if (positional.length !== 1 || !positional[0].trim())
+        throw new ValidationError('run needs exactly one input (quote it)');
       const parsed = Budgets.safeParse(budgets);
-      if (!parsed.success) throw new ValidationError(`--budget: ${parsed.error.issues.map((i) => `${i.path.join('.') || i.message}: ${i.message}`).join('; ')}`);
-      return { kind: 'run', input: positional[0], model: flags.model, yes: flags.yes, json: flags.json, budgets: parsed.data, accept, session: flags.session };
+      if (!parsed.success)
+        throw new ValidationError(
+          `--budget: ${parsed.error.issues.map((i) => `${i.path.join('.') || i.message}: ${i.message}`).join('; ')}`,
+        );
+      return {
+        kind: 'run',
+        input: positional[0],
+        model: flags.model,
+        yes: flags.yes,
+        json: flags.json,
+        budgets: parsed.data,
+        accept,
+        session: flags.session,
+      };
     }
     case 'resume':
       return { kind: 'resume', task_id: positional[0] ?? null, json: flags.json, yes: flags.yes };
     case 'resolve': {
       const [task_id, request_id, decision] = positional;
-      if (!task_id || !request_id || !(PERMISSION_DECISIONS as readonly string[]).includes(decision)) throw new ValidationError('resolve needs <task_id> <request_id> <decision>');
+      if (!task_id || !request_id || !(PERMISSION_DECISIONS as readonly string[]).includes(decision))
+        throw new ValidationError('resolve needs <task_id> <request_id> <decision>');
       return { kind: 'resolve', task_id, request_id, decision: decision as PermissionDecision };
     }
     case 'replay':

@@ -36,8 +36,16 @@ function ask(question: string, hidden = false): Promise<string> {
 
 async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
   const req = p.pendingPermission!;
-  const answer = (await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)).trim().toLowerCase();
-  return answer === 'a' || answer === 'always' ? 'allow_always' : answer === 'y' || answer === 'yes' ? 'allow_once' : 'deny';
+  const answer = (
+    await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)
+  )
+    .trim()
+    .toLowerCase();
+  return answer === 'a' || answer === 'always'
+    ? 'allow_always'
+    : answer === 'y' || answer === 'yes'
+      ? 'allow_once'
+      : 'deny';
 }
 
 /** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
@@ -66,15 +74,25 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
       if (p.final) return summary(p, o);
       if (p.status === 'awaiting_permission') {
         const req = p.pendingPermission!;
-        if (!o.yes && !o.interactive) return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
+        if (!o.yes && !o.interactive)
+          return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
         const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(p);
         await rt.service.resolvePermission(taskId, req.request_id, decision);
         continue;
       }
       if (p.status === 'awaiting_secret') {
         const req = p.pendingSecret!;
-        if (!o.interactive) return waiting(p, o, `POST /tasks/${taskId}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`);
-        await rt.service.provideSecret(taskId, req.request_id, await ask(`${req.secret_name} for ${req.tool}: `, true));
+        if (!o.interactive)
+          return waiting(
+            p,
+            o,
+            `POST /tasks/${taskId}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`,
+          );
+        await rt.service.provideSecret(
+          taskId,
+          req.request_id,
+          await ask(`${req.secret_name} for ${req.tool}: `, true),
+        );
         continue;
       }
       out(`task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`);
@@ -89,7 +107,19 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
 
 function summary(p: TaskProgress, o: FollowOptions): number {
   const f = p.final!;
-  if (o.json) out(JSON.stringify({ summary: { task_id: p.task_id, status: p.status, stop_reason: f.stop_reason, detail: f.detail, result: f.result, usage: p.usage } }));
+  if (o.json)
+    out(
+      JSON.stringify({
+        summary: {
+          task_id: p.task_id,
+          status: p.status,
+          stop_reason: f.stop_reason,
+          detail: f.detail,
+          result: f.result,
+          usage: p.usage,
+        },
+      }),
+    );
   else {
     if (f.result) out(`\n${f.result}\n`);
     out(`stop reason: ${f.stop_reason} (${f.detail})`);
@@ -99,7 +129,17 @@ function summary(p: TaskProgress, o: FollowOptions): number {
 }
 
 function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
-  if (o.json) out(JSON.stringify({ waiting: { task_id: p.task_id, status: p.status, request: p.pendingPermission ?? p.pendingSecret, resolve: how } }));
+  if (o.json)
+    out(
+      JSON.stringify({
+        waiting: {
+          task_id: p.task_id,
+          status: p.status,
+          request: p.pendingPermission ?? p.pendingSecret,
+          resolve: how,
+        },
+      }),
+    );
   else out(`task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:\n  ${how}`);
   return EXIT.waiting;
 }
@@ -113,7 +153,12 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
     switch (cmd.kind) {
       case 'run': {
         const { task_id } = await rt.service.submit(
-          { input: cmd.input, budgets: cmd.budgets, accept_checks: cmd.accept, ...(cmd.session ? { session_id: cmd.session } : {}) },
+          {
+            input: cmd.input,
+            budgets: cmd.budgets,
+            accept_checks: cmd.accept,
+            ...(cmd.session ? { session_id: cmd.session } : {}),
+          },
           { source: 'cli' },
         );
         return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
@@ -123,7 +168,8 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         const ids = cmd.task_id ? [cmd.task_id] : resumed;
         if (!cmd.json) out(`resuming ${resumed.length} unfinished task(s)`);
         let code: number = EXIT.completed;
-        for (const id of ids) code = Math.max(code, await follow(rt, id, { json: cmd.json, yes: cmd.yes, interactive }));
+        for (const id of ids)
+          code = Math.max(code, await follow(rt, id, { json: cmd.json, yes: cmd.yes, interactive }));
         return code;
       }
       case 'resolve':

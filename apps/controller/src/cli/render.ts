@@ -1,7 +1,7 @@
 import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
 
 const short = (v: unknown, max = 120): string => {
-  const s = (typeof v === 'string' ? v : JSON.stringify(v) ?? '').replace(/\s+/g, ' ').trim();
+  const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ').trim();
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 };
 
@@ -20,7 +20,14 @@ export function eventLine(e: RuntimeEvent): string | null {
         : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${e.payload.usage.total_tokens} tokens)`;
     case 'ROUTER_DECIDED': {
       const d = e.payload.directive;
-      const what = d.type === 'tool' ? `tool ${d.tool} ${short(d.args, 80)}` : d.type === 'plan' ? `plan of ${d.steps.length} steps` : d.type === 'respond' ? 'respond' : `fail: ${short(d.reason)}`;
+      const what =
+        d.type === 'tool'
+          ? `tool ${d.tool} ${short(d.args, 80)}`
+          : d.type === 'plan'
+            ? `plan of ${d.steps.length} steps`
+            : d.type === 'respond'
+              ? 'respond'
+              : `fail: ${short(d.reason)}`;
       return `→ round ${e.payload.round}: ${what} [${e.payload.source}${e.payload.fallback_reason ? `, fallback: ${short(e.payload.fallback_reason, 80)}` : ''}]`;
     }
     case 'PLAN_STARTED':

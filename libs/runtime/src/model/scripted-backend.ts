@@ -1,15 +1,35 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, ROLES, Role, TokenUsage } from '@runledger/contracts';
-import { MODEL_ERROR_KINDS, ModelBackend, ModelCallError, ModelRequest, ModelResponse, estimatedUsage, sleep } from './model-backend';
+import {
+  MODEL_ERROR_KINDS,
+  ModelBackend,
+  ModelCallError,
+  ModelRequest,
+  ModelResponse,
+  estimatedUsage,
+  sleep,
+} from './model-backend';
 
 const ScriptItem = z.union([
   z.string(),
-  z.object({ error: z.enum(MODEL_ERROR_KINDS), message: z.string().optional(), retry_after_ms: z.number().nonnegative().optional() }).strict(),
+  z
+    .object({
+      error: z.enum(MODEL_ERROR_KINDS),
+      message: z.string().optional(),
+      retry_after_ms: z.number().nonnegative().optional(),
+    })
+    .strict(),
   z
     .object({
       content: z.string(),
-      usage: z.object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative(), estimated: z.boolean().optional() }).optional(),
+      usage: z
+        .object({
+          prompt_tokens: z.number().int().nonnegative(),
+          completion_tokens: z.number().int().nonnegative(),
+          estimated: z.boolean().optional(),
+        })
+        .optional(),
       delay_ms: z.number().int().nonnegative().optional(),
       model: z.string().optional(),
       finish_reason: z.string().nullable().optional(),
@@ -19,7 +39,14 @@ const ScriptItem = z.union([
     .strict(),
 ]);
 export type ScriptItem = z.infer<typeof ScriptItem>;
-export const ModelScript = z.object(Object.fromEntries(ROLES.map((r) => [r, z.array(ScriptItem).optional()])) as Record<Role, z.ZodOptional<z.ZodArray<typeof ScriptItem>>>).strict();
+export const ModelScript = z
+  .object(
+    Object.fromEntries(ROLES.map((r) => [r, z.array(ScriptItem).optional()])) as Record<
+      Role,
+      z.ZodOptional<z.ZodArray<typeof ScriptItem>>
+    >,
+  )
+  .strict();
 export type ModelScript = Partial<Record<Role, ScriptItem[]>>;
 
 /**
@@ -44,7 +71,10 @@ export class ScriptedBackend extends ModelBackend {
       throw new ConfigError(`RUNLEDGER_MODEL: cannot read script ${path}: ${(e as Error).message}`);
     }
     const parsed = ModelScript.safeParse(raw);
-    if (!parsed.success) throw new ConfigError(`RUNLEDGER_MODEL: invalid script ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!parsed.success)
+      throw new ConfigError(
+        `RUNLEDGER_MODEL: invalid script ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     return new ScriptedBackend(parsed.data as ModelScript);
   }
 
@@ -57,12 +87,34 @@ export class ScriptedBackend extends ModelBackend {
     const index = request.cursor ?? this.next[request.role] ?? 0;
     this.next[request.role] = index + 1;
     const item = items[index];
-    if (item === undefined) throw new ModelCallError('provider_error', `script for ${request.role} exhausted after ${items.length} responses`);
+    if (item === undefined)
+      throw new ModelCallError(
+        'provider_error',
+        `script for ${request.role} exhausted after ${items.length} responses`,
+      );
     if (typeof item === 'string') return this.respond(request, item, undefined, null, this.backend, [item]);
-    if ('error' in item) throw new ModelCallError(item.error, item.message ?? `scripted ${item.error}`, item.retry_after_ms ?? null);
+    if ('error' in item)
+      throw new ModelCallError(
+        item.error,
+        item.message ?? `scripted ${item.error}`,
+        item.retry_after_ms ?? null,
+      );
     if (item.delay_ms) await this.delay(item.delay_ms, request);
-    const usage = item.usage ? { ...item.usage, total_tokens: item.usage.prompt_tokens + item.usage.completion_tokens, estimated: item.usage.estimated ?? false } : undefined;
-    return this.respond(request, item.content, usage, item.finish_reason ?? null, item.model ?? this.backend, item.chunks ?? [item.content]);
+    const usage = item.usage
+      ? {
+          ...item.usage,
+          total_tokens: item.usage.prompt_tokens + item.usage.completion_tokens,
+          estimated: item.usage.estimated ?? false,
+        }
+      : undefined;
+    return this.respond(
+      request,
+      item.content,
+      usage,
+      item.finish_reason ?? null,
+      item.model ?? this.backend,
+      item.chunks ?? [item.content],
+    );
   }
 
   private async delay(ms: number, request: ModelRequest): Promise<void> {
@@ -75,8 +127,20 @@ export class ScriptedBackend extends ModelBackend {
     });
   }
 
-  private respond(request: ModelRequest, content: string, usage: TokenUsage | undefined, finish: string | null, model: string, chunks: string[]): ModelResponse {
+  private respond(
+    request: ModelRequest,
+    content: string,
+    usage: TokenUsage | undefined,
+    finish: string | null,
+    model: string,
+    chunks: string[],
+  ): ModelResponse {
     if (request.stream) for (const c of chunks) if (c) request.onChunk?.(c);
-    return { content, usage: usage ?? estimatedUsage(request.messages, content), model, finish_reason: finish };
+    return {
+      content,
+      usage: usage ?? estimatedUsage(request.messages, content),
+      model,
+      finish_reason: finish,
+    };
   }
 }

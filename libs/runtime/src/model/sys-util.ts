@@ -1,5 +1,12 @@
 import { ExecutionDirective, PlanStep, Role } from '@runledger/contracts';
-import { HistoryItem, ModelBackend, ModelRequest, ModelResponse, PromptView, zeroUsage } from './model-backend';
+import {
+  HistoryItem,
+  ModelBackend,
+  ModelRequest,
+  ModelResponse,
+  PromptView,
+  zeroUsage,
+} from './model-backend';
 
 export const SYS_UTIL = 'sys_util';
 /** finish_reason of a sys_util answer that did not understand its input (the help text) */
@@ -20,9 +27,11 @@ type Intent = { tool: string; args: Record<string, unknown> };
 function parseIntent(text: string): Intent | null {
   const t = text.trim();
   let m: RegExpExecArray | null;
-  if ((m = /^(?:run|\$)\s+([\s\S]+)$/i.exec(t))) return { tool: 'shell_exec', args: { command: m[1].trim() } };
+  if ((m = /^(?:run|\$)\s+([\s\S]+)$/i.exec(t)))
+    return { tool: 'shell_exec', args: { command: m[1].trim() } };
   if ((m = /^read\s+(\S[\s\S]*)$/i.exec(t))) return { tool: 'file_read', args: { path: m[1].trim() } };
-  if ((m = /^write\s+([^:\s][^:]*):\s?([\s\S]*)$/i.exec(t))) return { tool: 'file_write', args: { path: m[1].trim(), content: m[2] } };
+  if ((m = /^write\s+([^:\s][^:]*):\s?([\s\S]*)$/i.exec(t)))
+    return { tool: 'file_write', args: { path: m[1].trim(), content: m[2] } };
   if ((m = /^remember\s+([\s\S]+)$/i.exec(t))) return { tool: 'memory_insert', args: { text: m[1].trim() } };
   if ((m = /^recall\s+([\s\S]+)$/i.exec(t))) return { tool: 'memory_search', args: { query: m[1].trim() } };
   return null;
@@ -51,9 +60,11 @@ export function sysUtilDecide(view: PromptView): SysUtilDecision {
   if (last && last.results.length > 0) return summarise(last);
   const parts = view.input.split(/\s+then\s+/i).filter((p) => p.trim().length > 0);
   const intents = parts.map(parseIntent);
-  if (parts.length === 0 || intents.some((i) => i === null)) return { directive: { type: 'respond', content: SYS_UTIL_HELP }, understood: false };
+  if (parts.length === 0 || intents.some((i) => i === null))
+    return { directive: { type: 'respond', content: SYS_UTIL_HELP }, understood: false };
   const found = intents as Intent[];
-  if (found.length === 1) return { directive: { type: 'tool', tool: found[0].tool, args: found[0].args }, understood: true };
+  if (found.length === 1)
+    return { directive: { type: 'tool', tool: found[0].tool, args: found[0].args }, understood: true };
   const steps: PlanStep[] = found.map((intent, i) => ({
     id: `s${i + 1}`,
     kind: 'tool',
@@ -75,8 +86,16 @@ export class SysUtilBackend extends ModelBackend {
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    const view = request.view ?? { input: [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '', history: [] };
+    const view = request.view ?? {
+      input: [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '',
+      history: [],
+    };
     const decision = sysUtilDecide(view);
-    return { content: JSON.stringify(decision.directive), usage: zeroUsage(), model: SYS_UTIL, finish_reason: decision.understood ? 'stop' : NOT_UNDERSTOOD };
+    return {
+      content: JSON.stringify(decision.directive),
+      usage: zeroUsage(),
+      model: SYS_UTIL,
+      finish_reason: decision.understood ? 'stop' : NOT_UNDERSTOOD,
+    };
   }
 }

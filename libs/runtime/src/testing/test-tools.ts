@@ -8,7 +8,9 @@ import { ArgsValidation, RegisteredTool, ToolExecutionContext, ToolRegistry } fr
 
 type Run = (args: Record<string, unknown>, ctx: ToolExecutionContext) => Promise<unknown>;
 
-const manifest = (m: Partial<ToolManifest> & Pick<ToolManifest, 'name' | 'description' | 'args_schema'>): ToolManifest => ({
+const manifest = (
+  m: Partial<ToolManifest> & Pick<ToolManifest, 'name' | 'description' | 'args_schema'>,
+): ToolManifest => ({
   requires_permission: false,
   idempotent: false,
   timeout_ms: 30_000,
@@ -18,7 +20,12 @@ const manifest = (m: Partial<ToolManifest> & Pick<ToolManifest, 'name' | 'descri
   ...m,
 });
 
-const obj = (props: Record<string, unknown>, required: string[]) => ({ type: 'object', properties: props, required, additionalProperties: false });
+const obj = (props: Record<string, unknown>, required: string[]) => ({
+  type: 'object',
+  properties: props,
+  required,
+  additionalProperties: false,
+});
 
 /** A registry of plain functions, validated with ajv against each manifest; for tests and the CLI before the plugin registry. */
 export class InMemoryToolRegistry extends ToolRegistry {
@@ -62,7 +69,8 @@ export class InMemoryToolRegistry extends ToolRegistry {
 export function testToolRegistry(root: string): InMemoryToolRegistry {
   const inRoot = (p: unknown) => {
     const full = resolve(root, String(p));
-    if (!isAbsolute(full) || !full.startsWith(resolve(root))) throw new Error(`path outside the allowed root: ${String(p)}`);
+    if (!isAbsolute(full) || !full.startsWith(resolve(root)))
+      throw new Error(`path outside the allowed root: ${String(p)}`);
     return full;
   };
   const wait = (ms: number, signal: AbortSignal) =>
@@ -71,22 +79,55 @@ export function testToolRegistry(root: string): InMemoryToolRegistry {
       signal.addEventListener('abort', () => (clearTimeout(t), rej(new Error('aborted'))), { once: true });
     });
   return new InMemoryToolRegistry()
-    .add(manifest({ name: 'echo', description: 'Returns its text.', args_schema: obj({ text: { type: 'string' } }, ['text']), idempotent: true }), async (a) => a.text)
     .add(
-      manifest({ name: 'append_line', description: 'Appends a line to a file.', args_schema: obj({ path: { type: 'string' }, line: { type: 'string' }, delay_ms: { type: 'integer' } }, ['path', 'line']) }),
+      manifest({
+        name: 'echo',
+        description: 'Returns its text.',
+        args_schema: obj({ text: { type: 'string' } }, ['text']),
+        idempotent: true,
+      }),
+      async (a) => a.text,
+    )
+    .add(
+      manifest({
+        name: 'append_line',
+        description: 'Appends a line to a file.',
+        args_schema: obj(
+          { path: { type: 'string' }, line: { type: 'string' }, delay_ms: { type: 'integer' } },
+          ['path', 'line'],
+        ),
+      }),
       async (a, ctx) => {
         if (typeof a.delay_ms === 'number') await wait(a.delay_ms, ctx.signal);
         await appendFile(inRoot(a.path), `${String(a.line)}\n`);
         return `appended ${String(a.line)}`;
       },
     )
-    .add(manifest({ name: 'file_read', description: 'Reads a text file.', args_schema: obj({ path: { type: 'string' } }, ['path']), idempotent: true }), async (a) => readFile(inRoot(a.path), 'utf8'))
-    .add(manifest({ name: 'shell_exec', description: 'Runs a shell command.', args_schema: obj({ command: { type: 'string' } }, ['command']) }), (a, ctx) =>
-      new Promise((res, rej) =>
-        execFile('sh', ['-c', String(a.command)], { cwd: root, signal: ctx.signal }, (err, stdout, stderr) =>
-          err ? rej(new Error(`${err.message}${stderr}`)) : res({ exit_code: 0, stdout, stderr }),
+    .add(
+      manifest({
+        name: 'file_read',
+        description: 'Reads a text file.',
+        args_schema: obj({ path: { type: 'string' } }, ['path']),
+        idempotent: true,
+      }),
+      async (a) => readFile(inRoot(a.path), 'utf8'),
+    )
+    .add(
+      manifest({
+        name: 'shell_exec',
+        description: 'Runs a shell command.',
+        args_schema: obj({ command: { type: 'string' } }, ['command']),
+      }),
+      (a, ctx) =>
+        new Promise((res, rej) =>
+          execFile(
+            'sh',
+            ['-c', String(a.command)],
+            { cwd: root, signal: ctx.signal },
+            (err, stdout, stderr) =>
+              err ? rej(new Error(`${err.message}${stderr}`)) : res({ exit_code: 0, stdout, stderr }),
+          ),
         ),
-      ),
     );
 }
 
