@@ -1,4 +1,5 @@
-import { isFinalEventType } from '@runledger/contracts';
+import { NewEvent, emptyUsage, isFinalEventType } from '@runledger/contracts';
+import { createSqliteStorage } from '@runledger/state-store';
 import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 
 type Ev = { sequence: number; position: number; type: string; task_id: string };
@@ -163,14 +164,37 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('disconnects a slow consumer with 4008 without slowing a normal client', async () => {
-    const slowSut = await bootApi({ RUNLEDGER_WS_MAX_BUFFER: '1048576', RUNLEDGER_WS_HEARTBEAT_MS: '300' });
+    // ~15 MB of finished tasks, written before boot: more than loopback socket buffers hold
+    const seed = async (dbPath: string) => {
+      const storage = await createSqliteStorage({ path: dbPath, synchronous: 'OFF' });
+      try {
+        for (let t = 0; t < 150; t++) {
+          await storage.eventStore.append(
+            `task_big_${t}`,
+            [
+              {
+                type: 'TASK_RECEIVED',
+                payload: { input: 'y'.repeat(100_000), session_id: 'sess_big' },
+              } as NewEvent,
+              {
+                type: 'TASK_COMPLETED',
+                payload: { stop_reason: 'completed', detail: 'seeded', usage: emptyUsage(), result: 'ok' },
+              } as NewEvent,
+            ],
+            { expected: 'no_stream' },
+          );
+        }
+      } finally {
+        await storage.close();
+      }
+    };
+    const slowSut = await bootApi(
+      { RUNLEDGER_WS_MAX_BUFFER: '1048576', RUNLEDGER_WS_HEARTBEAT_MS: '300' },
+      { beforeBoot: seed },
+    );
     try {
-      const big = 'y'.repeat(95_000);
-      const ids = [];
-      for (let i = 0; i < 150; i++)
-        ids.push((await slowSut.request('POST', '/tasks', { body: { input: `${big} ${i}` } })).body.task_id);
-      await Promise.all(ids.map((id) => waitForTask(slowSut, id, undefined, 60_000)));
       const head = (await slowSut.request('GET', '/admin/events?limit=1')).body.head_position;
+      expect(head).toBe(300);
 
       const slow = await WsClient.authed(slowSut.wsUrl, TOKENS.admin);
       const socket = (slow.ws as unknown as { _socket: { pause(): void } })._socket;
@@ -192,6 +216,7 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
       const closed = await slow.closed;
       expect([4008, 1006]).toContain(closed.code);
       normal.close();
+      slow.close();
     } finally {
       await slowSut.close();
     }
