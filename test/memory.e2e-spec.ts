@@ -48,6 +48,9 @@ async function runTask(
 }
 
 const ofType = (events: Ev[], type: string) => events.filter((e) => e.type === type);
+/** memory written from tool outcomes (the critic path), apart from the summary and plan a completed task leaves */
+const outcomeWrites = (events: Ev[]) =>
+  ofType(events, 'MEMORY_WRITTEN').filter((e) => ['tool_result', 'critique'].includes(e.payload.kind));
 
 describe('memory through the API with a scripted model', () => {
   it('a second task recalls what the first stored, reinforces it, and an admin can search and delete it', async () => {
@@ -65,7 +68,7 @@ describe('memory through the API with a scripted model', () => {
       expect(first.task.status).toBe('completed');
       const [critic] = ofType(first.events, 'CRITIC_RESULT');
       expect(critic.payload).toMatchObject({ critic: 'model', error: null, score: { weight: 0.6 } });
-      const [written] = ofType(first.events, 'MEMORY_WRITTEN');
+      const [written] = outcomeWrites(first.events);
       const toolDone = ofType(first.events, 'TOOL_COMPLETED')[0];
       expect(written.payload).toMatchObject({
         op: 'insert',
@@ -84,11 +87,11 @@ describe('memory through the API with a scripted model', () => {
       const firstContext = ofType(second.events, 'CONTEXT_BUILT')[0];
       expect(firstContext.payload.memory_hits.map((m: { id: string }) => m.id)).toContain(entryId);
       // the same fact again: the existing entry gets heavier instead of a copy being stored
-      expect(ofType(second.events, 'MEMORY_WRITTEN').map((e) => e.payload)).toEqual([
+      expect(outcomeWrites(second.events).map((e) => e.payload)).toEqual([
         expect.objectContaining({ op: 'reinforce', entry_id: entryId, previous_weight: 0.6, weight: 0.7 }),
       ]);
 
-      const found = await h.request('GET', '/memory?query=launch%20code%20word&k=3');
+      const found = await h.request('GET', '/memory?query=launch%20code%20word&kind=tool_result&k=3');
       expect(found.status).toBe(200);
       expect(found.body.entries[0]).toMatchObject({
         id: entryId,
@@ -98,7 +101,15 @@ describe('memory through the API with a scripted model', () => {
         kind: 'tool_result',
       });
       expect(found.body.entries[0].score).toBeCloseTo(found.body.entries[0].similarity * 0.7, 6);
-      expect((await h.request('GET', '/memory?session_id=session-b')).body.entries).toEqual([]);
+      expect((await h.request('GET', '/memory?session_id=session-b&kind=tool_result')).body.entries).toEqual(
+        [],
+      );
+      // each completed task also left its summary
+      expect(
+        (await h.request('GET', '/memory?kind=summary')).body.entries
+          .map((e: { text: string }) => e.text)
+          .sort(),
+      ).toEqual([`task "remember this: ${FACT}" -> noted`, 'task "what is the launch code word?" -> noted']);
 
       for (const [path, status] of [
         ['/memory?k=0', 400],
@@ -118,7 +129,9 @@ describe('memory through the API with a scripted model', () => {
       expect(del).toMatchObject({ status: 200, body: { id: entryId, deleted: true } });
       expect((await h.request('DELETE', `/memory/${entryId}`)).status).toBe(404);
       expect((await h.request('DELETE', '/memory/no_such_entry')).body.error).toBe('not_found');
-      expect((await h.request('GET', '/memory?query=launch%20code%20word')).body.entries).toEqual([]);
+      expect(
+        (await h.request('GET', '/memory?query=launch%20code%20word&kind=tool_result')).body.entries,
+      ).toEqual([]);
       const log = await h.request('GET', '/admin/events?task_id=system:memory');
       expect(
         log.body.events.map((e: Ev) => [e.type, e.payload.op, e.payload.entry_id, e.payload.metadata.actor]),
@@ -158,8 +171,10 @@ describe('memory through the API with a scripted model', () => {
         expect.stringMatching(/not JSON: "it looks fine to me"/),
         expect.stringMatching(/not a CriticScore: weight/),
       ]);
-      expect(ofType(events, 'MEMORY_WRITTEN')).toEqual([]);
-      expect((await h.request('GET', '/memory')).body.entries).toEqual([]);
+      expect(outcomeWrites(events)).toEqual([]);
+      expect((await h.request('GET', '/memory?kind=tool_result')).body.entries).toEqual([]);
+      // the task itself completed and left its plan and summary, whatever the critic did
+      expect(ofType(events, 'MEMORY_WRITTEN').map((e) => e.payload.kind)).toEqual(['plan', 'summary']);
     } finally {
       await dispose();
     }
@@ -188,7 +203,7 @@ describe('memory through the API with a scripted model', () => {
         'heuristic',
         'heuristic',
       ]);
-      expect(ofType(first.events, 'MEMORY_WRITTEN')).toEqual([]);
+      expect(outcomeWrites(first.events)).toEqual([]);
       const id = insert1.payload.result.output.id as string;
 
       const second = await runTask(h, 'what editor do I like?', 'session-e');

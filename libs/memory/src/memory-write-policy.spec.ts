@@ -6,6 +6,7 @@ import {
   OutcomeTool,
   ToolOutcomeEvent,
   decide,
+  decideAtEnd,
   dedupe,
 } from './memory-write-policy';
 
@@ -243,5 +244,82 @@ describe('dedupe', () => {
     ['already at 1 -> none', near({ weight: 1 }), { op: 'none' }],
   ])('%s', (_name, nearest, expected) => {
     expect(dedupe(candidate, nearest, DEFAULT_MEMORY_POLICY)).toMatchObject(expected);
+  });
+});
+
+describe('decideAtEnd', () => {
+  let seq = 0;
+  const ev = (type: string, payload: unknown) =>
+    ({ ...envelope, event_id: `evt_${++seq}`, sequence: seq, type, payload }) as unknown as RuntimeEvent;
+  const received = ev('TASK_RECEIVED', { input: 'count the files', session_id: 's1' });
+  const steps = [
+    {
+      id: 's1',
+      kind: 'tool',
+      tool: 'shell_exec',
+      args: { command: 'ls | wc -l' },
+      description: '',
+      requires_confirmation: false,
+      depends_on: [],
+    },
+    {
+      id: 's2',
+      kind: 'respond',
+      tool: null,
+      args: {},
+      description: 'report',
+      requires_confirmation: false,
+      depends_on: ['s1'],
+    },
+  ];
+  const started = ev('PLAN_STARTED', { plan_id: 'p1', steps });
+  const done = (status: string) =>
+    ev('PLAN_COMPLETED', {
+      plan_id: 'p1',
+      step_results: [
+        { step_id: 's1', status: 'completed' },
+        { step_id: 's2', status },
+      ],
+    });
+
+  it.each<[string, RuntimeEvent[], 'completed' | 'tool_error', string | null, Record<string, unknown>[]]>([
+    [
+      'completed with a plan -> plan and summary',
+      [received, started, done('completed')],
+      'completed',
+      '12 files',
+      [
+        {
+          kind: 'plan',
+          weight: 0.4,
+          text: 'plan for "count the files": shell_exec({"command":"ls | wc -l"}) -> respond: report',
+        },
+        { kind: 'summary', weight: 0.5, text: 'task "count the files" -> 12 files' },
+      ],
+    ],
+    [
+      'a plan with a failed step is not kept',
+      [received, started, done('failed')],
+      'completed',
+      '12 files',
+      [{ kind: 'summary' }],
+    ],
+    ['a failed task leaves nothing', [received, started, done('completed')], 'tool_error', null, []],
+    ['an empty result leaves no summary', [received], 'completed', '  ', []],
+    ['a secret-looking result is not kept', [received], 'completed', 'token=abcdefghijkl', []],
+  ])('%s', (_name, events, stop, result, expected) => {
+    const out = decideAtEnd(events, stop, result, DEFAULT_MEMORY_POLICY);
+    expect(out).toHaveLength(expected.length);
+    out.forEach((d, i) => expect(d).toMatchObject(expected[i]));
+  });
+
+  it('weights of 0 turn summaries and plans off', () => {
+    expect(
+      decideAtEnd([received, started, done('completed')], 'completed', 'x', {
+        ...DEFAULT_MEMORY_POLICY,
+        summary_weight: 0,
+        plan_weight: 0,
+      }),
+    ).toEqual([]);
   });
 });
