@@ -142,7 +142,10 @@ export class ExecutionEngine {
 
   private async runStep(writer: TaskWriter, plan: PlanProgress, step: PlanStep, round: number, signal: AbortSignal): Promise<StepOutcome> {
     const plan_id = plan.plan_id;
-    await writer.append([{ type: 'STEP_STARTED', payload: { plan_id, step_id: step.id, kind: step.kind, attempt: 1 } }]);
+    // A step that waited for a person, or ran when the process stopped, continues: it started once.
+    if (writer.progress.plans.get(plan_id)!.status.get(step.id) !== 'running') {
+      await writer.append([{ type: 'STEP_STARTED', payload: { plan_id, step_id: step.id, kind: step.kind, attempt: 1 } }]);
+    }
     let out: StepOutcome;
     try {
       out = await this.stepWork(writer, step, round, signal, writer.progress.plans.get(plan_id)!.outputs);

@@ -446,4 +446,35 @@ describe('RuntimeService with the in-memory store', () => {
       ['search', { query: 'sky' }],
     ]);
   });
+
+  it('a plan step waiting for permission continues after the answer: started once, completed once', async () => {
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'free', kind: 'tool', tool: 'echo', args: { text: 'no prompt' } },
+        {
+          id: 'asked',
+          kind: 'tool',
+          tool: 'file_read',
+          args: { path: 'x.txt' },
+          requires_confirmation: true,
+          depends_on: ['free'],
+        },
+      ],
+    };
+    writeFileSync(join(dir, 'x.txt'), 'content');
+    build(new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"done"}'] }));
+    const { task_id, progress } = await run('confirm a step');
+    expect(progress.status).toBe('awaiting_permission');
+    await rt.service.resolvePermission(task_id, progress.pendingPermission!.request_id, 'allow_once');
+    expect((await rt.service.settled(task_id)).final?.stop_reason).toBe('completed');
+    const events = await store.readWholeStream(task_id);
+    const count = (t: EventType, id: string) =>
+      events.filter((e) => e.type === t && (e.payload as { step_id?: string }).step_id === id).length;
+    expect([
+      count('STEP_STARTED', 'asked'),
+      count('STEP_COMPLETED', 'asked'),
+      count('STEP_COMPLETED', 'free'),
+    ]).toEqual([1, 1, 1]);
+  });
 });
