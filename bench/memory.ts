@@ -7,7 +7,7 @@
  * sweep, recall@10 against exact brute force for 200 queries, and the speed ratio to two
  * brute-force baselines measured in the same run: hnswlib's BruteforceSearch (C++) and a plain
  * Float32Array scan in JS.
- * Env: BENCH_N (100000), BENCH_QUERIES (200), BENCH_M, BENCH_EF_CONSTRUCTION (DEFAULT_HNSW), BENCH_EF ("32,64,<default>,256"),
+ * Env: BENCH_N (100000), BENCH_QUERIES (200), BENCH_M, BENCH_EF_CONSTRUCTION (DEFAULT_HNSW), BENCH_EF ("32,64,96,<default>,256"),
  * BENCH_IID=<n> adds the worst case: n iid Gaussian vectors (no structure).
  */
 import { BruteforceSearch } from 'hnswlib-node';
@@ -232,7 +232,7 @@ export async function main(): Promise<void> {
   // the production parameters unless overridden
   const m = Number(process.env.BENCH_M ?? DEFAULT_HNSW.m);
   const efC = Number(process.env.BENCH_EF_CONSTRUCTION ?? DEFAULT_HNSW.efConstruction);
-  const efs = (process.env.BENCH_EF ?? `32,64,${DEFAULT_HNSW.ef},256`).split(',').map(Number);
+  const efs = (process.env.BENCH_EF ?? `32,64,96,${DEFAULT_HNSW.ef},256`).split(',').map(Number);
   const half = Math.floor(n / 2);
   const halfQ = Math.floor(nq / 2);
 
