@@ -7,15 +7,11 @@ describe('OpenAIEmbedder against a local OpenAI-compatible server', () => {
     server = await startFakeOpenAiServer({ apiKey: 'k-test', embeddingDim: 48 });
   });
   afterAll(() => server.close());
+  const embedder = (over: Partial<ConstructorParameters<typeof OpenAIEmbedder>[0]> = {}) =>
+    new OpenAIEmbedder({ baseURL: server.baseURL, apiKey: 'k-test', model: 'embed-small', dim: 48, ...over });
 
   it('embeds in batches, keeps the order, normalises, and sends model and key', async () => {
-    const sut = new OpenAIEmbedder({
-      baseURL: server.baseURL,
-      apiKey: 'k-test',
-      model: 'embed-small',
-      dim: 48,
-      batchSize: 2,
-    });
+    const sut = embedder({ batchSize: 2 });
     const texts = ['one', 'two', 'three', 'four', 'five'];
     server.requests.length = 0;
     const vectors = await sut.embed(texts);
@@ -31,34 +27,18 @@ describe('OpenAIEmbedder against a local OpenAI-compatible server', () => {
   });
 
   it('asks for the configured dimension when told to', async () => {
-    const sut = new OpenAIEmbedder({
-      baseURL: server.baseURL,
-      apiKey: 'k-test',
-      model: 'embed-3',
-      dim: 16,
-      requestDimensions: true,
-    });
+    const sut = embedder({ model: 'embed-3', dim: 16, requestDimensions: true });
     const [v] = await sut.embed(['x']);
     expect(v).toHaveLength(16);
   });
 
   it('refuses vectors of another dimension than configured', async () => {
-    const sut = new OpenAIEmbedder({
-      baseURL: server.baseURL,
-      apiKey: 'k-test',
-      model: 'embed-small',
-      dim: 384,
-    });
+    const sut = embedder({ dim: 384 });
     await expect(sut.embed(['x'])).rejects.toThrow(/returned dim 48, configured 384/);
   });
 
   it('surfaces an authentication failure', async () => {
-    const sut = new OpenAIEmbedder({
-      baseURL: server.baseURL,
-      apiKey: 'wrong',
-      model: 'embed-small',
-      dim: 48,
-    });
+    const sut = embedder({ apiKey: 'wrong' });
     await expect(sut.embed(['x'])).rejects.toThrow(/Incorrect API key/);
   });
 });

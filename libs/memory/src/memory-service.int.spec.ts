@@ -248,25 +248,16 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const applied = await sut.rebuildFromLog();
     expect(applied).toBe(31);
     const after = await sut.list({}, 100);
-    expect(
-      after.map(({ id, text, weight, kind, label, session_id }) => ({
+    const essentials = (entries: typeof before) =>
+      entries.map(({ id, text, weight, kind, label, session_id }) => ({
         id,
         text,
         weight,
         kind,
         label,
         session_id,
-      })),
-    ).toEqual(
-      before.map(({ id, text, weight, kind, label, session_id }) => ({
-        id,
-        text,
-        weight,
-        kind,
-        label,
-        session_id,
-      })),
-    );
+      }));
+    expect(essentials(after)).toEqual(essentials(before));
     expect(await topIds(sut, 'jest runs the unit tests')).toEqual(top);
     await sut.close();
   });
