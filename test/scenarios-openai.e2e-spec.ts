@@ -13,6 +13,7 @@ import { AllowAllPolicy, FakeOpenAiServer, startFakeOpenAiServer, testToolRegist
 const settings: DisciplineSettings = {
   ...DEFAULT_DISCIPLINE_SETTINGS,
   retry: { modelRetries: 2, toolRetries: 1, baseDelayMs: 10, maxDelayMs: 50, maxRetryAfterMs: 5000 },
+  streamIdleTimeoutMs: 150,
 };
 
 const of = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) => events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
@@ -84,13 +85,16 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
     expect(attempts(r.events)).toEqual([1, 2]);
   });
 
-  it('a stream that stalls on every attempt: each attempt times out, retried, then timeout', async () => {
-    server.setDefault({ content: '{"type":"respond","content":"never finished"}', stall_ms: 2000 });
-    const r = await run('write me a poem', 200);
+  it('a stream that stalls on every attempt: the inactivity timeout ends each attempt, retried, then timeout', async () => {
+    server.setDefault({ content: '{"type":"respond","content":"never finished"}', stall_ms: 3000 });
+    const r = await run('write me a poem', 2000);
     expect(r.stop).toBe('timeout');
     expect(retries(r.events).map((p) => p.data.kind)).toEqual(['timeout', 'timeout']);
     expect(attempts(r.events)).toEqual([1, 2, 3]);
-    expect(of(r.events, 'MODEL_RESPONDED').filter((e) => e.payload.error?.kind === 'timeout')).toHaveLength(3);
+    const failed = of(r.events, 'MODEL_RESPONDED').filter((e) => e.payload.error?.kind === 'timeout');
+    expect(failed).toHaveLength(3);
+    expect(failed[0].payload.error?.message).toBe('model call sent nothing for 150 ms');
+    expect(failed[0].payload.latency_ms).toBeLessThan(1500);
   });
 
   it('401: authentication_error at once, one request, no retry and no fallback', async () => {

@@ -55,7 +55,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const guards = [...(d ? [new DisciplineGuard(d)] : []), ...(o.guards ?? [])];
   const gateway = new ModelGateway(d?.prices, d ?? null);
   const vault = new SecretVault();
-  const modelTimeoutMs = o.modelTimeoutMs ?? 60_000;
+  const modelTimeoutMs = o.modelTimeoutMs ?? d?.modelTimeoutMs ?? 60_000;
   const policy = d ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng } : NO_RETRY_POLICY;
   const router = new AsyncRouter({ orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() }, gateway, modelTimeoutMs, policy);
   const engine = new ExecutionEngine({

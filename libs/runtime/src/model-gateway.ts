@@ -51,7 +51,8 @@ export class ModelGateway {
         }
       : undefined;
     try {
-      const res = await c.backend.complete({ ...c.request, role: c.role, cursor, stream: Boolean(extractor), onChunk });
+      const idle_timeout_ms = c.request.idle_timeout_ms ?? this.discipline?.streamIdleTimeoutMs;
+      const res = await c.backend.complete({ ...c.request, idle_timeout_ms, role: c.role, cursor, stream: Boolean(extractor), onChunk });
       await Promise.all(chunks);
       await c.writer.append([
         {

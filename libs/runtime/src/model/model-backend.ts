@@ -28,6 +28,8 @@ export interface ModelRequest {
   role: Role;
   messages: ChatMessage[];
   timeout_ms: number;
+  /** streaming: the longest silence between chunks; timeout_ms when absent */
+  idle_timeout_ms?: number;
   signal?: AbortSignal;
   /** stream the content; each delta goes to onChunk as it arrives */
   stream?: boolean;

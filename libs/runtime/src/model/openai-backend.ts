@@ -1,6 +1,7 @@
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { Role, TokenUsage } from '@runledger/contracts';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, estimatedUsage } from './model-backend';
+import { createDeadline } from '../discipline/timeouts';
 
 export interface OpenAiBackendOptions {
   baseURL?: string;
@@ -55,27 +56,26 @@ export class OpenAiBackend extends ModelBackend {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     const model = this.modelFor(request.role);
     if (!model) throw new ModelCallError('provider_error', `no model configured for role ${request.role}`);
-    const ctrl = new AbortController();
-    let timedOut = false;
-    // One timer for the whole call, reset by every streamed chunk: a stalled stream times out too.
-    let timer = setTimeout(() => ((timedOut = true), ctrl.abort()), request.timeout_ms);
-    const touch = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => ((timedOut = true), ctrl.abort()), request.timeout_ms);
-    };
-    const onOuterAbort = () => ctrl.abort();
-    request.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    // Layered: the whole request has timeout_ms; a stream also may not go silent for longer than
+    // idle_timeout_ms (each chunk is a sign of life); the caller's signal (task deadline, cancel) wins over both.
+    const deadline = createDeadline({
+      totalMs: request.timeout_ms,
+      idleMs: request.stream ? (request.idle_timeout_ms ?? request.timeout_ms) : null,
+      parent: request.signal,
+      label: 'model call',
+    });
+    const timedOut = () => (deadline.reason()?.kind === 'timeout' && !request.signal?.aborted ? deadline.reason() : null);
     try {
-      const res = request.stream ? await this.streamed(model, request, ctrl.signal, touch) : await this.whole(model, request, ctrl.signal);
+      const res = request.stream ? await this.streamed(model, request, deadline.signal, deadline.touch) : await this.whole(model, request, deadline.signal);
       // An aborted stream may end quietly instead of throwing: a cut-off answer is never an answer.
-      if (ctrl.signal.aborted) throw new ModelCallError(timedOut ? 'timeout' : 'provider_error', timedOut ? `model call timed out after ${request.timeout_ms} ms` : 'model call aborted');
+      if (deadline.signal.aborted) throw new ModelCallError(timedOut() ? 'timeout' : 'provider_error', timedOut()?.message ?? 'model call aborted');
       return res;
     } catch (err) {
-      if (timedOut) throw new ModelCallError('timeout', `model call timed out after ${request.timeout_ms} ms`);
+      const t = timedOut();
+      if (t) throw new ModelCallError('timeout', t.message);
       throw toModelCallError(err, request.timeout_ms);
     } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onOuterAbort);
+      deadline.dispose();
     }
   }
 
