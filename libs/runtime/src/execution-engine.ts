@@ -5,7 +5,7 @@ import { StepStatus, UnknownStepReferenceError, blockedSteps, findCycle, readySt
 import { RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend, sleep } from './model/model-backend';
-import { SecretVault, Stop, ToolOutcomeHook } from './ports';
+import { SecretVault, Stop, ToolOutcomeHook, isShutdown } from './ports';
 import { PlanProgress, callIdFor, planIdFor } from './progress';
 import { TaskWriter } from './task-writer';
 import { adaptiveToolTimeout, decideFailure, hasExitCode, isCircuitOpen, toolGuardFromEvents } from './discipline/failure-policy';
@@ -255,6 +255,7 @@ export class ExecutionEngine {
     try {
       for (let attempt = (prior?.attempt ?? 0) + 1; ; attempt++) {
         const out = await this.runOnce(writer, spec, tool, held, args_hash, attempt, signal);
+        if (out === 'interrupted') return { kind: 'suspend' };
         if (out.ok || !d || !out.retryable || signal.aborted) return { kind: 'done', ok: out.ok, output: out.output, error: out.error };
         // An idempotent tool that broke (threw, timed out) is tried again under the failure policy.
         const decision = decideFailure(out.timedOut ? 'timeout' : 'tool_error', attempt, { subject: 'tool', retry: d.retry, idempotent: manifest.idempotent, rng: this.deps.rng });
@@ -276,7 +277,7 @@ export class ExecutionEngine {
     args_hash: string,
     attempt: number,
     signal: AbortSignal,
-  ): Promise<{ ok: boolean; output: unknown; error: string | null; retryable: boolean; timedOut: boolean }> {
+  ): Promise<{ ok: boolean; output: unknown; error: string | null; retryable: boolean; timedOut: boolean } | 'interrupted'> {
     const p = writer.progress;
     const manifest = tool.manifest;
     const d = this.deps.discipline;
@@ -293,6 +294,8 @@ export class ExecutionEngine {
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => (ctrl.abort(), resolve('timeout')), timeoutMs)));
       const ran = await Promise.race([tool.run(spec.args, { task_id: p.task_id, session_id: p.session_id, step_id: spec.step_id, call_id: spec.call_id, signal: ctrl.signal, secrets: held }), timeout]);
       const duration_ms = Date.now() - started;
+      // Stopped by a shutdown: the outcome is unknown, so none is recorded; the next boot decides from the intent.
+      if (isShutdown(signal)) return 'interrupted';
       if (ran === 'timeout') {
         const error = `timed out after ${timeoutMs} ms`;
         await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'timeout', duration_ms } });
@@ -307,6 +310,7 @@ export class ExecutionEngine {
       // A command that ran and exited non-zero is an answer, not a breakage: repeating it changes nothing.
       return { ok: result.ok, output: result.output, error: result.error, retryable: !result.ok && !hasExitCode(result.output), timedOut: false };
     } catch (err) {
+      if (isShutdown(signal)) return 'interrupted';
       const error = this.deps.redact({ tool: spec.tool, ok: false, output: null, error: err instanceof Error ? err.message : String(err), metadata: {} }, secretValues).error!;
       await this.recordOutcome(writer, manifest, { type: 'TOOL_FAILED', payload: { call_id: spec.call_id, tool: spec.tool, result: null, error, error_kind: 'tool_error', duration_ms: Date.now() - started } });
       return { ok: false, output: null, error, retryable: true, timedOut: false };

@@ -86,3 +86,13 @@ export class SecretVault {
 
 /** detail prefix of a task whose input the permission policy hard-stopped */
 export const INPUT_REFUSED = 'input refused: ';
+/** Abort reason of a process shutting down: the task is left as it is, to resume on the next boot. */
+export class ShutdownSignal extends Error {
+  constructor() {
+    super('shutting down');
+  }
+}
+
+/** The abort came from a shutdown, not from a cancel. */
+export const isShutdown = (signal: AbortSignal): boolean =>
+  signal.aborted && signal.reason instanceof ShutdownSignal;

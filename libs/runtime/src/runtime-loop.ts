@@ -4,7 +4,7 @@ import { EventStore } from '@runledger/event-store';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
-import { INPUT_REFUSED, LoopGuard, Stop } from './ports';
+import { INPUT_REFUSED, LoopGuard, Stop, isShutdown } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 import { describeStop } from './discipline/stop-reasons';
@@ -24,12 +24,6 @@ export interface LoopDeps {
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
-/** Abort reason of a process shutting down: the task is left as it is, to resume on the next boot. */
-export class ShutdownSignal extends Error {
-  constructor() {
-    super('shutting down');
-  }
-}
 
 /**
  * Runs one task from wherever its log says it is. Each turn folds the log
@@ -66,7 +60,7 @@ export class RuntimeLoop {
       const p = writer.progress;
       if (p.final || p.status === 'awaiting_permission' || p.status === 'awaiting_secret') return;
       if (signal.aborted) {
-        if (signal.reason instanceof ShutdownSignal) return;
+        if (isShutdown(signal)) return;
         const timedOut = signal.reason instanceof FailureError && signal.reason.kind === 'timeout';
         await this.end(writer, timedOut ? { stop_reason: 'timeout', detail: describeStop('timeout', signal.reason.message) } : CANCELLED, null);
         continue;

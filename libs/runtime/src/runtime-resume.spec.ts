@@ -150,6 +150,36 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     await sut.close();
   });
 
+  it('a shutdown leaves a running tool call without outcome; the next boot decides from the intent', async () => {
+    const first = runtime({
+      orchestrator: [
+        '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
+        '{"type":"fail","reason":"unsure"}',
+      ],
+    }).service;
+    const { task_id } = await first.submit({ input: 'slow' }, { source: 'api' });
+    while (!(await store.readWholeStream(task_id)).some((e) => e.type === 'TOOL_CALLED'))
+      await new Promise((r) => setTimeout(r, 10));
+    await first.close();
+    const atShutdown = await store.readWholeStream(task_id);
+    expect(atShutdown.map((e) => e.type)).not.toContain('TOOL_FAILED');
+    expect(foldProgress(task_id, atShutdown).final).toBeNull();
+
+    const second = runtime({
+      orchestrator: [
+        '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
+        '{"type":"fail","reason":"unsure"}',
+      ],
+    }).service;
+    expect(await second.resumeUnfinished()).toEqual([task_id]);
+    await second.settled(task_id);
+    const events = await store.readWholeStream(task_id);
+    expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
+      error_kind: 'outcome_unknown',
+    });
+    await second.close();
+  });
+
   it('runs no more tasks at once than its concurrency', async () => {
     const slow = { content: '{"type":"respond","content":"ok"}', delay_ms: 100 };
     const rt = createRuntime({

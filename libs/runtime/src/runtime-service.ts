@@ -13,9 +13,9 @@ import {
   sha256,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { SecretVault } from './ports';
+import { SecretVault, ShutdownSignal } from './ports';
 import { TaskProgress, foldProgress } from './progress';
-import { RuntimeLoop, ShutdownSignal } from './runtime-loop';
+import { RuntimeLoop } from './runtime-loop';
 import { TaskWriter } from './task-writer';
 
 export interface SubmitOptions {
