@@ -1,4 +1,4 @@
-import { Budgets, PriceTable, Role, RuntimeEvent, TaskUsage, TokenUsage, emptyUsage } from '@runledger/contracts';
+import { Budgets, PriceTable, Role, RoleUsage, RuntimeEvent, TaskUsage, TokenUsage, addRoleUsage, emptyUsage } from '@runledger/contracts';
 import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
 
 export interface BudgetResolution {
@@ -69,21 +69,7 @@ export function activeMs(state: MeterState, now: Date): number {
   return Math.max(0, now.getTime() - Date.parse(state.startedAt) - state.waitedMs - waiting);
 }
 
-const addRole = (usage: TaskUsage, role: Role, patch: { model_calls?: number; prompt_tokens?: number; completion_tokens?: number; cost_usd?: number }): TaskUsage => {
-  const prev = usage.by_role[role] ?? { model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
-  return {
-    ...usage,
-    by_role: {
-      ...usage.by_role,
-      [role]: {
-        model_calls: prev.model_calls + (patch.model_calls ?? 0),
-        prompt_tokens: prev.prompt_tokens + (patch.prompt_tokens ?? 0),
-        completion_tokens: prev.completion_tokens + (patch.completion_tokens ?? 0),
-        cost_usd: prev.cost_usd + (patch.cost_usd ?? 0),
-      },
-    },
-  };
-};
+const addRole = (usage: TaskUsage, role: Role, patch: Partial<RoleUsage>): TaskUsage => ({ ...usage, by_role: addRoleUsage(usage, role, patch) });
 
 /**
  * Pure fold of one event into the meter. Usage is derived from the log only,
