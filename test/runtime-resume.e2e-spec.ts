@@ -81,7 +81,7 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
             type: 'plan',
             steps: [sh('s1', 'echo one >> out.txt'), sh('s2', 'echo two >> out.txt', ['s1'])],
           }),
-          { content: json({ type: 'plan', steps: [sh('s3', 'echo three >> out.txt')] }), delay_ms: 1500 },
+          { content: json({ type: 'plan', steps: [sh('s3', 'echo three >> out.txt')] }), delay_ms: 3000 },
           json({ type: 'respond', content: 'all three written' }),
         ],
       }),
@@ -118,7 +118,7 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
             type: 'plan',
             steps: [
               sh('s1', 'echo one >> out.txt'),
-              sh('s2', 'sleep 1; echo two >> out.txt', ['s1']),
+              sh('s2', 'sleep 3; echo two >> out.txt', ['s1']),
               sh('s3', 'echo three >> out.txt', ['s2']),
             ],
           }),
