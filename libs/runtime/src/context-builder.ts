@@ -3,7 +3,8 @@ import { ChatMessage, HistoryItem, PromptView } from './model/model-backend';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
 import { COMPACTED_ROUNDS, PromptItem, decidePrompt } from './discipline/prompt-budget';
-import { PromptSettings } from './discipline/settings';
+import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from './discipline/settings';
+import { estimateTokens } from './discipline/budgets';
 
 export const CONTEXT_SECTIONS = ['system', 'memory', 'tools', 'history', 'user'] as const;
 export type ContextSection = (typeof CONTEXT_SECTIONS)[number];
@@ -17,8 +18,8 @@ export const DEFAULT_SECTION_BUDGETS: SectionBudgets = {
   history: 4000,
   user: 4000,
 };
-const CHARS_PER_TOKEN = 4;
-const tokensOf = (s: string): number => Math.ceil(s.length / CHARS_PER_TOKEN);
+const CHARS_PER_TOKEN = DEFAULT_CHARS_PER_TOKEN;
+const tokensOf = (s: string): number => estimateTokens(s.length);
 
 export const SYSTEM_PROMPT = [
   'You are the orchestrator of Runledger. Decide the next step of the task and reply with ONE JSON object only (no prose):',

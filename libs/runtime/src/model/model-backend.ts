@@ -1,4 +1,5 @@
 import { RunledgerError, Role, TokenUsage } from '@runledger/contracts';
+import { estimateUsage } from '../discipline/budgets';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -72,11 +73,9 @@ export abstract class ModelBackend {
 
 export const zeroUsage = (): TokenUsage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false });
 
-/** Usage from characters (4 per token) when a provider reports none. */
+/** Usage from characters (DEFAULT_CHARS_PER_TOKEN) when a provider reports none. */
 export function estimatedUsage(messages: readonly ChatMessage[], content: string): TokenUsage {
-  const prompt_tokens = Math.ceil(messages.reduce((n, m) => n + m.content.length, 0) / 4);
-  const completion_tokens = Math.ceil(content.length / 4);
-  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, estimated: true };
+  return estimateUsage(messages.reduce((n, m) => n + m.content.length, 0), content.length);
 }
 
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
