@@ -303,6 +303,24 @@ describe('ToolSandbox security', () => {
       expect(processesWith(`sleep ${marker}`)).toEqual([]);
     });
 
+    it('a command left running when the service process is SIGKILLed dies with it', async () => {
+      const marker = `34.${Date.now() % 100000}`;
+      const script = `const { ToolSandbox } = require('./libs/tools/src/sandbox.ts');
+        new ToolSandbox({ allowedRoot: ${JSON.stringify(root)}, mode: 'process' }).exec('sleep ${marker}', { timeoutMs: 60000 });
+        setTimeout(() => console.log('started'), 300);`;
+      const service = spawn(process.execPath, ['-r', '@swc-node/register', '-e', script], {
+        cwd: path.resolve(__dirname, '../../..'),
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      await new Promise<void>((resolve) => service.stdout!.on('data', () => resolve()));
+      expect(processesWith(`sleep ${marker}`).length).toBeGreaterThan(0);
+      service.kill('SIGKILL');
+      const deadline = Date.now() + 5000;
+      while (processesWith(`sleep ${marker}`).length > 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(processesWith(`sleep ${marker}`)).toEqual([]);
+    });
+
     it('output is capped at maxOutputBytes and marked truncated', async () => {
       const capped = new ToolSandbox({ allowedRoot: root, mode: 'process', maxOutputBytes: 1000 });
       const r = await capped.exec("head -c 100000 /dev/zero | tr '\\0' a; echo tail >&2", {

@@ -357,7 +357,7 @@ export class ToolSandbox {
             [...this.bwrapArgs(cwd, env), '/bin/sh', '-c', command],
             { PATH: SAFE_PATH },
           ]
-        : ['/bin/sh', ['-c', command], env];
+        : ['/bin/sh', ['-c', orphanWatchdog(process.pid), 'sh', command], env];
     const started = Date.now();
     const child = spawn(file, argv, { cwd, env: spawnEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     const pid = child.pid;
@@ -445,6 +445,14 @@ export class ToolSandbox {
     }
   }
 }
+
+/**
+ * Process mode has no --die-with-parent: a watchdog in the command's process group kills the
+ * group once the service process is gone (a crash must not leave a command running on its own).
+ * It holds none of the command's pipes and dies with the group on a normal end.
+ */
+const orphanWatchdog = (servicePid: number): string =>
+  `(trap '' TERM HUP; while kill -0 ${servicePid} 2>/dev/null; do sleep 1; done; kill -9 0) </dev/null >/dev/null 2>&1 & exec /bin/sh -c "$1"`;
 
 function isDanglingLink(p: string): boolean {
   try {
