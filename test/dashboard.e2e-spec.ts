@@ -92,6 +92,45 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(consoleErrors).toEqual([]);
   }, 60_000);
 
+  it('answers a secret request with the Provide-secret control; the value never reaches the page or the log', async () => {
+    const secret = 'browser-secret-5f1e';
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+    await page.waitForSelector('#view-tasks:not([hidden])');
+    await page.fill('#submit-input', 'run sudo -n true');
+    await page.click('#submit-button');
+    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
+    await page.click('.pending button.approve');
+    await page.waitForSelector('.pending button.provide-secret', { timeout: 15_000 });
+    expect(await page.textContent('#t-status')).toBe('awaiting_secret');
+    expect(await page.textContent('.pending')).toContain('sudo_password');
+    const requestId = await page.getAttribute('.pending', 'data-request');
+    await page.fill('.pending input[type=password]', secret);
+    await page.click('.pending button.provide-secret');
+    const taskId = (await page.textContent('#t-id'))!.trim();
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll('#t-timeline summary')].some((s) =>
+          s.textContent?.includes('SECRET_PROVIDED'),
+        ),
+      undefined,
+      { timeout: 15_000 },
+    );
+    // sudo may ask again (a wrong password); the request answered here is no longer pending either way
+    const state = (await sut.request('GET', `/tasks/${taskId}`)).body;
+    expect(state.pending.map((p: { request_id: string }) => p.request_id)).not.toContain(requestId);
+    const events = (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'SECRET_PROVIDED',
+        payload: expect.objectContaining({ request_id: requestId }),
+      }),
+    );
+    expect(JSON.stringify(events)).not.toContain(secret);
+    expect(await page.content()).not.toContain(secret);
+    expect(sut.logs.join('')).not.toContain(secret);
+  }, 45_000);
+
   it('draws the plan DAG with step states and edges', async () => {
     const taskId = (
       await sut.request('POST', '/tasks', { body: { input: 'run echo first then run echo second' } })
