@@ -78,7 +78,7 @@ describe('POST /tasks budgets and accept_checks; GET /tasks/:id shows the outcom
     });
     expect(post.status).toBe(202);
     const view = await waitForTask(sut, post.body.task_id);
-    expect(view).toMatchObject({ status: 'completed', stop_reason: 'completed', result: 'built' });
+    expect(view).toMatchObject({ status: 'completed', stop_reason: 'completed', stop_detail: 'the orchestrator responded', result: 'built' });
     expect(view.usage).toMatchObject({ rounds: 2, tool_calls: 1, model_calls: 2, total_tokens: 300 });
     expect(view.usage.cost_usd).toBeCloseTo(0.4, 9);
     const events = await sut.request('GET', `/tasks/${post.body.task_id}/events?limit=100`);

@@ -26,6 +26,8 @@ export interface TaskView {
   status: TaskStatus;
   session_id: string;
   stop_reason: StopReason | null;
+  /** what the stop reason means for this task, in words */
+  stop_detail: string | null;
   result: string | null;
   pending: PendingRequestView[];
   usage: TaskUsage;

@@ -79,6 +79,7 @@ export function taskViewFromState(s: TaskState): TaskView {
     status: s.status,
     session_id: s.session_id,
     stop_reason: s.stop_reason,
+    stop_detail: s.stop_detail,
     result: s.result,
     pending: s.pending_requests.map((p) => ({
       request_id: p.request_id,
