@@ -159,6 +159,16 @@ describe('runledger CLI (real child process, no model configured)', () => {
     }
   });
 
+  it('fork continues a recorded task from one of its events as a new task', async () => {
+    const first = await runCli(['run', 'run echo forked', '--yes'], { cwd: dir, env });
+    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const res = await runCli(['fork', taskId, '4'], { cwd: dir, env });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.stdout).toContain('forked');
+    expect((await runCli(['fork', taskId, 'x'], { cwd: dir, env })).code).toBe(2);
+  });
+
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
   const hasScript = spawnSync('script', ['--version']).status === 0;
   (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent, ToolManifest, hashArgs } from '@runledger/contracts';
@@ -177,6 +177,35 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
       error_kind: 'outcome_unknown',
     });
+    await second.close();
+  });
+
+  it('fork: a new task continues from an event of an old one; what was done is not done again', async () => {
+    const original = runtime({
+      orchestrator: [
+        '{"type":"tool","tool":"append_line","args":{"path":"f.txt","line":"once"}}',
+        '{"type":"respond","content":"A"}',
+      ],
+    }).service;
+    const { task_id } = await original.submit({ input: 'write once then answer' }, { source: 'api' });
+    await original.settled(task_id);
+    await original.close();
+    const source = await store.readWholeStream(task_id);
+    const at = source.find((e) => e.type === 'TOOL_COMPLETED')!.sequence;
+
+    const second = runtime({
+      orchestrator: ['(not asked again)', '{"type":"respond","content":"B"}'],
+    }).service;
+    const fork = await second.fork(task_id, at);
+    const p = await second.settled(fork.task_id);
+    expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'B' });
+    const events = await store.readWholeStream(fork.task_id);
+    expect(events[0].payload).toMatchObject({ source: 'fork', forked_from: { task_id, sequence: at } });
+    expect(events.slice(1, at).map((e) => e.type)).toEqual(source.slice(1, at).map((e) => e.type));
+    expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
+    expect(readFileSync(join(dir, 'f.txt'), 'utf8')).toBe('once\n');
+    expect((await store.readWholeStream(task_id)).length).toBe(source.length);
+    await expect(second.fork(task_id, source.length + 1)).rejects.toThrow(/sequence must be between/);
     await second.close();
   });
 

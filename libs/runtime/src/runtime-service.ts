@@ -3,12 +3,14 @@ import {
   ConcurrencyError,
   IdempotencyConflictError,
   IllegalStateError,
+  NewEvent,
   NotFoundError,
   PermissionDecision,
   TaskStatus,
   UserTask,
   ValidationError,
   canonicalJson,
+  isFinalEventType,
   newId,
   sha256,
 } from '@runledger/contracts';
@@ -103,6 +105,50 @@ export class RuntimeService {
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
     }
+    this.enqueue(task_id);
+    return { task_id, status: 'queued', created: true };
+  }
+
+  /**
+   * A new task that starts from event `atSequence` of an old one: its history
+   * up to there is copied (an ending is not), and the loop continues from that
+   * state as it would after a restart. The source stays as it is.
+   */
+  async fork(sourceTaskId: string, atSequence: number): Promise<SubmitResult> {
+    const events = await this.deps.store.readWholeStream(sourceTaskId);
+    const [first] = events;
+    if (first?.type !== 'TASK_RECEIVED') throw new NotFoundError(`task ${sourceTaskId} not found`);
+    if (!Number.isInteger(atSequence) || atSequence < 1 || atSequence > events.length) {
+      throw new ValidationError(`sequence must be between 1 and ${events.length}`);
+    }
+    const task_id = newId('task');
+    const copied = events.slice(1, atSequence).filter((e) => !isFinalEventType(e.type));
+    await this.deps.store.append(
+      task_id,
+      [
+        {
+          type: 'TASK_RECEIVED',
+          session_id: first.session_id,
+          payload: {
+            ...first.payload,
+            idempotency_key: null,
+            request_hash: null,
+            source: 'fork',
+            forked_from: { task_id: sourceTaskId, sequence: atSequence },
+          },
+        },
+        ...copied.map(
+          (e) =>
+            ({
+              type: e.type,
+              payload: e.payload,
+              session_id: e.session_id,
+              causation_id: e.event_id,
+            }) as NewEvent,
+        ),
+      ],
+      { expected: 'no_stream' },
+    );
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }

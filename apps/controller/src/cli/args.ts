@@ -20,6 +20,7 @@ export type CliCommand =
   | { kind: 'resume'; task_id: string | null; json: boolean; yes: boolean }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision }
   | { kind: 'replay'; task_id: string; json: boolean }
+  | { kind: 'fork'; task_id: string; sequence: number; json: boolean; yes: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
 
@@ -29,6 +30,7 @@ export const USAGE = `usage:
   runledger resume [<task_id>] [--yes] [--json]     continue unfinished tasks from the log
   runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always
   runledger replay <task_id> [--json]               re-run a recorded task offline from its log
+  runledger fork <task_id> <sequence> [--yes] [--json]  a new task continuing from that event of an old one
   runledger serve                                   run the HTTP server
 exit code: 0 only when the task completed; 1 it ended otherwise; 2 bad usage; 3 it waits for a person`;
 
@@ -110,6 +112,12 @@ export function parseArgs(argv: readonly string[]): CliCommand {
     case 'replay':
       if (positional.length !== 1) throw new ValidationError('replay needs <task_id>');
       return { kind: 'replay', task_id: positional[0], json: flags.json };
+    case 'fork': {
+      const sequence = Number(positional[1]);
+      if (positional.length !== 2 || !Number.isInteger(sequence) || sequence < 1)
+        throw new ValidationError('fork needs <task_id> <sequence>');
+      return { kind: 'fork', task_id: positional[0], sequence, json: flags.json, yes: flags.yes };
+    }
     case 'serve':
       return { kind: 'serve' };
     case undefined:

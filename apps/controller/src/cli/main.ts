@@ -175,6 +175,10 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
       case 'resolve':
         await rt.service.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
         return await follow(rt, cmd.task_id, { json: false, yes: false, interactive });
+      case 'fork': {
+        const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
+        return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
+      }
       case 'replay': {
         const { task_id } = await rt.replay(cmd.task_id);
         return await follow(rt, task_id, { json: cmd.json, yes: false, interactive: false });
