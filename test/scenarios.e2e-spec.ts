@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { AcceptCheck, Budgets, EventPayload, RuntimeEvent, StopReason, ToolManifest, canonicalJson } from '@runledger/contracts';
+import { AcceptCheck, Budgets, EventPayload, RuntimeEvent, STOP_REASONS, StopReason, ToolManifest, canonicalJson } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { PermissionPolicy } from '@runledger/permissions';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings, ModelScript, Runtime, ScriptedBackend, createRuntime, seededRandom } from '@runledger/runtime';
@@ -44,6 +44,7 @@ function expectOnlyDecidedToolCalls(events: RuntimeEvent[]): void {
 }
 
 describe('run discipline scenarios (scripted model)', () => {
+  const seen = new Set<StopReason>();
   let dir: string;
   let store: InMemoryEventStore;
   let rt: Runtime;
@@ -108,6 +109,7 @@ describe('run discipline scenarios (scripted model)', () => {
     expect(payload.usage).toEqual(progress.usage);
     expect(payload.usage.rounds).toBe(rounds(events));
     expect(payload.detail.length).toBeGreaterThan(10);
+    seen.add(payload.stop_reason as StopReason);
     return { task_id, progress, events, stop: payload.stop_reason as StopReason, detail: payload.detail, usage: payload.usage };
   }
 
@@ -422,6 +424,12 @@ describe('run discipline scenarios (scripted model)', () => {
       const p = await rt.service.settled(task_id);
       expect(p.final?.stop_reason).toBe('cancelled');
       expect(p.usage.rounds).toBe(1);
+      seen.add('cancelled');
     });
+  });
+
+  // Runs last (jest keeps file order): the scenarios above ended tasks with every canonical stop reason.
+  it('covers every canonical stop reason', () => {
+    expect(STOP_REASONS.filter((r) => !seen.has(r))).toEqual([]);
   });
 });
