@@ -127,33 +127,19 @@ async function sendChat(
     connection: 'keep-alive',
   });
   const chunks = reply.chunks ?? content.match(/[\s\S]{1,8}/g) ?? [];
-  const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+  const send = (choices: unknown[], extra: object = {}) =>
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`,
+    );
   for (let i = 0; i < chunks.length; i++) {
     if (closing.closed) return;
-    send({
-      id,
-      object: 'chat.completion.chunk',
-      created,
-      model,
-      choices: [
-        {
-          index: 0,
-          delta: i === 0 ? { role: 'assistant', content: chunks[i] } : { content: chunks[i] },
-          finish_reason: null,
-        },
-      ],
-    });
+    const delta = i === 0 ? { role: 'assistant', content: chunks[i] } : { content: chunks[i] };
+    send([{ index: 0, delta, finish_reason: null }]);
     if (i === 0 && reply.stall_ms) await sleep(reply.stall_ms);
   }
   if (closing.closed) return;
-  send({
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
-  });
-  if (usageBody) send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageBody });
+  send([{ index: 0, delta: {}, finish_reason: 'stop' }]);
+  if (usageBody) send([], { usage: usageBody });
   res.end('data: [DONE]\n\n');
 }
 
