@@ -3,7 +3,13 @@ import { parseDirective } from './directive-parser';
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
-import { COMPLETION_REMINDER, FABRICATION_NOTE, classifyOrchestratorText, completionStateFromEvents, completionStep } from './discipline/completion';
+import {
+  COMPLETION_REMINDER,
+  FABRICATION_NOTE,
+  classifyOrchestratorText,
+  completionStateFromEvents,
+  completionStep,
+} from './discipline/completion';
 import { RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
 import { guardEvent, runWithRetries } from './discipline/retry-runner';
@@ -16,7 +22,13 @@ import { TaskWriter } from './task-writer';
 export type RouterSource = EventPayload<'ROUTER_DECIDED'>['source'];
 
 export type RouterOutcome =
-  | { kind: 'decided'; directive: ExecutionDirective; source: RouterSource; fallback_reason: string | null; attempts: number }
+  | {
+      kind: 'decided';
+      directive: ExecutionDirective;
+      source: RouterSource;
+      fallback_reason: string | null;
+      attempts: number;
+    }
   /** the orchestrator answered without attempting a directive: reminded, the next round asks again */
   | { kind: 'no_directive' }
   | { kind: 'stop'; stop: Stop };
@@ -65,12 +77,21 @@ export class AsyncRouter {
     private readonly policy: RouterPolicy = NO_RETRY_POLICY,
   ) {}
 
-  async decide(writer: TaskWriter, round: number, ctx: BuiltContext, signal: AbortSignal): Promise<RouterOutcome> {
+  async decide(
+    writer: TaskWriter,
+    round: number,
+    ctx: BuiltContext,
+    signal: AbortSignal,
+  ): Promise<RouterOutcome> {
     const orchestrator = this.models.orchestrator;
     let fallback: Fallback | null = null;
     if (orchestrator.backend === SYS_UTIL) return this.sysUtil(writer, round, ctx, signal, null);
     if (!orchestrator.modelFor('orchestrator')) {
-      fallback = { reason: 'orchestrator_missing: no orchestrator model configured', stop_reason: 'validation_error', helpIsAnswer: true };
+      fallback = {
+        reason: 'orchestrator_missing: no orchestrator model configured',
+        stop_reason: 'validation_error',
+        helpIsAnswer: true,
+      };
     } else {
       let messages = ctx.messages;
       for (let attempt = 1; attempt <= 2 && !fallback; attempt++) {
@@ -83,18 +104,52 @@ export class AsyncRouter {
         const res = called.res;
         // Tool results written by the model are never evidence: they are cut before anything reads the reply.
         const reply = classifyOrchestratorText(res.content);
-        if (reply.fabricated.length > 0) await writer.append([guardEvent('correction', round, FABRICATION_NOTE, { fabricated: reply.fabricated.length })]);
-        if (reply.kind === 'directive') return { kind: 'decided', directive: reply.directive, source: this.sourceOf(res.model), fallback_reason: null, attempts: attempt };
-        if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null) return this.noDirective(writer, round, this.policy.completionMaxMisses);
+        if (reply.fabricated.length > 0)
+          await writer.append([
+            guardEvent('correction', round, FABRICATION_NOTE, { fabricated: reply.fabricated.length }),
+          ]);
+        if (reply.kind === 'directive')
+          return {
+            kind: 'decided',
+            directive: reply.directive,
+            source: this.sourceOf(res.model),
+            fallback_reason: null,
+            attempts: attempt,
+          };
+        if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null)
+          return this.noDirective(writer, round, this.policy.completionMaxMisses);
         if (attempt === 2) {
-          fallback = { reason: `invalid_directive: ${reply.error}`, stop_reason: 'validation_error', helpIsAnswer: false };
+          fallback = {
+            reason: `invalid_directive: ${reply.error}`,
+            stop_reason: 'validation_error',
+            helpIsAnswer: false,
+          };
           break;
         }
-        await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'correction', round, detail: reply.error, data: { attempted: reply.kind === 'attempted_directive' } } }]);
-        messages = [...messages, { role: 'assistant', content: reply.cleaned }, { role: 'user', content: correctionPrompt(reply.error) }];
+        await writer.append([
+          {
+            type: 'GUARD_TRIGGERED',
+            payload: {
+              guard: 'correction',
+              round,
+              detail: reply.error,
+              data: { attempted: reply.kind === 'attempted_directive' },
+            },
+          },
+        ]);
+        messages = [
+          ...messages,
+          { role: 'assistant', content: reply.cleaned },
+          { role: 'user', content: correctionPrompt(reply.error) },
+        ];
       }
     }
-    await writer.append([{ type: 'GUARD_TRIGGERED', payload: { guard: 'fallback', round, detail: fallback!.reason, data: { to: SYS_UTIL } } }]);
+    await writer.append([
+      {
+        type: 'GUARD_TRIGGERED',
+        payload: { guard: 'fallback', round, detail: fallback!.reason, data: { to: SYS_UTIL } },
+      },
+    ]);
     return this.sysUtil(writer, round, ctx, signal, fallback);
   }
 
@@ -107,28 +162,60 @@ export class AsyncRouter {
     writer: TaskWriter,
     round: number,
     request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>,
-  ): Promise<{ kind: 'ok'; res: ModelResponse } | { kind: 'fallback'; fallback: Fallback } | { kind: 'stop'; stop: Stop }> {
-    const out = await runWithRetries((attempt) => this.gateway.call({ writer, backend: this.models.orchestrator, role: 'orchestrator', round, request, streamRespond: true, attempt }), {
-      subject: 'model',
-      retry: this.policy.retry,
-      fallbacks: [SYS_UTIL],
-      rng: this.policy.rng,
-      signal: request.signal,
-      isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
-      onDecision: async (d, failure) => {
-        if (d.action === 'retry') await writer.append([guardEvent('retry', round, d.detail, { kind: failure.kind, delay_ms: d.delay_ms, next_attempt: d.next_attempt })]);
+  ): Promise<
+    | { kind: 'ok'; res: ModelResponse }
+    | { kind: 'fallback'; fallback: Fallback }
+    | { kind: 'stop'; stop: Stop }
+  > {
+    const out = await runWithRetries(
+      (attempt) =>
+        this.gateway.call({
+          writer,
+          backend: this.models.orchestrator,
+          role: 'orchestrator',
+          round,
+          request,
+          streamRespond: true,
+          attempt,
+        }),
+      {
+        subject: 'model',
+        retry: this.policy.retry,
+        fallbacks: [SYS_UTIL],
+        rng: this.policy.rng,
+        signal: request.signal,
+        isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
+        onDecision: async (d, failure) => {
+          if (d.action === 'retry')
+            await writer.append([
+              guardEvent('retry', round, d.detail, {
+                kind: failure.kind,
+                delay_ms: d.delay_ms,
+                next_attempt: d.next_attempt,
+              }),
+            ]);
+        },
       },
-    });
+    );
     if (out.ok) return { kind: 'ok', res: out.value };
     if (request.signal?.aborted) throw out.error;
     const reason = `${out.failure.kind}: ${out.failure.message}`;
-    if (out.decision.action === 'stop') return { kind: 'stop', stop: { stop_reason: out.decision.stop_reason, detail: describeStop(out.decision.stop_reason, reason) } };
+    if (out.decision.action === 'stop')
+      return {
+        kind: 'stop',
+        stop: {
+          stop_reason: out.decision.stop_reason,
+          detail: describeStop(out.decision.stop_reason, reason),
+        },
+      };
     return { kind: 'fallback', fallback: { reason, stop_reason: out.failure.kind, helpIsAnswer: false } };
   }
 
   /** A model serves the utility role, so old history can be summarised instead of dropped. */
   canCompact(): boolean {
-    return this.models.orchestrator.backend !== SYS_UTIL && this.models.orchestrator.modelFor('utility') !== null;
+    return (
+      this.models.orchestrator.backend !== SYS_UTIL && this.models.orchestrator.modelFor('utility') !== null
+    );
   }
 
   /**
@@ -136,17 +223,34 @@ export class AsyncRouter {
    * (GUARD_TRIGGERED compaction) and replaces them in the history. False when
    * the model failed: the caller trims instead.
    */
-  async compact(writer: TaskWriter, round: number, c: NonNullable<BuiltContext['compaction']>, signal: AbortSignal): Promise<boolean> {
+  async compact(
+    writer: TaskWriter,
+    round: number,
+    c: NonNullable<BuiltContext['compaction']>,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     try {
       const res = await this.gateway.call({
         writer,
         backend: this.models.orchestrator,
         role: 'utility',
         round,
-        request: { messages: [{ role: 'system', content: `${COMPACTION_SYSTEM} Stay under ${c.summaryTokens * 4} characters.` }, { role: 'user', content: c.text }], timeout_ms: this.timeoutMs, signal },
+        request: {
+          messages: [
+            { role: 'system', content: `${COMPACTION_SYSTEM} Stay under ${c.summaryTokens * 4} characters.` },
+            { role: 'user', content: c.text },
+          ],
+          timeout_ms: this.timeoutMs,
+          signal,
+        },
       });
       const summary = res.content.slice(0, c.summaryTokens * 4);
-      await writer.append([guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, { rounds: c.rounds, summary })]);
+      await writer.append([
+        guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, {
+          rounds: c.rounds,
+          summary,
+        }),
+      ]);
       return true;
     } catch (err) {
       if (signal.aborted || !(err instanceof ModelCallError)) throw err;
@@ -157,27 +261,73 @@ export class AsyncRouter {
   /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */
   private async noDirective(writer: TaskWriter, round: number, maxMisses: number): Promise<RouterOutcome> {
     const verdict = completionStep(completionStateFromEvents(writer.log), 'no_attempt', maxMisses);
-    if (verdict.action === 'stop') return { kind: 'stop', stop: { stop_reason: 'missing_completion_signal', detail: describeStop('missing_completion_signal', verdict.detail) } };
-    await writer.append([guardEvent('completion_reminder', round, `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${COMPLETION_REMINDER}`)]);
+    if (verdict.action === 'stop')
+      return {
+        kind: 'stop',
+        stop: {
+          stop_reason: 'missing_completion_signal',
+          detail: describeStop('missing_completion_signal', verdict.detail),
+        },
+      };
+    await writer.append([
+      guardEvent(
+        'completion_reminder',
+        round,
+        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${COMPLETION_REMINDER}`,
+      ),
+    ]);
     return { kind: 'no_directive' };
   }
 
   private sourceOf(model: string): RouterSource {
-    return model === SYS_UTIL ? 'sys_util' : this.models.orchestrator.backend === 'replay' ? 'replay' : 'orchestrator';
+    return model === SYS_UTIL
+      ? 'sys_util'
+      : this.models.orchestrator.backend === 'replay'
+        ? 'replay'
+        : 'orchestrator';
   }
 
-  private request(messages: BuiltContext['messages'], ctx: BuiltContext, signal: AbortSignal): Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'> {
+  private request(
+    messages: BuiltContext['messages'],
+    ctx: BuiltContext,
+    signal: AbortSignal,
+  ): Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'> {
     return { messages, view: ctx.view, timeout_ms: this.timeoutMs, signal };
   }
 
-  private async sysUtil(writer: TaskWriter, round: number, ctx: BuiltContext, signal: AbortSignal, fallback: Fallback | null): Promise<RouterOutcome> {
-    const res = await this.gateway.call({ writer, backend: this.models.sysUtil, role: 'orchestrator', round, request: this.request(ctx.messages, ctx, signal) });
+  private async sysUtil(
+    writer: TaskWriter,
+    round: number,
+    ctx: BuiltContext,
+    signal: AbortSignal,
+    fallback: Fallback | null,
+  ): Promise<RouterOutcome> {
+    const res = await this.gateway.call({
+      writer,
+      backend: this.models.sysUtil,
+      role: 'orchestrator',
+      round,
+      request: this.request(ctx.messages, ctx, signal),
+    });
     const parsed = parseDirective(res.content);
-    if (!parsed.ok) return { kind: 'stop', stop: { stop_reason: 'validation_error', detail: `sys_util produced an invalid directive: ${parsed.error}` } };
+    if (!parsed.ok)
+      return {
+        kind: 'stop',
+        stop: {
+          stop_reason: 'validation_error',
+          detail: `sys_util produced an invalid directive: ${parsed.error}`,
+        },
+      };
     // sys_util did not understand the input: the help text is the answer only when no model was meant to answer.
     if (fallback && res.finish_reason === NOT_UNDERSTOOD && !fallback.helpIsAnswer) {
       return { kind: 'stop', stop: { stop_reason: fallback.stop_reason, detail: fallback.reason } };
     }
-    return { kind: 'decided', directive: parsed.directive, source: 'sys_util', fallback_reason: fallback?.reason ?? null, attempts: 1 };
+    return {
+      kind: 'decided',
+      directive: parsed.directive,
+      source: 'sys_util',
+      fallback_reason: fallback?.reason ?? null,
+      attempts: 1,
+    };
   }
 }

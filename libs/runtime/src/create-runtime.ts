@@ -45,7 +45,10 @@ export interface Runtime {
   guards: LoopGuard[];
 }
 
-const stderrLog = (message: string, err?: unknown) => process.stderr.write(`runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`);
+const stderrLog = (message: string, err?: unknown) =>
+  process.stderr.write(
+    `runledger: ${message}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}\n`,
+  );
 
 /** Wires router, context builder, engine, loop and service around one store, registry, policy and model. */
 export function createRuntime(o: RuntimeOptions): Runtime {
@@ -56,8 +59,15 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const gateway = new ModelGateway(d?.prices, d ?? null);
   const vault = new SecretVault();
   const modelTimeoutMs = o.modelTimeoutMs ?? d?.modelTimeoutMs ?? 60_000;
-  const policy = d ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng } : NO_RETRY_POLICY;
-  const router = new AsyncRouter({ orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() }, gateway, modelTimeoutMs, policy);
+  const policy = d
+    ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng }
+    : NO_RETRY_POLICY;
+  const router = new AsyncRouter(
+    { orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() },
+    gateway,
+    modelTimeoutMs,
+    policy,
+  );
   const engine = new ExecutionEngine({
     store: o.store,
     tools: o.tools,
@@ -77,7 +87,12 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     store: o.store,
     tools: o.tools,
     permissions: o.permissions,
-    context: new ContextBuilder(o.memory ?? new NoMemoryRecall(), o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS, undefined, d?.prompt ?? null),
+    context: new ContextBuilder(
+      o.memory ?? new NoMemoryRecall(),
+      o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
+      undefined,
+      d?.prompt ?? null,
+    ),
     router,
     engine,
     guards,

@@ -34,7 +34,11 @@ export function parseDirective(raw: string | null | undefined): DirectiveParse {
   }
   const parsed = ExecutionDirective.safeParse(value);
   if (!parsed.success) {
-    return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '), attempted: true };
+    return {
+      ok: false,
+      error: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+      attempted: true,
+    };
   }
   if (parsed.data.type === 'plan') {
     const plan = parsePlan(parsed.data.steps);

@@ -34,12 +34,31 @@ export class ModelGateway {
     const model = c.backend.modelFor(c.role);
     if (!model) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
     const d = this.discipline;
-    const over = d ? admit(c.writer.progress.usage, resolveBudgets(c.writer.progress.budgets, d.budgetDefaults, d.budgetMaximums).budgets, { kind: 'model_call', role: c.role }) : null;
+    const over = d
+      ? admit(
+          c.writer.progress.usage,
+          resolveBudgets(c.writer.progress.budgets, d.budgetDefaults, d.budgetMaximums).budgets,
+          { kind: 'model_call', role: c.role },
+        )
+      : null;
     if (over) throw new FailureError('budget_exceeded', over.detail);
     const call_id = newId('mc');
     const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
     const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);
-    await c.writer.append([{ type: 'MODEL_CALLED', payload: { call_id, role: c.role, model, backend: c.backend.backend, attempt: c.attempt ?? 1, round: c.round, prompt_chars } }]);
+    await c.writer.append([
+      {
+        type: 'MODEL_CALLED',
+        payload: {
+          call_id,
+          role: c.role,
+          model,
+          backend: c.backend.backend,
+          attempt: c.attempt ?? 1,
+          round: c.round,
+          prompt_chars,
+        },
+      },
+    ]);
     const started = Date.now();
     const extractor = c.streamRespond ? new RespondStreamExtractor() : null;
     let index = 0;
@@ -47,27 +66,61 @@ export class ModelGateway {
     const onChunk = extractor
       ? (delta: string) => {
           const out = extractor.feed(delta);
-          if (out) chunks.push(c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta: out } }]));
+          if (out)
+            chunks.push(
+              c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta: out } }]),
+            );
         }
       : undefined;
     try {
       const idle_timeout_ms = c.request.idle_timeout_ms ?? this.discipline?.streamIdleTimeoutMs;
-      const res = await c.backend.complete({ ...c.request, idle_timeout_ms, role: c.role, cursor, stream: Boolean(extractor), onChunk });
+      const res = await c.backend.complete({
+        ...c.request,
+        idle_timeout_ms,
+        role: c.role,
+        cursor,
+        stream: Boolean(extractor),
+        onChunk,
+      });
       await Promise.all(chunks);
       await c.writer.append([
         {
           type: 'MODEL_RESPONDED',
-          payload: { call_id, role: c.role, model: res.model, content: res.content, usage: res.usage, latency_ms: Date.now() - started, error: null, finish_reason: res.finish_reason, retry_after_ms: null, cost_usd: costOf(res.model, res.usage, this.prices) },
+          payload: {
+            call_id,
+            role: c.role,
+            model: res.model,
+            content: res.content,
+            usage: res.usage,
+            latency_ms: Date.now() - started,
+            error: null,
+            finish_reason: res.finish_reason,
+            retry_after_ms: null,
+            cost_usd: costOf(res.model, res.usage, this.prices),
+          },
         },
       ]);
       return res;
     } catch (err) {
       await Promise.allSettled(chunks);
-      const e = err instanceof ModelCallError ? err : new ModelCallError('provider_error', err instanceof Error ? err.message : String(err));
+      const e =
+        err instanceof ModelCallError
+          ? err
+          : new ModelCallError('provider_error', err instanceof Error ? err.message : String(err));
       await c.writer.append([
         {
           type: 'MODEL_RESPONDED',
-          payload: { call_id, role: c.role, model, content: null, usage: zeroUsage(), latency_ms: Date.now() - started, error: { kind: e.kind, message: e.message }, finish_reason: null, retry_after_ms: e.retry_after_ms },
+          payload: {
+            call_id,
+            role: c.role,
+            model,
+            content: null,
+            usage: zeroUsage(),
+            latency_ms: Date.now() - started,
+            error: { kind: e.kind, message: e.message },
+            finish_reason: null,
+            retry_after_ms: e.retry_after_ms,
+          },
         },
       ]);
       throw e;

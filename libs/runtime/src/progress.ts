@@ -105,7 +105,8 @@ const initial = (task_id: string): TaskProgress => ({
 
 export const modelCallKey = (backend: string, role: Role): string => `${backend}/${role}`;
 export const planIdFor = (round: number): string => `plan_${round}`;
-export const callIdFor = (round: number, stepId: string | null): string => (stepId ? `call_${round}_${stepId}` : `call_${round}`);
+export const callIdFor = (round: number, stepId: string | null): string =>
+  stepId ? `call_${round}_${stepId}` : `call_${round}`;
 
 /** A result as the orchestrator reads it: command output as its text, anything else as JSON. */
 function text(v: unknown): string {
@@ -134,11 +135,22 @@ function note(p: TaskProgress, line: string, ok: boolean): void {
 
 /** Rounds summarised by the utility role give way to one summary item where the first of them stood. */
 function compactHistory(p: TaskProgress, data: Record<string, unknown>): void {
-  const rounds = Array.isArray(data.rounds) ? data.rounds.filter((r): r is number => typeof r === 'number') : [];
+  const rounds = Array.isArray(data.rounds)
+    ? data.rounds.filter((r): r is number => typeof r === 'number')
+    : [];
   const at = p.history.findIndex((h) => rounds.includes(h.round));
   if (at === -1 || typeof data.summary !== 'string') return;
-  const summary: HistoryItem = { round: Math.max(...rounds), directive: COMPACTED_ROUNDS, results: [data.summary], ok: true };
-  p.history = [...p.history.slice(0, at), summary, ...p.history.slice(at).filter((h) => !rounds.includes(h.round))];
+  const summary: HistoryItem = {
+    round: Math.max(...rounds),
+    directive: COMPACTED_ROUNDS,
+    results: [data.summary],
+    ok: true,
+  };
+  p.history = [
+    ...p.history.slice(0, at),
+    summary,
+    ...p.history.slice(at).filter((h) => !rounds.includes(h.round)),
+  ];
 }
 
 /** A directive without steps of its own is over once it ran its single tool call. */
@@ -154,10 +166,16 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   p.usage = p.meter.usage;
   switch (e.type) {
     case 'TASK_RECEIVED':
-      Object.assign(p, { session_id: e.payload.session_id, input: e.payload.input, budgets: e.payload.budgets, accept_checks: e.payload.accept_checks });
+      Object.assign(p, {
+        session_id: e.payload.session_id,
+        input: e.payload.input,
+        budgets: e.payload.budgets,
+        accept_checks: e.payload.accept_checks,
+      });
       break;
     case 'CONTEXT_BUILT':
-      if (e.payload.round !== p.round) Object.assign(p, { round: e.payload.round, directive: null, roundClosed: false });
+      if (e.payload.round !== p.round)
+        Object.assign(p, { round: e.payload.round, directive: null, roundClosed: false });
       p.status = 'running';
       break;
     case 'ROUTER_DECIDED':
@@ -199,7 +217,11 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       const plan = p.plans.get(e.payload.plan_id);
       plan?.status.set(e.payload.step_id, e.payload.skipped ? 'skipped' : 'failed');
       plan?.errors.set(e.payload.step_id, e.payload.error);
-      note(p, `step ${e.payload.step_id} ${e.payload.skipped ? 'skipped' : 'failed'}: ${e.payload.error}`, false);
+      note(
+        p,
+        `step ${e.payload.step_id} ${e.payload.skipped ? 'skipped' : 'failed'}: ${e.payload.error}`,
+        false,
+      );
       break;
     }
     case 'PLAN_COMPLETED': {
@@ -263,7 +285,10 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       p.status = 'awaiting_permission';
       break;
     case 'PERMISSION_RESOLVED':
-      p.permissionDecisions.set(e.payload.call_id, { decision: e.payload.decision, args_hash: e.payload.args_hash });
+      p.permissionDecisions.set(e.payload.call_id, {
+        decision: e.payload.decision,
+        args_hash: e.payload.args_hash,
+      });
       p.pendingPermission = null;
       p.status = 'running';
       break;
@@ -281,7 +306,12 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         p.history.push({ round: p.round, directive: null, results: [], ok: false });
         p.roundClosed = true;
       }
-      if (e.payload.guard === 'completion_reminder' || e.payload.guard === 'repeat_reminder' || e.payload.guard === 'circuit_breaker') note(p, `note: ${e.payload.detail}`, true);
+      if (
+        e.payload.guard === 'completion_reminder' ||
+        e.payload.guard === 'repeat_reminder' ||
+        e.payload.guard === 'circuit_breaker'
+      )
+        note(p, `note: ${e.payload.detail}`, true);
       if (e.payload.guard === 'compaction') compactHistory(p, e.payload.data);
       break;
     case 'TASK_COMPLETED':

@@ -24,7 +24,6 @@ export interface LoopDeps {
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
-
 /**
  * Runs one task from wherever its log says it is. Each turn folds the log
  * into progress and decides the next action from it alone, so a task resumed
@@ -40,9 +39,14 @@ export class RuntimeLoop {
     const onAbort = () => ctrl.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
-    const remaining = this.deps.guards.map((g) => g.remainingMs?.({ progress: writer.progress, events: writer.log }) ?? null).filter((ms): ms is number => ms !== null);
+    const remaining = this.deps.guards
+      .map((g) => g.remainingMs?.({ progress: writer.progress, events: writer.log }) ?? null)
+      .filter((ms): ms is number => ms !== null);
     const timer = remaining.length
-      ? setTimeout(() => ctrl.abort(new FailureError('timeout', `the task ran over its end-to-end time budget`)), Math.max(0, Math.min(...remaining)))
+      ? setTimeout(
+          () => ctrl.abort(new FailureError('timeout', `the task ran over its end-to-end time budget`)),
+          Math.max(0, Math.min(...remaining)),
+        )
       : undefined;
     try {
       await this.drive(writer, ctrl.signal);
@@ -62,7 +66,13 @@ export class RuntimeLoop {
       if (signal.aborted) {
         if (isShutdown(signal)) return;
         const timedOut = signal.reason instanceof FailureError && signal.reason.kind === 'timeout';
-        await this.end(writer, timedOut ? { stop_reason: 'timeout', detail: describeStop('timeout', signal.reason.message) } : CANCELLED, null);
+        await this.end(
+          writer,
+          timedOut
+            ? { stop_reason: 'timeout', detail: describeStop('timeout', signal.reason.message) }
+            : CANCELLED,
+          null,
+        );
         continue;
       }
       if (p.directive && !p.roundClosed) {
@@ -72,7 +82,11 @@ export class RuntimeLoop {
       if (p.round === 0) {
         const check = this.deps.permissions.checkTaskInput(p.input);
         if (check.verdict === 'hard_stop') {
-          await this.end(writer, { stop_reason: 'permission_denied', detail: `${INPUT_REFUSED}${check.reason}` }, null);
+          await this.end(
+            writer,
+            { stop_reason: 'permission_denied', detail: `${INPUT_REFUSED}${check.reason}` },
+            null,
+          );
           continue;
         }
       }
@@ -86,19 +100,33 @@ export class RuntimeLoop {
     // A round whose context was built but not decided (a restart in between) is done again.
     const round = p.round > 0 && p.directive === null && !p.roundClosed ? p.round : p.round + 1;
     const maxRounds = Math.min(p.budgets.max_rounds ?? this.deps.maxRounds, this.deps.maxRounds);
-    if (round > maxRounds) return this.end(writer, { stop_reason: 'budget_exceeded', detail: `reached the maximum of ${maxRounds} rounds` }, null);
+    if (round > maxRounds)
+      return this.end(
+        writer,
+        { stop_reason: 'budget_exceeded', detail: `reached the maximum of ${maxRounds} rounds` },
+        null,
+      );
     for (const guard of this.deps.guards) {
       const verdict = (await guard.beforeRound?.({ progress: p, events: writer.log, round })) ?? {};
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
-    let ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal, { canCompact: this.deps.router.canCompact() });
+    let ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal, {
+      canCompact: this.deps.router.canCompact(),
+    });
     if (ctx.compaction) {
       // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
       await this.deps.router.compact(writer, round, ctx.compaction, signal);
-      ctx = await this.deps.context.build(writer.progress, round, this.deps.tools.list(), signal, { canCompact: false });
+      ctx = await this.deps.context.build(writer.progress, round, this.deps.tools.list(), signal, {
+        canCompact: false,
+      });
     }
-    if (ctx.overBudget) return this.end(writer, { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', ctx.overBudget) }, null);
+    if (ctx.overBudget)
+      return this.end(
+        writer,
+        { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', ctx.overBudget) },
+        null,
+      );
     await writer.append([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
     const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
       if (signal.aborted) return null;
@@ -109,7 +137,16 @@ export class RuntimeLoop {
     // Reminded (GUARD_TRIGGERED closed the round): the next round asks again.
     if (decision.kind === 'no_directive') return;
     await writer.append([
-      { type: 'ROUTER_DECIDED', payload: { round, directive: decision.directive, source: decision.source, fallback_reason: decision.fallback_reason, attempts: decision.attempts } },
+      {
+        type: 'ROUTER_DECIDED',
+        payload: {
+          round,
+          directive: decision.directive,
+          source: decision.source,
+          fallback_reason: decision.fallback_reason,
+          attempts: decision.attempts,
+        },
+      },
     ]);
   }
 
@@ -118,7 +155,12 @@ export class RuntimeLoop {
     const out = await this.deps.engine.execute(writer, p.directive!, p.round, signal);
     if (out.kind === 'end') await this.end(writer, out.stop, out.result);
     const now = writer.progress;
-    if (out.kind === 'suspend' && !signal.aborted && now.status !== 'awaiting_permission' && now.status !== 'awaiting_secret') {
+    if (
+      out.kind === 'suspend' &&
+      !signal.aborted &&
+      now.status !== 'awaiting_permission' &&
+      now.status !== 'awaiting_secret'
+    ) {
       throw new Error(`task ${now.task_id}: execution suspended with nothing to wait for`);
     }
   }
@@ -127,17 +169,36 @@ export class RuntimeLoop {
   async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
     let final = stop;
     for (const guard of this.deps.guards) {
-      const verdict = (await guard.beforeEnd?.({ progress: writer.progress, events: writer.log, round: writer.progress.round, stop: final, result })) ?? {};
+      const verdict =
+        (await guard.beforeEnd?.({
+          progress: writer.progress,
+          events: writer.log,
+          round: writer.progress.round,
+          stop: final,
+          result,
+        })) ?? {};
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) final = verdict.stop;
     }
     const usage = structuredClone(writer.progress.usage);
     if (final.stop_reason === 'completed') {
-      await writer.append([{ type: 'TASK_COMPLETED', payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '' } }]);
+      await writer.append([
+        {
+          type: 'TASK_COMPLETED',
+          payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '' },
+        },
+      ]);
     } else if (final.stop_reason === 'cancelled') {
-      await writer.append([{ type: 'TASK_CANCELLED', payload: { stop_reason: 'cancelled', detail: final.detail, usage } }]);
+      await writer.append([
+        { type: 'TASK_CANCELLED', payload: { stop_reason: 'cancelled', detail: final.detail, usage } },
+      ]);
     } else {
-      await writer.append([{ type: 'TASK_FAILED', payload: { stop_reason: final.stop_reason, detail: final.detail, usage, result } }]);
+      await writer.append([
+        {
+          type: 'TASK_FAILED',
+          payload: { stop_reason: final.stop_reason, detail: final.detail, usage, result },
+        },
+      ]);
     }
   }
 }

@@ -47,7 +47,12 @@ export interface ModelResponse {
   finish_reason: string | null;
 }
 
-export const MODEL_ERROR_KINDS = ['provider_error', 'rate_limited', 'timeout', 'authentication_error'] as const;
+export const MODEL_ERROR_KINDS = [
+  'provider_error',
+  'rate_limited',
+  'timeout',
+  'authentication_error',
+] as const;
 export type ModelErrorKind = (typeof MODEL_ERROR_KINDS)[number];
 
 /** Every way a model call can fail, in the failure taxonomy's words. */
@@ -71,11 +76,19 @@ export abstract class ModelBackend {
   abstract complete(request: ModelRequest): Promise<ModelResponse>;
 }
 
-export const zeroUsage = (): TokenUsage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false });
+export const zeroUsage = (): TokenUsage => ({
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  estimated: false,
+});
 
 /** Usage from characters (DEFAULT_CHARS_PER_TOKEN) when a provider reports none. */
 export function estimatedUsage(messages: readonly ChatMessage[], content: string): TokenUsage {
-  return estimateUsage(messages.reduce((n, m) => n + m.content.length, 0), content.length);
+  return estimateUsage(
+    messages.reduce((n, m) => n + m.content.length, 0),
+    content.length,
+  );
 }
 
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>

@@ -25,10 +25,12 @@ function retryAfterMs(headers: Headers | undefined): number | null {
 /** The openai client's errors in the failure taxonomy's words. */
 export function toModelCallError(err: unknown, timeoutMs: number): ModelCallError {
   if (err instanceof ModelCallError) return err;
-  if (err instanceof APIConnectionTimeoutError) return new ModelCallError('timeout', `model call timed out after ${timeoutMs} ms`);
+  if (err instanceof APIConnectionTimeoutError)
+    return new ModelCallError('timeout', `model call timed out after ${timeoutMs} ms`);
   if (err instanceof APIUserAbortError) return new ModelCallError('timeout', 'model call aborted');
   if (err instanceof APIError) {
-    if (err.status === 401 || err.status === 403) return new ModelCallError('authentication_error', err.message);
+    if (err.status === 401 || err.status === 403)
+      return new ModelCallError('authentication_error', err.message);
     if (err.status === 429) return new ModelCallError('rate_limited', err.message, retryAfterMs(err.headers));
     return new ModelCallError('provider_error', err.message, retryAfterMs(err.headers));
   }
@@ -36,7 +38,14 @@ export function toModelCallError(err: unknown, timeoutMs: number): ModelCallErro
 }
 
 const usageOf = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage | null =>
-  u ? { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens, estimated: false } : null;
+  u
+    ? {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        total_tokens: u.total_tokens,
+        estimated: false,
+      }
+    : null;
 
 /** Any OpenAI-compatible chat completions server: OpenAI, Ollama, vLLM, llama.cpp server. */
 export class OpenAiBackend extends ModelBackend {
@@ -64,11 +73,18 @@ export class OpenAiBackend extends ModelBackend {
       parent: request.signal,
       label: 'model call',
     });
-    const timedOut = () => (deadline.reason()?.kind === 'timeout' && !request.signal?.aborted ? deadline.reason() : null);
+    const timedOut = () =>
+      deadline.reason()?.kind === 'timeout' && !request.signal?.aborted ? deadline.reason() : null;
     try {
-      const res = request.stream ? await this.streamed(model, request, deadline.signal, deadline.touch) : await this.whole(model, request, deadline.signal);
+      const res = request.stream
+        ? await this.streamed(model, request, deadline.signal, deadline.touch)
+        : await this.whole(model, request, deadline.signal);
       // An aborted stream may end quietly instead of throwing: a cut-off answer is never an answer.
-      if (deadline.signal.aborted) throw new ModelCallError(timedOut() ? 'timeout' : 'provider_error', timedOut()?.message ?? 'model call aborted');
+      if (deadline.signal.aborted)
+        throw new ModelCallError(
+          timedOut() ? 'timeout' : 'provider_error',
+          timedOut()?.message ?? 'model call aborted',
+        );
       return res;
     } catch (err) {
       const t = timedOut();
@@ -90,7 +106,12 @@ export class OpenAiBackend extends ModelBackend {
     };
   }
 
-  private async streamed(model: string, request: ModelRequest, signal: AbortSignal, touch: () => void): Promise<ModelResponse> {
+  private async streamed(
+    model: string,
+    request: ModelRequest,
+    signal: AbortSignal,
+    touch: () => void,
+  ): Promise<ModelResponse> {
     const stream = await this.client.chat.completions.create(
       { model, messages: request.messages, stream: true, stream_options: { include_usage: true } },
       { signal },
@@ -111,6 +132,11 @@ export class OpenAiBackend extends ModelBackend {
         request.onChunk?.(delta);
       }
     }
-    return { content, usage: usage ?? estimatedUsage(request.messages, content), model: served, finish_reason: finish };
+    return {
+      content,
+      usage: usage ?? estimatedUsage(request.messages, content),
+      model: served,
+      finish_reason: finish,
+    };
   }
 }
