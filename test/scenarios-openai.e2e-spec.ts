@@ -3,8 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventPayload, RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings, OpenAiBackend, Runtime, createRuntime, seededRandom } from '@runledger/runtime';
-import { AllowAllPolicy, FakeOpenAiServer, startFakeOpenAiServer, testToolRegistry } from '@runledger/testing';
+import {
+  DEFAULT_DISCIPLINE_SETTINGS,
+  DisciplineSettings,
+  OpenAiBackend,
+  Runtime,
+  createRuntime,
+  seededRandom,
+} from '@runledger/runtime';
+import {
+  AllowAllPolicy,
+  FakeOpenAiServer,
+  startFakeOpenAiServer,
+  testToolRegistry,
+} from '@runledger/testing';
 
 /**
  * The failure taxonomy against a real local OpenAI-compatible HTTP server:
@@ -16,9 +28,16 @@ const settings: DisciplineSettings = {
   streamIdleTimeoutMs: 150,
 };
 
-const of = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) => events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
-const retries = (events: RuntimeEvent[]) => of(events, 'GUARD_TRIGGERED').filter((e) => e.payload.guard === 'retry').map((e) => e.payload);
-const attempts = (events: RuntimeEvent[]) => of(events, 'MODEL_CALLED').filter((e) => e.payload.backend === 'openai').map((e) => e.payload.attempt);
+const of = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) =>
+  events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
+const retries = (events: RuntimeEvent[]) =>
+  of(events, 'GUARD_TRIGGERED')
+    .filter((e) => e.payload.guard === 'retry')
+    .map((e) => e.payload);
+const attempts = (events: RuntimeEvent[]) =>
+  of(events, 'MODEL_CALLED')
+    .filter((e) => e.payload.backend === 'openai')
+    .map((e) => e.payload.attempt);
 
 describe('failure taxonomy against the local OpenAI-compatible server', () => {
   let server: FakeOpenAiServer;
@@ -31,7 +50,11 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
-      model: new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models: { orchestrator: 'orch-model' } }),
+      model: new OpenAiBackend({
+        baseURL: server.baseURL,
+        apiKey: 'test-key',
+        models: { orchestrator: 'orch-model' },
+      }),
       modelTimeoutMs,
       discipline: settings,
       rng: seededRandom(7),
@@ -56,19 +79,40 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
   });
 
   it('429 with Retry-After: waits what the server asked, retries, and the answer completes the task', async () => {
-    server.enqueue({ status: 429, retry_after: '0.3' }, { content: '{"type":"respond","content":"after the wait"}', usage: { prompt_tokens: 20, completion_tokens: 5 } });
+    server.enqueue(
+      { status: 429, retry_after: '0.3' },
+      {
+        content: '{"type":"respond","content":"after the wait"}',
+        usage: { prompt_tokens: 20, completion_tokens: 5 },
+      },
+    );
     const started = Date.now();
     const r = await run('write me a poem');
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     expect(r.stop).toBe('completed');
-    expect(retries(r.events)).toEqual([expect.objectContaining({ data: expect.objectContaining({ kind: 'rate_limited', delay_ms: 300 }) })]);
+    expect(retries(r.events)).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ kind: 'rate_limited', delay_ms: 300 }) }),
+    ]);
     expect(attempts(r.events)).toEqual([1, 2]);
-    expect(of(r.events, 'MODEL_RESPONDED')[0].payload).toMatchObject({ error: { kind: 'rate_limited' }, retry_after_ms: 300 });
-    expect(r.usage).toMatchObject({ rounds: 1, model_calls: 2, failures: 1, prompt_tokens: 20, completion_tokens: 5 });
+    expect(of(r.events, 'MODEL_RESPONDED')[0].payload).toMatchObject({
+      error: { kind: 'rate_limited' },
+      retry_after_ms: 300,
+    });
+    expect(r.usage).toMatchObject({
+      rounds: 1,
+      model_calls: 2,
+      failures: 1,
+      prompt_tokens: 20,
+      completion_tokens: 5,
+    });
   });
 
   it('429 on every attempt: retries run out, the fallback cannot help, rate_limited', async () => {
-    server.enqueue({ status: 429, retry_after: '0.05' }, { status: 429, retry_after: '0.05' }, { status: 429, retry_after: '0.05' });
+    server.enqueue(
+      { status: 429, retry_after: '0.05' },
+      { status: 429, retry_after: '0.05' },
+      { status: 429, retry_after: '0.05' },
+    );
     const r = await run('write me a poem');
     expect(r.stop).toBe('rate_limited');
     expect(retries(r.events)).toHaveLength(2);
@@ -81,7 +125,9 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
     const r = await run('write me a poem');
     expect(r.stop).toBe('completed');
     expect(r.progress.final?.result).toBe('recovered');
-    expect(retries(r.events)).toEqual([expect.objectContaining({ data: expect.objectContaining({ kind: 'provider_error' }) })]);
+    expect(retries(r.events)).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ kind: 'provider_error' }) }),
+    ]);
     expect(attempts(r.events)).toEqual([1, 2]);
   });
 

@@ -17,9 +17,11 @@ export const READ_TOOLS = ['file_read'];
 export const SHELL_TOOLS = ['shell_exec'];
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const record = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const record = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
-const normPath = (p: string): string => posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '').replace(/\/$/, '');
+const normPath = (p: string): string =>
+  posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '').replace(/\/$/, '');
 /** Tools resolve relative paths inside the allowed root; an absolute path recorded by a tool matches by suffix. */
 function samePath(recorded: string, target: string): boolean {
   const a = normPath(recorded);
@@ -32,7 +34,9 @@ function samePath(recorded: string, target: string): boolean {
 const under = (recorded: string, dir: string): boolean => {
   const d = normPath(dir);
   const r = normPath(recorded);
-  return d === '' || d === '.' || r === d || r.startsWith(`${d}/`) || (r.startsWith('/') && r.includes(`/${d}/`));
+  return (
+    d === '' || d === '.' || r === d || r.startsWith(`${d}/`) || (r.startsWith('/') && r.includes(`/${d}/`))
+  );
 };
 
 const pathOf = (f: ToolFact): string | null => str(f.args.path) ?? str(f.args.file) ?? str(f.args.file_path);
@@ -71,7 +75,12 @@ const toolsParam = (check: AcceptCheck, defaults: string[]): string[] => {
 };
 
 function field(value: unknown, path: string): unknown {
-  return path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), value);
+  return path
+    .split('.')
+    .reduce<unknown>(
+      (v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined),
+      value,
+    );
 }
 
 const argsInclude = (args: Record<string, unknown>, want: Record<string, unknown>): boolean =>
@@ -93,8 +102,12 @@ function lastKnownContent(facts: readonly ToolFact[], target: string) {
     if (f.tool === 'file_delete') known = { content: null, source: `deleted by ${f.call_id}` };
     else if (WRITE_TOOLS.includes(f.tool) && str(f.args.content) !== null) {
       const written = str(f.args.content) as string;
-      known = f.args.mode === 'append' ? { content: `${known?.content ?? ''}${written}`, source: `appended by ${f.call_id}` } : { content: written, source: `written by ${f.call_id}` };
-    } else if (READ_TOOLS.includes(f.tool)) known = { content: textOf(f.output), source: `read by ${f.call_id}` };
+      known =
+        f.args.mode === 'append'
+          ? { content: `${known?.content ?? ''}${written}`, source: `appended by ${f.call_id}` }
+          : { content: written, source: `written by ${f.call_id}` };
+    } else if (READ_TOOLS.includes(f.tool))
+      known = { content: textOf(f.output), source: `read by ${f.call_id}` };
   }
   return known;
 }
@@ -102,35 +115,71 @@ function lastKnownContent(facts: readonly ToolFact[], target: string) {
 function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | null): Verdict {
   switch (check.kind) {
     case 'output_only': {
-      if (answer === null || answer.trim() === '') return { passed: false, detail: 'the task gave no answer' };
+      if (answer === null || answer.trim() === '')
+        return { passed: false, detail: 'the task gave no answer' };
       return matches(answer, check)
-        ? { passed: true, detail: check.match === null ? 'the task answered' : `the answer contains ${JSON.stringify(check.match)}` }
+        ? {
+            passed: true,
+            detail:
+              check.match === null
+                ? 'the task answered'
+                : `the answer contains ${JSON.stringify(check.match)}`,
+          }
         : { passed: false, detail: `the answer does not contain ${JSON.stringify(check.match)}` };
     }
     case 'workspace_change': {
       const tools = toolsParam(check, WRITE_TOOLS);
-      const hit = facts.find((f) => f.ok === true && tools.includes(f.tool) && (check.target === '' || (pathOf(f) !== null && under(pathOf(f) as string, check.target))));
+      const hit = facts.find(
+        (f) =>
+          f.ok === true &&
+          tools.includes(f.tool) &&
+          (check.target === '' || (pathOf(f) !== null && under(pathOf(f) as string, check.target))),
+      );
       return hit
         ? { passed: true, detail: `${hit.tool} changed ${pathOf(hit) ?? 'the workspace'} (${hit.call_id})` }
-        : { passed: false, detail: `no successful ${tools.join('/')} call${check.target ? ` under ${check.target}` : ''} was recorded` };
+        : {
+            passed: false,
+            detail: `no successful ${tools.join('/')} call${check.target ? ` under ${check.target}` : ''} was recorded`,
+          };
     }
     case 'command_success': {
       const tools = toolsParam(check, SHELL_TOOLS);
-      const runs = facts.filter((f) => tools.includes(f.tool) && f.ok !== null && (check.target === '' || (commandOf(f) ?? '').includes(check.target)));
+      const runs = facts.filter(
+        (f) =>
+          tools.includes(f.tool) &&
+          f.ok !== null &&
+          (check.target === '' || (commandOf(f) ?? '').includes(check.target)),
+      );
       const last = runs[runs.length - 1];
-      if (!last) return { passed: false, detail: `no recorded run of ${check.target ? JSON.stringify(check.target) : 'any command'}` };
+      if (!last)
+        return {
+          passed: false,
+          detail: `no recorded run of ${check.target ? JSON.stringify(check.target) : 'any command'}`,
+        };
       const code = exitCodeOf(last);
       if (!last.ok || (code !== null && code !== 0)) {
-        return { passed: false, detail: `the last run of ${JSON.stringify(commandOf(last))} failed${code !== null ? ` with exit code ${code}` : ''} (${last.call_id})` };
+        return {
+          passed: false,
+          detail: `the last run of ${JSON.stringify(commandOf(last))} failed${code !== null ? ` with exit code ${code}` : ''} (${last.call_id})`,
+        };
       }
-      if (!matches(textOf(last.output), check)) return { passed: false, detail: `the output of ${JSON.stringify(commandOf(last))} does not contain ${JSON.stringify(check.match)}` };
+      if (!matches(textOf(last.output), check))
+        return {
+          passed: false,
+          detail: `the output of ${JSON.stringify(commandOf(last))} does not contain ${JSON.stringify(check.match)}`,
+        };
       return { passed: true, detail: `${JSON.stringify(commandOf(last))} exited 0 (${last.call_id})` };
     }
     case 'file_exists': {
       if (check.target === '') return { passed: false, detail: 'file_exists needs a target path' };
       const known = lastKnownContent(facts, check.target);
       if (known && known.content !== null) return { passed: true, detail: `${check.target} ${known.source}` };
-      return { passed: false, detail: known ? `${check.target} was ${known.source}` : `nothing recorded shows ${check.target} exists` };
+      return {
+        passed: false,
+        detail: known
+          ? `${check.target} was ${known.source}`
+          : `nothing recorded shows ${check.target} exists`,
+      };
     }
     case 'content_contains': {
       if (check.match === null) return { passed: false, detail: 'content_contains needs a match' };
@@ -140,21 +189,40 @@ function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | 
           : { passed: false, detail: `the answer does not contain ${JSON.stringify(check.match)}` };
       }
       const known = lastKnownContent(facts, check.target);
-      if (!known || known.content === null) return { passed: false, detail: `no recorded content of ${check.target}` };
+      if (!known || known.content === null)
+        return { passed: false, detail: `no recorded content of ${check.target}` };
       return matches(known.content, check)
-        ? { passed: true, detail: `${check.target} (${known.source}) contains ${JSON.stringify(check.match)}` }
-        : { passed: false, detail: `${check.target} (${known.source}) does not contain ${JSON.stringify(check.match)}` };
+        ? {
+            passed: true,
+            detail: `${check.target} (${known.source}) contains ${JSON.stringify(check.match)}`,
+          }
+        : {
+            passed: false,
+            detail: `${check.target} (${known.source}) does not contain ${JSON.stringify(check.match)}`,
+          };
     }
     case 'tool_fact': {
       const want = record(check.params.args);
-      const candidates = facts.filter((f) => f.ok === true && f.tool === check.target && argsInclude(f.args, want));
+      const candidates = facts.filter(
+        (f) => f.ok === true && f.tool === check.target && argsInclude(f.args, want),
+      );
       const path = typeof check.params.field === 'string' ? check.params.field : null;
       const hit = candidates.find((f) => {
-        if (path !== null && 'equals' in check.params && canonicalJson(field(f.output, path)) !== canonicalJson(check.params.equals)) return false;
+        if (
+          path !== null &&
+          'equals' in check.params &&
+          canonicalJson(field(f.output, path)) !== canonicalJson(check.params.equals)
+        )
+          return false;
         return matches(path !== null ? textOf(field(f.output, path)) : textOf(f.output), check);
       });
       if (hit) return { passed: true, detail: `${check.target} recorded the fact (${hit.call_id})` };
-      return { passed: false, detail: candidates.length ? `no successful ${check.target} result matches` : `no successful ${check.target} call was recorded` };
+      return {
+        passed: false,
+        detail: candidates.length
+          ? `no successful ${check.target} result matches`
+          : `no successful ${check.target} call was recorded`,
+      };
     }
   }
 }
@@ -165,9 +233,18 @@ function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | 
  * the log does not hold is a failed check. Tool results claimed in model text
  * are never facts (only TOOL_COMPLETED counts).
  */
-export function judgeAcceptance(checks: readonly AcceptCheck[], events: readonly RuntimeEvent[], answer: string | null = finalAnswer(events)): AcceptanceDecision {
+export function judgeAcceptance(
+  checks: readonly AcceptCheck[],
+  events: readonly RuntimeEvent[],
+  answer: string | null = finalAnswer(events),
+): AcceptanceDecision {
   const facts = toolFacts(events);
-  const results = checks.map((check) => ({ id: check.id, kind: check.kind, required: check.required, ...judge(check, facts, answer) }));
+  const results = checks.map((check) => ({
+    id: check.id,
+    kind: check.kind,
+    required: check.required,
+    ...judge(check, facts, answer),
+  }));
   const failing = results.find((r) => r.required && !r.passed) ?? null;
   return { passed: failing === null, results, failing };
 }

@@ -1,5 +1,14 @@
 import { Budgets, emptyUsage, TaskUsage } from '@runledger/contracts';
-import { activeMs, admit, costOf, estimateUsage, firstExceeded, meterEvolve, meterFromEvents, resolveBudgets } from './budgets';
+import {
+  activeMs,
+  admit,
+  costOf,
+  estimateUsage,
+  firstExceeded,
+  meterEvolve,
+  meterFromEvents,
+  resolveBudgets,
+} from './budgets';
 import { DEFAULT_BUDGET_MAXIMUMS, DEFAULT_BUDGETS, ResolvedBudgets } from './settings';
 import { EventLogBuilder } from './testing-events';
 
@@ -9,7 +18,12 @@ describe('resolveBudgets', () => {
   it.each<[string, Budgets | undefined, Partial<ResolvedBudgets>, string[]]>([
     ['no request -> defaults', undefined, { max_rounds: 10, max_tool_calls: 50, max_cost_usd: 1 }, []],
     ['a lower request wins', { max_rounds: 3, max_tokens: 1000 }, { max_rounds: 3, max_tokens: 1000 }, []],
-    ['above the maximum -> the maximum, reported', { max_rounds: 500, max_cost_usd: 5 }, { max_rounds: 20, max_cost_usd: 1 }, ['max_rounds', 'max_cost_usd']],
+    [
+      'above the maximum -> the maximum, reported',
+      { max_rounds: 500, max_cost_usd: 5 },
+      { max_rounds: 20, max_cost_usd: 1 },
+      ['max_rounds', 'max_cost_usd'],
+    ],
     ['a cost request under the max', { max_cost_usd: 0.25 }, { max_cost_usd: 0.25 }, []],
   ])('%s', (_name, requested, expected, capped) => {
     const sut = resolveBudgets(requested, DEFAULT_BUDGETS, maxima);
@@ -20,20 +34,30 @@ describe('resolveBudgets', () => {
   it('caps configured defaults too, and leaves cost unlimited when neither sets it', () => {
     const sut = resolveBudgets({}, { ...DEFAULT_BUDGETS, max_rounds: 50 }, DEFAULT_BUDGET_MAXIMUMS);
     expect(sut.budgets.max_rounds).toBe(50);
-    expect(resolveBudgets({}, { ...DEFAULT_BUDGETS, max_rounds: 500 }, DEFAULT_BUDGET_MAXIMUMS).budgets.max_rounds).toBe(100);
+    expect(
+      resolveBudgets({}, { ...DEFAULT_BUDGETS, max_rounds: 500 }, DEFAULT_BUDGET_MAXIMUMS).budgets.max_rounds,
+    ).toBe(100);
     expect(sut.budgets.max_cost_usd).toBeNull();
   });
 });
 
 describe('token estimate and cost', () => {
   it('estimates 4 characters per token, rounding up, flagged estimated', () => {
-    expect(estimateUsage(401, 8)).toEqual({ prompt_tokens: 101, completion_tokens: 2, total_tokens: 103, estimated: true });
+    expect(estimateUsage(401, 8)).toEqual({
+      prompt_tokens: 101,
+      completion_tokens: 2,
+      total_tokens: 103,
+      estimated: true,
+    });
   });
   it.each([
     ['listed model: 1000 x $2.5/M + 500 x $10/M', 'gpt-x', 0.0075],
     ['wildcard price: 1500 x $1/M', 'other', 0.0015],
   ])('%s', (_n, model, usd) => {
-    const prices = { 'gpt-x': { input_per_mtok: 2.5, output_per_mtok: 10 }, '*': { input_per_mtok: 1, output_per_mtok: 1 } };
+    const prices = {
+      'gpt-x': { input_per_mtok: 2.5, output_per_mtok: 10 },
+      '*': { input_per_mtok: 1, output_per_mtok: 1 },
+    };
     expect(costOf(model, { prompt_tokens: 1000, completion_tokens: 500 }, prices)).toBeCloseTo(usd, 12);
   });
   it('an unpriced model costs nothing', () => {
@@ -45,13 +69,70 @@ describe('meter fold over the log', () => {
   const log = () =>
     new EventLogBuilder()
       .received()
-      .add('MODEL_CALLED', { call_id: 'm1', role: 'orchestrator', model: 'm', backend: 'openai', attempt: 1, round: 1, prompt_chars: 400 })
-      .add('MODEL_RESPONDED', { call_id: 'm1', role: 'orchestrator', model: 'm', content: '12345678', usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null, cost_usd: 104 })
+      .add('MODEL_CALLED', {
+        call_id: 'm1',
+        role: 'orchestrator',
+        model: 'm',
+        backend: 'openai',
+        attempt: 1,
+        round: 1,
+        prompt_chars: 400,
+      })
+      .add('MODEL_RESPONDED', {
+        call_id: 'm1',
+        role: 'orchestrator',
+        model: 'm',
+        content: '12345678',
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false },
+        latency_ms: 5,
+        error: null,
+        finish_reason: 'stop',
+        retry_after_ms: null,
+        cost_usd: 104,
+      })
       .toolRound('file_write', { path: 'a', content: 'x' }, { bytes: 1 })
-      .add('MODEL_CALLED', { call_id: 'm2', role: 'coder', model: 'm', backend: 'openai', attempt: 1, round: 1, prompt_chars: 10 })
-      .add('MODEL_RESPONDED', { call_id: 'm2', role: 'coder', model: 'm', content: 'abc', usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false }, latency_ms: 5, error: null, finish_reason: 'stop', retry_after_ms: null, cost_usd: 13 })
-      .add('MODEL_CALLED', { call_id: 'm3', role: 'orchestrator', model: 'm', backend: 'openai', attempt: 1, round: 2, prompt_chars: 10 })
-      .add('MODEL_RESPONDED', { call_id: 'm3', role: 'orchestrator', model: 'm', content: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false }, latency_ms: 5, error: { kind: 'rate_limited', message: '429' }, finish_reason: null, retry_after_ms: 1000, cost_usd: 0 })
+      .add('MODEL_CALLED', {
+        call_id: 'm2',
+        role: 'coder',
+        model: 'm',
+        backend: 'openai',
+        attempt: 1,
+        round: 1,
+        prompt_chars: 10,
+      })
+      .add('MODEL_RESPONDED', {
+        call_id: 'm2',
+        role: 'coder',
+        model: 'm',
+        content: 'abc',
+        usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, estimated: false },
+        latency_ms: 5,
+        error: null,
+        finish_reason: 'stop',
+        retry_after_ms: null,
+        cost_usd: 13,
+      })
+      .add('MODEL_CALLED', {
+        call_id: 'm3',
+        role: 'orchestrator',
+        model: 'm',
+        backend: 'openai',
+        attempt: 1,
+        round: 2,
+        prompt_chars: 10,
+      })
+      .add('MODEL_RESPONDED', {
+        call_id: 'm3',
+        role: 'orchestrator',
+        model: 'm',
+        content: null,
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false },
+        latency_ms: 5,
+        error: { kind: 'rate_limited', message: '429' },
+        finish_reason: null,
+        retry_after_ms: 1000,
+        cost_usd: 0,
+      })
       .toolFailed('shell_exec', { command: 'boom' })
       .responded('done');
 
@@ -83,7 +164,16 @@ describe('meter fold over the log', () => {
 
 describe('budget checks', () => {
   const usage = (patch: Partial<TaskUsage>): TaskUsage => ({ ...emptyUsage(), ...patch });
-  const budgets: ResolvedBudgets = { ...DEFAULT_BUDGETS, max_rounds: 3, max_tool_calls: 8, max_model_calls: 2, max_failures: 1, max_tokens: 100, max_cost_usd: 0.5, timeout_ms: 1000 };
+  const budgets: ResolvedBudgets = {
+    ...DEFAULT_BUDGETS,
+    max_rounds: 3,
+    max_tool_calls: 8,
+    max_model_calls: 2,
+    max_failures: 1,
+    max_tokens: 100,
+    max_cost_usd: 0.5,
+    timeout_ms: 1000,
+  };
 
   it.each([
     ['time', usage({}), 1001, 'timeout_ms'],
@@ -101,15 +191,28 @@ describe('budget checks', () => {
   it.each([
     ['round 4 of 3', usage({ rounds: 3 }), { kind: 'round' as const }, 'max_rounds'],
     ['tool call 9 of 8', usage({ tool_calls: 8 }), { kind: 'tool_call' as const }, 'max_tool_calls'],
-    ['3rd coder call of 2', usage({ by_role: { coder: { model_calls: 2, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 } } }), { kind: 'model_call' as const, role: 'coder' as const }, 'max_model_calls'],
+    [
+      '3rd coder call of 2',
+      usage({ by_role: { coder: { model_calls: 2, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 } } }),
+      { kind: 'model_call' as const, role: 'coder' as const },
+      'max_model_calls',
+    ],
   ])('refuses %s', (_n, u, next, key) => {
     expect(admit(u, budgets, next)).toMatchObject({ budget: key });
   });
 
   it.each([
     ['round 3 of 3', usage({ rounds: 2 }), { kind: 'round' as const }],
-    ['tool call 8 of 8 (a legit run of 8 different tool calls)', usage({ tool_calls: 7 }), { kind: 'tool_call' as const }],
-    ['the orchestrator, when only the coder used its calls', usage({ by_role: { coder: { model_calls: 2, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 } } }), { kind: 'model_call' as const, role: 'orchestrator' as const }],
+    [
+      'tool call 8 of 8 (a legit run of 8 different tool calls)',
+      usage({ tool_calls: 7 }),
+      { kind: 'tool_call' as const },
+    ],
+    [
+      'the orchestrator, when only the coder used its calls',
+      usage({ by_role: { coder: { model_calls: 2, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 } } }),
+      { kind: 'model_call' as const, role: 'orchestrator' as const },
+    ],
   ])('admits %s', (_n, u, next) => {
     expect(admit(u, budgets, next)).toBeNull();
   });
@@ -118,10 +221,24 @@ describe('budget checks', () => {
     const log = new EventLogBuilder().received();
     expect(activeMs(meterFromEvents(log.events), new Date('2026-01-01T00:01:01Z'))).toBe(61_000);
     log
-      .add('TASK_AWAITING_PERMISSION', { request_id: 'r1', call_id: 'c1', tool: 'x', args: {}, args_hash: 'h', rule: null, reason: 'ask' }, 10_000)
-      .add('PERMISSION_RESOLVED', { request_id: 'r1', call_id: 'c1', decision: 'allow_once', args_hash: 'h', tool: 'x' }, 3_610_000);
+      .add(
+        'TASK_AWAITING_PERMISSION',
+        { request_id: 'r1', call_id: 'c1', tool: 'x', args: {}, args_hash: 'h', rule: null, reason: 'ask' },
+        10_000,
+      )
+      .add(
+        'PERMISSION_RESOLVED',
+        { request_id: 'r1', call_id: 'c1', decision: 'allow_once', args_hash: 'h', tool: 'x' },
+        3_610_000,
+      );
     expect(activeMs(meterFromEvents(log.events), new Date('2026-01-01T01:00:20Z'))).toBe(20_000);
-    const waiting = new EventLogBuilder().received().add('TASK_AWAITING_SECRET', { request_id: 'r', call_id: 'c', tool: 'x', secret_name: 'S', reason: 'r' }, 5_000);
+    const waiting = new EventLogBuilder()
+      .received()
+      .add(
+        'TASK_AWAITING_SECRET',
+        { request_id: 'r', call_id: 'c', tool: 'x', secret_name: 'S', reason: 'r' },
+        5_000,
+      );
     expect(activeMs(meterFromEvents(waiting.events), new Date('2026-01-01T02:00:00Z'))).toBe(5_000);
   });
 });

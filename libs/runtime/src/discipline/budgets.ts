@@ -1,4 +1,14 @@
-import { Budgets, PriceTable, Role, RoleUsage, RuntimeEvent, TaskUsage, TokenUsage, addRoleUsage, emptyUsage } from '@runledger/contracts';
+import {
+  Budgets,
+  PriceTable,
+  Role,
+  RoleUsage,
+  RuntimeEvent,
+  TaskUsage,
+  TokenUsage,
+  addRoleUsage,
+  emptyUsage,
+} from '@runledger/contracts';
 import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
 
 export interface BudgetResolution {
@@ -14,7 +24,11 @@ const capOf = (value: number | null, max: number | null): number | null => {
 };
 
 /** Task budgets = config defaults overridden by the task's own, never above the configured maximum. */
-export function resolveBudgets(requested: Budgets | undefined, defaults: ResolvedBudgets, maximums: ResolvedBudgets): BudgetResolution {
+export function resolveBudgets(
+  requested: Budgets | undefined,
+  defaults: ResolvedBudgets,
+  maximums: ResolvedBudgets,
+): BudgetResolution {
   const capped: BudgetKey[] = [];
   const out = { ...defaults };
   for (const key of BUDGET_KEYS) {
@@ -31,16 +45,31 @@ export function estimateTokens(chars: number, charsPerToken = DEFAULT_CHARS_PER_
   return chars <= 0 ? 0 : Math.ceil(chars / charsPerToken);
 }
 
-export function estimateUsage(promptChars: number, completionChars: number, charsPerToken = DEFAULT_CHARS_PER_TOKEN): TokenUsage {
+export function estimateUsage(
+  promptChars: number,
+  completionChars: number,
+  charsPerToken = DEFAULT_CHARS_PER_TOKEN,
+): TokenUsage {
   const prompt_tokens = estimateTokens(promptChars, charsPerToken);
   const completion_tokens = estimateTokens(completionChars, charsPerToken);
-  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, estimated: true };
+  return {
+    prompt_tokens,
+    completion_tokens,
+    total_tokens: prompt_tokens + completion_tokens,
+    estimated: true,
+  };
 }
 
-export function costOf(model: string, usage: Pick<TokenUsage, 'prompt_tokens' | 'completion_tokens'>, prices: PriceTable): number {
+export function costOf(
+  model: string,
+  usage: Pick<TokenUsage, 'prompt_tokens' | 'completion_tokens'>,
+  prices: PriceTable,
+): number {
   const price = prices[model] ?? prices['*'];
   if (!price) return 0;
-  return (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000;
+  return (
+    (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000
+  );
 }
 
 /** Meter state: the usage so far plus what a pending model call needs to be estimated on response. */
@@ -60,7 +89,14 @@ export interface MeterOptions {
   charsPerToken?: number;
 }
 
-export const initialMeterState = (): MeterState => ({ usage: emptyUsage(), pendingCalls: {}, rounds: [], startedAt: null, waitedMs: 0, waitingSince: null });
+export const initialMeterState = (): MeterState => ({
+  usage: emptyUsage(),
+  pendingCalls: {},
+  rounds: [],
+  startedAt: null,
+  waitedMs: 0,
+  waitingSince: null,
+});
 
 /** How long the task has been running, waits for a person excluded. */
 export function activeMs(state: MeterState, now: Date): number {
@@ -69,7 +105,10 @@ export function activeMs(state: MeterState, now: Date): number {
   return Math.max(0, now.getTime() - Date.parse(state.startedAt) - state.waitedMs - waiting);
 }
 
-const addRole = (usage: TaskUsage, role: Role, patch: Partial<RoleUsage>): TaskUsage => ({ ...usage, by_role: addRoleUsage(usage, role, patch) });
+const addRole = (usage: TaskUsage, role: Role, patch: Partial<RoleUsage>): TaskUsage => ({
+  ...usage,
+  by_role: addRoleUsage(usage, role, patch),
+});
 
 /**
  * Pure fold of one event into the meter. Usage is derived from the log only,
@@ -90,7 +129,11 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED':
       if (!state.waitingSince) return state;
-      return { ...state, waitingSince: null, waitedMs: state.waitedMs + Math.max(0, Date.parse(event.created_at) - Date.parse(state.waitingSince)) };
+      return {
+        ...state,
+        waitingSince: null,
+        waitedMs: state.waitedMs + Math.max(0, Date.parse(event.created_at) - Date.parse(state.waitingSince)),
+      };
     case 'CONTEXT_BUILT': {
       const round = event.payload.round;
       if (state.rounds.includes(round)) return state;
@@ -102,16 +145,28 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       return { ...state, usage: { ...u, failures: u.failures + 1 } };
     case 'PLAN_FAILED':
       // A failed step is already counted by its tool outcome; a plan that failed as a whole (a cycle) is a failure of its own.
-      return event.payload.failed_step === null ? { ...state, usage: { ...u, failures: u.failures + 1 } } : state;
+      return event.payload.failed_step === null
+        ? { ...state, usage: { ...u, failures: u.failures + 1 } }
+        : state;
     case 'MODEL_CALLED': {
       const usage = addRole({ ...u, model_calls: u.model_calls + 1 }, event.payload.role, { model_calls: 1 });
-      return { ...state, usage, pendingCalls: { ...state.pendingCalls, [event.payload.call_id]: { prompt_chars: event.payload.prompt_chars } } };
+      return {
+        ...state,
+        usage,
+        pendingCalls: {
+          ...state.pendingCalls,
+          [event.payload.call_id]: { prompt_chars: event.payload.prompt_chars },
+        },
+      };
     }
     case 'MODEL_RESPONDED': {
       const p = event.payload;
       const { [p.call_id]: pending, ...rest } = state.pendingCalls;
       const reported = p.usage.total_tokens > 0 || p.usage.prompt_tokens > 0 || p.usage.completion_tokens > 0;
-      const tokens = reported || p.error ? p.usage : estimateUsage(pending?.prompt_chars ?? 0, p.content?.length ?? 0, options.charsPerToken);
+      const tokens =
+        reported || p.error
+          ? p.usage
+          : estimateUsage(pending?.prompt_chars ?? 0, p.content?.length ?? 0, options.charsPerToken);
       const cost = p.cost_usd ?? 0;
       let usage: TaskUsage = {
         ...u,
@@ -121,7 +176,11 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
         total_tokens: u.total_tokens + tokens.prompt_tokens + tokens.completion_tokens,
         cost_usd: u.cost_usd + cost,
       };
-      usage = addRole(usage, p.role, { prompt_tokens: tokens.prompt_tokens, completion_tokens: tokens.completion_tokens, cost_usd: cost });
+      usage = addRole(usage, p.role, {
+        prompt_tokens: tokens.prompt_tokens,
+        completion_tokens: tokens.completion_tokens,
+        cost_usd: cost,
+      });
       return { ...state, usage, pendingCalls: rest };
     }
     default:
@@ -144,7 +203,13 @@ export interface BudgetExceeded {
 /** What the runtime is about to do; admission checks whether it still fits. */
 export type NextAction = { kind: 'round' } | { kind: 'tool_call' } | { kind: 'model_call'; role: Role };
 
-const exceeded = (budget: BudgetKey, limit: number, actual: number, detail: string, role: Role | null = null): BudgetExceeded => ({
+const exceeded = (
+  budget: BudgetKey,
+  limit: number,
+  actual: number,
+  detail: string,
+  role: Role | null = null,
+): BudgetExceeded => ({
   budget,
   limit,
   actual,
@@ -157,13 +222,40 @@ const exceeded = (budget: BudgetKey, limit: number, actual: number, detail: stri
  * fixed order: time, tokens, cost, failures. Count budgets for rounds, tool
  * and model calls are enforced before the action by `admit`.
  */
-export function firstExceeded(usage: TaskUsage, budgets: ResolvedBudgets, elapsedMs: number): BudgetExceeded | null {
-  if (elapsedMs > budgets.timeout_ms) return exceeded('timeout_ms', budgets.timeout_ms, elapsedMs, `task ran ${elapsedMs} ms, over its ${budgets.timeout_ms} ms time budget`);
-  if (usage.total_tokens > budgets.max_tokens) return exceeded('max_tokens', budgets.max_tokens, usage.total_tokens, `used ${usage.total_tokens} tokens, over the budget of ${budgets.max_tokens}`);
+export function firstExceeded(
+  usage: TaskUsage,
+  budgets: ResolvedBudgets,
+  elapsedMs: number,
+): BudgetExceeded | null {
+  if (elapsedMs > budgets.timeout_ms)
+    return exceeded(
+      'timeout_ms',
+      budgets.timeout_ms,
+      elapsedMs,
+      `task ran ${elapsedMs} ms, over its ${budgets.timeout_ms} ms time budget`,
+    );
+  if (usage.total_tokens > budgets.max_tokens)
+    return exceeded(
+      'max_tokens',
+      budgets.max_tokens,
+      usage.total_tokens,
+      `used ${usage.total_tokens} tokens, over the budget of ${budgets.max_tokens}`,
+    );
   if (budgets.max_cost_usd !== null && usage.cost_usd > budgets.max_cost_usd) {
-    return exceeded('max_cost_usd', budgets.max_cost_usd, usage.cost_usd, `cost $${usage.cost_usd.toFixed(6)}, over the budget of $${budgets.max_cost_usd}`);
+    return exceeded(
+      'max_cost_usd',
+      budgets.max_cost_usd,
+      usage.cost_usd,
+      `cost $${usage.cost_usd.toFixed(6)}, over the budget of $${budgets.max_cost_usd}`,
+    );
   }
-  if (usage.failures > budgets.max_failures) return exceeded('max_failures', budgets.max_failures, usage.failures, `${usage.failures} failures, over the limit of ${budgets.max_failures}`);
+  if (usage.failures > budgets.max_failures)
+    return exceeded(
+      'max_failures',
+      budgets.max_failures,
+      usage.failures,
+      `${usage.failures} failures, over the limit of ${budgets.max_failures}`,
+    );
   return null;
 }
 
@@ -172,16 +264,32 @@ export function admit(usage: TaskUsage, budgets: ResolvedBudgets, next: NextActi
   switch (next.kind) {
     case 'round':
       return usage.rounds >= budgets.max_rounds
-        ? exceeded('max_rounds', budgets.max_rounds, usage.rounds, `all ${budgets.max_rounds} rounds used without an answer`)
+        ? exceeded(
+            'max_rounds',
+            budgets.max_rounds,
+            usage.rounds,
+            `all ${budgets.max_rounds} rounds used without an answer`,
+          )
         : null;
     case 'tool_call':
       return usage.tool_calls >= budgets.max_tool_calls
-        ? exceeded('max_tool_calls', budgets.max_tool_calls, usage.tool_calls, `all ${budgets.max_tool_calls} tool calls used`)
+        ? exceeded(
+            'max_tool_calls',
+            budgets.max_tool_calls,
+            usage.tool_calls,
+            `all ${budgets.max_tool_calls} tool calls used`,
+          )
         : null;
     case 'model_call': {
       const used = usage.by_role[next.role]?.model_calls ?? 0;
       return used >= budgets.max_model_calls
-        ? exceeded('max_model_calls', budgets.max_model_calls, used, `the ${next.role} role used all ${budgets.max_model_calls} model calls`, next.role)
+        ? exceeded(
+            'max_model_calls',
+            budgets.max_model_calls,
+            used,
+            `the ${next.role} role used all ${budgets.max_model_calls} model calls`,
+            next.role,
+          )
         : null;
     }
   }

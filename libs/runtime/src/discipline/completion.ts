@@ -17,7 +17,8 @@ const FENCE = /```([A-Za-z0-9_-]*)[ \t]*\r?\n([\s\S]*?)```/g;
 const RESULT_FENCE_LANGS = ['tool_result', 'tool_output', 'observation', 'output', 'result'];
 const RESULT_TAGS = ['tool_result', 'tool_response', 'tool_output', 'function_results', 'observation'];
 /** A line that presents what follows as a tool's output; the block runs to the next blank line. */
-const RESULT_MARKER = /^[ \t>*_`[]*(?:TOOL[_ ]RESULT|TOOL[_ ]OUTPUT|TOOL[_ ]RESPONSE|FUNCTION[_ ]RESULT|OBSERVATION)\b[\]*_`]*\s*:?.*$/im;
+const RESULT_MARKER =
+  /^[ \t>*_`[]*(?:TOOL[_ ]RESULT|TOOL[_ ]OUTPUT|TOOL[_ ]RESPONSE|FUNCTION[_ ]RESULT|OBSERVATION)\b[\]*_`]*\s*:?.*$/im;
 const DIRECTIVE_TYPES = ['plan', 'tool', 'respond', 'fail'];
 
 function isResultShaped(value: unknown): boolean {
@@ -26,7 +27,9 @@ function isResultShaped(value: unknown): boolean {
   if (typeof o.type === 'string' && DIRECTIVE_TYPES.includes(o.type)) return false;
   const keys = Object.keys(o);
   const has = (...k: string[]) => k.every((x) => keys.includes(x));
-  return has('ok', 'output') || has('tool', 'result') || has('exit_code') || has('stdout') || has('tool_result');
+  return (
+    has('ok', 'output') || has('tool', 'result') || has('exit_code') || has('stdout') || has('tool_result')
+  );
 }
 
 const tryJson = (text: string): { ok: true; value: unknown } | { ok: false } => {
@@ -89,7 +92,12 @@ export function classifyOrchestratorText(raw: string | null | undefined): Orches
   const { cleaned, removed: fabricated } = stripFabricatedResults(raw ?? '');
   const parsed = parseDirective(cleaned);
   if (parsed.ok) return { kind: 'directive', directive: parsed.directive, cleaned, fabricated };
-  return { kind: parsed.attempted ? 'attempted_directive' : 'no_attempt', error: parsed.error, cleaned, fabricated };
+  return {
+    kind: parsed.attempted ? 'attempted_directive' : 'no_attempt',
+    error: parsed.error,
+    cleaned,
+    fabricated,
+  };
 }
 
 export const COMPLETION_REMINDER =
@@ -114,14 +122,26 @@ export type CompletionVerdict =
   | { action: 'remind'; state: CompletionState; detail: string }
   | { action: 'stop'; state: CompletionState; detail: string };
 
-export function completionStep(state: CompletionState, outcome: RoundOutcome, maxMisses: number): CompletionVerdict {
+export function completionStep(
+  state: CompletionState,
+  outcome: RoundOutcome,
+  maxMisses: number,
+): CompletionVerdict {
   if (outcome === 'tool_call') return { action: 'continue', state: { misses: 0 } };
   if (outcome === 'other') return { action: 'continue', state };
   const misses = state.misses + 1;
   if (misses >= maxMisses) {
-    return { action: 'stop', state: { misses }, detail: `the orchestrator answered ${misses} times in a row without a directive` };
+    return {
+      action: 'stop',
+      state: { misses },
+      detail: `the orchestrator answered ${misses} times in a row without a directive`,
+    };
   }
-  return { action: 'remind', state: { misses }, detail: `no directive (miss ${misses} of ${maxMisses}); reminded` };
+  return {
+    action: 'remind',
+    state: { misses },
+    detail: `no directive (miss ${misses} of ${maxMisses}); reminded`,
+  };
 }
 
 /** The protocol's state from the log: reminders since the last tool call are the misses so far. */

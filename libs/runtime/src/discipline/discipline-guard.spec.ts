@@ -4,11 +4,26 @@ import { DisciplineGuard } from './discipline-guard';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';
 import { EventLogBuilder } from './testing-events';
 
-const sut = new DisciplineGuard({ ...DEFAULT_DISCIPLINE_SETTINGS, repeatThreshold: 2, circuitBreakerThreshold: 2 }, () => new Date('2026-01-01T00:00:10Z'));
+const sut = new DisciplineGuard(
+  { ...DEFAULT_DISCIPLINE_SETTINGS, repeatThreshold: 2, circuitBreakerThreshold: 2 },
+  () => new Date('2026-01-01T00:00:10Z'),
+);
 
-function given(build: (log: EventLogBuilder) => void, opts: { budgets?: Budgets; accept_checks?: AcceptCheck[] } = {}) {
+function given(
+  build: (log: EventLogBuilder) => void,
+  opts: { budgets?: Budgets; accept_checks?: AcceptCheck[] } = {},
+) {
   const log = new EventLogBuilder();
-  log.add('TASK_RECEIVED', { input: 'x', session_id: 'ses_1', accept_checks: opts.accept_checks ?? [], budgets: opts.budgets ?? {}, idempotency_key: null, request_hash: null, source: 'api', forked_from: null });
+  log.add('TASK_RECEIVED', {
+    input: 'x',
+    session_id: 'ses_1',
+    accept_checks: opts.accept_checks ?? [],
+    budgets: opts.budgets ?? {},
+    idempotency_key: null,
+    request_hash: null,
+    source: 'api',
+    forked_from: null,
+  });
   build(log);
   const events: RuntimeEvent[] = log.events;
   const round = events.filter((e) => e.type === 'ROUTER_DECIDED').length + 1;
@@ -18,14 +33,20 @@ function given(build: (log: EventLogBuilder) => void, opts: { budgets?: Budgets;
 describe('DisciplineGuard.beforeRound', () => {
   it('a legit run of 8 different successful tool calls is not stopped or reminded', async () => {
     const ctx = given((log) => {
-      for (let i = 1; i <= 8; i++) log.toolRound('file_write', { path: `f${i}.txt`, content: `${i}` }, { bytes: 1 });
+      for (let i = 1; i <= 8; i++)
+        log.toolRound('file_write', { path: `f${i}.txt`, content: `${i}` }, { bytes: 1 });
     });
     expect(await sut.beforeRound(ctx)).toEqual({ events: [] });
   });
 
   it('the round budget: round 4 of max_rounds 3 is refused', async () => {
-    const ctx = given((log) => [1, 2, 3].forEach((i) => log.toolRound('echo', { text: `${i}` }, `${i}`)), { budgets: { max_rounds: 3 } });
-    expect((await sut.beforeRound(ctx)).stop).toMatchObject({ stop_reason: 'budget_exceeded', detail: expect.stringMatching(/all 3 rounds used/) });
+    const ctx = given((log) => [1, 2, 3].forEach((i) => log.toolRound('echo', { text: `${i}` }, `${i}`)), {
+      budgets: { max_rounds: 3 },
+    });
+    expect((await sut.beforeRound(ctx)).stop).toMatchObject({
+      stop_reason: 'budget_exceeded',
+      detail: expect.stringMatching(/all 3 rounds used/),
+    });
   });
 
   it('the task timeout is a timeout stop', async () => {
@@ -34,11 +55,17 @@ describe('DisciplineGuard.beforeRound', () => {
   });
 
   it('repeats: reminder once at the threshold, then repeat_cycle', async () => {
-    const write = (log: EventLogBuilder) => log.toolRound('file_write', { path: 'a', content: 'same' }, { bytes: 4 });
+    const write = (log: EventLogBuilder) =>
+      log.toolRound('file_write', { path: 'a', content: 'same' }, { bytes: 4 });
     const three = given((log) => [1, 2, 3].forEach(() => write(log)));
     const v = await sut.beforeRound(three);
     expect(v.stop).toBeUndefined();
-    expect(v.events).toEqual([expect.objectContaining({ type: 'GUARD_TRIGGERED', payload: expect.objectContaining({ guard: 'repeat_reminder', round: 3 }) })]);
+    expect(v.events).toEqual([
+      expect.objectContaining({
+        type: 'GUARD_TRIGGERED',
+        payload: expect.objectContaining({ guard: 'repeat_reminder', round: 3 }),
+      }),
+    ]);
     const reminded = given((log) => {
       [1, 2, 3].forEach(() => write(log));
       log.add('GUARD_TRIGGERED', v.events![0].payload as never);
@@ -53,11 +80,18 @@ describe('DisciplineGuard.beforeRound', () => {
   });
 
   it('circuit breaker: told once, stops when the broken tool is called again and breaks again', async () => {
-    const broken = (log: EventLogBuilder, i: number) => log.decided({ type: 'tool', tool: 'net_fetch', args: { url: `u${i}` } }).toolFailed('net_fetch', { url: `u${i}` });
+    const broken = (log: EventLogBuilder, i: number) =>
+      log
+        .decided({ type: 'tool', tool: 'net_fetch', args: { url: `u${i}` } })
+        .toolFailed('net_fetch', { url: `u${i}` });
     const twice = given((log) => [1, 2].forEach((i) => broken(log, i)));
     const v = await sut.beforeRound(twice);
     expect(v.stop).toBeUndefined();
-    expect(v.events).toEqual([expect.objectContaining({ payload: expect.objectContaining({ guard: 'circuit_breaker', data: { tool: 'net_fetch' } }) })]);
+    expect(v.events).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({ guard: 'circuit_breaker', data: { tool: 'net_fetch' } }),
+      }),
+    ]);
     const told = given((log) => {
       [1, 2].forEach((i) => broken(log, i));
       log.add('GUARD_TRIGGERED', v.events![0].payload as never);
@@ -73,26 +107,46 @@ describe('DisciplineGuard.beforeRound', () => {
 });
 
 describe('DisciplineGuard.beforeEnd (accept gate)', () => {
-  const check: AcceptCheck = { id: 'built', kind: 'file_exists', target: 'out.txt', match: null, required: true, params: {} };
+  const check: AcceptCheck = {
+    id: 'built',
+    kind: 'file_exists',
+    target: 'out.txt',
+    match: null,
+    required: true,
+    params: {},
+  };
   const completed = { stop_reason: 'completed' as const, detail: 'done' };
 
   it('passes: ACCEPTANCE_DECIDED recorded, the stop stays completed', async () => {
-    const ctx = given((log) => log.toolRound('file_write', { path: 'out.txt', content: 'x' }, { bytes: 1 }).responded('ok'), { accept_checks: [check] });
+    const ctx = given(
+      (log) => log.toolRound('file_write', { path: 'out.txt', content: 'x' }, { bytes: 1 }).responded('ok'),
+      { accept_checks: [check] },
+    );
     const v = await sut.beforeEnd({ ...ctx, stop: completed, result: 'ok' });
     expect(v.stop).toBeUndefined();
-    expect(v.events).toEqual([{ type: 'ACCEPTANCE_DECIDED', payload: { passed: true, results: [expect.objectContaining({ id: 'built', passed: true })] } }]);
+    expect(v.events).toEqual([
+      {
+        type: 'ACCEPTANCE_DECIDED',
+        payload: { passed: true, results: [expect.objectContaining({ id: 'built', passed: true })] },
+      },
+    ]);
   });
 
   it('fails: accept_check_failed naming the check', async () => {
     const ctx = given((log) => log.responded('I wrote out.txt'), { accept_checks: [check] });
     const v = await sut.beforeEnd({ ...ctx, stop: completed, result: 'I wrote out.txt' });
-    expect(v.stop).toMatchObject({ stop_reason: 'accept_check_failed', detail: expect.stringMatching(/check built \(file_exists\)/) });
+    expect(v.stop).toMatchObject({
+      stop_reason: 'accept_check_failed',
+      detail: expect.stringMatching(/check built \(file_exists\)/),
+    });
   });
 
   it('no checks, or a task that did not complete: nothing to judge', async () => {
     const ctx = given((log) => log.responded('ok'));
     expect(await sut.beforeEnd({ ...ctx, stop: completed, result: 'ok' })).toEqual({});
     const withChecks = given((log) => log.responded('ok'), { accept_checks: [check] });
-    expect(await sut.beforeEnd({ ...withChecks, stop: { stop_reason: 'tool_error', detail: 'x' }, result: null })).toEqual({});
+    expect(
+      await sut.beforeEnd({ ...withChecks, stop: { stop_reason: 'tool_error', detail: 'x' }, result: null }),
+    ).toEqual({});
   });
 });

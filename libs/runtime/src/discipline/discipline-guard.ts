@@ -25,7 +25,8 @@ export class DisciplineGuard implements LoopGuard {
   ) {}
 
   budgetsFor(ctx: Pick<RoundGuardContext, 'progress'>): ResolvedBudgets {
-    return resolveBudgets(ctx.progress.budgets, this.settings.budgetDefaults, this.settings.budgetMaximums).budgets;
+    return resolveBudgets(ctx.progress.budgets, this.settings.budgetDefaults, this.settings.budgetMaximums)
+      .budgets;
   }
 
   async beforeRound(ctx: RoundGuardContext): Promise<GuardVerdict> {
@@ -36,9 +37,14 @@ export class DisciplineGuard implements LoopGuard {
     const closed = roundsOf(ctx.events).filter((r) => r.round < ctx.round);
     const repeat = repeatFold(closed, this.settings.repeatThreshold);
     const last = closed[closed.length - 1];
-    if (repeat.action === 'stop') return { stop: { stop_reason: 'repeat_cycle', detail: describeStop('repeat_cycle', repeat.detail) } };
+    if (repeat.action === 'stop')
+      return { stop: { stop_reason: 'repeat_cycle', detail: describeStop('repeat_cycle', repeat.detail) } };
     if (repeat.action === 'remind' && last && !guardedBefore(ctx.events, 'repeat_reminder', last.round)) {
-      events.push(guardEvent('repeat_reminder', last.round, `${repeat.detail}. ${REPEAT_REMINDER}`, { streak: repeat.state.streak }));
+      events.push(
+        guardEvent('repeat_reminder', last.round, `${repeat.detail}. ${REPEAT_REMINDER}`, {
+          streak: repeat.state.streak,
+        }),
+      );
     }
 
     // Circuit breakers: tell the orchestrator once; a call to the broken tool after that (refused
@@ -46,23 +52,57 @@ export class DisciplineGuard implements LoopGuard {
     const health = toolGuardFromEvents(ctx.events);
     for (const tool of Object.keys(health.consecutiveFailures)) {
       if (!isCircuitOpen(health, tool, this.settings.circuitBreakerThreshold)) continue;
-      const told = ctx.events.findIndex((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'circuit_breaker' && e.payload.data.tool === tool);
+      const told = ctx.events.findIndex(
+        (e) =>
+          e.type === 'GUARD_TRIGGERED' &&
+          e.payload.guard === 'circuit_breaker' &&
+          e.payload.data.tool === tool,
+      );
       if (told === -1) {
-        events.push(guardEvent('circuit_breaker', last?.round ?? null, `${tool} failed ${health.consecutiveFailures[tool]} times in a row; do not call it again in this task`, { tool }));
+        events.push(
+          guardEvent(
+            'circuit_breaker',
+            last?.round ?? null,
+            `${tool} failed ${health.consecutiveFailures[tool]} times in a row; do not call it again in this task`,
+            { tool },
+          ),
+        );
       } else if (ctx.events.slice(told).some((e) => e.type === 'TOOL_FAILED' && e.payload.tool === tool)) {
-        return { events, stop: { stop_reason: 'tool_error', detail: describeStop('tool_error', `${tool} was called again after failing ${this.settings.circuitBreakerThreshold} times in a row`) } };
+        return {
+          events,
+          stop: {
+            stop_reason: 'tool_error',
+            detail: describeStop(
+              'tool_error',
+              `${tool} was called again after failing ${this.settings.circuitBreakerThreshold} times in a row`,
+            ),
+          },
+        };
       }
     }
     return { events };
   }
 
-  async beforeEnd(ctx: RoundGuardContext & { stop: Stop; result: string | null }): Promise<{ events?: NewEvent[]; stop?: Stop }> {
+  async beforeEnd(
+    ctx: RoundGuardContext & { stop: Stop; result: string | null },
+  ): Promise<{ events?: NewEvent[]; stop?: Stop }> {
     const checks = ctx.progress.accept_checks;
     if (ctx.stop.stop_reason !== 'completed' || checks.length === 0) return {};
     const decision = judgeAcceptance(checks, ctx.events, ctx.result);
-    const events: NewEvent[] = [{ type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } }];
+    const events: NewEvent[] = [
+      { type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } },
+    ];
     if (decision.failing) {
-      return { events, stop: { stop_reason: 'accept_check_failed', detail: describeStop('accept_check_failed', `check ${decision.failing.id} (${decision.failing.kind}): ${decision.failing.detail}`) } };
+      return {
+        events,
+        stop: {
+          stop_reason: 'accept_check_failed',
+          detail: describeStop(
+            'accept_check_failed',
+            `check ${decision.failing.id} (${decision.failing.kind}): ${decision.failing.detail}`,
+          ),
+        },
+      };
     }
     return { events };
   }
@@ -76,9 +116,11 @@ export class DisciplineGuard implements LoopGuard {
     const budgets = this.budgetsFor(ctx);
     const meter = meterFromEvents(ctx.events, { charsPerToken: this.settings.charsPerToken });
     const elapsed = activeMs(meter, this.now());
-    const over = firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });
+    const over =
+      firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });
     if (!over) return null;
-    if (over.budget === 'timeout_ms') return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };
+    if (over.budget === 'timeout_ms')
+      return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };
     return { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', over.detail) };
   }
 }

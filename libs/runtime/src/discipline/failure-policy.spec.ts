@@ -36,8 +36,26 @@ describe('classifyFailure', () => {
     ['ETIMEDOUT', sysError('ETIMEDOUT'), 'model', 'timeout', true],
     ['invalid directive', new ModelBehaviorError('bad json'), 'model', 'validation_error', false],
     ['ValidationError', new ValidationError('bad'), 'model', 'validation_error', false],
-    ['JSON.parse failure', (() => { try { JSON.parse('{'); } catch (e) { return e; } })(), 'model', 'validation_error', false],
-    ['a FailureError knows its kind', new FailureError('rate_limited', 'scripted'), 'model', 'rate_limited', true],
+    [
+      'JSON.parse failure',
+      (() => {
+        try {
+          JSON.parse('{');
+        } catch (e) {
+          return e;
+        }
+      })(),
+      'model',
+      'validation_error',
+      false,
+    ],
+    [
+      'a FailureError knows its kind',
+      new FailureError('rate_limited', 'scripted'),
+      'model',
+      'rate_limited',
+      true,
+    ],
     ['a plain object with kind', { kind: 'timeout' }, 'model', 'timeout', true],
     ['unknown model error', new Error('weird'), 'model', 'provider_error', true],
     ['unknown tool error', new Error('weird'), 'tool', 'tool_error', true],
@@ -79,28 +97,129 @@ describe('backoff', () => {
 });
 
 describe('decideFailure', () => {
-  const retry: RetrySettings = { modelRetries: 2, toolRetries: 1, baseDelayMs: 100, maxDelayMs: 1000, maxRetryAfterMs: 5000 };
-  const model = (patch: Partial<DecideContext> = {}): DecideContext => ({ subject: 'model', retry, fallbacks: ['sys_util'], rng: () => 0.5, ...patch });
-  const tool = (patch: Partial<DecideContext> = {}): DecideContext => ({ subject: 'tool', retry, rng: () => 0.5, ...patch });
+  const retry: RetrySettings = {
+    modelRetries: 2,
+    toolRetries: 1,
+    baseDelayMs: 100,
+    maxDelayMs: 1000,
+    maxRetryAfterMs: 5000,
+  };
+  const model = (patch: Partial<DecideContext> = {}): DecideContext => ({
+    subject: 'model',
+    retry,
+    fallbacks: ['sys_util'],
+    rng: () => 0.5,
+    ...patch,
+  });
+  const tool = (patch: Partial<DecideContext> = {}): DecideContext => ({
+    subject: 'tool',
+    retry,
+    rng: () => 0.5,
+    ...patch,
+  });
 
   it.each<[string, FailureKind, number, DecideContext, Record<string, unknown>]>([
-    ['429, first attempt: retry after Retry-After', 'rate_limited', 1, model({ retryAfterMs: 1500 }), { action: 'retry', delay_ms: 1500, next_attempt: 2 }],
-    ['500, second attempt: retry with backoff', 'provider_error', 2, model(), { action: 'retry', delay_ms: 150, next_attempt: 3 }],
-    ['500 after all retries: fall back', 'provider_error', 3, model(), { action: 'fallback', to: 'sys_util' }],
-    ['timeout after all retries and no fallback: stop timeout', 'timeout', 3, model({ fallbacks: [] }), { action: 'stop', stop_reason: 'timeout' }],
-    ['429 after all retries, no fallback: stop rate_limited', 'rate_limited', 3, model({ fallbacks: [] }), { action: 'stop', stop_reason: 'rate_limited' }],
-    ['Retry-After longer than we wait: fall back at once', 'rate_limited', 1, model({ retryAfterMs: 60_000 }), { action: 'fallback', to: 'sys_util' }],
-    ['non-retryable 400: fall back at once', 'provider_error', 1, model({ retryable: false }), { action: 'fallback' }],
-    ['401: stop at once, even with a fallback', 'authentication_error', 1, model(), { action: 'stop', stop_reason: 'authentication_error' }],
-    ['invalid directive: never retried, falls back', 'validation_error', 1, model(), { action: 'fallback', to: 'sys_util' }],
-    ['invalid directive, no fallback: stop', 'validation_error', 1, model({ fallbacks: [] }), { action: 'stop', stop_reason: 'validation_error' }],
+    [
+      '429, first attempt: retry after Retry-After',
+      'rate_limited',
+      1,
+      model({ retryAfterMs: 1500 }),
+      { action: 'retry', delay_ms: 1500, next_attempt: 2 },
+    ],
+    [
+      '500, second attempt: retry with backoff',
+      'provider_error',
+      2,
+      model(),
+      { action: 'retry', delay_ms: 150, next_attempt: 3 },
+    ],
+    [
+      '500 after all retries: fall back',
+      'provider_error',
+      3,
+      model(),
+      { action: 'fallback', to: 'sys_util' },
+    ],
+    [
+      'timeout after all retries and no fallback: stop timeout',
+      'timeout',
+      3,
+      model({ fallbacks: [] }),
+      { action: 'stop', stop_reason: 'timeout' },
+    ],
+    [
+      '429 after all retries, no fallback: stop rate_limited',
+      'rate_limited',
+      3,
+      model({ fallbacks: [] }),
+      { action: 'stop', stop_reason: 'rate_limited' },
+    ],
+    [
+      'Retry-After longer than we wait: fall back at once',
+      'rate_limited',
+      1,
+      model({ retryAfterMs: 60_000 }),
+      { action: 'fallback', to: 'sys_util' },
+    ],
+    [
+      'non-retryable 400: fall back at once',
+      'provider_error',
+      1,
+      model({ retryable: false }),
+      { action: 'fallback' },
+    ],
+    [
+      '401: stop at once, even with a fallback',
+      'authentication_error',
+      1,
+      model(),
+      { action: 'stop', stop_reason: 'authentication_error' },
+    ],
+    [
+      'invalid directive: never retried, falls back',
+      'validation_error',
+      1,
+      model(),
+      { action: 'fallback', to: 'sys_util' },
+    ],
+    [
+      'invalid directive, no fallback: stop',
+      'validation_error',
+      1,
+      model({ fallbacks: [] }),
+      { action: 'stop', stop_reason: 'validation_error' },
+    ],
     ['budget', 'budget_exceeded', 1, model(), { action: 'stop', stop_reason: 'budget_exceeded' }],
     ['cancel', 'cancelled', 1, model(), { action: 'stop', stop_reason: 'cancelled' }],
-    ['idempotent tool, first failure: retry', 'tool_error', 1, tool({ idempotent: true }), { action: 'retry', next_attempt: 2 }],
+    [
+      'idempotent tool, first failure: retry',
+      'tool_error',
+      1,
+      tool({ idempotent: true }),
+      { action: 'retry', next_attempt: 2 },
+    ],
     ['idempotent tool timeout: retry', 'timeout', 1, tool({ idempotent: true }), { action: 'retry' }],
-    ['idempotent tool out of retries: the orchestrator is told', 'tool_error', 2, tool({ idempotent: true }), { action: 'fallback', to: 'orchestrator' }],
-    ['non-idempotent tool: never retried', 'tool_error', 1, tool({ idempotent: false }), { action: 'fallback', to: 'orchestrator' }],
-    ['open circuit: stop tool_error', 'tool_error', 1, tool({ idempotent: true, circuitOpen: true }), { action: 'stop', stop_reason: 'tool_error' }],
+    [
+      'idempotent tool out of retries: the orchestrator is told',
+      'tool_error',
+      2,
+      tool({ idempotent: true }),
+      { action: 'fallback', to: 'orchestrator' },
+    ],
+    [
+      'non-idempotent tool: never retried',
+      'tool_error',
+      1,
+      tool({ idempotent: false }),
+      { action: 'fallback', to: 'orchestrator' },
+    ],
+    [
+      'open circuit: stop tool_error',
+      'tool_error',
+      1,
+      tool({ idempotent: true, circuitOpen: true }),
+      { action: 'stop', stop_reason: 'tool_error' },
+    ],
   ])('%s', (_n, kind, attempt, ctx, expected) => {
     expect(decideFailure(kind, attempt, ctx)).toMatchObject(expected);
   });
@@ -117,9 +236,13 @@ describe('tool guards folded from the log', () => {
 
   it('a success in between closes it; non-zero exits, refusals and other tools do not count', () => {
     const log = new EventLogBuilder().received();
-    log.toolFailed('net_fetch', { url: 'a' }).toolFailed('net_fetch', { url: 'b' }).tool('net_fetch', { url: 'c' }, 'ok');
+    log
+      .toolFailed('net_fetch', { url: 'a' })
+      .toolFailed('net_fetch', { url: 'b' })
+      .tool('net_fetch', { url: 'c' }, 'ok');
     log.toolFailed('net_fetch', { url: 'd' }).toolFailed('net_fetch', { url: 'e' }, 'permission_denied');
-    for (let i = 0; i < 5; i++) log.tool('shell_exec', { command: 'npm test' }, { exit_code: 1, stdout: 'fail' }, false);
+    for (let i = 0; i < 5; i++)
+      log.tool('shell_exec', { command: 'npm test' }, { exit_code: 1, stdout: 'fail' }, false);
     log.toolFailed('file_write', { path: 'x' });
     const sut = toolGuardFromEvents(log.events);
     expect(isCircuitOpen(sut, 'net_fetch', 3)).toBe(false);

@@ -16,7 +16,8 @@ export const FAILURE_KINDS = [
   'cancelled',
 ] as const satisfies readonly StopReason[];
 export type FailureKind = (typeof FAILURE_KINDS)[number];
-const isFailureKind = (v: unknown): v is FailureKind => typeof v === 'string' && (FAILURE_KINDS as readonly string[]).includes(v);
+const isFailureKind = (v: unknown): v is FailureKind =>
+  typeof v === 'string' && (FAILURE_KINDS as readonly string[]).includes(v);
 
 /** An error that already knows its kind; adapters and guards throw this. */
 export class FailureError extends RunledgerError {
@@ -71,7 +72,15 @@ export function retryAfterOf(err: unknown, now: number = Date.now()): number | n
 }
 
 const TIMEOUT_CODES = ['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'];
-const NETWORK_CODES = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'UND_ERR_SOCKET'];
+const NETWORK_CODES = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'UND_ERR_SOCKET',
+];
 
 /**
  * What kind of failure an error is. `subject` decides the kind of an error
@@ -80,7 +89,8 @@ const NETWORK_CODES = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_
  */
 export function classifyFailure(err: unknown, subject: 'model' | 'tool' = 'model'): ClassifiedFailure {
   const fallbackKind: FailureKind = subject === 'tool' ? 'tool_error' : 'provider_error';
-  const message = err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null);
+  const message =
+    err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null);
   const done = (kind: FailureKind, retryable = RETRYABLE.includes(kind)): ClassifiedFailure => ({
     kind,
     retryable,
@@ -131,7 +141,12 @@ export function seededRandom(seed: number): () => number {
  * the other half is random, so concurrent tasks spread out but none retries
  * immediately. A Retry-After from the server is a floor.
  */
-export function backoffDelay(attempt: number, retry: Pick<RetrySettings, 'baseDelayMs' | 'maxDelayMs'>, rng: () => number, retryAfterMs: number | null = null): number {
+export function backoffDelay(
+  attempt: number,
+  retry: Pick<RetrySettings, 'baseDelayMs' | 'maxDelayMs'>,
+  rng: () => number,
+  retryAfterMs: number | null = null,
+): number {
   const exp = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   const jittered = Math.round(exp / 2 + rng() * (exp / 2));
   return Math.max(jittered, retryAfterMs ?? 0);
@@ -176,9 +191,16 @@ export const TOOL_FALLBACK_TARGET = 'orchestrator';
 export function decideFailure(kind: FailureKind, attempt: number, ctx: DecideContext): FailureDecision {
   const rng = ctx.rng ?? Math.random;
   const fallbacks = ctx.fallbacks ?? [];
-  const stop = (detail: string, stop_reason: StopReason = kind): FailureDecision => ({ action: 'stop', kind, stop_reason, detail });
+  const stop = (detail: string, stop_reason: StopReason = kind): FailureDecision => ({
+    action: 'stop',
+    kind,
+    stop_reason,
+    detail,
+  });
   const fallbackOrStop = (why: string): FailureDecision =>
-    fallbacks.length > 0 ? { action: 'fallback', kind, to: fallbacks[0], detail: `${why}; falling back to ${fallbacks[0]}` } : stop(`${why}; no fallback left`);
+    fallbacks.length > 0
+      ? { action: 'fallback', kind, to: fallbacks[0], detail: `${why}; falling back to ${fallbacks[0]}` }
+      : stop(`${why}; no fallback left`);
 
   switch (kind) {
     case 'authentication_error':
@@ -209,7 +231,9 @@ function decideModel(
   const retryAfter = ctx.retryAfterMs ?? null;
   if (ctx.retryable === false) return fallbackOrStop(`${kind} that a retry cannot fix`);
   if (retryAfter !== null && retryAfter > ctx.retry.maxRetryAfterMs) {
-    return fallbackOrStop(`server asks to wait ${retryAfter} ms, longer than the ${ctx.retry.maxRetryAfterMs} ms we wait`);
+    return fallbackOrStop(
+      `server asks to wait ${retryAfter} ms, longer than the ${ctx.retry.maxRetryAfterMs} ms we wait`,
+    );
   }
   if (attempt <= ctx.retry.modelRetries) {
     const delay_ms = backoffDelay(attempt, ctx.retry, rng, retryAfter);
@@ -224,13 +248,32 @@ function decideModel(
   return fallbackOrStop(`${kind} after ${attempt} attempts`);
 }
 
-function decideTool(kind: FailureKind, attempt: number, ctx: DecideContext, rng: () => number): FailureDecision {
-  if (ctx.circuitOpen) return { action: 'stop', kind, stop_reason: 'tool_error', detail: 'the tool failed repeatedly and its circuit breaker is open' };
+function decideTool(
+  kind: FailureKind,
+  attempt: number,
+  ctx: DecideContext,
+  rng: () => number,
+): FailureDecision {
+  if (ctx.circuitOpen)
+    return {
+      action: 'stop',
+      kind,
+      stop_reason: 'tool_error',
+      detail: 'the tool failed repeatedly and its circuit breaker is open',
+    };
   if (ctx.idempotent && attempt <= ctx.retry.toolRetries) {
     const delay_ms = backoffDelay(attempt, ctx.retry, rng);
-    return { action: 'retry', kind, delay_ms, next_attempt: attempt + 1, detail: `${kind} on attempt ${attempt} of an idempotent tool; retry in ${delay_ms} ms` };
+    return {
+      action: 'retry',
+      kind,
+      delay_ms,
+      next_attempt: attempt + 1,
+      detail: `${kind} on attempt ${attempt} of an idempotent tool; retry in ${delay_ms} ms`,
+    };
   }
-  const why = ctx.idempotent ? `${kind} after ${attempt} attempts` : `${kind} of a tool not declared idempotent; not retried`;
+  const why = ctx.idempotent
+    ? `${kind} after ${attempt} attempts`
+    : `${kind} of a tool not declared idempotent; not retried`;
   return { action: 'fallback', kind, to: TOOL_FALLBACK_TARGET, detail: `${why}; the orchestrator is told` };
 }
 
@@ -242,11 +285,17 @@ export interface ToolGuardState {
   callSignature: Record<string, { tool: string; signature: string }>;
 }
 
-export const initialToolGuardState = (): ToolGuardState => ({ consecutiveFailures: {}, timeouts: {}, callSignature: {} });
+export const initialToolGuardState = (): ToolGuardState => ({
+  consecutiveFailures: {},
+  timeouts: {},
+  callSignature: {},
+});
 
 /** The output of a command that ran to its end (it reports an exit code). */
 export const hasExitCode = (output: unknown): boolean =>
-  !!output && typeof output === 'object' && ['exit_code', 'exitCode', 'code'].some((k) => typeof (output as Record<string, unknown>)[k] === 'number');
+  !!output &&
+  typeof output === 'object' &&
+  ['exit_code', 'exitCode', 'code'].some((k) => typeof (output as Record<string, unknown>)[k] === 'number');
 
 /**
  * A failure counts toward the breaker when the tool itself broke (threw, timed
@@ -257,19 +306,38 @@ export const hasExitCode = (output: unknown): boolean =>
 export function toolGuardEvolve(state: ToolGuardState, event: RuntimeEvent): ToolGuardState {
   switch (event.type) {
     case 'TOOL_CALLED':
-      return { ...state, callSignature: { ...state.callSignature, [event.payload.call_id]: { tool: event.payload.tool, signature: event.payload.args_hash } } };
+      return {
+        ...state,
+        callSignature: {
+          ...state.callSignature,
+          [event.payload.call_id]: { tool: event.payload.tool, signature: event.payload.args_hash },
+        },
+      };
     case 'TOOL_COMPLETED': {
       const { tool, result } = event.payload;
       const broke = !result.ok && !hasExitCode(result.output);
-      return { ...state, consecutiveFailures: { ...state.consecutiveFailures, [tool]: broke ? (state.consecutiveFailures[tool] ?? 0) + 1 : 0 } };
+      return {
+        ...state,
+        consecutiveFailures: {
+          ...state.consecutiveFailures,
+          [tool]: broke ? (state.consecutiveFailures[tool] ?? 0) + 1 : 0,
+        },
+      };
     }
     case 'TOOL_FAILED': {
       const { tool, error_kind, call_id, result } = event.payload;
       if (error_kind !== 'tool_error' && error_kind !== 'timeout') return state;
       const ranFine = error_kind === 'tool_error' && result !== null && hasExitCode(result.output);
-      const next = { ...state, consecutiveFailures: { ...state.consecutiveFailures, [tool]: ranFine ? 0 : (state.consecutiveFailures[tool] ?? 0) + 1 } };
+      const next = {
+        ...state,
+        consecutiveFailures: {
+          ...state.consecutiveFailures,
+          [tool]: ranFine ? 0 : (state.consecutiveFailures[tool] ?? 0) + 1,
+        },
+      };
       const sig = state.callSignature[call_id]?.signature;
-      if (error_kind === 'timeout' && sig) next.timeouts = { ...state.timeouts, [sig]: (state.timeouts[sig] ?? 0) + 1 };
+      if (error_kind === 'timeout' && sig)
+        next.timeouts = { ...state.timeouts, [sig]: (state.timeouts[sig] ?? 0) + 1 };
       return next;
     }
     default:
@@ -277,12 +345,20 @@ export function toolGuardEvolve(state: ToolGuardState, event: RuntimeEvent): Too
   }
 }
 
-export const toolGuardFromEvents = (events: readonly RuntimeEvent[]): ToolGuardState => events.reduce(toolGuardEvolve, initialToolGuardState());
+export const toolGuardFromEvents = (events: readonly RuntimeEvent[]): ToolGuardState =>
+  events.reduce(toolGuardEvolve, initialToolGuardState());
 
-export const isCircuitOpen = (state: ToolGuardState, tool: string, threshold: number): boolean => (state.consecutiveFailures[tool] ?? 0) >= threshold;
+export const isCircuitOpen = (state: ToolGuardState, tool: string, threshold: number): boolean =>
+  (state.consecutiveFailures[tool] ?? 0) >= threshold;
 
 /** Timeout for a call: the manifest's, doubled (factor) per earlier timeout of the same signature, capped. */
-export function adaptiveToolTimeout(state: ToolGuardState, signature: string, manifestTimeoutMs: number, factor: number, capMs: number): number {
+export function adaptiveToolTimeout(
+  state: ToolGuardState,
+  signature: string,
+  manifestTimeoutMs: number,
+  factor: number,
+  capMs: number,
+): number {
   const n = state.timeouts[signature] ?? 0;
   if (n === 0) return manifestTimeoutMs;
   return Math.min(Math.max(capMs, manifestTimeoutMs), Math.round(manifestTimeoutMs * factor ** n));

@@ -2,9 +2,21 @@ import { decidePrompt, PromptItem, promptBudgetTokens } from './prompt-budget';
 import { PromptSettings } from './settings';
 
 // 1100-token window, 100 reserved for the completion, 10% margin: 900 prompt tokens.
-const settings: PromptSettings = { contextWindowTokens: 1100, maxTokens: 100, safetyMargin: 0.1, memoryShare: 0.2, keepRecentHistory: 2, maxTrimItems: 2, summaryTokens: 100 };
+const settings: PromptSettings = {
+  contextWindowTokens: 1100,
+  maxTokens: 100,
+  safetyMargin: 0.1,
+  memoryShare: 0.2,
+  keepRecentHistory: 2,
+  maxTrimItems: 2,
+  summaryTokens: 100,
+};
 
-const item = (id: string, section: PromptItem['section'], tokens: number): PromptItem => ({ id, section, tokens });
+const item = (id: string, section: PromptItem['section'], tokens: number): PromptItem => ({
+  id,
+  section,
+  tokens,
+});
 const fixed = [item('sys', 'system', 200), item('tools', 'tools', 100), item('user', 'user', 100)]; // 400
 const history = (...tokens: number[]) => tokens.map((t, i) => item(`h${i + 1}`, 'history', t));
 
@@ -14,14 +26,24 @@ describe('prompt composition budget', () => {
   });
 
   it.each<[string, PromptItem[], boolean, Record<string, unknown>]>([
-    ['everything fits', [...fixed, item('m1', 'memory', 100), ...history(100, 100, 100)], true, { kind: 'fits' }],
+    [
+      'everything fits',
+      [...fixed, item('m1', 'memory', 100), ...history(100, 100, 100)],
+      true,
+      { kind: 'fits' },
+    ],
     [
       'memory over its 20% share is dropped first, lowest-ranked last',
       [...fixed, item('m1', 'memory', 150), item('m2', 'memory', 150), ...history(100, 100, 100)],
       true,
       { kind: 'trim', drop: ['m2'] },
     ],
-    ['a little history over: trim the oldest item only', [...fixed, ...history(150, 150, 150, 150)], true, { kind: 'trim', drop: ['h1'] }],
+    [
+      'a little history over: trim the oldest item only',
+      [...fixed, ...history(150, 150, 150, 150)],
+      true,
+      { kind: 'trim', drop: ['h1'] },
+    ],
     [
       'much history over: compact everything but the 2 newest',
       [...fixed, ...history(100, 100, 100, 100, 100, 100, 100, 100)],
@@ -34,8 +56,18 @@ describe('prompt composition budget', () => {
       false,
       { kind: 'trim', drop: ['h1', 'h2', 'h3'] },
     ],
-    ['system + tools + user alone overflow: exceed', [item('sys', 'system', 800), item('user', 'user', 200)], true, { kind: 'exceed' }],
-    ['the newest history alone overflows: exceed', [...fixed, ...history(50, 300, 300)], true, { kind: 'exceed' }],
+    [
+      'system + tools + user alone overflow: exceed',
+      [item('sys', 'system', 800), item('user', 'user', 200)],
+      true,
+      { kind: 'exceed' },
+    ],
+    [
+      'the newest history alone overflows: exceed',
+      [...fixed, ...history(50, 300, 300)],
+      true,
+      { kind: 'exceed' },
+    ],
   ])('%s', (_n, items, canCompact, expected) => {
     const sut = decidePrompt(items, settings, canCompact);
     expect(sut).toMatchObject(expected);

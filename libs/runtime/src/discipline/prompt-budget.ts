@@ -27,7 +27,13 @@ export interface SectionUsage {
 
 export type PromptDecision =
   | { kind: 'fits'; available: number; total: number; sections: Record<PromptSection, SectionUsage> }
-  | { kind: 'trim'; available: number; total: number; drop: string[]; sections: Record<PromptSection, SectionUsage> }
+  | {
+      kind: 'trim';
+      available: number;
+      total: number;
+      drop: string[];
+      sections: Record<PromptSection, SectionUsage>;
+    }
   | {
       kind: 'compact';
       available: number;
@@ -42,7 +48,9 @@ export type PromptDecision =
   | { kind: 'exceed'; available: number; total: number; detail: string };
 
 /** Prompt tokens available: the window minus the completion reserve, minus the safety margin. */
-export function promptBudgetTokens(s: Pick<PromptSettings, 'contextWindowTokens' | 'maxTokens' | 'safetyMargin'>): number {
+export function promptBudgetTokens(
+  s: Pick<PromptSettings, 'contextWindowTokens' | 'maxTokens' | 'safetyMargin'>,
+): number {
   return Math.max(0, Math.floor((s.contextWindowTokens - s.maxTokens) * (1 - s.safetyMargin)));
 }
 
@@ -61,7 +69,11 @@ const sum = (items: readonly PromptItem[]): number => items.reduce((n, i) => n +
  * no utility model is there to summarise: then trimming may go as far as the
  * kept recent items.
  */
-export function decidePrompt(items: readonly PromptItem[], s: PromptSettings, canCompact = true): PromptDecision {
+export function decidePrompt(
+  items: readonly PromptItem[],
+  s: PromptSettings,
+  canCompact = true,
+): PromptDecision {
   const available = promptBudgetTokens(s);
   const total = sum(items);
   const by = (section: PromptSection) => items.filter((i) => i.section === section);
@@ -69,18 +81,39 @@ export function decidePrompt(items: readonly PromptItem[], s: PromptSettings, ca
   const memory = by('memory');
   const history = by('history');
 
-  const sections = (memoryKept: readonly PromptItem[], historyTokens: number, historyTrimmed: number, historyBudget: number) => {
+  const sections = (
+    memoryKept: readonly PromptItem[],
+    historyTokens: number,
+    historyTrimmed: number,
+    historyBudget: number,
+  ) => {
     const out = {} as Record<PromptSection, SectionUsage>;
-    for (const section of ['system', 'tools', 'user'] as const) out[section] = { budget: sum(by(section)), tokens: sum(by(section)), trimmed: 0 };
-    out.memory = { budget: memoryBudget, tokens: sum(memoryKept), trimmed: memory.length - memoryKept.length };
+    for (const section of ['system', 'tools', 'user'] as const)
+      out[section] = { budget: sum(by(section)), tokens: sum(by(section)), trimmed: 0 };
+    out.memory = {
+      budget: memoryBudget,
+      tokens: sum(memoryKept),
+      trimmed: memory.length - memoryKept.length,
+    };
     out.history = { budget: historyBudget, tokens: historyTokens, trimmed: historyTrimmed };
     return out;
   };
 
   const memoryBudget = Math.max(0, Math.min(Math.floor(available * s.memoryShare), available - fixed));
-  if (total <= available) return { kind: 'fits', available, total, sections: sections(memory, sum(history), 0, Math.max(0, available - fixed - sum(memory))) };
+  if (total <= available)
+    return {
+      kind: 'fits',
+      available,
+      total,
+      sections: sections(memory, sum(history), 0, Math.max(0, available - fixed - sum(memory))),
+    };
   if (fixed > available) {
-    return { kind: 'exceed', available, total, detail: `system, tools and user input need ${fixed} tokens, the prompt budget is ${available}` };
+    return {
+      kind: 'exceed',
+      available,
+      total,
+      detail: `system, tools and user input need ${fixed} tokens, the prompt budget is ${available}`,
+    };
   }
 
   // Memory beyond its share goes first, lowest-ranked first.

@@ -1,4 +1,11 @@
-import { fingerprintRound, isReadOnlyCall, repeatFold, repeatStep, initialRepeatState, RepeatVerdict } from './repeat-detector';
+import {
+  fingerprintRound,
+  isReadOnlyCall,
+  repeatFold,
+  repeatStep,
+  initialRepeatState,
+  RepeatVerdict,
+} from './repeat-detector';
 import { roundsOf } from './round-facts';
 import { EventLogBuilder } from './testing-events';
 
@@ -16,7 +23,11 @@ function actions(steps: Step[], threshold = 2): string[] {
   });
 }
 
-const write = (content: string): Step => ['file_write', { path: 'a.txt', content }, { bytes: content.length }];
+const write = (content: string): Step => [
+  'file_write',
+  { path: 'a.txt', content },
+  { bytes: content.length },
+];
 const shell = (command: string, stdout = ''): Step => ['shell_exec', { command }, { exit_code: 0, stdout }];
 const read = (path: string): Step => ['file_read', { path }, { content: 'same' }];
 
@@ -29,7 +40,12 @@ describe('repeat-cycle detector', () => {
     ],
     [
       'the same failing command over and over',
-      [shell('make deploy', 'err'), shell('make deploy', 'err'), shell('make deploy', 'err'), shell('make deploy', 'err')],
+      [
+        shell('make deploy', 'err'),
+        shell('make deploy', 'err'),
+        shell('make deploy', 'err'),
+        shell('make deploy', 'err'),
+      ],
       ['continue', 'continue', 'remind', 'stop'],
     ],
     [
@@ -44,17 +60,41 @@ describe('repeat-cycle detector', () => {
     ],
     [
       'legit: 8 different successful tool calls',
-      [write('1'), write('2'), shell('npm install'), shell('npm run build'), read('a.txt'), write('3'), shell('git add .'), shell('git commit -m x')],
+      [
+        write('1'),
+        write('2'),
+        shell('npm install'),
+        shell('npm run build'),
+        read('a.txt'),
+        write('3'),
+        shell('git add .'),
+        shell('git commit -m x'),
+      ],
       Array<string>(8).fill('continue'),
     ],
     [
       'legit: reading and testing the same thing again and again',
-      [read('a.txt'), read('a.txt'), shell('npm test', 'fail'), shell('npm test', 'fail'), shell('npm test', 'fail'), ['memory_search', { query: 'x' }, []], ['memory_search', { query: 'x' }, []]],
+      [
+        read('a.txt'),
+        read('a.txt'),
+        shell('npm test', 'fail'),
+        shell('npm test', 'fail'),
+        shell('npm test', 'fail'),
+        ['memory_search', { query: 'x' }, []],
+        ['memory_search', { query: 'x' }, []],
+      ],
       Array<string>(7).fill('continue'),
     ],
     [
       'legit: a fix loop (test, different write, test) is not a cycle',
-      [shell('npm test', 'f1'), write('v1'), shell('npm test', 'f2'), write('v2'), shell('npm test', 'ok'), write('v3')],
+      [
+        shell('npm test', 'f1'),
+        write('v1'),
+        shell('npm test', 'f2'),
+        write('v2'),
+        shell('npm test', 'ok'),
+        write('v3'),
+      ],
       Array<string>(6).fill('continue'),
     ],
     [
@@ -74,7 +114,10 @@ describe('repeat-cycle detector', () => {
   it('replays from the log to the same verdict after a restart', () => {
     const log = new EventLogBuilder().received();
     [write('x'), write('x'), write('x')].forEach(([t, a, o]) => log.toolRound(t, a, o));
-    expect(repeatFold(roundsOf(log.events), 2)).toMatchObject({ action: 'remind', state: { streak: 2, reminded: true } });
+    expect(repeatFold(roundsOf(log.events), 2)).toMatchObject({
+      action: 'remind',
+      state: { streak: 2, reminded: true },
+    });
   });
 
   it.each([

@@ -24,19 +24,29 @@ const READ_ONLY_COMMAND =
 
 export function isReadOnlyCall(f: Pick<ToolFact, 'tool' | 'args'>): boolean {
   if (READ_ONLY_TOOL.test(f.tool)) return true;
-  const cmd = typeof f.args.command === 'string' ? f.args.command : typeof f.args.cmd === 'string' ? f.args.cmd : null;
+  const cmd =
+    typeof f.args.command === 'string' ? f.args.command : typeof f.args.cmd === 'string' ? f.args.cmd : null;
   return cmd !== null && READ_ONLY_COMMAND.test(cmd) && !/[;&|>]/.test(cmd);
 }
 
-export const toolSignature = (f: Pick<ToolFact, 'tool' | 'args'>): string => `${f.tool}:${canonicalJson(f.args)}`;
+export const toolSignature = (f: Pick<ToolFact, 'tool' | 'args'>): string =>
+  `${f.tool}:${canonicalJson(f.args)}`;
 
 /** null for a round that called no tool (a plain answer, a reminder round): the detector ignores it. */
 export function fingerprintRound(r: RoundFacts): RoundFingerprint | null {
   if (r.tools.length === 0) return null;
   const sigs = r.tools.map(toolSignature).sort();
-  const results = r.tools.map((f) => `${toolSignature(f)}=>${f.ok}:${canonicalJson(f.output ?? null)}:${f.error ?? ''}`).sort();
+  const results = r.tools
+    .map((f) => `${toolSignature(f)}=>${f.ok}:${canonicalJson(f.output ?? null)}:${f.error ?? ''}`)
+    .sort();
   const d = r.directive;
-  const subgoal = d.type === 'plan' ? d.steps.map((s) => `${s.kind}:${s.description}`).sort().join('\n') : d.type;
+  const subgoal =
+    d.type === 'plan'
+      ? d.steps
+          .map((s) => `${s.kind}:${s.description}`)
+          .sort()
+          .join('\n')
+      : d.type;
   return {
     round: r.round,
     tools: sha256(sigs.join('\n')),
@@ -67,16 +77,29 @@ export const REPEAT_REMINDER =
  * further repeat right after it stops the task with repeat_cycle. A new round
  * ends the streak and forgets the reminder.
  */
-export function repeatStep(state: RepeatState, fp: RoundFingerprint | null, threshold: number): RepeatVerdict {
+export function repeatStep(
+  state: RepeatState,
+  fp: RoundFingerprint | null,
+  threshold: number,
+): RepeatVerdict {
   if (fp === null || !fp.counted) return { action: 'continue', state };
   const key = `${fp.tools}|${fp.results}|${fp.subgoal}`;
-  if (!state.seen.includes(key)) return { action: 'continue', state: { seen: [...state.seen, key], streak: 0, reminded: false } };
+  if (!state.seen.includes(key))
+    return { action: 'continue', state: { seen: [...state.seen, key], streak: 0, reminded: false } };
   const streak = state.streak + 1;
   if (state.reminded) {
-    return { action: 'stop', state: { ...state, streak }, detail: `round ${fp.round} repeated an earlier round again after a reminder (${streak} repeats in a row)` };
+    return {
+      action: 'stop',
+      state: { ...state, streak },
+      detail: `round ${fp.round} repeated an earlier round again after a reminder (${streak} repeats in a row)`,
+    };
   }
   if (streak >= threshold) {
-    return { action: 'remind', state: { ...state, streak, reminded: true }, detail: `round ${fp.round} is the ${streak}th repeat of an earlier round in a row; reminded` };
+    return {
+      action: 'remind',
+      state: { ...state, streak, reminded: true },
+      detail: `round ${fp.round} is the ${streak}th repeat of an earlier round in a row; reminded`,
+    };
   }
   return { action: 'continue', state: { ...state, streak } };
 }

@@ -5,14 +5,25 @@ import { RetrySettings } from './settings';
 export type GuardName = EventPayload<'GUARD_TRIGGERED'>['guard'];
 
 /** A GUARD_TRIGGERED event: a guard acted without ending the task. */
-export const guardEvent = (guard: GuardName, round: number | null, detail: string, data: Record<string, unknown> = {}): NewEvent => ({
+export const guardEvent = (
+  guard: GuardName,
+  round: number | null,
+  detail: string,
+  data: Record<string, unknown> = {},
+): NewEvent => ({
   type: 'GUARD_TRIGGERED',
   payload: { guard, round, detail, data },
 });
 
 export type AttemptOutcome<T> =
   | { ok: true; value: T; attempts: number }
-  | { ok: false; failure: ClassifiedFailure; decision: Extract<FailureDecision, { action: 'fallback' | 'stop' }>; attempts: number; error: unknown };
+  | {
+      ok: false;
+      failure: ClassifiedFailure;
+      decision: Extract<FailureDecision, { action: 'fallback' | 'stop' }>;
+      attempts: number;
+      error: unknown;
+    };
 
 export interface RetryRunOptions {
   subject: 'model' | 'tool';
@@ -47,13 +58,18 @@ const wait = (ms: number, signal?: AbortSignal): Promise<void> =>
  * fall back or stop; retries wait the policy's delay. The caller gets the
  * final decision and acts on it; every decision went through onDecision first.
  */
-export async function runWithRetries<T>(attempt: (n: number) => Promise<T>, o: RetryRunOptions): Promise<AttemptOutcome<T>> {
+export async function runWithRetries<T>(
+  attempt: (n: number) => Promise<T>,
+  o: RetryRunOptions,
+): Promise<AttemptOutcome<T>> {
   for (let n = 1; ; n++) {
     try {
       return { ok: true, value: await attempt(n), attempts: n };
     } catch (error) {
       if (o.isFailure && !o.isFailure(error)) throw error;
-      const failure = o.signal?.aborted ? classifyFailure(o.signal.reason ?? error, o.subject) : classifyFailure(error, o.subject);
+      const failure = o.signal?.aborted
+        ? classifyFailure(o.signal.reason ?? error, o.subject)
+        : classifyFailure(error, o.subject);
       const decision = decideFailure(failure.kind, n, {
         subject: o.subject,
         retry: o.retry,

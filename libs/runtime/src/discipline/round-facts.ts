@@ -31,7 +31,16 @@ export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
         break;
       case 'TOOL_CALLED': {
         // A retried call reuses its call_id; the latest attempt is the fact.
-        const fact: ToolFact = { call_id: e.payload.call_id, tool: e.payload.tool, args: e.payload.args, args_hash: e.payload.args_hash, round, ok: null, output: null, error: null };
+        const fact: ToolFact = {
+          call_id: e.payload.call_id,
+          tool: e.payload.tool,
+          args: e.payload.args,
+          args_hash: e.payload.args_hash,
+          round,
+          ok: null,
+          output: null,
+          error: null,
+        };
         const prev = byCall.get(fact.call_id);
         if (prev) facts.splice(facts.indexOf(prev), 1);
         byCall.set(fact.call_id, fact);
@@ -40,12 +49,18 @@ export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
       }
       case 'TOOL_COMPLETED': {
         const f = byCall.get(e.payload.call_id);
-        if (f) Object.assign(f, { ok: e.payload.result.ok, output: e.payload.result.output, error: e.payload.result.error });
+        if (f)
+          Object.assign(f, {
+            ok: e.payload.result.ok,
+            output: e.payload.result.output,
+            error: e.payload.result.error,
+          });
         break;
       }
       case 'TOOL_FAILED': {
         const f = byCall.get(e.payload.call_id);
-        if (f) Object.assign(f, { ok: false, output: e.payload.result?.output ?? null, error: e.payload.error });
+        if (f)
+          Object.assign(f, { ok: false, output: e.payload.result?.output ?? null, error: e.payload.error });
         break;
       }
       default:
@@ -58,7 +73,8 @@ export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
 export function roundsOf(events: readonly RuntimeEvent[]): RoundFacts[] {
   const rounds: RoundFacts[] = [];
   for (const e of events) {
-    if (e.type === 'ROUTER_DECIDED') rounds.push({ round: e.payload.round, directive: e.payload.directive, tools: [] });
+    if (e.type === 'ROUTER_DECIDED')
+      rounds.push({ round: e.payload.round, directive: e.payload.directive, tools: [] });
   }
   for (const f of toolFacts(events)) {
     const r = rounds.find((x) => x.round === f.round);
@@ -71,7 +87,8 @@ export function roundsOf(events: readonly RuntimeEvent[]): RoundFacts[] {
 export function finalAnswer(events: readonly RuntimeEvent[]): string | null {
   let answer: string | null = null;
   for (const e of events) {
-    if (e.type === 'ROUTER_DECIDED' && e.payload.directive.type === 'respond') answer = e.payload.directive.content;
+    if (e.type === 'ROUTER_DECIDED' && e.payload.directive.type === 'respond')
+      answer = e.payload.directive.content;
     if (e.type === 'TASK_COMPLETED') answer = e.payload.result;
   }
   return answer;

@@ -17,7 +17,15 @@ export interface ResolvedBudgets {
   timeout_ms: number;
 }
 export type BudgetKey = keyof ResolvedBudgets;
-export const BUDGET_KEYS: readonly BudgetKey[] = ['max_rounds', 'max_tool_calls', 'max_model_calls', 'max_failures', 'max_tokens', 'max_cost_usd', 'timeout_ms'];
+export const BUDGET_KEYS: readonly BudgetKey[] = [
+  'max_rounds',
+  'max_tool_calls',
+  'max_model_calls',
+  'max_failures',
+  'max_tokens',
+  'max_cost_usd',
+  'timeout_ms',
+];
 
 export interface PromptSettings {
   contextWindowTokens: number;
@@ -137,7 +145,10 @@ export interface DisciplineConfigVars {
   RUNLEDGER_REPEAT_THRESHOLD?: number;
 }
 
-const withBudgets = (base: ResolvedBudgets, over: Budgets | undefined): ResolvedBudgets => ({ ...base, ...(over ?? {}) });
+const withBudgets = (base: ResolvedBudgets, over: Budgets | undefined): ResolvedBudgets => ({
+  ...base,
+  ...(over ?? {}),
+});
 
 export function disciplineSettingsFrom(vars: DisciplineConfigVars): DisciplineSettings {
   const d = DEFAULT_DISCIPLINE_SETTINGS;

@@ -3,14 +3,16 @@ import { StopReason } from '@runledger/contracts';
 const TEXT: Record<StopReason, string> = {
   completed: 'The task finished and gave its answer.',
   accept_check_failed: 'The task answered, but a required acceptance check did not pass.',
-  validation_error: 'The model kept producing output that is not a valid directive, so nothing malformed was executed.',
+  validation_error:
+    'The model kept producing output that is not a valid directive, so nothing malformed was executed.',
   provider_error: 'The model provider kept failing and no fallback was left.',
   authentication_error: 'The model provider refused the credentials; check the API key.',
   rate_limited: 'The model provider kept rate-limiting the requests and no fallback was left.',
   timeout: 'A model request, tool call or the task itself ran out of time.',
   tool_error: 'A tool kept failing, so the task stopped instead of trying it again.',
   permission_denied: 'A tool call needed permission and it was denied.',
-  budget_exceeded: 'The task used up one of its budgets (rounds, tool calls, model calls, failures, tokens, cost or time).',
+  budget_exceeded:
+    'The task used up one of its budgets (rounds, tool calls, model calls, failures, tokens, cost or time).',
   repeat_cycle: 'The agent kept repeating the same step with the same result, even after a reminder.',
   missing_completion_signal: 'The orchestrator kept answering without a directive, even after reminders.',
   cancelled: 'The task was cancelled.',

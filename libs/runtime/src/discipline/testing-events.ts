@@ -32,13 +32,36 @@ export class EventLogBuilder {
   }
 
   received(input = 'do it'): this {
-    return this.add('TASK_RECEIVED', { input, session_id: 'ses_1', accept_checks: [], budgets: {}, idempotency_key: null, request_hash: null, source: 'api', forked_from: null });
+    return this.add('TASK_RECEIVED', {
+      input,
+      session_id: 'ses_1',
+      accept_checks: [],
+      budgets: {},
+      idempotency_key: null,
+      request_hash: null,
+      source: 'api',
+      forked_from: null,
+    });
   }
 
   decided(directive: EventPayload<'ROUTER_DECIDED'>['directive']): this {
     this.round += 1;
-    this.add('CONTEXT_BUILT', { round: this.round, sections: {}, total_tokens: 0, budget_tokens: 0, cut: [], memory_hits: [], compacted: false });
-    return this.add('ROUTER_DECIDED', { round: this.round, directive, source: 'orchestrator', fallback_reason: null, attempts: 1 });
+    this.add('CONTEXT_BUILT', {
+      round: this.round,
+      sections: {},
+      total_tokens: 0,
+      budget_tokens: 0,
+      cut: [],
+      memory_hits: [],
+      compacted: false,
+    });
+    return this.add('ROUTER_DECIDED', {
+      round: this.round,
+      directive,
+      source: 'orchestrator',
+      fallback_reason: null,
+      attempts: 1,
+    });
   }
 
   /** a whole tool round: ROUTER_DECIDED, TOOL_CALLED, TOOL_COMPLETED */
@@ -50,19 +73,46 @@ export class EventLogBuilder {
   tool(tool: string, args: Record<string, unknown>, output: unknown, ok = true): this {
     const call_id = this.called(tool, args);
     const result = { tool, ok, output, error: ok ? null : 'failed', metadata: {} };
-    if (!ok) return this.add('TOOL_FAILED', { call_id, tool, result, error: 'failed', error_kind: 'tool_error', duration_ms: 1 });
+    if (!ok)
+      return this.add('TOOL_FAILED', {
+        call_id,
+        tool,
+        result,
+        error: 'failed',
+        error_kind: 'tool_error',
+        duration_ms: 1,
+      });
     return this.add('TOOL_COMPLETED', { call_id, tool, result, duration_ms: 1 });
   }
 
-  toolFailed(tool: string, args: Record<string, unknown>, error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] = 'tool_error'): this {
+  toolFailed(
+    tool: string,
+    args: Record<string, unknown>,
+    error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] = 'tool_error',
+  ): this {
     const call_id = this.called(tool, args);
-    return this.add('TOOL_FAILED', { call_id, tool, result: null, error: `${tool} ${error_kind}`, error_kind, duration_ms: 1 });
+    return this.add('TOOL_FAILED', {
+      call_id,
+      tool,
+      result: null,
+      error: `${tool} ${error_kind}`,
+      error_kind,
+      duration_ms: 1,
+    });
   }
 
   private called(tool: string, args: Record<string, unknown>): string {
     this.calls += 1;
     const call_id = `call_${this.calls}`;
-    this.add('TOOL_CALLED', { call_id, tool, args, args_hash: hashArgs(tool, args), step_id: null, idempotent: false, attempt: 1 });
+    this.add('TOOL_CALLED', {
+      call_id,
+      tool,
+      args,
+      args_hash: hashArgs(tool, args),
+      step_id: null,
+      idempotent: false,
+      attempt: 1,
+    });
     return call_id;
   }
 

@@ -1,7 +1,8 @@
 import { createDeadline } from './timeouts';
 import { FailureError } from './failure-policy';
 
-const waitAbort = (signal: AbortSignal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+const waitAbort = (signal: AbortSignal) =>
+  new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
 
 describe('layered deadline', () => {
   it('fires on inactivity when nothing touches it', async () => {

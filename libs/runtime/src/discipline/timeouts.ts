@@ -34,12 +34,18 @@ export function createDeadline(o: DeadlineOptions): Deadline {
     why = err;
     controller.abort(err);
   };
-  const total = setTimeout(() => fire(new FailureError('timeout', `${label} took longer than ${o.totalMs} ms`)), o.totalMs);
+  const total = setTimeout(
+    () => fire(new FailureError('timeout', `${label} took longer than ${o.totalMs} ms`)),
+    o.totalMs,
+  );
   let idle: NodeJS.Timeout | null = null;
   const armIdle = () => {
     if (o.idleMs === null || o.idleMs === undefined) return;
     if (idle) clearTimeout(idle);
-    idle = setTimeout(() => fire(new FailureError('timeout', `${label} sent nothing for ${o.idleMs} ms`)), o.idleMs);
+    idle = setTimeout(
+      () => fire(new FailureError('timeout', `${label} sent nothing for ${o.idleMs} ms`)),
+      o.idleMs,
+    );
   };
   armIdle();
   const onParent = () => {
