@@ -164,11 +164,11 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('disconnects a slow consumer with 4008 without slowing a normal client', async () => {
-    // ~15 MB of finished tasks, written before boot: more than loopback socket buffers hold
+    // ~25 MB of finished tasks, written before boot: far more than loopback socket buffers hold
     const seed = async (dbPath: string) => {
       const storage = await createSqliteStorage({ path: dbPath, synchronous: 'OFF' });
       try {
-        for (let t = 0; t < 150; t++) {
+        for (let t = 0; t < 250; t++) {
           await storage.eventStore.append(
             `task_big_${t}`,
             [
@@ -189,12 +189,12 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
       }
     };
     const slowSut = await bootApi(
-      { RUNLEDGER_WS_MAX_BUFFER: '1048576', RUNLEDGER_WS_HEARTBEAT_MS: '300' },
+      { RUNLEDGER_WS_MAX_BUFFER: '4194304', RUNLEDGER_WS_HEARTBEAT_MS: '2000' },
       { beforeBoot: seed },
     );
     try {
       const head = (await slowSut.request('GET', '/admin/events?limit=1')).body.head_position;
-      expect(head).toBe(300);
+      expect(head).toBe(500);
 
       const slow = await WsClient.authed(slowSut.wsUrl, TOKENS.admin);
       const socket = (slow.ws as unknown as { _socket: { pause(): void } })._socket;

@@ -300,6 +300,10 @@ const taskView = {
   },
   renderPending(t) {
     const box = $('t-pending');
+    // keep the cards while the same requests are pending: a re-render would wipe a secret being typed
+    const key = `${t.task_id}:${t.pending.map((p) => p.request_id).join(',')}`;
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
     if (!t.pending.length) return box.replaceChildren(el('p', { class: 'muted' }, 'none'));
     box.replaceChildren(
       ...t.pending.map((p) => {
