@@ -158,9 +158,7 @@ export class MemoryStore {
   }
 
   /** Every row (tombstones too) in label order, a page at a time: what an index rebuild reads. */
-  async *vectorPages(
-    pageSize = 2000,
-  ): AsyncGenerator<
+  async *vectorPages(pageSize = 2000): AsyncGenerator<
     {
       label: number;
       vector: Float32Array;
