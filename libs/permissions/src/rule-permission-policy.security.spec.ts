@@ -211,6 +211,8 @@ describe('RulePermissionPolicy: hard-stop patterns and their disguises', () => {
     'x=$(rm -rf /) && echo $x',
     'echo ${x:-$(rm -rf /)}',
     'cd / && rm -rf *',
+    'cd / && echo $(rm -rf *)',
+    'X=/; echo "$(rm -rf $X)"',
     'sort -o /etc/passwd a.txt',
     'xxd -r dump.hex /etc/shadow',
     'tree -o/etc/motd',

@@ -23,7 +23,7 @@ describe('analyzeShell', () => {
     ['if true; then a; else b; fi', ['true', 'a', 'b']],
     ['for f in a b c; do cat $f; done', ['cat']],
     ['echo "a; b" # c; d', ['echo']],
-    ['cat <<EOF\n$(inner)\nEOF\nafter', ['inner', 'cat', 'after']],
+    ['cat <<EOF\n$(inner)\nEOF\nafter', ['cat', 'inner', 'after']],
     ["cat <<'EOF'\n$(not_run)\nEOF", ['cat']],
     ['echo "rm x" | sh', ['echo', 'rm', 'sh']],
   ])('%j runs %j', (cmd, expected) => {

@@ -60,7 +60,7 @@ type Token =
 interface Tokenized {
   tokens: Token[];
   /** scripts inside substitutions, parsed separately */
-  nested: { script: string; via: string }[];
+  nested: { script: string; via: string; /** index of the token it stands in */ at?: number }[];
   errors: string[];
 }
 
@@ -320,7 +320,12 @@ function tokenize(src: string): Tokenized {
     }
   };
 
+  let stamped = 0;
+  const stamp = () => {
+    for (; stamped < t.nested.length; stamped++) t.nested[stamped].at = t.tokens.length;
+  };
   while (!r.done) {
+    stamp();
     const c = r.peek();
     if (c === ' ' || c === '\t') {
       flush();
@@ -413,6 +418,7 @@ function tokenize(src: string): Tokenized {
     inWord = true;
     r.i++;
   }
+  stamp();
   flush();
   return t;
 }
@@ -422,6 +428,8 @@ interface RawCommand {
   redirects: ShellRedirect[];
   /** its output is piped into the next command */
   piped?: boolean;
+  /** index of the token that ended it */
+  endToken?: number;
 }
 
 const RESERVED_PREFIX = new Set([
@@ -447,8 +455,9 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
   const out: RawCommand[] = [];
   let cur: RawCommand = { words: [], redirects: [] };
   let skipUntilOp = false;
-  const end = (op?: string) => {
+  const end = (at: number, op?: string) => {
     if (op === '|' || op === '|&') cur.piped = true;
+    cur.endToken = at;
     if (!skipUntilOp && (cur.words.length || cur.redirects.length)) out.push(cur);
     cur = { words: [], redirects: [] };
     skipUntilOp = false;
@@ -456,7 +465,7 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
   for (let k = 0; k < tokens.length; k++) {
     const tok = tokens[k];
     if (tok.kind === 'op') {
-      end(tok.op);
+      end(k, tok.op);
       continue;
     }
     if (tok.kind === 'redir') {
@@ -475,7 +484,7 @@ function segment(tokens: Token[], errors: string[]): RawCommand[] {
     }
     cur.words.push(tok.word);
   }
-  end();
+  end(tokens.length);
   return out;
 }
 
@@ -558,9 +567,17 @@ function analyzeInto(
   }
   const t = tokenize(script);
   errors.push(...t.errors);
-  for (const n of t.nested) analyzeInto(n.script, [...via, n.via], sudo, depth + 1, out, errors);
+  // substitutions run just before the command they stand in: keep that order for the policy
+  let nextNested = 0;
+  const nestedUpTo = (token: number) => {
+    for (; nextNested < t.nested.length && (t.nested[nextNested].at ?? 0) <= token; nextNested++) {
+      const n = t.nested[nextNested];
+      analyzeInto(n.script, [...via, n.via], sudo, depth + 1, out, errors);
+    }
+  };
   const raws = segment(t.tokens, errors);
   raws.forEach((raw, k) => {
+    nestedUpTo(raw.endToken ?? t.tokens.length);
     unwrap(raw.words, raw.redirects, via, sudo, depth, out, errors);
     // `echo 'rm -rf /' | sh`: the printed text is the script the shell runs
     const next = raws[k + 1];
@@ -585,6 +602,7 @@ function analyzeInto(
       );
     }
   });
+  nestedUpTo(Number.POSITIVE_INFINITY);
 }
 
 function unwrap(
