@@ -1,6 +1,6 @@
 import { dirname, join, resolve, basename } from 'node:path';
 import { Kysely } from 'kysely';
-import { ValidationError } from '@runledger/contracts';
+import { ConfigError } from '@runledger/contracts';
 import { Critic, CriticModel, HeuristicCritic, ModelCritic } from '@runledger/critic';
 import { EventStore } from '@runledger/event-store';
 import {
@@ -38,7 +38,7 @@ export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic
   const name = model.modelFor('critic');
   if (config.RUNLEDGER_CRITIC === 'heuristic' || !name) {
     if (config.RUNLEDGER_CRITIC === 'model')
-      throw new ValidationError(
+      throw new ConfigError(
         'RUNLEDGER_CRITIC=model but no model serves the critic role (set RUNLEDGER_MODEL_CRITIC)',
       );
     return new HeuristicCritic();
@@ -57,9 +57,7 @@ export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic
 export function embedderFromConfig(config: AppConfig): Embedder {
   if (config.RUNLEDGER_EMBEDDER === 'hash') return new HashingEmbedder(config.RUNLEDGER_EMBEDDING_DIM);
   if (!config.OPENAI_BASE_URL || !config.RUNLEDGER_EMBEDDING_MODEL) {
-    throw new ValidationError(
-      'RUNLEDGER_EMBEDDER=openai needs OPENAI_BASE_URL and RUNLEDGER_EMBEDDING_MODEL',
-    );
+    throw new ConfigError('RUNLEDGER_EMBEDDER=openai needs OPENAI_BASE_URL and RUNLEDGER_EMBEDDING_MODEL');
   }
   return new OpenAIEmbedder({
     baseURL: config.OPENAI_BASE_URL,
