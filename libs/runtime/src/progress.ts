@@ -73,6 +73,8 @@ export interface TaskProgress {
   /** backend of each model call, from MODEL_CALLED */
   modelCallBackends: Map<string, string>;
   history: HistoryItem[];
+  /** notes for the round being decided (fabricated tool results cut from the reply), shown with its history item */
+  pendingNotes: string[];
   usage: TaskUsage;
   meter: MeterState;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
@@ -97,6 +99,7 @@ const initial = (task_id: string): TaskProgress => ({
   modelCalls: {},
   modelCallBackends: new Map(),
   history: [],
+  pendingNotes: [],
   usage: emptyUsage(),
   meter: initialMeterState(),
   final: null,
@@ -181,7 +184,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'ROUTER_DECIDED':
       p.directive = e.payload.directive;
       p.roundClosed = false;
-      p.history.push({ round: e.payload.round, directive: e.payload.directive, results: [], ok: true });
+      p.history.push({ round: e.payload.round, directive: e.payload.directive, results: p.pendingNotes, ok: true });
+      p.pendingNotes = [];
       break;
     case 'MODEL_CALLED':
       p.modelCallBackends.set(e.payload.call_id, e.payload.backend);
@@ -303,9 +307,12 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'GUARD_TRIGGERED':
       // A directive-less answer ends its round with only the reminder to show for it.
       if (e.payload.guard === 'completion_reminder' && !currentHistory(p)) {
-        p.history.push({ round: p.round, directive: null, results: [], ok: false });
+        p.history.push({ round: p.round, directive: null, results: p.pendingNotes, ok: false });
+        p.pendingNotes = [];
         p.roundClosed = true;
       }
+      // The model is told its own "tool results" were cut, next to whatever the round decided.
+      if (e.payload.guard === 'correction' && e.payload.data.fabricated) p.pendingNotes.push(`note: ${e.payload.detail}`);
       if (
         e.payload.guard === 'completion_reminder' ||
         e.payload.guard === 'repeat_reminder' ||

@@ -1,6 +1,7 @@
 import { AcceptCheck, Budgets, RuntimeEvent } from '@runledger/contracts';
 import { foldProgress } from '../progress';
 import { DisciplineGuard } from './discipline-guard';
+import { FABRICATION_NOTE } from './completion';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';
 import { EventLogBuilder } from './testing-events';
 
@@ -148,5 +149,70 @@ describe('DisciplineGuard.beforeEnd (accept gate)', () => {
     expect(
       await sut.beforeEnd({ ...withChecks, stop: { stop_reason: 'tool_error', detail: 'x' }, result: null }),
     ).toEqual({});
+  });
+});
+
+describe('what the model is told (the progress fold behind its context)', () => {
+  it('a reply with fabricated tool results: the cut is noted in the round it decided', () => {
+    const log = new EventLogBuilder().received();
+    log.add('CONTEXT_BUILT', {
+      round: 1,
+      sections: {},
+      total_tokens: 0,
+      budget_tokens: 0,
+      cut: [],
+      memory_hits: [],
+      compacted: false,
+    });
+    log.add('GUARD_TRIGGERED', {
+      guard: 'correction',
+      round: 1,
+      detail: FABRICATION_NOTE,
+      data: { fabricated: 1 },
+    });
+    log.add('ROUTER_DECIDED', {
+      round: 1,
+      directive: { type: 'tool', tool: 'echo', args: {} },
+      source: 'orchestrator',
+      fallback_reason: null,
+      attempts: 1,
+    });
+    const sut = foldProgress('task_1', log.events);
+    expect(sut.history[0].results).toEqual([`note: ${FABRICATION_NOTE}`]);
+    expect(sut.pendingNotes).toEqual([]);
+  });
+
+  it('a reminder round carries the reminder; a compaction summary replaces the rounds it covers', () => {
+    const log = new EventLogBuilder()
+      .received()
+      .toolRound('echo', { text: 'a' }, 'a')
+      .toolRound('echo', { text: 'b' }, 'b');
+    log.add('GUARD_TRIGGERED', {
+      guard: 'compaction',
+      round: 3,
+      detail: 'x',
+      data: { rounds: [1, 2], summary: 'echoed a and b' },
+    });
+    log.add('CONTEXT_BUILT', {
+      round: 3,
+      sections: {},
+      total_tokens: 0,
+      budget_tokens: 0,
+      cut: [],
+      memory_hits: [],
+      compacted: true,
+    });
+    log.add('GUARD_TRIGGERED', {
+      guard: 'completion_reminder',
+      round: 3,
+      detail: 'answer with a directive',
+      data: {},
+    });
+    const sut = foldProgress('task_1', log.events);
+    expect(sut.history.map((h) => [h.round, h.results])).toEqual([
+      [2, ['echoed a and b']],
+      [3, ['note: answer with a directive']],
+    ]);
+    expect(sut.roundClosed).toBe(true);
   });
 });
