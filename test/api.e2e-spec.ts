@@ -170,6 +170,8 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(
       doc.body.paths['/tasks'].post.requestBody.content['application/json'].schema.properties.input,
     ).toBeDefined();
+    const ws = doc.body.components.schemas.WsClientMessage;
+    expect((ws.oneOf ?? ws.anyOf).length).toBe(5);
     const page = await sut.request('GET', '/docs', { token: null });
     expect(page.status).toBe(200);
     expect(page.text).toContain('openapi.json');

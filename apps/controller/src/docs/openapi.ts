@@ -21,6 +21,8 @@ import {
   TaskResponse,
 } from '../dtos/tasks.dto';
 import { StreamQuery } from '../tasks/task-stream.controller';
+import { WsClientMessage } from '../dtos/ws.dto';
+import { RuntimeEventEnvelope } from '@runledger/contracts';
 
 interface Operation {
   method: 'get' | 'post';
@@ -224,6 +226,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         '{type:"subscribe_all",after_position}; the server replies {type:"event",subscription_id,event} in order, replay then live.',
     },
     components: {
+      schemas: {
+        WsClientMessage: schemaOf(WsClientMessage, 'input'),
+        RuntimeEvent: schemaOf(RuntimeEventEnvelope, 'output'),
+      },
       securitySchemes: {
         bearer: {
           type: 'http',
