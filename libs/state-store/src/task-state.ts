@@ -77,6 +77,13 @@ const statusFor = (pending: readonly PendingRequest[]): TaskStatus =>
       ? 'awaiting_permission'
       : 'awaiting_secret';
 
+/** Waiting on a new question (a re-asked request replaces its earlier copy). */
+const awaiting = (s: TaskState, request: PendingRequest): TaskState => ({
+  ...s,
+  status: request.kind === 'permission' ? 'awaiting_permission' : 'awaiting_secret',
+  pending_requests: [...s.pending_requests.filter((r) => r.request_id !== request.request_id), request],
+});
+
 /** Status after any event that is neither a question, an answer nor an end: the first one starts the task. */
 const progressed = (s: TaskState): TaskStatus => (s.status === 'queued' ? 'running' : s.status);
 
@@ -150,37 +157,12 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TOOL_FAILED':
       return { ...s, status: progressed(s), usage: { ...s.usage, failures: s.usage.failures + 1 } };
     case 'TASK_AWAITING_PERMISSION': {
-      const p = e.payload;
-      const request: PendingRequest = {
-        kind: 'permission',
-        request_id: p.request_id,
-        call_id: p.call_id,
-        tool: p.tool,
-        args: p.args,
-        args_hash: p.args_hash,
-        reason: p.reason,
-      };
-      return {
-        ...s,
-        status: 'awaiting_permission',
-        pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request],
-      };
+      const { request_id, call_id, tool, args, args_hash, reason } = e.payload;
+      return awaiting(s, { kind: 'permission', request_id, call_id, tool, args, args_hash, reason });
     }
     case 'TASK_AWAITING_SECRET': {
-      const p = e.payload;
-      const request: PendingRequest = {
-        kind: 'secret',
-        request_id: p.request_id,
-        call_id: p.call_id,
-        tool: p.tool,
-        secret_name: p.secret_name,
-        reason: p.reason,
-      };
-      return {
-        ...s,
-        status: 'awaiting_secret',
-        pending_requests: [...s.pending_requests.filter((r) => r.request_id !== p.request_id), request],
-      };
+      const { request_id, call_id, tool, secret_name, reason } = e.payload;
+      return awaiting(s, { kind: 'secret', request_id, call_id, tool, secret_name, reason });
     }
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED': {
