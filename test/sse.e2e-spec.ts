@@ -86,4 +86,21 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
     expect((await sut.request('GET', '/tasks/task_nope/stream')).status).toBe(404);
     expect((await sut.request('GET', `/tasks/${taskId}/stream`, { token: null })).status).toBe(401);
   });
+
+  it('ends open streams when the server shuts down', async () => {
+    const other = await bootApi();
+    const taskId = (
+      await other.request('POST', '/tasks', { body: { input: 'run touch waits-for-approval.txt' } })
+    ).body.task_id;
+    await waitForTask(other, taskId, (s) => s === 'awaiting_permission');
+    const stream = readSse(`${other.url}/tasks/${taskId}/stream`, {
+      authorization: `Bearer ${TOKENS.admin}`,
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    await other.close();
+    const { messages } = await stream;
+    expect(messages.at(-1)?.event).toBe('TASK_AWAITING_PERMISSION');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
 });

@@ -1,11 +1,21 @@
-import { Controller, Get, Headers, Inject, Param, Query, Req, Res } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Controller,
+  Get,
+  Headers,
+  Inject,
+  Param,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { NotFoundError, isFinalEventType, isTerminalStatus } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
 import { IdParam, ZodPipe, parseOrThrow, queryInt } from '../dtos/zod.pipe';
 import { ApiBackend } from '../runtime.port';
-import { followEvents } from '../streaming/follow-events';
+import { Follow, followEvents } from '../streaming/follow-events';
 
 export const StreamQuery = z.object({ after_seq: queryInt(0, Number.MAX_SAFE_INTEGER).optional() }).strict();
 const LastEventId = z
@@ -18,8 +28,15 @@ const HEARTBEAT_MS = 15_000;
 
 /** SSE: replay then live; `id:` is the sequence, Last-Event-ID resumes; ends after the final event. */
 @Controller('tasks')
-export class TaskStreamController {
+export class TaskStreamController implements BeforeApplicationShutdown {
+  /** open streams, stopped on shutdown so the HTTP server can close (it waits for open responses) */
+  private readonly open = new Set<Follow>();
+
   constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+
+  beforeApplicationShutdown(): void {
+    for (const follow of this.open) follow.stop();
+  }
 
   @Get(':task_id/stream')
   @RequireScope('tasks:read')
@@ -62,12 +79,14 @@ export class TaskStreamController {
       },
       { onOverflow: () => res.destroy(), onError: () => res.destroy() },
     );
+    this.open.add(follow);
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
     req.on('close', () => {
       closed = true;
       follow.stop();
     });
     await follow.done;
+    this.open.delete(follow);
     clearInterval(heartbeat);
     if (!closed) res.end();
   }
