@@ -131,6 +131,42 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(sut.logs.join('')).not.toContain(secret);
   }, 45_000);
 
+  it('denies one request and cancels another task from the task page', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+    await page.waitForSelector('#view-tasks:not([hidden])');
+    await page.fill('#submit-input', 'run touch denied-by-browser.txt');
+    await page.click('#submit-button');
+    await page.waitForSelector('.pending button.deny', { timeout: 15_000 });
+    const denied = (await page.textContent('#t-id'))!.trim();
+    await page.click('.pending button.deny');
+    const deniedTask = await waitForTask(sut, denied);
+    expect(existsSync(join(sut.workspace, 'denied-by-browser.txt'))).toBe(false);
+    const resolution = (await sut.request('GET', `/admin/events?type=PERMISSION_RESOLVED&task_id=${denied}`))
+      .body.events;
+    expect(resolution.map((e: { payload: { decision: string } }) => e.payload.decision)).toEqual(['deny']);
+    await page.waitForFunction(
+      (s) => document.querySelector('#t-status')?.textContent === s,
+      deniedTask.status,
+    );
+
+    await page.click('#nav-tasks');
+    await page.fill('#submit-input', 'run touch cancelled-by-browser.txt');
+    await page.click('#submit-button');
+    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
+    const cancelled = (await page.textContent('#t-id'))!.trim();
+    await page.click('#t-cancel');
+    await page.waitForFunction(
+      () => document.querySelector('#t-status')?.textContent === 'cancelled',
+      undefined,
+      {
+        timeout: 15_000,
+      },
+    );
+    expect((await waitForTask(sut, cancelled)).stop_reason).toBe('cancelled');
+    expect(await page.isHidden('#t-cancel')).toBe(true);
+  }, 45_000);
+
   it('draws the plan DAG with step states and edges', async () => {
     const taskId = (
       await sut.request('POST', '/tasks', { body: { input: 'run echo first then run echo second' } })
