@@ -116,10 +116,9 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(how).not.toBeNull();
     expect(existsSync(join(dir, 'hello.txt'))).toBe(false);
 
-    // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
     const resolved = await runCli(['resolve', how![1], how![2], 'allow_once'], {
       cwd: dir,
-      env: { ...env, RUNLEDGER_MEMORY: 'off' },
+      env,
     });
     expect(resolved.code).toBe(0);
     expect(readFileSync(join(dir, 'hello.txt'), 'utf8')).toBe('hi there');
@@ -176,7 +175,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
       new Promise<{ code: number | null; out: string }>((resolve) => {
         const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} run '${input}'`, '/dev/null'], {
           cwd: dir,
-          env: { ...process.env, ...env, RUNLEDGER_FROM_SOURCE: '1', RUNLEDGER_MEMORY: 'off' },
+          env: { ...process.env, ...env, RUNLEDGER_FROM_SOURCE: '1' },
           stdio: ['pipe', 'pipe', 'pipe'],
         });
         let out = '';

@@ -41,8 +41,6 @@ export class ServerProcess {
       RUNLEDGER_ALLOWED_ROOT: workspace,
       RUNLEDGER_SANDBOX: 'process',
       RUNLEDGER_RATE_LIMIT: '0',
-      // a second process loading the saved hnsw index is a memory-lib matter, not this test's
-      RUNLEDGER_MEMORY: 'off',
       LOG_LEVEL: 'debug',
       ...extraEnv,
     });

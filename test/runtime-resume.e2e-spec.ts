@@ -24,11 +24,9 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-resume-'));
-    // Memory off: a second process loading the saved hnsw index aborts natively (reported to the memory engineer).
     env = {
       RUNLEDGER_DB: join(dir, 'runledger.db'),
       RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
-      RUNLEDGER_MEMORY: 'off',
     };
   });
   afterEach(async () => {

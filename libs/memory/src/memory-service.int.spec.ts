@@ -143,6 +143,22 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it('an index saved empty reopens without a rebuild, grows past its first capacity and survives another restart', async () => {
+    await (await openService(env)).close();
+    await (await openService(env)).close();
+
+    const sut = await openService(env);
+    expect(sut.indexRebuiltBecause).toBeNull();
+    await seed(sut, 1100);
+    const before = await topIds(sut, 'which tool compiles typescript');
+    await sut.close();
+
+    const again = await openService(env);
+    expect(again.indexRebuiltBecause).toBeNull();
+    expect(await topIds(again, 'which tool compiles typescript')).toEqual(before);
+    await again.close();
+  });
+
   it.each([
     ['deleted', (p: string) => rmSync(p), 'missing'],
     ['corrupted', (p: string) => writeFileSync(p, Buffer.alloc(4096, 7)), 'corrupt (checksum mismatch)'],

@@ -109,6 +109,13 @@ export class VectorIndex {
     if (reason === null) {
       const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
       const vi = new VectorIndex(path, model, dim, params, meta.count);
+      // hnswlib's loader corrupts the native heap on a file saved with no elements; an empty
+      // index has nothing to load, so it starts fresh and catches up with the table.
+      if (meta.count === 0) {
+        vi.maxLabel = meta.max_label;
+        await vi.catchUp(source);
+        return vi;
+      }
       try {
         vi.index.readIndexSync(path, false);
         if (vi.index.getNumDimensions() !== dim || vi.index.getCurrentCount() !== meta.count)
@@ -116,6 +123,10 @@ export class VectorIndex {
         vi.index.setEf(params.ef);
         vi.currentEf = params.ef;
         vi.capacity = vi.index.getMaxElements();
+        if (vi.capacity < 1024) {
+          vi.capacity = 1024;
+          vi.index.resizeIndex(vi.capacity);
+        }
         vi.count = meta.count;
         vi.maxLabel = meta.max_label;
         await vi.catchUp(source);
@@ -179,7 +190,7 @@ export class VectorIndex {
   add(label: number, vector: Float32Array, deleted = false): void {
     if (vector.length !== this.dim) throw new Error(`vector dim ${vector.length}, index dim ${this.dim}`);
     if (this.count >= this.capacity) {
-      this.capacity *= 2;
+      this.capacity = Math.max(this.capacity * 2, 1024);
       this.index.resizeIndex(this.capacity);
     }
     this.index.addPoint(Array.from(vector), label);

@@ -37,6 +37,15 @@ describe('TaskStateStore on SQLite', () => {
     expect(await sut.get('missing')).toBeNull();
   });
 
+  it('a stream that does not open with TASK_RECEIVED (a system stream) is not a task: no row, not listed', async () => {
+    await append(new TaskLog('system:memory').model('m1', 4, 2).tool('call_1'));
+    await append(new TaskLog('t1').received());
+    expect(await sut.get('system:memory')).toBeNull();
+    expect((await sut.list()).items.map((t) => t.task_id)).toEqual(['t1']);
+    await sut.rebuild();
+    expect(await sut.get('system:memory')).toBeNull();
+  });
+
   it('refuses a second task with the same idempotency key and writes none of its events', async () => {
     await append(new TaskLog('t1').received('a', { idempotency_key: 'k1', request_hash: 'h1' }));
     await expect(

@@ -140,6 +140,8 @@ export class TaskStateStore implements InlineProjection {
         before = stmt.get.get(e.task_id);
         current = before ? rowToState(before) : null;
       }
+      // Only a stream opened by TASK_RECEIVED is a task; system streams (system:memory) are not listed or resumed.
+      if (current === null && e.type !== 'TASK_RECEIVED') continue;
       current = evolve(current, e);
     }
     if (current) this.write(raw, stmt, before, current);
