@@ -16,6 +16,7 @@ import { guardEvent, runWithRetries } from './discipline/retry-runner';
 import { FailureError } from './discipline/failure-policy';
 import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
+import { chainStart } from './model/providers';
 import { Stop } from './ports';
 import { TaskWriter } from './task-writer';
 
@@ -49,6 +50,12 @@ export const NO_RETRY_POLICY: RouterPolicy = {
 
 export interface RouterModels {
   orchestrator: ModelBackend;
+  /**
+   * Providers asked in order once the orchestrator's retries ran out
+   * (provider_error / rate_limited / timeout), each with retries of its own,
+   * before sys_util. Labels unique (see model/providers).
+   */
+  fallbacks?: ModelBackend[];
   /** the model-free fallback (a replay backend when replaying, so fallbacks replay too) */
   sysUtil: ModelBackend;
 }
@@ -58,6 +65,8 @@ export const correctionPrompt = (error: string): string =>
 
 interface Fallback {
   reason: string;
+  /** the provider that failed last, when one was asked */
+  from: string | null;
   /** the stop reason when sys_util cannot help either */
   stop_reason: StopReason;
   /** no model was meant to answer: sys_util's help text is a fine answer */
@@ -89,6 +98,7 @@ export class AsyncRouter {
     if (!orchestrator.modelFor('orchestrator')) {
       fallback = {
         reason: 'orchestrator_missing: no orchestrator model configured',
+        from: null,
         stop_reason: 'validation_error',
         helpIsAnswer: true,
       };
@@ -113,7 +123,7 @@ export class AsyncRouter {
             kind: 'decided',
             directive: reply.directive,
             source: this.sourceOf(res.model),
-            fallback_reason: null,
+            fallback_reason: called.via,
             attempts: attempt,
           };
         if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null)
@@ -121,6 +131,7 @@ export class AsyncRouter {
         if (attempt === 2) {
           fallback = {
             reason: `invalid_directive: ${reply.error}`,
+            from: called.provider,
             stop_reason: 'validation_error',
             helpIsAnswer: false,
           };
@@ -147,68 +158,124 @@ export class AsyncRouter {
     await writer.append([
       {
         type: 'GUARD_TRIGGERED',
-        payload: { guard: 'fallback', round, detail: fallback!.reason, data: { to: SYS_UTIL } },
+        payload: {
+          guard: 'fallback',
+          round,
+          detail: fallback!.reason,
+          data: fallback!.from === null ? { to: SYS_UTIL } : { from: fallback!.from, to: SYS_UTIL },
+        },
       },
     ]);
     return this.sysUtil(writer, round, ctx, signal, fallback);
   }
 
+  /** The orchestrator, then the fallback providers that serve the orchestrator role. */
+  private chain(): ModelBackend[] {
+    return [
+      this.models.orchestrator,
+      ...(this.models.fallbacks ?? []).filter((b) => b.modelFor('orchestrator') !== null),
+    ];
+  }
+
   /**
    * One orchestrator request under the failure policy: retries with backoff
    * (each a GUARD_TRIGGERED retry and a MODEL_CALLED with its attempt), then
-   * the sys_util fallback; an authentication error stops at once.
+   * the next provider of the chain (GUARD_TRIGGERED fallback from -> to; its
+   * own retries), then the sys_util fallback. An authentication error stops at
+   * once, whichever provider it came from: no retry, no walk down the chain.
+   * A task that switched provider starts its later requests there (chainStart).
    */
   private async callOrchestrator(
     writer: TaskWriter,
     round: number,
     request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>,
   ): Promise<
-    | { kind: 'ok'; res: ModelResponse }
+    | { kind: 'ok'; res: ModelResponse; provider: string; via: string | null }
     | { kind: 'fallback'; fallback: Fallback }
     | { kind: 'stop'; stop: Stop }
   > {
-    const out = await runWithRetries(
-      (attempt) =>
-        this.gateway.call({
-          writer,
-          backend: this.models.orchestrator,
-          role: 'orchestrator',
-          round,
-          request,
-          streamRespond: true,
-          attempt,
-        }),
-      {
-        subject: 'model',
-        retry: this.policy.retry,
-        fallbacks: [SYS_UTIL],
-        rng: this.policy.rng,
-        signal: request.signal,
-        isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
-        onDecision: async (d, failure) => {
-          if (d.action === 'retry')
-            await writer.append([
-              guardEvent('retry', round, d.detail, {
-                kind: failure.kind,
-                delay_ms: d.delay_ms,
-                next_attempt: d.next_attempt,
-              }),
-            ]);
+    const chain = this.chain();
+    const labels = chain.map((b) => b.label);
+    const start = chainStart(labels, writer.log, 'orchestrator');
+    const named = chain.length > 1;
+    for (let i = start; ; i++) {
+      const provider = chain[i];
+      const out = await runWithRetries(
+        (attempt) =>
+          this.gateway.call({
+            writer,
+            backend: provider,
+            role: 'orchestrator',
+            round,
+            request,
+            streamRespond: true,
+            attempt,
+          }),
+        {
+          subject: 'model',
+          retry: this.policy.retry,
+          fallbacks: [...labels.slice(i + 1), SYS_UTIL],
+          rng: this.policy.rng,
+          signal: request.signal,
+          isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
+          onDecision: async (d, failure, attempt) => {
+            if (d.action === 'retry')
+              await writer.append([
+                guardEvent('retry', round, d.detail, {
+                  kind: failure.kind,
+                  delay_ms: d.delay_ms,
+                  next_attempt: d.next_attempt,
+                  provider: provider.label,
+                }),
+              ]);
+            else if (d.action === 'fallback' && d.to !== SYS_UTIL)
+              await writer.append([
+                guardEvent('fallback', round, d.detail, {
+                  role: 'orchestrator',
+                  kind: failure.kind,
+                  from: provider.label,
+                  to: d.to,
+                  attempts: attempt,
+                }),
+              ]);
+          },
         },
-      },
-    );
-    if (out.ok) return { kind: 'ok', res: out.value };
-    if (request.signal?.aborted) throw out.error;
-    const reason = `${out.failure.kind}: ${out.failure.message}`;
-    if (out.decision.action === 'stop')
-      return {
-        kind: 'stop',
-        stop: {
-          stop_reason: out.decision.stop_reason,
-          detail: describeStop(out.decision.stop_reason, reason),
-        },
-      };
-    return { kind: 'fallback', fallback: { reason, stop_reason: out.failure.kind, helpIsAnswer: false } };
+      );
+      if (out.ok)
+        return { kind: 'ok', res: out.value, provider: provider.label, via: this.viaFallback(writer, i) };
+      if (request.signal?.aborted) throw out.error;
+      const reason = `${out.failure.kind}: ${out.failure.message}${named ? ` (${provider.label})` : ''}`;
+      if (out.decision.action === 'stop')
+        return {
+          kind: 'stop',
+          stop: {
+            stop_reason: out.decision.stop_reason,
+            detail: describeStop(out.decision.stop_reason, reason),
+          },
+        };
+      if (out.decision.to === SYS_UTIL)
+        return {
+          kind: 'fallback',
+          fallback: { reason, from: provider.label, stop_reason: out.failure.kind, helpIsAnswer: false },
+        };
+    }
+  }
+
+  /** Why a fallback provider (chain position > 0) answers: the task's latest switch, as the log says it. */
+  private viaFallback(writer: TaskWriter, position: number): string | null {
+    if (position === 0) return null;
+    const last = [...writer.log]
+      .reverse()
+      .find(
+        (e) =>
+          e.type === 'GUARD_TRIGGERED' &&
+          e.payload.guard === 'fallback' &&
+          e.payload.data.role === 'orchestrator' &&
+          e.payload.data.to !== SYS_UTIL,
+      );
+    return last?.type === 'GUARD_TRIGGERED'
+      ? last.payload.detail
+      : `served by ${this.chain()[position].label}`;
   }
 
   /** A model serves the utility role, so old history can be summarised instead of dropped. */

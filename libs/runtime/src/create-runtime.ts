@@ -9,6 +9,8 @@ import { EngineDeps, ExecutionEngine } from './execution-engine';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { SysUtilBackend } from './model/sys-util';
+import { duplicateLabel } from './model/providers';
+import { ConfigError } from '@runledger/contracts';
 import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
 import { RuntimeLoop } from './runtime-loop';
 import { RuntimeService } from './runtime-service';
@@ -19,6 +21,12 @@ export interface RuntimeOptions {
   permissions: PermissionPolicy;
   /** serves every role; sys_util when no model is configured */
   model: ModelBackend;
+  /**
+   * Providers that stand in for `model` as orchestrator, in order, after its
+   * retries ran out on provider_error / rate_limited / timeout; sys_util comes
+   * after the last. Labels (ModelBackend.label) must be unique.
+   */
+  fallbackModels?: ModelBackend[];
   /** the fallback orchestrator; sys_util unless replaying */
   sysUtil?: ModelBackend;
   memory?: MemoryRecall;
@@ -62,8 +70,11 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const policy = d
     ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng }
     : NO_RETRY_POLICY;
+  const fallbacks = o.fallbackModels ?? [];
+  const dup = duplicateLabel([o.model, ...fallbacks]);
+  if (dup !== null) throw new ConfigError(`model providers must have distinct labels; ${dup} appears twice`);
   const router = new AsyncRouter(
-    { orchestrator: o.model, sysUtil: o.sysUtil ?? new SysUtilBackend() },
+    { orchestrator: o.model, fallbacks, sysUtil: o.sysUtil ?? new SysUtilBackend() },
     gateway,
     modelTimeoutMs,
     policy,

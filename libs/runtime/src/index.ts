@@ -2,6 +2,7 @@ export * from './model/model-backend';
 export * from './model/openai-backend';
 export * from './model/scripted-backend';
 export * from './model/sys-util';
+export * from './model/providers';
 export * from './directive-parser';
 export * from './progress';
 export * from './ports';

@@ -2,6 +2,7 @@ import { NotFoundError, PermissionCheck, RuntimeEvent, ToolManifest, ToolResult 
 import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
+import { LabelledBackend, recordedProviderLabels } from './model/providers';
 import { RuntimeOptions, createRuntime } from './create-runtime';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
@@ -233,11 +234,15 @@ export async function replayTask(
   const first = events[0];
   if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
   const backend = ReplayBackend.fromEvents(events);
+  // The recorded answers of every provider are in one list per role, in call order; the chain is
+  // rebuilt under the recorded labels so the replay retries, switches and names providers the same.
+  const [primary, ...fallbacks] = recordedProviderLabels(events);
   const rt = createRuntime({
     ...options,
     tools: new ReplayToolRegistry(options.tools, events),
     permissions: new ReplayPermissionPolicy(events),
-    model: backend,
+    model: primary === undefined ? backend : new LabelledBackend(backend, primary),
+    fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
     sysUtil: backend,
     hooks: [],
     memory: new ReplayMemoryRecall(events),
@@ -257,4 +262,7 @@ export async function replayTask(
   }
 }
 
-export type ReplayOptions = Omit<RuntimeOptions, 'permissions' | 'model' | 'sysUtil' | 'hooks' | 'memory'>;
+export type ReplayOptions = Omit<
+  RuntimeOptions,
+  'permissions' | 'model' | 'fallbackModels' | 'sysUtil' | 'hooks' | 'memory'
+>;

@@ -74,6 +74,13 @@ export abstract class ModelBackend {
   /** the model name a role resolves to, or null when this backend does not serve the role */
   abstract modelFor(role: Role): string | null;
   abstract complete(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * The provider as events name it when a fallback switches between
+   * providers (model name and host; never a key). Unique within a chain.
+   */
+  get label(): string {
+    return this.modelFor('orchestrator') ?? this.backend;
+  }
 }
 
 export const zeroUsage = (): TokenUsage => ({

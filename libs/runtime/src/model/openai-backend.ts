@@ -2,12 +2,15 @@ import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from '
 import { Role, TokenUsage } from '@runledger/contracts';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, estimatedUsage } from './model-backend';
 import { createDeadline } from '../discipline/timeouts';
+import { providerLabel } from './providers';
 
 export interface OpenAiBackendOptions {
   baseURL?: string;
   apiKey?: string;
   /** model name per role; a role without one uses the orchestrator's */
   models: Partial<Record<Role, string>>;
+  /** how events name this provider in a fallback chain; `<orchestrator model>@<host>` when absent */
+  label?: string;
 }
 
 /** Retry-After (seconds or an HTTP date) or retry-after-ms, in milliseconds. */
@@ -60,6 +63,12 @@ export class OpenAiBackend extends ModelBackend {
 
   modelFor(role: Role): string | null {
     return this.options.models[role] ?? this.options.models.orchestrator ?? null;
+  }
+
+  override get label(): string {
+    return (
+      this.options.label ?? providerLabel(this.modelFor('orchestrator') ?? 'openai', this.options.baseURL)
+    );
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {

@@ -56,11 +56,19 @@ export type ModelScript = Partial<Record<Role, ScriptItem[]>>;
  * items are handed out in order. An exhausted script is a provider error.
  */
 export class ScriptedBackend extends ModelBackend {
-  readonly backend: string = 'scripted';
+  readonly backend: string;
   private readonly next: Partial<Record<Role, number>> = {};
 
-  constructor(private readonly script: ModelScript) {
+  /**
+   * `backend` names the adapter on MODEL_CALLED and keys the per-task call
+   * cursor: two scripted providers in one fallback chain need different names.
+   */
+  constructor(
+    private readonly script: ModelScript,
+    options: { backend?: string } = {},
+  ) {
     super();
+    this.backend = options.backend ?? 'scripted';
   }
 
   static fromFile(path: string): ScriptedBackend {
