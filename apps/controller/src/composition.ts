@@ -35,6 +35,8 @@ export interface BuiltRuntime {
   tools: ToolRegistry;
   permissions: PermissionPolicy;
   model: ModelBackend;
+  /** RUNLEDGER_FALLBACK_MODELS: asked in order when `model` fails as orchestrator, before sys_util */
+  fallbackModels: ModelBackend[];
   /** the folder tools may touch */
   allowedRoot: string;
   /** critic + memory (null when the store was overridden: no SQLite handle to keep memory in) */
@@ -58,6 +60,8 @@ export interface RuntimeOverrides {
   guards?: LoopGuard[];
   /** RUNLEDGER_ALLOWED_ROOT unset: the CLI uses its working directory, the server ./data/workspace */
   defaultAllowedRoot?: string;
+  /** where the fallback providers' api_key_env variables are read; process.env when absent */
+  env?: NodeJS.ProcessEnv;
   log?: (message: string, err?: unknown) => void;
 }
 
@@ -77,6 +81,26 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
     utility: config.RUNLEDGER_MODEL_UTILITY,
   };
   return new OpenAiBackend({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, models });
+}
+
+/**
+ * RUNLEDGER_FALLBACK_MODELS -> the fallback providers, in order. A key is read
+ * from the variable its entry names, here and nowhere else: it goes to the
+ * client, never into the config, an event or a log line.
+ */
+export function fallbackModelsFromConfig(
+  config: AppConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): ModelBackend[] {
+  return (config.RUNLEDGER_FALLBACK_MODELS ?? []).map(
+    (p) =>
+      new OpenAiBackend({
+        baseURL: p.base_url,
+        apiKey: p.api_key_env ? env[p.api_key_env] : undefined,
+        models: { orchestrator: p.model },
+        label: p.name,
+      }),
+  );
 }
 
 /**
@@ -101,6 +125,7 @@ export async function buildRuntime(
   const store: EventStore = overrides.store ?? storage!.eventStore;
   const bus = storage?.bus ?? new EventBus(store);
   const model = overrides.model ?? modelFromConfig(config);
+  const fallbackModels = fallbackModelsFromConfig(config, overrides.env);
   const memory = storage
     ? await buildMemory(config, { db: storage.db as Kysely<unknown>, store, model })
     : null;
@@ -123,6 +148,7 @@ export async function buildRuntime(
     tools,
     permissions,
     model,
+    fallbackModels,
     memory: overrides.memory ?? memory?.recall ?? undefined,
     hooks: [...(overrides.hooks ?? []), ...(memory?.hook ? [memory.hook] : [])],
     guards: [...(overrides.guards ?? []), ...(memory?.endGuard ? [memory.endGuard] : [])],
@@ -144,6 +170,7 @@ export async function buildRuntime(
     tools,
     permissions,
     model,
+    fallbackModels,
     allowedRoot,
     memory,
     storage,

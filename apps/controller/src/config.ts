@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { Budgets, ConfigError, PermissionRulesConfig, PriceTable } from '@runledger/contracts';
+import { providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -13,6 +14,30 @@ const jsonFromEnv = <T extends z.ZodType>(schema: T) =>
       return v;
     }
   }, schema);
+
+/**
+ * One provider of the orchestrator's fallback chain (RUNLEDGER_FALLBACK_MODELS).
+ * Its key is never written here: `api_key_env` names the environment variable
+ * that holds it, read when the runtime is composed.
+ */
+export const FallbackModelConfig = z
+  .object({
+    /** how events name the provider; `<model>@<host of base_url>` when absent */
+    name: z.string().min(1).max(100).optional(),
+    base_url: z.string().url(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable')
+      .optional(),
+    model: z.string().min(1),
+    api_key: z
+      .never({
+        error: 'keys are not accepted here: name the environment variable that holds it in api_key_env',
+      })
+      .optional(),
+  })
+  .strict();
+export type FallbackModelConfig = z.infer<typeof FallbackModelConfig>;
 
 /**
  * Everything the service reads from its environment, parsed once at boot.
@@ -36,6 +61,11 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_CODER: z.string().optional(),
   RUNLEDGER_MODEL_CRITIC: z.string().optional(),
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
+  /**
+   * JSON [{"base_url", "model", "api_key_env"?, "name"?}]: OpenAI-compatible providers asked in order
+   * when the orchestrator's retries run out (provider_error, rate_limited, timeout), before sys_util
+   */
+  RUNLEDGER_FALLBACK_MODELS: jsonFromEnv(z.array(FallbackModelConfig).max(10)).optional(),
   RUNLEDGER_SANDBOX: z.enum(['auto', 'bwrap', 'process']).default('auto'),
   RUNLEDGER_PLUGINS: z.string().optional(),
   /** JSON PermissionRulesConfig added to the built-in permission rules */
@@ -44,7 +74,10 @@ export const ConfigSchema = z.object({
   RUNLEDGER_TOOL_OUTPUT_MAX_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(64 * 1024),
   RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(4),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
-  RUNLEDGER_BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)?$/i).default('1mb'),
+  RUNLEDGER_BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)?$/i)
+    .default('1mb'),
   RUNLEDGER_CORS_ORIGIN: z.string().optional(),
   /** requests per minute per bearer token; 0 turns rate limiting off */
   RUNLEDGER_RATE_LIMIT: intFromEnv(0, 10_000_000).default(1200),
@@ -124,5 +157,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`, parsed.error.issues);
   }
+  const problems = fallbackModelProblems(parsed.data, env);
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
+}
+
+/** The label the primary provider goes by in fallback events (as OpenAiBackend / ScriptedBackend name it). */
+function primaryLabel(config: AppConfig): string {
+  if (config.RUNLEDGER_MODEL !== 'openai') return 'scripted';
+  return providerLabel(config.RUNLEDGER_MODEL_ORCHESTRATOR ?? 'openai', config.OPENAI_BASE_URL);
+}
+
+/**
+ * What the schema cannot see: a chain needs a model to fall back from, every
+ * named key variable must be set, and every provider a distinct label.
+ */
+function fallbackModelProblems(config: AppConfig, env: NodeJS.ProcessEnv): string[] {
+  const chain = config.RUNLEDGER_FALLBACK_MODELS ?? [];
+  if (chain.length === 0) return [];
+  const v = 'RUNLEDGER_FALLBACK_MODELS';
+  if (config.RUNLEDGER_MODEL === 'sys_util')
+    return [`${v}: RUNLEDGER_MODEL is sys_util, so there is no model to fall back from`];
+  const problems: string[] = [];
+  const labels = [primaryLabel(config)];
+  chain.forEach((p, i) => {
+    if (p.api_key_env && !env[p.api_key_env])
+      problems.push(`${v}.${i}.api_key_env: environment variable ${p.api_key_env} is not set`);
+    const label = p.name ?? providerLabel(p.model, p.base_url);
+    if (labels.includes(label))
+      problems.push(`${v}.${i}: provider ${label} is already in the chain; give it a distinct "name"`);
+    labels.push(label);
+  });
+  return problems;
 }
