@@ -153,3 +153,185 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
     expect(of(r.events, 'ROUTER_DECIDED')).toHaveLength(0);
   });
 });
+
+/**
+ * The orchestrator's fallback chain against two real local servers: the
+ * primary fails, the secondary (which wants its own key) answers.
+ */
+describe('fallback providers against two local OpenAI-compatible servers', () => {
+  let primary: FakeOpenAiServer;
+  let secondary: FakeOpenAiServer;
+  let dir: string;
+  let store: InMemoryEventStore;
+  let rt: Runtime;
+
+  const run = async (input: string, modelTimeoutMs = 2000) => {
+    rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new AllowAllPolicy(),
+      model: new OpenAiBackend({
+        baseURL: primary.baseURL,
+        apiKey: 'key-a',
+        models: { orchestrator: 'model-a' },
+      }),
+      fallbackModels: [
+        new OpenAiBackend({
+          baseURL: secondary.baseURL,
+          apiKey: 'key-b',
+          models: { orchestrator: 'model-b' },
+          label: 'secondary',
+        }),
+      ],
+      modelTimeoutMs,
+      discipline: settings,
+      rng: seededRandom(7),
+      log: () => undefined,
+    });
+    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
+    const progress = await rt.service.settled(task_id);
+    return { progress, events: await store.readWholeStream(task_id) };
+  };
+  const primaryLabel = () => `model-a@${new URL(primary.baseURL).host}`;
+  /** model calls, failures and guards, one line each, in log order */
+  const trail = (events: RuntimeEvent[]): string[] =>
+    events.flatMap((e) =>
+      e.type === 'MODEL_CALLED'
+        ? [`called ${e.payload.model} #${e.payload.attempt}`]
+        : e.type === 'MODEL_RESPONDED'
+          ? [e.payload.error ? `${e.payload.error.kind}` : `answered by ${e.payload.model}`]
+          : e.type === 'GUARD_TRIGGERED'
+            ? [`${e.payload.guard} ${String(e.payload.data.to ?? e.payload.data.provider)}`]
+            : e.type === 'ROUTER_DECIDED' || e.type === 'TASK_COMPLETED' || e.type === 'TASK_FAILED'
+              ? [e.type]
+              : [],
+    );
+
+  beforeEach(async () => {
+    primary = await startFakeOpenAiServer({ apiKey: 'key-a' });
+    secondary = await startFakeOpenAiServer({ apiKey: 'key-b' });
+    dir = mkdtempSync(join(tmpdir(), 'rl-fallback-'));
+    store = new InMemoryEventStore();
+  });
+  afterEach(async () => {
+    await rt?.service.close();
+    await primary.close();
+    await secondary.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('500 on every attempt of the primary: retried, then the secondary answers and completes the task', async () => {
+    primary.setDefault({ status: 500 });
+    secondary.enqueue({ content: '{"type":"respond","content":"from the secondary"}' });
+    const { progress, events } = await run('write me a poem');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'from the secondary' });
+    const a = primaryLabel();
+    expect(trail(events)).toEqual([
+      'called model-a #1',
+      'provider_error',
+      `retry ${a}`,
+      'called model-a #2',
+      'provider_error',
+      `retry ${a}`,
+      'called model-a #3',
+      'provider_error',
+      'fallback secondary',
+      'called model-b #1',
+      'answered by model-b',
+      'ROUTER_DECIDED',
+      'TASK_COMPLETED',
+    ]);
+    const switched = of(events, 'GUARD_TRIGGERED').find((e) => e.payload.guard === 'fallback')!.payload;
+    expect(switched.data).toEqual({
+      role: 'orchestrator',
+      kind: 'provider_error',
+      from: a,
+      to: 'secondary',
+      attempts: 3,
+    });
+    expect(of(events, 'ROUTER_DECIDED')[0].payload).toMatchObject({
+      source: 'orchestrator',
+      fallback_reason: expect.stringContaining('falling back to secondary'),
+    });
+    expect(primary.requests).toHaveLength(3);
+    expect(secondary.requests).toHaveLength(1);
+    expect(secondary.requests[0].body.model).toBe('model-b');
+    expect(secondary.requests[0].headers.authorization).toBe('Bearer key-b');
+    // Neither key is in the log.
+    expect(JSON.stringify(events)).not.toMatch(/key-a|key-b/);
+  });
+
+  it('429 with a Retry-After longer than we wait: no retry on the primary, straight to the secondary', async () => {
+    primary.enqueue({ status: 429, retry_after: '600' });
+    secondary.enqueue({ content: '{"type":"respond","content":"no waiting"}' });
+    const { progress, events } = await run('write me a poem');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'no waiting' });
+    expect(trail(events).slice(0, 4)).toEqual([
+      'called model-a #1',
+      'rate_limited',
+      'fallback secondary',
+      'called model-b #1',
+    ]);
+    expect(primary.requests).toHaveLength(1);
+  });
+
+  it('a primary whose stream stalls: each attempt times out, then the secondary answers', async () => {
+    primary.setDefault({ content: '{"type":"respond","content":"never finished"}', stall_ms: 3000 });
+    secondary.enqueue({ content: '{"type":"respond","content":"streamed fine"}' });
+    const { progress, events } = await run('write me a poem');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'streamed fine' });
+    expect(retries(events).map((p) => p.data.kind)).toEqual(['timeout', 'timeout']);
+    expect(
+      of(events, 'OUTPUT_CHUNK')
+        .map((e) => e.payload.delta)
+        .join(''),
+    ).toBe('streamed fine');
+  });
+
+  it('the task stays on the secondary: the next round does not ask the primary again', async () => {
+    primary.setDefault({ status: 500 });
+    secondary.enqueue(
+      { content: '{"type":"tool","tool":"echo","args":{"text":"hi"}}' },
+      { content: '{"type":"respond","content":"echoed"}' },
+    );
+    const { progress } = await run('echo something');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'echoed' });
+    expect(progress.usage).toMatchObject({ rounds: 2, tool_calls: 1 });
+    expect(primary.requests).toHaveLength(3);
+    expect(secondary.requests).toHaveLength(2);
+  });
+
+  it('401 on the primary: authentication_error at once, the secondary is never asked', async () => {
+    primary.enqueue({ status: 401 });
+    const { progress, events } = await run('run echo would-be-fallback');
+    expect(progress.final?.stop_reason).toBe('authentication_error');
+    expect(primary.requests).toHaveLength(1);
+    expect(secondary.requests).toHaveLength(0);
+    expect(of(events, 'GUARD_TRIGGERED')).toEqual([]);
+  });
+
+  it('both providers failing: the sys_util fallback runs what it understands, from the secondary', async () => {
+    primary.setDefault({ status: 500 });
+    secondary.setDefault({ status: 503 });
+    const { progress, events } = await run('run echo still-served');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    const switches = of(events, 'GUARD_TRIGGERED')
+      .filter((e) => e.payload.guard === 'fallback')
+      .map((e) => [e.payload.round, e.payload.data.from, e.payload.data.to]);
+    expect(switches[0]).toEqual([1, primaryLabel(), 'secondary']);
+    expect(switches[1]).toEqual([1, 'secondary', 'sys_util']);
+    expect(of(events, 'ROUTER_DECIDED')[0].payload).toMatchObject({ source: 'sys_util' });
+    expect(of(events, 'TOOL_COMPLETED')[0].payload.result.output).toEqual(
+      expect.objectContaining({ stdout: expect.stringContaining('still-served') }),
+    );
+  });
+
+  it('both providers failing on input sys_util cannot read: the last failure is the stop reason', async () => {
+    primary.setDefault({ status: 500 });
+    secondary.setDefault({ status: 429, retry_after: '0.01' });
+    const { progress } = await run('write me a poem');
+    expect(progress.final?.stop_reason).toBe('rate_limited');
+    expect(primary.requests).toHaveLength(3);
+    expect(secondary.requests).toHaveLength(3);
+  });
+});
