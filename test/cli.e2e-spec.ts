@@ -2,10 +2,45 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RuntimeEvent } from '@runledger/contracts';
+import { EventPayloads, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
+import { createSqliteStorage } from '@runledger/state-store';
 import { CLI, runCli } from '@runledger/testing';
+
+/** Tasks a process accepted and then lost (killed before its first step): only TASK_RECEIVED is in the log. */
+async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]> {
+  const storage = await createSqliteStorage({ path: dbPath });
+  try {
+    const ids: string[] = [];
+    for (const [i, input] of inputs.entries()) {
+      const id = `task_lost${i}`;
+      await storage.eventStore.append(
+        id,
+        [
+          {
+            type: 'TASK_RECEIVED',
+            payload: EventPayloads.TASK_RECEIVED.parse({ input, session_id: `sess_lost${i}`, source: 'cli' }),
+          },
+        ],
+        { expected: 'no_stream' },
+      );
+      ids.push(id);
+    }
+    return ids;
+  } finally {
+    await storage.close();
+  }
+}
+
+async function streamOf(dbPath: string, taskId: string): Promise<RuntimeEvent[]> {
+  const handle = openSqlite({ path: dbPath });
+  try {
+    return await new SqliteEventStore(handle).readWholeStream(taskId);
+  } finally {
+    await handle.close();
+  }
+}
 
 async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
   const handle = openSqlite({ path: dbPath });
@@ -166,6 +201,99 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(res.stdout).toContain('stop reason: completed');
     expect(res.stdout).toContain('forked');
     expect((await runCli(['fork', taskId, 'x'], { cwd: dir, env })).code).toBe(2);
+  });
+
+  it('resume <task_id> follows every task it resumed to its end: none is cut off in a tool call at exit', async () => {
+    const [quick, slow] = await receivedOnly(env.RUNLEDGER_DB, ['hello', 'run sleep 1 && echo slept']);
+    const res = await runCli(['resume', quick, '--yes'], { cwd: dir, env });
+    expect(res.stderr).toBe('');
+    expect(res.stdout).toContain(`resuming 2 unfinished task(s)`);
+    expect(res.code).toBe(0);
+    const slowLog = await streamOf(env.RUNLEDGER_DB, slow);
+    const types = slowLog.map((e) => e.type);
+    expect(types.filter((t) => t === 'TOOL_CALLED')).toHaveLength(1);
+    expect(types).toContain('TOOL_COMPLETED');
+    expect(types[types.length - 1]).toBe('TASK_COMPLETED');
+    expect(res.stdout).toContain('slept');
+  });
+
+  it('resume --model continues with that model; an unknown task is refused before anything runs', async () => {
+    const [lost, other] = await receivedOnly(env.RUNLEDGER_DB, ['answer from the script', 'hello']);
+    const script = join(dir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({ orchestrator: ['{"type":"respond","content":"scripted answer"}'] }),
+    );
+    const unknown = await runCli(['resume', 'task_nope'], { cwd: dir, env });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('task task_nope not found');
+    expect((await streamOf(env.RUNLEDGER_DB, other)).map((e) => e.type)).toEqual(['TASK_RECEIVED']);
+
+    const res = await runCli(['resume', lost, '--model', `scripted:${script}`], { cwd: dir, env });
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('scripted answer');
+  });
+
+  it('bad options are clear errors with exit 2, never a stack trace', async () => {
+    for (const argv of [
+      ['run', 'x', '--model', 'gpt-4'],
+      ['resume', '--budget', 'max_rounds=1'],
+      ['replay', 't', '--yes'],
+      ['run', 'x', '--budget', 'nope=1'],
+      ['run', 'x', '--accept', '{"id":"a","kind":"nope"}'],
+    ]) {
+      const res = await runCli(argv, { cwd: dir, env });
+      expect({ argv, code: res.code }).toEqual({ argv, code: 2 });
+      expect(res.stderr).toMatch(/^runledger: /);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+      expect(res.stdout).toBe('');
+    }
+  });
+
+  it('resolve --json prints the events and the summary as JSON lines', async () => {
+    const waiting = await runCli(['run', 'write j.txt: json'], { cwd: dir, env });
+    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stdout)!;
+    const res = await runCli(['resolve', how[1], how[2], 'allow_once', '--json'], { cwd: dir, env });
+    expect(res.code).toBe(0);
+    const lines = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { summary?: { stop_reason: string } });
+    expect(lines[lines.length - 1].summary?.stop_reason).toBe('completed');
+  });
+
+  it('replay says whether it matched the recording; a log it cannot reproduce is a divergence, exit 1', async () => {
+    const first = await runCli(['run', 'run echo hello', '--yes'], { cwd: dir, env });
+    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const same = await runCli(['replay', taskId], { cwd: dir, env });
+    expect(same.code).toBe(0);
+    expect(same.stdout).toMatch(
+      new RegExp(`replay matches the recording of ${taskId} \\(\\d+ events compared\\)`),
+    );
+
+    // the same task as a process left it when killed while the tool ran: an intent and no outcome
+    const recorded = await streamOf(env.RUNLEDGER_DB, taskId);
+    const cut = recorded.slice(
+      0,
+      recorded.findIndex((e) => e.type === 'TOOL_COMPLETED'),
+    );
+    const storage = await createSqliteStorage({ path: env.RUNLEDGER_DB });
+    try {
+      await storage.eventStore.append(
+        'task_cut',
+        cut.map((e) => ({ type: e.type, payload: e.payload, session_id: e.session_id }) as never),
+        { expected: 'no_stream' },
+      );
+    } finally {
+      await storage.close();
+    }
+    const diverged = await runCli(['replay', 'task_cut', '--json'], { cwd: dir, env });
+    expect(diverged.code).toBe(1);
+    const last = JSON.parse(diverged.stdout.trim().split('\n').pop()!) as {
+      replay: { matches: boolean; diverged_at: number; detail: string };
+    };
+    expect(last.replay).toMatchObject({ matches: false, diverged_at: expect.any(Number) });
+    expect(last.replay.detail).toMatch(/^recorded nothing; replayed TOOL_FAILED/);
   });
 
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.

@@ -17,27 +17,48 @@ export type CliCommand =
       accept: AcceptCheck[];
       session: string | null;
     }
-  | { kind: 'resume'; task_id: string | null; json: boolean; yes: boolean }
-  | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision }
+  | { kind: 'resume'; task_id: string | null; model: string | null; json: boolean; yes: boolean }
+  | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
   | { kind: 'replay'; task_id: string; json: boolean }
-  | { kind: 'fork'; task_id: string; sequence: number; json: boolean; yes: boolean }
+  | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
+
+const ALL_FLAGS = ['--yes', '--json', '--model', '--session', '--budget', '--accept'] as const;
+type Flag = (typeof ALL_FLAGS)[number];
+const isFlag = (a: string): a is Flag => (ALL_FLAGS as readonly string[]).includes(a);
+
+/** The options each command takes; any other is refused, never silently ignored. */
+const FLAGS: Partial<Record<string, readonly Flag[]>> = {
+  run: ['--yes', '--json', '--model', '--budget', '--accept', '--session'],
+  resume: ['--yes', '--json', '--model'],
+  resolve: ['--json'],
+  replay: ['--json'],
+  fork: ['--yes', '--json', '--model'],
+  serve: [],
+};
+
+const MODEL = /^(sys_util|openai|scripted:.+)$/;
 
 export const USAGE = `usage:
   runledger run "<input>" [--model sys_util|openai|scripted:<path>] [--yes] [--json]
                           [--budget key=value]... [--accept '<AcceptCheck JSON>']... [--session <id>]
-  runledger resume [<task_id>] [--yes] [--json]     continue unfinished tasks from the log
-  runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always
-  runledger replay <task_id> [--json]               re-run a recorded task offline from its log
-  runledger fork <task_id> <sequence> [--yes] [--json]  a new task continuing from that event of an old one
+  runledger resume [<task_id>] [--model ...] [--yes] [--json]   continue unfinished tasks from the log
+  runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always [--json]
+  runledger replay <task_id> [--json]               re-run a recorded task offline, compared with its log
+  runledger fork <task_id> <sequence> [--model ...] [--yes] [--json]  a new task from that event of an old one
   runledger serve                                   run the HTTP server
-exit code: 0 only when the task completed; 1 it ended otherwise; 2 bad usage; 3 it waits for a person`;
+exit code: 0 only when the task completed (replay: and matched its recording); 1 it ended otherwise;
+           2 bad usage; 3 it waits for a person`;
 
 function budgetPair(text: string): [string, number] {
   const m = /^([a-z_]+)=(.+)$/.exec(text);
   if (!m || !Number.isFinite(Number(m[2])))
     throw new ValidationError(`--budget expects key=number, got ${JSON.stringify(text)}`);
+  if (!(m[1] in Budgets.shape))
+    throw new ValidationError(
+      `--budget: unknown key ${m[1]} (one of ${Object.keys(Budgets.shape).join(', ')})`,
+    );
   return [m[1], Number(m[2])];
 }
 
@@ -59,6 +80,7 @@ function acceptCheck(text: string): AcceptCheck {
 /** argv (after the node and script names) -> a command; ValidationError on misuse. */
 export function parseArgs(argv: readonly string[]): CliCommand {
   const [command, ...rest] = argv;
+  const allowed = command === undefined ? undefined : FLAGS[command];
   const flags = { yes: false, json: false, model: null as string | null, session: null as string | null };
   const budgets: Record<string, number> = {};
   const accept: AcceptCheck[] = [];
@@ -70,10 +92,20 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       if (v === undefined) throw new ValidationError(`${a} needs a value`);
       return v;
     };
+    const flag = a === '-y' ? '--yes' : a;
+    if (allowed && isFlag(flag) && !allowed.includes(flag))
+      throw new ValidationError(
+        `${a} does not apply to ${command}${allowed.length ? ` (it takes ${allowed.join(', ')})` : ''}`,
+      );
     if (a === '--yes' || a === '-y') flags.yes = true;
     else if (a === '--json') flags.json = true;
-    else if (a === '--model') flags.model = value();
-    else if (a === '--session') flags.session = value();
+    else if (a === '--model') {
+      flags.model = value();
+      if (!MODEL.test(flags.model))
+        throw new ValidationError(
+          `--model must be sys_util, openai or scripted:<path>, got ${JSON.stringify(flags.model)}`,
+        );
+    } else if (a === '--session') flags.session = value();
     else if (a === '--budget') {
       const [k, v] = budgetPair(value());
       budgets[k] = v;
@@ -88,7 +120,7 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       const parsed = Budgets.safeParse(budgets);
       if (!parsed.success)
         throw new ValidationError(
-          `--budget: ${parsed.error.issues.map((i) => `${i.path.join('.') || i.message}: ${i.message}`).join('; ')}`,
+          `--budget: ${parsed.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ')}`,
         );
       return {
         kind: 'run',
@@ -102,12 +134,30 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       };
     }
     case 'resume':
-      return { kind: 'resume', task_id: positional[0] ?? null, json: flags.json, yes: flags.yes };
+      if (positional.length > 1) throw new ValidationError('resume takes at most one <task_id>');
+      return {
+        kind: 'resume',
+        task_id: positional[0] ?? null,
+        model: flags.model,
+        json: flags.json,
+        yes: flags.yes,
+      };
     case 'resolve': {
       const [task_id, request_id, decision] = positional;
-      if (!task_id || !request_id || !(PERMISSION_DECISIONS as readonly string[]).includes(decision))
-        throw new ValidationError('resolve needs <task_id> <request_id> <decision>');
-      return { kind: 'resolve', task_id, request_id, decision: decision as PermissionDecision };
+      if (
+        positional.length !== 3 ||
+        !task_id ||
+        !request_id ||
+        !(PERMISSION_DECISIONS as readonly string[]).includes(decision)
+      )
+        throw new ValidationError(`resolve needs <task_id> <request_id> ${PERMISSION_DECISIONS.join('|')}`);
+      return {
+        kind: 'resolve',
+        task_id,
+        request_id,
+        decision: decision as PermissionDecision,
+        json: flags.json,
+      };
     }
     case 'replay':
       if (positional.length !== 1) throw new ValidationError('replay needs <task_id>');
@@ -116,9 +166,18 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       const sequence = Number(positional[1]);
       if (positional.length !== 2 || !Number.isInteger(sequence) || sequence < 1)
         throw new ValidationError('fork needs <task_id> <sequence>');
-      return { kind: 'fork', task_id: positional[0], sequence, json: flags.json, yes: flags.yes };
+      return {
+        kind: 'fork',
+        task_id: positional[0],
+        sequence,
+        model: flags.model,
+        json: flags.json,
+        yes: flags.yes,
+      };
     }
     case 'serve':
+      if (positional.length > 0)
+        throw new ValidationError('serve takes no arguments (configure it through the environment)');
       return { kind: 'serve' };
     case undefined:
     case 'help':

@@ -1,7 +1,13 @@
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
-import { PermissionDecision, RunledgerError, RuntimeEvent, ValidationError } from '@runledger/contracts';
-import { TaskProgress } from '@runledger/runtime';
+import {
+  PermissionDecision,
+  RunledgerError,
+  RuntimeEvent,
+  ValidationError,
+  canonicalJson,
+} from '@runledger/contracts';
+import { TaskProgress, replayView } from '@runledger/runtime';
 import { BuiltRuntime, buildRuntime } from '../composition';
 import { loadConfig } from '../config';
 import { CliCommand, USAGE, parseArgs } from './args';
@@ -105,6 +111,35 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
   }
 }
 
+interface ReplayMatch {
+  matches: boolean;
+  compared: number;
+  /** 1-based index into the compared events (ids, times, latencies, memory and critic events left out) */
+  diverged_at: number | null;
+  detail: string | null;
+}
+
+/** A replay must give the recording's event types, order and payloads (replayView says what is compared). */
+export function compareReplay(
+  recorded: readonly RuntimeEvent[],
+  replayed: readonly RuntimeEvent[],
+): ReplayMatch {
+  const a = replayView(recorded);
+  const b = replayView(replayed);
+  const brief = (v: { type: string; payload: unknown } | undefined) =>
+    v ? `${v.type} ${JSON.stringify(v.payload).slice(0, 160)}` : 'nothing';
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (a[i] && b[i] && canonicalJson(a[i]) === canonicalJson(b[i])) continue;
+    return {
+      matches: false,
+      compared: Math.max(a.length, b.length),
+      diverged_at: i + 1,
+      detail: `recorded ${brief(a[i])}; replayed ${brief(b[i])}`,
+    };
+  }
+  return { matches: true, compared: a.length, diverged_at: null, detail: null };
+}
+
 function summary(p: TaskProgress, o: FollowOptions): number {
   const f = p.final!;
   if (o.json)
@@ -146,7 +181,7 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
 
 async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Promise<number> {
   const env = { ...process.env };
-  if (cmd.kind === 'run' && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
+  if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
   const rt = await buildRuntime(loadConfig(env), { defaultAllowedRoot: process.cwd() });
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
   try {
@@ -164,9 +199,15 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'resume': {
+        if (cmd.task_id) await rt.service.progress(cmd.task_id); // an unknown task is refused before anything runs
+        // A restart resumes every unfinished task; each is followed to its end (or until it waits for a
+        // person) before this process exits, so none is cut off in the middle of a tool call.
         const resumed = await rt.service.resumeUnfinished();
-        const ids = cmd.task_id ? [cmd.task_id] : resumed;
-        if (!cmd.json) out(`resuming ${resumed.length} unfinished task(s)`);
+        const ids = cmd.task_id ? [cmd.task_id, ...resumed.filter((id) => id !== cmd.task_id)] : resumed;
+        if (!cmd.json)
+          out(
+            `resuming ${resumed.length} unfinished task(s)${resumed.length ? `: ${resumed.join(', ')}` : ''}`,
+          );
         let code: number = EXIT.completed;
         for (const id of ids)
           code = Math.max(code, await follow(rt, id, { json: cmd.json, yes: cmd.yes, interactive }));
@@ -174,14 +215,26 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
       }
       case 'resolve':
         await rt.service.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
-        return await follow(rt, cmd.task_id, { json: false, yes: false, interactive });
+        return await follow(rt, cmd.task_id, { json: cmd.json, yes: false, interactive });
       case 'fork': {
         const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
         return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'replay': {
         const { task_id } = await rt.replay(cmd.task_id);
-        return await follow(rt, task_id, { json: cmd.json, yes: false, interactive: false });
+        const code = await follow(rt, task_id, { json: cmd.json, yes: false, interactive: false });
+        const match = compareReplay(
+          await rt.store.readWholeStream(cmd.task_id),
+          await rt.store.readWholeStream(task_id),
+        );
+        if (cmd.json) out(JSON.stringify({ replay: { source_task_id: cmd.task_id, task_id, ...match } }));
+        else
+          out(
+            match.matches
+              ? `replay matches the recording of ${cmd.task_id} (${match.compared} events compared)`
+              : `replay diverged from the recording of ${cmd.task_id} at event ${match.diverged_at}: ${match.detail}`,
+          );
+        return match.matches ? code : Math.max(code, EXIT.ended);
       }
     }
   } finally {
