@@ -6,7 +6,10 @@ import { createRuntime } from './create-runtime';
 import { ModelBackend } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
 import { SysUtilBackend } from './model/sys-util';
-import { replayTask, replayView } from './replay';
+import { recordedJitter, replayTask, replayView } from './replay';
+import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
+import { backoffDelay } from './discipline/failure-policy';
+import { EventLogBuilder } from './discipline/testing-events';
 import { RuleTablePolicy, testToolRegistry } from './testing';
 
 describe('replayTask', () => {
@@ -19,12 +22,18 @@ describe('replayTask', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function record(model: ModelBackend, input: string, policy = new RuleTablePolicy({})) {
+  async function record(
+    model: ModelBackend,
+    input: string,
+    policy = new RuleTablePolicy({}),
+    discipline?: DisciplineSettings,
+  ) {
     const rt = createRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: policy,
       model,
+      discipline,
       log: () => undefined,
     });
     const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
@@ -33,11 +42,11 @@ describe('replayTask', () => {
     return task_id;
   }
 
-  async function expectSameRun(taskId: string) {
+  async function expectSameRun(taskId: string, discipline?: DisciplineSettings) {
     // Replaying must not touch the workspace: remove what the original run wrote.
     rmSync(dir, { recursive: true, force: true });
     const { task_id } = await replayTask(
-      { store, tools: testToolRegistry(dir), log: () => undefined },
+      { store, tools: testToolRegistry(dir), discipline, log: () => undefined },
       taskId,
     );
     const original = await store.readWholeStream(taskId);
@@ -101,5 +110,63 @@ describe('replayTask', () => {
     expect(replayed.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
       error_kind: 'permission_denied',
     });
+  });
+
+  it('retries with random jitter replay with the delays they recorded', async () => {
+    const discipline: DisciplineSettings = {
+      ...DEFAULT_DISCIPLINE_SETTINGS,
+      retry: { modelRetries: 3, toolRetries: 0, baseDelayMs: 40, maxDelayMs: 80, maxRetryAfterMs: 1000 },
+    };
+    const model = new ScriptedBackend({
+      orchestrator: [
+        { error: 'provider_error' },
+        { error: 'timeout' },
+        { error: 'rate_limited', retry_after_ms: 150 },
+        '{"type":"respond","content":"after three retries"}',
+      ],
+    });
+    const id = await record(model, 'write me a poem', undefined, discipline);
+    const replayed = await expectSameRun(id, discipline);
+    const delays = replayed.flatMap((e) =>
+      e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'retry' ? [e.payload.data.delay_ms] : [],
+    );
+    expect(delays).toHaveLength(3);
+    expect(delays[2]).toBe(150);
+  });
+});
+
+describe('recordedJitter', () => {
+  const retry = { baseDelayMs: 100, maxDelayMs: 300 };
+  const retried = (delays: Array<[number, number]>) =>
+    delays.reduce(
+      (log, [delay_ms, next_attempt]) =>
+        log.add('GUARD_TRIGGERED', {
+          guard: 'retry',
+          round: 1,
+          detail: 'retry',
+          data: { kind: 'provider_error', delay_ms, next_attempt },
+        }),
+      new EventLogBuilder().received(),
+    ).events;
+
+  it('draws what gives each recorded backoff again, in order', () => {
+    const recorded: Array<[number, number]> = [
+      [73, 2],
+      [200, 3],
+      [151, 4],
+      [299, 5],
+    ];
+    const rng = recordedJitter(retried(recorded), retry);
+    expect(recorded.map(([, next]) => backoffDelay(next - 1, retry, rng))).toEqual([73, 200, 151, 299]);
+  });
+
+  it('a delay set by Retry-After comes out again with it; past the recording the rest draws', () => {
+    const rng = recordedJitter(retried([[5000, 2]]), retry, () => 0.25);
+    expect(backoffDelay(1, retry, rng, 5000)).toBe(5000);
+    expect(rng()).toBe(0.25);
+  });
+
+  it('without retry settings (no run discipline) nothing is recorded to reproduce', () => {
+    expect(recordedJitter(retried([[73, 2]]), undefined, () => 0.9)()).toBe(0.9);
   });
 });

@@ -3,6 +3,7 @@ import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { LabelledBackend, recordedProviderLabels } from './model/providers';
+import { RetrySettings } from './discipline/settings';
 import { RuntimeOptions, createRuntime } from './create-runtime';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
@@ -167,6 +168,31 @@ export class ReplayMemoryRecall extends MemoryRecall {
   }
 }
 
+/**
+ * The jitter a recorded task's retries drew, handed out again in order, so a
+ * replay waits and records the same backoff (retry jitter is random: without
+ * this a replayed retry names another delay). Each retry decision draws once
+ * (backoffDelay); the draw that gives the recorded delay under `retry` is
+ * solved for. A delay set by Retry-After takes any draw. Past the recorded
+ * retries, `rest` draws.
+ */
+export function recordedJitter(
+  events: readonly RuntimeEvent[],
+  retry: Pick<RetrySettings, 'baseDelayMs' | 'maxDelayMs'> | undefined,
+  rest: () => number = Math.random,
+): () => number {
+  const draws = events.flatMap((e) => {
+    if (e.type !== 'GUARD_TRIGGERED' || e.payload.guard !== 'retry' || !retry) return [];
+    const { delay_ms, next_attempt } = e.payload.data;
+    if (typeof delay_ms !== 'number' || typeof next_attempt !== 'number') return [];
+    const exp = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** Math.max(0, next_attempt - 2));
+    if (exp <= 0) return [0];
+    return [Math.min(1, Math.max(0, (delay_ms - exp / 2) / (exp / 2)))];
+  });
+  let i = 0;
+  return () => (i < draws.length ? draws[i++] : rest());
+}
+
 /** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
 export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
   const VOLATILE = new Set([
@@ -244,6 +270,7 @@ export async function replayTask(
     model: primary === undefined ? backend : new LabelledBackend(backend, primary),
     fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
     sysUtil: backend,
+    rng: recordedJitter(events, options.discipline?.retry, options.rng),
     hooks: [],
     memory: new ReplayMemoryRecall(events),
   });

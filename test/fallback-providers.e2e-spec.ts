@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RuntimeEvent } from '@runledger/contracts';
+import { SqliteEventStore, openSqlite } from '@runledger/event-store';
+import { replayView } from '@runledger/runtime';
+import { FakeOpenAiServer, runCli, startFakeOpenAiServer } from '@runledger/testing';
+import { buildRuntime } from '../apps/controller/src/composition';
+import { loadConfig } from '../apps/controller/src/config';
+
+/**
+ * RUNLEDGER_FALLBACK_MODELS end to end: config -> composition -> a run that
+ * the secondary serves (its key read from the variable the config names), and
+ * the replay of that run with both servers gone.
+ */
+jest.setTimeout(30_000);
+
+const SECONDARY_KEY = 'sk-secondary-e2e-7f3a';
+
+describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => {
+  let primary: FakeOpenAiServer;
+  let secondary: FakeOpenAiServer;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeEach(async () => {
+    primary = await startFakeOpenAiServer({ apiKey: 'key-primary' });
+    secondary = await startFakeOpenAiServer({ apiKey: SECONDARY_KEY });
+    dir = mkdtempSync(join(tmpdir(), 'rl-fallback-e2e-'));
+    env = {
+      RUNLEDGER_DB: join(dir, 'runledger.db'),
+      RUNLEDGER_ALLOWED_ROOT: dir,
+      RUNLEDGER_SANDBOX: 'process',
+      RUNLEDGER_MEMORY: 'off',
+      // A model critic's calls are not replayed (hooks do not run in a replay); keep it out of the comparison.
+      RUNLEDGER_CRITIC: 'heuristic',
+      RUNLEDGER_MODEL: 'openai',
+      OPENAI_BASE_URL: primary.baseURL,
+      OPENAI_API_KEY: 'key-primary',
+      RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
+      RUNLEDGER_FALLBACK_MODELS: JSON.stringify([
+        { name: 'secondary', base_url: secondary.baseURL, model: 'model-b', api_key_env: 'RL_SECONDARY_KEY' },
+      ]),
+      RL_SECONDARY_KEY: SECONDARY_KEY,
+      RUNLEDGER_MODEL_RETRIES: '1',
+      RUNLEDGER_RETRY_BASE_MS: '5',
+      RUNLEDGER_RETRY_MAX_MS: '20',
+    };
+  });
+  afterEach(async () => {
+    await primary.close();
+    await secondary.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const streamOf = async (taskId: string): Promise<RuntimeEvent[]> => {
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    try {
+      return await new SqliteEventStore(handle).readWholeStream(taskId);
+    } finally {
+      await handle.close();
+    }
+  };
+  const script = () => {
+    primary.setDefault({ status: 500 });
+    secondary.enqueue(
+      { content: '{"type":"tool","tool":"shell_exec","args":{"command":"echo served-by-b"}}' },
+      { content: '{"type":"respond","content":"the secondary did it"}' },
+    );
+  };
+
+  it('buildRuntime: the secondary serves with the key from its variable; replayed offline event for event', async () => {
+    script();
+    const built = await buildRuntime(loadConfig(env), { env, log: () => undefined });
+    let taskId: string;
+    try {
+      taskId = (await built.service.submit({ input: 'echo through the fallback' }, { source: 'cli' }))
+        .task_id;
+      const progress = await built.service.settled(taskId);
+      expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the secondary did it' });
+    } finally {
+      await built.close();
+    }
+    const events = await streamOf(taskId);
+    expect(secondary.requests.map((r) => r.headers.authorization)).toEqual([
+      `Bearer ${SECONDARY_KEY}`,
+      `Bearer ${SECONDARY_KEY}`,
+    ]);
+    expect(primary.requests).toHaveLength(2);
+    expect(JSON.stringify(events)).not.toContain(SECONDARY_KEY);
+    const served = events.flatMap((e) =>
+      e.type === 'MODEL_RESPONDED' && !e.payload.error ? [e.payload.model] : [],
+    );
+    expect(served).toEqual(['model-b', 'model-b']);
+
+    // Offline: both servers gone; nothing may be asked.
+    await primary.close();
+    await secondary.close();
+    const again = await buildRuntime(loadConfig(env), { env, log: () => undefined });
+    try {
+      const { task_id, progress } = await again.replay(taskId);
+      expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the secondary did it' });
+      expect(replayView(await again.store.readWholeStream(task_id))).toEqual(replayView(events));
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('runledger run shows the switch and the model that served; runledger replay reproduces it offline', async () => {
+    script();
+    const run = await runCli(['run', 'echo through the fallback', '--yes'], { cwd: dir, env });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('asking orchestrator (openai:model-a)');
+    expect(run.stdout).toMatch(/! fallback: provider_error after 2 attempts; falling back to secondary/);
+    expect(run.stdout).toContain('asking orchestrator (openai:model-b)');
+    expect(run.stdout).toContain('the secondary did it');
+    expect(run.stdout).not.toContain(SECONDARY_KEY);
+    const taskId = /task (task_\w+) received/.exec(run.stdout)![1];
+
+    await primary.close();
+    await secondary.close();
+    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toContain('the secondary did it');
+    const replayedId = /task (task_\w+) received/.exec(replay.stdout)![1];
+    expect(replayView(await streamOf(replayedId))).toEqual(replayView(await streamOf(taskId)));
+  });
+
+  it('a key variable that is not set stops the CLI at boot, naming the variable', async () => {
+    const res = await runCli(['run', 'anything'], { cwd: dir, env: { ...env, RL_SECONDARY_KEY: '' } });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(
+      'RUNLEDGER_FALLBACK_MODELS.0.api_key_env: environment variable RL_SECONDARY_KEY is not set',
+    );
+    expect(primary.requests).toHaveLength(0);
+  });
+});
