@@ -12,11 +12,10 @@ import {
 } from './discipline/completion';
 import { RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
-import { guardEvent, runWithRetries } from './discipline/retry-runner';
-import { FailureError } from './discipline/failure-policy';
+import { guardEvent } from './discipline/retry-runner';
 import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
-import { chainStart } from './model/providers';
+import { callThroughChain, lastProviderSwitch } from './provider-chain';
 import { Stop } from './ports';
 import { TaskWriter } from './task-writer';
 
@@ -178,12 +177,10 @@ export class AsyncRouter {
   }
 
   /**
-   * One orchestrator request under the failure policy: retries with backoff
-   * (each a GUARD_TRIGGERED retry and a MODEL_CALLED with its attempt), then
-   * the next provider of the chain (GUARD_TRIGGERED fallback from -> to; its
-   * own retries), then the sys_util fallback. An authentication error stops at
-   * once, whichever provider it came from: no retry, no walk down the chain.
-   * A task that switched provider starts its later requests there (chainStart).
+   * One orchestrator request down the provider chain (callThroughChain):
+   * retries, then the next provider, then the sys_util fallback. An
+   * authentication error stops at once, whichever provider it came from: no
+   * retry, no walk down the chain.
    */
   private async callOrchestrator(
     writer: TaskWriter,
@@ -195,87 +192,42 @@ export class AsyncRouter {
     | { kind: 'stop'; stop: Stop }
   > {
     const chain = this.chain();
-    const labels = chain.map((b) => b.label);
-    const start = chainStart(labels, writer.log, 'orchestrator');
-    const named = chain.length > 1;
-    for (let i = start; ; i++) {
-      const provider = chain[i];
-      const out = await runWithRetries(
-        (attempt) =>
-          this.gateway.call({
-            writer,
-            backend: provider,
-            role: 'orchestrator',
-            round,
-            request,
-            streamRespond: true,
-            attempt,
-          }),
-        {
-          subject: 'model',
-          retry: this.policy.retry,
-          fallbacks: [...labels.slice(i + 1), SYS_UTIL],
-          rng: this.policy.rng,
-          signal: request.signal,
-          isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
-          onDecision: async (d, failure, attempt) => {
-            if (d.action === 'retry')
-              await writer.append([
-                guardEvent('retry', round, d.detail, {
-                  kind: failure.kind,
-                  delay_ms: d.delay_ms,
-                  next_attempt: d.next_attempt,
-                  provider: provider.label,
-                }),
-              ]);
-            else if (d.action === 'fallback' && d.to !== SYS_UTIL)
-              await writer.append([
-                guardEvent('fallback', round, d.detail, {
-                  role: 'orchestrator',
-                  kind: failure.kind,
-                  from: provider.label,
-                  to: d.to,
-                  attempts: attempt,
-                }),
-              ]);
-          },
+    const out = await callThroughChain({
+      gateway: this.gateway,
+      writer,
+      chain,
+      role: 'orchestrator',
+      round,
+      request,
+      streamRespond: true,
+      retry: this.policy.retry,
+      rng: this.policy.rng,
+    });
+    if (out.ok)
+      return {
+        kind: 'ok',
+        res: out.res,
+        provider: out.provider.label,
+        via:
+          out.position === 0
+            ? null
+            : (lastProviderSwitch(writer.log, 'orchestrator') ?? `served by ${out.provider.label}`),
+      };
+    if (request.signal?.aborted) throw out.error;
+    const named = chain.length > 1 ? ` (${out.provider.label})` : '';
+    const reason = `${out.failure.kind}: ${out.failure.message}${named}`;
+    if (out.decision.action === 'stop')
+      return {
+        kind: 'stop',
+        stop: {
+          stop_reason: out.decision.stop_reason,
+          detail: describeStop(out.decision.stop_reason, reason),
         },
-      );
-      if (out.ok)
-        return { kind: 'ok', res: out.value, provider: provider.label, via: this.viaFallback(writer, i) };
-      if (request.signal?.aborted) throw out.error;
-      const reason = `${out.failure.kind}: ${out.failure.message}${named ? ` (${provider.label})` : ''}`;
-      if (out.decision.action === 'stop')
-        return {
-          kind: 'stop',
-          stop: {
-            stop_reason: out.decision.stop_reason,
-            detail: describeStop(out.decision.stop_reason, reason),
-          },
-        };
-      if (out.decision.to === SYS_UTIL)
-        return {
-          kind: 'fallback',
-          fallback: { reason, from: provider.label, stop_reason: out.failure.kind, helpIsAnswer: false },
-        };
-    }
-  }
-
-  /** Why a fallback provider (chain position > 0) answers: the task's latest switch, as the log says it. */
-  private viaFallback(writer: TaskWriter, position: number): string | null {
-    if (position === 0) return null;
-    const last = [...writer.log]
-      .reverse()
-      .find(
-        (e) =>
-          e.type === 'GUARD_TRIGGERED' &&
-          e.payload.guard === 'fallback' &&
-          e.payload.data.role === 'orchestrator' &&
-          e.payload.data.to !== SYS_UTIL,
-      );
-    return last?.type === 'GUARD_TRIGGERED'
-      ? last.payload.detail
-      : `served by ${this.chain()[position].label}`;
+      };
+    return {
+      kind: 'fallback',
+      fallback: { reason, from: out.provider.label, stop_reason: out.failure.kind, helpIsAnswer: false },
+    };
   }
 
   /** A model serves the utility role, so old history can be summarised instead of dropped. */

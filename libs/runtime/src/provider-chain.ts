@@ -1,0 +1,103 @@
+import { Role, RuntimeEvent } from '@runledger/contracts';
+import { FailureError } from './discipline/failure-policy';
+import { AttemptOutcome, guardEvent, runWithRetries } from './discipline/retry-runner';
+import { RetrySettings } from './discipline/settings';
+import { ModelGateway } from './model-gateway';
+import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
+import { chainStart } from './model/providers';
+import { SYS_UTIL } from './model/sys-util';
+import { TaskWriter } from './task-writer';
+
+export interface ChainCall {
+  gateway: ModelGateway;
+  writer: TaskWriter;
+  /** the providers that serve `role`, primary first (labels unique) */
+  chain: readonly ModelBackend[];
+  role: Role;
+  round: number | null;
+  request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>;
+  streamRespond?: boolean;
+  retry: RetrySettings;
+  rng?: () => number;
+}
+
+export type ChainOutcome =
+  | { ok: true; res: ModelResponse; provider: ModelBackend; position: number }
+  | (Extract<AttemptOutcome<ModelResponse>, { ok: false }> & { provider: ModelBackend });
+
+/**
+ * One model request down a provider chain, under the failure policy: each
+ * provider gets its retries (GUARD_TRIGGERED retry, MODEL_CALLED with its
+ * attempt), then the next one takes over (GUARD_TRIGGERED fallback naming
+ * from / to by label). The outcome is the first answer, or the failure that
+ * ended the walk: a stop (authentication_error, budget, cancel) or the end of
+ * the chain (decision: fallback to sys_util; the caller decides what that
+ * means for its role). A task that switched provider for a role starts that
+ * role's later requests there (chainStart), also when resumed or replayed.
+ */
+export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
+  const labels = c.chain.map((b) => b.label);
+  for (let i = chainStart(labels, c.writer.log, c.role); ; i++) {
+    const provider = c.chain[i];
+    const out = await runWithRetries(
+      (attempt) =>
+        c.gateway.call({
+          writer: c.writer,
+          backend: provider,
+          role: c.role,
+          round: c.round,
+          request: c.request,
+          streamRespond: c.streamRespond,
+          attempt,
+        }),
+      {
+        subject: 'model',
+        retry: c.retry,
+        fallbacks: [...labels.slice(i + 1), SYS_UTIL],
+        rng: c.rng,
+        signal: c.request.signal,
+        isFailure: (err) => err instanceof ModelCallError || err instanceof FailureError,
+        onDecision: async (d, failure, attempt) => {
+          if (d.action === 'retry')
+            await c.writer.append([
+              guardEvent('retry', c.round, d.detail, {
+                role: c.role,
+                kind: failure.kind,
+                delay_ms: d.delay_ms,
+                next_attempt: d.next_attempt,
+                provider: provider.label,
+              }),
+            ]);
+          else if (d.action === 'fallback' && d.to !== SYS_UTIL)
+            await c.writer.append([
+              guardEvent('fallback', c.round, d.detail, {
+                role: c.role,
+                kind: failure.kind,
+                from: provider.label,
+                to: d.to,
+                attempts: attempt,
+              }),
+            ]);
+        },
+      },
+    );
+    if (out.ok) return { ok: true, res: out.value, provider, position: i };
+    if (out.decision.action === 'stop' || out.decision.to === SYS_UTIL || c.request.signal?.aborted)
+      return { ...out, provider };
+  }
+}
+
+/** The detail of the task's latest switch between providers for `role`: why a fallback provider answers. */
+export function lastProviderSwitch(events: readonly RuntimeEvent[], role: Role): string | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (
+      e.type === 'GUARD_TRIGGERED' &&
+      e.payload.guard === 'fallback' &&
+      e.payload.data.role === role &&
+      e.payload.data.to !== SYS_UTIL
+    )
+      return e.payload.detail;
+  }
+  return null;
+}
