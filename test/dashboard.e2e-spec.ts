@@ -38,6 +38,10 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.waitForSelector('#view-task:not([hidden])');
     const taskId = (await page.textContent('#t-id'))!.trim();
     expect(taskId).toMatch(/\S+/);
+    await page.waitForFunction(
+      (input) => document.querySelector('#t-input')?.textContent === input,
+      NEEDS_PERMISSION,
+    );
 
     await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
     expect(await page.textContent('#t-status')).toBe('awaiting_permission');
@@ -188,6 +192,59 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(edges).toBeGreaterThan(0);
     expect(await page.$$eval('svg.dag line', (ls) => ls.length)).toBe(edges);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-plan-dag.png'), fullPage: true });
+  }, 30_000);
+
+  it('subscribes the live log once when the page is ready before the socket is authenticated', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    const fromPage: Array<{ type: string; subscription_id?: string }> = [];
+    const toPage: Array<{ type: string; message?: string }> = [];
+    let authSent!: () => void;
+    const socketOpen = new Promise<void>((r) => (authSent = r));
+    let releaseAuth!: () => void;
+    const authHeld = new Promise<void>((r) => (releaseAuth = r));
+    // Order forced here: the socket opens and sends auth; the log head arrives; the page
+    // subscribes; only then does the server's "authenticated" reply reach the page.
+    await page.routeWebSocket(/\/ws$/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((m) => {
+        const msg = JSON.parse(String(m));
+        fromPage.push(msg);
+        if (msg.type === 'auth') authSent();
+        server.send(m);
+      });
+      let chain = Promise.resolve();
+      server.onMessage((m) => {
+        chain = chain.then(async () => {
+          const msg = JSON.parse(String(m));
+          if (msg.type === 'authenticated') await authHeld;
+          toPage.push(msg);
+          ws.send(m);
+        });
+      });
+    });
+    await page.route(/\/admin\/events\?limit=1$/, async (route) => {
+      await socketOpen;
+      await route.continue();
+    });
+    const headLoaded = page.waitForResponse((r) => r.url().includes('/admin/events?limit=1'));
+    await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+    await headLoaded;
+    await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+    releaseAuth();
+    await page.waitForSelector('#conn.on');
+    const subscribes = () => fromPage.filter((m) => m.type.startsWith('subscribe'));
+    const replies = () => toPage.filter((m) => m.type === 'subscribed' || m.type === 'error');
+    // wait until every subscribe the page sent has been answered
+    for (let i = 0; i < 200 && (subscribes().length === 0 || replies().length < subscribes().length); i++)
+      await page.evaluate(() => new Promise((r) => setTimeout(r, 25)));
+    expect(toPage.filter((m) => m.type === 'error')).toEqual([]);
+    expect(subscribes().map((m) => [m.type, m.subscription_id])).toEqual([['subscribe_all', 'log']]);
+    expect(await page.isHidden('#flash')).toBe(true);
+    expect(consoleErrors).toEqual([]);
   }, 30_000);
 
   it('rejects a wrong token at the sign-in form', async () => {

@@ -46,20 +46,27 @@ function flash(message) {
 }
 
 // ---------------------------------------------------------------- WebSocket
-/** One socket; subscriptions remember their cursor so a reconnect resumes exactly where it stopped. */
+/**
+ * One socket; subscriptions remember their cursor so a reconnect resumes exactly where it stopped.
+ * Subscribe messages go out only once the server has answered `authenticated` (which re-sends every
+ * subscription): one sent while the socket is open but not yet authenticated would be sent twice.
+ */
 const live = {
   ws: null,
+  authed: false,
   subs: new Map(),
   backoff: 500,
   connect() {
     const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`);
     this.ws = ws;
+    this.authed = false;
     ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', token }));
     ws.onmessage = (m) => this.onMessage(JSON.parse(m.data));
     ws.onclose = (e) => {
       setConn(false);
       if (this.ws !== ws) return;
       this.ws = null;
+      this.authed = false;
       if (e.code === 4401) return signOut('The server rejected the token.');
       setTimeout(() => token && this.connect(), this.backoff);
       this.backoff = Math.min(this.backoff * 2, 10_000);
@@ -67,6 +74,7 @@ const live = {
   },
   onMessage(msg) {
     if (msg.type === 'authenticated') {
+      this.authed = true;
       setConn(true);
       this.backoff = 500;
       for (const [id, s] of this.subs) this.send({ ...s.request(), subscription_id: id });
@@ -77,7 +85,7 @@ const live = {
     }
   },
   send(msg) {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
+    if (this.authed && this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
   },
   /** request() builds the subscribe message from the current cursor */
   subscribe(id, request, onEvent) {
@@ -90,6 +98,7 @@ const live = {
   close() {
     const ws = this.ws;
     this.ws = null;
+    this.authed = false;
     this.subs.clear();
     ws?.close();
   },
@@ -258,6 +267,7 @@ const taskView = {
     this.events = [];
     this.shown = 500;
     $('t-id').textContent = id;
+    $('t-input').textContent = '';
     $('t-timeline').replaceChildren();
     await this.loadState();
     let after = 0;
@@ -347,6 +357,8 @@ const taskView = {
     const start = Math.max(0, this.events.length - this.shown);
     $('t-more').hidden = start === 0;
     $('t-count').textContent = `(${this.events.length} events)`;
+    const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
+    if (received) $('t-input').textContent = received.payload.input;
     list.replaceChildren(
       ...this.events.slice(start).map((e) =>
         el('li', {},
