@@ -296,6 +296,35 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(last.replay.detail).toMatch(/^recorded nothing; replayed TOOL_FAILED/);
   });
 
+  it('rebuild recomputes the task states from the log and names the rows that had drifted', async () => {
+    const first = await runCli(['run', 'run echo rebuilt', '--yes'], { cwd: dir, env });
+    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const clean = await runCli(['rebuild', '--json'], { cwd: dir, env });
+    expect(clean.code).toBe(0);
+    const report = JSON.parse(clean.stdout.trim()) as {
+      rebuild: { tasks: { tasks: number; changed: string[] }; memory_events_applied: number };
+    };
+    expect(report.rebuild.tasks).toMatchObject({ tasks: 1, changed: [] });
+    expect(report.rebuild.memory_events_applied).toBeGreaterThan(0);
+
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    handle.raw.prepare("UPDATE tasks SET status = 'failed', result = NULL").run();
+    await handle.close();
+    const fixed = await runCli(['rebuild'], { cwd: dir, env });
+    expect(fixed.code).toBe(0);
+    expect(fixed.stdout).toContain(`tasks: 1 rebuilt from `);
+    expect(fixed.stdout).toContain(`1 differed from the log: ${taskId}`);
+    const check = openSqlite({ path: env.RUNLEDGER_DB });
+    try {
+      expect(check.raw.prepare('SELECT status, result FROM tasks').get()).toEqual({
+        status: 'completed',
+        result: expect.stringContaining('rebuilt'),
+      });
+    } finally {
+      await check.close();
+    }
+  });
+
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
   const hasScript = spawnSync('script', ['--version']).status === 0;
   (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {

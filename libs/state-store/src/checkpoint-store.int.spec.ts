@@ -83,4 +83,22 @@ describe('CheckpointStore on SQLite', () => {
     await expect(sut.save('t1', 'late', {})).rejects.toBeInstanceOf(ConcurrencyError);
     expect(await sut.latest('t1')).toBeNull();
   });
+
+  it('rebuild recomputes each snapshot from the log, keeping its context; a true snapshot is left alone', async () => {
+    await appendAll(new TaskLog('t1').received().context(1).decided(1));
+    const saved = await sut.save('t1', 'after round 1', { round: 1 });
+    expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [] });
+
+    tmp.storage.raw
+      .prepare("UPDATE checkpoints SET state = json_set(state, '$.status', 'completed', '$.rounds', 9)")
+      .run();
+    expect((await sut.latest('t1'))!.state.status).toBe('completed');
+    expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
+    const rebuilt = await sut.latest('t1');
+    expect(rebuilt!.state).toEqual(saved.state);
+    expect(rebuilt!.context).toEqual({ round: 1 });
+    expect((await sut.load('t1'))!.state).toEqual(
+      foldTaskState(await tmp.storage.eventStore.readStream('t1')),
+    );
+  });
 });

@@ -1,4 +1,4 @@
-import { NotFoundError, RuntimeEvent, newId } from '@runledger/contracts';
+import { NotFoundError, RuntimeEvent, canonicalJson, newId } from '@runledger/contracts';
 import { EventStore, SqliteHandle } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from './schema';
@@ -91,6 +91,35 @@ export class CheckpointStore {
     return row
       ? { ...row, state: JSON.parse(row.state) as TaskState, context: JSON.parse(row.context) as unknown }
       : null;
+  }
+
+  /**
+   * Recompute every snapshot's state from the log (the fold up to and
+   * including its CHECKPOINT_SAVED), so a snapshot never outlives a change of
+   * the fold. The caller's context is kept as saved. Returns the checkpoints
+   * seen and those whose stored state differed.
+   */
+  async rebuild(): Promise<{ checkpoints: number; changed: string[] }> {
+    const rows = await this.db
+      .selectFrom('checkpoints')
+      .select(['checkpoint_id', 'task_id', 'event_sequence', 'state'])
+      .orderBy('task_id')
+      .orderBy('event_sequence')
+      .execute();
+    const changed: string[] = [];
+    for (const row of rows) {
+      const events = await this.events.readStream(row.task_id, { limit: row.event_sequence });
+      const folded = foldTaskState(events);
+      if (canonicalJson(folded) === canonicalJson(JSON.parse(row.state))) continue;
+      const state = JSON.stringify(folded);
+      await this.db
+        .updateTable('checkpoints')
+        .set({ state })
+        .where('checkpoint_id', '=', row.checkpoint_id)
+        .execute();
+      changed.push(row.checkpoint_id);
+    }
+    return { checkpoints: rows.length, changed };
   }
 
   /** Latest checkpoint + the events after it; null for an unknown task. */

@@ -132,4 +132,20 @@ describe('TaskStateStore on SQLite', () => {
     expect(folded).toBe(logs.reduce((n, l) => n + l.events.length, 0));
     expect((await sut.list({ limit: 500 })).items).toEqual(live);
   });
+
+  it('rebuildReport names the rows the refold changed (drift, ghosts) and none when the projection is true', async () => {
+    await append(new TaskLog('a').received().context(1).decided(1).completed('A', 1));
+    await append(new TaskLog('b').received().context(1));
+    expect(await sut.rebuildReport()).toEqual({ events: 6, tasks: 2, changed: [] });
+
+    tmp.storage.raw.prepare("UPDATE tasks SET status = 'failed' WHERE task_id = 'b'").run();
+    tmp.storage.raw
+      .prepare(
+        "INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'",
+      )
+      .run();
+    expect(await sut.rebuildReport()).toEqual({ events: 6, tasks: 2, changed: ['b', 'ghost'] });
+    expect(await sut.get('b')).toMatchObject({ status: 'running' });
+    expect(await sut.get('ghost')).toBeNull();
+  });
 });

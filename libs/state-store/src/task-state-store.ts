@@ -24,6 +24,15 @@ export interface ListTasksOptions {
   cursor?: string;
 }
 
+export interface RebuildReport {
+  /** events folded */
+  events: number;
+  /** task rows after the rebuild */
+  tasks: number;
+  /** task ids whose row the rebuild changed, created or removed */
+  changed: string[];
+}
+
 export interface TaskPage {
   items: TaskState[];
   /** null on the last page */
@@ -199,6 +208,27 @@ export class TaskStateStore implements InlineProjection {
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */
   async rebuild(): Promise<number> {
     return rebuildProjection(this.handle.raw, this);
+  }
+
+  /**
+   * rebuild(), and which rows the refold changed: a task whose row differed
+   * from the fold of its log (drift), appeared or disappeared. One write
+   * transaction, so an append cannot land between the two pictures.
+   */
+  async rebuildReport(): Promise<RebuildReport> {
+    const raw = this.handle.raw;
+    const rows = raw.prepare<[], TaskRow>('SELECT * FROM tasks');
+    const picture = () => new Map(rows.all().map((r) => [r.task_id, JSON.stringify(r)]));
+    return raw
+      .transaction((): RebuildReport => {
+        const before = picture();
+        const events = rebuildProjection(raw, this);
+        const after = picture();
+        const ids = new Set([...before.keys(), ...after.keys()]);
+        const changed = [...ids].filter((id) => before.get(id) !== after.get(id)).sort();
+        return { events, tasks: after.size, changed };
+      })
+      .immediate();
   }
 
   private prepare(raw: BetterSqlite3.Database): Statements {

@@ -19,6 +19,8 @@ describe('parseArgs', () => {
     expect(refused(['replay', 't1', '--yes'])).toContain('--yes does not apply to replay');
     expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain('does not apply to resolve');
     expect(refused(['serve', '--json'])).toBe('--json does not apply to serve');
+    expect(refused(['rebuild', '--yes'])).toBe('--yes does not apply to rebuild (it takes --json)');
+    expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true });
     expect(refused(['serve', 'extra'])).toContain('serve takes no arguments');
     expect(refused(['resume', 't1', 't2'])).toBe('resume takes at most one <task_id>');
     expect(refused(['resolve', 't1', 'r1', 'deny', 'extra'])).toContain('resolve needs');

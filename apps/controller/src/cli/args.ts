@@ -21,6 +21,7 @@ export type CliCommand =
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
   | { kind: 'replay'; task_id: string; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
+  | { kind: 'rebuild'; json: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
 
@@ -35,6 +36,7 @@ const FLAGS: Partial<Record<string, readonly Flag[]>> = {
   resolve: ['--json'],
   replay: ['--json'],
   fork: ['--yes', '--json', '--model'],
+  rebuild: ['--json'],
   serve: [],
 };
 
@@ -47,6 +49,8 @@ export const USAGE = `usage:
   runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always [--json]
   runledger replay <task_id> [--json]               re-run a recorded task offline, compared with its log
   runledger fork <task_id> <sequence> [--model ...] [--yes] [--json]  a new task from that event of an old one
+  runledger rebuild [--json]                        recompute task states, checkpoints and memory from the
+                                                    log and name what differed (stop the server first)
   runledger serve                                   run the HTTP server
 exit code: 0 only when the task completed (replay: and matched its recording); 1 it ended otherwise;
            2 bad usage; 3 it waits for a person`;
@@ -175,6 +179,9 @@ export function parseArgs(argv: readonly string[]): CliCommand {
         yes: flags.yes,
       };
     }
+    case 'rebuild':
+      if (positional.length > 0) throw new ValidationError('rebuild takes no arguments');
+      return { kind: 'rebuild', json: flags.json };
     case 'serve':
       if (positional.length > 0)
         throw new ValidationError('serve takes no arguments (configure it through the environment)');

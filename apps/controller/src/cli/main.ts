@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
 import {
+  ConfigError,
   PermissionDecision,
   RunledgerError,
   RuntimeEvent,
@@ -109,6 +110,27 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
     process.removeListener('SIGINT', onSigint);
     await printing;
   }
+}
+
+/** Every projection recomputed from the log; what differed is named (the log is the truth, a difference is drift). */
+async function rebuild(rt: BuiltRuntime, json: boolean): Promise<number> {
+  const storage = rt.storage;
+  if (!storage) throw new ConfigError('rebuild needs the SQLite storage (RUNLEDGER_DB a file)');
+  const tasks = await storage.taskStates.rebuildReport();
+  const checkpoints = await storage.checkpoints.rebuild();
+  const memory = rt.memory?.service ? await rt.memory.service.rebuildFromLog() : null;
+  if (json) out(JSON.stringify({ rebuild: { tasks, checkpoints, memory_events_applied: memory } }));
+  else {
+    const named = (ids: string[]) => (ids.length ? `: ${ids.join(', ')}` : '');
+    out(
+      `tasks: ${tasks.tasks} rebuilt from ${tasks.events} events; ${tasks.changed.length} differed from the log${named(tasks.changed)}`,
+    );
+    out(
+      `checkpoints: ${checkpoints.checkpoints} recomputed; ${checkpoints.changed.length} differed${named(checkpoints.changed)}`,
+    );
+    out(memory === null ? 'memory: off' : `memory: rebuilt from ${memory} MEMORY_WRITTEN events`);
+  }
+  return EXIT.completed;
 }
 
 interface ReplayMatch {
@@ -220,6 +242,8 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
         return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
       }
+      case 'rebuild':
+        return await rebuild(rt, cmd.json);
       case 'replay': {
         const { task_id } = await rt.replay(cmd.task_id);
         const code = await follow(rt, task_id, { json: cmd.json, yes: false, interactive: false });
