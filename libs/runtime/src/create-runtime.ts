@@ -87,6 +87,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     hooks,
     gateway,
     coder: o.model,
+    coderFallbacks: fallbacks,
     modelTimeoutMs,
     stepConcurrency: o.stepConcurrency ?? 4,
     discipline: d,

@@ -33,7 +33,8 @@ import {
 import { guardEvent } from './discipline/retry-runner';
 import { admit, resolveBudgets } from './discipline/budgets';
 import { describeStop } from './discipline/stop-reasons';
-import { DisciplineSettings } from './discipline/settings';
+import { DisciplineSettings, RetrySettings } from './discipline/settings';
+import { callThroughChain } from './provider-chain';
 
 export type ExecOutcome =
   { kind: 'continue' } | { kind: 'suspend' } | { kind: 'end'; stop: Stop; result: string | null };
@@ -62,6 +63,8 @@ export interface EngineDeps {
   gateway: ModelGateway;
   /** the backend that serves the coder role */
   coder: ModelBackend;
+  /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
+  coderFallbacks?: readonly ModelBackend[];
   modelTimeoutMs: number;
   stepConcurrency: number;
   redact: (value: ToolResult, secrets: readonly string[]) => ToolResult;
@@ -70,6 +73,15 @@ export interface EngineDeps {
   rng?: () => number;
   log: (message: string, err?: unknown) => void;
 }
+
+/** Without run discipline a model request is not retried. */
+const NO_MODEL_RETRIES: RetrySettings = {
+  modelRetries: 0,
+  toolRetries: 0,
+  baseDelayMs: 0,
+  maxDelayMs: 0,
+  maxRetryAfterMs: 0,
+};
 
 const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
 
@@ -321,10 +333,16 @@ export class ExecutionEngine {
       case 'coder': {
         if (!this.deps.coder.modelFor('coder')) return { kind: 'failed', error: 'no coder model configured' };
         const prompt = String(args.prompt ?? step.description);
+        const chain = [
+          this.deps.coder,
+          ...(this.deps.coderFallbacks ?? []).filter((b) => b.modelFor('coder') !== null),
+        ];
         try {
-          const res = await this.deps.gateway.call({
+          // Retries, then the next provider, as for the orchestrator; at the end of the chain the step fails.
+          const out = await callThroughChain({
+            gateway: this.deps.gateway,
             writer,
-            backend: this.deps.coder,
+            chain,
             role: 'coder',
             round,
             request: {
@@ -335,8 +353,11 @@ export class ExecutionEngine {
               timeout_ms: this.deps.modelTimeoutMs,
               signal,
             },
+            retry: this.deps.discipline?.retry ?? NO_MODEL_RETRIES,
+            rng: this.deps.rng,
           });
-          return { kind: 'completed', output: res.content };
+          if (out.ok) return { kind: 'completed', output: out.res.content };
+          return { kind: 'failed', error: `coder: ${(out.error as Error).message}` };
         } catch (err) {
           return { kind: 'failed', error: `coder: ${(err as Error).message}` };
         }

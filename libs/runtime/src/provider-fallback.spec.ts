@@ -208,6 +208,54 @@ describe('orchestrator fallback providers', () => {
     ).toThrow(ConfigError);
   });
 
+  describe('the coder role walks the same chain', () => {
+    const codePlan = JSON.stringify({
+      type: 'plan',
+      steps: [
+        { id: 'code', kind: 'coder', args: { prompt: 'write a haiku' } },
+        {
+          id: 'say',
+          kind: 'respond',
+          args: { content: 'coder said: ${steps.code.output}' },
+          depends_on: ['code'],
+        },
+      ],
+    });
+
+    it('a coder step whose provider fails its retries is served by the next provider', async () => {
+      const a = new ScriptedBackend({ orchestrator: [codePlan], coder: [ERR, ERR, ERR] }, { backend: 'A' });
+      const b = new ScriptedBackend({ coder: ['logs, lines, and time'] }, { backend: 'B' });
+      const { progress, events } = await run(a, [b]);
+      expect(progress.final).toMatchObject({
+        stop_reason: 'completed',
+        result: 'coder said: logs, lines, and time',
+      });
+      const sw = events.find((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'fallback');
+      expect(sw?.payload.data).toMatchObject({ role: 'coder', from: 'A', to: 'B' });
+      const coderCalls = events.flatMap((e) =>
+        e.type === 'MODEL_CALLED' && e.payload.role === 'coder'
+          ? [`${e.payload.model}#${e.payload.attempt}`]
+          : [],
+      );
+      expect(coderCalls).toEqual(['A#1', 'A#2', 'A#3', 'B#1']);
+    });
+
+    it('when every provider fails, the coder step fails (no sys_util coder) and the orchestrator hears of it', async () => {
+      const a = new ScriptedBackend(
+        { orchestrator: [codePlan, '{"type":"fail","reason":"no coder today"}'], coder: [ERR, ERR, ERR] },
+        { backend: 'A' },
+      );
+      const b = new ScriptedBackend({ coder: [ERR, ERR, ERR] }, { backend: 'B' });
+      const { progress, events } = await run(a, [b]);
+      expect(progress.final?.stop_reason).not.toBe('completed');
+      expect(events.find((e) => e.type === 'STEP_FAILED')?.payload).toMatchObject({
+        step_id: 'code',
+        error: 'coder: upstream 500',
+      });
+      expect(trail(events).filter((l) => l.startsWith('fallback'))).toEqual(['fallback A -> B']);
+    });
+  });
+
   describe('replay', () => {
     const replayed = async (taskId: string) => {
       const { task_id } = await replayTask(
@@ -238,6 +286,22 @@ describe('orchestrator fallback providers', () => {
         type: 'TASK_COMPLETED',
         payload: { result: 'done by B' },
       });
+    });
+
+    it('a coder step served by the fallback provider replays event for event', async () => {
+      const plan = JSON.stringify({
+        type: 'plan',
+        steps: [{ id: 'code', kind: 'coder', args: { prompt: 'x' } }],
+      });
+      const a = new ScriptedBackend(
+        { orchestrator: [plan, respond('done')], coder: [ERR, ERR, ERR] },
+        { backend: 'A' },
+      );
+      const b = new ScriptedBackend({ coder: ['the code'] }, { backend: 'B' });
+      const { task_id, events } = await run(a, [b]);
+      expect(events[events.length - 1].type).toBe('TASK_COMPLETED');
+      const again = await replayed(task_id);
+      expect(replayView(again)).toEqual(replayView(events));
     });
 
     it('a run that went down the whole chain to sys_util replays the same switches', async () => {

@@ -77,19 +77,19 @@ export function chainStart(labels: readonly string[], events: readonly RuntimeEv
 
 /**
  * The provider chain a recorded task went through, as labels, primary first:
- * every provider its retry and fallback events name, in order of appearance.
- * Empty when the task never retried nor fell back (then the labels never show).
+ * every provider its retry and fallback events name (for `role`, or for any
+ * role: every role walks the same chain in the same order), in order of
+ * appearance. Empty when the task never retried nor fell back (then the labels
+ * never show).
  */
-export function recordedProviderLabels(
-  events: readonly RuntimeEvent[],
-  role: Role = 'orchestrator',
-): string[] {
+export function recordedProviderLabels(events: readonly RuntimeEvent[], role?: Role): string[] {
   const labels: string[] = [];
   const add = (v: unknown) => {
     if (typeof v === 'string' && v !== SYS_UTIL && !labels.includes(v)) labels.push(v);
   };
   for (const e of events) {
-    if (e.type !== 'GUARD_TRIGGERED' || (e.payload.data.role ?? 'orchestrator') !== role) continue;
+    if (e.type !== 'GUARD_TRIGGERED') continue;
+    if (role !== undefined && (e.payload.data.role ?? 'orchestrator') !== role) continue;
     if (e.payload.guard === 'retry') add(e.payload.data.provider);
     if (e.payload.guard === 'fallback') {
       add(e.payload.data.from);
