@@ -165,7 +165,14 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(['/tasks', '/tasks/{task_id}', '/tasks/{task_id}/stream', '/admin/events']),
+      expect.arrayContaining([
+        '/tasks',
+        '/tasks/{task_id}',
+        '/tasks/{task_id}/stream',
+        '/admin/events',
+        '/memory',
+        '/memory/{id}',
+      ]),
     );
     expect(
       doc.body.paths['/tasks'].post.requestBody.content['application/json'].schema.properties.input,

@@ -22,10 +22,11 @@ import {
 } from '../dtos/tasks.dto';
 import { StreamQuery } from '../tasks/task-stream.controller';
 import { WsClientMessage } from '../dtos/ws.dto';
+import { MemoryDeleteResponse, MemoryListResponse, MemoryQuery } from '../memory/memory.dto';
 import { RuntimeEventEnvelope } from '@runledger/contracts';
 
 interface Operation {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'delete';
   path: string;
   summary: string;
   scope: Scope | null;
@@ -39,6 +40,7 @@ interface Operation {
 
 const taskId = { name: 'task_id', in: 'path', required: true, schema: { type: 'string' } };
 const requestId = { name: 'request_id', in: 'path', required: true, schema: { type: 'string' } };
+const entryId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 
 const OPERATIONS: Operation[] = [
   {
@@ -129,6 +131,24 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'get',
+    path: '/memory',
+    summary:
+      'Memory entries: with query, ranked by similarity x weight; without, the newest (409 when RUNLEDGER_MEMORY=off)',
+    scope: 'admin',
+    query: MemoryQuery,
+    status: 200,
+    response: MemoryListResponse,
+  },
+  {
+    method: 'delete',
+    path: '/memory/{id}',
+    summary: 'Delete a memory entry (tombstone in the index, MEMORY_WRITTEN op delete in the log)',
+    scope: 'admin',
+    status: 200,
+    response: MemoryDeleteResponse,
+  },
+  {
+    method: 'get',
     path: '/metrics',
     summary: 'Prometheus metrics',
     scope: 'admin',
@@ -165,6 +185,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     const parameters: unknown[] = [];
     if (op.path.includes('{task_id}')) parameters.push(taskId);
     if (op.path.includes('{request_id}')) parameters.push(requestId);
+    if (op.path.includes('{id}')) parameters.push(entryId);
     if (op.query) parameters.push(...queryParameters(op.query));
     for (const h of op.headers ?? [])
       parameters.push({
@@ -191,6 +212,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     }
     if (op.path.includes('{task_id}'))
       responses[404] = { description: 'no such task', content: errorContent };
+    if (op.path.includes('{id}'))
+      responses[404] = { description: 'no such memory entry', content: errorContent };
     if (op.method === 'post') {
       responses[409] = {
         description: 'conflict (idempotency key reuse, request no longer pending, wrong state)',
