@@ -129,6 +129,10 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     );
     const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);
+    // the person is told, after the answer, which side effect may or may not have happened
+    expect(res.stdout).toContain(
+      '! check by hand: shell_exec {"command":"sleep 3; echo two >> out.txt"} (call_1_s2) was cut off by a restart',
+    );
     const log = await events();
     const failed = log.find((e) => e.type === 'TOOL_FAILED');
     expect(failed?.payload).toMatchObject({ call_id: 'call_1_s2', error_kind: 'outcome_unknown' });

@@ -12,7 +12,7 @@ import { TaskProgress, replayView } from '@runledger/runtime';
 import { BuiltRuntime, buildRuntime } from '../composition';
 import { loadConfig } from '../config';
 import { CliCommand, USAGE, parseArgs } from './args';
-import { eventLine, usageLine } from './render';
+import { UnknownOutcome, eventLine, unknownOutcomeLine, unknownOutcomes, usageLine } from './render';
 
 export const EXIT = { completed: 0, ended: 1, usage: 2, waiting: 3 } as const;
 
@@ -59,7 +59,9 @@ async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
 async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promise<number> {
   let lastSeq = 0;
   let printing: Promise<void> = Promise.resolve();
+  const seen: RuntimeEvent[] = [];
   const show = (e: RuntimeEvent) => {
+    seen.push(e);
     if (o.json) return out(JSON.stringify(e));
     const line = eventLine(e);
     if (line) out(line);
@@ -78,7 +80,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
     for (;;) {
       const p = await rt.service.settled(taskId);
       await print();
-      if (p.final) return summary(p, o);
+      if (p.final) return summary(p, o, unknownOutcomes(seen));
       if (p.status === 'awaiting_permission') {
         const req = p.pendingPermission!;
         if (!o.yes && !o.interactive)
@@ -162,7 +164,7 @@ export function compareReplay(
   return { matches: true, compared: a.length, diverged_at: null, detail: null };
 }
 
-function summary(p: TaskProgress, o: FollowOptions): number {
+function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): number {
   const f = p.final!;
   if (o.json)
     out(
@@ -174,6 +176,7 @@ function summary(p: TaskProgress, o: FollowOptions): number {
           detail: f.detail,
           result: f.result,
           usage: p.usage,
+          outcome_unknown: unknown,
         },
       }),
     );
@@ -181,6 +184,7 @@ function summary(p: TaskProgress, o: FollowOptions): number {
     if (f.result) out(`\n${f.result}\n`);
     out(`stop reason: ${f.stop_reason} (${f.detail})`);
     out(usageLine(p.usage));
+    for (const u of unknown) out(unknownOutcomeLine(u));
   }
   return f.stop_reason === 'completed' ? EXIT.completed : EXIT.ended;
 }

@@ -80,3 +80,28 @@ export function eventLine(e: RuntimeEvent): string | null {
 export function usageLine(u: TaskUsage): string {
   return `rounds ${u.rounds} · tool calls ${u.tool_calls} · model calls ${u.model_calls} · tokens ${u.total_tokens} (prompt ${u.prompt_tokens}, completion ${u.completion_tokens}) · cost $${u.cost_usd.toFixed(4)}`;
 }
+
+/** A tool call a crash cut off: its intent is in the log, its outcome is not, and it was not run again. */
+export interface UnknownOutcome {
+  call_id: string;
+  tool: string;
+  args: Record<string, unknown>;
+}
+
+export function unknownOutcomes(events: readonly RuntimeEvent[]): UnknownOutcome[] {
+  const args = new Map<string, Record<string, unknown>>();
+  const unknown: UnknownOutcome[] = [];
+  for (const e of events) {
+    if (e.type === 'TOOL_CALLED') args.set(e.payload.call_id, e.payload.args);
+    if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'outcome_unknown')
+      unknown.push({
+        call_id: e.payload.call_id,
+        tool: e.payload.tool,
+        args: args.get(e.payload.call_id) ?? {},
+      });
+  }
+  return unknown;
+}
+
+export const unknownOutcomeLine = (u: UnknownOutcome): string =>
+  `! check by hand: ${u.tool} ${short(u.args, 100)} (${u.call_id}) was cut off by a restart; it may or may not have taken effect and was not run again`;
