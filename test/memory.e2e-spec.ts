@@ -227,6 +227,12 @@ describe('memory through the API with a scripted model', () => {
       expect((await h.request('GET', '/memory?kind=user_preference')).body.entries).toEqual([
         expect.objectContaining({ id, weight: 0.6, session_id: 'session-d', task_id: first.task_id }),
       ]);
+      // tasks that only used memory tools leave no summary: the entry is the only copy of the fact,
+      // so deleting it forgets the fact
+      expect((await h.request('GET', '/memory')).body.entries.map((e: { id: string }) => e.id)).toEqual([id]);
+      expect((await h.request('DELETE', `/memory/${id}`)).status).toBe(200);
+      const after = (await h.request('GET', '/memory?query=favourite%20editor%20helix')).body.entries;
+      expect(after.filter((e: { text: string }) => e.text.includes('helix'))).toEqual([]);
     } finally {
       await dispose();
     }

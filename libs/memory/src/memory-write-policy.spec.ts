@@ -282,6 +282,20 @@ describe('decideAtEnd', () => {
       ],
     });
 
+  const called = (tool: string) => ev('TOOL_CALLED', { call_id: `c${seq}`, tool, args: {} });
+  const memoryStep = (id: string, tool: string) => ({ ...steps[0], id, tool, args: { text: 'x' } });
+  const memoryPlan = ev('PLAN_STARTED', {
+    plan_id: 'p2',
+    steps: [memoryStep('m1', 'memory_insert'), memoryStep('m2', 'memory_search')],
+  });
+  const memoryPlanDone = ev('PLAN_COMPLETED', {
+    plan_id: 'p2',
+    step_results: [
+      { step_id: 'm1', status: 'completed' },
+      { step_id: 'm2', status: 'completed' },
+    ],
+  });
+
   it.each<[string, RuntimeEvent[], 'completed' | 'tool_error', string | null, Record<string, unknown>[]]>([
     [
       'completed with a plan -> plan and summary',
@@ -307,6 +321,27 @@ describe('decideAtEnd', () => {
     ['a failed task leaves nothing', [received, started, done('completed')], 'tool_error', null, []],
     ['an empty result leaves no summary', [received], 'completed', '  ', []],
     ['a secret-looking result is not kept', [received], 'completed', 'token=abcdefghijkl', []],
+    [
+      'a task that only used memory tools leaves nothing (its result is memory already)',
+      [received, called('memory_search')],
+      'completed',
+      'memory_search: {"hits":[{"id":"mem_1","text":"the deploy key rotates on fridays"}]}',
+      [],
+    ],
+    [
+      'a plan of memory steps only is not kept either',
+      [received, memoryPlan, called('memory_insert'), called('memory_search'), memoryPlanDone],
+      'completed',
+      'memory_insert: {"id":"mem_2"}',
+      [],
+    ],
+    [
+      'a memory tool beside another tool still leaves the summary',
+      [received, called('memory_search'), called('shell_exec')],
+      'completed',
+      '12 files',
+      [{ kind: 'summary', text: 'task "count the files" -> 12 files' }],
+    ],
   ])('%s', (_name, events, stop, result, expected) => {
     const out = decideAtEnd(events, stop, result, DEFAULT_MEMORY_POLICY);
     expect(out).toHaveLength(expected.length);

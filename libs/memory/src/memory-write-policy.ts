@@ -210,8 +210,9 @@ const stepText = (step: PlanStep): string =>
 /**
  * Pure: what a task that ended teaches, from its log. A completed task leaves a
  * summary (its input and result); a plan whose steps all completed leaves the
- * plan, so a later task with a similar input can reuse its shape. Anything that
- * looks like a secret is left out.
+ * plan, so a later task with a similar input can reuse its shape. A task whose
+ * tool calls were all memory tools leaves nothing; anything that looks like a
+ * secret is left out.
  */
 export function decideAtEnd(
   events: readonly RuntimeEvent[],
@@ -224,6 +225,10 @@ export function decideAtEnd(
     (e): e is Extract<RuntimeEvent, { type: 'TASK_RECEIVED' }> => e.type === 'TASK_RECEIVED',
   );
   if (!received) return [];
+  // a task that only read or wrote memory learned nothing new: its result is memory already, and a
+  // summary of it would copy entries (even ones deleted later) back into memory on every recall
+  const tools = events.flatMap((e) => (e.type === 'TOOL_CALLED' ? [e.payload.tool] : []));
+  if (tools.length > 0 && tools.every(isMemoryTool)) return [];
   const input = clip(received.payload.input.trim(), 400);
   const out: InsertDecision[] = [];
   if (config.plan_weight > 0) {
