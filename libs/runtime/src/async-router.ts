@@ -169,10 +169,10 @@ export class AsyncRouter {
   }
 
   /** The orchestrator, then the fallback providers that serve the orchestrator role. */
-  private chain(): ModelBackend[] {
+  private chain(role: 'orchestrator' | 'utility' = 'orchestrator'): ModelBackend[] {
     return [
       this.models.orchestrator,
-      ...(this.models.fallbacks ?? []).filter((b) => b.modelFor('orchestrator') !== null),
+      ...(this.models.fallbacks ?? []).filter((b) => b.modelFor(role) !== null),
     ];
   }
 
@@ -248,33 +248,36 @@ export class AsyncRouter {
     c: NonNullable<BuiltContext['compaction']>,
     signal: AbortSignal,
   ): Promise<boolean> {
-    try {
-      const res = await this.gateway.call({
-        writer,
-        backend: this.models.orchestrator,
-        role: 'utility',
-        round,
-        request: {
-          messages: [
-            { role: 'system', content: `${COMPACTION_SYSTEM} Stay under ${c.summaryTokens * 4} characters.` },
-            { role: 'user', content: c.text },
-          ],
-          timeout_ms: this.timeoutMs,
-          signal,
-        },
-      });
-      const summary = res.content.slice(0, c.summaryTokens * 4);
-      await writer.append([
-        guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, {
-          rounds: c.rounds,
-          summary,
-        }),
-      ]);
-      return true;
-    } catch (err) {
-      if (signal.aborted || !(err instanceof ModelCallError)) throw err;
+    // Down the provider chain like the orchestrator; when it runs out the caller trims.
+    const out = await callThroughChain({
+      gateway: this.gateway,
+      writer,
+      chain: this.chain('utility'),
+      role: 'utility',
+      round,
+      request: {
+        messages: [
+          { role: 'system', content: `${COMPACTION_SYSTEM} Stay under ${c.summaryTokens * 4} characters.` },
+          { role: 'user', content: c.text },
+        ],
+        timeout_ms: this.timeoutMs,
+        signal,
+      },
+      retry: this.policy.retry,
+      rng: this.policy.rng,
+    });
+    if (!out.ok) {
+      if (signal.aborted || !(out.error instanceof ModelCallError)) throw out.error;
       return false;
     }
+    const summary = out.res.content.slice(0, c.summaryTokens * 4);
+    await writer.append([
+      guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, {
+        rounds: c.rounds,
+        summary,
+      }),
+    ]);
+    return true;
   }
 
   /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */

@@ -49,14 +49,19 @@ describe('orchestrator fallback providers', () => {
   let store: InMemoryEventStore;
   let rt: Runtime;
 
-  const run = async (model: ModelBackend, fallbackModels: ModelBackend[], input = 'write me a poem') => {
+  const run = async (
+    model: ModelBackend,
+    fallbackModels: ModelBackend[],
+    input = 'write me a poem',
+    discipline = settings,
+  ) => {
     rt = createRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
       model,
       fallbackModels,
-      discipline: settings,
+      discipline,
       rng: seededRandom(3),
       log: () => undefined,
     });
@@ -231,7 +236,7 @@ describe('orchestrator fallback providers', () => {
         result: 'coder said: logs, lines, and time',
       });
       const sw = events.find((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'fallback');
-      expect(sw?.payload.data).toMatchObject({ role: 'coder', from: 'A', to: 'B' });
+      expect(sw?.payload).toMatchObject({ data: { role: 'coder', from: 'A', to: 'B' } });
       const coderCalls = events.flatMap((e) =>
         e.type === 'MODEL_CALLED' && e.payload.role === 'coder'
           ? [`${e.payload.model}#${e.payload.attempt}`]
@@ -254,6 +259,42 @@ describe('orchestrator fallback providers', () => {
       });
       expect(trail(events).filter((l) => l.startsWith('fallback'))).toEqual(['fallback A -> B']);
     });
+  });
+
+  it('compaction through the utility role falls back too; later compactions start at the fallback', async () => {
+    const tight: DisciplineSettings = {
+      ...settings,
+      prompt: {
+        ...settings.prompt,
+        contextWindowTokens: 1200,
+        maxTokens: 100,
+        safetyMargin: 0,
+        maxTrimItems: 0,
+        keepRecentHistory: 1,
+        summaryTokens: 40,
+      },
+    };
+    const echoes = Array.from({ length: 5 }, (_, i) =>
+      JSON.stringify({ type: 'tool', tool: 'echo', args: { text: `${i}`.repeat(500) } }),
+    );
+    const a = new ScriptedBackend(
+      { orchestrator: [...echoes, respond('done')], utility: [ERR, ERR, ERR] },
+      { backend: 'A' },
+    );
+    const b = new ScriptedBackend({ utility: Array(10).fill('five long echoes') }, { backend: 'B' });
+    const { progress, events } = await run(a, [b], 'echo a lot', tight);
+    expect(progress.final?.stop_reason).toBe('completed');
+    const utility = events.flatMap((e) =>
+      e.type === 'MODEL_CALLED' && e.payload.role === 'utility' ? [e.payload.model] : [],
+    );
+    expect(utility.slice(0, 4)).toEqual(['A', 'A', 'A', 'B']);
+    expect(utility.length).toBeGreaterThan(4);
+    expect(utility.slice(4).every((m) => m === 'B')).toBe(true);
+    const compactions = events.filter(
+      (e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'compaction',
+    );
+    expect(compactions.length).toBeGreaterThan(0);
+    expect(trail(events)).toContain('fallback A -> B');
   });
 
   describe('replay', () => {
