@@ -168,7 +168,7 @@ export class AsyncRouter {
     return this.sysUtil(writer, round, ctx, signal, fallback);
   }
 
-  /** The orchestrator, then the fallback providers that serve the orchestrator role. */
+  /** The configured model, then the fallback providers that serve `role`. */
   private chain(role: 'orchestrator' | 'utility' = 'orchestrator'): ModelBackend[] {
     return [
       this.models.orchestrator,

@@ -10,6 +10,7 @@ export * from './task-writer';
 export * from './context-builder';
 export * from './model-gateway';
 export * from './async-router';
+export * from './provider-chain';
 export * from './execution-engine';
 export * from './runtime-loop';
 export * from './runtime-service';
