@@ -150,6 +150,24 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(await eventCount(sut)).toBe(before);
   });
 
+  it('refuses a cancel that carries unknown fields and leaves the task as it was', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run touch cancel-me.txt' } })).body
+      .task_id as string;
+    await waitForTask(sut, taskId, (s) => s === 'awaiting_permission');
+    const before = await eventCount(sut);
+    for (const body of [{ force: true }, { reason: 'x' }, [1], 'now']) {
+      const res = await sut.request('POST', `/tasks/${taskId}/cancel`, { body });
+      expect([res.status, res.body.error]).toEqual([400, 'validation_error']);
+    }
+    expect(await eventCount(sut)).toBe(before);
+    expect((await sut.request('GET', `/tasks/${taskId}`)).body.status).toBe('awaiting_permission');
+    for (const options of [{}, { body: {} }]) {
+      const res = await sut.request('POST', `/tasks/${taskId}/cancel`, options);
+      expect(res.status === 202 || res.body.error === 'illegal_state').toBe(true);
+    }
+    expect((await waitForTask(sut, taskId)).status).toBe('cancelled');
+  });
+
   it('serves Prometheus metrics and the OpenAPI document', async () => {
     const metrics = await sut.request('GET', '/metrics');
     expect(metrics.status).toBe(200);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Scope } from '../auth/scopes';
 import {
+  CancelBody,
   CancelResponse,
   ProvideSecretBody,
   ResolutionResponse,
@@ -99,6 +100,7 @@ const OPERATIONS: Operation[] = [
     path: '/tasks/{task_id}/cancel',
     summary: 'Cancel a task',
     scope: 'tasks:write',
+    body: CancelBody,
     status: 202,
     response: CancelResponse,
   },
@@ -230,7 +232,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         ...(op.body
           ? {
               requestBody: {
-                required: true,
+                required: !op.body.safeParse(undefined).success,
                 content: { 'application/json': { schema: schemaOf(op.body, 'input') } },
               },
             }

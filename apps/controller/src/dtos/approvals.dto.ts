@@ -6,6 +6,9 @@ export const ResolvePermissionBody = z.object({ decision: PermissionDecision }).
 /** The value is handed to the runtime for one step and never stored, logged or echoed. */
 export const ProvideSecretBody = z.object({ secret: z.string().min(1).max(65_536) }).strict();
 
+/** A cancel takes no fields; a body, if sent, must be an empty object (unknown fields are refused). */
+export const CancelBody = z.object({}).strict().optional();
+
 export const ResolutionResponse = z.object({
   task_id: z.string(),
   request_id: z.string(),

@@ -2,6 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } 
 import { NotFoundError } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
 import {
+  CancelBody,
   CancelResponse,
   ProvideSecretBody,
   ResolutionResponse,
@@ -68,7 +69,10 @@ export class TasksController {
   @Post(':task_id/cancel')
   @HttpCode(202)
   @RequireScope('tasks:write')
-  async cancel(@Param('task_id', taskIdPipe) taskId: string): Promise<z.infer<typeof CancelResponse>> {
+  async cancel(
+    @Param('task_id', taskIdPipe) taskId: string,
+    @Body(new ZodPipe(CancelBody, 'body')) _body: z.output<typeof CancelBody>,
+  ): Promise<z.infer<typeof CancelResponse>> {
     await this.backend.cancel(taskId);
     return { task_id: taskId, status: (await this.requireTask(taskId)).status };
   }
