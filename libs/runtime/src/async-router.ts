@@ -10,7 +10,7 @@ import {
   completionStateFromEvents,
   completionStep,
 } from './discipline/completion';
-import { RetrySettings } from './discipline/settings';
+import { NO_RETRIES, RetrySettings } from './discipline/settings';
 import { describeStop } from './discipline/stop-reasons';
 import { guardEvent } from './discipline/retry-runner';
 import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
@@ -43,7 +43,7 @@ export interface RouterPolicy {
 
 /** Without run discipline: no retries, fall back at the first failure; no completion protocol. */
 export const NO_RETRY_POLICY: RouterPolicy = {
-  retry: { modelRetries: 0, toolRetries: 0, baseDelayMs: 0, maxDelayMs: 0, maxRetryAfterMs: 0 },
+  retry: NO_RETRIES,
   completionMaxMisses: null,
 };
 

@@ -22,9 +22,10 @@ export interface RuntimeOptions {
   /** serves every role; sys_util when no model is configured */
   model: ModelBackend;
   /**
-   * Providers that stand in for `model` as orchestrator, in order, after its
-   * retries ran out on provider_error / rate_limited / timeout; sys_util comes
-   * after the last. Labels (ModelBackend.label) must be unique.
+   * Providers that stand in for `model`, in order, after its retries ran out
+   * on provider_error / rate_limited / timeout (orchestrator, coder steps,
+   * compaction); for the orchestrator sys_util comes after the last. Labels
+   * (ModelBackend.label) must be unique.
    */
   fallbackModels?: ModelBackend[];
   /** the fallback orchestrator; sys_util unless replaying */

@@ -33,7 +33,7 @@ import {
 import { guardEvent } from './discipline/retry-runner';
 import { admit, resolveBudgets } from './discipline/budgets';
 import { describeStop } from './discipline/stop-reasons';
-import { DisciplineSettings, RetrySettings } from './discipline/settings';
+import { DisciplineSettings, NO_RETRIES } from './discipline/settings';
 import { callThroughChain } from './provider-chain';
 
 export type ExecOutcome =
@@ -73,15 +73,6 @@ export interface EngineDeps {
   rng?: () => number;
   log: (message: string, err?: unknown) => void;
 }
-
-/** Without run discipline a model request is not retried. */
-const NO_MODEL_RETRIES: RetrySettings = {
-  modelRetries: 0,
-  toolRetries: 0,
-  baseDelayMs: 0,
-  maxDelayMs: 0,
-  maxRetryAfterMs: 0,
-};
 
 const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
 
@@ -353,7 +344,7 @@ export class ExecutionEngine {
               timeout_ms: this.deps.modelTimeoutMs,
               signal,
             },
-            retry: this.deps.discipline?.retry ?? NO_MODEL_RETRIES,
+            retry: this.deps.discipline?.retry ?? NO_RETRIES,
             rng: this.deps.rng,
           });
           if (out.ok) return { kind: 'completed', output: out.res.content };

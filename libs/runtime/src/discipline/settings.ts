@@ -54,6 +54,15 @@ export interface RetrySettings {
   maxRetryAfterMs: number;
 }
 
+/** No retries at all: what a model or tool request gets without run discipline. */
+export const NO_RETRIES: RetrySettings = {
+  modelRetries: 0,
+  toolRetries: 0,
+  baseDelayMs: 0,
+  maxDelayMs: 0,
+  maxRetryAfterMs: 0,
+};
+
 export interface DisciplineSettings {
   budgetDefaults: ResolvedBudgets;
   budgetMaximums: ResolvedBudgets;
