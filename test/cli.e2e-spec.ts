@@ -325,6 +325,31 @@ describe('runledger CLI (real child process, no model configured)', () => {
     }
   });
 
+  it("the event log is out of the tools' reach even with --yes: writing or deleting the storage is a hard stop", async () => {
+    const first = await runCli(['run', 'run echo before', '--yes'], { cwd: dir, env });
+    expect(first.code).toBe(0);
+    for (const input of [
+      'write data/runledger.db: oops',
+      'run rm -rf data',
+      'run echo x > data/runledger.db-wal',
+    ]) {
+      const res = await runCli(['run', input, '--yes'], { cwd: dir, env });
+      expect({ input, code: res.code }).toEqual({ input, code: 1 });
+      expect(res.stdout).toContain('stop reason: permission_denied');
+    }
+    const after = await runCli(['run', 'run echo after', '--yes'], { cwd: dir, env });
+    expect(after.stderr).toBe('');
+    expect(after.code).toBe(0);
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    try {
+      expect(
+        handle.raw.prepare("SELECT count(*) AS n FROM events WHERE type = 'TASK_RECEIVED'").get(),
+      ).toEqual({ n: 5 });
+    } finally {
+      await handle.close();
+    }
+  });
+
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
   const hasScript = spawnSync('script', ['--version']).status === 0;
   (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {

@@ -1,8 +1,10 @@
 import 'reflect-metadata';
+import { dirname, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   ConfigError,
   PermissionDecision,
+  PermissionRulesConfig,
   RunledgerError,
   RuntimeEvent,
   ValidationError,
@@ -10,7 +12,7 @@ import {
 } from '@runledger/contracts';
 import { TaskProgress, replayView } from '@runledger/runtime';
 import { BuiltRuntime, buildRuntime } from '../composition';
-import { loadConfig } from '../config';
+import { AppConfig, loadConfig } from '../config';
 import { CliCommand, USAGE, parseArgs } from './args';
 import { UnknownOutcome, eventLine, unknownOutcomeLine, unknownOutcomes, usageLine } from './render';
 
@@ -53,6 +55,31 @@ async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
     : answer === 'y' || answer === 'yes'
       ? 'allow_once'
       : 'deny';
+}
+
+/**
+ * The CLI's tools work in the current folder, and by default the database is
+ * ./data/runledger.db inside it: without this a tool call (or `--yes`) could
+ * overwrite or delete the event log the task is being written to. The
+ * storage folder (when it lies inside the allowed root) or else each storage
+ * file becomes a protected path: writing or deleting it is a hard stop.
+ */
+export function protectStorage(config: AppConfig, cwd: string): AppConfig {
+  if (/^postgres(ql)?:\/\//.test(config.RUNLEDGER_DB)) return config;
+  const db = resolve(cwd, config.RUNLEDGER_DB);
+  const root = resolve(cwd, config.RUNLEDGER_ALLOWED_ROOT ?? cwd);
+  const folder = dirname(db);
+  const inside = (p: string, parent: string) => p.startsWith(parent + sep);
+  const paths = inside(folder, root)
+    ? [folder]
+    : ['', '-wal', '-shm', '-journal', '.memory.hnsw', '.memory.hnsw.meta.json']
+        .map((suffix) => db + suffix)
+        .concat(join(folder, 'admin.token'));
+  const rules = PermissionRulesConfig.parse(config.RUNLEDGER_PERMISSION_RULES ?? {});
+  return {
+    ...config,
+    RUNLEDGER_PERMISSION_RULES: { ...rules, protected_paths: [...rules.protected_paths, ...paths] },
+  };
 }
 
 /** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
@@ -208,7 +235,9 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
 async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Promise<number> {
   const env = { ...process.env };
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
-  const rt = await buildRuntime(loadConfig(env), { defaultAllowedRoot: process.cwd() });
+  const rt = await buildRuntime(protectStorage(loadConfig(env), process.cwd()), {
+    defaultAllowedRoot: process.cwd(),
+  });
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
   try {
     switch (cmd.kind) {
