@@ -7,6 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { openSqlite } from './open-sqlite';
 import { SqliteEventStore, StoreBusyError } from './sqlite-event-store';
 import { InlineProjection } from '../inline-projection';
+import { EventBus } from '../event-bus';
 
 interface WriterOutcome {
   committed: string[];
@@ -136,4 +137,32 @@ describe('SqliteEventStore on a real file', () => {
     // the writers did race: some appends lost (otherwise this test proves nothing about conflicts)
     expect(rejected.length).toBeGreaterThan(0);
   }, 60_000);
+
+  it('its commit stream also carries what other connections on the file committed: in position order, no gap', async () => {
+    // another process on the same file (the CLI beside a running server), as a second connection
+    const other = openSqlite({ path: db.path, synchronous: 'NORMAL' });
+    const foreign = new SqliteEventStore(other);
+    const bus = new EventBus(sut);
+    const live: number[] = [];
+    const all: number[] = [];
+    const liveSub = bus.events$.subscribe((e) => live.push(e.position));
+    const allSub = bus.subscribe({}).subscribe((e) => all.push(e.position));
+    try {
+      await foreign.append('cli-task', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
+      await sut.append('server-task', [taskReceived()], { expected: 'no_stream' });
+      // the server's own commit at 4 is published after 1..3, never before them and never without them
+      expect(live).toEqual([1, 2, 3, 4]);
+
+      // a foreign commit while this process writes nothing still arrives
+      await foreign.append('cli-task', chunks(1, 2), { expected: 3 });
+      for (let i = 0; i < 200 && live.length < 5; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(live).toEqual([1, 2, 3, 4, 5]);
+      expect(all).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      liveSub.unsubscribe();
+      allSub.unsubscribe();
+      bus.close();
+      await other.close();
+    }
+  });
 });

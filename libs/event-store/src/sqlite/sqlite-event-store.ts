@@ -14,6 +14,7 @@ import {
 import {
   AppendOptions,
   AppendResult,
+  CommitListener,
   EventStore,
   ExpectedSequence,
   ReadAllOptions,
@@ -29,7 +30,15 @@ export interface SqliteEventStoreOptions {
   projections?: readonly InlineProjection[];
   /** how long SQLITE_BUSY is retried (beyond busy_timeout) before an append gives up */
   busyRetryMs?: number;
+  /**
+   * While someone listens to commits: how often to look for commits of other
+   * connections to the file (another process), which are published too.
+   * Default 200 ms; 0 turns it off.
+   */
+  foreignCommitPollMs?: number;
 }
+
+const PUBLISH_PAGE = 1000;
 
 /** The database stayed locked for longer than the retry window. */
 export class StoreBusyError extends Error {}
@@ -60,7 +69,15 @@ export class SqliteEventStore extends EventStore {
     insert: BetterSqlite3.Statement<
       [string, string, string, number, string, string, string | null, string, string]
     >;
+    maxPosition: BetterSqlite3.Statement<[], { position: number | null }>;
+    /** positions after the first and before the second, at most PUBLISH_PAGE of them */
+    between: BetterSqlite3.Statement<[number, number], EventRow>;
   };
+  /** last position handed to commit listeners: they get every position after it, in order, once */
+  private published: number;
+  private readonly pollMs: number;
+  private poll: { timer: NodeJS.Timeout; dataVersion: number } | null = null;
+  private listeners = 0;
   private readonly appendTx: (
     taskId: string,
     batch: readonly ValidatedEvent[],
@@ -85,7 +102,13 @@ export class SqliteEventStore extends EventStore {
         `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
+      between: this.raw.prepare(
+        `SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ${PUBLISH_PAGE}`,
+      ),
     };
+    this.published = this.stmt.maxPosition.get()?.position ?? 0;
+    this.pollMs = options.foreignCommitPollMs ?? 200;
     this.appendTx = this.raw.transaction((taskId, batch, expected) =>
       this.appendInTransaction(taskId, batch, expected),
     ).immediate;
@@ -101,13 +124,74 @@ export class SqliteEventStore extends EventStore {
         events: outcome.originals,
       };
     }
-    this.emitCommitted(outcome.events);
+    this.publish(outcome.events);
     const last = outcome.events[outcome.events.length - 1];
     return {
       nextExpectedSequence: last.sequence,
       positions: outcome.events.map((e) => e.position),
       events: outcome.events,
     };
+  }
+
+  override onCommitted(listener: CommitListener): () => void {
+    const remove = super.onCommitted(listener);
+    if (++this.listeners === 1) this.startPolling();
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      remove();
+      if (--this.listeners === 0) this.stopPolling();
+    };
+  }
+
+  /**
+   * Hand committed events to the listeners in position order with no gap: a
+   * position below them that is not published yet was committed by another
+   * connection (another process on the file) and is read and published first.
+   * What was already published is never published again.
+   */
+  private publish(events: readonly RuntimeEvent[]): void {
+    const fresh = events.filter((e) => e.position > this.published);
+    if (fresh.length === 0) return;
+    this.publishUpTo(fresh[0].position);
+    this.emitCommitted(fresh);
+    this.published = fresh[fresh.length - 1].position;
+  }
+
+  /** Publish what is stored between the last published position and `before`, page by page. */
+  private publishUpTo(before: number): void {
+    while (this.published + 1 < before) {
+      const page = this.stmt.between.all(this.published, before).map(rowToEvent);
+      if (page.length === 0) return;
+      this.emitCommitted(page);
+      this.published = page[page.length - 1].position;
+    }
+  }
+
+  /** Commits of other connections bump PRAGMA data_version; publish what they added. */
+  private startPolling(): void {
+    if (this.pollMs <= 0 || this.poll) return;
+    const dataVersion = () => Number(this.raw.pragma('data_version', { simple: true }));
+    const poll = { dataVersion: dataVersion(), timer: null as unknown as NodeJS.Timeout };
+    poll.timer = setInterval(() => {
+      try {
+        const now = dataVersion();
+        if (now === poll.dataVersion) return;
+        this.publishUpTo((this.stmt.maxPosition.get()?.position ?? 0) + 1);
+        poll.dataVersion = now;
+      } catch {
+        // the connection was closed under us (or is busy): the next tick, or the next append, catches up
+        if (!this.raw.open) this.stopPolling();
+      }
+    }, this.pollMs);
+    poll.timer.unref();
+    this.poll = poll;
+  }
+
+  private stopPolling(): void {
+    if (this.poll) clearInterval(this.poll.timer);
+    this.poll = null;
   }
 
   private appendInTransaction(
