@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PermissionVerdict, ToolManifest } from '@runledger/contracts';
 import { RulePermissionPolicy } from './rule-permission-policy';
 
@@ -432,5 +435,74 @@ describe('RulePermissionPolicy: configured rules', () => {
   it('file writes inside the root run without asking when prompt_file_writes is off', () => {
     expect(configured.checkWritePath('a.txt').verdict).toBe('allow');
     expect(configured.checkWritePath('/etc/x').verdict).toBe('hard_stop');
+  });
+});
+
+describe('RulePermissionPolicy: symlinks inside the root are judged by where they lead', () => {
+  const base = mkdtempSync(join(tmpdir(), 'rl-perm-links-'));
+  const ws = join(base, 'ws');
+  const outside = join(base, 'outside');
+  mkdirSync(join(ws, 'sub'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(ws, 'sub', 'a.txt'), 'a');
+  symlinkSync('/etc', join(ws, 'etclink'));
+  symlinkSync('/etc/passwd', join(ws, 'passwd'));
+  symlinkSync('/etc/runledger-no-such-file', join(ws, 'dangling'));
+  symlinkSync(outside, join(ws, 'out'));
+  symlinkSync('../outside', join(ws, 'up'));
+  symlinkSync(join(ws, 'sub'), join(ws, 'inner'));
+  symlinkSync('sub', join(ws, 'rel'));
+  symlinkSync(ws, join(base, 'ws-link'));
+  const policy = new RulePermissionPolicy({ allowedRoot: ws });
+  const viaLink = new RulePermissionPolicy({ allowedRoot: join(base, 'ws-link') });
+  const subject = (name: string, args: Record<string, unknown>) => ({
+    manifest: manifest(name),
+    args,
+    session_id: 's',
+  });
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+  it.each([
+    ['cat passwd', 'prompt'],
+    ['cat etclink/hostname', 'prompt'],
+    ['ls out', 'prompt'],
+    ['cat up/x', 'prompt'],
+    ['cat inner/a.txt', 'allow'],
+    ['cat rel/a.txt', 'allow'],
+    ['cat sub/a.txt', 'allow'],
+    ['echo x > etclink/cron.d/evil', 'hard_stop'],
+    ['echo x > passwd', 'hard_stop'],
+    ['echo x > dangling', 'hard_stop'],
+    ['cp sub/a.txt etclink/profile', 'hard_stop'],
+    ['echo x > out/f', 'deny'],
+    ['echo x > up/f', 'deny'],
+    ['echo x > inner/f', 'prompt'],
+    ['echo x > rel/new.txt', 'prompt'],
+    ['echo x > /dev/stdout', 'allow'],
+    ['echo x > /dev/null', 'allow'],
+  ] as [string, PermissionVerdict][])('shell %j -> %s', (command, verdict) => {
+    expect(policy.checkShellCommand(command).verdict).toBe(verdict);
+  });
+
+  it('a cwd that is a link out of the root is denied', () => {
+    expect(policy.checkShellCommand('ls', 'out').verdict).toBe('deny');
+    expect(policy.checkShellCommand('ls', 'inner').verdict).toBe('allow');
+  });
+
+  it('file tools: a read through a link out of the root is denied, a write is judged at the target', () => {
+    expect(policy.check(subject('file_read', { path: 'passwd' })).verdict).toBe('deny');
+    expect(policy.check(subject('file_read', { path: 'etclink/hostname' })).verdict).toBe('deny');
+    expect(policy.check(subject('file_read', { path: 'inner/a.txt' })).verdict).toBe('allow');
+    expect(policy.check(subject('file_write', { path: 'etclink/x', content: '' })).verdict).toBe('hard_stop');
+    expect(policy.check(subject('file_write', { path: 'out/x', content: '' })).verdict).toBe('deny');
+    expect(policy.check(subject('file_write', { path: 'inner/x', content: '' })).verdict).toBe('prompt');
+  });
+
+  it('a root reached through a symlink is still the root', () => {
+    expect(viaLink.checkShellCommand('cat sub/a.txt').verdict).toBe('allow');
+    expect(viaLink.checkShellCommand(`cat ${join(ws, 'sub', 'a.txt')}`).verdict).toBe('allow');
+    expect(viaLink.checkShellCommand('echo x > sub/b.txt').verdict).toBe('prompt');
+    expect(viaLink.checkShellCommand('cat passwd').verdict).toBe('prompt');
+    expect(viaLink.check(subject('file_read', { path: 'sub/a.txt' })).verdict).toBe('allow');
   });
 });

@@ -1,3 +1,4 @@
+import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { PermissionCheck, PermissionRulesConfig, PermissionVerdict } from '@runledger/contracts';
 import {
@@ -321,7 +322,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
       case 'file_write':
         return this.checkWritePath(String(args.path ?? ''));
       case 'file_read':
-        return this.isInsideRoot(this.resolve(String(args.path ?? '')))
+        return this.isInsideRoot(this.real(this.resolve(String(args.path ?? ''))))
           ? ALLOW
           : check('deny', 'read_outside_root', `reading outside the allowed root: ${String(args.path)}`);
       case 'memory_search':
@@ -349,8 +350,37 @@ export class RulePermissionPolicy extends PermissionPolicy {
     return path.resolve(cwd ? path.resolve(this.root, cwd) : this.root, home);
   }
 
+  /**
+   * `abs` with every symlink along it followed, as the kernel would at use time: a link inside the
+   * root may lead anywhere (`ln -s /etc e`, then `e/cron.d/x` is `/etc/cron.d/x`). Parts that do not
+   * exist yet are kept as written; a dangling link leads to its target.
+   */
+  private real(abs: string): string {
+    const rest = abs.split(path.sep).filter(Boolean);
+    let at: string = path.sep;
+    for (let hops = 0; rest.length > 0;) {
+      const next = path.join(at, rest.shift()!);
+      let link: string | null = null;
+      try {
+        if (hops < 40 && lstatSync(next).isSymbolicLink()) link = readlinkSync(next);
+      } catch {
+        return path.join(next, ...rest);
+      }
+      if (link === null) {
+        at = next;
+        continue;
+      }
+      hops++;
+      rest.unshift(...link.split(path.sep).filter(Boolean));
+      if (path.isAbsolute(link)) at = path.sep;
+    }
+    return at;
+  }
+
+  /** Inside the root as written or as it really is (the root itself may be reached through a link). */
   private isInsideRoot(abs: string): boolean {
-    return abs === this.root || abs.startsWith(this.root + path.sep);
+    const within = (root: string) => abs === root || abs.startsWith(root + path.sep);
+    return within(this.root) || within(this.real(this.root));
   }
 
   private isProtected(abs: string): boolean {
@@ -372,12 +402,15 @@ export class RulePermissionPolicy extends PermissionPolicy {
   checkWritePath(target: string, cwd?: string): PermissionCheck {
     if (!target) return check('deny', 'empty_path', 'no path given');
     if (target.includes('\0')) return check('deny', 'nul_in_path', 'path contains a NUL byte');
-    const abs = this.resolve(target, cwd);
-    if (BLOCK_DEVICE.test(abs))
-      return check('hard_stop', 'write_block_device', `writing to the block device ${abs}`);
-    if (abs === '/' || this.isProtected(abs))
-      return check('hard_stop', 'write_system_path', `writing to the system path ${abs}`);
-    if (HARMLESS_SINKS.has(abs) || /^\/dev\/fd\/\d+$/.test(abs)) return ALLOW;
+    const written = this.resolve(target, cwd);
+    if (HARMLESS_SINKS.has(written) || /^\/dev\/fd\/\d+$/.test(written)) return ALLOW;
+    for (const abs of new Set([written, this.real(written)])) {
+      if (BLOCK_DEVICE.test(abs))
+        return check('hard_stop', 'write_block_device', `writing to the block device ${abs}`);
+      if (abs === '/' || this.isProtected(abs))
+        return check('hard_stop', 'write_system_path', `writing to the system path ${abs}`);
+    }
+    const abs = this.real(written);
     if (!this.isInsideRoot(abs))
       return check('deny', 'write_outside_root', `writing outside the allowed root: ${abs}`);
     return this.rules.prompt_file_writes
@@ -408,10 +441,8 @@ export class RulePermissionPolicy extends PermissionPolicy {
       return /^(\/|~|\.\.)/.test(t)
         ? check('prompt', 'read_dynamic_path', 'reads a path known only at run time')
         : ALLOW;
-    const hereInside = cwd === undefined || this.isInsideRoot(this.resolve(cwd));
-    if (hereInside && !/^(\/|~|\.\.)/.test(t) && !t.includes('/..')) return ALLOW;
     const abs = this.resolve(t, cwd);
-    return this.isInsideRoot(abs) || HARMLESS_SINKS.has(abs)
+    return HARMLESS_SINKS.has(abs) || this.isInsideRoot(this.real(abs))
       ? ALLOW
       : check('prompt', 'read_outside_root', `reads outside the allowed root: ${t}`);
   }
@@ -422,7 +453,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
     const found: PermissionCheck[] = [];
     if (FORK_BOMB.test(command)) found.push(check('hard_stop', 'fork_bomb', 'a fork bomb'));
     for (const p of this.patterns) if (p.re.test(command)) found.push(check(p.verdict, p.rule, p.reason));
-    if (cwd !== undefined && !this.isInsideRoot(this.resolve(cwd)))
+    if (cwd !== undefined && !this.isInsideRoot(this.real(this.resolve(cwd))))
       found.push(check('deny', 'cwd_outside_root', `cwd outside the allowed root: ${cwd}`));
     const analysis = analyzeShell(command);
     if (analysis.errors.length)
