@@ -141,6 +141,11 @@ describe('ToolSandbox security', () => {
       expect(() => sut.readFile('sub')).toThrow(SandboxViolation);
     });
 
+    it.each(['.', './', 'sub/..'])('the root itself (%j) is a folder, not a file outside the root', (p) => {
+      expect(() => sut.readFile(p)).toThrow(/^not a regular file/);
+      expect(() => sut.writeFile(p, 'x')).toThrow(/^not a regular file/);
+    });
+
     /** A sandbox whose attacker strikes once, right after the path check and before the open. */
     const swappingSandbox = (swap: () => void) => {
       let armed = true;

@@ -262,6 +262,8 @@ export class ToolSandbox {
    * swapped for a symlink fails), and the file descriptor is verified again.
    */
   private openVerified(real: string, userPath: string, flags: number): number {
+    // the root is a folder; its parent is outside, so the checks below would misname the refusal
+    if (real === this.root) throw new SandboxViolation(`not a regular file: ${userPath}`);
     const dirFd = openPathFd(path.dirname(real), constants.O_RDONLY | constants.O_DIRECTORY, userPath);
     try {
       this.verifyFd(dirFd, userPath);
