@@ -135,7 +135,11 @@ export class SqliteEventStore extends EventStore {
 
   override onCommitted(listener: CommitListener): () => void {
     const remove = super.onCommitted(listener);
-    if (++this.listeners === 1) this.startPolling();
+    if (++this.listeners === 1) {
+      // a first listener hears from now on: what was committed before is for it to read
+      this.published = Math.max(this.published, this.stmt.maxPosition.get()?.position ?? 0);
+      this.startPolling();
+    }
     let removed = false;
     return () => {
       if (removed) return;
@@ -154,7 +158,7 @@ export class SqliteEventStore extends EventStore {
   private publish(events: readonly RuntimeEvent[]): void {
     const fresh = events.filter((e) => e.position > this.published);
     if (fresh.length === 0) return;
-    this.publishUpTo(fresh[0].position);
+    if (this.listeners > 0) this.publishUpTo(fresh[0].position);
     this.emitCommitted(fresh);
     this.published = fresh[fresh.length - 1].position;
   }
