@@ -247,6 +247,28 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(consoleErrors).toEqual([]);
   }, 30_000);
 
+  it('opens the API docs from the dashboard with the same token, without asking for it again', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+      await page.waitForSelector('#view-tasks:not([hidden])');
+      const dialogs: string[] = [];
+      context.on('page', (p) =>
+        p.on('dialog', (d) => {
+          dialogs.push(d.message());
+          void d.dismiss();
+        }),
+      );
+      const [docs] = await Promise.all([context.waitForEvent('page'), page.click('header >> text=API docs')]);
+      await docs.waitForFunction(() => !document.querySelector('#ops')?.textContent?.startsWith('Loading'));
+      expect(await docs.textContent('#ops')).toContain('/tasks/{task_id}/permissions/{request_id}');
+      expect(dialogs).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 30_000);
+
   it('rejects a wrong token at the sign-in form', async () => {
     const page = await browser.newPage();
     await page.goto(`${sut.url}/admin`);
