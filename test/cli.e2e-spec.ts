@@ -350,6 +350,24 @@ describe('runledger CLI (real child process, no model configured)', () => {
     }
   });
 
+  it('cancel ends a task left waiting for a person: stop reason cancelled with its usage; again is a no-op', async () => {
+    const waiting = await runCli(['run', 'write c.txt: never'], { cwd: dir, env });
+    expect(waiting.code).toBe(3);
+    const taskId = /task (task_\w+) is awaiting_permission/.exec(waiting.stdout)![1];
+    const res = await runCli(['cancel', taskId], { cwd: dir, env });
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('stop reason: cancelled (cancelled by request)');
+    expect(res.stdout).toMatch(/rounds 1 · tool calls 0 · model calls 1 · tokens \d+/);
+    expect(existsSync(join(dir, 'c.txt'))).toBe(false);
+    expect((await runCli(['cancel', taskId], { cwd: dir, env })).stdout).toContain('stop reason: cancelled');
+    const done = await runCli(['run', 'run echo done', '--yes'], { cwd: dir, env });
+    const doneId = /task (task_\w+) received/.exec(done.stdout)![1];
+    const late = await runCli(['cancel', doneId], { cwd: dir, env });
+    expect(late.code).toBe(1);
+    expect(late.stderr).toBe(`runledger: task ${doneId} already ended (completed)\n`);
+  });
+
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
   const hasScript = spawnSync('script', ['--version']).status === 0;
   (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {

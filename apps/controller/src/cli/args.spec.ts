@@ -21,6 +21,8 @@ describe('parseArgs', () => {
     expect(refused(['serve', '--json'])).toBe('--json does not apply to serve');
     expect(refused(['rebuild', '--yes'])).toBe('--yes does not apply to rebuild (it takes --json)');
     expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true });
+    expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
+    expect(refused(['cancel'])).toBe('cancel needs <task_id>');
     expect(refused(['serve', 'extra'])).toContain('serve takes no arguments');
     expect(refused(['resume', 't1', 't2'])).toBe('resume takes at most one <task_id>');
     expect(refused(['resolve', 't1', 'r1', 'deny', 'extra'])).toContain('resolve needs');

@@ -21,6 +21,7 @@ export type CliCommand =
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
   | { kind: 'replay'; task_id: string; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
+  | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'rebuild'; json: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
@@ -36,6 +37,7 @@ const FLAGS: Partial<Record<string, readonly Flag[]>> = {
   resolve: ['--json'],
   replay: ['--json'],
   fork: ['--yes', '--json', '--model'],
+  cancel: ['--json'],
   rebuild: ['--json'],
   serve: [],
 };
@@ -49,6 +51,7 @@ export const USAGE = `usage:
   runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always [--json]
   runledger replay <task_id> [--json]               re-run a recorded task offline, compared with its log
   runledger fork <task_id> <sequence> [--model ...] [--yes] [--json]  a new task from that event of an old one
+  runledger cancel <task_id> [--json]               end a task that is running or waiting (stop reason cancelled)
   runledger rebuild [--json]                        recompute task states, checkpoints and memory from the
                                                     log and name what differed (stop the server first)
   runledger serve                                   run the HTTP server
@@ -179,6 +182,9 @@ export function parseArgs(argv: readonly string[]): CliCommand {
         yes: flags.yes,
       };
     }
+    case 'cancel':
+      if (positional.length !== 1) throw new ValidationError('cancel needs <task_id>');
+      return { kind: 'cancel', task_id: positional[0], json: flags.json };
     case 'rebuild':
       if (positional.length > 0) throw new ValidationError('rebuild takes no arguments');
       return { kind: 'rebuild', json: flags.json };

@@ -275,6 +275,9 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
         return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
       }
+      case 'cancel':
+        await rt.service.cancel(cmd.task_id);
+        return await follow(rt, cmd.task_id, { json: cmd.json, yes: false, interactive: false });
       case 'rebuild':
         return await rebuild(rt, cmd.json);
       case 'replay': {
