@@ -14,6 +14,7 @@ describe('REST API (e2e over real HTTP)', () => {
     const res = await sut.request('GET', '/health', { token: null });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'ok', db: 'reachable', migrations: 'current' });
+    expect(res.body.warnings).toEqual(res.body.sandbox === 'process' ? [expect.any(String)] : []);
   });
 
   it('submits a task (202), runs it to completion and serves its state and events', async () => {

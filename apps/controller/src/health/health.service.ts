@@ -1,13 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiBackend, HealthReport } from '../runtime.port';
 
+export type HealthResponse = HealthReport & { status: 'ok' | 'degraded'; warnings: string[] };
+
+/** What a healthy service still wants an operator to know. */
+function warningsOf(report: HealthReport): string[] {
+  return report.sandbox === 'process'
+    ? [
+        'shell commands run without the OS sandbox (bubblewrap not in use): process-level confinement only; install bubblewrap or set RUNLEDGER_SANDBOX=bwrap',
+      ]
+    : [];
+}
+
 @Injectable()
 export class HealthService {
   constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
 
-  async check(): Promise<{ ok: boolean; report: HealthReport & { status: 'ok' | 'degraded' } }> {
+  async check(): Promise<{ ok: boolean; report: HealthResponse }> {
     const report = await this.backend.health();
     const ok = report.db === 'reachable' && report.migrations === 'current';
-    return { ok, report: { status: ok ? 'ok' : 'degraded', ...report } };
+    return { ok, report: { status: ok ? 'ok' : 'degraded', ...report, warnings: warningsOf(report) } };
   }
 }
