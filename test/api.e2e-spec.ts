@@ -95,6 +95,22 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(running.body.tasks).toHaveLength(0);
   });
 
+  it('filters by any session id it accepted on submit', async () => {
+    const session = 'team a/sprint #4 (ü)';
+    const taskId = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo s', session_id: session } })
+    ).body.task_id as string;
+    await waitForTask(sut, taskId);
+    const q = new URLSearchParams({ session_id: session });
+    const list = await sut.request('GET', `/tasks?${q}`);
+    expect(list.status).toBe(200);
+    expect(list.body.tasks.map((t: { task_id: string }) => t.task_id)).toEqual([taskId]);
+    const memory = await sut.request('GET', `/memory?${q}`);
+    expect(memory.status).toBe(200);
+    expect(memory.body.entries.length).toBeGreaterThan(0);
+    expect(memory.body.entries.every((e: { session_id: string }) => e.session_id === session)).toBe(true);
+  });
+
   it('serves the global log with type, task and position filters', async () => {
     const taskId = (await sut.request('POST', '/tasks', { body: { input: 'for the admin log' } })).body
       .task_id;

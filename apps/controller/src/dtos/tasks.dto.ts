@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
-import { IdParam, queryInt } from './zod.pipe';
+import { queryInt } from './zod.pipe';
 import { TaskView } from '../runtime.port';
 
 export const CreateTaskBody = UserTask;
@@ -13,7 +13,8 @@ export const IdempotencyKey = z
 export const ListTasksQuery = z
   .object({
     status: TaskStatus.optional(),
-    session_id: IdParam.optional(),
+    // any session id a task may be submitted with can be filtered on
+    session_id: UserTask.shape.session_id,
     limit: queryInt(1, 500).default(50),
     cursor: z
       .string()

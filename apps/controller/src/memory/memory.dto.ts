@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MemoryKind } from '@runledger/contracts';
+import { MemoryKind, UserTask } from '@runledger/contracts';
 import type { MemorySearchHit, StoredMemoryEntry } from '@runledger/memory';
 import { IdParam, queryInt } from '../dtos/zod.pipe';
 
@@ -8,7 +8,7 @@ export const MemoryQuery = z
   .object({
     query: z.string().trim().min(1).max(2000).optional(),
     kind: MemoryKind.optional(),
-    session_id: IdParam.optional(),
+    session_id: UserTask.shape.session_id,
     task_id: IdParam.optional(),
     min_weight: z
       .string()
