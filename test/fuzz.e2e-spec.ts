@@ -113,11 +113,23 @@ function malformedTaskBody(r: Rng): { raw?: string; body?: unknown; headers?: Re
 const safeEncode = (s: string) =>
   [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
 
-const randomQuery = (r: Rng) =>
+const QUERY_KEYS = [
+  'limit',
+  'cursor',
+  'status',
+  'after_seq',
+  'after_position',
+  'type',
+  'task_id',
+  'session_id',
+];
+const MEMORY_QUERY_KEYS = ['query', 'kind', 'k', 'min_weight', 'session_id', 'task_id'];
+
+const randomQuery = (r: Rng, keys: readonly string[] = QUERY_KEYS) =>
   Array.from(
     { length: r.int(4) + 1 },
     () =>
-      `${safeEncode(r.pick(['limit', 'cursor', 'status', 'after_seq', 'after_position', 'type', 'task_id', 'session_id', 'bogus', r.pick(NASTY)]))}=${r.pick([safeEncode(JSON.stringify(randomValue(r)) ?? ''), '%FF', '%', '-1', '99999999999999999999', 'a,b', ''])}`,
+      `${safeEncode(r.pick([...keys, 'bogus', r.pick(NASTY)]))}=${r.pick([safeEncode(JSON.stringify(randomValue(r)) ?? ''), '%FF', '%', '-1', '99999999999999999999', 'a,b', ''])}`,
   ).join('&');
 
 describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
@@ -187,6 +199,22 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
             : { decision: r.pick(['allow', 'yes', 1, null]), secret: randomValue(r) },
         },
       );
+      httpCount++;
+    }
+    for (let i = 0; i < 60; i++) {
+      const which = r.int(3);
+      if (which === 0) {
+        const path = `/memory?${randomQuery(r, MEMORY_QUERY_KEYS)}`;
+        if ((await sut.request('GET', path)).status < 400) continue;
+        await send('GET', path);
+      } else if (which === 1) {
+        const id = r.pick(['mem_nope', '%FF', safeEncode(String(r.pick(NASTY)) || 'x'), 'a'.repeat(300)]);
+        await send('DELETE', `/memory/${id}`, r.int(2) ? {} : { body: randomValue(r) });
+      } else {
+        await send('POST', `/tasks/${taskId}/cancel`, {
+          body: { [r.pick(['force', 'reason', 'x', r.pick(NASTY)])]: randomValue(r) },
+        });
+      }
       httpCount++;
     }
     for (let i = 0; i < 50; i++) {
