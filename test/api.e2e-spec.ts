@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
 
 describe('REST API (e2e over real HTTP)', () => {
@@ -164,6 +165,38 @@ describe('REST API (e2e over real HTTP)', () => {
       expect(Object.keys(res.body).sort()).toEqual(['details', 'error', 'message']);
       expect(typeof res.body.message).toBe('string');
     }
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('answers requests Node refuses before the app sees them (huge URL or headers, bad framing) with the JSON error body', async () => {
+    const before = await eventCount(sut);
+    const huge = await sut.request('GET', `/tasks?cursor=${'a'.repeat(20_000)}`);
+    expect(huge.status).toBe(431);
+    expect(huge.body).toEqual({ error: 'headers_too_large', message: expect.any(String), details: null });
+    const headers = await sut.request('POST', '/tasks', {
+      body: { input: 'run echo never' },
+      headers: { 'x-padding': 'p'.repeat(20_000) },
+    });
+    expect([headers.status, headers.body?.error]).toEqual([431, 'headers_too_large']);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const u = new URL(sut.url);
+      const socket = connect(Number(u.port), u.hostname, () =>
+        socket.write(
+          'POST /tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nhello',
+        ),
+      );
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toContain('application/json');
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: 'bad_request',
+      message: expect.any(String),
+      details: null,
+    });
     expect(await eventCount(sut)).toBe(before);
   });
 

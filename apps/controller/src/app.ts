@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { Server } from 'node:http';
 import { dirname, resolve } from 'node:path';
 import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -8,6 +9,7 @@ import { ValidationError } from '@runledger/contracts';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
 import { AppConfig } from './config';
+import { answerClientError } from './errors/client-error';
 import { createLogger, NestPinoLogger } from './logging/logger';
 import { requestLog } from './logging/request-log.middleware';
 import { MetricsService } from './metrics/metrics.service';
@@ -69,6 +71,7 @@ export async function startApp(
     );
   });
   app.enableShutdownHooks();
+  (app.getHttpServer() as Server).on('clientError', answerClientError);
   await app.listen(config.PORT, config.HOST);
   const address = app.getHttpServer().address() as { port: number };
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
