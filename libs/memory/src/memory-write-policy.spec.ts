@@ -282,6 +282,8 @@ describe('decideAtEnd', () => {
       ],
     });
 
+  const decided = (source: string) =>
+    ev('ROUTER_DECIDED', { round: 1, directive: { type: 'respond', content: 'x' }, source, attempts: 1 });
   const called = (tool: string) => ev('TOOL_CALLED', { call_id: `c${seq}`, tool, args: {} });
   const memoryStep = (id: string, tool: string) => ({ ...steps[0], id, tool, args: { text: 'x' } });
   const memoryPlan = ev('PLAN_STARTED', {
@@ -334,6 +336,27 @@ describe('decideAtEnd', () => {
       'completed',
       'memory_insert: {"id":"mem_2"}',
       [],
+    ],
+    [
+      'a reply the model-less sys_util gave without running anything is its help text: nothing',
+      [received, decided('sys_util')],
+      'completed',
+      'No model is configured, so I only understand these commands: ...',
+      [],
+    ],
+    [
+      'a model that answers without tools leaves its answer',
+      [received, decided('orchestrator')],
+      'completed',
+      '12 files',
+      [{ kind: 'summary' }],
+    ],
+    [
+      'sys_util that ran a tool leaves the summary',
+      [received, decided('sys_util'), called('shell_exec'), decided('sys_util')],
+      'completed',
+      'shell_exec: 12',
+      [{ kind: 'summary', text: 'task "count the files" -> shell_exec: 12' }],
     ],
     [
       'a memory tool beside another tool still leaves the summary',

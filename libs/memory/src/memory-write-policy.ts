@@ -211,8 +211,8 @@ const stepText = (step: PlanStep): string =>
  * Pure: what a task that ended teaches, from its log. A completed task leaves a
  * summary (its input and result); a plan whose steps all completed leaves the
  * plan, so a later task with a similar input can reuse its shape. A task whose
- * tool calls were all memory tools leaves nothing; anything that looks like a
- * secret is left out.
+ * tool calls were all memory tools, or that only sys_util answered without a
+ * tool, leaves nothing; anything that looks like a secret is left out.
  */
 export function decideAtEnd(
   events: readonly RuntimeEvent[],
@@ -229,6 +229,9 @@ export function decideAtEnd(
   // summary of it would copy entries (even ones deleted later) back into memory on every recall
   const tools = events.flatMap((e) => (e.type === 'TOOL_CALLED' ? [e.payload.tool] : []));
   if (tools.length > 0 && tools.every(isMemoryTool)) return [];
+  // sys_util knows nothing: a reply it gave without running anything is its help text, not knowledge
+  const routers = events.flatMap((e) => (e.type === 'ROUTER_DECIDED' ? [e.payload.source] : []));
+  if (tools.length === 0 && routers.length > 0 && routers.every((r) => r === 'sys_util')) return [];
   const input = clip(received.payload.input.trim(), 400);
   const out: InsertDecision[] = [];
   if (config.plan_weight > 0) {
