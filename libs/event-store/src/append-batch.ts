@@ -2,9 +2,11 @@ import {
   ConcurrencyError,
   EventType,
   IdempotencyConflictError,
+  IllegalStateError,
   NewEvent,
   RuntimeEvent,
   ValidationError,
+  isFinalEventType,
   newId,
   parseEventBody,
 } from '@runledger/contracts';
@@ -27,6 +29,8 @@ export interface ValidatedEvent {
 export interface StreamHead {
   /** last sequence, 0 for a missing stream */
   version: number;
+  /** type of the event at `version`, null for a missing stream */
+  last_type?: string | null;
   /** session of the stream's first event, null for a missing stream */
   session_id: string | null;
 }
@@ -62,6 +66,8 @@ export function validateBatch(
   const seen = new Set<string>();
   return events.map((e, i) => {
     const body = parseEventBody({ type: e?.type, payload: e?.payload });
+    if (i > 0 && isFinalEventType(events[i - 1].type))
+      throw new ValidationError(`events[${i}] follows the final event ${events[i - 1].type} of its batch`);
     const eventId = e.event_id ?? newId('evt');
     checkId(`events[${i}].event_id`, eventId);
     if (seen.has(eventId))
@@ -95,6 +101,20 @@ export function checkExpected(taskId: string, expected: ExpectedSequence, versio
     (expected === 'stream_exists' && version > 0) ||
     expected === version;
   if (!ok) throw new ConcurrencyError(taskId, expected, version);
+}
+
+/**
+ * A task's stream ends at its final event (TASK_COMPLETED, TASK_FAILED,
+ * TASK_CANCELLED): nothing is appended after it, whoever writes and whatever
+ * sequence they expect. Checked after `checkExpected`, so a stale writer
+ * still learns about the conflict first.
+ */
+export function checkOpen(taskId: string, head: StreamHead): void {
+  if (head.last_type && isFinalEventType(head.last_type))
+    throw new IllegalStateError(
+      `task ${taskId} already ended (${head.last_type} at sequence ${head.version}); its stream takes no more events`,
+      { task_id: taskId, final_event: head.last_type, sequence: head.version },
+    );
 }
 
 /** Reject a malformed expected version before the transaction starts. */

@@ -1,5 +1,5 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { buildEnvelopes, checkExpected, resolveDuplicates, validateBatch } from './append-batch';
+import { buildEnvelopes, checkExpected, checkOpen, resolveDuplicates, validateBatch } from './append-batch';
 import {
   AppendOptions,
   AppendResult,
@@ -32,12 +32,13 @@ export class InMemoryEventStore extends EventStore {
       };
     }
     checkExpected(taskId, options.expected, version);
-    const envelopes = buildEnvelopes(
-      taskId,
-      batch,
-      { version, session_id: stream[0]?.session_id ?? null },
-      new Date().toISOString(),
-    );
+    const head = {
+      version,
+      session_id: stream[0]?.session_id ?? null,
+      last_type: stream[version - 1]?.type ?? null,
+    };
+    checkOpen(taskId, head);
+    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
     const written = envelopes.map(
       (e, i) => ({ ...structuredClone(e), position: this.log.length + i + 1 }) as RuntimeEvent,
     );

@@ -8,6 +8,7 @@ import {
   ValidatedEvent,
   buildEnvelopes,
   checkExpected,
+  checkOpen,
   resolveDuplicates,
   validateBatch,
 } from '../append-batch';
@@ -64,7 +65,10 @@ export class SqliteEventStore extends EventStore {
   private readonly projections: readonly InlineProjection[];
   private readonly busyRetryMs: number;
   private readonly stmt: {
-    head: BetterSqlite3.Statement<[string, string], { version: number | null; session_id: string | null }>;
+    head: BetterSqlite3.Statement<
+      [string, string, string],
+      { version: number | null; session_id: string | null; last_type: string | null }
+    >;
     byId: BetterSqlite3.Statement<[string], EventRow>;
     insert: BetterSqlite3.Statement<
       [string, string, string, number, string, string, string | null, string, string]
@@ -95,7 +99,8 @@ export class SqliteEventStore extends EventStore {
     this.stmt = {
       head: this.raw.prepare(
         `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
-                (SELECT session_id FROM events WHERE task_id = ? AND sequence = 1) AS session_id`,
+                (SELECT session_id FROM events WHERE task_id = ? AND sequence = 1) AS session_id,
+                (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
       ),
       byId: this.raw.prepare('SELECT * FROM events WHERE event_id = ?'),
       insert: this.raw.prepare(
@@ -203,8 +208,12 @@ export class SqliteEventStore extends EventStore {
     batch: readonly ValidatedEvent[],
     expected: ExpectedSequence,
   ): AppendOutcome {
-    const row = this.stmt.head.get(taskId, taskId);
-    const head: StreamHead = { version: row?.version ?? 0, session_id: row?.session_id ?? null };
+    const row = this.stmt.head.get(taskId, taskId, taskId);
+    const head: StreamHead = {
+      version: row?.version ?? 0,
+      session_id: row?.session_id ?? null,
+      last_type: row?.last_type ?? null,
+    };
     if (batch.some((e) => e.id_supplied)) {
       const stored = batch.map((e) => (e.id_supplied ? this.stmt.byId.get(e.event_id) : undefined));
       if (resolveDuplicates(taskId, batch, stored) === 'retry') {
@@ -212,6 +221,7 @@ export class SqliteEventStore extends EventStore {
       }
     }
     checkExpected(taskId, expected, head.version);
+    checkOpen(taskId, head);
     const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
     const written = envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
     for (const projection of this.projections) projection.apply(this.raw, written);

@@ -1,6 +1,7 @@
 import {
   ConcurrencyError,
   IdempotencyConflictError,
+  IllegalStateError,
   NewEvent,
   RuntimeEvent,
   ValidationError,
@@ -109,6 +110,30 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
           await expect(attempt).rejects.toBeInstanceOf(ConcurrencyError);
           expect(await sut.streamVersion('t1')).toBe(existing);
         }
+      });
+
+      it('closes a task stream at its final event: a later append is IllegalStateError and writes nothing', async () => {
+        const final = { ...taskCompleted(), event_id: 'evt_final' } as NewEvent;
+        await sut.append('t1', [taskReceived(), final], { expected: 'no_stream' });
+        const before = await sut.head();
+        // with the right expected sequence too: a second runner that caught up must not write past the end
+        await expect(sut.append('t1', [outputChunk(0)], { expected: 2 })).rejects.toBeInstanceOf(
+          IllegalStateError,
+        );
+        await expect(sut.append('t1', [outputChunk(0)], { expected: 'any' })).rejects.toThrow(
+          'task t1 already ended (TASK_COMPLETED at sequence 2)',
+        );
+        // a stale writer still learns about the conflict first
+        await expect(sut.append('t1', [outputChunk(0)], { expected: 1 })).rejects.toBeInstanceOf(
+          ConcurrencyError,
+        );
+        // a retry of the final batch itself is still idempotent
+        await expect(sut.append('t1', [final], { expected: 1 })).resolves.toMatchObject({ positions: [2] });
+        // nothing may follow a final event inside one batch either
+        await expect(
+          sut.append('t2', [taskReceived(), taskCompleted(), outputChunk(0)], { expected: 'no_stream' }),
+        ).rejects.toBeInstanceOf(ValidationError);
+        expect(await sut.head()).toEqual(before);
       });
 
       it('writes nothing on ConcurrencyError, for the whole batch', async () => {
