@@ -101,6 +101,25 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     expect(c.events('tail')).toEqual([]);
   });
 
+  it('handles messages in the order sent, even when they arrive in one packet', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'in order' } })).body.task_id;
+    await waitForTask(sut, taskId);
+    const c = await open();
+    // one TCP write carrying three frames: the server sees them in one read
+    const socket = (c.ws as unknown as { _socket: import('node:net').Socket })._socket;
+    socket.cork();
+    c.send({ type: 'subscribe', task_id: taskId, after_seq: 1e6, subscription_id: 'a' });
+    c.send({ type: 'unsubscribe', subscription_id: 'a' });
+    c.send({ type: 'ping' });
+    socket.uncork();
+    await c.waitFor((m) => m.type === 'pong');
+    expect(c.messages.filter((m) => m.type !== 'authenticated').map((m) => m.type)).toEqual([
+      'subscribed',
+      'unsubscribed',
+      'pong',
+    ]);
+  });
+
   it('answers bad messages with {type:"error"} and keeps the connection', async () => {
     const c = await open();
     const bad: unknown[] = [

@@ -31,6 +31,8 @@ interface Client {
   nextSub: number;
   authTimer: NodeJS.Timeout | null;
   dropped: boolean;
+  /** messages are handled one after another, in the order they arrived */
+  inbox: Promise<void>;
 }
 
 /**
@@ -104,6 +106,7 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
       nextSub: 1,
       authTimer: null,
       dropped: false,
+      inbox: Promise.resolve(),
     };
     this.clients.add(client);
     if (!principal) {
@@ -115,7 +118,12 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     this.log.debug({ client: principal?.name ?? null, ws_clients: this.clients.size }, 'ws connected');
     ws.on('pong', () => (client.alive = true));
     ws.on('message', (data: RawData, isBinary: boolean) => {
-      void this.onMessage(client, data, isBinary).catch((err: unknown) => this.replyError(client, err));
+      // a subscribe awaits the store: without the queue an unsubscribe or ping sent right after
+      // it would be answered first (and the unsubscribe would find nothing to stop)
+      client.inbox = client.inbox
+        .then(() => this.onMessage(client, data, isBinary))
+        .catch((err: unknown) => this.replyError(client, err))
+        .catch((err: unknown) => this.log.error({ err }, 'ws error reply failed'));
     });
     ws.on('close', () => {
       this.dispose(client);
