@@ -87,6 +87,27 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
     expect((await sut.request('GET', `/tasks/${taskId}/stream`, { token: null })).status).toBe(401);
   });
 
+  it('logs and measures a stream the client closed before the task ended', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run touch sse-abort.txt' } })).body
+      .task_id;
+    await waitForTask(sut, taskId, (s) => s === 'awaiting_permission');
+    const abort = new AbortController();
+    const res = await fetch(`${sut.url}/tasks/${taskId}/stream`, {
+      headers: { authorization: `Bearer ${TOKENS.admin}` },
+      signal: abort.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // the replay has started
+    abort.abort();
+    const logged = () =>
+      sut.logs
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.msg === 'request' && l.route === '/tasks/:task_id/stream' && l.task_id === taskId);
+    for (let i = 0; i < 200 && logged().length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(logged()).toEqual([expect.objectContaining({ method: 'GET', status: 200, task_id: taskId })]);
+    await sut.request('POST', `/tasks/${taskId}/cancel`);
+  }, 15_000);
+
   it('ends open streams when the server shuts down', async () => {
     const other = await bootApi();
     const taskId = (

@@ -17,7 +17,9 @@ export function requestLog(log: Logger, metrics: MetricsService) {
     const header = req.headers['x-correlation-id'];
     const correlationId = typeof header === 'string' && CORRELATION.test(header) ? header : randomUUID();
     res.setHeader('X-Correlation-Id', correlationId);
-    res.on('finish', () => {
+    // 'close' fires for every response, also one the client dropped before it ended (an SSE stream);
+    // 'finish' only for those that ended
+    res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const path = req.path;
       const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
