@@ -1,4 +1,4 @@
-import { CriticScore, NewEvent, TokenUsage, newId } from '@runledger/contracts';
+import { CriticScore, NewEvent, RuntimeEvent, TokenUsage, newId } from '@runledger/contracts';
 
 /** What the critic judges: one tool outcome, as the log recorded it. */
 export interface CriticInput {
@@ -10,6 +10,23 @@ export interface CriticInput {
   output: unknown;
   error: string | null;
   metadata: Record<string, unknown>;
+}
+
+/** The tool outcome events a critic scores. */
+export type CriticTarget = Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
+
+/** What the critic is shown of a recorded tool outcome (the live hook and a replay build it the same way). */
+export function criticInputOf(event: CriticTarget): CriticInput {
+  const result = event.payload.result;
+  return {
+    target_event_id: event.event_id,
+    call_id: event.payload.call_id,
+    tool: event.payload.tool,
+    ok: event.type === 'TOOL_COMPLETED' && result?.ok !== false,
+    output: result?.output ?? null,
+    error: event.type === 'TOOL_FAILED' ? event.payload.error : (result?.error ?? null),
+    metadata: result?.metadata ?? {},
+  };
 }
 
 /** A model call the critic made, so the hook can record it (MODEL_CALLED / MODEL_RESPONDED) for replay. */

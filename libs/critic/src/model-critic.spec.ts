@@ -60,6 +60,30 @@ describe('ModelCritic', () => {
     expect(events[2].payload).toMatchObject({ score: null, critic: 'model', target_event_id: 'evt_1' });
   });
 
+  it.each([
+    [
+      'a model error names its kind',
+      Object.assign(new Error('slow down'), { kind: 'rate_limited' }),
+      'rate_limited',
+    ],
+    [
+      'a recorded timeout fails as a timeout again',
+      Object.assign(new Error('t'), { kind: 'timeout' }),
+      'timeout',
+    ],
+    ['a plain throw is a provider error', new Error('socket hang up'), 'provider_error'],
+    [
+      'an unknown kind is a provider error',
+      Object.assign(new Error('x'), { kind: 'weird' }),
+      'provider_error',
+    ],
+  ])('%s on the recorded call', async (_name, err, kind) => {
+    const sut = new ModelCritic(modelReplying(async () => Promise.reject(err)));
+    const verdict = await sut.evaluate(input());
+    expect(verdict.exchange?.error).toEqual({ kind, message: err.message });
+    expect(verdict.error).toBe(`critic failed: ${err.message}`);
+  });
+
   it('times out a model that never answers, even one that ignores its signal', async () => {
     const sut = new ModelCritic(
       modelReplying(() => new Promise<string>(() => undefined)),

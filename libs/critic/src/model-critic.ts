@@ -70,6 +70,17 @@ const zeroUsage = (): TokenUsage => ({
   estimated: true,
 });
 
+const ERROR_KINDS = ['provider_error', 'rate_limited', 'timeout', 'authentication_error'] as const;
+
+/**
+ * The kind a failed model call names (a model backend's error carries `kind`; a replayed
+ * call fails with the kind it recorded); provider_error when it names none.
+ */
+function errorKindOf(err: unknown): string {
+  const kind = (err as { kind?: unknown } | null)?.kind;
+  return ERROR_KINDS.find((k) => k === kind) ?? 'provider_error';
+}
+
 /** Asks the critic role for a CriticScore; any failure (throw, timeout, non-JSON, out of range) is a verdict with an error. */
 export class ModelCritic extends Critic {
   readonly kind = 'model' as const;
@@ -121,7 +132,7 @@ export class ModelCritic extends Critic {
       const message = err instanceof Error ? err.message : String(err);
       exchange.latency_ms = Date.now() - started;
       exchange.error = {
-        kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : 'provider_error',
+        kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : errorKindOf(err),
         message,
       };
       return { critic: 'model', score: null, error: `critic failed: ${message}`, exchange };

@@ -1,5 +1,5 @@
 import { NewEvent, RuntimeEvent, StopReason, newId } from '@runledger/contracts';
-import { Critic, CriticInput, criticEvents } from '@runledger/critic';
+import { Critic, criticEvents, criticInputOf } from '@runledger/critic';
 import { MemoryService } from './memory-service';
 import {
   DEFAULT_MEMORY_POLICY,
@@ -25,19 +25,6 @@ export interface CriticMemoryHookDeps {
   /** null: score only, remember nothing */
   memory: MemoryService | null;
   policy?: MemoryPolicyConfig;
-}
-
-export function criticInputOf(event: ToolOutcomeEvent): CriticInput {
-  const result = event.payload.result;
-  return {
-    target_event_id: event.event_id,
-    call_id: event.payload.call_id,
-    tool: event.payload.tool,
-    ok: event.type === 'TOOL_COMPLETED' && result?.ok !== false,
-    output: result?.output ?? null,
-    error: event.type === 'TOOL_FAILED' ? event.payload.error : (result?.error ?? null),
-    metadata: result?.metadata ?? {},
-  };
 }
 
 /**
@@ -115,10 +102,15 @@ export interface TaskEndContext {
   result: string | null;
 }
 
+/** The task is a replay (TASK_RECEIVED source `replay`): re-run offline from another task's log. */
+const isReplay = (events: readonly RuntimeEvent[]): boolean =>
+  events[0]?.type === 'TASK_RECEIVED' && events[0].payload.source === 'replay';
+
 /**
  * A loop guard that, when a task completes, writes its summary and its fully
  * completed plans to memory (MEMORY_WRITTEN in the task's stream, before the
- * final event). Register it after guards that may still change the stop.
+ * final event). Register it after guards that may still change the stop. It writes
+ * nothing in a replay.
  */
 export function createMemoryEndGuard(
   memory: MemoryService,
@@ -126,6 +118,9 @@ export function createMemoryEndGuard(
 ) {
   return {
     async beforeEnd(ctx: TaskEndContext): Promise<{ events?: NewEvent[] }> {
+      // A replay never writes memory: its task is a re-run of a recorded one, whose summary
+      // and plans memory already holds (a write here would insert or reweight an entry).
+      if (isReplay(ctx.events)) return {};
       const events: NewEvent[] = [];
       const last = ctx.events[ctx.events.length - 1];
       for (const candidate of decideAtEnd(ctx.events, ctx.stop.stop_reason, ctx.result, policy)) {

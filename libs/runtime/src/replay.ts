@@ -1,4 +1,12 @@
 import { NotFoundError, PermissionCheck, RuntimeEvent, ToolManifest, ToolResult } from '@runledger/contracts';
+import {
+  Critic,
+  CriticModel,
+  HeuristicCritic,
+  ModelCritic,
+  criticEvents,
+  criticInputOf,
+} from '@runledger/critic';
 import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
@@ -7,7 +15,7 @@ import { RetrySettings } from './discipline/settings';
 import { RuntimeOptions, createRuntime } from './create-runtime';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
-import { INPUT_REFUSED, MemoryHit, MemoryRecall } from './ports';
+import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports';
 
 /** The model answers a task recorded (MODEL_RESPONDED, with its streamed chunks), served again in order per role. */
 export class ReplayBackend extends ScriptedBackend {
@@ -193,6 +201,74 @@ export function recordedJitter(
   return () => (i < draws.length ? draws[i++] : rest());
 }
 
+/** One verdict the recorded critic gave: which critic, and for a model critic its call among the task's critic calls. */
+interface RecordedVerdict {
+  critic: 'model' | 'heuristic';
+  /** the recorded call: the model it named, its index in the replay backend's critic role */
+  call: { model: string; cursor: number } | null;
+}
+
+/**
+ * The critic's part of a recorded task, reproduced offline: after each replayed
+ * tool outcome the critic the recording used for that outcome scores it again,
+ * a model critic against its recorded reply (the replay backend's critic role,
+ * so no model is called), and the hook returns the critic's MODEL_CALLED /
+ * MODEL_RESPONDED and CRITIC_RESULT for the replay to record and compare.
+ *
+ * Verdicts are matched to outcomes by tool call (in order, as an idempotent retry
+ * is scored once per attempt): an outcome the recording did not score (no critic,
+ * or the hook failed) gets none. A model critic's call is the critic
+ * MODEL_RESPONDED just before its CRITIC_RESULT (one hook append, one batch; this
+ * holds in a fork's copy too, where causation ids are rewritten).
+ *
+ * Memory is not part of it: a replay never writes memory (no write policy, no MEMORY_WRITTEN).
+ * null when the recording has no critic result.
+ */
+export function replayCriticHook(
+  events: readonly RuntimeEvent[],
+  backend: ReplayBackend,
+): ToolOutcomeHook | null {
+  const verdicts = new Map<string, RecordedVerdict[]>();
+  let criticCalls = 0;
+  events.forEach((e, i) => {
+    if (e.type === 'MODEL_RESPONDED' && e.payload.role === 'critic') criticCalls++;
+    if (e.type !== 'CRITIC_RESULT' || e.payload.call_id === null) return;
+    const before = events[i - 1];
+    const call =
+      e.payload.critic === 'model' && before?.type === 'MODEL_RESPONDED' && before.payload.role === 'critic'
+        ? { model: before.payload.model, cursor: criticCalls - 1 }
+        : null;
+    const key = e.payload.call_id;
+    verdicts.set(key, [...(verdicts.get(key) ?? []), { critic: e.payload.critic, call }]);
+  });
+  if (verdicts.size === 0) return null;
+  const served = (call: { model: string; cursor: number }): CriticModel => ({
+    model: call.model,
+    backend: backend.backend,
+    async complete(messages, { timeout_ms, signal }) {
+      const res = await backend.complete({
+        role: 'critic',
+        messages,
+        timeout_ms,
+        signal,
+        cursor: call.cursor,
+      });
+      return { content: res.content, usage: res.usage };
+    },
+  });
+  return async (ctx) => {
+    const verdict = verdicts.get(ctx.event.payload.call_id)?.shift();
+    if (!verdict) return [];
+    let critic: Critic;
+    if (verdict.critic === 'heuristic') critic = new HeuristicCritic();
+    else if (verdict.call) critic = new ModelCritic(served(verdict.call));
+    // a model verdict with no recorded call cannot be reproduced: the replay shows it missing
+    else return [];
+    const input = criticInputOf(ctx.event);
+    return criticEvents(input, await critic.evaluate(input));
+  };
+}
+
 /** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
 export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
   const VOLATILE = new Set([
@@ -206,6 +282,8 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
     'request_hash',
     'idempotency_key',
     'forked_from',
+    // CRITIC_RESULT names the scored outcome by event id; its call_id is compared
+    'target_event_id',
   ]);
   const strip = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(strip);
@@ -220,9 +298,10 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
   return events
     .filter(
       (e) =>
-        e.type !== 'CRITIC_RESULT' &&
-        e.type !== 'MEMORY_WRITTEN' &&
-        !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
+        // By design a replay never writes memory (it would insert or reweight entries), so
+        // MEMORY_WRITTEN is not reproduced and not compared. The critic's part (its model
+        // calls, CRITIC_RESULT and usage) is reproduced from the log and compared.
+        e.type !== 'MEMORY_WRITTEN' && !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
     )
     .filter(
       (e) =>
@@ -249,8 +328,9 @@ export async function recordedTask(
 
 /**
  * Re-run a recorded task offline as a new task (source `replay`): the model
- * answers and tool outcomes come from its log, nothing is called or run. The
- * replay's events match the original's in type, order and payload (see replayView).
+ * answers, tool outcomes and critic replies come from its log, nothing is called
+ * or run, and memory is not written. The replay's events match the original's in
+ * type, order and payload (see replayView).
  */
 export async function replayTask(
   options: ReplayOptions,
@@ -260,6 +340,7 @@ export async function replayTask(
   const first = events[0];
   if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
   const backend = ReplayBackend.fromEvents(events);
+  const critic = replayCriticHook(events, backend);
   // The recorded answers of every provider are in one list per role, in call order; the chain is
   // rebuilt under the recorded labels so the replay retries, switches and names providers the same.
   const [primary, ...fallbacks] = recordedProviderLabels(events);
@@ -271,7 +352,9 @@ export async function replayTask(
     fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
     sysUtil: backend,
     rng: recordedJitter(events, options.discipline?.retry, options.rng),
-    hooks: [],
+    // The live hooks (critic + memory write policy) are not run: the critic is reproduced
+    // from the log and memory is not written (see replayCriticHook).
+    hooks: critic ? [critic] : [],
     memory: new ReplayMemoryRecall(events),
   });
   try {

@@ -165,7 +165,7 @@ async function rebuild(rt: BuiltRuntime, json: boolean): Promise<number> {
 interface ReplayMatch {
   matches: boolean;
   compared: number;
-  /** 1-based index into the compared events (ids, times, latencies, memory and critic events left out) */
+  /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN left out, a replay never writes memory) */
   diverged_at: number | null;
   detail: string | null;
 }
