@@ -148,6 +148,20 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     );
   });
 
+  it('answers a message over the size limit with an error and keeps the connection', async () => {
+    const c = await open();
+    c.send({ type: 'ping', pad: 'x'.repeat(70_000) });
+    const error = await c.waitFor((m) => m.type === 'error');
+    expect(error).toEqual({
+      type: 'error',
+      error: 'payload_too_large',
+      message: expect.stringContaining('65536'),
+      details: { max_bytes: 65_536 },
+    });
+    c.send({ type: 'ping' });
+    await c.waitFor((m) => m.type === 'pong');
+  });
+
   it('enforces auth: nothing before auth, a wrong token closes 4401, scopes apply', async () => {
     const anon = await WsClient.open(sut.wsUrl);
     clients.push(anon);

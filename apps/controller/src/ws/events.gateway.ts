@@ -22,6 +22,8 @@ export const WS_CLOSE = { unauthorized: 4401, slowConsumer: 4008, goingAway: 100
 const AUTH_TIMEOUT_MS = 10_000;
 const MAX_SUBSCRIPTIONS = 100;
 const MAX_MESSAGE_BYTES = 64 * 1024;
+/** frames past this close the socket (1009) before they are buffered; up to it, an oversized message gets an error reply */
+const MAX_FRAME_BYTES = 1024 * 1024;
 
 interface Client {
   ws: WebSocket;
@@ -43,7 +45,7 @@ interface Client {
  */
 @Injectable()
 export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   private readonly clients = new Set<Client>();
   private heartbeat: NodeJS.Timeout | null = null;
 
@@ -134,6 +136,18 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
 
   private async onMessage(client: Client, data: RawData, isBinary: boolean): Promise<void> {
     if (isBinary) throw new ValidationError('binary frames are not supported; send JSON text');
+    const size = Array.isArray(data)
+      ? data.reduce((n, b) => n + b.length, 0)
+      : Buffer.isBuffer(data)
+        ? data.length
+        : data.byteLength;
+    if (size > MAX_MESSAGE_BYTES)
+      return this.send(client, {
+        type: 'error',
+        error: 'payload_too_large',
+        message: `message of ${size} bytes; at most ${MAX_MESSAGE_BYTES}`,
+        details: { max_bytes: MAX_MESSAGE_BYTES },
+      });
     let raw: unknown;
     try {
       raw = JSON.parse(data.toString());
