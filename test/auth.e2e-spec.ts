@@ -129,6 +129,9 @@ describe('rate limit, generated admin token, CORS (e2e)', () => {
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       const limited = await sut.request('GET', '/tasks', { token: TOKENS.reader });
       expect(limited.body.error).toBe('rate_limited');
+      expect(limited.body.message).toMatch(
+        /^rate limit of 5 requests per minute for this token; retry after \d+ s$/,
+      );
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
       expect((await sut.request('GET', '/tasks', { token: TOKENS.writer })).status).toBe(200);
       expect((await sut.request('GET', '/health', { token: null })).status).toBe(200);
