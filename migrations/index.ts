@@ -3,6 +3,7 @@ import * as createEvents from './1795334683648-CreateEvents';
 import * as createTasks from './1795334683649-CreateTasks';
 import * as createCheckpoints from './1795334683650-CreateCheckpoints';
 import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
+import * as createProcesses from './1795334683670-CreateProcesses';
 
 export { isPostgres, isSqlite } from './dialect';
 
@@ -15,6 +16,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683649-CreateTasks': createTasks,
   '1795334683650-CreateCheckpoints': createCheckpoints,
   '1795334683660-CreateMemoryEntries': createMemoryEntries,
+  '1795334683670-CreateProcesses': createProcesses,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

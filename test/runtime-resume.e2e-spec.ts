@@ -142,4 +142,31 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(lines().filter((l) => l === 'one')).toHaveLength(1);
     expect(lines()).not.toContain('three');
   });
+
+  it('resume is refused while another runledger process has the database open: it may be running those tasks', async () => {
+    writeFileSync(
+      join(dir, 'script.json'),
+      json({
+        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 4000 }],
+      }),
+    );
+    const running = spawnCli(['run', 'think slowly'], { cwd: dir, env });
+    for (let i = 0; i < 800 && !(await events()).some((e) => e.type === 'MODEL_CALLED'); i++)
+      await new Promise((r) => setTimeout(r, 25));
+
+    const refused = await runCli(['resume', '--yes'], { cwd: dir, env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('not resuming: another runledger process has this database open');
+    expect(refused.stderr).toContain(`pid ${running.child.pid} `);
+    expect((await events()).some((e) => e.type === 'GUARD_TRIGGERED')).toBe(false);
+
+    const done = await running.done;
+    expect(done.code).toBe(0);
+    const log = await events();
+    expect(log[log.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { result: 'slow answer' } });
+    expect(log.filter((e) => e.type === 'MODEL_CALLED')).toHaveLength(1);
+    const after = await runCli(['resume'], { cwd: dir, env });
+    expect(after.stdout).toContain('resuming 0 unfinished task(s)');
+    expect(after.code).toBe(0);
+  });
 });

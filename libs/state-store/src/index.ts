@@ -3,3 +3,4 @@ export * from './schema';
 export * from './task-state-store';
 export * from './checkpoint-store';
 export * from './storage';
+export * from './process-registry';

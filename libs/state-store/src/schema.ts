@@ -33,10 +33,18 @@ export interface CheckpointsTable {
   created_at: string;
 }
 
+export interface ProcessesTable {
+  hostname: string;
+  pid: number;
+  started_at: string;
+  command: string;
+}
+
 /** This lib's tables, for `db.withTables<StateStoreTables>()` on the shared handle. */
 export type StateStoreTables = {
   tasks: TasksTable;
   checkpoints: CheckpointsTable;
+  processes: ProcessesTable;
 };
 
 export type StateStoreDatabase = Database & StateStoreTables;

@@ -7,6 +7,7 @@ import {
 } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { CheckpointStore } from './checkpoint-store';
+import { ProcessRegistry } from './process-registry';
 import { TaskStateStore } from './task-state-store';
 
 export interface SqliteStorage extends SqliteHandle {
@@ -14,6 +15,8 @@ export interface SqliteStorage extends SqliteHandle {
   bus: EventBus;
   taskStates: TaskStateStore;
   checkpoints: CheckpointStore;
+  /** runledger processes with this database open; this one is registered until close() */
+  processes: ProcessRegistry;
 }
 
 /**
@@ -33,13 +36,17 @@ export async function createSqliteStorage(options: OpenSqliteOptions): Promise<S
   const eventStore = new SqliteEventStore(handle, { projections: [taskStates] });
   const bus = new EventBus(eventStore);
   const checkpoints = new CheckpointStore(handle, eventStore, taskStates);
+  const processes = new ProcessRegistry(handle);
+  await processes.register();
   return {
     ...handle,
     eventStore,
     bus,
     taskStates,
     checkpoints,
+    processes,
     async close() {
+      await processes.unregister().catch(() => undefined);
       bus.close();
       await handle.close();
     },

@@ -14,7 +14,7 @@ describe('parseArgs', () => {
 
   it('refuses an option the command does not take instead of ignoring it', () => {
     expect(refused(['resume', '--budget', 'max_rounds=2'])).toBe(
-      '--budget does not apply to resume (it takes --yes, --json, --model)',
+      '--budget does not apply to resume (it takes --yes, --json, --model, --force)',
     );
     expect(refused(['replay', 't1', '--yes'])).toContain('--yes does not apply to replay');
     expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain('does not apply to resolve');
@@ -32,7 +32,12 @@ describe('parseArgs', () => {
     expect(refused(['run', 'x', '--model', 'gpt'])).toBe(
       '--model must be sys_util, openai or scripted:<path>, got "gpt"',
     );
-    expect(parseArgs(['resume', '--model', 'scripted:s.json'])).toMatchObject({ model: 'scripted:s.json' });
+    expect(parseArgs(['resume', '--model', 'scripted:s.json'])).toMatchObject({
+      model: 'scripted:s.json',
+      force: false,
+    });
+    expect(parseArgs(['resume', 't1', '--force'])).toMatchObject({ task_id: 't1', force: true });
+    expect(refused(['run', 'x', '--force'])).toContain('--force does not apply to run');
     expect(parseArgs(['fork', 't1', '3', '--model', 'sys_util'])).toMatchObject({
       sequence: 3,
       model: 'sys_util',

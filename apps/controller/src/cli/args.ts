@@ -17,7 +17,14 @@ export type CliCommand =
       accept: AcceptCheck[];
       session: string | null;
     }
-  | { kind: 'resume'; task_id: string | null; model: string | null; json: boolean; yes: boolean }
+  | {
+      kind: 'resume';
+      task_id: string | null;
+      model: string | null;
+      json: boolean;
+      yes: boolean;
+      force: boolean;
+    }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
   | { kind: 'replay'; task_id: string; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
@@ -26,14 +33,14 @@ export type CliCommand =
   | { kind: 'serve' }
   | { kind: 'help' };
 
-const ALL_FLAGS = ['--yes', '--json', '--model', '--session', '--budget', '--accept'] as const;
+const ALL_FLAGS = ['--yes', '--json', '--model', '--session', '--budget', '--accept', '--force'] as const;
 type Flag = (typeof ALL_FLAGS)[number];
 const isFlag = (a: string): a is Flag => (ALL_FLAGS as readonly string[]).includes(a);
 
 /** The options each command takes; any other is refused, never silently ignored. */
 const FLAGS: Partial<Record<string, readonly Flag[]>> = {
   run: ['--yes', '--json', '--model', '--budget', '--accept', '--session'],
-  resume: ['--yes', '--json', '--model'],
+  resume: ['--yes', '--json', '--model', '--force'],
   resolve: ['--json'],
   replay: ['--json'],
   fork: ['--yes', '--json', '--model'],
@@ -47,7 +54,9 @@ const MODEL = /^(sys_util|openai|scripted:.+)$/;
 export const USAGE = `usage:
   runledger run "<input>" [--model sys_util|openai|scripted:<path>] [--yes] [--json]
                           [--budget key=value]... [--accept '<AcceptCheck JSON>']... [--session <id>]
-  runledger resume [<task_id>] [--model ...] [--yes] [--json]   continue unfinished tasks from the log
+  runledger resume [<task_id>] [--model ...] [--yes] [--json] [--force]
+                                                    continue unfinished tasks from the log (refused while
+                                                    another runledger process has the database open)
   runledger resolve <task_id> <request_id> allow_once|allow_always|deny|ask_always [--json]
   runledger replay <task_id> [--json]               re-run a recorded task offline, compared with its log
   runledger fork <task_id> <sequence> [--model ...] [--yes] [--json]  a new task from that event of an old one
@@ -88,7 +97,13 @@ function acceptCheck(text: string): AcceptCheck {
 export function parseArgs(argv: readonly string[]): CliCommand {
   const [command, ...rest] = argv;
   const allowed = command === undefined ? undefined : FLAGS[command];
-  const flags = { yes: false, json: false, model: null as string | null, session: null as string | null };
+  const flags = {
+    yes: false,
+    json: false,
+    force: false,
+    model: null as string | null,
+    session: null as string | null,
+  };
   const budgets: Record<string, number> = {};
   const accept: AcceptCheck[] = [];
   const positional: string[] = [];
@@ -106,6 +121,7 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       );
     if (a === '--yes' || a === '-y') flags.yes = true;
     else if (a === '--json') flags.json = true;
+    else if (a === '--force') flags.force = true;
     else if (a === '--model') {
       flags.model = value();
       if (!MODEL.test(flags.model))
@@ -148,6 +164,7 @@ export function parseArgs(argv: readonly string[]): CliCommand {
         model: flags.model,
         json: flags.json,
         yes: flags.yes,
+        force: flags.force,
       };
     case 'resolve': {
       const [task_id, request_id, decision] = positional;

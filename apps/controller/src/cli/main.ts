@@ -3,6 +3,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   ConfigError,
+  IllegalStateError,
   PermissionDecision,
   PermissionRulesConfig,
   RunledgerError,
@@ -255,6 +256,15 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
       }
       case 'resume': {
         if (cmd.task_id) await rt.service.progress(cmd.task_id); // an unknown task is refused before anything runs
+        // Another process with the database open may be running these tasks right now: resuming one it runs
+        // would run its tool calls a second time. Its own restart resumes them.
+        const others = cmd.force ? [] : ((await rt.storage?.processes.others()) ?? []);
+        if (others.length > 0)
+          throw new IllegalStateError(
+            `not resuming: another runledger process has this database open and may be running these tasks (${others
+              .map((p) => `pid ${p.pid} on ${p.hostname} since ${p.started_at}: ${p.command}`)
+              .join('; ')}). Stop it first (it resumes its own tasks when it starts again), or pass --force.`,
+          );
         // A restart resumes every unfinished task; each is followed to its end (or until it waits for a
         // person) before this process exits, so none is cut off in the middle of a tool call.
         const resumed = await rt.service.resumeUnfinished();
