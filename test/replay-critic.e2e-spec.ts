@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
-import { runCli } from '@runledger/testing';
+import { FakeOpenAiServer, runCli, startFakeOpenAiServer } from '@runledger/testing';
 
 /**
  * `runledger replay` of a run scored by a model critic (a scripted model with a
@@ -167,5 +167,56 @@ describe('runledger replay of a run with a model critic (real child processes)',
       const { streams } = await readDb(env.RUNLEDGER_DB, [taskId]);
       expect(streams[0].filter((e) => e.type === 'CRITIC_RESULT')).toHaveLength(critic === 'off' ? 0 : 5);
     }
+  });
+
+  it('RUNLEDGER_MODEL=openai with the default critic (auto: the model critic): replay offline, server closed, exit 0', async () => {
+    const server: FakeOpenAiServer = await startFakeOpenAiServer();
+    Object.assign(env, {
+      RUNLEDGER_MODEL: 'openai',
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: 'test-key',
+      RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
+    });
+    server.enqueue(
+      {
+        content: tool('file_read', { path: 'notes.txt' }),
+        usage: { prompt_tokens: 300, completion_tokens: 20 },
+      },
+      { content: score(0.8, 'notes'), usage: { prompt_tokens: 150, completion_tokens: 40 } },
+      {
+        content: tool('file_read', { path: 'todo.txt' }),
+        usage: { prompt_tokens: 320, completion_tokens: 20 },
+      },
+      { status: 500, message: 'critic upstream down' },
+      {
+        content: '{"type":"respond","content":"read both"}',
+        usage: { prompt_tokens: 340, completion_tokens: 10 },
+      },
+    );
+    let taskId: string;
+    try {
+      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
+      expect(first.stderr).toBe('');
+      expect(first.code).toBe(0);
+      taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    } finally {
+      await server.close();
+    }
+    const { streams } = await readDb(env.RUNLEDGER_DB, [taskId]);
+    expect(
+      streams[0].flatMap((e) =>
+        e.type === 'MODEL_CALLED' && e.payload.role === 'critic' ? [e.payload.model] : [],
+      ),
+    ).toEqual(['model-a', 'model-a']);
+    expect(streams[0].flatMap((e) => (e.type === 'CRITIC_RESULT' ? [e.payload.error === null] : []))).toEqual(
+      [true, false],
+    );
+
+    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    expect(replay.stderr).toBe('');
+    expect(replay.stdout).toMatch(
+      new RegExp(`replay matches the recording of ${taskId} \\(\\d+ events compared\\)`),
+    );
+    expect(replay.code).toBe(0);
   });
 });

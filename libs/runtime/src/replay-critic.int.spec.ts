@@ -190,6 +190,46 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
     expect(replayView(replayed)).toEqual(replayView(original));
   });
 
+  it('a fork of a run scored by a model critic: the critic scores its new outcomes live, and the fork replays', async () => {
+    const script = () =>
+      new ScriptedBackend({
+        orchestrator: [
+          tool('echo', { text: 'one' }),
+          tool('echo', { text: 'two' }),
+          '{"type":"respond","content":"two echoes"}',
+        ],
+        critic: [score(0.5), score(0.6)],
+      });
+    const first = script();
+    const id = await record(first, new ModelCritic(criticOf(first, { n: 0 })));
+    const original = await store.readWholeStream(id);
+    // fork right after the first outcome's critic result: the second tool call is the fork's own
+    const cut = original.findIndex((e) => e.type === 'CRITIC_RESULT') + 2;
+    const live = script();
+    const calls = { n: 0 };
+    const rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new RuleTablePolicy({}),
+      model: live,
+      hooks: [createCriticMemoryHook({ critic: new ModelCritic(criticOf(live, calls)), memory })],
+      guards: [createMemoryEndGuard(memory)],
+      log: () => undefined,
+    });
+    const { task_id: forkId } = await rt.service.fork(id, cut);
+    await rt.service.settled(forkId);
+    await rt.service.close();
+    const fork = await store.readWholeStream(forkId);
+    expect(fork[fork.length - 1].type).toBe('TASK_COMPLETED');
+    expect(calls.n).toBe(1);
+    expect(types(fork, 'CRITIC_RESULT')).toHaveLength(2);
+
+    const { original: recordedFork, replayed } = await replay(forkId);
+    expect(replayView(replayed)).toEqual(replayView(recordedFork));
+    expect(types(replayed, 'CRITIC_RESULT')).toHaveLength(2);
+    expect(calls.n).toBe(1);
+  });
+
   it('a changed critic verdict is a divergence: the comparison sees CRITIC_RESULT', async () => {
     const model = new ScriptedBackend({
       orchestrator: [tool('echo', { text: 'x' }), '{"type":"respond","content":"x"}'],
