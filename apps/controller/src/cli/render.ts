@@ -5,6 +5,14 @@ const short = (v: unknown, max = 120): string => {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 };
 
+/** A provider that reports no usage is not a call that cost nothing: the task's total estimates it. */
+const tokens = (u: { total_tokens: number; estimated?: boolean }): string =>
+  u.estimated
+    ? `~${u.total_tokens} tokens, estimated`
+    : u.total_tokens > 0
+      ? `${u.total_tokens} tokens`
+      : 'usage not reported';
+
 /** One human-readable line per event; null for events not worth a line (stream chunks). */
 export function eventLine(e: RuntimeEvent): string | null {
   switch (e.type) {
@@ -17,7 +25,7 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'MODEL_RESPONDED':
       return e.payload.error
         ? `! ${e.payload.role} call failed: ${e.payload.error.kind}: ${short(e.payload.error.message)}`
-        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${e.payload.usage.total_tokens} tokens)`;
+        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${tokens(e.payload.usage)})`;
     case 'ROUTER_DECIDED': {
       const d = e.payload.directive;
       const what =
