@@ -170,3 +170,60 @@ describe('recordedJitter', () => {
     expect(recordedJitter(retried([[73, 2]]), undefined, () => 0.9)()).toBe(0.9);
   });
 });
+
+describe('replayTask: an idempotent tool retried after a tool_error', () => {
+  it('each attempt gets the outcome it recorded (the failure, then the success)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-replay-retry-'));
+    const store = new InMemoryEventStore();
+    const discipline: DisciplineSettings = {
+      ...DEFAULT_DISCIPLINE_SETTINGS,
+      retry: { ...DEFAULT_DISCIPLINE_SETTINGS.retry, toolRetries: 1, baseDelayMs: 1, maxDelayMs: 2 },
+    };
+    let attempts = 0;
+    const flaky = () =>
+      testToolRegistry(dir).add(
+        {
+          name: 'flaky_read',
+          description: 'Fails once, then reads.',
+          args_schema: { type: 'object', properties: {}, additionalProperties: false },
+          requires_permission: false,
+          idempotent: true,
+          timeout_ms: 5_000,
+          secrets: [],
+          sensitive_output: false,
+          entry: 'index.js',
+        },
+        async () => {
+          if (attempts++ === 0) throw new Error('busy, try again');
+          return 'read at last';
+        },
+      );
+    try {
+      const rt = createRuntime({
+        store,
+        tools: flaky(),
+        permissions: new RuleTablePolicy({}),
+        model: new ScriptedBackend({
+          orchestrator: [
+            '{"type":"tool","tool":"flaky_read","args":{}}',
+            '{"type":"respond","content":"ok"}',
+          ],
+        }),
+        discipline,
+        log: () => undefined,
+      });
+      const { task_id: id } = await rt.service.submit({ input: 'read' }, { source: 'cli' });
+      await rt.service.settled(id);
+      await rt.service.close();
+      const original = await store.readWholeStream(id);
+      expect(
+        original.filter((e) => e.type === 'TOOL_FAILED' || e.type === 'TOOL_COMPLETED').map((e) => e.type),
+      ).toEqual(['TOOL_FAILED', 'TOOL_COMPLETED']);
+      const { task_id } = await replayTask({ store, tools: flaky(), discipline, log: () => undefined }, id);
+      expect(replayView(await store.readWholeStream(task_id))).toEqual(replayView(original));
+      expect(attempts).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

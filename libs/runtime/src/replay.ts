@@ -55,20 +55,24 @@ export class ReplayBackend extends ScriptedBackend {
 
 type RecordedOutcome = { result: ToolResult | null; error: string };
 
-/** Tools that answer with the outcome the recorded task got for the same call, never running anything. */
+/**
+ * Tools that answer with the outcome the recorded task got for the same call, never running anything.
+ * A call retried (an idempotent tool after a tool_error) gets its recorded outcomes attempt by attempt.
+ */
 export class ReplayToolRegistry extends ToolRegistry {
-  private readonly outcomes = new Map<string, RecordedOutcome>();
+  private readonly outcomes = new Map<string, RecordedOutcome[]>();
 
   constructor(
     private readonly live: ToolRegistry,
     events: readonly RuntimeEvent[],
   ) {
     super();
+    const add = (callId: string, outcome: RecordedOutcome) =>
+      this.outcomes.set(callId, [...(this.outcomes.get(callId) ?? []), outcome]);
     for (const e of events) {
-      if (e.type === 'TOOL_COMPLETED')
-        this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: '' });
+      if (e.type === 'TOOL_COMPLETED') add(e.payload.call_id, { result: e.payload.result, error: '' });
       if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error')
-        this.outcomes.set(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
+        add(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
     }
   }
 
@@ -82,7 +86,9 @@ export class ReplayToolRegistry extends ToolRegistry {
     return {
       manifest: this.replayManifest(tool.manifest),
       run: async (_args, ctx) => {
-        const recorded = this.outcomes.get(ctx.call_id);
+        const queue = this.outcomes.get(ctx.call_id);
+        // the last recorded outcome answers any further attempt (the comparison shows an extra one)
+        const recorded = queue && queue.length > 1 ? queue.shift() : queue?.[0];
         if (!recorded) throw new Error(`replay diverged: no recorded outcome for ${ctx.call_id}`);
         if (recorded.result) return recorded.result;
         throw new Error(recorded.error);
