@@ -6,7 +6,7 @@ import { EventPayloads, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { CLI, runCli } from '@runledger/testing';
+import { CLI, runCli, spawnCli } from '@runledger/testing';
 
 /** Tasks a process accepted and then lost (killed before its first step): only TASK_RECEIVED is in the log. */
 async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]> {
@@ -371,6 +371,20 @@ describe('runledger CLI (real child process, no model configured)', () => {
     const late = await runCli(['cancel', doneId], { cwd: dir, env });
     expect(late.code).toBe(1);
     expect(late.stderr).toBe(`runledger: task ${doneId} already ended (completed)\n`);
+  });
+
+  it('a reader that goes away (--json | head -1) does not kill the task half-way: it runs to its end', async () => {
+    const { child, done } = spawnCli(['run', 'run sleep 1 && echo finished', '--json', '--yes'], {
+      cwd: dir,
+      env,
+    });
+    child.stdout!.once('data', () => child.stdout!.destroy());
+    const res = await done;
+    expect(res.stderr).not.toContain('EPIPE');
+    expect(res.code).toBe(0);
+    const events = await readTask(env.RUNLEDGER_DB);
+    expect(events.map((e) => e.type)).toContain('TOOL_COMPLETED');
+    expect(events[events.length - 1].type).toBe('TASK_COMPLETED');
   });
 
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.

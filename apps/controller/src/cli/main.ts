@@ -25,7 +25,19 @@ interface FollowOptions {
   interactive: boolean;
 }
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+/** false once whoever read our output went away (`| head`): the task still runs to its end, unprinted */
+let stdoutOpen = true;
+const out = (line: string) => {
+  if (stdoutOpen) process.stdout.write(`${line}\n`);
+};
+
+/** A closed pipe must not kill the process in the middle of a task (a tool call cut off, an intent without outcome). */
+function keepRunningWhenStdoutCloses(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    stdoutOpen = false;
+  });
+}
 
 function ask(question: string, hidden = false): Promise<string> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
@@ -313,6 +325,7 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
 }
 
 export async function runCli(argv: readonly string[]): Promise<number> {
+  keepRunningWhenStdoutCloses();
   let cmd: CliCommand;
   try {
     cmd = parseArgs(argv);
