@@ -44,6 +44,11 @@ describe('parseArgs', () => {
     });
   });
 
+  it('--help or -h after any command prints the usage', () => {
+    expect(parseArgs(['run', '--help'])).toEqual({ kind: 'help' });
+    expect(parseArgs(['resume', '-h'])).toEqual({ kind: 'help' });
+  });
+
   it('resolve takes --json', () => {
     expect(parseArgs(['resolve', 't1', 'r1', 'allow_once', '--json'])).toEqual({
       kind: 'resolve',

@@ -96,6 +96,7 @@ function acceptCheck(text: string): AcceptCheck {
 /** argv (after the node and script names) -> a command; ValidationError on misuse. */
 export function parseArgs(argv: readonly string[]): CliCommand {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) return { kind: 'help' };
   const allowed = command === undefined ? undefined : FLAGS[command];
   const flags = {
     yes: false,
