@@ -143,11 +143,11 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(lines()).not.toContain('three');
   });
 
-  it('resume is refused while another runledger process has the database open: it may be running those tasks', async () => {
+  it('resume and rebuild are refused while another runledger process has the database open: it may be running those tasks', async () => {
     writeFileSync(
       join(dir, 'script.json'),
       json({
-        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 4000 }],
+        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 8000 }],
       }),
     );
     const running = spawnCli(['run', 'think slowly'], { cwd: dir, env });
@@ -159,6 +159,9 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(refused.stderr).toContain('not resuming: another runledger process has this database open');
     expect(refused.stderr).toContain(`pid ${running.child.pid} `);
     expect((await events()).some((e) => e.type === 'GUARD_TRIGGERED')).toBe(false);
+    const rebuild = await runCli(['rebuild'], { cwd: dir, env });
+    expect(rebuild.code).toBe(1);
+    expect(rebuild.stderr).toContain('not rebuilding: another runledger process has this database open');
 
     const done = await running.done;
     expect(done.code).toBe(0);

@@ -19,8 +19,8 @@ describe('parseArgs', () => {
     expect(refused(['replay', 't1', '--yes'])).toContain('--yes does not apply to replay');
     expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain('does not apply to resolve');
     expect(refused(['serve', '--json'])).toBe('--json does not apply to serve');
-    expect(refused(['rebuild', '--yes'])).toBe('--yes does not apply to rebuild (it takes --json)');
-    expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true });
+    expect(refused(['rebuild', '--yes'])).toBe('--yes does not apply to rebuild (it takes --json, --force)');
+    expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true, force: false });
     expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
     expect(refused(['cancel'])).toBe('cancel needs <task_id>');
     expect(refused(['serve', 'extra'])).toContain('serve takes no arguments');

@@ -29,7 +29,7 @@ export type CliCommand =
   | { kind: 'replay'; task_id: string; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
-  | { kind: 'rebuild'; json: boolean }
+  | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'serve' }
   | { kind: 'help' };
 
@@ -45,7 +45,7 @@ const FLAGS: Partial<Record<string, readonly Flag[]>> = {
   replay: ['--json'],
   fork: ['--yes', '--json', '--model'],
   cancel: ['--json'],
-  rebuild: ['--json'],
+  rebuild: ['--json', '--force'],
   serve: [],
 };
 
@@ -61,8 +61,9 @@ export const USAGE = `usage:
   runledger replay <task_id> [--json]               re-run a recorded task offline, compared with its log
   runledger fork <task_id> <sequence> [--model ...] [--yes] [--json]  a new task from that event of an old one
   runledger cancel <task_id> [--json]               end a task that is running or waiting (stop reason cancelled)
-  runledger rebuild [--json]                        recompute task states, checkpoints and memory from the
-                                                    log and name what differed (stop the server first)
+  runledger rebuild [--json] [--force]              recompute task states, checkpoints and memory from the
+                                                    log and name what differed (refused while another
+                                                    runledger process has the database open)
   runledger serve                                   run the HTTP server
 exit code: 0 only when the task completed (replay: and matched its recording); 1 it ended otherwise;
            2 bad usage; 3 it waits for a person`;
@@ -205,7 +206,7 @@ export function parseArgs(argv: readonly string[]): CliCommand {
       return { kind: 'cancel', task_id: positional[0], json: flags.json };
     case 'rebuild':
       if (positional.length > 0) throw new ValidationError('rebuild takes no arguments');
-      return { kind: 'rebuild', json: flags.json };
+      return { kind: 'rebuild', json: flags.json, force: flags.force };
     case 'serve':
       if (positional.length > 0)
         throw new ValidationError('serve takes no arguments (configure it through the environment)');

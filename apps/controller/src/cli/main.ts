@@ -154,6 +154,15 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
   }
 }
 
+async function refuseBesideOthers(rt: BuiltRuntime, what: string, how: string): Promise<void> {
+  const others = (await rt.storage?.processes.others()) ?? [];
+  if (others.length === 0) return;
+  const who = others
+    .map((p) => `pid ${p.pid} on ${p.hostname} since ${p.started_at}: ${p.command}`)
+    .join('; ');
+  throw new IllegalStateError(`${what} (${who}). ${how}`);
+}
+
 /** Every projection recomputed from the log; what differed is named (the log is the truth, a difference is drift). */
 async function rebuild(rt: BuiltRuntime, json: boolean): Promise<number> {
   const storage = rt.storage;
@@ -270,12 +279,11 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         if (cmd.task_id) await rt.service.progress(cmd.task_id); // an unknown task is refused before anything runs
         // Another process with the database open may be running these tasks right now: resuming one it runs
         // would run its tool calls a second time. Its own restart resumes them.
-        const others = cmd.force ? [] : ((await rt.storage?.processes.others()) ?? []);
-        if (others.length > 0)
-          throw new IllegalStateError(
-            `not resuming: another runledger process has this database open and may be running these tasks (${others
-              .map((p) => `pid ${p.pid} on ${p.hostname} since ${p.started_at}: ${p.command}`)
-              .join('; ')}). Stop it first (it resumes its own tasks when it starts again), or pass --force.`,
+        if (!cmd.force)
+          await refuseBesideOthers(
+            rt,
+            'not resuming: another runledger process has this database open and may be running these tasks',
+            'Stop it first (it resumes its own tasks when it starts again), or pass --force.',
           );
         // A restart resumes every unfinished task; each is followed to its end (or until it waits for a
         // person) before this process exits, so none is cut off in the middle of a tool call.
@@ -301,6 +309,13 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         await rt.service.cancel(cmd.task_id);
         return await follow(rt, cmd.task_id, { json: cmd.json, yes: false, interactive: false });
       case 'rebuild':
+        // the memory index file is replaced: a running server would keep (and later save) its old one
+        if (!cmd.force)
+          await refuseBesideOthers(
+            rt,
+            'not rebuilding: another runledger process has this database open',
+            'Stop it first, or pass --force.',
+          );
         return await rebuild(rt, cmd.json);
       case 'replay': {
         const { task_id } = await rt.replay(cmd.task_id);
