@@ -46,7 +46,13 @@ export type FallbackModelConfig = z.infer<typeof FallbackModelConfig>;
 export const ConfigSchema = z.object({
   PORT: intFromEnv(0, 65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
-  RUNLEDGER_DB: z.string().min(1).default('./data/runledger.db'),
+  RUNLEDGER_DB: z
+    .string()
+    .min(1)
+    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
+      error: 'must be a SQLite file path; database URLs (postgres://...) are not supported yet',
+    })
+    .default('./data/runledger.db'),
   RUNLEDGER_SQLITE_SYNCHRONOUS: z.enum(['OFF', 'NORMAL', 'FULL', 'EXTRA']).default('FULL'),
   RUNLEDGER_ADMIN_TOKEN: z.string().min(16).optional(),
   RUNLEDGER_TOKENS_FILE: z.string().optional(),

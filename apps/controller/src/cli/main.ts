@@ -78,7 +78,6 @@ async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
  * file becomes a protected path: writing or deleting it is a hard stop.
  */
 export function protectStorage(config: AppConfig, cwd: string): AppConfig {
-  if (/^postgres(ql)?:\/\//.test(config.RUNLEDGER_DB)) return config;
   const db = resolve(cwd, config.RUNLEDGER_DB);
   const root = resolve(cwd, config.RUNLEDGER_ALLOWED_ROOT ?? cwd);
   const folder = dirname(db);
