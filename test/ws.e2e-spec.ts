@@ -162,6 +162,24 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     await c.waitFor((m) => m.type === 'pong');
   });
 
+  it('closes only the socket that sends a frame over 1 MiB (1009), logged as the client fault it is', async () => {
+    const other = await open();
+    const big = await open();
+    big.send({ type: 'ping', pad: 'x'.repeat(1024 * 1024 + 1) });
+    expect((await big.closed).code).toBe(1009);
+    other.send({ type: 'ping' });
+    await other.waitFor((m) => m.type === 'pong');
+    const levels = sut.logs.map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(levels.filter((l) => l.level >= 50)).toEqual([]);
+  });
+
+  it('tells connected clients the server is going away (1001) when it shuts down', async () => {
+    const own = await bootApi();
+    const c = await WsClient.authed(own.wsUrl, TOKENS.admin);
+    await own.close();
+    expect(await c.closed).toEqual({ code: 1001, reason: 'server shutting down' });
+  });
+
   it('enforces auth: nothing before auth, a wrong token closes 4401, scopes apply', async () => {
     const anon = await WsClient.open(sut.wsUrl);
     clients.push(anon);

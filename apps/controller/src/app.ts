@@ -14,6 +14,7 @@ import { createLogger, NestPinoLogger } from './logging/logger';
 import { requestLog } from './logging/request-log.middleware';
 import { MetricsService } from './metrics/metrics.service';
 import { ApiBackend } from './runtime.port';
+import { EventsWsAdapter } from './ws/events-ws.adapter';
 
 export interface StartOptions {
   /** where JSON logs go (default stdout); tests capture them */
@@ -60,6 +61,7 @@ export async function startApp(
     },
   );
   app.disable('x-powered-by');
+  app.useWebSocketAdapter(new EventsWsAdapter(app, log));
   app.use(requestLog(log, app.get(MetricsService)));
   app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
   // JSON.parse quotes the body in its message: never echo it (it may hold a secret)

@@ -1,9 +1,13 @@
 import { IncomingMessage } from 'node:http';
-import { Duplex } from 'node:stream';
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { BeforeApplicationShutdown, Inject } from '@nestjs/common';
+import {
+  OnGatewayConnection,
+  OnGatewayDisconnect,
+  OnGatewayInit,
+  WebSocketGateway,
+} from '@nestjs/websockets';
 import { Logger } from 'pino';
-import { RawData, WebSocket, WebSocketServer } from 'ws';
+import { RawData, ServerOptions, VerifyClientCallbackAsync, WebSocket, WebSocketServer } from 'ws';
 import { IllegalStateError, NotFoundError, UnauthorizedError, ValidationError } from '@runledger/contracts';
 import { requireScope } from '../auth/auth.guard';
 import { Principal, Scope } from '../auth/scopes';
@@ -38,19 +42,30 @@ interface Client {
 }
 
 /**
- * WebSocket endpoint /ws on the HTTP server: auth, subscribe (one task from
- * after_seq), subscribe_all (the global log from after_position), unsubscribe.
- * Each subscription follows replay-then-live with its own bounded queue; a
- * client whose unsent bytes pass RUNLEDGER_WS_MAX_BUFFER is closed with 4008.
+ * WebSocket endpoint /ws on the HTTP server (Nest's ws adapter): auth,
+ * subscribe (one task from after_seq), subscribe_all (the global log from
+ * after_position), unsubscribe. Each subscription follows replay-then-live with
+ * its own bounded queue; a client whose unsent bytes pass
+ * RUNLEDGER_WS_MAX_BUFFER is closed with 4008.
+ *
+ * Messages are dispatched here on their `type` rather than through
+ * @SubscribeMessage: the protocol (DESIGN.md) has no `event` field, every bad
+ * message must get an `{type:"error"}` reply, and a client's messages must be
+ * answered in the order they arrived, which the adapter's concurrent handlers
+ * do not promise.
  */
-@Injectable()
-export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
-  private readonly clients = new Set<Client>();
+@WebSocketGateway({ path: '/ws', maxPayload: MAX_FRAME_BYTES })
+export class EventsGateway
+  implements
+    OnGatewayInit<WebSocketServer>,
+    OnGatewayConnection<WebSocket>,
+    OnGatewayDisconnect<WebSocket>,
+    BeforeApplicationShutdown
+{
+  private readonly clients = new Map<WebSocket, Client>();
   private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
-    @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
     @Inject(ApiBackend) private readonly backend: ApiBackend,
     @Inject(TokenRegistry) private readonly tokens: TokenRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -60,46 +75,31 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
     metrics.trackWsClients(() => this.clients.size);
   }
 
-  onApplicationBootstrap(): void {
-    const server = this.adapterHost.httpAdapter.getHttpServer() as import('node:http').Server;
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-      this.upgrade(req, socket, head),
-    );
+  afterInit(server: WebSocketServer): void {
+    // a bearer header, when the client sends one, is checked before the upgrade: a wrong
+    // token gets an HTTP 401 and never a socket; without one the first message must be auth
+    const verifyClient: VerifyClientCallbackAsync<IncomingMessage> = ({ req }, done) => {
+      const header = req.headers.authorization;
+      if (header === undefined || this.tokens.authenticate(bearerToken(header) ?? '')) return done(true);
+      done(false, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
+    };
+    (server.options as ServerOptions).verifyClient = verifyClient;
     this.heartbeat = setInterval(() => this.beat(), this.config.RUNLEDGER_WS_HEARTBEAT_MS);
     this.heartbeat.unref();
   }
 
-  onApplicationShutdown(): void {
+  /** Runs before Nest's adapter terminates the sockets, so clients get a clean 1001 with a reason. */
+  beforeApplicationShutdown(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
-    for (const c of this.clients) {
+    for (const c of this.clients.values()) {
       this.dispose(c);
       c.ws.close(WS_CLOSE.goingAway, 'server shutting down');
-      c.ws.terminate();
     }
-    this.wss.close();
   }
 
-  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/ws') {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
-    let principal: Principal | null = null;
+  handleConnection(ws: WebSocket, req: IncomingMessage): void {
     const header = req.headers.authorization;
-    if (header !== undefined) {
-      principal = this.tokens.authenticate(bearerToken(header) ?? '');
-      if (!principal) {
-        socket.end(
-          'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
-        );
-        return;
-      }
-    }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, principal));
-  }
-
-  private connect(ws: WebSocket, principal: Principal | null): void {
+    const principal = header === undefined ? null : this.tokens.authenticate(bearerToken(header) ?? '');
     const client: Client = {
       ws,
       principal,
@@ -110,7 +110,7 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
       dropped: false,
       inbox: Promise.resolve(),
     };
-    this.clients.add(client);
+    this.clients.set(ws, client);
     if (!principal) {
       client.authTimer = setTimeout(
         () => ws.close(WS_CLOSE.unauthorized, 'no auth message in time'),
@@ -127,11 +127,13 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
         .catch((err: unknown) => this.replyError(client, err))
         .catch((err: unknown) => this.log.error({ err }, 'ws error reply failed'));
     });
-    ws.on('close', () => {
-      this.dispose(client);
-      this.clients.delete(client);
-    });
-    ws.on('error', (err) => this.log.debug({ err: err.message }, 'ws socket error'));
+  }
+
+  handleDisconnect(ws: WebSocket): void {
+    const client = this.clients.get(ws);
+    if (!client) return;
+    this.dispose(client);
+    this.clients.delete(ws);
   }
 
   private async onMessage(client: Client, data: RawData, isBinary: boolean): Promise<void> {
@@ -295,11 +297,11 @@ export class EventsGateway implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private beat(): void {
-    for (const c of this.clients) {
+    for (const c of this.clients.values()) {
       if (!c.alive) {
         this.log.info({ client: c.principal?.name ?? null }, 'ws peer missed a heartbeat; dropped');
         this.dispose(c);
-        this.clients.delete(c);
+        this.clients.delete(c.ws);
         c.ws.terminate();
         continue;
       }
