@@ -234,6 +234,23 @@ export function firstExceeded(
       elapsedMs,
       `task ran ${elapsedMs} ms, over its ${budgets.timeout_ms} ms time budget`,
     );
+  const overspent = spendExceeded(usage, budgets);
+  if (overspent) return overspent;
+  if (usage.failures > budgets.max_failures)
+    return exceeded(
+      'max_failures',
+      budgets.max_failures,
+      usage.failures,
+      `${usage.failures} failures, over the limit of ${budgets.max_failures}`,
+    );
+  return null;
+}
+
+/**
+ * The token or cost budget already overrun. Model replies spend them, so they
+ * are checked before each round and again before the tools a reply asked for.
+ */
+export function spendExceeded(usage: TaskUsage, budgets: ResolvedBudgets): BudgetExceeded | null {
   if (usage.total_tokens > budgets.max_tokens)
     return exceeded(
       'max_tokens',
@@ -241,20 +258,12 @@ export function firstExceeded(
       usage.total_tokens,
       `used ${usage.total_tokens} tokens, over the budget of ${budgets.max_tokens}`,
     );
-  if (budgets.max_cost_usd !== null && usage.cost_usd > budgets.max_cost_usd) {
+  if (budgets.max_cost_usd !== null && usage.cost_usd > budgets.max_cost_usd)
     return exceeded(
       'max_cost_usd',
       budgets.max_cost_usd,
       usage.cost_usd,
       `cost $${usage.cost_usd.toFixed(6)}, over the budget of $${budgets.max_cost_usd}`,
-    );
-  }
-  if (usage.failures > budgets.max_failures)
-    return exceeded(
-      'max_failures',
-      budgets.max_failures,
-      usage.failures,
-      `${usage.failures} failures, over the limit of ${budgets.max_failures}`,
     );
   return null;
 }

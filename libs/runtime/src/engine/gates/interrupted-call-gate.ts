@@ -1,0 +1,23 @@
+import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
+
+const UNKNOWN_OUTCOME =
+  'the process stopped while this call ran; its outcome is unknown and it was not run again';
+
+/**
+ * A call whose intent was recorded before a restart, without an outcome, runs
+ * again only when its manifest declares it idempotent; otherwise it fails as
+ * outcome_unknown and the orchestrator decides.
+ */
+export class InterruptedCallGate implements ToolGate {
+  readonly name = 'interrupted_call';
+
+  check({ prior, tool }: GateCall): GateVerdict {
+    if (!prior || tool.manifest.idempotent) return ALLOW;
+    return {
+      kind: 'deny',
+      error: UNKNOWN_OUTCOME,
+      error_kind: 'outcome_unknown',
+      step_error: UNKNOWN_OUTCOME,
+    };
+  }
+}

@@ -1,0 +1,274 @@
+import { PlanStep } from '@runledger/contracts';
+import {
+  StepStatus,
+  UnknownStepReferenceError,
+  blockedSteps,
+  findCycle,
+  readySteps,
+  substituteOutputs,
+} from '@runledger/scheduler';
+import { NO_RETRIES, DisciplineSettings } from '../discipline/settings';
+import { ModelGateway } from '../model-gateway';
+import { ModelBackend } from '../model/model-backend';
+import { PlanProgress, callIdFor, planIdFor } from '../progress';
+import { callThroughChain } from '../provider-chain';
+import { TaskWriter } from '../task-writer';
+import { ExecOutcome, HardStop, StepOutcome } from './call-types';
+import { ToolCallRunner } from './tool-call-runner';
+
+export interface PlanDeps {
+  toolCalls: ToolCallRunner;
+  gateway: ModelGateway;
+  /** the backend that serves the coder role */
+  coder: ModelBackend;
+  /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
+  coderFallbacks?: readonly ModelBackend[];
+  modelTimeoutMs: number;
+  stepConcurrency: number;
+  discipline?: DisciplineSettings;
+  rng?: () => number;
+}
+
+const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
+
+/** A plan ended by a step's hard stop ends the task with that stop. */
+export const hardStopEnd = (stop: HardStop): ExecOutcome => ({
+  kind: 'end',
+  stop: { stop_reason: stop.stop_reason ?? 'permission_denied', detail: stop.reason },
+  result: null,
+});
+
+/**
+ * Runs a plan: cycle check, PLAN_STARTED, ready steps in dependency order up to
+ * the step concurrency, then PLAN_COMPLETED or the skipped steps and PLAN_FAILED.
+ * Resumable: the plan's progress comes from the log, and a step that was running
+ * when the process stopped runs again (its tool call decides what that means).
+ */
+export class PlanRunner {
+  constructor(private readonly deps: PlanDeps) {}
+
+  async run(writer: TaskWriter, steps: PlanStep[], round: number, signal: AbortSignal): Promise<ExecOutcome> {
+    const plan_id = planIdFor(round);
+    if (!writer.progress.plans.has(plan_id)) {
+      const cycle = findCycle(steps);
+      if (cycle) {
+        await writer.append([
+          {
+            type: 'PLAN_FAILED',
+            payload: {
+              plan_id,
+              reason: `dependency cycle: ${cycle.join(' -> ')}`,
+              failed_step: null,
+              cycle,
+              step_results: [],
+            },
+          },
+        ]);
+        return { kind: 'continue' };
+      }
+      await writer.append([{ type: 'PLAN_STARTED', payload: { plan_id, steps } }]);
+    }
+    const plan = writer.progress.plans.get(plan_id)!;
+    const status = new Map<string, StepStatus>(
+      [...plan.status].map(([id, s]) => [id, s === 'running' ? 'pending' : s]),
+    );
+    const inFlight = new Map<string, Promise<{ id: string; out: StepOutcome }>>();
+    let failed: { id: string; error: string } | null = null;
+    let suspended = false;
+    let hardStop: HardStop | null = null;
+    for (;;) {
+      if (!failed && !suspended && !hardStop && !signal.aborted) {
+        for (const step of readySteps(plan.steps, status, this.deps.stepConcurrency)) {
+          status.set(step.id, 'running');
+          inFlight.set(
+            step.id,
+            this.runStep(writer, plan, step, round, signal).then((out) => ({ id: step.id, out })),
+          );
+        }
+      }
+      if (inFlight.size === 0) break;
+      const { id, out } = await Promise.race(inFlight.values());
+      inFlight.delete(id);
+      if (out.kind === 'completed') status.set(id, 'completed');
+      else if (out.kind === 'failed') {
+        status.set(id, 'failed');
+        failed ??= { id, error: out.error };
+      } else if (out.kind === 'suspend') {
+        status.set(id, 'pending');
+        suspended = true;
+      } else {
+        status.set(id, 'failed');
+        hardStop = out;
+      }
+    }
+    if (hardStop) return hardStopEnd(hardStop);
+    if (suspended || signal.aborted) return { kind: 'suspend' };
+    if (failed) {
+      const skipped = [
+        ...blockedSteps(plan.steps, status),
+        ...plan.steps.filter(
+          (s) => status.get(s.id) === 'pending' && !blockedSteps(plan.steps, status).includes(s),
+        ),
+      ];
+      await writer.append(
+        skipped.map((s) => ({
+          type: 'STEP_FAILED' as const,
+          payload: { plan_id, step_id: s.id, error: `skipped: step ${failed!.id} failed`, skipped: true },
+        })),
+      );
+      await writer.append([
+        {
+          type: 'PLAN_FAILED',
+          payload: {
+            plan_id,
+            reason: `step ${failed.id} failed: ${failed.error}`,
+            failed_step: failed.id,
+            cycle: null,
+            step_results: this.stepResults(writer, plan_id),
+          },
+        },
+      ]);
+      return { kind: 'continue' };
+    }
+    await writer.append([
+      { type: 'PLAN_COMPLETED', payload: { plan_id, step_results: this.stepResults(writer, plan_id) } },
+    ]);
+    const answer = [...plan.steps].reverse().find((s) => s.kind === 'respond');
+    if (answer) {
+      const output = writer.progress.plans.get(plan_id)!.outputs.get(answer.id);
+      return {
+        kind: 'end',
+        stop: { stop_reason: 'completed', detail: `plan step ${answer.id} responded` },
+        result: typeof output === 'string' ? output : JSON.stringify(output),
+      };
+    }
+    return { kind: 'continue' };
+  }
+
+  private stepResults(writer: TaskWriter, planId: string) {
+    const plan = writer.progress.plans.get(planId)!;
+    return plan.steps.map((s) => {
+      const st = plan.status.get(s.id) ?? 'pending';
+      return {
+        step_id: s.id,
+        status: st === 'running' ? ('pending' as const) : st,
+        output: plan.outputs.get(s.id),
+        error: plan.errors.get(s.id) ?? null,
+      };
+    });
+  }
+
+  private async runStep(
+    writer: TaskWriter,
+    plan: PlanProgress,
+    step: PlanStep,
+    round: number,
+    signal: AbortSignal,
+  ): Promise<StepOutcome> {
+    const plan_id = plan.plan_id;
+    // A step that waited for a person, or ran when the process stopped, continues: it started once.
+    if (writer.progress.plans.get(plan_id)!.status.get(step.id) !== 'running') {
+      await writer.append([
+        { type: 'STEP_STARTED', payload: { plan_id, step_id: step.id, kind: step.kind, attempt: 1 } },
+      ]);
+    }
+    let out: StepOutcome;
+    try {
+      out = await this.stepWork(writer, step, round, signal, writer.progress.plans.get(plan_id)!.outputs);
+    } catch (err) {
+      if (!(err instanceof UnknownStepReferenceError)) throw err;
+      out = { kind: 'failed', error: err.message };
+    }
+    if (out.kind === 'completed')
+      await writer.append([
+        { type: 'STEP_COMPLETED', payload: { plan_id, step_id: step.id, output: out.output ?? null } },
+      ]);
+    if (out.kind === 'failed')
+      await writer.append([
+        { type: 'STEP_FAILED', payload: { plan_id, step_id: step.id, error: out.error, skipped: false } },
+      ]);
+    return out;
+  }
+
+  private async stepWork(
+    writer: TaskWriter,
+    step: PlanStep,
+    round: number,
+    signal: AbortSignal,
+    outputs: ReadonlyMap<string, unknown>,
+  ): Promise<StepOutcome> {
+    const args = substituteOutputs(step.args, outputs);
+    const call = (tool: string, callArgs: Record<string, unknown>) =>
+      this.deps.toolCalls
+        .run(
+          writer,
+          {
+            call_id: callIdFor(round, step.id),
+            tool,
+            args: callArgs,
+            step_id: step.id,
+            requiresConfirmation: step.requires_confirmation,
+          },
+          signal,
+        )
+        .then((r): StepOutcome =>
+          r.kind === 'done'
+            ? r.ok
+              ? { kind: 'completed', output: r.output }
+              : { kind: 'failed', error: r.error ?? 'tool failed' }
+            : r,
+        );
+    switch (step.kind) {
+      case 'tool':
+        return call(step.tool!, args);
+      case 'memory': {
+        const insert = ['insert', 'remember'].includes(String(args.op ?? 'search'));
+        const text = String(args.text ?? args.query ?? step.description);
+        return call(insert ? 'memory_insert' : 'memory_search', insert ? { text } : { query: text });
+      }
+      case 'respond':
+        return { kind: 'completed', output: args.content ?? substituteOutputs(step.description, outputs) };
+      case 'coder':
+        return this.coderStep(writer, args, step, round, signal);
+    }
+  }
+
+  /** Retries, then the next provider, as for the orchestrator; at the end of the chain the step fails. */
+  private async coderStep(
+    writer: TaskWriter,
+    args: Record<string, unknown>,
+    step: PlanStep,
+    round: number,
+    signal: AbortSignal,
+  ): Promise<StepOutcome> {
+    if (!this.deps.coder.modelFor('coder')) return { kind: 'failed', error: 'no coder model configured' };
+    const prompt = String(args.prompt ?? step.description);
+    const chain = [
+      this.deps.coder,
+      ...(this.deps.coderFallbacks ?? []).filter((b) => b.modelFor('coder') !== null),
+    ];
+    try {
+      const out = await callThroughChain({
+        gateway: this.deps.gateway,
+        writer,
+        chain,
+        role: 'coder',
+        round,
+        request: {
+          messages: [
+            { role: 'system', content: CODER_SYSTEM },
+            { role: 'user', content: prompt },
+          ],
+          timeout_ms: this.deps.modelTimeoutMs,
+          signal,
+        },
+        retry: this.deps.discipline?.retry ?? NO_RETRIES,
+        rng: this.deps.rng,
+      });
+      if (out.ok) return { kind: 'completed', output: out.res.content };
+      return { kind: 'failed', error: `coder: ${(out.error as Error).message}` };
+    } catch (err) {
+      return { kind: 'failed', error: `coder: ${(err as Error).message}` };
+    }
+  }
+}

@@ -1,0 +1,306 @@
+import { EventPayload, NewEvent, ToolManifest, ToolResult, hashArgs } from '@runledger/contracts';
+import { PermissionPolicy } from '@runledger/permissions';
+import { RegisteredTool, ToolRegistry } from '@runledger/tools';
+import {
+  adaptiveToolTimeout,
+  decideFailure,
+  hasExitCode,
+  toolGuardFromEvents,
+} from '../discipline/failure-policy';
+import { guardEvent } from '../discipline/retry-runner';
+import { DisciplineSettings } from '../discipline/settings';
+import { sleep } from '../model/model-backend';
+import { SecretVault, ToolOutcomeHook, isShutdown } from '../ports';
+import { TaskWriter } from '../task-writer';
+import { AllowAlwaysGrants } from './allow-always-grants';
+import { CallOutcome, CallSpec } from './call-types';
+import { BudgetGate } from './gates/budget-gate';
+import { CircuitBreakerGate } from './gates/circuit-breaker-gate';
+import { InterruptedCallGate } from './gates/interrupted-call-gate';
+import { PermissionGate } from './gates/permission-gate';
+import { SecretGate } from './gates/secret-gate';
+import { GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
+import { ValidateGate } from './gates/validate-gate';
+
+export interface ToolCallDeps {
+  tools: ToolRegistry;
+  permissions: PermissionPolicy;
+  vault: SecretVault;
+  hooks: readonly ToolOutcomeHook[];
+  grants: AllowAlwaysGrants;
+  redact: (value: ToolResult, secrets: readonly string[]) => ToolResult;
+  /** run discipline: budgets, circuit breaker, adaptive timeouts, retries of idempotent tools; off when absent */
+  discipline?: DisciplineSettings;
+  rng?: () => number;
+  log: (message: string, err?: unknown) => void;
+}
+
+type AttemptOutcome =
+  | { ok: boolean; output: unknown; error: string | null; retryable: boolean; timedOut: boolean }
+  | 'interrupted';
+
+/** The pre-call checks in the order they apply; budgets and the circuit breaker belong to run discipline. */
+export function toolGates(deps: ToolCallDeps): ToolGate[] {
+  const gates: ToolGate[] = [
+    new ValidateGate(deps.tools),
+    new InterruptedCallGate(),
+    new PermissionGate(deps.permissions, deps.grants),
+    new SecretGate(deps.permissions, deps.vault),
+  ];
+  if (deps.discipline)
+    gates.push(
+      new BudgetGate(deps.discipline),
+      new CircuitBreakerGate(deps.discipline.circuitBreakerThreshold),
+    );
+  return gates;
+}
+
+/**
+ * One tool call, resumable: a recorded outcome is returned as is; otherwise
+ * the gates judge the call, then TOOL_CALLED, the sandboxed run within its
+ * (adaptive) timeout, the redacted outcome and the outcome hooks, with retries
+ * of an idempotent tool that broke.
+ */
+export class ToolCallRunner {
+  private readonly gates: readonly ToolGate[];
+
+  constructor(private readonly deps: ToolCallDeps) {
+    this.gates = toolGates(deps);
+  }
+
+  async run(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<CallOutcome> {
+    const p = writer.progress;
+    const prior = p.calls.get(spec.call_id);
+    if (prior?.outcome)
+      return {
+        kind: 'done',
+        ok: prior.outcome === 'completed' && prior.result?.ok !== false,
+        output: prior.result?.output ?? null,
+        error: prior.error ?? prior.result?.error ?? null,
+      };
+    const tool = this.deps.tools.get(spec.tool);
+    // Nothing to gate without a tool: the call fails as invalid, with no manifest for the outcome hooks.
+    if (!tool) {
+      const error = `unknown tool ${spec.tool}`;
+      await this.recordFailure(writer, spec, null, error, 'validation_error');
+      return { kind: 'done', ok: false, output: null, error };
+    }
+    const args_hash = hashArgs(spec.tool, spec.args);
+    const verdict = await this.judge({ spec, tool, args_hash, progress: p, log: writer.log, prior });
+    switch (verdict.kind) {
+      case 'allow':
+        break;
+      case 'suspend':
+        await writer.append(verdict.events);
+        return { kind: 'suspend' };
+      case 'deny':
+        await this.recordFailure(writer, spec, tool.manifest, verdict.error, verdict.error_kind);
+        return { kind: 'done', ok: false, output: null, error: verdict.step_error };
+      case 'hard_stop':
+        if (verdict.recordFailure)
+          await this.recordFailure(writer, spec, tool.manifest, verdict.reason, 'hard_stop');
+        return { kind: 'hard_stop', reason: verdict.reason, stop_reason: verdict.stop_reason };
+    }
+    return this.runAttempts(writer, spec, tool, args_hash, (prior?.attempt ?? 0) + 1, signal);
+  }
+
+  /** The first gate that does not allow the call decides. */
+  private async judge(call: GateCall): Promise<GateVerdict> {
+    for (const gate of this.gates) {
+      const verdict = await gate.check(call);
+      if (verdict.kind !== 'allow') return verdict;
+    }
+    return { kind: 'allow' };
+  }
+
+  private async runAttempts(
+    writer: TaskWriter,
+    spec: CallSpec,
+    tool: RegisteredTool,
+    args_hash: string,
+    firstAttempt: number,
+    signal: AbortSignal,
+  ): Promise<CallOutcome> {
+    const p = writer.progress;
+    const d = this.deps.discipline;
+    const held = this.deps.vault.forCall(p.task_id, spec.call_id);
+    try {
+      for (let attempt = firstAttempt; ; attempt++) {
+        const out = await this.runOnce(writer, spec, tool, held, args_hash, attempt, signal);
+        if (out === 'interrupted') return { kind: 'suspend' };
+        if (out.ok || !d || !out.retryable || signal.aborted)
+          return { kind: 'done', ok: out.ok, output: out.output, error: out.error };
+        // An idempotent tool that broke (threw, timed out) is tried again under the failure policy.
+        const decision = decideFailure(out.timedOut ? 'timeout' : 'tool_error', attempt, {
+          subject: 'tool',
+          retry: d.retry,
+          idempotent: tool.manifest.idempotent,
+          rng: this.deps.rng,
+        });
+        if (decision.action !== 'retry')
+          return { kind: 'done', ok: false, output: out.output, error: out.error };
+        await writer.append([
+          guardEvent('retry', writer.progress.round, `${spec.tool}: ${decision.detail}`, {
+            tool: spec.tool,
+            call_id: spec.call_id,
+            delay_ms: decision.delay_ms,
+            next_attempt: decision.next_attempt,
+          }),
+        ]);
+        await sleep(decision.delay_ms, signal).catch(() => undefined);
+      }
+    } finally {
+      this.deps.vault.drop(p.task_id, spec.call_id);
+    }
+  }
+
+  /** One attempt: intent, run within the (adaptive) timeout, redacted outcome. */
+  private async runOnce(
+    writer: TaskWriter,
+    spec: CallSpec,
+    tool: RegisteredTool,
+    held: ReadonlyMap<string, string>,
+    args_hash: string,
+    attempt: number,
+    signal: AbortSignal,
+  ): Promise<AttemptOutcome> {
+    const p = writer.progress;
+    const manifest = tool.manifest;
+    const d = this.deps.discipline;
+    // A signature that timed out before gets more time now, up to the cap.
+    const timeoutMs = d
+      ? adaptiveToolTimeout(
+          toolGuardFromEvents(writer.log),
+          args_hash,
+          manifest.timeout_ms,
+          d.toolTimeoutBackoffFactor,
+          d.toolTimeoutCapMs,
+        )
+      : manifest.timeout_ms;
+    await writer.append([
+      {
+        type: 'TOOL_CALLED',
+        payload: {
+          call_id: spec.call_id,
+          tool: spec.tool,
+          args: spec.args,
+          args_hash,
+          step_id: spec.step_id,
+          idempotent: manifest.idempotent,
+          attempt,
+        },
+      },
+    ]);
+    const started = Date.now();
+    const ctrl = new AbortController();
+    const onAbort = () => ctrl.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const secretValues = [...held.values()];
+    try {
+      const timeout = new Promise<'timeout'>(
+        (resolve) => (timer = setTimeout(() => (ctrl.abort(), resolve('timeout')), timeoutMs)),
+      );
+      const ran = await Promise.race([
+        tool.run(spec.args, {
+          task_id: p.task_id,
+          session_id: p.session_id,
+          step_id: spec.step_id,
+          call_id: spec.call_id,
+          signal: ctrl.signal,
+          secrets: held,
+        }),
+        timeout,
+      ]);
+      const duration_ms = Date.now() - started;
+      // Stopped by a shutdown: the outcome is unknown, so none is recorded; the next boot decides from the intent.
+      if (isShutdown(signal)) return 'interrupted';
+      if (ran === 'timeout') {
+        const error = `timed out after ${timeoutMs} ms`;
+        await this.recordFailure(writer, spec, manifest, error, 'timeout', null, duration_ms);
+        return { ok: false, output: null, error, retryable: true, timedOut: true };
+      }
+      const result = this.deps.redact(ran, secretValues);
+      if (result.ok) {
+        await this.recordOutcome(writer, manifest, {
+          type: 'TOOL_COMPLETED',
+          payload: { call_id: spec.call_id, tool: spec.tool, result, duration_ms },
+        });
+      } else {
+        await this.recordFailure(
+          writer,
+          spec,
+          manifest,
+          result.error ?? 'tool failed',
+          'tool_error',
+          result,
+          duration_ms,
+        );
+      }
+      // A command that ran and exited non-zero is an answer, not a breakage: repeating it changes nothing.
+      return {
+        ok: result.ok,
+        output: result.output,
+        error: result.error,
+        retryable: !result.ok && !hasExitCode(result.output),
+        timedOut: false,
+      };
+    } catch (err) {
+      if (isShutdown(signal)) return 'interrupted';
+      const error = this.deps.redact(
+        {
+          tool: spec.tool,
+          ok: false,
+          output: null,
+          error: err instanceof Error ? err.message : String(err),
+          metadata: {},
+        },
+        secretValues,
+      ).error!;
+      await this.recordFailure(writer, spec, manifest, error, 'tool_error', null, Date.now() - started);
+      return { ok: false, output: null, error, retryable: true, timedOut: false };
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private recordFailure(
+    writer: TaskWriter,
+    spec: CallSpec,
+    manifest: ToolManifest | null,
+    error: string,
+    error_kind: EventPayload<'TOOL_FAILED'>['error_kind'],
+    result: ToolResult | null = null,
+    duration_ms = 0,
+  ): Promise<void> {
+    return this.recordOutcome(writer, manifest, {
+      type: 'TOOL_FAILED',
+      payload: { call_id: spec.call_id, tool: spec.tool, result, error, error_kind, duration_ms },
+    });
+  }
+
+  /** The outcome event, then every outcome hook (critic, memory) on it; a failing hook is logged, not fatal. */
+  private async recordOutcome(
+    writer: TaskWriter,
+    manifest: ToolManifest | null,
+    event: NewEvent,
+  ): Promise<void> {
+    const [stored] = await writer.append([event]);
+    if (!manifest || (stored.type !== 'TOOL_COMPLETED' && stored.type !== 'TOOL_FAILED')) return;
+    for (const hook of this.deps.hooks) {
+      try {
+        await writer.append(
+          await hook({
+            task_id: writer.taskId,
+            session_id: writer.progress.session_id,
+            event: stored,
+            manifest,
+          }),
+        );
+      } catch (err) {
+        this.deps.log(`tool outcome hook failed for ${stored.payload.call_id}`, err);
+      }
+    }
+  }
+}
