@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -387,6 +387,38 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(rounds(r.events)).toBe(2);
       expect(of(r.events, 'MODEL_RESPONDED').map((e) => e.payload.cost_usd)).toEqual([0.5, 0.5]);
       expect(r.usage.cost_usd).toBeCloseTo(1.0, 9);
+    });
+
+    it('max_tokens: none of the tools of the reply that crossed the budget runs', async () => {
+      const big = (content: string) => ({ content, usage: { prompt_tokens: 400, completion_tokens: 200 } });
+      const step = (id: string) => ({
+        id,
+        kind: 'tool',
+        tool: 'append_line',
+        args: { path: 'log.txt', line: id },
+      });
+      const crossing = j({ type: 'plan', steps: [step('after a'), step('after b')] });
+      const r = await run({ orchestrator: [big(eight[0]), big(crossing), big(respond('x'))] }, 'spend', {
+        budgets: { max_tokens: 1000 },
+      });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/1200 tokens, over the budget of 1000/);
+      expect(rounds(r.events)).toBe(2);
+      expect(of(r.events, 'TOOL_CALLED').map((e) => e.payload.args.line)).toEqual(['line 1']);
+      expect(readFileSync(join(dir, 'log.txt'), 'utf8')).toBe('line 1\n');
+    });
+
+    it('max_cost_usd: the tool of the reply that crossed the budget does not run', async () => {
+      const settings = { ...fast, prices: { scripted: { input_per_mtok: 1000, output_per_mtok: 1000 } } };
+      const big = (content: string) => ({ content, usage: { prompt_tokens: 300, completion_tokens: 200 } });
+      const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', {
+        settings,
+        budgets: { max_cost_usd: 0.8 },
+      });
+      expect(r.stop).toBe('budget_exceeded');
+      expect(r.detail).toMatch(/over the budget of \$0.8/);
+      expect(of(r.events, 'TOOL_CALLED')).toHaveLength(1);
+      expect(readFileSync(join(dir, 'log.txt'), 'utf8')).toBe('line 1\n');
     });
 
     it('timeout_ms: the end-to-end deadline aborts the running tool and stops with timeout', async () => {
