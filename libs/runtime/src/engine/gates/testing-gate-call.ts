@@ -1,0 +1,46 @@
+import { ToolManifest, hashArgs } from '@runledger/contracts';
+import { EventLogBuilder } from '../../discipline/testing-events';
+import { foldProgress } from '../../progress';
+import { GateCall } from './tool-gate';
+
+export const manifestOf = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest => ({
+  name,
+  description: name,
+  args_schema: { type: 'object' },
+  requires_permission: false,
+  idempotent: false,
+  timeout_ms: 1000,
+  secrets: [],
+  sensitive_output: false,
+  entry: 'index.js',
+  ...extra,
+});
+
+export interface CallOptions {
+  call_id?: string;
+  args?: Record<string, unknown>;
+  manifest?: Partial<ToolManifest>;
+  requiresConfirmation?: boolean;
+}
+
+/**
+ * The call a gate judges, over the task's log so far (`given`), the way the
+ * ToolCallRunner builds it: progress folded from that log, the prior intent of
+ * the same call id if the log has one. For the gates' unit tests.
+ */
+export function callOf(given: EventLogBuilder, tool: string, o: CallOptions = {}): GateCall {
+  const args = o.args ?? {};
+  const progress = foldProgress(given.taskId, given.events);
+  const call_id = o.call_id ?? 'call_9';
+  return {
+    spec: { call_id, tool, args, step_id: null, requiresConfirmation: o.requiresConfirmation ?? false },
+    tool: {
+      manifest: manifestOf(tool, o.manifest),
+      run: () => Promise.reject(new Error('a gate never runs the tool')),
+    },
+    args_hash: hashArgs(tool, args),
+    progress,
+    log: given.events,
+    prior: progress.calls.get(call_id),
+  };
+}
