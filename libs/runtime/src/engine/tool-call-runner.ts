@@ -19,7 +19,7 @@ import { CircuitBreakerGate } from './gates/circuit-breaker-gate';
 import { InterruptedCallGate } from './gates/interrupted-call-gate';
 import { PermissionGate } from './gates/permission-gate';
 import { SecretGate } from './gates/secret-gate';
-import { GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
+import { ALLOW, GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
 import { ValidateGate } from './gates/validate-gate';
 
 export interface ToolCallDeps {
@@ -110,7 +110,7 @@ export class ToolCallRunner {
       const verdict = await gate.check(call);
       if (verdict.kind !== 'allow') return verdict;
     }
-    return { kind: 'allow' };
+    return ALLOW;
   }
 
   private async runAttempts(

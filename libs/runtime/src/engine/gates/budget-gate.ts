@@ -9,8 +9,6 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
  * cost budget ends the task here, before any of the tools it asked for runs.
  */
 export class BudgetGate implements ToolGate {
-  readonly name = 'budget';
-
   constructor(private readonly settings: DisciplineSettings) {}
 
   check({ progress, log }: GateCall): GateVerdict {

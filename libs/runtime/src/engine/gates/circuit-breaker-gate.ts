@@ -3,8 +3,6 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 
 /** A tool that failed `threshold` times in a row in this task is not run again; the call fails as tool_error. */
 export class CircuitBreakerGate implements ToolGate {
-  readonly name = 'circuit_breaker';
-
   constructor(private readonly threshold: number) {}
 
   check({ spec, log }: GateCall): GateVerdict {

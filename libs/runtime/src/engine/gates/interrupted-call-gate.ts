@@ -9,8 +9,6 @@ const UNKNOWN_OUTCOME =
  * outcome_unknown and the orchestrator decides.
  */
 export class InterruptedCallGate implements ToolGate {
-  readonly name = 'interrupted_call';
-
   check({ prior, tool }: GateCall): GateVerdict {
     if (!prior || tool.manifest.idempotent) return ALLOW;
     return {

@@ -10,8 +10,6 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
  * waits on TASK_AWAITING_PERMISSION.
  */
 export class PermissionGate implements ToolGate {
-  readonly name = 'permission';
-
   constructor(
     private readonly permissions: PermissionPolicy,
     private readonly grants: AllowAlwaysGrants,

@@ -9,8 +9,6 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
  * one is asked for once and the task waits on TASK_AWAITING_SECRET.
  */
 export class SecretGate implements ToolGate {
-  readonly name = 'secret';
-
   constructor(
     private readonly permissions: PermissionPolicy,
     private readonly vault: SecretVault,

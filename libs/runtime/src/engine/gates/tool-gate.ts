@@ -37,7 +37,6 @@ export type GateVerdict =
 
 /** One pre-call check; the ToolCallRunner walks them in order and the first verdict other than allow wins. */
 export interface ToolGate {
-  readonly name: string;
   check(call: GateCall): GateVerdict | Promise<GateVerdict>;
 }
 

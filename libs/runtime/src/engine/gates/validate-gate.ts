@@ -3,8 +3,6 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 
 /** The arguments must match the tool's schema; a mismatch fails the call as validation_error. */
 export class ValidateGate implements ToolGate {
-  readonly name = 'validate';
-
   constructor(private readonly tools: ToolRegistry) {}
 
   check({ spec }: GateCall): GateVerdict {
