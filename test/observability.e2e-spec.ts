@@ -55,7 +55,7 @@ describe('metrics and request logs (e2e)', () => {
     expect(res.text).not.toContain('no-such-route');
   });
 
-  it('keeps the metrics of two apps in one process apart', async () => {
+  it('keeps the metrics and logs of two apps in one process apart', async () => {
     const other = await bootApi();
     try {
       await other.request('POST', '/tasks', { body: { input: 'hello' } });
@@ -64,6 +64,10 @@ describe('metrics and request logs (e2e)', () => {
       expect(sample(theirs, 'runledger_events_appended_total', { type: 'TASK_RECEIVED' })).toBe(1);
       expect(sample(theirs, 'process_cpu_seconds_total')).toBeGreaterThan(0);
       expect(sample(mine, 'runledger_events_appended_total', { type: 'TASK_RECEIVED' })).toBe(1);
+      // Nest's own messages of each app go to that app's log
+      const started = (logs: string[]) =>
+        logs.filter((l) => JSON.parse(l).msg === 'Nest application successfully started').length;
+      expect([started(sut.logs), started(other.logs)]).toEqual([1, 1]);
     } finally {
       await other.close();
     }
