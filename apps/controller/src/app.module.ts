@@ -12,8 +12,8 @@ import { DocsController } from './docs/docs.controller';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { HealthController } from './health/health.controller';
 import { HealthService } from './health/health.service';
-import { MetricsController } from './metrics/metrics.controller';
-import { MetricsService } from './metrics/metrics.service';
+import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { ApiBackend } from './runtime.port';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
@@ -40,6 +40,8 @@ export class AppModule {
           throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }],
           skipIf: () => limit === 0,
         }),
+        LoggingModule.forRoot(deps.log),
+        MetricsModule.forRoot(deps.backend),
         ...(deps.modules ?? []),
       ],
       controllers: [
@@ -48,7 +50,6 @@ export class AppModule {
         TaskStreamController,
         AdminEventsController,
         DashboardController,
-        MetricsController,
         DocsController,
       ],
       providers: [
@@ -60,7 +61,6 @@ export class AppModule {
         { provide: APP_GUARD, useClass: TokenThrottlerGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         HealthService,
-        MetricsService,
         EventsGateway,
       ],
     };

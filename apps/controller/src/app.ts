@@ -4,15 +4,14 @@ import { dirname, resolve } from 'node:path';
 import { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger as NestLogger } from 'nestjs-pino';
 import { DestinationStream, Logger } from 'pino';
 import { ValidationError } from '@runledger/contracts';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
 import { AppConfig } from './config';
 import { answerClientError } from './errors/client-error';
-import { createLogger, NestPinoLogger } from './logging/logger';
-import { requestLog } from './logging/request-log.middleware';
-import { MetricsService } from './metrics/metrics.service';
+import { createLogger } from './logging/logger';
 import { ApiBackend } from './runtime.port';
 import { EventsWsAdapter } from './ws/events-ws.adapter';
 
@@ -57,12 +56,12 @@ export async function startApp(
     {
       bodyParser: false,
       cors,
-      logger: new NestPinoLogger(log),
+      bufferLogs: true,
     },
   );
+  app.useLogger(app.get(NestLogger));
   app.disable('x-powered-by');
   app.useWebSocketAdapter(new EventsWsAdapter(app, log));
-  app.use(requestLog(log, app.get(MetricsService)));
   app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
   // JSON.parse quotes the body in its message: never echo it (it may hold a secret)
   app.use((err: unknown, _req: unknown, _res: unknown, next: (e: unknown) => void) => {

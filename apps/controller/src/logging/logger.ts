@@ -1,4 +1,3 @@
-import { LoggerService } from '@nestjs/common';
 import pino, { DestinationStream, Logger } from 'pino';
 
 /**
@@ -26,24 +25,4 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination,
   );
-}
-
-/** Nest's own messages through pino. */
-export class NestPinoLogger implements LoggerService {
-  constructor(private readonly pino: Logger) {}
-  log(message: unknown, context?: string) {
-    this.pino.debug({ context }, String(message));
-  }
-  error(message: unknown, trace?: string, context?: string) {
-    this.pino.error({ context, trace }, String(message));
-  }
-  warn(message: unknown, context?: string) {
-    this.pino.warn({ context }, String(message));
-  }
-  debug(message: unknown, context?: string) {
-    this.pino.debug({ context }, String(message));
-  }
-  verbose(message: unknown, context?: string) {
-    this.pino.trace({ context }, String(message));
-  }
 }

@@ -1,4 +1,5 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { Registry } from 'prom-client';
 import { RequireScope } from '../auth/scopes';
 import { MetricsService } from './metrics.service';
 
@@ -8,7 +9,7 @@ export class MetricsController {
 
   @Get()
   @RequireScope('admin')
-  @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+  @Header('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE)
   render(): Promise<string> {
     return this.metrics.render();
   }

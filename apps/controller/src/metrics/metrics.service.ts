@@ -1,103 +1,77 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Subscription } from 'rxjs';
 import { RuntimeEvent, TASK_STATUSES } from '@runledger/contracts';
 import { ApiBackend } from '../runtime.port';
 
-const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-
-type Labels = Record<string, string>;
-const labelKey = (l: Labels) => JSON.stringify(Object.entries(l).sort());
-
-class Counter {
-  private readonly values = new Map<string, { labels: Labels; value: number }>();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-  ) {}
-  inc(labels: Labels, by = 1): void {
-    const k = labelKey(labels);
-    const cur = this.values.get(k);
-    if (cur) cur.value += by;
-    else this.values.set(k, { labels, value: by });
-  }
-  render(): string[] {
-    return [
-      `# HELP ${this.name} ${this.help}`,
-      `# TYPE ${this.name} counter`,
-      ...[...this.values.values()].map((v) => `${this.name}${fmt(v.labels)} ${v.value}`),
-    ];
-  }
-}
-
-class Histogram {
-  private readonly series = new Map<
-    string,
-    { labels: Labels; counts: number[]; sum: number; count: number }
-  >();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-  ) {}
-  observe(labels: Labels, value: number): void {
-    const k = labelKey(labels);
-    let s = this.series.get(k);
-    if (!s) this.series.set(k, (s = { labels, counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
-    BUCKETS.forEach((b, i) => {
-      if (value <= b) s.counts[i]++;
-    });
-    s.sum += value;
-    s.count++;
-  }
-  render(): string[] {
-    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const s of this.series.values()) {
-      BUCKETS.forEach((b, i) =>
-        out.push(`${this.name}_bucket${fmt({ ...s.labels, le: String(b) })} ${s.counts[i]}`),
-      );
-      out.push(`${this.name}_bucket${fmt({ ...s.labels, le: '+Inf' })} ${s.count}`);
-      out.push(`${this.name}_sum${fmt(s.labels)} ${s.sum}`, `${this.name}_count${fmt(s.labels)} ${s.count}`);
-    }
-    return out;
-  }
-}
-
-const escape = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-const fmt = (l: Labels) => {
-  const e = Object.entries(l);
-  return e.length ? `{${e.map(([k, v]) => `${k}="${escape(v)}"`).join(',')}}` : '';
-};
+const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Prometheus text metrics. Counters are fed from the committed-event stream
- * (so they count since this process started, as Prometheus counters do);
- * tasks by status is read from the projection at scrape time.
+ * Prometheus metrics on a registry of this app's own (the global default registry would be shared by
+ * every app in one process, and registering our metrics twice throws). Counters are fed from the
+ * committed-event stream (so they count since this process started, as Prometheus counters do);
+ * tasks by status is read from the projection at scrape time; the process and Node.js metrics are
+ * prom-client's defaults.
  */
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
-  private readonly events = new Counter(
-    'runledger_events_appended_total',
-    'Events committed to the log, by type',
-  );
-  private readonly modelCalls = new Counter(
-    'runledger_model_calls_total',
-    'Model calls answered, by role and outcome',
-  );
-  private readonly modelTokens = new Counter(
-    'runledger_model_tokens_total',
-    'Model tokens, by role and kind (prompt/completion)',
-  );
-  private readonly toolCalls = new Counter(
-    'runledger_tool_calls_total',
-    'Tool call outcomes, by tool and outcome',
-  );
-  private readonly requests = new Histogram(
-    'runledger_http_request_duration_seconds',
-    'HTTP request latency, by method, route and status',
-  );
+  readonly registry = new Registry();
+  private readonly events = new Counter({
+    name: 'runledger_events_appended_total',
+    help: 'Events committed to the log, by type',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  private readonly modelCalls = new Counter({
+    name: 'runledger_model_calls_total',
+    help: 'Model calls answered, by role and outcome',
+    labelNames: ['role', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly modelTokens = new Counter({
+    name: 'runledger_model_tokens_total',
+    help: 'Model tokens, by role and kind (prompt/completion)',
+    labelNames: ['role', 'kind'],
+    registers: [this.registry],
+  });
+  private readonly toolCalls = new Counter({
+    name: 'runledger_tool_calls_total',
+    help: 'Tool call outcomes, by tool and outcome',
+    labelNames: ['tool', 'outcome'],
+    registers: [this.registry],
+  });
+  private readonly requests = new Histogram({
+    name: 'runledger_http_request_duration_seconds',
+    help: 'HTTP request latency, by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+  });
   private subscription: Subscription | null = null;
   private wsClients: () => number = () => 0;
 
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {
+    collectDefaultMetrics({ register: this.registry });
+    const read = { backend, wsClients: () => this.wsClients() };
+    new Gauge({
+      name: 'runledger_tasks',
+      help: 'Tasks by status (from the projection)',
+      labelNames: ['status'],
+      registers: [this.registry],
+      async collect() {
+        const byStatus = await read.backend.countTasksByStatus();
+        for (const status of TASK_STATUSES) this.set({ status }, byStatus[status] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'runledger_ws_clients',
+      help: 'Connected WebSocket clients',
+      registers: [this.registry],
+      collect() {
+        this.set(read.wsClients());
+      },
+    });
+  }
 
   onModuleInit(): void {
     this.subscription = this.backend.committed$.subscribe((e) => this.count(e));
@@ -112,8 +86,10 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     this.wsClients = read;
   }
 
-  observeRequest(method: string, route: string, status: number, seconds: number): void {
-    this.requests.observe({ method, route, status: String(status) }, seconds);
+  /** starts a request's clock; the returned function records it once its route and status are known */
+  startRequestTimer(): (method: string, route: string, status: number) => void {
+    const stop = this.requests.startTimer();
+    return (method, route, status) => stop({ method, route, status: String(status) });
   }
 
   private count(e: RuntimeEvent): void {
@@ -135,20 +111,8 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  async render(): Promise<string> {
-    const byStatus = await this.backend.countTasksByStatus();
-    const lines = [
-      '# HELP runledger_tasks Tasks by status (from the projection)',
-      '# TYPE runledger_tasks gauge',
-    ];
-    for (const s of TASK_STATUSES) lines.push(`runledger_tasks${fmt({ status: s })} ${byStatus[s] ?? 0}`);
-    lines.push(
-      '# HELP runledger_ws_clients Connected WebSocket clients',
-      '# TYPE runledger_ws_clients gauge',
-      `runledger_ws_clients ${this.wsClients()}`,
-    );
-    for (const m of [this.events, this.modelCalls, this.modelTokens, this.toolCalls, this.requests])
-      lines.push(...m.render());
-    return `${lines.join('\n')}\n`;
+  /** the Prometheus text exposition of every metric of this app */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
 }
