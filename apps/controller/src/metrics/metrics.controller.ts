@@ -1,7 +1,9 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/scopes';
 import { MetricsService } from './metrics.service';
 
+@ApiTags('operations')
 @Controller('metrics')
 export class MetricsController {
   constructor(@Inject(MetricsService) private readonly metrics: MetricsService) {}
@@ -9,6 +11,13 @@ export class MetricsController {
   @Get()
   @RequireScope('admin')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics' })
+  @ApiProduces('text/plain')
+  @ApiResponse({
+    status: 200,
+    description: 'the Prometheus text exposition format 0.0.4',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   render(): Promise<string> {
     return this.metrics.render();
   }
