@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/scopes';
 import { MetricsService } from './metrics.service';
 
@@ -12,7 +12,6 @@ export class MetricsController {
   @RequireScope('admin')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics' })
-  @ApiProduces('text/plain')
   @ApiResponse({
     status: 200,
     description: 'the Prometheus text exposition format 0.0.4',
