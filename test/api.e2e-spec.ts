@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+import { ApiHarness, bootApi, eventCount, waitForTask } from './api-harness';
 
 describe('REST API (e2e over real HTTP)', () => {
   let sut: ApiHarness;
