@@ -8,12 +8,21 @@ interface RouterLayer {
   match(path: string): unknown;
 }
 
+/** A path whose parameters cannot be decoded (`/tasks/%FF`) matches no route. */
+function matches(layer: RouterLayer, path: string): boolean {
+  try {
+    return Boolean(layer.match(path));
+  } catch {
+    return false;
+  }
+}
+
 /** The methods the routes of the app offer on this request's path (GET implies HEAD); empty when no route has the path. */
 export function allowedMethods(req: Request): string[] {
   const stack = (req.app as unknown as { router?: { stack: RouterLayer[] } }).router?.stack ?? [];
   const allowed = new Set<string>();
   for (const layer of stack) {
-    if (!layer.route || !layer.match(req.path)) continue;
+    if (!layer.route || !matches(layer, req.path)) continue;
     for (const method of Object.keys(layer.route.methods))
       if (method !== '_all') allowed.add(method.toUpperCase());
   }
