@@ -49,7 +49,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     summary: "Server-sent events: the task's events, replay then live",
     description:
       'Each message is `id: <sequence>`, `event: <type>`, `data: <RuntimeEvent as JSON>`; a comment line ' +
-      'keeps the connection alive every 15 s. The response ends after the final event (TASK_COMPLETED, ' +
+      `keeps the connection alive every ${HEARTBEAT_MS / 1000} s. The response ends after the final event (TASK_COMPLETED, ` +
       'TASK_FAILED, TASK_CANCELLED). A reconnect with Last-Event-ID resumes after that sequence; when the ' +
       'task has ended and nothing is left the answer is 204, which stops an EventSource.',
   })
