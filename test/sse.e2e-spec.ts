@@ -64,8 +64,12 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
     const viaQuery = await readSse(`${sut.url}/tasks/${taskId}/stream?after_seq=${n - 1}`, auth);
     expect(viaQuery.messages.map((m) => m.id)).toEqual([n]);
 
+    // an EventSource reconnects after the stream ends with the final id; 204 is what stops it
     const atEnd = await readSse(`${sut.url}/tasks/${taskId}/stream`, { ...auth, 'Last-Event-ID': String(n) });
+    expect(atEnd.status).toBe(204);
     expect(atEnd.messages).toEqual([]);
+    const pastEnd = await readSse(`${sut.url}/tasks/${taskId}/stream?after_seq=${n}`, auth);
+    expect(pastEnd.status).toBe(204);
   });
 
   it('delivers live events to a stream opened before the task ends', async () => {

@@ -10,6 +10,7 @@ import { ValidationError } from '@runledger/contracts';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
 import { AppConfig } from './config';
+import { mountApiDocs } from './docs/api-docs';
 import { answerClientError } from './errors/client-error';
 import { createLogger } from './logging/logger';
 import { ApiBackend } from './runtime.port';
@@ -71,6 +72,7 @@ export async function startApp(
         : err,
     );
   });
+  mountApiDocs(app);
   app.enableShutdownHooks();
   (app.getHttpServer() as Server).on('clientError', answerClientError);
   await app.listen(config.PORT, config.HOST);

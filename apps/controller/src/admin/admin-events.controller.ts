@@ -1,17 +1,31 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import type { z } from 'zod';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/scopes';
-import { AdminEventsQuery, toAdminEventsResponse } from '../dtos/events.dto';
+import { ApiErrors } from '../docs/api-docs';
+import {
+  AdminEventsQuery,
+  AdminEventsQueryDto,
+  AdminEventsResponseDto,
+  toAdminEventsResponse,
+} from '../dtos/events.dto';
 import { ZodPipe } from '../dtos/zod.pipe';
 import { ApiBackend } from '../runtime.port';
 
+@ApiTags('admin')
 @Controller('admin/events')
 export class AdminEventsController {
   constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
 
   @Get()
   @RequireScope('admin')
-  async list(@Query(new ZodPipe(AdminEventsQuery, 'query')) query: z.output<typeof AdminEventsQuery>) {
+  @ApiOperation({ operationId: 'listAllEvents', summary: 'The global event log, by position' })
+  @ApiResponse({
+    status: 200,
+    description: 'events after after_position',
+    type: AdminEventsResponseDto.Output,
+  })
+  @ApiErrors({ 400: 'invalid query' })
+  async list(@Query(new ZodPipe(AdminEventsQuery, 'query')) query: AdminEventsQueryDto) {
     const [events, head] = await Promise.all([
       this.backend.readAll({
         after_position: query.after_position,

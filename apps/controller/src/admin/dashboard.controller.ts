@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Controller, Get, Param, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { NotFoundError } from '@runledger/contracts';
 import { Public } from '../auth/scopes';
@@ -17,6 +18,7 @@ const FILES: Record<string, string> = {
  * token; every call it makes to the API carries the bearer token the operator
  * types in (kept in sessionStorage).
  */
+@ApiExcludeController()
 @Controller('admin')
 export class DashboardController {
   private readonly cache = new Map<string, Buffer>();

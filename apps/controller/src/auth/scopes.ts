@@ -1,5 +1,6 @@
-import { SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { z } from 'zod';
+import { ApiNoSecurity, ApiScope } from '../docs/api-docs';
 
 export const SCOPES = ['tasks:read', 'tasks:write', 'approvals', 'admin'] as const;
 export const Scope = z.enum(SCOPES);
@@ -12,10 +13,10 @@ export const hasScope = (granted: readonly Scope[], needed: Scope): boolean =>
 export const SCOPE_KEY = 'runledger:scope';
 export const PUBLIC_KEY = 'runledger:public';
 
-/** The scope a route needs; routes without one (and not @Public) need `admin`. */
-export const RequireScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+/** The scope a route needs (and its place in the OpenAPI document); routes without one (and not @Public) need `admin`. */
+export const RequireScope = (scope: Scope) => applyDecorators(SetMetadata(SCOPE_KEY, scope), ApiScope(scope));
 /** Open route: no token needed. */
-export const Public = () => SetMetadata(PUBLIC_KEY, true);
+export const Public = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), ApiNoSecurity());
 
 /** Who made the request, attached to the request by the auth guard. Never carries the token. */
 export interface Principal {

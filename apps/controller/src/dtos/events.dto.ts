@@ -1,3 +1,4 @@
+import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { EventTypeSchema, RuntimeEvent, RuntimeEventEnvelope } from '@runledger/contracts';
 import { IdParam, queryInt } from './zod.pipe';
@@ -8,6 +9,18 @@ export const TaskEventsQuery = z
     limit: queryInt(1, 1000).default(100),
   })
   .strict();
+export class TaskEventsQueryDto extends createZodDto(TaskEventsQuery) {}
+
+/** SSE: `after_seq` where to start when no Last-Event-ID header is sent. */
+export const StreamQuery = z.object({ after_seq: queryInt(0, Number.MAX_SAFE_INTEGER).optional() }).strict();
+export class StreamQueryDto extends createZodDto(StreamQuery) {}
+
+/** The Last-Event-ID header an EventSource sends when it reconnects: the last sequence it got. */
+export const LastEventId = z
+  .string()
+  .regex(/^\d{1,15}$/, 'must be an event sequence')
+  .transform(Number)
+  .optional();
 
 /** `type` may list several types separated by commas. */
 export const AdminEventsQuery = z
@@ -17,22 +30,28 @@ export const AdminEventsQuery = z
       .max(2000)
       .transform((s) => s.split(','))
       .pipe(z.array(EventTypeSchema).min(1))
-      .optional(),
+      .optional()
+      .describe('one or more event types, comma-separated (TASK_RECEIVED,TASK_COMPLETED)'),
     task_id: IdParam.optional(),
     after_position: queryInt(0, Number.MAX_SAFE_INTEGER).default(0),
     limit: queryInt(1, 1000).default(100),
   })
   .strict();
+export class AdminEventsQueryDto extends createZodDto(AdminEventsQuery) {}
+
+export class RuntimeEventDto extends createZodDto(RuntimeEventEnvelope) {}
 
 export const TaskEventsResponse = z.object({
   events: z.array(RuntimeEventEnvelope),
   next_after_seq: z.number().int(),
 });
+export class TaskEventsResponseDto extends createZodDto(TaskEventsResponse) {}
 export const AdminEventsResponse = z.object({
   events: z.array(RuntimeEventEnvelope),
   next_after_position: z.number().int(),
   head_position: z.number().int(),
 });
+export class AdminEventsResponseDto extends createZodDto(AdminEventsResponse) {}
 
 export const toTaskEventsResponse = (events: RuntimeEvent[], afterSeq: number) => ({
   events,

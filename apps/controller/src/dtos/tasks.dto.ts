@@ -1,9 +1,11 @@
+import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
 import { TaskView } from '../runtime.port';
 
 export const CreateTaskBody = UserTask;
+export class CreateTaskDto extends createZodDto(CreateTaskBody) {}
 
 export const IdempotencyKey = z
   .string()
@@ -23,8 +25,10 @@ export const ListTasksQuery = z
   })
   .strict();
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
+export class ListTasksQueryDto extends createZodDto(ListTasksQuery) {}
 
 export const SubmitResponse = z.object({ task_id: z.string(), status: TaskStatus });
+export class SubmitResponseDto extends createZodDto(SubmitResponse) {}
 
 export const PendingRequestResponse = z.object({
   request_id: z.string(),
@@ -50,11 +54,13 @@ export const TaskResponse = z.object({
   updated_at: z.string(),
 });
 export type TaskResponse = z.infer<typeof TaskResponse>;
+export class TaskResponseDto extends createZodDto(TaskResponse) {}
 
 export const TaskListResponse = z.object({
   tasks: z.array(TaskResponse),
   next_cursor: z.string().nullable(),
 });
+export class TaskListResponseDto extends createZodDto(TaskListResponse) {}
 
 export const toTaskResponse = (t: TaskView): TaskResponse => ({
   task_id: t.task_id,

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { EventTypeSchema } from '@runledger/contracts';
+import { EventTypeSchema, RuntimeEventEnvelope } from '@runledger/contracts';
+import { Scope } from '../auth/scopes';
+import { ErrorResponse } from './error.dto';
 import { IdParam } from './zod.pipe';
 
 const SubscriptionId = z
@@ -31,3 +33,28 @@ export const WsClientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ping') }).strict(),
 ]);
 export type WsClientMessage = z.output<typeof WsClientMessage>;
+
+/** What the server sends, by `type`. `subscribed` echoes the cursor the subscription starts after. */
+export const WsServerMessages = {
+  authenticated: z.object({
+    type: z.literal('authenticated'),
+    name: z.string(),
+    scopes: z.array(Scope),
+  }),
+  subscribed: z.union([
+    z.object({
+      type: z.literal('subscribed'),
+      subscription_id: z.string(),
+      task_id: z.string(),
+      after_seq: Cursor,
+    }),
+    z.object({ type: z.literal('subscribed'), subscription_id: z.string(), after_position: Cursor }),
+  ]),
+  unsubscribed: z.object({ type: z.literal('unsubscribed'), subscription_id: z.string() }),
+  event: z.object({ type: z.literal('event'), subscription_id: z.string(), event: RuntimeEventEnvelope }),
+  pong: z.object({ type: z.literal('pong') }),
+  error: ErrorResponse.extend({ type: z.literal('error') }),
+} as const;
+export type WsServerMessage = {
+  [K in keyof typeof WsServerMessages]: z.input<(typeof WsServerMessages)[K]>;
+}[keyof typeof WsServerMessages];

@@ -25,13 +25,18 @@ export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.ou
   }
 }
 
-/** A non-negative decimal integer in a query string ('12'), nothing looser. */
+/**
+ * A non-negative decimal integer in a query string ('12'), nothing looser. The
+ * meta makes the OpenAPI document show it as the integer range it is (the query
+ * string carries it as digits, which the pattern states).
+ */
 export const queryInt = (min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,15}$/, 'must be a decimal integer')
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+    .pipe(z.number().int().min(min).max(max))
+    .meta({ type: 'integer', minimum: min, maximum: max });
 
 /** Ids in paths: task_..., perm_..., opaque but bounded. */
 export const IdParam = z

@@ -1,8 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../tokens';
 import { toErrorResponse } from './error-body';
+import { methodNotAllowed } from './method-not-allowed';
 
 /** The single HTTP exception filter: every error is `{error, message, details}`. */
 @Catch()
@@ -12,6 +13,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') return;
     const res = host.switchToHttp().getResponse<Response>();
+    const wrongMethod = methodNotAllowed(exception, host.switchToHttp().getRequest<Request>());
+    if (wrongMethod && !res.headersSent) {
+      res.setHeader('Allow', wrongMethod.allow.join(', '));
+      res.status(405).json(wrongMethod.body);
+      return;
+    }
     const { status, body, fault } = toErrorResponse(exception);
     if (fault) this.log.error({ err: exception }, 'unhandled error');
     if (res.headersSent) {

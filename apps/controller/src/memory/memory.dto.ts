@@ -1,3 +1,4 @@
+import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { MemoryKind, UserTask } from '@runledger/contracts';
 import type { MemorySearchHit, StoredMemoryEntry } from '@runledger/memory';
@@ -19,6 +20,7 @@ export const MemoryQuery = z
   })
   .strict();
 export type MemoryQuery = z.output<typeof MemoryQuery>;
+export class MemoryQueryDto extends createZodDto(MemoryQuery) {}
 
 export const MemoryIdParam = IdParam;
 
@@ -40,7 +42,9 @@ export const MemoryEntryView = z.object({
   score: z.number().optional(),
 });
 export const MemoryListResponse = z.object({ entries: z.array(MemoryEntryView) });
+export class MemoryListResponseDto extends createZodDto(MemoryListResponse) {}
 export const MemoryDeleteResponse = z.object({ id: z.string(), deleted: z.literal(true) });
+export class MemoryDeleteResponseDto extends createZodDto(MemoryDeleteResponse) {}
 
 const toView = (e: StoredMemoryEntry) => ({
   id: e.id,

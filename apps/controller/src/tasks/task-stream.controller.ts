@@ -9,24 +9,28 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
+import {
+  ApiExtraModels,
+  ApiHeader,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { z } from 'zod';
 import { NotFoundError, isFinalEventType, isTerminalStatus } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
-import { IdParam, ZodPipe, parseOrThrow, queryInt } from '../dtos/zod.pipe';
+import { ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
+import { LastEventId, RuntimeEventDto, StreamQuery, StreamQueryDto } from '../dtos/events.dto';
+import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
 import { ApiBackend } from '../runtime.port';
 import { Follow, followEvents } from '../streaming/follow-events';
-
-export const StreamQuery = z.object({ after_seq: queryInt(0, Number.MAX_SAFE_INTEGER).optional() }).strict();
-const LastEventId = z
-  .string()
-  .regex(/^\d{1,15}$/, 'must be an event sequence')
-  .transform(Number)
-  .optional();
 
 const HEARTBEAT_MS = 15_000;
 
 /** SSE: replay then live; `id:` is the sequence, Last-Event-ID resumes; ends after the final event. */
+@ApiTags('tasks')
+@ApiExtraModels(RuntimeEventDto.Output)
 @Controller('tasks')
 export class TaskStreamController implements BeforeApplicationShutdown {
   /** open streams, stopped on shutdown so the HTTP server can close (it waits for open responses) */
@@ -40,9 +44,33 @@ export class TaskStreamController implements BeforeApplicationShutdown {
 
   @Get(':task_id/stream')
   @RequireScope('tasks:read')
+  @ApiOperation({
+    operationId: 'streamTaskEvents',
+    summary: "Server-sent events: the task's events, replay then live",
+    description:
+      'Each message is `id: <sequence>`, `event: <type>`, `data: <RuntimeEvent as JSON>`; a comment line ' +
+      `keeps the connection alive every ${HEARTBEAT_MS / 1000} s. The response ends after the final event (TASK_COMPLETED, ` +
+      'TASK_FAILED, TASK_CANCELLED). A reconnect with Last-Event-ID resumes after that sequence; when the ' +
+      'task has ended and nothing is left the answer is 204, which stops an EventSource.',
+  })
+  @ApiIdParam('task_id', 'the task, as returned by POST /tasks')
+  @ApiHeader({
+    name: 'Last-Event-ID',
+    required: false,
+    description:
+      'resume after this sequence (an EventSource sends it when it reconnects); wins over after_seq',
+    schema: jsonSchemaOf(LastEventId),
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'an event stream; every `data:` line is one RuntimeEvent',
+    content: { 'text/event-stream': { schema: { $ref: getSchemaPath(RuntimeEventDto.Output) } } },
+  })
+  @ApiResponse({ status: 204, description: 'the task has ended and every event was already received' })
+  @ApiErrors({ 400: 'invalid task_id, query or Last-Event-ID', 404: 'no such task' })
   async stream(
     @Param('task_id', new ZodPipe(IdParam, 'task_id')) taskId: string,
-    @Query(new ZodPipe(StreamQuery, 'query')) query: z.output<typeof StreamQuery>,
+    @Query(new ZodPipe(StreamQuery, 'query')) query: StreamQueryDto,
     @Headers('last-event-id') lastEventIdHeader: unknown,
     @Req() req: Request,
     @Res() res: Response,
@@ -51,6 +79,11 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     const task = await this.backend.getTask(taskId);
     if (!task) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
     const afterSeq = lastEventId ?? query.after_seq ?? 0;
+    if (isTerminalStatus(task.status) && afterSeq >= task.last_seq) {
+      // nothing more will ever come; a 204 is what makes an EventSource stop reconnecting
+      res.status(204).end();
+      return;
+    }
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
@@ -58,10 +91,6 @@ export class TaskStreamController implements BeforeApplicationShutdown {
       'X-Accel-Buffering': 'no',
     });
     res.flushHeaders();
-    if (isTerminalStatus(task.status) && afterSeq >= task.last_seq) {
-      res.end();
-      return;
-    }
     let closed = false;
     const follow = followEvents(
       this.backend,

@@ -1,20 +1,37 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
+import { ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
 import {
   CancelBody,
+  CancelDto,
   CancelResponse,
+  CancelResponseDto,
   ProvideSecretBody,
+  ProvideSecretDto,
   ResolutionResponse,
+  ResolutionResponseDto,
   ResolvePermissionBody,
+  ResolvePermissionDto,
 } from '../dtos/approvals.dto';
-import { TaskEventsQuery, toTaskEventsResponse } from '../dtos/events.dto';
+import {
+  TaskEventsQuery,
+  TaskEventsQueryDto,
+  TaskEventsResponseDto,
+  toTaskEventsResponse,
+} from '../dtos/events.dto';
 import {
   CreateTaskBody,
+  CreateTaskDto,
   IdempotencyKey,
   ListTasksQuery,
+  ListTasksQueryDto,
+  SubmitResponseDto,
   TaskListResponse,
+  TaskListResponseDto,
   TaskResponse,
+  TaskResponseDto,
   toTaskResponse,
 } from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
@@ -23,7 +40,10 @@ import type { z } from 'zod';
 
 const taskIdPipe = new ZodPipe(IdParam, 'task_id');
 const requestIdPipe = new ZodPipe(IdParam, 'request_id');
+const ApiTaskId = () => ApiIdParam('task_id', 'the task, as returned by POST /tasks');
+const ApiRequestId = () => ApiIdParam('request_id', "a pending request of the task (its state's `pending`)");
 
+@ApiTags('tasks')
 @Controller('tasks')
 export class TasksController {
   constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
@@ -31,8 +51,21 @@ export class TasksController {
   @Post()
   @HttpCode(202)
   @RequireScope('tasks:write')
+  @ApiOperation({ operationId: 'submitTask', summary: 'Submit a task; it runs in the background' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'the same key and body return the same task; the same key with another body is 409',
+    schema: jsonSchemaOf(IdempotencyKey),
+  })
+  @ApiResponse({ status: 202, description: 'accepted; the task runs', type: SubmitResponseDto.Output })
+  @ApiErrors({
+    400: 'invalid body or Idempotency-Key',
+    409: 'the Idempotency-Key was used with another body',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
   submit(
-    @Body(new ZodPipe(CreateTaskBody, 'body')) body: z.output<typeof CreateTaskBody>,
+    @Body(new ZodPipe(CreateTaskBody, 'body')) body: CreateTaskDto,
     @Headers('idempotency-key') idempotencyKey: unknown,
   ) {
     return this.backend.submit(
@@ -43,8 +76,11 @@ export class TasksController {
 
   @Get()
   @RequireScope('tasks:read')
+  @ApiOperation({ operationId: 'listTasks', summary: 'List tasks, newest first, cursor paginated' })
+  @ApiResponse({ status: 200, description: 'a page of tasks', type: TaskListResponseDto.Output })
+  @ApiErrors({ 400: 'invalid query' })
   async list(
-    @Query(new ZodPipe(ListTasksQuery, 'query')) query: ListTasksQuery,
+    @Query(new ZodPipe(ListTasksQuery, 'query')) query: ListTasksQueryDto,
   ): Promise<z.infer<typeof TaskListResponse>> {
     const page = await this.backend.listTasks(query);
     return { tasks: page.tasks.map(toTaskResponse), next_cursor: page.next_cursor };
@@ -52,15 +88,26 @@ export class TasksController {
 
   @Get(':task_id')
   @RequireScope('tasks:read')
+  @ApiOperation({
+    operationId: 'getTask',
+    summary: 'Task state: status, stop reason, result, pending requests, usage',
+  })
+  @ApiTaskId()
+  @ApiResponse({ status: 200, description: 'the task', type: TaskResponseDto.Output })
+  @ApiErrors({ 400: 'invalid task_id', 404: 'no such task' })
   async get(@Param('task_id', taskIdPipe) taskId: string): Promise<z.infer<typeof TaskResponse>> {
     return toTaskResponse(await this.requireTask(taskId));
   }
 
   @Get(':task_id/events')
   @RequireScope('tasks:read')
+  @ApiOperation({ operationId: 'listTaskEvents', summary: "A page of the task's events, by sequence" })
+  @ApiTaskId()
+  @ApiResponse({ status: 200, description: 'events after after_seq', type: TaskEventsResponseDto.Output })
+  @ApiErrors({ 400: 'invalid task_id or query', 404: 'no such task' })
   async events(
     @Param('task_id', taskIdPipe) taskId: string,
-    @Query(new ZodPipe(TaskEventsQuery, 'query')) query: z.output<typeof TaskEventsQuery>,
+    @Query(new ZodPipe(TaskEventsQuery, 'query')) query: TaskEventsQueryDto,
   ) {
     await this.requireTask(taskId);
     return toTaskEventsResponse(await this.backend.readStream(taskId, query), query.after_seq);
@@ -69,9 +116,18 @@ export class TasksController {
   @Post(':task_id/cancel')
   @HttpCode(202)
   @RequireScope('tasks:write')
+  @ApiOperation({ operationId: 'cancelTask', summary: 'Cancel a task (and its child tasks)' })
+  @ApiTaskId()
+  @ApiBody({ type: CancelDto, required: false, description: 'no fields; an empty object if sent' })
+  @ApiResponse({ status: 202, description: 'cancel accepted', type: CancelResponseDto.Output })
+  @ApiErrors({
+    400: 'invalid task_id or body',
+    404: 'no such task',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
   async cancel(
     @Param('task_id', taskIdPipe) taskId: string,
-    @Body(new ZodPipe(CancelBody, 'body')) _body: z.output<typeof CancelBody>,
+    @Body(new ZodPipe(CancelBody, 'body')) _body: CancelDto | undefined,
   ): Promise<z.infer<typeof CancelResponse>> {
     await this.backend.cancel(taskId);
     return { task_id: taskId, status: (await this.requireTask(taskId)).status };
@@ -80,10 +136,24 @@ export class TasksController {
   @Post(':task_id/permissions/:request_id')
   @HttpCode(202)
   @RequireScope('approvals')
+  @ApiOperation({ operationId: 'resolvePermission', summary: 'Answer a pending permission request' })
+  @ApiTaskId()
+  @ApiRequestId()
+  @ApiResponse({
+    status: 202,
+    description: 'decision recorded; the task resumes',
+    type: ResolutionResponseDto.Output,
+  })
+  @ApiErrors({
+    400: 'invalid ids or body',
+    404: 'no such task or request',
+    409: 'the request is no longer pending, or its tool call changed',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
   async resolvePermission(
     @Param('task_id', taskIdPipe) taskId: string,
     @Param('request_id', requestIdPipe) requestId: string,
-    @Body(new ZodPipe(ResolvePermissionBody, 'body')) body: z.output<typeof ResolvePermissionBody>,
+    @Body(new ZodPipe(ResolvePermissionBody, 'body')) body: ResolvePermissionDto,
   ): Promise<z.infer<typeof ResolutionResponse>> {
     await this.backend.resolvePermission(taskId, requestId, body.decision);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };
@@ -92,10 +162,27 @@ export class TasksController {
   @Post(':task_id/secrets/:request_id')
   @HttpCode(202)
   @RequireScope('approvals')
+  @ApiOperation({
+    operationId: 'provideSecret',
+    summary: 'Provide a secret for a pending request (never stored, logged or echoed)',
+  })
+  @ApiTaskId()
+  @ApiRequestId()
+  @ApiResponse({
+    status: 202,
+    description: 'secret handed over; the task resumes',
+    type: ResolutionResponseDto.Output,
+  })
+  @ApiErrors({
+    400: 'invalid ids or body',
+    404: 'no such task or request',
+    409: 'the request is no longer pending',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
   async provideSecret(
     @Param('task_id', taskIdPipe) taskId: string,
     @Param('request_id', requestIdPipe) requestId: string,
-    @Body(new ZodPipe(ProvideSecretBody, 'body')) body: z.output<typeof ProvideSecretBody>,
+    @Body(new ZodPipe(ProvideSecretBody, 'body')) body: ProvideSecretDto,
   ): Promise<z.infer<typeof ResolutionResponse>> {
     await this.backend.provideSecret(taskId, requestId, body.secret);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };

@@ -13,7 +13,7 @@ import { requireScope } from '../auth/auth.guard';
 import { Principal, Scope } from '../auth/scopes';
 import { TokenRegistry, bearerToken } from '../auth/token-registry';
 import { APP_CONFIG, AppConfig } from '../config';
-import { WsClientMessage } from '../dtos/ws.dto';
+import { WsClientMessage, WsServerMessage } from '../dtos/ws.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { toErrorResponse } from '../errors/error-body';
 import { ApiBackend } from '../runtime.port';
@@ -23,11 +23,11 @@ import { MetricsService } from '../metrics/metrics.service';
 
 /** Close codes: 4401 bad/missing auth, 4008 slow consumer (policy), 1001 server going away. */
 export const WS_CLOSE = { unauthorized: 4401, slowConsumer: 4008, goingAway: 1001 } as const;
-const AUTH_TIMEOUT_MS = 10_000;
-const MAX_SUBSCRIPTIONS = 100;
-const MAX_MESSAGE_BYTES = 64 * 1024;
+export const AUTH_TIMEOUT_MS = 10_000;
+export const MAX_SUBSCRIPTIONS = 100;
+export const MAX_MESSAGE_BYTES = 64 * 1024;
 /** frames past this close the socket (1009) before they are buffered; up to it, an oversized message gets an error reply */
-const MAX_FRAME_BYTES = 1024 * 1024;
+export const MAX_FRAME_BYTES = 1024 * 1024;
 
 interface Client {
   ws: WebSocket;
@@ -208,7 +208,7 @@ export class EventsGateway
     }
     client.principal = principal;
     if (client.authTimer) clearTimeout(client.authTimer);
-    this.send(client, { type: 'authenticated', name: principal.name, scopes: principal.scopes });
+    this.send(client, { type: 'authenticated', name: principal.name, scopes: [...principal.scopes] });
   }
 
   private require(client: Client, scope: Scope): void {
@@ -266,7 +266,7 @@ export class EventsGateway
   }
 
   /** A client still holding more than the allowed unsent bytes when the next message is due is too slow. */
-  private send(client: Client, message: object): void {
+  private send(client: Client, message: WsServerMessage): void {
     if (client.ws.readyState !== WebSocket.OPEN) return;
     if (client.ws.bufferedAmount > this.config.RUNLEDGER_WS_MAX_BUFFER) {
       this.slowConsumer(client, `more than ${this.config.RUNLEDGER_WS_MAX_BUFFER} bytes unsent`);

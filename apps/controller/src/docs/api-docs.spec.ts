@@ -1,14 +1,21 @@
 import 'reflect-metadata';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { RequestMethod, Type } from '@nestjs/common';
+import { INestApplication, Module, RequestMethod, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { OpenAPIObject } from '@nestjs/swagger';
 import { AdminEventsController } from '../admin/admin-events.controller';
+import { DashboardController } from '../admin/dashboard.controller';
 import { PUBLIC_KEY, SCOPE_KEY } from '../auth/scopes';
 import { HealthController } from '../health/health.controller';
-import { MemoryController } from '../memory/memory.controller';
+import { HealthService } from '../health/health.service';
+import { MEMORY_SERVICE, MemoryController } from '../memory/memory.controller';
 import { MetricsController } from '../metrics/metrics.controller';
+import { MetricsService } from '../metrics/metrics.service';
+import { ApiBackend } from '../runtime.port';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
-import { buildOpenApiDocument } from './openapi';
+import { buildOpenApiDocument } from './api-docs';
+import { DocsController } from './docs.controller';
 
 /** Every JSON API controller; the dashboard and the docs page are HTML shells, not API. */
 const API_CONTROLLERS: Type[] = [
@@ -50,11 +57,36 @@ function routesOf(controller: Type): Route[] {
   });
 }
 
+type Operation = {
+  operationId: string;
+  security: Record<string, string[]>[];
+  'x-required-scope'?: string;
+  parameters: { name: string; in: string; schema: { pattern?: string } }[];
+};
+
 describe('buildOpenApiDocument', () => {
-  const sut = buildOpenApiDocument() as {
-    paths: Record<string, Record<string, { 'x-required-scope'?: string; parameters: { name: string }[] }>>;
-  };
+  let app: INestApplication;
+  let sut: OpenAPIObject & { paths: Record<string, Record<string, Operation>> };
   const routes = API_CONTROLLERS.flatMap(routesOf);
+
+  beforeAll(async () => {
+    // the document is read from the controllers' metadata: nothing behind them is called
+    @Module({
+      controllers: [...API_CONTROLLERS, DashboardController, DocsController],
+      providers: [
+        { provide: ApiBackend, useValue: {} },
+        { provide: HealthService, useValue: {} },
+        { provide: MetricsService, useValue: { trackWsClients: () => undefined } },
+        { provide: MEMORY_SERVICE, useValue: null },
+      ],
+    })
+    class ControllersOnly {}
+    app = await NestFactory.create(ControllersOnly, { logger: false });
+    sut = buildOpenApiDocument(app) as typeof sut;
+  });
+  afterAll(async () => {
+    await app.close();
+  });
 
   it('finds the routes it checks', () => {
     expect(routes).toContainEqual({ method: 'delete', path: '/memory/{id}', scope: 'admin' });
@@ -67,10 +99,19 @@ describe('buildOpenApiDocument', () => {
       const op = sut.paths[route.path]?.[route.method];
       expect(op).toBeDefined();
       expect(op['x-required-scope'] ?? null).toBe(route.scope);
-      for (const [, param] of route.path.matchAll(/\{([^}]+)\}/g))
-        expect(op.parameters.map((p) => p.name)).toContain(param);
+      expect(op.security).toEqual(route.scope ? [{ bearer: [route.scope] }] : [{}]);
+      for (const [, param] of route.path.matchAll(/\{([^}]+)\}/g)) {
+        const documented = op.parameters.find((p) => p.name === param && p.in === 'path');
+        expect(documented?.schema.pattern).toBe('^[A-Za-z0-9_.:-]{1,200}$');
+      }
     },
   );
+
+  it('gives every operation its own operationId', () => {
+    const ids = Object.values(sut.paths).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+    expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
 
   it('documents no route that does not exist', () => {
     const documented = Object.entries(sut.paths).flatMap(([path, ops]) =>

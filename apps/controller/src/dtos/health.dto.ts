@@ -1,0 +1,16 @@
+import { createZodDto } from 'nestjs-zod';
+import { z } from 'zod';
+import type { HealthResponse } from '../health/health.service';
+
+/** GET /health, the same object with 200 (ok) and 503 (degraded). */
+export const HealthResponseSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  db: z.enum(['reachable', 'unreachable']),
+  migrations: z.enum(['current', 'pending', 'unknown']),
+  sandbox: z
+    .string()
+    .nullable()
+    .describe('the sandbox shell commands run in (bwrap, process), null if unknown'),
+  warnings: z.array(z.string()),
+}) satisfies z.ZodType<HealthResponse>;
+export class HealthResponseDto extends createZodDto(HealthResponseSchema) {}
