@@ -1,2 +1,3 @@
 export * from './permission-policy';
 export * from './rule-permission-policy';
+export { commandUsesSudo, SUDO_SECRET } from './shell/shell-parse';

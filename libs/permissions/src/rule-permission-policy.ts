@@ -1,6 +1,7 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { PermissionCheck, PermissionRulesConfig, PermissionVerdict } from '@runledger/contracts';
+import { PermissionPolicy, PermissionSubject } from './permission-policy';
 import {
   analyzeShell,
   commandUsesSudo,
@@ -8,8 +9,7 @@ import {
   ShellWord,
   staticPrefix,
   SUDO_SECRET,
-} from '@runledger/tools';
-import { PermissionPolicy, PermissionSubject } from './permission-policy';
+} from './shell/shell-parse';
 
 const SEVERITY: Record<PermissionVerdict, number> = { allow: 0, prompt: 1, deny: 2, hard_stop: 3 };
 
