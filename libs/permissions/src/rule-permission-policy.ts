@@ -2,9 +2,9 @@ import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { PermissionCheck, PermissionRulesConfig, PermissionVerdict } from '@runledger/contracts';
 import { PermissionPolicy, PermissionSubject } from './permission-policy';
-import { ALLOW, check, newProgramCall, unknownProgram } from './programs/program-spec';
+import { ALLOW, check, newProgramCall, ProgramCall, unknownProgram } from './programs/program-spec';
 import { programSpec } from './programs/table';
-import { BLOCK_DEVICE, HARMLESS_SINKS, PROTECTED_WRITE, SYSTEM_TOP } from './system-paths';
+import { BLOCK_DEVICE, HARMLESS_SINKS, PROCESS_DATA, PROTECTED_WRITE, SYSTEM_TOP } from './system-paths';
 import {
   analyzeShell,
   commandUsesSudo,
@@ -20,6 +20,12 @@ const SEVERITY: Record<PermissionVerdict, number> = { allow: 0, prompt: 1, deny:
 export function mostSevere(checks: readonly PermissionCheck[]): PermissionCheck {
   return checks.reduce((a, b) => (SEVERITY[b.verdict] > SEVERITY[a.verdict] ? b : a), ALLOW);
 }
+
+/** The folder a command runs in: a path, the root (undefined), or not known before it runs. */
+const UNSETTLED = Symbol('unsettled cwd');
+type Cwd = string | undefined | typeof UNSETTLED;
+/** Where a path is judged from when the folder is unsettled: the root, as before any `cd`. */
+const settled = (cwd: Cwd): string | undefined => (cwd === UNSETTLED ? undefined : cwd);
 
 const DANGEROUS_ENV =
   /^(LD_[A-Z_]+|PATH|BASH_ENV|ENV|IFS|PROMPT_COMMAND|SHELLOPTS|PS4|GCONV_PATH|NODE_OPTIONS|PYTHONSTARTUP)(\[[^\]]*\])?\+?=/;
@@ -91,15 +97,33 @@ export class RulePermissionPolicy extends PermissionPolicy {
   }
 
   /**
+   * Where `p` really is when a command opens it from `cwd`: symlinks followed and `..` taken after
+   * them, as the kernel does, so `lnk/../x` is beside lnk's target, not beside lnk.
+   */
+  private located(p: string, cwd?: string): string {
+    const home = p === '~' || p.startsWith('~/') ? this.root + p.slice(1) : p;
+    if (path.isAbsolute(home)) return this.real(home);
+    const base = cwd === undefined ? this.root : path.isAbsolute(cwd) ? cwd : `${this.root}/${cwd}`;
+    return this.real(`${base}/${home}`);
+  }
+
+  /**
    * `abs` with every symlink along it followed, as the kernel would at use time: a link inside the
    * root may lead anywhere (`ln -s /etc e`, then `e/cron.d/x` is `/etc/cron.d/x`). Parts that do not
-   * exist yet are kept as written; a dangling link leads to its target.
+   * exist yet are kept as written; a dangling link leads to its target. `..` is taken from where the
+   * links before it led.
    */
   private real(abs: string): string {
     const rest = abs.split(path.sep).filter(Boolean);
     let at: string = path.sep;
     for (let hops = 0; rest.length > 0;) {
-      const next = path.join(at, rest.shift()!);
+      const part = rest.shift()!;
+      if (part === '.') continue;
+      if (part === '..') {
+        at = path.dirname(at);
+        continue;
+      }
+      const next = path.join(at, part);
       let link: string | null = null;
       try {
         if (hops < 40 && lstatSync(next).isSymbolicLink()) link = readlinkSync(next);
@@ -117,9 +141,14 @@ export class RulePermissionPolicy extends PermissionPolicy {
     return at;
   }
 
-  /** Inside the root as written or as it really is (the root itself may be reached through a link). */
+  /**
+   * Inside the root as written or as it really is (the root itself may be reached through a link).
+   * Other processes' data (/proc, /sys) is never inside, whatever the root.
+   */
   private isInsideRoot(abs: string): boolean {
-    const within = (root: string) => abs === root || abs.startsWith(root + path.sep);
+    if (PROCESS_DATA.some((p) => abs === p || abs.startsWith(p + path.sep))) return false;
+    const within = (root: string) =>
+      abs === root || abs.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
     return within(this.root) || within(this.real(this.root));
   }
 
@@ -144,45 +173,60 @@ export class RulePermissionPolicy extends PermissionPolicy {
     if (target.includes('\0')) return check('deny', 'nul_in_path', 'path contains a NUL byte');
     const written = this.resolve(target, cwd);
     if (HARMLESS_SINKS.has(written) || /^\/dev\/fd\/\d+$/.test(written)) return ALLOW;
-    for (const abs of new Set([written, this.real(written)])) {
+    const landing = this.located(target, cwd);
+    for (const abs of new Set([written, this.real(written), landing])) {
       if (BLOCK_DEVICE.test(abs))
         return check('hard_stop', 'write_block_device', `writing to the block device ${abs}`);
       if (abs === '/' || this.isProtected(abs))
         return check('hard_stop', 'write_system_path', `writing to the system path ${abs}`);
     }
     const abs = this.real(written);
-    if (!this.isInsideRoot(abs))
-      return check('deny', 'write_outside_root', `writing outside the allowed root: ${abs}`);
+    for (const where of new Set([abs, landing]))
+      if (!this.isInsideRoot(where))
+        return check('deny', 'write_outside_root', `writing outside the allowed root: ${where}`);
     return this.rules.prompt_file_writes
       ? check('prompt', 'write_inside_root', `writes ${path.relative(this.root, abs) || '.'}`)
       : ALLOW;
   }
 
-  private checkWriteWord(word: ShellWord, cwd?: string): PermissionCheck {
-    if (word.dynamic) {
+  /**
+   * A word whose path only the running shell settles: an expansion (`$X`, `$(...)`), a glob (it may
+   * match a symlink that leads out), or a relative path after a `cd` that could not be followed.
+   */
+  private unsettled(word: ShellWord, text: string, cwd: Cwd): boolean {
+    return word.dynamic || word.glob === true || (cwd === UNSETTLED && !/^[/~]/.test(text));
+  }
+
+  private checkWriteWord(word: ShellWord, cwd: Cwd): PermissionCheck {
+    if (this.unsettled(word, word.text, cwd)) {
       // `/dev/$X`, `/etc/$(x)`: the fixed prefix is enough to stop it
       const prefix = staticPrefix(word);
       if (prefix.startsWith('/') && prefix.length > 1) {
-        const c = this.checkWritePath(prefix, cwd);
+        const c = this.checkWritePath(prefix, settled(cwd));
         if (c.verdict === 'hard_stop') return c;
+      }
+      // `> /tmp/*.log`: a glob is written where its text points at least (a link may lead further)
+      if (!word.dynamic && cwd !== UNSETTLED) {
+        const c = this.checkWritePath(word.text, cwd);
+        if (c.verdict === 'hard_stop' || c.verdict === 'deny') return c;
       }
       return check('prompt', 'write_dynamic_path', `writes a path known only at run time: ${word.text}`);
     }
-    return this.checkWritePath(word.text, cwd);
+    return this.checkWritePath(word.text, settled(cwd));
   }
 
-  private checkReadWord(word: ShellWord, cwd?: string): PermissionCheck {
+  private checkReadWord(word: ShellWord, cwd: Cwd): PermissionCheck {
     const t =
       word.text.includes('=') && word.text.startsWith('-')
         ? word.text.slice(word.text.indexOf('=') + 1)
         : word.text;
     if (t.startsWith('-') || t === '') return ALLOW;
-    if (word.dynamic)
-      return /^(\/|~|\.\.)/.test(t)
-        ? check('prompt', 'read_dynamic_path', 'reads a path known only at run time')
-        : ALLOW;
-    const abs = this.resolve(t, cwd);
-    return HARMLESS_SINKS.has(abs) || this.isInsideRoot(this.real(abs))
+    // `<(cmd)` is a pipe from cmd, which is judged on its own
+    if (word.dynamic && /^[<>]\(.*\)$/s.test(t)) return ALLOW;
+    if (this.unsettled(word, t, cwd))
+      return check('prompt', 'read_dynamic_path', `reads a path known only at run time: ${t}`);
+    const abs = this.resolve(t, settled(cwd));
+    return HARMLESS_SINKS.has(abs) || this.isInsideRoot(this.located(t, settled(cwd)))
       ? ALLOW
       : check('prompt', 'read_outside_root', `reads outside the allowed root: ${t}`);
   }
@@ -202,7 +246,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
       );
     // `cd / && rm -rf *`: later relative paths are judged from where cd went (scoping of
     // subshells is ignored, which only ever makes a verdict stricter)
-    let here = cwd;
+    let here: Cwd = cwd;
     // `X=/; rm -rf $X`: variables set to fixed values earlier in the line are substituted
     const vars = new Map<string, string>();
     for (const raw of analysis.commands) {
@@ -216,9 +260,12 @@ export class RulePermissionPolicy extends PermissionPolicy {
         }
       }
       if (c.name === 'cd' && !c.dynamic) {
-        const target = c.args.find((a) => !a.text.startsWith('-'));
+        const target = c.args.find((a) => !a.text.startsWith('-') || a.text === '-');
         if (!target) here = this.root;
-        else if (!target.dynamic) here = this.resolve(target.text, here);
+        // `cd $X`, `cd l*`, `cd -`: where it went is known only at run time
+        else if (target.dynamic || target.glob || target.text === '-') here = UNSETTLED;
+        else if (here !== UNSETTLED || /^[/~]/.test(target.text))
+          here = this.located(target.text, settled(here));
       }
       found.push(this.checkCommand(c, here));
     }
@@ -233,7 +280,9 @@ export class RulePermissionPolicy extends PermissionPolicy {
         /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g,
         (m, a?: string, b?: string) => vars.get((a ?? b)!) ?? m,
       );
-      return { text, dynamic: /[$`]|[<>]\(/.test(text) };
+      // `X='*'; cat $X`: an unquoted variable's value is globbed by the shell
+      const glob = w.glob === true || (text !== w.text && /[*?]|\[.*\]/.test(text));
+      return { ...w, text, dynamic: /[$`]|[<>]\(/.test(text), glob };
     };
     const program = fill({ text: c.program, dynamic: c.dynamic });
     const name = program.dynamic ? program.text : (program.text.split('/').pop() ?? program.text);
@@ -247,7 +296,7 @@ export class RulePermissionPolicy extends PermissionPolicy {
     };
   }
 
-  private checkCommand(c: ShellCommand, cwd?: string): PermissionCheck {
+  private checkCommand(c: ShellCommand, cwd: Cwd): PermissionCheck {
     const found: PermissionCheck[] = [];
     for (const r of c.redirects) {
       if (r.op === '>&' || r.op === '<&') {
@@ -266,6 +315,8 @@ export class RulePermissionPolicy extends PermissionPolicy {
         ),
       );
     if (c.sudo) found.push(check('prompt', 'sudo', 'runs as root through sudo'));
+    // a wrapper's inner commands are judged on their own; what it reads itself (`xargs -a FILE`) here
+    if (c.wrapper) found.push(...(programSpec(c.name)?.reads?.(this.programCall(c, cwd)) ?? []));
     if (c.name === '' || c.wrapper) return mostSevere(found);
     if (c.dynamic) {
       found.push(check('prompt', 'dynamic_command', `runs a program known only at run time (${c.program})`));
@@ -279,19 +330,14 @@ export class RulePermissionPolicy extends PermissionPolicy {
    * The program's own rules, from its spec in the table: a configured hard stop or deny first, then
    * the spec's deciding verdict, its effects, and its reads (waived by a configured allow).
    */
-  private checkProgram(c: ShellCommand, cwd?: string): PermissionCheck {
+  private checkProgram(c: ShellCommand, cwd: Cwd): PermissionCheck {
     const name = c.name;
     const r = this.rules;
     if (r.hard_stop_programs.includes(name))
       return check('hard_stop', 'configured_hard_stop', `${name} is configured as a hard stop`);
     if (r.deny_programs.includes(name)) return check('deny', 'configured_deny', `${name} is not allowed`);
     const spec = programSpec(name);
-    const call = newProgramCall(c, {
-      read: (w) => this.checkReadWord(w, cwd),
-      write: (w) => this.checkWriteWord(w, cwd),
-      catastrophic: (w) => this.isCatastrophic(w, cwd),
-      resolve: (t) => this.resolve(t, cwd),
-    });
+    const call = this.programCall(c, cwd);
     const decided = spec?.decide?.(call);
     if (decided) return decided;
     const found: PermissionCheck[] = [];
@@ -302,6 +348,15 @@ export class RulePermissionPolicy extends PermissionPolicy {
     found.push(...(spec.effects?.(call) ?? []));
     if (!allowed) found.push(...(spec.reads?.(call) ?? []));
     return mostSevere(found);
+  }
+
+  private programCall(c: ShellCommand, cwd: Cwd): ProgramCall {
+    return newProgramCall(c, {
+      read: (w) => this.checkReadWord(w, cwd),
+      write: (w) => this.checkWriteWord(w, cwd),
+      catastrophic: (w) => this.isCatastrophic(w, settled(cwd)),
+      resolve: (t) => this.resolve(t, settled(cwd)),
+    });
   }
 
   // ------------------------------------------------------------------ task input

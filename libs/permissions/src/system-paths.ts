@@ -46,3 +46,5 @@ export const HARMLESS_SINKS = new Set([
   '/dev/zero',
   '/dev/full',
 ]);
+/** Other processes' data (their environment, memory, open files): outside every allowed root. */
+export const PROCESS_DATA = ['/proc', '/sys'];

@@ -11,6 +11,7 @@ describe('find program spec', () => {
     ['find . -delete', 'prompt', 'delete_program'],
     ['find . -fprint /etc/list', 'hard_stop', 'write_system_path'],
     ['find . -fls /tmp/list', 'deny', 'write_outside_root'],
+    ['find -files0-from /etc/names', 'prompt', 'read_outside_root'],
   ])('%j is %s', (command, verdict, rule) => {
     expect(sut.checkShellCommand(command)).toMatchObject({ verdict, rule });
   });

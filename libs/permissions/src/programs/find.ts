@@ -28,6 +28,9 @@ export const FIND: ProgramSpec = {
   },
   effects: (call) => {
     const found: PermissionCheck[] = startsOf(call.args).map((s) => call.read(s));
+    // `-files0-from FILE`: the start folders are listed in a file
+    for (const [i, a] of call.args.entries())
+      if (a.text === '-files0-from' && call.args[i + 1]) found.push(call.read(call.args[i + 1]));
     if (call.has('-delete')) found.push(check('prompt', 'delete_program', 'find -delete removes files'));
     for (const [i, a] of call.args.entries())
       if (/^-fprint|^-fls$/.test(a.text) && call.args[i + 1]) found.push(call.write(call.args[i + 1]));

@@ -1,7 +1,14 @@
-import { ProgramSpec } from './program-spec';
+import { optionReads, ProgramCall, ProgramSpec } from './program-spec';
 
-/** jq reads the files after its filter. */
+/** `-f FILE`/`--from-file`: the filter comes from a file, and every operand is an input file */
+const filterFromFile = ({ words }: ProgramCall) =>
+  words.some((w) => /^-[a-zA-Z]*f/.test(w) || /^--from-file(=|$)/.test(w));
+
+/** jq reads the files after its filter, the filter file, and its module folder (`-L`). */
 export const JQ: ProgramSpec = {
   names: ['jq'],
-  reads: (call) => call.operands.slice(1).map((f) => call.read(f)),
+  reads: (call) => [
+    ...optionReads(call, ['-f', '--from-file', '-L']),
+    ...call.operands.slice(filterFromFile(call) ? 0 : 1).map((f) => call.read(f)),
+  ],
 };

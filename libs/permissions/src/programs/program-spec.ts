@@ -70,20 +70,28 @@ export function operandsOf(args: readonly ShellWord[]): ShellWord[] {
 }
 
 /**
- * The values given to any of `options`, in order: `-o FILE`, `--output FILE`, `--output=FILE`,
- * and `-oFILE` for a listed short option.
+ * The values given to any of `options`, in order: `-o FILE`, `-oFILE`, `-uo FILE` (a short option
+ * at the end of a cluster), `--output FILE`, `--output=FILE`.
  */
 export function optionValues(args: readonly ShellWord[], options: readonly string[]): ShellWord[] {
   const values: ShellWord[] = [];
+  const letters = options.filter((o) => /^-[a-zA-Z]$/.test(o)).map((o) => o[1]);
+  const longs = options.filter((o) => o.startsWith('--'));
+  const cluster = letters.length ? new RegExp(`^-[a-zA-Z]*?[${letters.join('')}](.*)$`, 's') : null;
   for (const [i, a] of args.entries()) {
-    if (options.includes(a.text) && args[i + 1]) values.push(args[i + 1]);
-    const long = options.find((o) => o.startsWith('--') && a.text.startsWith(`${o}=`));
-    if (long) values.push({ ...a, text: a.text.slice(long.length + 1) });
-    const short = options.find((o) => /^-[^-]$/.test(o) && a.text.length > 2 && a.text.startsWith(o));
-    if (short) values.push({ ...a, text: a.text.slice(2) });
+    if (a.text === '--') break;
+    const long = longs.find((o) => a.text === o || a.text.startsWith(`${o}=`));
+    const attached = long ? a.text.slice(long.length + 1) : cluster?.exec(a.text)?.[1];
+    if (attached === undefined) continue;
+    if (attached !== '') values.push({ ...a, text: attached });
+    else if (args[i + 1]) values.push(args[i + 1]);
   }
   return values;
 }
+
+/** Reads of the files named by these options (`date -f FILE`, `grep --file=FILE`). */
+export const optionReads = (call: ProgramCall, options: readonly string[]): PermissionCheck[] =>
+  optionValues(call.args, options).map((w) => call.read(w));
 
 export function newProgramCall(command: ShellCommand, paths: PathJudge): ProgramCall {
   const args = command.args;

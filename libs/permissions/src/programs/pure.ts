@@ -1,4 +1,16 @@
-import { ProgramSpec } from './program-spec';
+import { optionReads, ProgramSpec } from './program-spec';
+
+/** `date -f FILE` reads dates from a file (and prints what it cannot parse). */
+export const DATE: ProgramSpec = {
+  names: ['date'],
+  reads: (call) => optionReads(call, ['-f', '--file']),
+};
+
+/** `hostname -F FILE` reads the name from a file. */
+export const HOSTNAME: ProgramSpec = {
+  names: ['hostname'],
+  reads: (call) => optionReads(call, ['-F', '--file']),
+};
 
 /** Programs and shell builtins that read no files: always allowed. */
 export const PURE: ProgramSpec = {
@@ -10,14 +22,12 @@ export const PURE: ProgramSpec = {
     'false',
     'test',
     '[',
-    'date',
     'seq',
     'sleep',
     'yes',
     'whoami',
     'id',
     'uname',
-    'hostname',
     'uptime',
     'which',
     'type',
@@ -47,3 +57,5 @@ export const PURE: ProgramSpec = {
     'alias',
   ],
 };
+
+export const PURE_SPECS = [PURE, DATE, HOSTNAME];

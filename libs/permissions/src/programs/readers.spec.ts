@@ -19,6 +19,14 @@ describe('read-only program specs', () => {
     ['uniq a.txt', 'allow', null],
     ['uniq a.txt /tmp/b', 'deny', 'write_outside_root'],
     ['xxd a.bin /usr/x', 'hard_stop', 'write_system_path'],
+    ['diff --from-file=/etc/shadow a.txt', 'prompt', 'read_outside_root'],
+    ['wc --files0-from=../names', 'prompt', 'read_outside_root'],
+    ['du -X /etc/exclude .', 'prompt', 'read_outside_root'],
+    ['file -m /etc/magic a.bin', 'prompt', 'read_outside_root'],
+    ['strings @/etc/shadow', 'prompt', 'read_outside_root'],
+    ['strings a.bin', 'allow', null],
+    ['sort -uo /tmp/x a.txt', 'deny', 'write_outside_root'],
+    ['sort --files0-from=/etc/names', 'prompt', 'read_outside_root'],
   ])('%j is %s', (command, verdict, rule) => {
     expect(sut.checkShellCommand(command)).toMatchObject({ verdict, rule });
   });

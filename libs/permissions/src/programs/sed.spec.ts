@@ -13,6 +13,9 @@ describe('sed program spec', () => {
     ['sed --in-place=.bak s/a/b/ /tmp/x', 'deny', 'write_outside_root'],
     ['sed "w /tmp/out" a.txt', 'prompt', 'write_program'],
     ['sed s/x/y/e a.txt', 'prompt', 'write_program'],
+    ['sed -f ../x.sed a.txt', 'prompt', 'read_outside_root'],
+    ['sed --expression=p ../x.txt', 'prompt', 'read_outside_root'],
+    ['sed -n -e p a.txt', 'allow', null],
   ])('%j is %s', (command, verdict, rule) => {
     expect(sut.checkShellCommand(command)).toMatchObject({ verdict, rule });
   });

@@ -7,9 +7,10 @@ import { JQ } from './jq';
 import { MACHINE_SPECS } from './machine';
 import { NETWORK } from './network';
 import { ProgramSpec } from './program-spec';
-import { PURE } from './pure';
+import { PURE_SPECS } from './pure';
 import { READER_SPECS } from './readers';
 import { SED } from './sed';
+import { XARGS } from './xargs';
 
 /** Every program the policy knows; a program found in none is unknown and asks first. */
 export const PROGRAM_SPECS: readonly ProgramSpec[] = [
@@ -22,8 +23,9 @@ export const PROGRAM_SPECS: readonly ProgramSpec[] = [
   GREP,
   JQ,
   ...READER_SPECS,
-  PURE,
+  ...PURE_SPECS,
   NETWORK,
+  XARGS,
 ];
 
 const BY_NAME = new Map<string, ProgramSpec>();
