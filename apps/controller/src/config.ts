@@ -168,6 +168,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   return parsed.data;
 }
 
+/** The environment variables that hold provider keys: the service drops them once its clients are built. */
+export function providerKeyNames(config: AppConfig): string[] {
+  const fallbacks = (config.RUNLEDGER_FALLBACK_MODELS ?? []).flatMap((p) =>
+    p.api_key_env ? [p.api_key_env] : [],
+  );
+  return ['OPENAI_API_KEY', ...fallbacks];
+}
+
 /** The label the primary provider goes by in fallback events (as OpenAiBackend / ScriptedBackend name it). */
 function primaryLabel(config: AppConfig): string {
   if (config.RUNLEDGER_MODEL !== 'openai') return 'scripted';

@@ -1,5 +1,5 @@
 import type { ToolImplementation, ToolServices } from '../../src/discovery';
-import { commandUsesSudo, SUDO_SECRET } from '../../src/shell-parse';
+import { commandUsesSudo, SUDO_SECRET } from '@runledger/permissions';
 
 interface Args {
   command: string;

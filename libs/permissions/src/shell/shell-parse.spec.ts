@@ -41,6 +41,13 @@ describe('analyzeShell', () => {
     expect(staticPrefix({ text: '/dev/$X', dynamic: true })).toBe('/dev/');
   });
 
+  it('marks words with an unquoted glob, and only those', () => {
+    const [c] = analyzeShell(`cat *.txt /proc/[0-9]*/environ a?c '*.md' "x*" \\*.ts plain`).commands;
+    expect(c.args.map((a) => a.glob === true)).toEqual([true, true, true, false, false, false, false]);
+    expect(staticPrefix(c.args[1])).toBe('/proc/');
+    expect(staticPrefix(c.args[6])).toBe('plain');
+  });
+
   it('records the wrappers a command came through and whether sudo runs it', () => {
     const rm = analyzeShell('sudo bash -c "timeout 3 rm x"').commands.find((c) => c.name === 'rm')!;
     expect(rm).toMatchObject({ sudo: true, via: ['sudo', 'bash -c', 'timeout'] });

@@ -5,7 +5,8 @@
  * scripts handed to a shell (`bash -c`, `sh -c`, `eval`, `su -c`, `env -S`), and wrappers that run
  * another command (`sudo`, `env`, `timeout`, `nice`, `nohup`, `xargs`, `command`, `exec`,
  * `find -exec`, ...). Quoting is resolved (`r''m`, `\rm`, `"rm"` are all `rm`); a word whose value
- * is only known at run time (`$X`, `$(...)`) is marked dynamic.
+ * is only known at run time (`$X`, `$(...)`) is marked dynamic, one with an unquoted glob (`*.txt`,
+ * `/proc/[0-9]*`) is marked glob.
  */
 
 /** The secret a shell command using sudo needs, by name. */
@@ -16,10 +17,13 @@ export interface ShellWord {
   text: string;
   /** contains an expansion whose value is only known when it runs */
   dynamic: boolean;
+  /** contains an unquoted `*`, `?` or `[...]`: the shell replaces it with the names that match */
+  glob?: boolean;
 }
 
-/** The part of a dynamic word before its first expansion (`/dev/$X` -> `/dev/`). */
-export const staticPrefix = (w: ShellWord): string => (w.dynamic ? w.text.split(/[$`<>]/)[0] : w.text);
+/** The part of a word before its first expansion or glob (`/dev/$X` -> `/dev/`, `/etc/pa*` -> `/etc/pa`). */
+export const staticPrefix = (w: ShellWord): string =>
+  w.dynamic || w.glob ? w.text.split(w.glob ? /[$`<>*?[]/ : /[$`<>]/)[0] : w.text;
 
 export interface ShellRedirect {
   op: string;
@@ -288,6 +292,8 @@ function tokenize(src: string): Tokenized {
   let word = '';
   let inWord = false;
   let dynamic = false;
+  /** the word's characters outside quotes and escapes: where a glob can be */
+  let unquoted = '';
   const heredocs: { delim: string; strip: boolean; expand: boolean }[] = [];
   let expectHeredocDelim: { strip: boolean } | null = null;
   let delimQuoted = false;
@@ -298,8 +304,10 @@ function tokenize(src: string): Tokenized {
       heredocs.push({ delim: word, strip: expectHeredocDelim.strip, expand: !delimQuoted });
       expectHeredocDelim = null;
     }
-    t.tokens.push({ kind: 'word', word: { text: word, dynamic } });
+    const glob = /[*?]|\[.*\]/.test(unquoted);
+    t.tokens.push({ kind: 'word', word: glob ? { text: word, dynamic, glob } : { text: word, dynamic } });
     word = '';
+    unquoted = '';
     inWord = false;
     dynamic = false;
     delimQuoted = false;
@@ -400,6 +408,7 @@ function tokenize(src: string): Tokenized {
       if (inWord && /^\d+$/.test(word) && !dynamic) {
         fd = Number(word);
         word = '';
+        unquoted = '';
         inWord = false;
       } else flush();
       t.tokens.push({ kind: 'redir', op: redir, fd });
@@ -415,6 +424,7 @@ function tokenize(src: string): Tokenized {
       continue;
     }
     word += c;
+    unquoted += c;
     inWord = true;
     r.i++;
   }
