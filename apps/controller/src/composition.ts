@@ -17,6 +17,7 @@ import {
   RuntimeOptions,
   TaskProgress,
   ToolOutcomeHook,
+  LiveWorkspaceView,
   createRuntime,
   disciplineSettingsFrom,
   replayTask,
@@ -158,6 +159,10 @@ export async function buildRuntime(
     modelTimeoutMs: config.RUNLEDGER_MODEL_TIMEOUT_MS,
     redact: redactSecrets,
     discipline: disciplineSettingsFrom(config),
+    // the accept gate reads the allowed root through a sandbox (confined, symlinks resolved)
+    workspace: new LiveWorkspaceView(
+      layer?.sandbox ?? new ToolSandbox({ allowedRoot, mode: 'process', bwrapPath: null }),
+    ),
     log: overrides.log,
   };
   const runtime = createRuntime(options);

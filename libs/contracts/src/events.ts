@@ -28,6 +28,22 @@ const FinalPayload = {
   usage: TaskUsage,
 };
 
+/**
+ * A file as the accept gate found it in the allowed root (symlinks resolved, never outside it):
+ * whether it exists, its size, the sha256 of its text as read (null when only part was read), and
+ * for content_contains the text that matched (null: no match). `note` says why a file counts as
+ * missing (outside the allowed root, not a regular file) or was only partly searched.
+ */
+export const WorkspaceObservation = z.object({
+  source: z.literal('workspace'),
+  exists: z.boolean(),
+  size: z.number().int().nonnegative().nullable(),
+  sha256: z.string().nullable(),
+  excerpt: z.string().nullable(),
+  note: z.string().nullable(),
+});
+export type WorkspaceObservation = z.infer<typeof WorkspaceObservation>;
+
 export const EventPayloads = {
   TASK_RECEIVED: z.object({
     input: z.string(),
@@ -152,7 +168,17 @@ export const EventPayloads = {
   CHECKPOINT_SAVED: z.object({ checkpoint_id: Id, label: z.string(), at_sequence: z.number().int().positive() }),
   ACCEPTANCE_DECIDED: z.object({
     passed: z.boolean(),
-    results: z.array(z.object({ id: Id, kind: AcceptCheck.shape.kind, required: z.boolean(), passed: z.boolean(), detail: z.string() })),
+    results: z.array(
+      z.object({
+        id: Id,
+        kind: AcceptCheck.shape.kind,
+        required: z.boolean(),
+        passed: z.boolean(),
+        detail: z.string(),
+        /** what the gate saw in the workspace when the log did not settle the check; a replay reuses it */
+        observed: WorkspaceObservation.optional(),
+      }),
+    ),
   }),
   OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */

@@ -4,6 +4,7 @@ import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
 import { DisciplineGuard } from './discipline/discipline-guard';
 import { DisciplineSettings } from './discipline/settings';
+import { WorkspaceView } from './discipline/workspace-view';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
 import { EngineDeps, ExecutionEngine } from './execution-engine';
 import { ModelGateway } from './model-gateway';
@@ -41,6 +42,8 @@ export interface RuntimeOptions {
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;
+  /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
+  workspace?: WorkspaceView;
   /** seeds retry jitter (tests) */
   rng?: () => number;
   log?: (message: string, err?: unknown) => void;
@@ -64,7 +67,10 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const log = o.log ?? stderrLog;
   const hooks = [...(o.hooks ?? [])];
   const d = o.discipline;
-  const guards = [...(d ? [new DisciplineGuard(d)] : []), ...(o.guards ?? [])];
+  const guards = [
+    ...(d ? [new DisciplineGuard(d, undefined, o.workspace ?? null)] : []),
+    ...(o.guards ?? []),
+  ];
   const gateway = new ModelGateway(d?.prices, d ?? null);
   const vault = new SecretVault();
   const modelTimeoutMs = o.modelTimeoutMs ?? d?.modelTimeoutMs ?? 60_000;
