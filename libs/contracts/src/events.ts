@@ -44,6 +44,23 @@ export const WorkspaceObservation = z.object({
 });
 export type WorkspaceObservation = z.infer<typeof WorkspaceObservation>;
 
+/**
+ * Keyed hashes (HMAC-SHA256, with a key kept beside the database, never in the log) of a provided
+ * secret in the forms a command prints it whole: as is, base64 (with and without the newline
+ * `echo` adds) and hex. Each form names its length, so output is searched only for tokens that long.
+ */
+export const SecretFingerprint = z.object({
+  alg: z.literal('hmac-sha256'),
+  forms: z.array(
+    z.object({
+      encoding: z.enum(['plain', 'base64', 'base64_newline', 'hex']),
+      length: z.number().int().positive(),
+      digest: z.string(),
+    }),
+  ),
+});
+export type SecretFingerprint = z.infer<typeof SecretFingerprint>;
+
 export const EventPayloads = {
   TASK_RECEIVED: z.object({
     input: z.string(),
@@ -142,8 +159,8 @@ export const EventPayloads = {
     tool: z.string(),
   }),
   TASK_AWAITING_SECRET: z.object({ request_id: Id, call_id: Id, tool: z.string(), secret_name: z.string(), reason: z.string() }),
-  /** never carries the value */
-  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string() }).strict(),
+  /** never carries the value; the fingerprint lets a later process recognise it in output to redact */
+  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string(), fingerprint: SecretFingerprint.optional() }).strict(),
   CRITIC_RESULT: z.object({
     target_event_id: Id.nullable(),
     call_id: Id.nullable().default(null),
