@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isTerminalStatus } from '@runledger/contracts';
 import { createSqliteStorage } from '@runledger/state-store';
 import { ServerProcess } from './permissions-server';
 
@@ -31,8 +32,11 @@ describe('secrets through HTTP', () => {
     server = suiteServer();
   });
 
-  async function toSecretRequest(input: string): Promise<{ taskId: string; requestId: string }> {
-    const taskId = (await server.request('POST', '/tasks', { input })).body.task_id;
+  async function toSecretRequest(
+    input: string,
+    session_id?: string,
+  ): Promise<{ taskId: string; requestId: string }> {
+    const taskId = (await server.request('POST', '/tasks', { input, session_id })).body.task_id;
     const perm = await server.waitFor(taskId, (s) => s === 'awaiting_permission');
     expect(
       (
@@ -63,10 +67,17 @@ describe('secrets through HTTP', () => {
     // the tool did receive the secret and printed it (plain and base64): both were redacted
     const output = JSON.stringify(outcome.payload);
     expect(output).toContain('[REDACTED]');
+    // the log learns that it came and a keyed fingerprint, never the value
     expect(log.find((e) => e.type === 'SECRET_PROVIDED')!.payload).toEqual({
       request_id: requestId,
       call_id: expect.any(String),
       secret_name: 'sudo_password',
+      fingerprint: {
+        alg: 'hmac-sha256',
+        forms: expect.arrayContaining([
+          { encoding: 'plain', length: SECRET.length, digest: expect.any(String) },
+        ]),
+      },
     });
 
     // read every public view once more, then scan everything
@@ -158,5 +169,52 @@ describe('secrets through HTTP', () => {
     ).toBe(202);
     expect(await server.waitFor(taskId)).toMatchObject({ status: 'completed' });
     expect(readFileSync(join(server.workspace, 'secret-again.txt'), 'utf8')).toBe('again\n');
+  });
+
+  it('a command saved the secret from stdin; later tasks of the session print the file, also after a restart: it is stored nowhere', async () => {
+    const session_id = 'sess_saved_secret';
+    const { taskId, requestId } = await toSecretRequest(
+      'run sudo -n true 2>/dev/null; cat > pw.txt',
+      session_id,
+    );
+    expect(
+      (await server.request('POST', `/tasks/${taskId}/secrets/${requestId}`, { secret: SECRET })).status,
+    ).toBe(202);
+    expect(await server.waitFor(taskId)).toMatchObject({ status: 'completed' });
+    expect(readFileSync(join(server.workspace, 'pw.txt'), 'utf8')).toBe(`${SECRET}\n`);
+
+    /** A later task of the session that prints the file (plain and base64), run to its end. */
+    const printFile = async () => {
+      const id = (
+        await server.request('POST', '/tasks', { input: 'run cat pw.txt; base64 pw.txt', session_id })
+      ).body.task_id;
+      let state = await server.waitFor(id, (s) => s === 'awaiting_permission' || isTerminalStatus(s));
+      if (state.status === 'awaiting_permission') {
+        await server.request('POST', `/tasks/${id}/permissions/${state.pending[0].request_id}`, {
+          decision: 'allow_once',
+        });
+        state = await server.waitFor(id);
+      }
+      expect(state.status).toBe('completed');
+      const printed = (await server.events(id)).find((e) => e.type === 'TOOL_COMPLETED')!;
+      expect(JSON.stringify(printed.payload)).toContain('[REDACTED]');
+      return id;
+    };
+    const before = await printFile();
+    await server.kill();
+    await server.start();
+    const after = await printFile();
+
+    const events = [
+      ...(await server.events(taskId)),
+      ...(await server.events(before)),
+      ...(await server.events(after)),
+    ];
+    expect(hits(JSON.stringify(events))).toEqual([]);
+    await server.kill();
+    const files = readdirSync(server.dir).filter((f) => f.startsWith('runledger.db'));
+    for (const f of files) expect(hits(readFileSync(join(server.dir, f)).toString('latin1'))).toEqual([]);
+    expect(hits(server.logs.join(''))).toEqual([]);
+    await server.start();
   });
 });

@@ -17,12 +17,14 @@ import {
   RuntimeOptions,
   TaskProgress,
   ToolOutcomeHook,
+  LiveWorkspaceView,
   createRuntime,
   disciplineSettingsFrom,
   replayTask,
 } from '@runledger/runtime';
 import { ToolLogger, ToolRegistry, ToolSandbox, createToolLayer, redactSecrets } from '@runledger/tools';
 import { AppConfig } from './config';
+import { loadOrCreateSecretsKey, secretsKeyFile } from './secrets-key';
 import { BuiltMemory, buildMemory } from './memory/memory.composition';
 
 /** What the CLI and the HTTP app share: one store, one runtime. */
@@ -157,7 +159,12 @@ export async function buildRuntime(
     stepConcurrency: config.RUNLEDGER_STEP_CONCURRENCY,
     modelTimeoutMs: config.RUNLEDGER_MODEL_TIMEOUT_MS,
     redact: redactSecrets,
+    secretKey: storage ? loadOrCreateSecretsKey(secretsKeyFile(config.RUNLEDGER_DB)) : undefined,
     discipline: disciplineSettingsFrom(config),
+    // the accept gate reads the allowed root through a sandbox (confined, symlinks resolved)
+    workspace: new LiveWorkspaceView(
+      layer?.sandbox ?? new ToolSandbox({ allowedRoot, mode: 'process', bwrapPath: null }),
+    ),
     log: overrides.log,
   };
   const runtime = createRuntime(options);

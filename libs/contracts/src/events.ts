@@ -28,6 +28,39 @@ const FinalPayload = {
   usage: TaskUsage,
 };
 
+/**
+ * A file as the accept gate found it in the allowed root (symlinks resolved, never outside it):
+ * whether it exists, its size, the sha256 of its text as read (null when only part was read), and
+ * for content_contains the text that matched (null: no match). `note` says why a file counts as
+ * missing (outside the allowed root, not a regular file) or was only partly searched.
+ */
+export const WorkspaceObservation = z.object({
+  source: z.literal('workspace'),
+  exists: z.boolean(),
+  size: z.number().int().nonnegative().nullable(),
+  sha256: z.string().nullable(),
+  excerpt: z.string().nullable(),
+  note: z.string().nullable(),
+});
+export type WorkspaceObservation = z.infer<typeof WorkspaceObservation>;
+
+/**
+ * Keyed hashes (HMAC-SHA256, with a key kept beside the database, never in the log) of a provided
+ * secret in the forms a command prints it whole: as is, base64 (with and without the newline
+ * `echo` adds) and hex. Each form names its length, so output is searched only for tokens that long.
+ */
+export const SecretFingerprint = z.object({
+  alg: z.literal('hmac-sha256'),
+  forms: z.array(
+    z.object({
+      encoding: z.enum(['plain', 'base64', 'base64_newline', 'hex']),
+      length: z.number().int().positive(),
+      digest: z.string(),
+    }),
+  ),
+});
+export type SecretFingerprint = z.infer<typeof SecretFingerprint>;
+
 export const EventPayloads = {
   TASK_RECEIVED: z.object({
     input: z.string(),
@@ -126,8 +159,8 @@ export const EventPayloads = {
     tool: z.string(),
   }),
   TASK_AWAITING_SECRET: z.object({ request_id: Id, call_id: Id, tool: z.string(), secret_name: z.string(), reason: z.string() }),
-  /** never carries the value */
-  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string() }).strict(),
+  /** never carries the value; the fingerprint lets a later process recognise it in output to redact */
+  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string(), fingerprint: SecretFingerprint.optional() }).strict(),
   CRITIC_RESULT: z.object({
     target_event_id: Id.nullable(),
     call_id: Id.nullable().default(null),
@@ -152,7 +185,17 @@ export const EventPayloads = {
   CHECKPOINT_SAVED: z.object({ checkpoint_id: Id, label: z.string(), at_sequence: z.number().int().positive() }),
   ACCEPTANCE_DECIDED: z.object({
     passed: z.boolean(),
-    results: z.array(z.object({ id: Id, kind: AcceptCheck.shape.kind, required: z.boolean(), passed: z.boolean(), detail: z.string() })),
+    results: z.array(
+      z.object({
+        id: Id,
+        kind: AcceptCheck.shape.kind,
+        required: z.boolean(),
+        passed: z.boolean(),
+        detail: z.string(),
+        /** what the gate saw in the workspace when the log did not settle the check; a replay reuses it */
+        observed: WorkspaceObservation.optional(),
+      }),
+    ),
   }),
   OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */

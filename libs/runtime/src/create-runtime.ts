@@ -4,6 +4,7 @@ import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
 import { DisciplineGuard } from './discipline/discipline-guard';
 import { DisciplineSettings } from './discipline/settings';
+import { WorkspaceView } from './discipline/workspace-view';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
 import { EngineDeps, ExecutionEngine } from './execution-engine';
 import { ModelGateway } from './model-gateway';
@@ -14,6 +15,8 @@ import { ConfigError } from '@runledger/contracts';
 import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
 import { RuntimeLoop } from './runtime-loop';
 import { RuntimeService } from './runtime-service';
+import { RedactingEventStore } from './redacting-event-store';
+import { SessionSecrets } from './session-secrets';
 
 export interface RuntimeOptions {
   store: EventStore;
@@ -41,8 +44,12 @@ export interface RuntimeOptions {
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;
+  /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
+  workspace?: WorkspaceView;
   /** seeds retry jitter (tests) */
   rng?: () => number;
+  /** key of the secrets' fingerprints in the log (beside the database); random: recognised by this process only */
+  secretKey?: Buffer;
   log?: (message: string, err?: unknown) => void;
 }
 
@@ -64,9 +71,15 @@ export function createRuntime(o: RuntimeOptions): Runtime {
   const log = o.log ?? stderrLog;
   const hooks = [...(o.hooks ?? [])];
   const d = o.discipline;
-  const guards = [...(d ? [new DisciplineGuard(d)] : []), ...(o.guards ?? [])];
+  const guards = [
+    ...(d ? [new DisciplineGuard(d, undefined, o.workspace ?? null)] : []),
+    ...(o.guards ?? []),
+  ];
   const gateway = new ModelGateway(d?.prices, d ?? null);
   const vault = new SecretVault();
+  const secrets = new SessionSecrets(o.secretKey);
+  // every event a task appends is redacted of the secrets provided in its session
+  const store = new RedactingEventStore(o.store, secrets);
   const modelTimeoutMs = o.modelTimeoutMs ?? d?.modelTimeoutMs ?? 60_000;
   const policy = d
     ? { retry: d.retry, completionMaxMisses: d.completionMaxMisses, rng: o.rng }
@@ -81,7 +94,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     policy,
   );
   const engine = new ExecutionEngine({
-    store: o.store,
+    store,
     tools: o.tools,
     permissions: o.permissions,
     vault,
@@ -97,7 +110,7 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     log,
   });
   const loop = new RuntimeLoop({
-    store: o.store,
+    store,
     tools: o.tools,
     permissions: o.permissions,
     context: new ContextBuilder(
@@ -111,6 +124,6 @@ export function createRuntime(o: RuntimeOptions): Runtime {
     guards,
     maxRounds: o.maxRounds ?? 10,
   });
-  const service = new RuntimeService({ store: o.store, loop, vault, concurrency: o.concurrency ?? 4, log });
+  const service = new RuntimeService({ store, loop, vault, secrets, concurrency: o.concurrency ?? 4, log });
   return { service, loop, hooks, guards };
 }

@@ -12,6 +12,7 @@ import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { LabelledBackend, recordedProviderLabels } from './model/providers';
 import { RetrySettings } from './discipline/settings';
+import { RecordedWorkspaceView } from './discipline/workspace-view';
 import { RuntimeOptions, createRuntime } from './create-runtime';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
@@ -362,6 +363,8 @@ export async function replayTask(
     // from the log and memory is not written (see replayCriticHook).
     hooks: critic ? [critic] : [],
     memory: new ReplayMemoryRecall(events),
+    // the accept gate decides from what the recording saw in the workspace, not from the disk now
+    workspace: new RecordedWorkspaceView(events),
   });
   try {
     const { task_id } = await rt.service.submit(

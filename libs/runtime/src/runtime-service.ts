@@ -16,6 +16,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { SecretVault, ShutdownSignal } from './ports';
+import { SessionSecrets } from './session-secrets';
 import { TaskProgress, foldProgress } from './progress';
 import { RuntimeLoop } from './runtime-loop';
 import { TaskWriter } from './task-writer';
@@ -36,6 +37,8 @@ export interface RuntimeServiceDeps {
   store: EventStore;
   loop: RuntimeLoop;
   vault: SecretVault;
+  /** the session's secrets, redacted from every later event of the session */
+  secrets: SessionSecrets;
   /** tasks run at once in this process */
   concurrency: number;
   log: (message: string, err?: unknown) => void;
@@ -196,16 +199,25 @@ export class RuntimeService {
     this.enqueue(taskId);
   }
 
-  /** The value stays in memory for the one call that asked for it; the log only learns that it came. */
+  /**
+   * The value goes to the one call that asked for it, and stays in memory to be redacted from the
+   * session's later output; the log only learns that it came, and its keyed fingerprint.
+   */
   async provideSecret(taskId: string, requestId: string, secret: string): Promise<void> {
     const p = await this.progress(taskId);
     const pending = p.pendingSecret;
     if (!pending || pending.request_id !== requestId || p.final)
       throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
     this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
+    const fingerprint = this.deps.secrets.remember(p.session_id, secret);
     await this.appendIfUnchanged(p, {
       type: 'SECRET_PROVIDED',
-      payload: { request_id: requestId, call_id: pending.call_id, secret_name: pending.secret_name },
+      payload: {
+        request_id: requestId,
+        call_id: pending.call_id,
+        secret_name: pending.secret_name,
+        fingerprint,
+      },
     });
     this.enqueue(taskId);
   }

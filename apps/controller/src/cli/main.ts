@@ -86,7 +86,7 @@ export function protectStorage(config: AppConfig, cwd: string): AppConfig {
     ? [folder]
     : ['', '-wal', '-shm', '-journal', '.memory.hnsw', '.memory.hnsw.meta.json']
         .map((suffix) => db + suffix)
-        .concat(join(folder, 'admin.token'));
+        .concat(join(folder, 'admin.token'), join(folder, 'secrets.key'));
   const rules = PermissionRulesConfig.parse(config.RUNLEDGER_PERMISSION_RULES ?? {});
   return {
     ...config,

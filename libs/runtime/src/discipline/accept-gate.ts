@@ -1,6 +1,14 @@
 import { posix } from 'node:path';
-import { AcceptCheck, EventPayload, RuntimeEvent, canonicalJson } from '@runledger/contracts';
+import {
+  AcceptCheck,
+  EventPayload,
+  RuntimeEvent,
+  WorkspaceObservation,
+  canonicalJson,
+} from '@runledger/contracts';
+import { matches } from './check-match';
 import { ToolFact, finalAnswer, toolFacts } from './round-facts';
+import { WorkspaceView } from './workspace-view';
 
 export type AcceptCheckResult = EventPayload<'ACCEPTANCE_DECIDED'>['results'][number];
 
@@ -55,18 +63,6 @@ function textOf(output: unknown): string {
   return canonicalJson(output ?? null);
 }
 
-function matches(text: string, check: AcceptCheck): boolean {
-  if (check.match === null) return true;
-  if (check.params.regex === true) {
-    try {
-      return new RegExp(check.match, 'm').test(text);
-    } catch {
-      return false;
-    }
-  }
-  return text.includes(check.match);
-}
-
 const toolsParam = (check: AcceptCheck, defaults: string[]): string[] => {
   const p = check.params.tools ?? check.params.tool;
   if (typeof p === 'string') return [p];
@@ -86,33 +82,69 @@ function field(value: unknown, path: string): unknown {
 const argsInclude = (args: Record<string, unknown>, want: Record<string, unknown>): boolean =>
   Object.entries(want).every(([k, v]) => canonicalJson(args[k]) === canonicalJson(v));
 
-type Verdict = { passed: boolean; detail: string };
+type Verdict = { passed: boolean; detail: string; observed?: WorkspaceObservation };
 
 /**
  * What the log says a file holds after the last recorded fact about it: the
  * content written (an append adds to what was known), the content read, or
- * null when it was deleted; undefined when nothing was recorded.
+ * null when it was deleted; null when nothing was recorded. A shell command
+ * run after that fact may have changed the file behind the log's back, so the
+ * fact no longer settles a check.
  */
 function lastKnownContent(facts: readonly ToolFact[], target: string) {
-  type Known = { content: string | null; source: string };
+  type Known = { content: string | null; source: string; stale: boolean };
   let known = null as Known | null;
   for (const f of facts) {
+    if (known && SHELL_TOOLS.includes(f.tool) && f.ok !== null) {
+      known.stale = true;
+      continue;
+    }
     const p = pathOf(f);
     if (f.ok !== true || p === null || !samePath(p, target)) continue;
-    if (f.tool === 'file_delete') known = { content: null, source: `deleted by ${f.call_id}` };
+    if (f.tool === 'file_delete') known = { content: null, source: `deleted by ${f.call_id}`, stale: false };
     else if (WRITE_TOOLS.includes(f.tool) && str(f.args.content) !== null) {
       const written = str(f.args.content) as string;
       known =
         f.args.mode === 'append'
-          ? { content: `${known?.content ?? ''}${written}`, source: `appended by ${f.call_id}` }
-          : { content: written, source: `written by ${f.call_id}` };
+          ? {
+              content: `${known?.content ?? ''}${written}`,
+              source: `appended by ${f.call_id}`,
+              stale: known?.stale ?? false,
+            }
+          : { content: written, source: `written by ${f.call_id}`, stale: false };
     } else if (READ_TOOLS.includes(f.tool))
-      known = { content: textOf(f.output), source: `read by ${f.call_id}` };
+      known = { content: textOf(f.output), source: `read by ${f.call_id}`, stale: false };
   }
   return known;
 }
 
-function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | null): Verdict {
+/** A file check the log does not settle, judged from what the workspace view saw. */
+function judgeObserved(check: AcceptCheck, observed: WorkspaceObservation): Verdict {
+  const why = observed.note ? ` (${observed.note})` : '';
+  if (!observed.exists)
+    return { passed: false, detail: `${check.target} is not in the workspace${why}`, observed };
+  if (check.kind === 'file_exists')
+    return { passed: true, detail: `${check.target} is in the workspace (${observed.size} bytes)`, observed };
+  return observed.excerpt !== null
+    ? {
+        passed: true,
+        detail: `${check.target} in the workspace contains ${JSON.stringify(check.match)}`,
+        observed,
+      }
+    : {
+        passed: false,
+        detail: `${check.target} in the workspace does not contain ${JSON.stringify(check.match)}${why}`,
+        observed,
+      };
+}
+
+function judge(
+  check: AcceptCheck,
+  facts: readonly ToolFact[],
+  answer: string | null,
+  workspace: WorkspaceView | null,
+): Verdict {
+  const look = () => workspace?.observe(check) ?? null;
   switch (check.kind) {
     case 'output_only': {
       if (answer === null || answer.trim() === '')
@@ -173,6 +205,8 @@ function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | 
     case 'file_exists': {
       if (check.target === '') return { passed: false, detail: 'file_exists needs a target path' };
       const known = lastKnownContent(facts, check.target);
+      const observed = known && !known.stale ? null : look();
+      if (observed) return judgeObserved(check, observed);
       if (known && known.content !== null) return { passed: true, detail: `${check.target} ${known.source}` };
       return {
         passed: false,
@@ -189,6 +223,8 @@ function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | 
           : { passed: false, detail: `the answer does not contain ${JSON.stringify(check.match)}` };
       }
       const known = lastKnownContent(facts, check.target);
+      const observed = known && !known.stale ? null : look();
+      if (observed) return judgeObserved(check, observed);
       if (!known || known.content === null)
         return { passed: false, detail: `no recorded content of ${check.target}` };
       return matches(known.content, check)
@@ -229,21 +265,25 @@ function judge(check: AcceptCheck, facts: readonly ToolFact[], answer: string | 
 
 /**
  * Judge accept checks from what the log recorded: tool outcomes, the content
- * written or read, exit codes and the final answer. Nothing is re-run; a fact
- * the log does not hold is a failed check. Tool results claimed in model text
- * are never facts (only TOOL_COMPLETED counts).
+ * written or read, exit codes and the final answer. Nothing is re-run; tool
+ * results claimed in model text are never facts (only TOOL_COMPLETED counts).
+ * A file_exists / content_contains check the log does not settle (no recorded
+ * write or read of the file, or a shell command ran after the last one) is
+ * judged from the workspace view when there is one, and the result carries
+ * what it saw (`observed`) so a replay decides the same without the disk.
  */
 export function judgeAcceptance(
   checks: readonly AcceptCheck[],
   events: readonly RuntimeEvent[],
   answer: string | null = finalAnswer(events),
+  workspace: WorkspaceView | null = null,
 ): AcceptanceDecision {
   const facts = toolFacts(events);
   const results = checks.map((check) => ({
     id: check.id,
     kind: check.kind,
     required: check.required,
-    ...judge(check, facts, answer),
+    ...judge(check, facts, answer, workspace),
   }));
   const failing = results.find((r) => r.required && !r.passed) ?? null;
   return { passed: failing === null, results, failing };

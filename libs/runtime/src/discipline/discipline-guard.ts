@@ -8,6 +8,7 @@ import { roundsOf } from './round-facts';
 import { isCircuitOpen, toolGuardFromEvents } from './failure-policy';
 import { DisciplineSettings, ResolvedBudgets } from './settings';
 import { describeStop } from './stop-reasons';
+import { WorkspaceView } from './workspace-view';
 
 const guardedBefore = (events: readonly RuntimeEvent[], guard: string, round: number): boolean =>
   events.some((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === guard && e.payload.round === round);
@@ -22,6 +23,8 @@ export class DisciplineGuard implements LoopGuard {
   constructor(
     private readonly settings: DisciplineSettings,
     private readonly now: () => Date = () => new Date(),
+    /** where the accept gate looks when the log does not settle a file check; none: the log only */
+    private readonly workspace: WorkspaceView | null = null,
   ) {}
 
   budgetsFor(ctx: Pick<RoundGuardContext, 'progress'>): ResolvedBudgets {
@@ -88,7 +91,7 @@ export class DisciplineGuard implements LoopGuard {
   ): Promise<{ events?: NewEvent[]; stop?: Stop }> {
     const checks = ctx.progress.accept_checks;
     if (ctx.stop.stop_reason !== 'completed' || checks.length === 0) return {};
-    const decision = judgeAcceptance(checks, ctx.events, ctx.result);
+    const decision = judgeAcceptance(checks, ctx.events, ctx.result, this.workspace);
     const events: NewEvent[] = [
       { type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } },
     ];

@@ -5,6 +5,7 @@ export * from './failure-policy';
 export * from './timeouts';
 export * from './round-facts';
 export * from './accept-gate';
+export * from './workspace-view';
 export * from './completion';
 export * from './repeat-detector';
 export * from './stop-reasons';

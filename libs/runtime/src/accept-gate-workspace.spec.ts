@@ -1,0 +1,100 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AcceptCheck } from '@runledger/contracts';
+import { InMemoryEventStore } from '@runledger/event-store';
+import { ToolSandbox } from '@runledger/tools';
+import { createRuntime } from './create-runtime';
+import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
+import { LiveWorkspaceView } from './discipline/workspace-view';
+import { ScriptedBackend } from './model/scripted-backend';
+import { replayTask, replayView } from './replay';
+import { AllowAllPolicy, testToolRegistry } from './testing';
+
+const checks: AcceptCheck[] = [
+  { id: 'exists', kind: 'file_exists', target: 'out.txt', match: null, required: true, params: {} },
+  { id: 'says_hi', kind: 'content_contains', target: 'out.txt', match: 'hi', required: true, params: {} },
+];
+
+describe('accept gate in the runtime: a file a shell command wrote', () => {
+  let dir: string;
+  let store: InMemoryEventStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-gate-rt-'));
+    store = new InMemoryEventStore();
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The reported run: `echo hi > out.txt`, then an answer. */
+  async function run() {
+    const rt = createRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new AllowAllPolicy(),
+      model: new ScriptedBackend({
+        orchestrator: [
+          '{"type":"tool","tool":"shell_exec","args":{"command":"echo hi > out.txt"}}',
+          '{"type":"respond","content":"wrote out.txt"}',
+        ],
+      }),
+      discipline: DEFAULT_DISCIPLINE_SETTINGS,
+      workspace: new LiveWorkspaceView(
+        new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
+      ),
+      log: () => undefined,
+    });
+    const { task_id } = await rt.service.submit(
+      { input: 'write hi to out.txt', accept_checks: checks },
+      { source: 'cli' },
+    );
+    const progress = await rt.service.settled(task_id);
+    await rt.service.close();
+    return { task_id, progress, events: await store.readWholeStream(task_id) };
+  }
+
+  it('passes file_exists and content_contains from the workspace and records what it saw', async () => {
+    const { progress, events } = await run();
+    expect(existsSync(join(dir, 'out.txt'))).toBe(true);
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'wrote out.txt' });
+    const decided = events.find((e) => e.type === 'ACCEPTANCE_DECIDED');
+    expect(decided?.payload).toEqual({
+      passed: true,
+      results: [
+        expect.objectContaining({
+          id: 'exists',
+          passed: true,
+          observed: expect.objectContaining({ source: 'workspace', exists: true, size: 3 }),
+        }),
+        expect.objectContaining({
+          id: 'says_hi',
+          passed: true,
+          observed: expect.objectContaining({ exists: true, excerpt: 'hi' }),
+        }),
+      ],
+    });
+  });
+
+  it('a replay after the file was deleted reuses the recorded verdict and matches the run', async () => {
+    const { task_id } = await run();
+    rmSync(join(dir, 'out.txt'));
+    const replay = await replayTask(
+      {
+        store,
+        tools: testToolRegistry(dir),
+        discipline: DEFAULT_DISCIPLINE_SETTINGS,
+        // what the live composition would hand over: the replay must not use it
+        workspace: new LiveWorkspaceView(
+          new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
+        ),
+        log: () => undefined,
+      },
+      task_id,
+    );
+    expect(replay.progress.final).toMatchObject({ stop_reason: 'completed' });
+    const original = await store.readWholeStream(task_id);
+    const replayed = await store.readWholeStream(replay.task_id);
+    expect(replayView(replayed)).toEqual(replayView(original));
+    expect(replayed.find((e) => e.type === 'ACCEPTANCE_DECIDED')?.payload).toMatchObject({ passed: true });
+  });
+});
