@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import { NotFoundException } from '@nestjs/common';
 import type { Request } from 'express';
 import { ErrorBody } from './error-body';
@@ -17,12 +18,16 @@ function matches(layer: RouterLayer, path: string): boolean {
   }
 }
 
+/** Nest mounts middleware (`forRoutes('*')`) as routes for every method: they offer nothing of their own. */
+const answersEveryMethod = (methods: Record<string, boolean>): boolean =>
+  METHODS.every((m) => methods[m.toLowerCase()]);
+
 /** The methods the routes of the app offer on this request's path (GET implies HEAD); empty when no route has the path. */
 export function allowedMethods(req: Request): string[] {
   const stack = (req.app as unknown as { router?: { stack: RouterLayer[] } }).router?.stack ?? [];
   const allowed = new Set<string>();
   for (const layer of stack) {
-    if (!layer.route || !matches(layer, req.path)) continue;
+    if (!layer.route || answersEveryMethod(layer.route.methods) || !matches(layer, req.path)) continue;
     for (const method of Object.keys(layer.route.methods))
       if (method !== '_all') allowed.add(method.toUpperCase());
   }
