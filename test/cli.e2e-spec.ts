@@ -6,7 +6,7 @@ import { EventPayloads, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { CLI, runCli, spawnCli } from '@runledger/testing';
+import { CLI, runCli, spawnCli, stderrProblems } from '@runledger/testing';
 
 /** Tasks a process accepted and then lost (killed before its first step): only TASK_RECEIVED is in the log. */
 async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]> {
@@ -68,16 +68,16 @@ describe('runledger CLI (real child process, no model configured)', () => {
   it('run "run echo hello then read <file>" completes with the events in order, gap-free', async () => {
     writeFileSync(join(dir, 'notes.txt'), 'contents of notes');
     const res = await runCli(['run', 'run echo hello then read notes.txt', '--yes'], { cwd: dir, env });
-    expect(res.stderr).toBe('');
+    expect(stderrProblems(res.stderr)).toEqual([]);
     expect(res.code).toBe(0);
-    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.stderr).toContain('stop reason: completed');
     expect(res.stdout).toContain('contents of notes');
-    expect(res.stdout).toMatch(/rounds 2 · tool calls 2/);
+    expect(res.stderr).toMatch(/rounds 2 · tool calls 2/);
     // sys_util reports no usage: the line says so instead of "0 tokens" beside a non-zero total
-    expect(res.stdout).toMatch(
+    expect(res.stderr).toMatch(
       /orchestrator answered in \d+ ms \((usage not reported|~\d+ tokens, estimated)\)/,
     );
-    expect(res.stdout).not.toContain('(0 tokens)');
+    expect(res.stderr).not.toContain('(0 tokens)');
 
     const events = await readTask(env.RUNLEDGER_DB);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
@@ -105,9 +105,11 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(calls).toEqual(['shell_exec', 'file_read']);
   });
 
-  it('--json prints every event as a JSON line and a summary', async () => {
+  it('--json prints every event as a JSON line and a summary on stdout, and no progress lines', async () => {
     const res = await runCli(['run', 'run echo json', '--json', '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);
+    expect(stderrProblems(res.stderr)).toEqual([]);
+    expect(res.stderr).not.toContain('stop reason');
     const lines = res.stdout
       .trim()
       .split('\n')
@@ -122,10 +124,11 @@ describe('runledger CLI (real child process, no model configured)', () => {
     writeFileSync(script, JSON.stringify({ orchestrator: [{ error: 'provider_error' }] }));
     const failed = await runCli(['run', 'write a poem', '--model', `scripted:${script}`], { cwd: dir, env });
     expect(failed.code).toBe(1);
-    expect(failed.stdout).toContain('stop reason: provider_error');
+    expect(failed.stderr).toContain('stop reason: provider_error');
+    expect(failed.stdout).toBe('');
     const usage = await runCli(['run'], { cwd: dir, env });
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('usage:');
+    expect(usage.stderr).toBe("runledger: missing required argument 'input'; see runledger run --help\n");
     const badBudget = await runCli(['run', 'x', '--budget', 'max_rounds=abc'], { cwd: dir, env });
     expect(badBudget.code).toBe(2);
   });
@@ -144,15 +147,16 @@ describe('runledger CLI (real child process, no model configured)', () => {
       { cwd: dir, env },
     );
     expect(res.code).toBe(1);
-    expect(res.stdout).toContain('stop reason: budget_exceeded');
-    expect(res.stdout).toMatch(/rounds 2 ·/);
+    expect(res.stderr).toContain('stop reason: budget_exceeded');
+    expect(res.stderr).toMatch(/rounds 2 ·/);
   });
 
   it('with no terminal a prompt leaves the task awaiting_permission and says how to resolve it; resolve finishes it', async () => {
     const waiting = await runCli(['run', 'write hello.txt: hi there'], { cwd: dir, env });
     expect(waiting.code).toBe(3);
-    expect(waiting.stdout).toContain('awaiting_permission');
-    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stdout);
+    expect(waiting.stderr).toContain('awaiting_permission');
+    expect(waiting.stdout).toBe('');
+    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stderr);
     expect(how).not.toBeNull();
     expect(existsSync(join(dir, 'hello.txt'))).toBe(false);
 
@@ -173,14 +177,14 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(readFileSync(join(dir, 'yes.txt'), 'utf8')).toBe('ok');
     const stopped = await runCli(['run', 'run rm -rf /', '--yes'], { cwd: dir, env });
     expect(stopped.code).toBe(1);
-    expect(stopped.stdout).toContain('stop reason: permission_denied');
+    expect(stopped.stderr).toContain('stop reason: permission_denied');
   });
 
   it('replay re-runs a recorded task offline: same events, nothing run again', async () => {
     writeFileSync(join(dir, 'notes.txt'), 'first version');
     const first = await runCli(['run', 'run echo hello then read notes.txt', '--yes'], { cwd: dir, env });
     expect(first.code).toBe(0);
-    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     writeFileSync(join(dir, 'notes.txt'), 'changed since');
     const replay = await runCli(['replay', taskId], { cwd: dir, env });
     expect(replay.code).toBe(0);
@@ -189,7 +193,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
     const handle = openSqlite({ path: env.RUNLEDGER_DB });
     try {
       const store = new SqliteEventStore(handle);
-      const replayedId = /task (task_\w+) received/.exec(replay.stdout)![1];
+      const replayedId = /task (task_\w+) received/.exec(replay.stderr)![1];
       expect(replayView(await store.readWholeStream(replayedId))).toEqual(
         replayView(await store.readWholeStream(taskId)),
       );
@@ -200,10 +204,10 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
   it('fork continues a recorded task from one of its events as a new task', async () => {
     const first = await runCli(['run', 'run echo forked', '--yes'], { cwd: dir, env });
-    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     const res = await runCli(['fork', taskId, '4'], { cwd: dir, env });
     expect(res.code).toBe(0);
-    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.stderr).toContain('stop reason: completed');
     expect(res.stdout).toContain('forked');
     expect((await runCli(['fork', taskId, 'x'], { cwd: dir, env })).code).toBe(2);
   });
@@ -211,8 +215,8 @@ describe('runledger CLI (real child process, no model configured)', () => {
   it('resume <task_id> follows every task it resumed to its end: none is cut off in a tool call at exit', async () => {
     const [quick, slow] = await receivedOnly(env.RUNLEDGER_DB, ['hello', 'run sleep 1 && echo slept']);
     const res = await runCli(['resume', quick, '--yes'], { cwd: dir, env });
-    expect(res.stderr).toBe('');
-    expect(res.stdout).toContain(`resuming 2 unfinished task(s)`);
+    expect(stderrProblems(res.stderr)).toEqual([]);
+    expect(res.stderr).toContain(`resuming 2 unfinished task(s)`);
     expect(res.code).toBe(0);
     const slowLog = await streamOf(env.RUNLEDGER_DB, slow);
     const types = slowLog.map((e) => e.type);
@@ -249,15 +253,75 @@ describe('runledger CLI (real child process, no model configured)', () => {
     ]) {
       const res = await runCli(argv, { cwd: dir, env });
       expect({ argv, code: res.code }).toEqual({ argv, code: 2 });
-      expect(res.stderr).toMatch(/^runledger: /);
-      expect(res.stderr).not.toMatch(/\n\s+at /);
+      // one line, no stack trace
+      expect(res.stderr).toMatch(/^runledger: [^\n]+\n$/);
       expect(res.stdout).toBe('');
+    }
+  });
+
+  it("run --help prints only run's options on stdout, exit 0; no command prints the list of commands", async () => {
+    const help = await runCli(['run', '--help'], { cwd: dir, env });
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(help.stdout).toMatch(/^Usage: runledger run \[options\] <input>/);
+    for (const flag of ['--model', '--yes', '--json', '--budget', '--accept', '--session'])
+      expect(help.stdout).toContain(flag);
+    expect(help.stdout).not.toContain('--force');
+    expect(help.stdout).not.toMatch(/^ {2}(resume|replay|rebuild) /m);
+
+    const all = await runCli([], { cwd: dir, env });
+    expect(all.code).toBe(0);
+    for (const command of ['run', 'resume', 'resolve', 'replay', 'fork', 'cancel', 'rebuild', 'serve'])
+      expect(all.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    expect(existsSync(env.RUNLEDGER_DB)).toBe(false);
+  });
+
+  it('an unknown command is one line with a suggestion, exit 2', async () => {
+    const res = await runCli(['rn', 'run echo hi'], { cwd: dir, env });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe("runledger: unknown command 'rn' (did you mean run?); see runledger --help\n");
+    expect(res.stdout).toBe('');
+    const option = await runCli(['run', 'x', '--yse'], { cwd: dir, env });
+    expect(option.code).toBe(2);
+    expect(option.stderr).toBe(
+      "runledger: unknown option '--yse' (did you mean --yes?); see runledger run --help\n",
+    );
+  });
+
+  it('run "..." --yes > file leaves the answer, and only the answer, in the file', async () => {
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const res = spawnSync(
+      'sh',
+      ['-c', `${quote(process.execPath)} ${quote(CLI)} run 'run echo hi' --yes > out.txt`],
+      {
+        cwd: dir,
+        env: { ...process.env, RUNLEDGER_FROM_SOURCE: '1', LOG_LEVEL: 'silent', ...env },
+        encoding: 'utf8',
+      },
+    );
+    expect(res.status).toBe(0);
+    const completed = (await readTask(env.RUNLEDGER_DB)).find((e) => e.type === 'TASK_COMPLETED');
+    const result = completed?.type === 'TASK_COMPLETED' ? completed.payload.result : null;
+    expect(result).toContain('hi');
+    expect(readFileSync(join(dir, 'out.txt'), 'utf8')).toBe(`${result}\n`);
+    // the progress went to the terminal's other stream
+    expect(res.stderr).toContain('stop reason: completed');
+  });
+
+  it('piped output has no colour codes, on stdout or stderr, even for a failure', async () => {
+    for (const argv of [['run', 'run echo plain', '--yes'], ['run', 'run rm -rf /', '--yes'], ['rn']]) {
+      const res = await runCli(argv, { cwd: dir, env });
+      expect(res.stderr.length).toBeGreaterThan(0);
+      expect({ argv, escapes: (res.stdout + res.stderr).includes('\x1b[') }).toEqual({
+        argv,
+        escapes: false,
+      });
     }
   });
 
   it('resolve --json prints the events and the summary as JSON lines', async () => {
     const waiting = await runCli(['run', 'write j.txt: json'], { cwd: dir, env });
-    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stdout)!;
+    const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stderr)!;
     const res = await runCli(['resolve', how[1], how[2], 'allow_once', '--json'], { cwd: dir, env });
     expect(res.code).toBe(0);
     const lines = res.stdout
@@ -269,7 +333,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
   it('replay says whether it matched the recording; a log it cannot reproduce is a divergence, exit 1', async () => {
     const first = await runCli(['run', 'run echo hello', '--yes'], { cwd: dir, env });
-    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     const same = await runCli(['replay', taskId], { cwd: dir, env });
     expect(same.code).toBe(0);
     expect(same.stdout).toMatch(
@@ -303,7 +367,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
   it('rebuild recomputes the task states from the log and names the rows that had drifted', async () => {
     const first = await runCli(['run', 'run echo rebuilt', '--yes'], { cwd: dir, env });
-    const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+    const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     const clean = await runCli(['rebuild', '--json'], { cwd: dir, env });
     expect(clean.code).toBe(0);
     const report = JSON.parse(clean.stdout.trim()) as {
@@ -340,10 +404,10 @@ describe('runledger CLI (real child process, no model configured)', () => {
     ]) {
       const res = await runCli(['run', input, '--yes'], { cwd: dir, env });
       expect({ input, code: res.code }).toEqual({ input, code: 1 });
-      expect(res.stdout).toContain('stop reason: permission_denied');
+      expect(res.stderr).toContain('stop reason: permission_denied');
     }
     const after = await runCli(['run', 'run echo after', '--yes'], { cwd: dir, env });
-    expect(after.stderr).toBe('');
+    expect(stderrProblems(after.stderr)).toEqual([]);
     expect(after.code).toBe(0);
     const handle = openSqlite({ path: env.RUNLEDGER_DB });
     try {
@@ -358,19 +422,19 @@ describe('runledger CLI (real child process, no model configured)', () => {
   it('cancel ends a task left waiting for a person: stop reason cancelled with its usage; again is a no-op', async () => {
     const waiting = await runCli(['run', 'write c.txt: never'], { cwd: dir, env });
     expect(waiting.code).toBe(3);
-    const taskId = /task (task_\w+) is awaiting_permission/.exec(waiting.stdout)![1];
+    const taskId = /task (task_\w+) is awaiting_permission/.exec(waiting.stderr)![1];
     const res = await runCli(['cancel', taskId], { cwd: dir, env });
-    expect(res.stderr).toBe('');
+    expect(stderrProblems(res.stderr)).toEqual([]);
     expect(res.code).toBe(1);
-    expect(res.stdout).toContain('stop reason: cancelled (cancelled by request)');
-    expect(res.stdout).toMatch(/rounds 1 · tool calls 0 · model calls 1 · tokens \d+/);
+    expect(res.stderr).toContain('stop reason: cancelled (cancelled by request)');
+    expect(res.stderr).toMatch(/rounds 1 · tool calls 0 · model calls 1 · tokens \d+/);
     expect(existsSync(join(dir, 'c.txt'))).toBe(false);
-    expect((await runCli(['cancel', taskId], { cwd: dir, env })).stdout).toContain('stop reason: cancelled');
+    expect((await runCli(['cancel', taskId], { cwd: dir, env })).stderr).toContain('stop reason: cancelled');
     const done = await runCli(['run', 'run echo done', '--yes'], { cwd: dir, env });
-    const doneId = /task (task_\w+) received/.exec(done.stdout)![1];
+    const doneId = /task (task_\w+) received/.exec(done.stderr)![1];
     const late = await runCli(['cancel', doneId], { cwd: dir, env });
     expect(late.code).toBe(1);
-    expect(late.stderr).toBe(`runledger: task ${doneId} already ended (completed)\n`);
+    expect(stderrProblems(late.stderr)).toEqual([`runledger: task ${doneId} already ended (completed)`]);
   });
 
   it('a reader that goes away (--json | head -1) does not kill the task half-way: it runs to its end', async () => {
@@ -389,6 +453,37 @@ describe('runledger CLI (real child process, no model configured)', () => {
 
   // `script` gives the CLI a real pseudo-terminal, so it asks instead of exiting.
   const hasScript = spawnSync('script', ['--version']).status === 0;
+  (hasScript ? it : it.skip)('on a terminal the progress is coloured; NO_COLOR turns it off', async () => {
+    const onTerminal = (extraEnv: Record<string, string>) =>
+      new Promise<string>((resolve) => {
+        const child = spawn(
+          'script',
+          ['-qfec', `${process.execPath} ${CLI} run 'run echo tty' --yes`, '/dev/null'],
+          {
+            cwd: dir,
+            env: {
+              ...process.env,
+              ...env,
+              RUNLEDGER_FROM_SOURCE: '1',
+              LOG_LEVEL: 'silent',
+              TERM: 'xterm',
+              ...extraEnv,
+            },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          },
+        );
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+        child.on('close', () => resolve(out));
+      });
+    const coloured = await onTerminal({});
+    expect(coloured).toContain('stop reason: completed');
+    expect(coloured).toContain('\x1b[32m■ completed\x1b[39m');
+    const plain = await onTerminal({ NO_COLOR: '1' });
+    expect(plain).toContain('stop reason: completed');
+    expect(plain).not.toContain('\x1b[');
+  });
+
   (hasScript ? it : it.skip)('a terminal user is asked; "n" denies the call, "y" allows it', async () => {
     const answer = (input: string, reply: string) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {

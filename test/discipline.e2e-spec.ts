@@ -52,9 +52,9 @@ describe('runledger run: --budget and --accept', () => {
       env,
     });
     expect(res.code).toBe(1);
-    expect(res.stdout).toContain('stop reason: accept_check_failed');
-    expect(res.stdout).toMatch(/check report \(file_exists\)/);
-    expect(res.stdout).toMatch(
+    expect(res.stderr).toContain('stop reason: accept_check_failed');
+    expect(res.stderr).toMatch(/check report \(file_exists\)/);
+    expect(res.stderr).toMatch(
       /rounds 2 · tool calls 1 · model calls 2 · tokens 300 \(prompt 200, completion 100\) · cost \$0\.4000/,
     );
   });

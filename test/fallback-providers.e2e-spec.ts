@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
-import { FakeOpenAiServer, runCli, startFakeOpenAiServer } from '@runledger/testing';
+import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
 import { buildRuntime } from '../apps/controller/src/composition';
 import { loadConfig } from '../apps/controller/src/config';
 
@@ -109,21 +109,21 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
   it('runledger run shows the switch and the model that served; runledger replay reproduces it offline', async () => {
     script();
     const run = await runCli(['run', 'echo through the fallback', '--yes'], { cwd: dir, env });
-    expect(run.stderr).toBe('');
+    expect(stderrProblems(run.stderr)).toEqual([]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('asking orchestrator (openai:model-a)');
-    expect(run.stdout).toMatch(/! fallback: provider_error after 2 attempts; falling back to secondary/);
-    expect(run.stdout).toContain('asking orchestrator (openai:model-b)');
+    expect(run.stderr).toContain('asking orchestrator (openai:model-a)');
+    expect(run.stderr).toMatch(/! fallback: provider_error after 2 attempts; falling back to secondary/);
+    expect(run.stderr).toContain('asking orchestrator (openai:model-b)');
     expect(run.stdout).toContain('the secondary did it');
-    expect(run.stdout).not.toContain(SECONDARY_KEY);
-    const taskId = /task (task_\w+) received/.exec(run.stdout)![1];
+    expect(run.stdout + run.stderr).not.toContain(SECONDARY_KEY);
+    const taskId = /task (task_\w+) received/.exec(run.stderr)![1];
 
     await primary.close();
     await secondary.close();
     const replay = await runCli(['replay', taskId], { cwd: dir, env });
     expect(replay.code).toBe(0);
     expect(replay.stdout).toContain('the secondary did it');
-    const replayedId = /task (task_\w+) received/.exec(replay.stdout)![1];
+    const replayedId = /task (task_\w+) received/.exec(replay.stderr)![1];
     expect(replayView(await streamOf(replayedId))).toEqual(replayView(await streamOf(taskId)));
   });
 

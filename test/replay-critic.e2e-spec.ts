@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
-import { FakeOpenAiServer, runCli, startFakeOpenAiServer } from '@runledger/testing';
+import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
 
 /**
  * `runledger replay` of a run scored by a model critic (a scripted model with a
@@ -93,9 +93,9 @@ describe('runledger replay of a run with a model critic (real child processes)',
     async (_name, critic) => {
       env.RUNLEDGER_CRITIC = critic;
       const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
-      expect(first.stderr).toBe('');
+      expect(stderrProblems(first.stderr)).toEqual([]);
       expect(first.code).toBe(0);
-      const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+      const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
 
       const before = await readDb(env.RUNLEDGER_DB, [taskId]);
       const recorded = before.streams[0];
@@ -122,7 +122,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
       rmSync(script);
       writeFileSync(script, JSON.stringify({ orchestrator: [], critic: [] }));
       const replay = await runCli(['replay', taskId, '--json'], { cwd: dir, env });
-      expect(replay.stderr).toBe('');
+      expect(stderrProblems(replay.stderr)).toEqual([]);
       const last = JSON.parse(replay.stdout.trim().split('\n').pop()!) as {
         replay: { task_id: string; matches: boolean; compared: number; diverged_at: number | null };
       };
@@ -160,7 +160,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
       env.RUNLEDGER_CRITIC = critic;
       const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
       expect(first.code).toBe(0);
-      const taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+      const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
       const replay = await runCli(['replay', taskId], { cwd: dir, env });
       expect({ critic, code: replay.code }).toEqual({ critic, code: 0 });
       expect(replay.stdout).toMatch(new RegExp(`replay matches the recording of ${taskId}`));
@@ -196,9 +196,9 @@ describe('runledger replay of a run with a model critic (real child processes)',
     let taskId: string;
     try {
       const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
-      expect(first.stderr).toBe('');
+      expect(stderrProblems(first.stderr)).toEqual([]);
       expect(first.code).toBe(0);
-      taskId = /task (task_\w+) received/.exec(first.stdout)![1];
+      taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     } finally {
       await server.close();
     }
@@ -213,7 +213,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
     );
 
     const replay = await runCli(['replay', taskId], { cwd: dir, env });
-    expect(replay.stderr).toBe('');
+    expect(stderrProblems(replay.stderr)).toEqual([]);
     expect(replay.stdout).toMatch(
       new RegExp(`replay matches the recording of ${taskId} \\(\\d+ events compared\\)`),
     );

@@ -91,7 +91,7 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(lines()).toEqual(['one', 'two']);
 
     const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
-    expect(res.stdout).toContain('stop reason: completed');
+    expect(res.stderr).toContain('stop reason: completed');
     expect(res.code).toBe(0);
     expect(lines()).toEqual(['one', 'two', 'three']);
     const log = await events();
@@ -130,7 +130,7 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     const res = await runCli(['resume', atKill[0].task_id, '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);
     // the person is told, after the answer, which side effect may or may not have happened
-    expect(res.stdout).toContain(
+    expect(res.stderr).toContain(
       '! check by hand: shell_exec {"command":"sleep 3; echo two >> out.txt"} (call_1_s2) was cut off by a restart',
     );
     const log = await events();
@@ -169,7 +169,7 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(log[log.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { result: 'slow answer' } });
     expect(log.filter((e) => e.type === 'MODEL_CALLED')).toHaveLength(1);
     const after = await runCli(['resume'], { cwd: dir, env });
-    expect(after.stdout).toContain('resuming 0 unfinished task(s)');
+    expect(after.stderr).toContain('resuming 0 unfinished task(s)');
     expect(after.code).toBe(0);
   });
 });

@@ -34,3 +34,23 @@ export const runCli = (
   args: readonly string[],
   options: { cwd: string; env?: Record<string, string> },
 ): Promise<CliResult> => spawnCli(args, options).done;
+
+/** What `auto` prints when this machine cannot give the OS sandbox (no bubblewrap, or bwrap unusable here). */
+const SANDBOX_FALLBACK_NOTICE =
+  /^runledger: .*: shell commands run without the OS sandbox \(process-level confinement only\)$/;
+
+/**
+ * The lines of a CLI's stderr that report a problem: its `runledger: ...` diagnostics and anything Node
+ * printed (warnings, stack frames). Progress lines are not problems, nor is the sandbox fallback
+ * notice, which depends on the machine (scripts/pretest.js installs bubblewrap where it can).
+ */
+export function stderrProblems(stderr: string): string[] {
+  return stderr
+    .split('\n')
+    .filter(
+      (line) =>
+        (/^runledger: /.test(line) && !SANDBOX_FALLBACK_NOTICE.test(line)) ||
+        /^\(node:\d+\)/.test(line) ||
+        /^\s+at /.test(line),
+    );
+}

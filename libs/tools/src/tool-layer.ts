@@ -15,9 +15,21 @@ export interface ToolLayerOptions {
   logger?: ToolLogger;
 }
 
-const stderrLogger: ToolLogger = {
-  warn: (obj, msg) => process.emitWarning(`${msg} ${JSON.stringify(obj)}`, 'Runledger'),
-};
+/** `msg (key: value, ...)` from the object's plain fields; nested ones (the sandbox status) the message already says. */
+function noticeLine(obj: object, msg: string): string {
+  const fields = Object.entries(obj)
+    .filter(([, v]) => ['string', 'number', 'boolean'].includes(typeof v))
+    .map(([k, v]) => `${k}: ${String(v).replace(/\s+/g, ' ')}`);
+  return `runledger: ${msg}${fields.length ? ` (${fields.join(', ')})` : ''}`;
+}
+
+/**
+ * One plain line on stderr per notice. Not process.emitWarning: that prints as a Node warning with
+ * the process id and a `--trace-warnings` hint, which reads like a crash to a user (and to tests).
+ */
+export function stderrToolLogger(stderr: { write(text: string): unknown } = process.stderr): ToolLogger {
+  return { warn: (obj, msg) => void stderr.write(`${noticeLine(obj, msg)}\n`) };
+}
 
 /** The composition root's one call: sandbox + plugin registry (built-ins and RUNLEDGER_PLUGINS). */
 export function createToolLayer(options: ToolLayerOptions): {
@@ -25,7 +37,7 @@ export function createToolLayer(options: ToolLayerOptions): {
   sandbox: ToolSandbox;
 } {
   // Without a logger the boot warnings (sandbox fallback, skipped plugins) still reach stderr.
-  const logger = options.logger ?? stderrLogger;
+  const logger = options.logger ?? stderrToolLogger();
   const sandbox = new ToolSandbox({
     allowedRoot: options.allowedRoot,
     mode: options.sandbox ?? 'auto',

@@ -1,12 +1,10 @@
 import 'reflect-metadata';
 import { dirname, join, resolve, sep } from 'node:path';
-import { createInterface } from 'node:readline';
 import {
   ConfigError,
   IllegalStateError,
   PermissionDecision,
   PermissionRulesConfig,
-  RunledgerError,
   RuntimeEvent,
   ValidationError,
   canonicalJson,
@@ -14,52 +12,30 @@ import {
 import { TaskProgress, replayView } from '@runledger/runtime';
 import { BuiltRuntime, buildRuntime } from '../composition';
 import { AppConfig, loadConfig } from '../config';
-import { CliCommand, USAGE, parseArgs } from './args';
-import { UnknownOutcome, eventLine, unknownOutcomeLine, unknownOutcomes, usageLine } from './render';
+import { CliOutput } from './output';
+import { CliCommand, parseArgs } from './program';
+import {
+  UnknownOutcome,
+  eventLine,
+  eventTone,
+  unknownOutcomeLine,
+  unknownOutcomes,
+  usageLine,
+} from './render';
 
 export const EXIT = { completed: 0, ended: 1, usage: 2, waiting: 3 } as const;
 
 interface FollowOptions {
+  io: CliOutput;
   json: boolean;
   yes: boolean;
   interactive: boolean;
 }
 
-/** false once whoever read our output went away (`| head`): the task still runs to its end, unprinted */
-let stdoutOpen = true;
-const out = (line: string) => {
-  if (stdoutOpen) process.stdout.write(`${line}\n`);
-};
-
-/** A closed pipe must not kill the process in the middle of a task (a tool call cut off, an intent without outcome). */
-function keepRunningWhenStdoutCloses(): void {
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    stdoutOpen = false;
-  });
-}
-
-function ask(question: string, hidden = false): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
-  if (hidden) {
-    // Echo nothing of what is typed: the value is a secret.
-    (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = (s: string) => {
-      if (s.includes(question)) process.stdout.write(question);
-    };
-  }
-  return new Promise((resolve) =>
-    rl.question(question, (answer) => {
-      rl.close();
-      if (hidden) process.stdout.write('\n');
-      resolve(answer);
-    }),
-  );
-}
-
-async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
+async function askPermission(io: CliOutput, p: TaskProgress): Promise<PermissionDecision> {
   const req = p.pendingPermission!;
   const answer = (
-    await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)
+    await io.ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)
   )
     .trim()
     .toLowerCase();
@@ -101,9 +77,9 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
   const seen: RuntimeEvent[] = [];
   const show = (e: RuntimeEvent) => {
     seen.push(e);
-    if (o.json) return out(JSON.stringify(e));
+    if (o.json) return o.io.answer(JSON.stringify(e));
     const line = eventLine(e);
-    if (line) out(line);
+    if (line) o.io.progress(line, eventTone(line));
   };
   const print = () =>
     (printing = printing.then(async () => {
@@ -124,7 +100,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
         const req = p.pendingPermission!;
         if (!o.yes && !o.interactive)
           return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
-        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(p);
+        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p);
         await rt.service.resolvePermission(taskId, req.request_id, decision);
         continue;
       }
@@ -139,11 +115,14 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
         await rt.service.provideSecret(
           taskId,
           req.request_id,
-          await ask(`${req.secret_name} for ${req.tool}: `, true),
+          await o.io.ask(`${req.secret_name} for ${req.tool}: `, true),
         );
         continue;
       }
-      out(`task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`);
+      o.io.progress(
+        `task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`,
+        'yellow',
+      );
       return EXIT.ended;
     }
   } finally {
@@ -163,22 +142,22 @@ async function refuseBesideOthers(rt: BuiltRuntime, what: string, how: string): 
 }
 
 /** Every projection recomputed from the log; what differed is named (the log is the truth, a difference is drift). */
-async function rebuild(rt: BuiltRuntime, json: boolean): Promise<number> {
+async function rebuild(rt: BuiltRuntime, io: CliOutput, json: boolean): Promise<number> {
   const storage = rt.storage;
   if (!storage) throw new ConfigError('rebuild needs the SQLite storage (RUNLEDGER_DB a file)');
   const tasks = await storage.taskStates.rebuildReport();
   const checkpoints = await storage.checkpoints.rebuild();
   const memory = rt.memory?.service ? await rt.memory.service.rebuildFromLog() : null;
-  if (json) out(JSON.stringify({ rebuild: { tasks, checkpoints, memory_events_applied: memory } }));
+  if (json) io.answer(JSON.stringify({ rebuild: { tasks, checkpoints, memory_events_applied: memory } }));
   else {
     const named = (ids: string[]) => (ids.length ? `: ${ids.join(', ')}` : '');
-    out(
+    io.answer(
       `tasks: ${tasks.tasks} rebuilt from ${tasks.events} events; ${tasks.changed.length} differed from the log${named(tasks.changed)}`,
     );
-    out(
+    io.answer(
       `checkpoints: ${checkpoints.checkpoints} recomputed; ${checkpoints.changed.length} differed${named(checkpoints.changed)}`,
     );
-    out(memory === null ? 'memory: off' : `memory: rebuilt from ${memory} MEMORY_WRITTEN events`);
+    io.answer(memory === null ? 'memory: off' : `memory: rebuilt from ${memory} MEMORY_WRITTEN events`);
   }
   return EXIT.completed;
 }
@@ -215,7 +194,7 @@ export function compareReplay(
 function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): number {
   const f = p.final!;
   if (o.json)
-    out(
+    o.io.answer(
       JSON.stringify({
         summary: {
           task_id: p.task_id,
@@ -229,17 +208,21 @@ function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): 
       }),
     );
   else {
-    if (f.result) out(`\n${f.result}\n`);
-    out(`stop reason: ${f.stop_reason} (${f.detail})`);
-    out(usageLine(p.usage));
-    for (const u of unknown) out(unknownOutcomeLine(u));
+    // the answer alone on stdout; how the task ended is progress, on stderr (the exit code says it too)
+    if (f.result) o.io.answer(f.result);
+    o.io.progress(
+      `stop reason: ${f.stop_reason} (${f.detail})`,
+      f.stop_reason === 'completed' ? 'green' : 'red',
+    );
+    o.io.progress(usageLine(p.usage), 'dim');
+    for (const u of unknown) o.io.progress(unknownOutcomeLine(u), 'yellow');
   }
   return f.stop_reason === 'completed' ? EXIT.completed : EXIT.ended;
 }
 
 function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
   if (o.json)
-    out(
+    o.io.answer(
       JSON.stringify({
         waiting: {
           task_id: p.task_id,
@@ -249,17 +232,20 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
         },
       }),
     );
-  else out(`task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:\n  ${how}`);
+  else {
+    o.io.progress(`task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:`, 'cyan');
+    o.io.progress(`  ${how}`);
+  }
   return EXIT.waiting;
 }
 
-async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Promise<number> {
+async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io: CliOutput): Promise<number> {
   const env = { ...process.env };
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
   const rt = await buildRuntime(protectStorage(loadConfig(env), process.cwd()), {
     defaultAllowedRoot: process.cwd(),
   });
-  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const interactive = io.interactive;
   try {
     switch (cmd.kind) {
       case 'run': {
@@ -272,7 +258,7 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
           },
           { source: 'cli' },
         );
-        return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
+        return await follow(rt, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'resume': {
         if (cmd.task_id) await rt.service.progress(cmd.task_id); // an unknown task is refused before anything runs
@@ -289,24 +275,24 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
         const resumed = await rt.service.resumeUnfinished();
         const ids = cmd.task_id ? [cmd.task_id, ...resumed.filter((id) => id !== cmd.task_id)] : resumed;
         if (!cmd.json)
-          out(
+          io.progress(
             `resuming ${resumed.length} unfinished task(s)${resumed.length ? `: ${resumed.join(', ')}` : ''}`,
           );
         let code: number = EXIT.completed;
         for (const id of ids)
-          code = Math.max(code, await follow(rt, id, { json: cmd.json, yes: cmd.yes, interactive }));
+          code = Math.max(code, await follow(rt, id, { io, json: cmd.json, yes: cmd.yes, interactive }));
         return code;
       }
       case 'resolve':
         await rt.service.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
-        return await follow(rt, cmd.task_id, { json: cmd.json, yes: false, interactive });
+        return await follow(rt, cmd.task_id, { io, json: cmd.json, yes: false, interactive });
       case 'fork': {
         const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
-        return await follow(rt, task_id, { json: cmd.json, yes: cmd.yes, interactive });
+        return await follow(rt, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'cancel':
         await rt.service.cancel(cmd.task_id);
-        return await follow(rt, cmd.task_id, { json: cmd.json, yes: false, interactive: false });
+        return await follow(rt, cmd.task_id, { io, json: cmd.json, yes: false, interactive: false });
       case 'rebuild':
         // the memory index file is replaced: a running server would keep (and later save) its old one
         if (!cmd.force)
@@ -315,17 +301,18 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
             'not rebuilding: another runledger process has this database open',
             'Stop it first, or pass --force.',
           );
-        return await rebuild(rt, cmd.json);
+        return await rebuild(rt, io, cmd.json);
       case 'replay': {
         const { task_id } = await rt.replay(cmd.task_id);
-        const code = await follow(rt, task_id, { json: cmd.json, yes: false, interactive: false });
+        const code = await follow(rt, task_id, { io, json: cmd.json, yes: false, interactive: false });
         const match = compareReplay(
           await rt.store.readWholeStream(cmd.task_id),
           await rt.store.readWholeStream(task_id),
         );
-        if (cmd.json) out(JSON.stringify({ replay: { source_task_id: cmd.task_id, task_id, ...match } }));
+        if (cmd.json)
+          io.answer(JSON.stringify({ replay: { source_task_id: cmd.task_id, task_id, ...match } }));
         else
-          out(
+          io.answer(
             match.matches
               ? `replay matches the recording of ${cmd.task_id} (${match.compared} events compared)`
               : `replay diverged from the recording of ${cmd.task_id} at event ${match.diverged_at}: ${match.detail}`,
@@ -339,16 +326,17 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>): Pr
 }
 
 export async function runCli(argv: readonly string[]): Promise<number> {
-  keepRunningWhenStdoutCloses();
+  const io = new CliOutput(process, process.env);
   let cmd: CliCommand;
   try {
     cmd = parseArgs(argv);
   } catch (e) {
-    process.stderr.write(`runledger: ${(e as Error).message}\n${USAGE}\n`);
+    if (!(e instanceof ValidationError)) throw e;
+    io.error(e.message);
     return EXIT.usage;
   }
   if (cmd.kind === 'help') {
-    out(USAGE);
+    io.answer(cmd.text);
     return EXIT.completed;
   }
   if (cmd.kind === 'serve') {
@@ -356,10 +344,10 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return new Promise<number>(() => undefined);
   }
   try {
-    return await execute(cmd);
+    return await execute(cmd, io);
   } catch (e) {
-    process.stderr.write(`runledger: ${e instanceof Error ? e.message : String(e)}\n`);
-    return e instanceof ValidationError ? EXIT.usage : e instanceof RunledgerError ? EXIT.ended : EXIT.ended;
+    io.error(e instanceof Error ? e.message : String(e));
+    return e instanceof ValidationError ? EXIT.usage : EXIT.ended;
   }
 }
 

@@ -1,4 +1,5 @@
 import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
+import type { Tone } from './output';
 
 const short = (v: unknown, max = 120): string => {
   const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ').trim();
@@ -113,3 +114,27 @@ export function unknownOutcomes(events: readonly RuntimeEvent[]): UnknownOutcome
 
 export const unknownOutcomeLine = (u: UnknownOutcome): string =>
   `! check by hand: ${u.tool} ${short(u.args, 100)} (${u.call_id}) was cut off by a restart; it may or may not have taken effect and was not run again`;
+
+/** The colour of an event line, read from the mark eventLine starts it with. */
+export function eventTone(line: string): Tone | null {
+  const text = line.trimStart();
+  if (text.startsWith('■'))
+    return text.startsWith('■ completed') ? 'green' : text.startsWith('■ failed') ? 'red' : 'yellow';
+  switch (text[0]) {
+    case '✓':
+      return 'green';
+    case '✗':
+      return 'red';
+    case '!':
+      return 'yellow';
+    case '?':
+      return 'cyan';
+    case '·':
+      return 'dim';
+    case '▶':
+    case '→':
+      return 'bold';
+    default:
+      return null;
+  }
+}

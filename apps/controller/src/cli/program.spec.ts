@@ -1,0 +1,138 @@
+import { ValidationError } from '@runledger/contracts';
+import { parseArgs } from './program';
+
+describe('parseArgs (commander)', () => {
+  const refused = (argv: string[]) => {
+    try {
+      parseArgs(argv);
+    } catch (e) {
+      expect(e).toBeInstanceOf(ValidationError);
+      const message = (e as Error).message;
+      expect(message).not.toContain('\n');
+      return message;
+    }
+    throw new Error(`${argv.join(' ')} was accepted`);
+  };
+  const help = (argv: string[]) => {
+    const parsed = parseArgs(argv);
+    if (parsed.kind !== 'help') throw new Error(`${argv.join(' ')} gave ${parsed.kind}, not help`);
+    return parsed.text;
+  };
+
+  it('parses every command with its arguments and options', () => {
+    expect(parseArgs(['run', 'x', '-y', '--json', '--session', 's1'])).toEqual({
+      kind: 'run',
+      input: 'x',
+      model: null,
+      yes: true,
+      json: true,
+      budgets: {},
+      accept: [],
+      session: 's1',
+    });
+    expect(parseArgs(['resume'])).toEqual({
+      kind: 'resume',
+      task_id: null,
+      model: null,
+      json: false,
+      yes: false,
+      force: false,
+    });
+    expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true, force: false });
+    expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
+    expect(parseArgs(['replay', 't1', '--json'])).toEqual({ kind: 'replay', task_id: 't1', json: true });
+    expect(parseArgs(['serve'])).toEqual({ kind: 'serve' });
+    expect(parseArgs(['resolve', 't1', 'r1', 'allow_once', '--json'])).toEqual({
+      kind: 'resolve',
+      task_id: 't1',
+      request_id: 'r1',
+      decision: 'allow_once',
+      json: true,
+    });
+    expect(parseArgs(['run', 'x', '--accept', '{"id":"a","kind":"output_only","match":"hi"}'])).toMatchObject(
+      {
+        accept: [{ id: 'a', kind: 'output_only', match: 'hi' }],
+      },
+    );
+  });
+
+  it('refuses an option the command does not take, naming the ones it does', () => {
+    expect(refused(['resume', '--budget', 'max_rounds=2'])).toBe(
+      '--budget does not apply to resume (it takes --model, --yes, --json, --force)',
+    );
+    expect(refused(['replay', 't1', '--yes'])).toBe('--yes does not apply to replay (it takes --json)');
+    expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain(
+      '--accept does not apply to resolve',
+    );
+    expect(refused(['serve', '--json'])).toBe('--json does not apply to serve');
+    expect(refused(['rebuild', '--yes'])).toBe('--yes does not apply to rebuild (it takes --json, --force)');
+    expect(refused(['run', 'x', '--force'])).toContain('--force does not apply to run');
+  });
+
+  it('usage errors are one line with a suggestion or the help to read', () => {
+    expect(refused(['rn', 'x'])).toBe("unknown command 'rn' (did you mean run?); see runledger --help");
+    expect(refused(['run', 'x', '--yse'])).toBe(
+      "unknown option '--yse' (did you mean --yes?); see runledger run --help",
+    );
+    expect(refused(['run'])).toBe("missing required argument 'input'; see runledger run --help");
+    expect(refused(['cancel'])).toBe("missing required argument 'task_id'; see runledger cancel --help");
+    expect(refused(['resume', 't1', 't2'])).toMatch(/^too many arguments for 'resume'/);
+    expect(refused(['serve', 'extra'])).toMatch(/^too many arguments for 'serve'/);
+    expect(refused(['resolve', 't1', 'r1', 'maybe'])).toContain(
+      'Allowed choices are allow_once, allow_always, deny, ask_always',
+    );
+    expect(refused(['fork', 't1', 'x'])).toBe('fork: <sequence> must be a whole number from 1, got "x"');
+    expect(refused(['fork', 't1', '0'])).toContain('<sequence> must be a whole number from 1');
+    expect(refused(['run', '  '])).toBe('run needs a non-empty input (quote it)');
+  });
+
+  it('--model is checked when parsed (bad usage), and resume and fork take it too', () => {
+    expect(refused(['run', 'x', '--model', 'gpt'])).toBe(
+      '--model must be sys_util, openai or scripted:<path>, got "gpt"',
+    );
+    expect(parseArgs(['resume', '--model', 'scripted:s.json'])).toMatchObject({
+      model: 'scripted:s.json',
+      force: false,
+    });
+    expect(parseArgs(['resume', 't1', '--force'])).toMatchObject({ task_id: 't1', force: true });
+    expect(parseArgs(['fork', 't1', '3', '--model', 'sys_util'])).toMatchObject({
+      sequence: 3,
+      model: 'sys_util',
+    });
+  });
+
+  it("a command's --help shows only that command's options; the global help lists the commands", () => {
+    const run = help(['run', '--help']);
+    expect(run).toMatch(/^Usage: runledger run \[options\] <input>/);
+    for (const flag of ['--model', '--yes', '--json', '--budget', '--accept', '--session'])
+      expect(run).toContain(flag);
+    expect(run).not.toContain('--force');
+    expect(run).not.toContain('resume');
+    const replay = help(['replay', '-h']);
+    expect(replay).toContain('--json');
+    expect(replay).not.toContain('--yes');
+    expect(help(['help', 'cancel'])).toMatch(/^Usage: runledger cancel \[options\] <task_id>/);
+
+    const global = help([]);
+    expect(help(['--help'])).toBe(global);
+    for (const command of ['run', 'resume', 'resolve', 'replay', 'fork', 'cancel', 'rebuild', 'serve'])
+      expect(global).toMatch(new RegExp(`^  ${command} `, 'm'));
+    expect(global).toContain('2  bad usage');
+    expect(global).not.toContain('--budget');
+  });
+
+  it('a --budget key that does not exist is named once, with the keys that do', () => {
+    expect(refused(['run', 'x', '--budget', 'foo=3'])).toBe(
+      '--budget: unknown key foo (one of max_rounds, max_tool_calls, max_model_calls, max_failures, max_tokens, max_cost_usd, timeout_ms)',
+    );
+    expect(refused(['run', 'x', '--budget', 'max_rounds=0'])).toBe(
+      '--budget: max_rounds: Too small: expected number to be >0',
+    );
+    expect(refused(['run', 'x', '--budget', 'max_rounds=abc'])).toBe(
+      '--budget expects key=number, got "max_rounds=abc"',
+    );
+    expect(parseArgs(['run', 'x', '--budget', 'max_rounds=3', '--budget', 'max_cost_usd=0.5'])).toMatchObject(
+      { budgets: { max_rounds: 3, max_cost_usd: 0.5 } },
+    );
+  });
+});

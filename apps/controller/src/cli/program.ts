@@ -1,0 +1,305 @@
+import { Argument, Command, CommanderError, Option } from 'commander';
+import {
+  AcceptCheck,
+  Budgets,
+  PERMISSION_DECISIONS,
+  PermissionDecision,
+  ValidationError,
+} from '@runledger/contracts';
+
+export type CliCommand =
+  | {
+      kind: 'run';
+      input: string;
+      model: string | null;
+      yes: boolean;
+      json: boolean;
+      budgets: Budgets;
+      accept: AcceptCheck[];
+      session: string | null;
+    }
+  | {
+      kind: 'resume';
+      task_id: string | null;
+      model: string | null;
+      json: boolean;
+      yes: boolean;
+      force: boolean;
+    }
+  | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
+  | { kind: 'replay'; task_id: string; json: boolean }
+  | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
+  | { kind: 'cancel'; task_id: string; json: boolean }
+  | { kind: 'rebuild'; json: boolean; force: boolean }
+  | { kind: 'serve' }
+  /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
+  | { kind: 'help'; text: string };
+
+const MODEL = /^(sys_util|openai|scripted:.+)$/;
+
+const EXIT_CODES = `
+Output:
+  The answer (the task's final result; rebuild's report; replay's verdict) goes to stdout, progress,
+  questions and errors to stderr: \`runledger run "..." --yes > answer.txt\` keeps only the answer.
+  With --json every event, then a summary, is one JSON line on stdout (machine output).
+  Colour only when stderr is a terminal and NO_COLOR is not set.
+
+Exit codes:
+  0  the task completed (replay: and matched its recording)
+  1  it ended otherwise
+  2  bad usage
+  3  it waits for a person (no terminal to ask)`;
+
+function budgetPair(text: string): [string, number] {
+  const m = /^([a-z_]+)=(.+)$/.exec(text);
+  if (!m || !Number.isFinite(Number(m[2])))
+    throw new ValidationError(`--budget expects key=number, got ${JSON.stringify(text)}`);
+  if (!(m[1] in Budgets.shape))
+    throw new ValidationError(
+      `--budget: unknown key ${m[1]} (one of ${Object.keys(Budgets.shape).join(', ')})`,
+    );
+  return [m[1], Number(m[2])];
+}
+
+function budgets(pairs: readonly string[]): Budgets {
+  const parsed = Budgets.safeParse(Object.fromEntries(pairs.map(budgetPair)));
+  if (!parsed.success)
+    throw new ValidationError(
+      `--budget: ${parsed.error.issues.map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ')}`,
+    );
+  return parsed.data;
+}
+
+function acceptCheck(text: string): AcceptCheck {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ValidationError(`--accept expects an AcceptCheck as JSON, got ${JSON.stringify(text)}`);
+  }
+  const parsed = AcceptCheck.safeParse(value);
+  if (!parsed.success)
+    throw new ValidationError(
+      `--accept: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  return parsed.data;
+}
+
+function model(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  if (!MODEL.test(value))
+    throw new ValidationError(
+      `--model must be sys_util, openai or scripted:<path>, got ${JSON.stringify(value)}`,
+    );
+  return value;
+}
+
+/** Options several commands share, one definition each so their help reads the same everywhere. */
+const option = {
+  yes: () =>
+    new Option('-y, --yes', 'answer every permission question with allow_once (hard stops stay stops)'),
+  json: () => new Option('--json', 'print every event and a summary as JSON lines on stdout'),
+  model: () =>
+    new Option('--model <model>', 'sys_util, openai or scripted:<path> (default: RUNLEDGER_MODEL)'),
+  force: (what: string) =>
+    new Option('--force', `${what} even while another runledger process has the database open`),
+};
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+interface Flags {
+  yes?: boolean;
+  json?: boolean;
+  force?: boolean;
+  model?: string;
+  session?: string;
+  budget?: string[];
+  accept?: string[];
+}
+
+/** The commands, their arguments and options; each action turns what commander parsed into a CliCommand. */
+function buildProgram(done: (command: CliCommand) => void): Command {
+  const program = new Command('runledger')
+    .description('Run, watch, resume, replay and fork Runledger tasks from the command line.')
+    .usage('<command> [options]')
+    .helpCommand('help [command]', 'show the help of a command')
+    .addHelpText('after', EXIT_CODES)
+    .showSuggestionAfterError(true);
+
+  program
+    .command('run')
+    .description('submit a task and follow it to its end')
+    .argument('<input>', 'what to do (quote it)')
+    .addOption(option.model())
+    .addOption(option.yes())
+    .addOption(option.json())
+    .option(
+      '--budget <key=value>',
+      `a budget, repeatable (${Object.keys(Budgets.shape).join(', ')})`,
+      collect,
+    )
+    .option('--accept <json>', 'an AcceptCheck as JSON, repeatable', collect)
+    .option('--session <id>', 'continue the conversation of that session')
+    .action((input: string, f: Flags) => {
+      if (!input.trim()) throw new ValidationError('run needs a non-empty input (quote it)');
+      done({
+        kind: 'run',
+        input,
+        model: model(f.model),
+        yes: Boolean(f.yes),
+        json: Boolean(f.json),
+        budgets: budgets(f.budget ?? []),
+        accept: (f.accept ?? []).map(acceptCheck),
+        session: f.session ?? null,
+      });
+    });
+
+  program
+    .command('resume')
+    .summary('continue unfinished tasks from the log')
+    .description(
+      'Continue every unfinished task from the log, following each to its end (or until it waits for a person). Refused while another runledger process has the database open: it may be running them.',
+    )
+    .argument('[task_id]', 'follow this task first (every unfinished task is resumed)')
+    .addOption(option.model())
+    .addOption(option.yes())
+    .addOption(option.json())
+    .addOption(option.force('resume'))
+    .action((taskId: string | undefined, f: Flags) =>
+      done({
+        kind: 'resume',
+        task_id: taskId ?? null,
+        model: model(f.model),
+        json: Boolean(f.json),
+        yes: Boolean(f.yes),
+        force: Boolean(f.force),
+      }),
+    );
+
+  program
+    .command('resolve')
+    .description('answer a pending permission request, then follow the task')
+    .argument('<task_id>')
+    .argument('<request_id>')
+    .addArgument(new Argument('<decision>').choices(PERMISSION_DECISIONS))
+    .addOption(option.json())
+    .action((taskId: string, requestId: string, decision: PermissionDecision, f: Flags) =>
+      done({ kind: 'resolve', task_id: taskId, request_id: requestId, decision, json: Boolean(f.json) }),
+    );
+
+  program
+    .command('replay')
+    .description('re-run a recorded task offline and compare it with its log')
+    .argument('<task_id>')
+    .addOption(option.json())
+    .action((taskId: string, f: Flags) => done({ kind: 'replay', task_id: taskId, json: Boolean(f.json) }));
+
+  program
+    .command('fork')
+    .description('a new task from an event of an old one, followed to its end')
+    .argument('<task_id>')
+    .argument('<sequence>', 'the event to start from (its sequence, 1 or more)')
+    .addOption(option.model())
+    .addOption(option.yes())
+    .addOption(option.json())
+    .action((taskId: string, sequenceText: string, f: Flags) => {
+      const sequence = Number(sequenceText);
+      if (!/^\d+$/.test(sequenceText) || sequence < 1)
+        throw new ValidationError(
+          `fork: <sequence> must be a whole number from 1, got ${JSON.stringify(sequenceText)}`,
+        );
+      done({
+        kind: 'fork',
+        task_id: taskId,
+        sequence,
+        model: model(f.model),
+        json: Boolean(f.json),
+        yes: Boolean(f.yes),
+      });
+    });
+
+  program
+    .command('cancel')
+    .description('end a task that is running or waiting (stop reason cancelled)')
+    .argument('<task_id>')
+    .addOption(option.json())
+    .action((taskId: string, f: Flags) => done({ kind: 'cancel', task_id: taskId, json: Boolean(f.json) }));
+
+  program
+    .command('rebuild')
+    .summary('recompute task states, checkpoints and memory from the log')
+    .description(
+      'Recompute task states, checkpoints and memory from the log and name what differed. Refused while another runledger process has the database open: it keeps the memory index open.',
+    )
+    .addOption(option.json())
+    .addOption(option.force('rebuild'))
+    .action((f: Flags) => done({ kind: 'rebuild', json: Boolean(f.json), force: Boolean(f.force) }));
+
+  program
+    .command('serve')
+    .description('run the HTTP server (configured through the environment)')
+    .action(() => done({ kind: 'serve' }));
+
+  return program;
+}
+
+/** The long flags each command takes, to say where a misplaced option belongs. */
+function longFlags(command: Command): string[] {
+  return command.options.map((o) => o.long).filter((l): l is string => Boolean(l) && l !== '--help');
+}
+
+/** Commander's "error: x\n(Did you mean y?)" as one line: "x (did you mean y?)". */
+function oneLine(message: string): string {
+  return message
+    .replace(/^error: /, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join(' ')
+    .replace('(Did you mean', '(did you mean')
+    .replace(/\.$/, '');
+}
+
+function usageError(err: CommanderError, program: Command, command: Command | null): ValidationError {
+  if (err.code === 'commander.unknownOption' && command) {
+    const flag = /'([^']+)'/.exec(err.message)?.[1];
+    if (flag && program.commands.some((c) => longFlags(c).includes(flag))) {
+      const takes = longFlags(command);
+      return new ValidationError(
+        `${flag} does not apply to ${command.name()}${takes.length ? ` (it takes ${takes.join(', ')})` : ''}`,
+      );
+    }
+  }
+  const help = command ? `runledger ${command.name()} --help` : 'runledger --help';
+  return new ValidationError(`${oneLine(err.message)}; see ${help}`);
+}
+
+/** argv (after the node and script names) -> a command; ValidationError (one line) on misuse. */
+export function parseArgs(argv: readonly string[]): CliCommand {
+  let parsed: CliCommand | null = null;
+  let help = '';
+  let command: Command | null = null;
+  const program = buildProgram((c) => (parsed = c));
+  program
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => (help += s),
+      writeErr: (s) => (help += s),
+      // the message is rebuilt from the CommanderError below, as one line
+      outputError: () => undefined,
+    })
+    .hook('preSubcommand', (_root, sub) => {
+      command = sub;
+    });
+  for (const sub of program.commands) sub.exitOverride().configureOutput(program.configureOutput());
+  try {
+    program.parse(argv.length ? [...argv] : ['--help'], { from: 'user' });
+  } catch (e) {
+    if (!(e instanceof CommanderError)) throw e;
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.help')
+      return { kind: 'help', text: help };
+    throw usageError(e, program, command);
+  }
+  if (!parsed) throw new ValidationError('no command given; see runledger --help');
+  return parsed;
+}
