@@ -32,7 +32,7 @@ import {
 } from './discipline/failure-policy';
 import { guardEvent } from './discipline/retry-runner';
 import { admit, resolveBudgets } from './discipline/budgets';
-import { describeStop } from './discipline/stop-reasons';
+import { describeStop, failDirectiveStop } from './discipline/stop-reasons';
 import { DisciplineSettings, NO_RETRIES } from './discipline/settings';
 import { callThroughChain } from './provider-chain';
 
@@ -127,8 +127,7 @@ export class ExecutionEngine {
 
   /** The orchestrator gave up: a denied permission explains it best, else a tool failure. */
   private failReason(writer: TaskWriter): Stop['stop_reason'] {
-    const kinds = [...writer.progress.calls.values()].map((c) => c.error_kind);
-    return kinds.includes('permission_denied') ? 'permission_denied' : 'tool_error';
+    return failDirectiveStop(writer.progress, writer.log);
   }
 
   private async runPlan(
