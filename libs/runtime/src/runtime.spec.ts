@@ -84,6 +84,7 @@ describe('RuntimeService with the in-memory store', () => {
       rounds: 2,
       tool_calls: 2,
       model_calls: 2,
+      total_tokens: 0,
     });
   });
 

@@ -1,17 +1,23 @@
 import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
+import { SYS_UTIL } from '@runledger/runtime';
 
 const short = (v: unknown, max = 120): string => {
   const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ').trim();
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 };
 
-/** A provider that reports no usage is not a call that cost nothing: the task's total estimates it. */
-const tokens = (u: { total_tokens: number; estimated?: boolean }): string =>
-  u.estimated
-    ? `~${u.total_tokens} tokens, estimated`
-    : u.total_tokens > 0
-      ? `${u.total_tokens} tokens`
-      : 'usage not reported';
+/**
+ * A provider that reports no usage is not a call that cost nothing: the task's total estimates it.
+ * sys_util is no model, so its answers use no tokens at all.
+ */
+const tokens = (model: string, u: { total_tokens: number; estimated?: boolean }): string =>
+  model === SYS_UTIL
+    ? 'no model, no tokens'
+    : u.estimated
+      ? `~${u.total_tokens} tokens, estimated`
+      : u.total_tokens > 0
+        ? `${u.total_tokens} tokens`
+        : 'usage not reported';
 
 /** One human-readable line per event; null for events not worth a line (stream chunks). */
 export function eventLine(e: RuntimeEvent): string | null {
@@ -25,7 +31,7 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'MODEL_RESPONDED':
       return e.payload.error
         ? `! ${e.payload.role} call failed: ${e.payload.error.kind}: ${short(e.payload.error.message)}`
-        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${tokens(e.payload.usage)})`;
+        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${tokens(e.payload.model, e.payload.usage)})`;
     case 'ROUTER_DECIDED': {
       const d = e.payload.directive;
       const what =
