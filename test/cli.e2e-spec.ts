@@ -151,6 +151,10 @@ describe('runledger CLI (real child process, no model configured)', () => {
     const waiting = await runCli(['run', 'write hello.txt: hi there'], { cwd: dir, env });
     expect(waiting.code).toBe(3);
     expect(waiting.stdout).toContain('awaiting_permission');
+    // what allow_always would let through is said before anyone answers
+    expect(waiting.stdout).toContain(
+      'allow always: file_write, writes to any file under the allowed root, for this session (rule write_inside_root)',
+    );
     const how = /runledger resolve (\S+) (\S+) /.exec(waiting.stdout);
     expect(how).not.toBeNull();
     expect(existsSync(join(dir, 'hello.txt'))).toBe(false);

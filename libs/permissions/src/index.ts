@@ -1,2 +1,3 @@
+export * from './allow-always-scope';
 export * from './permission-policy';
 export * from './rule-permission-policy';

@@ -659,6 +659,7 @@ export class ExecutionEngine {
           args_hash,
           rule: check.rule,
           reason: check.reason,
+          covers: this.deps.permissions.allowAlwaysCovers(spec.tool, check.rule),
         },
       },
     ]);

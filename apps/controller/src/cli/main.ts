@@ -58,9 +58,9 @@ function ask(question: string, hidden = false): Promise<string> {
 
 async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
   const req = p.pendingPermission!;
-  const answer = (
-    await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)
-  )
+  // "always" lets more through than this one call: the prompt says what
+  const always = req.covers ? `[a]lways (${req.covers})` : '[a]lways this session';
+  const answer = (await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / ${always} / [n]o: `))
     .trim()
     .toLowerCase();
   return answer === 'a' || answer === 'always'

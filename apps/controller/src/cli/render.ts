@@ -63,9 +63,9 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'TOOL_FAILED':
       return `  ✗ ${e.payload.tool} ${e.payload.error_kind}: ${short(e.payload.error)}`;
     case 'TASK_AWAITING_PERMISSION':
-      return `? permission needed: ${e.payload.tool} ${short(e.payload.args, 100)} (${e.payload.reason})`;
+      return `? permission needed: ${e.payload.tool} ${short(e.payload.args, 100)} (${e.payload.reason})${e.payload.covers ? `\n  ${e.payload.covers}` : ''}`;
     case 'PERMISSION_RESOLVED':
-      return `· permission ${e.payload.decision} for ${e.payload.tool}`;
+      return `· permission ${e.payload.decision} for ${e.payload.tool}${e.payload.covers ? ` (${e.payload.covers})` : ''}`;
     case 'TASK_AWAITING_SECRET':
       return `? secret needed: ${e.payload.secret_name} for ${e.payload.tool}`;
     case 'SECRET_PROVIDED':

@@ -116,7 +116,7 @@ const taskDuration = (t) => fmtDuration((TERMINAL.has(t.status) ? Date.parse(t.u
 const statusBadge = (s) => el('span', { class: `status ${s}` }, s);
 const summarize = (e) => {
   const p = e.payload || {};
-  const bits = [p.tool, p.step_id, p.role, p.decision, p.stop_reason, p.directive && p.directive.type, p.reason, p.detail, p.error];
+  const bits = [p.tool, p.step_id, p.role, p.decision, p.stop_reason, p.directive && p.directive.type, p.reason, p.detail, p.error, e.type === 'PERMISSION_RESOLVED' && p.covers];
   return bits.filter((b) => typeof b === 'string' && b).join(' · ').slice(0, 200);
 };
 
@@ -320,6 +320,8 @@ const taskView = {
         const card = el('div', { class: 'pending', 'data-request': p.request_id });
         card.append(el('div', {}, el('strong', {}, p.kind === 'permission' ? 'Permission' : 'Secret'), ` for ${p.tool}: ${p.reason}`));
         if (p.args) card.append(el('pre', {}, JSON.stringify(p.args, null, 2)));
+        // "Always allow" lets more through than this one call: say what before it is pressed
+        if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
         const resolve = (path, body) => async () => {
           try {
             await api(`/tasks/${encodeURIComponent(t.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, { method: 'POST', body });
@@ -331,7 +333,7 @@ const taskView = {
         if (p.kind === 'permission') {
           card.append(
             el('button', { type: 'button', class: 'approve', onclick: resolve('permissions', { decision: 'allow_once' }) }, 'Approve'),
-            el('button', { type: 'button', class: 'approve-always', onclick: resolve('permissions', { decision: 'allow_always' }) }, 'Always allow'),
+            el('button', { type: 'button', class: 'approve-always', title: p.covers ?? '', onclick: resolve('permissions', { decision: 'allow_always' }) }, 'Always allow'),
             el('button', { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) }, 'Deny'),
           );
         } else {
