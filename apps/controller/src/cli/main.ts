@@ -56,11 +56,18 @@ function ask(question: string, hidden = false): Promise<string> {
   );
 }
 
-async function askPermission(p: TaskProgress): Promise<PermissionDecision> {
+/**
+ * "always" lets more through than this one call, so the person is told what first: the event line
+ * printed just above says it, or with --json (events as JSON lines) the question does.
+ */
+async function askPermission(p: TaskProgress, json: boolean): Promise<PermissionDecision> {
   const req = p.pendingPermission!;
-  // "always" lets more through than this one call: the prompt says what
-  const always = req.covers ? `[a]lways (${req.covers})` : '[a]lways this session';
-  const answer = (await ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / ${always} / [n]o: `))
+  const covers = req.covers ? (json ? `${req.covers}\n` : '') : null;
+  const answer = (
+    await ask(
+      `${covers ?? ''}Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways${covers === null ? ' this session' : ' (as said above)'} / [n]o: `,
+    )
+  )
     .trim()
     .toLowerCase();
   return answer === 'a' || answer === 'always'
@@ -124,7 +131,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
         const req = p.pendingPermission!;
         if (!o.yes && !o.interactive)
           return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
-        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(p);
+        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(p, o.json);
         await rt.service.resolvePermission(taskId, req.request_id, decision);
         continue;
       }
