@@ -45,6 +45,10 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
 
     await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
     expect(await page.textContent('#t-status')).toBe('awaiting_permission');
+    // before "Always allow" is pressed, the card says what it would let through
+    const covers = await page.textContent('.pending .covers');
+    expect(covers).toMatch(/^allow always: shell_exec, .+, for this session \(rule [a-z_]+\)$/);
+    expect(await page.getAttribute('.pending button.approve-always', 'title')).toBe(covers);
     await page.click('.pending button.approve');
 
     await page.waitForFunction(

@@ -57,7 +57,10 @@ describe('permissions through HTTP', () => {
     const done = await waitForTask(sut, taskId);
     expect(done).toMatchObject({ status: 'completed', stop_reason: 'completed', pending: [] });
     expect(readFileSync(join(sut.workspace, 'approved.txt'), 'utf8')).toBe('approved\n');
-    const types = (await events(taskId)).map((e) => e.type);
+    const log = await events(taskId);
+    // allow_once covers this one call: nothing more is recorded as allowed
+    expect(log.find((e) => e.type === 'PERMISSION_RESOLVED')?.payload).not.toHaveProperty('covers');
+    const types = log.map((e) => e.type);
     expect(types.indexOf('PERMISSION_RESOLVED')).toBeGreaterThan(types.indexOf('TASK_AWAITING_PERMISSION'));
     expect(types.indexOf('TOOL_CALLED')).toBeGreaterThan(types.indexOf('PERMISSION_RESOLVED'));
   });
@@ -79,8 +82,16 @@ describe('permissions through HTTP', () => {
   it('allow_always is remembered for the session: the second call runs without asking; another session is asked', async () => {
     const first = await submit('run touch always-1.txt', 'sess-always');
     const waiting = await waitForTask(sut, first, awaiting);
+    // the person is told what "always" covers (tool, rule, scope) before answering, and the log keeps it
+    const covers = waiting.pending[0].covers;
+    expect(covers).toMatch(/^allow always: shell_exec, .+, for this session \(rule [a-z_]+\)$/);
+    const asked = (await events(first)).find((e) => e.type === 'TASK_AWAITING_PERMISSION')!;
+    expect(covers).toContain(`(rule ${asked.payload.rule})`);
+    expect(asked.payload.covers).toBe(covers);
     expect((await decide(first, waiting.pending[0].request_id, 'allow_always')).status).toBe(202);
     expect(await waitForTask(sut, first)).toMatchObject({ status: 'completed' });
+    const resolved = (await events(first)).find((e) => e.type === 'PERMISSION_RESOLVED')!;
+    expect(resolved.payload).toMatchObject({ decision: 'allow_always', covers });
 
     const second = await submit('run touch always-2.txt', 'sess-always');
     expect(await waitForTask(sut, second)).toMatchObject({ status: 'completed' });

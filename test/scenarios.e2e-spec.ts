@@ -540,7 +540,7 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(guards(r.events)).toEqual([]);
     });
 
-    it('the orchestrator gives up after a tool failure: tool_error', async () => {
+    it('the orchestrator gives up after a tool failure: model_gave_up, with its reason', async () => {
       const r = await run(
         {
           orchestrator: [
@@ -550,7 +550,8 @@ describe('run discipline scenarios (scripted model)', () => {
         },
         'read',
       );
-      expect(r.stop).toBe('tool_error');
+      expect(r.stop).toBe('model_gave_up');
+      expect(r.detail).toBe('cannot read');
       expect(rounds(r.events)).toBe(2);
     });
   });

@@ -19,6 +19,8 @@ export interface PendingRequestView {
   args: Record<string, unknown> | null;
   /** secret requests: which secret */
   secret_name: string | null;
+  /** permission requests: what an allow_always answer would cover (null for requests logged before it was recorded) */
+  covers: string | null;
 }
 
 export interface TaskView {

@@ -89,6 +89,7 @@ export function taskViewFromState(s: TaskState): TaskView {
       reason: p.reason,
       args: p.args ?? null,
       secret_name: p.secret_name ?? null,
+      covers: p.covers ?? null,
     })),
     usage: s.usage,
     last_seq: s.last_seq,

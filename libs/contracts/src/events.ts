@@ -150,6 +150,8 @@ export const EventPayloads = {
     args_hash: z.string(),
     rule: z.string().nullable().default(null),
     reason: z.string(),
+    /** what an allow_always answer would cover (tool, rule, scope); absent in logs written before it */
+    covers: z.string().optional(),
   }),
   PERMISSION_RESOLVED: z.object({
     request_id: Id,
@@ -157,6 +159,8 @@ export const EventPayloads = {
     decision: PermissionDecision,
     args_hash: z.string(),
     tool: z.string(),
+    /** allow_always only: what the answer covers from now on, as the person was told */
+    covers: z.string().optional(),
   }),
   TASK_AWAITING_SECRET: z.object({ request_id: Id, call_id: Id, tool: z.string(), secret_name: z.string(), reason: z.string() }),
   /** never carries the value; the fingerprint lets a later process recognise it in output to redact */

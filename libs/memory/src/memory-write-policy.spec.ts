@@ -144,6 +144,27 @@ describe('decide', () => {
     ],
     ['empty output -> none', completed('   '), tool(), score(), { op: 'none', reason: 'empty output' }],
     [
+      'a command that printed nothing -> none (its exit code and flags are no knowledge)',
+      completed({ exit_code: 0, stdout: '', stderr: '  ', truncated: false }),
+      tool(),
+      score(),
+      { op: 'none', reason: 'empty output' },
+    ],
+    [
+      'a command that printed only to stderr -> its stderr',
+      completed({ exit_code: 0, stdout: '', stderr: 'warning: low disk', truncated: false }),
+      tool(),
+      score(),
+      { op: 'insert', kind: 'tool_result', text: 'read_file: warning: low disk' },
+    ],
+    [
+      'a structured output without text fields -> its JSON',
+      completed({ bytes: 12, path: 'a.txt' }),
+      tool(),
+      score(),
+      { op: 'insert', kind: 'tool_result', text: 'read_file: {"bytes":12,"path":"a.txt"}' },
+    ],
+    [
       'secret-looking output -> none',
       completed('OPENAI_API_KEY=sk-abcdefghijklmnop1234567890'),
       tool(),

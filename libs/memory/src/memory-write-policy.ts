@@ -96,8 +96,11 @@ const TRUNCATED = '…[truncated]';
 const clip = (s: string, max: number): string =>
   s.length <= max ? s : `${s.slice(0, max - TRUNCATED.length)}${TRUNCATED}`;
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
-/** Fields tools commonly put their text in; the rest of a structured output is bookkeeping (sizes, flags). */
-const TEXT_FIELDS = ['content', 'text', 'stdout', 'result', 'output'] as const;
+/**
+ * Fields tools put their text in, in order of preference (stderr last: a command that printed only
+ * there still said something); the rest of a structured output is bookkeeping (exit codes, sizes, flags).
+ */
+const TEXT_FIELDS = ['content', 'text', 'stdout', 'result', 'output', 'stderr'] as const;
 const outputText = (output: unknown): string => {
   if (typeof output === 'string') return output;
   if (output == null) return '';
@@ -105,6 +108,9 @@ const outputText = (output: unknown): string => {
     const o = output as Record<string, unknown>;
     const field = TEXT_FIELDS.find((f) => typeof o[f] === 'string' && (o[f] as string).trim() !== '');
     if (field) return o[field] as string;
+    // every text field is blank (a command that printed nothing): the bookkeeping alone is no knowledge,
+    // and as the same JSON every time it was reinforced on each run until it outweighed real memories
+    if (TEXT_FIELDS.some((f) => typeof o[f] === 'string')) return '';
   }
   return JSON.stringify(output);
 };

@@ -1,4 +1,5 @@
 import { PermissionCheck, ToolManifest } from '@runledger/contracts';
+import { describeAllowAlways } from './allow-always-scope';
 
 export interface PermissionSubject {
   manifest: ToolManifest;
@@ -21,4 +22,11 @@ export abstract class PermissionPolicy {
    * (TASK_AWAITING_SECRET) before the call runs.
    */
   abstract requiredSecrets(subject: PermissionSubject): string[];
+  /**
+   * What an allow_always answer to a prompt from `rule` would cover, in words, shown before the
+   * person answers (the runtime remembers it for the session, tool and rule).
+   */
+  allowAlwaysCovers(tool: string, rule: string | null): string {
+    return describeAllowAlways(tool, rule);
+  }
 }

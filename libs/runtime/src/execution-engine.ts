@@ -7,6 +7,7 @@ import { ModelBackend } from './model/model-backend';
 import { SecretVault, Stop, ToolOutcomeHook } from './ports';
 import { callIdFor } from './progress';
 import { TaskWriter } from './task-writer';
+import { failDirectiveStop } from './discipline/stop-reasons';
 import { DisciplineSettings } from './discipline/settings';
 import { AllowAlwaysGrants } from './engine/allow-always-grants';
 import { ExecOutcome } from './engine/call-types';
@@ -91,7 +92,6 @@ export class ExecutionEngine {
 
   /** The orchestrator gave up: a denied permission explains it best, else a tool failure. */
   private failReason(writer: TaskWriter): Stop['stop_reason'] {
-    const kinds = [...writer.progress.calls.values()].map((c) => c.error_kind);
-    return kinds.includes('permission_denied') ? 'permission_denied' : 'tool_error';
+    return failDirectiveStop(writer.progress, writer.log);
   }
 }

@@ -194,6 +194,7 @@ export class RuntimeService {
         decision,
         args_hash: pending.args_hash,
         tool: pending.tool,
+        ...(decision === 'allow_always' && pending.covers ? { covers: pending.covers } : {}),
       },
     });
     this.enqueue(taskId);

@@ -84,6 +84,7 @@ describe('RuntimeService with the in-memory store', () => {
       rounds: 2,
       tool_calls: 2,
       model_calls: 2,
+      total_tokens: 0,
     });
   });
 
@@ -152,6 +153,13 @@ describe('RuntimeService with the in-memory store', () => {
     const failed = events.find((e) => e.type === 'PLAN_FAILED')!;
     expect(failed.type === 'PLAN_FAILED' && failed.payload.cycle).toEqual(['a', 'c', 'b', 'a']);
     expect(types(events)).not.toContain('TOOL_CALLED');
+    expect(progress.final).toMatchObject({ stop_reason: 'model_gave_up', detail: 'cannot plan' });
+  });
+
+  it("sys_util's fail only reports the step that failed: tool_error", async () => {
+    build(new SysUtilBackend());
+    const { progress, events } = await run('read missing.txt');
+    expect(types(events)).toContain('TOOL_FAILED');
     expect(progress.final?.stop_reason).toBe('tool_error');
   });
 

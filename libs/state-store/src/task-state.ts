@@ -21,6 +21,8 @@ export interface PendingRequest {
   /** permission only: the arguments and their hash the decision binds to */
   args?: Record<string, unknown>;
   args_hash?: string;
+  /** permission only: what an allow_always answer would cover */
+  covers?: string;
   /** secret only */
   secret_name?: string;
   reason: string;
@@ -157,8 +159,17 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TOOL_FAILED':
       return { ...s, status: progressed(s), usage: { ...s.usage, failures: s.usage.failures + 1 } };
     case 'TASK_AWAITING_PERMISSION': {
-      const { request_id, call_id, tool, args, args_hash, reason } = e.payload;
-      return awaiting(s, { kind: 'permission', request_id, call_id, tool, args, args_hash, reason });
+      const { request_id, call_id, tool, args, args_hash, reason, covers } = e.payload;
+      return awaiting(s, {
+        kind: 'permission',
+        request_id,
+        call_id,
+        tool,
+        args,
+        args_hash,
+        reason,
+        ...(covers ? { covers } : {}),
+      });
     }
     case 'TASK_AWAITING_SECRET': {
       const { request_id, call_id, tool, secret_name, reason } = e.payload;

@@ -32,10 +32,17 @@ interface FollowOptions {
   interactive: boolean;
 }
 
-async function askPermission(io: CliOutput, p: TaskProgress): Promise<PermissionDecision> {
+/**
+ * "always" lets more through than this one call, so the person is told what first: the event line
+ * printed just above says it, or with --json (events as JSON lines) the question does.
+ */
+async function askPermission(io: CliOutput, p: TaskProgress, json: boolean): Promise<PermissionDecision> {
   const req = p.pendingPermission!;
+  const covers = req.covers ? (json ? `${req.covers}\n` : '') : null;
   const answer = (
-    await io.ask(`Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways this session / [n]o: `)
+    await io.ask(
+      `${covers ?? ''}Allow ${req.tool} ${JSON.stringify(req.args)}? [y]es once / [a]lways${covers === null ? ' this session' : ' (as said above)'} / [n]o: `,
+    )
   )
     .trim()
     .toLowerCase();
@@ -100,7 +107,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
         const req = p.pendingPermission!;
         if (!o.yes && !o.interactive)
           return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
-        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p);
+        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
         await rt.service.resolvePermission(taskId, req.request_id, decision);
         continue;
       }

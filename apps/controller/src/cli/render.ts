@@ -1,18 +1,24 @@
 import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
 import type { Tone } from './output';
+import { SYS_UTIL } from '@runledger/runtime';
 
 const short = (v: unknown, max = 120): string => {
   const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ').trim();
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 };
 
-/** A provider that reports no usage is not a call that cost nothing: the task's total estimates it. */
-const tokens = (u: { total_tokens: number; estimated?: boolean }): string =>
-  u.estimated
-    ? `~${u.total_tokens} tokens, estimated`
-    : u.total_tokens > 0
-      ? `${u.total_tokens} tokens`
-      : 'usage not reported';
+/**
+ * A provider that reports no usage is not a call that cost nothing: the task's total estimates it.
+ * sys_util is no model, so its answers use no tokens at all.
+ */
+const tokens = (model: string, u: { total_tokens: number; estimated?: boolean }): string =>
+  model === SYS_UTIL
+    ? 'no model, no tokens'
+    : u.estimated
+      ? `~${u.total_tokens} tokens, estimated`
+      : u.total_tokens > 0
+        ? `${u.total_tokens} tokens`
+        : 'usage not reported';
 
 /** One human-readable line per event; null for events not worth a line (stream chunks). */
 export function eventLine(e: RuntimeEvent): string | null {
@@ -26,7 +32,7 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'MODEL_RESPONDED':
       return e.payload.error
         ? `! ${e.payload.role} call failed: ${e.payload.error.kind}: ${short(e.payload.error.message)}`
-        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${tokens(e.payload.usage)})`;
+        : `· ${e.payload.role} answered in ${Math.round(e.payload.latency_ms)} ms (${tokens(e.payload.model, e.payload.usage)})`;
     case 'ROUTER_DECIDED': {
       const d = e.payload.directive;
       const what =
@@ -58,9 +64,9 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'TOOL_FAILED':
       return `  ✗ ${e.payload.tool} ${e.payload.error_kind}: ${short(e.payload.error)}`;
     case 'TASK_AWAITING_PERMISSION':
-      return `? permission needed: ${e.payload.tool} ${short(e.payload.args, 100)} (${e.payload.reason})`;
+      return `? permission needed: ${e.payload.tool} ${short(e.payload.args, 100)} (${e.payload.reason})${e.payload.covers ? `\n  ${e.payload.covers}` : ''}`;
     case 'PERMISSION_RESOLVED':
-      return `· permission ${e.payload.decision} for ${e.payload.tool}`;
+      return `· permission ${e.payload.decision} for ${e.payload.tool}${e.payload.covers ? ` (${e.payload.covers})` : ''}`;
     case 'TASK_AWAITING_SECRET':
       return `? secret needed: ${e.payload.secret_name} for ${e.payload.tool}`;
     case 'SECRET_PROVIDED':

@@ -38,6 +38,8 @@ export const PendingRequestResponse = z.object({
   reason: z.string(),
   args: z.record(z.string(), z.unknown()).nullable(),
   secret_name: z.string().nullable(),
+  /** permission requests: what an allow_always answer would cover (tool, rule, scope) */
+  covers: z.string().nullable(),
 });
 
 export const TaskResponse = z.object({

@@ -155,6 +155,45 @@ describe('meter fold over the log', () => {
     expect(sut.pendingCalls).toEqual({});
   });
 
+  it('counts a sys_util answer as a model call that used no tokens (no model ran, so none are estimated)', () => {
+    const sut = meterFromEvents(
+      new EventLogBuilder()
+        .received()
+        .add('MODEL_CALLED', {
+          call_id: 'm1',
+          role: 'orchestrator',
+          model: 'sys_util',
+          backend: 'sys_util',
+          attempt: 1,
+          round: 1,
+          prompt_chars: 4000,
+        })
+        .add('MODEL_RESPONDED', {
+          call_id: 'm1',
+          role: 'orchestrator',
+          model: 'sys_util',
+          content: '{"type":"respond","content":"a long enough answer to estimate"}',
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated: false },
+          latency_ms: 1,
+          error: null,
+          finish_reason: 'stop',
+          retry_after_ms: null,
+          cost_usd: 0,
+        }).events,
+    );
+    expect(sut.usage).toMatchObject({
+      model_calls: 1,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+    });
+    expect(sut.usage.by_role.orchestrator).toMatchObject({
+      model_calls: 1,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+    });
+  });
+
   it('continues from a recorded prefix exactly like a fresh fold (a resumed task meters the same)', () => {
     const events = log().events;
     const sut = events.slice(5).reduce((s, e) => meterEvolve(s, e), meterFromEvents(events.slice(0, 5)));

@@ -9,6 +9,7 @@ import {
   addRoleUsage,
   emptyUsage,
 } from '@runledger/contracts';
+import { SYS_UTIL } from '../model/sys-util-name';
 import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
 
 export interface BudgetResolution {
@@ -163,8 +164,9 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       const p = event.payload;
       const { [p.call_id]: pending, ...rest } = state.pendingCalls;
       const reported = p.usage.total_tokens > 0 || p.usage.prompt_tokens > 0 || p.usage.completion_tokens > 0;
+      // sys_util is no model: its answers cost no tokens, so there is nothing to estimate
       const tokens =
-        reported || p.error
+        reported || p.error || p.model === SYS_UTIL
           ? p.usage
           : estimateUsage(pending?.prompt_chars ?? 0, p.content?.length ?? 0, options.charsPerToken);
       const cost = p.cost_usd ?? 0;

@@ -1,3 +1,4 @@
+import * as fc from 'fast-check';
 import { ModelBehaviorError, ValidationError } from '@runledger/contracts';
 import {
   adaptiveToolTimeout,
@@ -82,17 +83,64 @@ describe('classifyFailure', () => {
 
 describe('backoff', () => {
   const retry = { baseDelayMs: 100, maxDelayMs: 1000 };
-  it('doubles per attempt with equal jitter, capped, reproducible from a seed', () => {
-    const a = [1, 2, 3, 4, 5].map((n) => backoffDelay(n, retry, seededRandom(7)));
-    const b = [1, 2, 3, 4, 5].map((n) => backoffDelay(n, retry, seededRandom(7)));
-    expect(a).toEqual(b);
-    [100, 200, 400, 800, 1000].forEach((exp, i) => {
-      expect(a[i]).toBeGreaterThanOrEqual(exp / 2);
-      expect(a[i]).toBeLessThanOrEqual(exp);
-    });
+  const settings = fc
+    .record({ baseDelayMs: fc.integer({ min: 1, max: 10_000 }), extra: fc.integer({ min: 0, max: 100_000 }) })
+    .map(({ baseDelayMs, extra }) => ({ baseDelayMs, maxDelayMs: baseDelayMs + extra }));
+  const attempt = fc.integer({ min: 1, max: 40 });
+  const jitter = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true });
+  const runs = { seed: 7, numRuns: 300 };
+
+  it('keeps half the capped exponential delay and jitters the other half', () => {
+    fc.assert(
+      fc.property(settings, attempt, jitter, (s, n, r) => {
+        const exp = Math.min(s.maxDelayMs, s.baseDelayMs * 2 ** (n - 1));
+        const delay = backoffDelay(n, s, () => r);
+        expect(delay).toBeGreaterThanOrEqual(exp / 2);
+        expect(delay).toBeLessThanOrEqual(exp);
+      }),
+      runs,
+    );
   });
-  it('waits at least the Retry-After', () => {
-    expect(backoffDelay(1, retry, () => 0, 3000)).toBe(3000);
+
+  it('doubles per attempt until the cap', () => {
+    fc.assert(
+      fc.property(settings, attempt, jitter, (s, n, r) => {
+        fc.pre(s.baseDelayMs * 2 ** n <= s.maxDelayMs);
+        const once = backoffDelay(n, s, () => r);
+        // each delay is rounded to the millisecond: doubling may be off by the rounding of both
+        expect(Math.abs(backoffDelay(n + 1, s, () => r) - 2 * once)).toBeLessThanOrEqual(2);
+      }),
+      runs,
+    );
+  });
+
+  it('never waits less than the Retry-After, nor more than it needs to beyond it', () => {
+    fc.assert(
+      fc.property(settings, attempt, jitter, fc.integer({ min: 0, max: 1_000_000 }), (s, n, r, after) => {
+        const delay = backoffDelay(n, s, () => r, after);
+        expect(delay).toBe(
+          Math.max(
+            after,
+            backoffDelay(n, s, () => r),
+          ),
+        );
+      }),
+      runs,
+    );
+  });
+
+  it('is reproducible from a seed, whose jitter stays in [0, 1)', () => {
+    fc.assert(
+      fc.property(fc.integer(), (seed) => {
+        const a = [1, 2, 3, 4, 5].map((n) => backoffDelay(n, retry, seededRandom(seed)));
+        const b = [1, 2, 3, 4, 5].map((n) => backoffDelay(n, retry, seededRandom(seed)));
+        expect(a).toEqual(b);
+        const rng = seededRandom(seed);
+        const draws = Array.from({ length: 20 }, rng);
+        expect(draws.every((x) => x >= 0 && x < 1)).toBe(true);
+      }),
+      runs,
+    );
   });
 });
 

@@ -1,4 +1,5 @@
-import { StopReason } from '@runledger/contracts';
+import { RuntimeEvent, StopReason } from '@runledger/contracts';
+import { TaskProgress } from '../progress';
 
 const TEXT: Record<StopReason, string> = {
   completed: 'The task finished and gave its answer.',
@@ -15,6 +16,7 @@ const TEXT: Record<StopReason, string> = {
     'The task used up one of its budgets (rounds, tool calls, model calls, failures, tokens, cost or time).',
   repeat_cycle: 'The agent kept repeating the same step with the same result, even after a reminder.',
   missing_completion_signal: 'The orchestrator kept answering without a directive, even after reminders.',
+  model_gave_up: 'The model gave up on the task and said why.',
   cancelled: 'The task was cancelled.',
 };
 
@@ -24,3 +26,18 @@ export function describeStop(reason: StopReason, specifics?: string | null): str
 }
 
 export const stopReasonText = (reason: StopReason): string => TEXT[reason];
+
+/**
+ * The stop of a `fail` directive. A denied tool call is the cause when there
+ * was one. sys_util only answers `fail` to report that the step it ran failed,
+ * so its fail is a tool_error; a model's fail is the model's own decision to
+ * give up, whatever failed before it.
+ */
+export function failDirectiveStop(progress: TaskProgress, log: readonly RuntimeEvent[]): StopReason {
+  if ([...progress.calls.values()].some((c) => c.error_kind === 'permission_denied'))
+    return 'permission_denied';
+  const decided = log.findLast((e) => e.type === 'ROUTER_DECIDED');
+  return decided?.type === 'ROUTER_DECIDED' && decided.payload.source === 'sys_util'
+    ? 'tool_error'
+    : 'model_gave_up';
+}

@@ -8,7 +8,9 @@ import {
   zeroUsage,
 } from './model-backend';
 
-export const SYS_UTIL = 'sys_util';
+import { SYS_UTIL } from './sys-util-name';
+
+export { SYS_UTIL };
 /** finish_reason of a sys_util answer that did not understand its input (the help text) */
 export const NOT_UNDERSTOOD = 'not_understood';
 

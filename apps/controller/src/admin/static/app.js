@@ -139,6 +139,7 @@ const summarize = (e) => {
     p.reason,
     p.detail,
     p.error,
+    e.type === 'PERMISSION_RESOLVED' && p.covers,
   ];
   return bits
     .filter((b) => typeof b === 'string' && b)
@@ -378,6 +379,8 @@ const taskView = {
           ),
         );
         if (p.args) card.append(el('pre', {}, JSON.stringify(p.args, null, 2)));
+        // "Always allow" lets more through than this one call: say what before it is pressed
+        if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
         const resolve = (path, body) => async () => {
           try {
             await api(`/tasks/${encodeURIComponent(t.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, {
@@ -405,6 +408,7 @@ const taskView = {
               {
                 type: 'button',
                 class: 'approve-always',
+                title: p.covers ?? '',
                 onclick: resolve('permissions', { decision: 'allow_always' }),
               },
               'Always allow',

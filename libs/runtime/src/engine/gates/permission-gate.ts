@@ -51,6 +51,7 @@ export class PermissionGate implements ToolGate {
             args_hash,
             rule: check.rule,
             reason: check.reason,
+            covers: this.permissions.allowAlwaysCovers(spec.tool, check.rule),
           },
         },
       ],
