@@ -72,6 +72,8 @@ describe('PermissionGate', () => {
             args_hash: argsHash,
             rule: 'tool:shell_exec',
             reason: 'shell_exec is prompt',
+            covers:
+              'allow always: shell_exec, commands matching the configured rule, for this session (rule tool:shell_exec)',
           },
         },
       ],
