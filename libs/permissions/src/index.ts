@@ -1,2 +1,3 @@
-export * from './permission-policy';
+export * from './permission-service';
 export * from './rule-permission-policy';
+export * from './permissions.module';

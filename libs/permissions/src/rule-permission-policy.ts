@@ -9,7 +9,7 @@ import {
   staticPrefix,
   SUDO_SECRET,
 } from '@runledger/tools';
-import { PermissionPolicy, PermissionSubject } from './permission-policy';
+import { PermissionService, PermissionSubject } from './permission-service';
 
 const SEVERITY: Record<PermissionVerdict, number> = { allow: 0, prompt: 1, deny: 2, hard_stop: 3 };
 
@@ -292,12 +292,12 @@ export interface RulePermissionPolicyOptions {
 }
 
 /**
- * PermissionPolicy from rules: built-in defaults (hard stops for wiping `/`, mkfs, block devices,
+ * PermissionService from rules: built-in defaults (hard stops for wiping `/`, mkfs, block devices,
  * fork bombs, writes to /etc, chmod -R 777 /, shutdown; prompts for writes, deletes, network and
  * unknown programs; allow for read-only programs inside the root) plus configured rules.
  * Shell commands are parsed and every part is judged; the most severe verdict wins.
  */
-export class RulePermissionPolicy extends PermissionPolicy {
+export class RulePermissionPolicy extends PermissionService {
   private readonly root: string;
   private readonly rules: PermissionRulesConfig;
   private readonly patterns: { rule: string; re: RegExp; verdict: PermissionVerdict; reason: string }[];

@@ -8,7 +8,7 @@ import {
   hashArgs,
   newId,
 } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import {
   StepStatus,
   UnknownStepReferenceError,
@@ -57,7 +57,7 @@ interface CallSpec {
 export interface EngineDeps {
   store: EventStore;
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   vault: SecretVault;
   hooks: readonly ToolOutcomeHook[];
   gateway: ModelGateway;

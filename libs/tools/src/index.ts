@@ -5,4 +5,4 @@ export * from './plugin-tool-registry';
 export * from './memory-tool-service';
 export * from './sandbox';
 export * from './shell-parse';
-export * from './tool-layer';
+export * from './tools.module';
