@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { bootController } from './bootstrap';
+import { startApp } from './app';
 import { loadConfig } from './config';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const started = await bootController(config);
+  const started = await startApp(config);
   process.stdout.write(`runledger listening on ${started.url}\n`);
   const generated = started.generatedAdminToken;
   if (generated) {

@@ -9,19 +9,23 @@ import { MemoryService } from './memory-service';
 import { MemoryDatabase, MemoryStore } from './memory-store';
 import { MemoryPolicyConfig } from './memory-write-policy';
 
-export interface MemoryOptions {
-  /** RUNLEDGER_MEMORY=off: no MemoryService (the critic may still score) */
-  enabled: boolean;
-  embedder: { kind: 'hash'; dim: number } | ({ kind: 'openai' } & OpenAIEmbedderOptions);
-  /** the HNSW file; null keeps the index in memory only */
-  indexPath: string | null;
-  policy: MemoryPolicyConfig;
-  log?: (message: string, err?: unknown) => void;
-}
+export type EmbedderOptions = { kind: 'hash'; dim: number } | ({ kind: 'openai' } & OpenAIEmbedderOptions);
+
+/** Off (RUNLEDGER_MEMORY=off): no Embedder and no MemoryService; the policy still decides for the critic hook. */
+export type MemoryOptions =
+  | { enabled: false; policy: MemoryPolicyConfig }
+  | {
+      enabled: true;
+      embedder: EmbedderOptions;
+      /** the HNSW file; null keeps the index in memory only */
+      indexPath: string | null;
+      policy: MemoryPolicyConfig;
+      log?: (message: string, err?: unknown) => void;
+    };
 
 const MEMORY_OPTIONS = Symbol('MEMORY_OPTIONS');
 
-export function embedderFrom(options: MemoryOptions['embedder']): Embedder {
+export function embedderFrom(options: EmbedderOptions): Embedder {
   return options.kind === 'hash' ? new HashingEmbedder(options.dim) : new OpenAIEmbedder(options);
 }
 
@@ -37,7 +41,7 @@ class MemoryShutdown implements BeforeApplicationShutdown {
 /**
  * MemoryStore (its tables in the storage database), Embedder, MemoryPolicy and
  * MemoryService (which keeps the VectorIndex in step with MEMORY_WRITTEN events)
- * under their class tokens. MemoryService is null when memory is off.
+ * under their class tokens. Embedder and MemoryService are null when memory is off.
  */
 @Module({})
 export class MemoryModule {
@@ -50,7 +54,7 @@ export class MemoryModule {
         { provide: MEMORY_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         {
           provide: Embedder,
-          useFactory: (o: MemoryOptions) => embedderFrom(o.embedder),
+          useFactory: (o: MemoryOptions) => (o.enabled ? embedderFrom(o.embedder) : null),
           inject: [MEMORY_OPTIONS],
         },
         {

@@ -253,7 +253,7 @@ function runtimeProviders(): Provider[] {
   ];
 }
 
-const exported = [RuntimeController, TaskViews, RuntimeLoop, ModelBackend, FALLBACK_MODELS, SecretVault];
+const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
 
 /** ModelBackend (the configured model, serving every role) and FALLBACK_MODELS. */
 @Module({})

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
-import { TaskView } from '../runtime.port';
+import { TaskView } from '@runledger/runtime';
 
 export const CreateTaskBody = UserTask;
 

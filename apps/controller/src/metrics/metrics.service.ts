@@ -1,7 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Subscription } from 'rxjs';
 import { RuntimeEvent, TASK_STATUSES } from '@runledger/contracts';
-import { ApiBackend } from '../runtime.port';
+import { EventBus } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -97,10 +98,13 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private subscription: Subscription | null = null;
   private wsClients: () => number = () => 0;
 
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  constructor(
+    @Inject(EventBus) private readonly bus: EventBus,
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+  ) {}
 
   onModuleInit(): void {
-    this.subscription = this.backend.committed$.subscribe((e) => this.count(e));
+    this.subscription = this.bus.events$.subscribe((e) => this.count(e));
   }
 
   onModuleDestroy(): void {
@@ -136,7 +140,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   }
 
   async render(): Promise<string> {
-    const byStatus = await this.backend.countTasksByStatus();
+    const byStatus = await this.tasks.countByStatus();
     const lines = [
       '# HELP runledger_tasks Tasks by status (from the projection)',
       '# TYPE runledger_tasks gauge',

@@ -14,8 +14,9 @@ import { z } from 'zod';
 import { NotFoundError, isFinalEventType, isTerminalStatus } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
 import { IdParam, ZodPipe, parseOrThrow, queryInt } from '../dtos/zod.pipe';
-import { ApiBackend } from '../runtime.port';
-import { Follow, followEvents } from '../streaming/follow-events';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
+import { EventSource, Follow, eventSourceOf, followEvents } from '../streaming/follow-events';
 
 export const StreamQuery = z.object({ after_seq: queryInt(0, Number.MAX_SAFE_INTEGER).optional() }).strict();
 const LastEventId = z
@@ -32,7 +33,15 @@ export class TaskStreamController implements BeforeApplicationShutdown {
   /** open streams, stopped on shutdown so the HTTP server can close (it waits for open responses) */
   private readonly open = new Set<Follow>();
 
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  private readonly events: EventSource;
+
+  constructor(
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+    @Inject(EventStore) store: EventStore,
+    @Inject(EventBus) bus: EventBus,
+  ) {
+    this.events = eventSourceOf(store, bus);
+  }
 
   beforeApplicationShutdown(): void {
     for (const follow of this.open) follow.stop();
@@ -48,7 +57,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     @Res() res: Response,
   ): Promise<void> {
     const lastEventId = parseOrThrow(LastEventId, lastEventIdHeader, 'Last-Event-ID header');
-    const task = await this.backend.getTask(taskId);
+    const task = await this.tasks.get(taskId);
     if (!task) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
     const afterSeq = lastEventId ?? query.after_seq ?? 0;
     res.writeHead(200, {
@@ -64,7 +73,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     }
     let closed = false;
     const follow = followEvents(
-      this.backend,
+      this.events,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
       async (event) => {
         const ok = res.write(
