@@ -7,7 +7,14 @@ import { PermissionService } from '@runledger/permissions';
 import { ModelBackend } from './model/model-backend';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
 import { SysUtilBackend } from './model/sys-util';
-import { AllowAllPolicy, RuleTablePolicy, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
+import {
+  AllowAllPolicy,
+  RecordingRuntimeLogger,
+  RuleTablePolicy,
+  TestRuntime,
+  startTestRuntime,
+  testToolRegistry,
+} from './testing';
 
 const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
 const json = (v: unknown): string => JSON.stringify(v);
@@ -331,6 +338,28 @@ describe('RuntimeController with the in-memory store', () => {
     const log = json(await store.readWholeStream(task_id));
     expect(log).not.toContain('s3cr3t-value');
     expect(log).toContain('token is [REDACTED]');
+  });
+
+  it('a task that stops on an unexpected error is logged with its task_id as a field', async () => {
+    const logger = new RecordingRuntimeLogger();
+    await build(new SysUtilBackend(), new AllowAllPolicy(), {
+      logger,
+      guards: [
+        {
+          beforeRound: async () => {
+            throw new Error('guard broke');
+          },
+        },
+      ],
+    });
+    const { task_id } = await run('hello');
+    expect(logger.lines).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        msg: 'task stopped on an unexpected error',
+        fields: { task_id, err: expect.objectContaining({ message: 'guard broke' }) },
+      }),
+    ]);
   });
 
   it('idempotency: the same key and body return the same task, a different body conflicts, racing submits create one task', async () => {
