@@ -77,7 +77,13 @@ export async function startApp(config: AppConfig, options: StartOptions = {}): P
   });
   app.enableShutdownHooks();
   (app.getHttpServer() as Server).on('clientError', answerClientError);
-  await app.listen(config.PORT, config.HOST);
+  try {
+    await app.listen(config.PORT, config.HOST);
+  } catch (err) {
+    // e.g. the port is taken: the runtime and storage the modules opened are closed, not left behind
+    await app.close();
+    throw err;
+  }
   const address = app.getHttpServer().address() as { port: number };
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   const url = `http://${host}:${address.port}`;
