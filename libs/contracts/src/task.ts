@@ -145,9 +145,7 @@ export const addRoleUsage = (
 };
 
 /** USD per million tokens for one model; a price table keys these by model name, `*` for any other. */
-export const ModelPrice = z
-  .object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() })
-  .strict();
+export const ModelPrice = z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }).strict();
 export type ModelPrice = z.infer<typeof ModelPrice>;
 export const PriceTable = z.record(z.string().min(1), ModelPrice);
 export type PriceTable = z.infer<typeof PriceTable>;

@@ -184,12 +184,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'ROUTER_DECIDED':
       p.directive = e.payload.directive;
       p.roundClosed = false;
-      p.history.push({
-        round: e.payload.round,
-        directive: e.payload.directive,
-        results: p.pendingNotes,
-        ok: true,
-      });
+      p.history.push({ round: e.payload.round, directive: e.payload.directive, results: p.pendingNotes, ok: true });
       p.pendingNotes = [];
       break;
     case 'MODEL_CALLED':
@@ -317,8 +312,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         p.roundClosed = true;
       }
       // The model is told its own "tool results" were cut, next to whatever the round decided.
-      if (e.payload.guard === 'correction' && e.payload.data.fabricated)
-        p.pendingNotes.push(`note: ${e.payload.detail}`);
+      if (e.payload.guard === 'correction' && e.payload.data.fabricated) p.pendingNotes.push(`note: ${e.payload.detail}`);
       if (
         e.payload.guard === 'completion_reminder' ||
         e.payload.guard === 'repeat_reminder' ||

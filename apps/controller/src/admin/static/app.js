@@ -30,11 +30,7 @@ let token = sessionStorage.getItem(TOKEN_KEY);
 async function api(path, { method = 'GET', body } = {}) {
   const headers = { Authorization: `Bearer ${token}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const isJson = (res.headers.get('content-type') || '').includes('json');
   const data = isJson ? await res.json() : await res.text();
   if (res.status === 401) signOut('The server rejected the token.');
@@ -46,10 +42,7 @@ function flash(message) {
   const f = $('flash');
   f.textContent = message;
   f.hidden = !message;
-  if (message)
-    setTimeout(() => {
-      if (f.textContent === message) f.hidden = true;
-    }, 8000);
+  if (message) setTimeout(() => { if (f.textContent === message) f.hidden = true; }, 8000);
 }
 
 // ---------------------------------------------------------------- WebSocket
@@ -117,45 +110,18 @@ function setConn(on) {
 }
 
 // ---------------------------------------------------------------- helpers
-const fmtDuration = (ms) =>
-  ms < 1000
-    ? `${ms} ms`
-    : ms < 60_000
-      ? `${(ms / 1000).toFixed(1)} s`
-      : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
+const fmtDuration = (ms) => (ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`);
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
-const taskDuration = (t) =>
-  fmtDuration((TERMINAL.has(t.status) ? Date.parse(t.updated_at) : Date.now()) - Date.parse(t.created_at));
+const taskDuration = (t) => fmtDuration((TERMINAL.has(t.status) ? Date.parse(t.updated_at) : Date.now()) - Date.parse(t.created_at));
 const statusBadge = (s) => el('span', { class: `status ${s}` }, s);
 const summarize = (e) => {
   const p = e.payload || {};
-  const bits = [
-    p.tool,
-    p.step_id,
-    p.role,
-    p.decision,
-    p.stop_reason,
-    p.directive && p.directive.type,
-    p.reason,
-    p.detail,
-    p.error,
-  ];
-  return bits
-    .filter((b) => typeof b === 'string' && b)
-    .join(' · ')
-    .slice(0, 200);
+  const bits = [p.tool, p.step_id, p.role, p.decision, p.stop_reason, p.directive && p.directive.type, p.reason, p.detail, p.error];
+  return bits.filter((b) => typeof b === 'string' && b).join(' · ').slice(0, 200);
 };
 
 // ---------------------------------------------------------------- event log (virtualized)
-const log = {
-  events: [],
-  filtered: [],
-  selected: -1,
-  started: false,
-  types: new Set(),
-  renderQueued: false,
-  oldestLoaded: 0,
-};
+const log = { events: [], filtered: [], selected: -1, started: false, types: new Set(), renderQueued: false, oldestLoaded: 0 };
 
 function logMatches(e) {
   const type = $('ev-type').value;
@@ -175,10 +141,7 @@ function logNoteType(type) {
   const select = $('ev-type');
   const options = [...log.types].sort();
   const current = select.value;
-  select.replaceChildren(
-    el('option', { value: '' }, 'all types'),
-    ...options.map((t) => el('option', { value: t }, t)),
-  );
+  select.replaceChildren(el('option', { value: '' }, 'all types'), ...options.map((t) => el('option', { value: t }, t)));
   select.value = current;
 }
 
@@ -212,11 +175,8 @@ function logRender(force) {
       const idx = log.filtered[i];
       const e = log.events[idx];
       rows.push(
-        el(
-          'div',
-          { class: `evrow${idx === log.selected ? ' sel' : ''}`, 'data-idx': idx, title: e.event_id },
-          `#${e.position}  ${e.created_at.slice(11, 23)}  ${e.type.padEnd(24)}  ${e.task_id}:${e.sequence}  ${summarize(e)}`,
-        ),
+        el('div', { class: `evrow${idx === log.selected ? ' sel' : ''}`, 'data-idx': idx, title: e.event_id },
+          `#${e.position}  ${e.created_at.slice(11, 23)}  ${e.type.padEnd(24)}  ${e.task_id}:${e.sequence}  ${summarize(e)}`),
       );
     }
     $('ev-rows').style.transform = `translateY(${first * ROW}px)`;
@@ -231,14 +191,10 @@ async function logStart() {
   const from = Math.max(0, head - PAGE);
   log.oldestLoaded = from + 1;
   let cursor = from;
-  live.subscribe(
-    'log',
-    () => ({ type: 'subscribe_all', after_position: cursor }),
-    (e) => {
-      cursor = e.position;
-      logAppend(e);
-    },
-  );
+  live.subscribe('log', () => ({ type: 'subscribe_all', after_position: cursor }), (e) => {
+    cursor = e.position;
+    logAppend(e);
+  });
 }
 
 /** Pages of older events, OLDER_PAGES requests of PAGE events per click, prepended in position order. */
@@ -247,7 +203,7 @@ async function logLoadOlder() {
   if (before <= 1) return flash('Nothing older.');
   const from = Math.max(0, before - 1 - PAGE * OLDER_PAGES);
   const older = [];
-  for (let after = from; after < before - 1;) {
+  for (let after = from; after < before - 1; ) {
     const page = await api(`/admin/events?after_position=${after}&limit=${PAGE}`);
     older.push(...page.events.filter((e) => e.position < before));
     if (page.events.length < PAGE) break;
@@ -277,9 +233,7 @@ const tasksView = {
     $('tasks-next').disabled = !res.next_cursor;
     $('tasks-body').replaceChildren(
       ...res.tasks.map((t) =>
-        el(
-          'tr',
-          { 'data-task': t.task_id },
+        el('tr', { 'data-task': t.task_id },
           el('td', {}, el('a', { href: `#/tasks/${encodeURIComponent(t.task_id)}` }, t.task_id)),
           el('td', {}, statusBadge(t.status)),
           el('td', {}, t.stop_reason ?? ''),
@@ -290,8 +244,7 @@ const tasksView = {
         ),
       ),
     );
-    if (!res.tasks.length)
-      $('tasks-body').append(el('tr', {}, el('td', { colspan: '7', class: 'muted' }, 'no tasks')));
+    if (!res.tasks.length) $('tasks-body').append(el('tr', {}, el('td', { colspan: '7', class: 'muted' }, 'no tasks')));
   },
   refreshSoon() {
     if (this.timer || this.page !== 0) return;
@@ -326,17 +279,13 @@ const taskView = {
     }
     if (this.id !== id) return;
     this.renderEvents();
-    live.subscribe(
-      'task',
-      () => ({ type: 'subscribe', task_id: id, after_seq: after }),
-      (e) => {
-        if (e.task_id !== this.id || e.sequence <= after) return;
-        after = e.sequence;
-        this.events.push(e);
-        this.renderEvents();
-        this.reloadSoon();
-      },
-    );
+    live.subscribe('task', () => ({ type: 'subscribe', task_id: id, after_seq: after }), (e) => {
+      if (e.task_id !== this.id || e.sequence <= after) return;
+      after = e.sequence;
+      this.events.push(e);
+      this.renderEvents();
+      this.reloadSoon();
+    });
   },
   close() {
     if (this.id) live.unsubscribe('task');
@@ -369,21 +318,11 @@ const taskView = {
     box.replaceChildren(
       ...t.pending.map((p) => {
         const card = el('div', { class: 'pending', 'data-request': p.request_id });
-        card.append(
-          el(
-            'div',
-            {},
-            el('strong', {}, p.kind === 'permission' ? 'Permission' : 'Secret'),
-            ` for ${p.tool}: ${p.reason}`,
-          ),
-        );
+        card.append(el('div', {}, el('strong', {}, p.kind === 'permission' ? 'Permission' : 'Secret'), ` for ${p.tool}: ${p.reason}`));
         if (p.args) card.append(el('pre', {}, JSON.stringify(p.args, null, 2)));
         const resolve = (path, body) => async () => {
           try {
-            await api(`/tasks/${encodeURIComponent(t.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, {
-              method: 'POST',
-              body,
-            });
+            await api(`/tasks/${encodeURIComponent(t.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, { method: 'POST', body });
             await this.loadState();
           } catch (e) {
             flash(e.message);
@@ -391,51 +330,22 @@ const taskView = {
         };
         if (p.kind === 'permission') {
           card.append(
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'approve',
-                onclick: resolve('permissions', { decision: 'allow_once' }),
-              },
-              'Approve',
-            ),
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'approve-always',
-                onclick: resolve('permissions', { decision: 'allow_always' }),
-              },
-              'Always allow',
-            ),
-            el(
-              'button',
-              { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) },
-              'Deny',
-            ),
+            el('button', { type: 'button', class: 'approve', onclick: resolve('permissions', { decision: 'allow_once' }) }, 'Approve'),
+            el('button', { type: 'button', class: 'approve-always', onclick: resolve('permissions', { decision: 'allow_always' }) }, 'Always allow'),
+            el('button', { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) }, 'Deny'),
           );
         } else {
-          const input = el('input', {
-            type: 'password',
-            autocomplete: 'off',
-            placeholder: p.secret_name ?? 'secret',
-          });
+          const input = el('input', { type: 'password', autocomplete: 'off', placeholder: p.secret_name ?? 'secret' });
           card.append(
             el('label', {}, `${p.secret_name ?? 'secret'} `, input),
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'provide-secret',
-                onclick: () => {
-                  const value = input.value;
-                  input.value = '';
-                  if (value) void resolve('secrets', { secret: value })();
-                },
+            el('button', {
+              type: 'button', class: 'provide-secret',
+              onclick: () => {
+                const value = input.value;
+                input.value = '';
+                if (value) void resolve('secrets', { secret: value })();
               },
-              'Provide secret',
-            ),
+            }, 'Provide secret'),
           );
         }
         return card;
@@ -450,20 +360,14 @@ const taskView = {
     const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
     if (received) $('t-input').textContent = received.payload.input;
     list.replaceChildren(
-      ...this.events
-        .slice(start)
-        .map((e) =>
-          el(
-            'li',
-            {},
-            el(
-              'details',
-              {},
-              el('summary', {}, `${e.sequence}. ${e.created_at.slice(11, 23)} ${e.type} ${summarize(e)}`),
-              el('pre', {}, JSON.stringify(e, null, 2)),
-            ),
+      ...this.events.slice(start).map((e) =>
+        el('li', {},
+          el('details', {},
+            el('summary', {}, `${e.sequence}. ${e.created_at.slice(11, 23)} ${e.type} ${summarize(e)}`),
+            el('pre', {}, JSON.stringify(e, null, 2)),
           ),
         ),
+      ),
     );
     this.renderPlan();
   },
@@ -500,14 +404,9 @@ function renderDag(steps, state) {
   steps.forEach((s) => depthOf(s.id));
   const columns = [];
   for (const s of steps) (columns[depth.get(s.id)] ??= []).push(s);
-  const W = 190,
-    H = 46,
-    GX = 50,
-    GY = 14;
+  const W = 190, H = 46, GX = 50, GY = 14;
   const pos = new Map();
-  columns.forEach((col, x) =>
-    col.forEach((s, y) => pos.set(s.id, { x: 10 + x * (W + GX), y: 10 + y * (H + GY) })),
-  );
+  columns.forEach((col, x) => col.forEach((s, y) => pos.set(s.id, { x: 10 + x * (W + GX), y: 10 + y * (H + GY) })));
   const width = 20 + columns.length * (W + GX);
   const height = 20 + Math.max(...columns.map((c) => c.length)) * (H + GY);
   const svg = document.createElementNS(NS, 'svg');
@@ -522,20 +421,11 @@ function renderDag(steps, state) {
     return n;
   };
   const defs = add(svg, 'defs', {});
-  const marker = add(defs, 'marker', {
-    id: 'arrow',
-    viewBox: '0 0 10 10',
-    refX: '10',
-    refY: '5',
-    markerWidth: '6',
-    markerHeight: '6',
-    orient: 'auto',
-  });
+  const marker = add(defs, 'marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '6', markerHeight: '6', orient: 'auto' });
   add(marker, 'path', { d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f' });
   for (const s of steps) {
     for (const d of s.depends_on) {
-      const a = pos.get(d),
-        b = pos.get(s.id);
+      const a = pos.get(d), b = pos.get(s.id);
       if (a && b) add(svg, 'line', { x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2 });
     }
   }
@@ -543,12 +433,7 @@ function renderDag(steps, state) {
     const p = pos.get(s.id);
     const g = add(svg, 'g', { 'data-step': s.id, 'data-state': state.get(s.id) });
     add(g, 'rect', { x: p.x, y: p.y, width: W, height: H, class: state.get(s.id) });
-    add(
-      g,
-      'text',
-      { x: p.x + 6, y: p.y + 17 },
-      `${s.id} · ${s.kind}${s.tool ? ` · ${s.tool}` : ''}`.slice(0, 30),
-    );
+    add(g, 'text', { x: p.x + 6, y: p.y + 17 }, `${s.id} · ${s.kind}${s.tool ? ` · ${s.tool}` : ''}`.slice(0, 30));
     add(g, 'text', { x: p.x + 6, y: p.y + 35 }, state.get(s.id));
     add(g, 'title', {}, s.description || s.id);
   }
@@ -593,10 +478,7 @@ async function signIn() {
     const doc = await api('/docs/openapi.json');
     const statusParam = doc.paths['/tasks'].get.parameters.find((p) => p.name === 'status');
     const select = $('task-status');
-    select.replaceChildren(
-      el('option', { value: '' }, 'any'),
-      ...(statusParam?.schema?.enum ?? []).map((s) => el('option', { value: s }, s)),
-    );
+    select.replaceChildren(el('option', { value: '' }, 'any'), ...(statusParam?.schema?.enum ?? []).map((s) => el('option', { value: s }, s)));
   } catch (e) {
     if (!token) return;
     return signOut(e.message);
