@@ -8,7 +8,7 @@ import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
 // eslint-disable-next-line no-restricted-imports
 import { loadConfig } from '../apps/controller/src/config';
 // eslint-disable-next-line no-restricted-imports
-import { bootController } from '../apps/controller/src/bootstrap';
+import { startApp } from '../apps/controller/src/app';
 
 /** Tokens of a test server: one per scope set. */
 export const TOKENS = {
@@ -77,7 +77,7 @@ export async function bootApi(
   });
   await options.beforeBoot?.(config.RUNLEDGER_DB);
   const logs: string[] = [];
-  const started = await bootController(config, {
+  const started = await startApp(config, {
     logDestination: { write: (line: string) => void logs.push(line) },
   });
   const url = started.url;

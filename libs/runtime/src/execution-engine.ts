@@ -1,6 +1,6 @@
 import { EventStore } from '@runledger/event-store';
 import { ExecutionDirective, ToolResult } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { ToolRegistry } from '@runledger/tools';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
@@ -19,7 +19,7 @@ export type { ExecOutcome } from './engine/call-types';
 export interface EngineDeps {
   store: EventStore;
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   vault: SecretVault;
   hooks: readonly ToolOutcomeHook[];
   gateway: ModelGateway;

@@ -1,5 +1,5 @@
 import { EventPayload, NewEvent, ToolManifest, ToolResult, hashArgs } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { RegisteredTool, ToolRegistry } from '@runledger/tools';
 import {
   adaptiveToolTimeout,
@@ -24,7 +24,7 @@ import { ValidateGate } from './gates/validate-gate';
 
 export interface ToolCallDeps {
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   vault: SecretVault;
   hooks: readonly ToolOutcomeHook[];
   grants: AllowAlwaysGrants;
