@@ -18,7 +18,7 @@ import { SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { LoggingModule } from './logging/logging.module';
 import { MemoryHttpModule } from './memory/memory-http.module';
-import { MetricsModule } from './metrics/metrics.module';
+import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
 import { EventsGateway } from './ws/events.gateway';
@@ -41,7 +41,7 @@ export class AppModule {
         }),
         LoggingModule.forRoot(deps.log),
         CompositionModule.forRoot(deps),
-        MetricsModule,
+        HttpPipelineModule,
         MemoryHttpModule,
       ],
       controllers: [

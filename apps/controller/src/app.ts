@@ -5,7 +5,6 @@ import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as NestLogger } from 'nestjs-pino';
 import { DestinationStream, Logger } from 'pino';
-import { ValidationError } from '@runledger/contracts';
 import { RuntimeController } from '@runledger/runtime';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
@@ -66,15 +65,6 @@ export async function startApp(config: AppConfig, options: StartOptions = {}): P
   app.useLogger(app.get(NestLogger));
   app.disable('x-powered-by');
   app.useWebSocketAdapter(new EventsWsAdapter(app, log));
-  app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
-  // JSON.parse quotes the body in its message: never echo it (it may hold a secret)
-  app.use((err: unknown, _req: unknown, _res: unknown, next: (e: unknown) => void) => {
-    next(
-      (err as { type?: unknown }).type === 'entity.parse.failed'
-        ? new ValidationError('request body is not valid JSON')
-        : err,
-    );
-  });
   mountApiDocs(app);
   app.enableShutdownHooks();
   (app.getHttpServer() as Server).on('clientError', answerClientError);
