@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Server } from 'node:http';
 import { dirname, resolve } from 'node:path';
+import { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as NestLogger } from 'nestjs-pino';
@@ -14,7 +15,16 @@ import { answerClientError } from './errors/client-error';
 import { createLogger } from './logging/logger';
 import { EventsWsAdapter } from './ws/events-ws.adapter';
 
+/** Makes the Nest application of the root module; tests hand one over that overrides providers (Test.createTestingModule). */
+export type AppFactory = (
+  root: DynamicModule,
+  options: NestApplicationOptions,
+) => Promise<NestExpressApplication>;
+
+const nestFactory: AppFactory = (root, options) => NestFactory.create<NestExpressApplication>(root, options);
+
 export interface StartOptions {
+  createApp?: AppFactory;
   /** where JSON logs go (default stdout); tests capture them */
   logDestination?: DestinationStream;
   /** a logger already made; else one is made here (the runtime logs through the same one) */
@@ -46,7 +56,7 @@ export async function startApp(config: AppConfig, options: StartOptions = {}): P
         allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'],
       }
     : false;
-  const app = await NestFactory.create<NestExpressApplication>(
+  const app = await (options.createApp ?? nestFactory)(
     AppModule.forRoot({
       config,
       tokens: registry,

@@ -1,5 +1,5 @@
-import { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { INestApplicationContext, LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { RuntimeController } from '../runtime-controller';
 import { RuntimeLogger } from '../runtime-logger';
 import { RuntimeModule, RuntimeParts } from '../runtime.module';
@@ -22,6 +22,13 @@ export class RecordingRuntimeLogger extends RuntimeLogger {
   }
 }
 
+/** Nest's own boot lines are not what the runtime's tests look at */
+const silentNestLogger: LoggerService = {
+  log: () => undefined,
+  error: () => undefined,
+  warn: () => undefined,
+};
+
 export interface TestRuntime {
   runtime: RuntimeController;
   app: INestApplicationContext;
@@ -35,9 +42,9 @@ export async function startTestRuntime(
   parts: Omit<RuntimeParts, 'logger'> & { logger?: RuntimeLogger },
 ): Promise<TestRuntime> {
   const logger = parts.logger ?? new RecordingRuntimeLogger();
-  const app = await NestFactory.createApplicationContext(RuntimeModule.forParts({ ...parts, logger }), {
-    logger: false,
-    abortOnError: false,
-  });
+  const app = await Test.createTestingModule({ imports: [RuntimeModule.forParts({ ...parts, logger })] })
+    .setLogger(silentNestLogger)
+    .compile();
+  await app.init();
   return { runtime: app.get(RuntimeController), app, logger, close: () => app.close() };
 }
