@@ -141,7 +141,6 @@ export class CompositionModule {
           ): RuntimeOptions => ({
             maxRounds: c.RUNLEDGER_MAX_ROUNDS,
             concurrency: c.RUNLEDGER_CONCURRENCY,
-            stepConcurrency: c.RUNLEDGER_STEP_CONCURRENCY,
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             redact: redactSecrets,
             discipline: disciplineSettingsFrom(c),

@@ -3,6 +3,7 @@ import { ConfigError, ModuleAsyncOptions } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
+import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { Kysely } from 'kysely';
 import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
@@ -29,7 +30,7 @@ export interface RuntimeSettings {
   maxRounds?: number;
   /** tasks run at once in this process */
   concurrency?: number;
-  /** plan steps of one task run at once */
+  /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
   stepConcurrency?: number;
   modelTimeoutMs?: number;
   sectionBudgets?: SectionBudgets;
@@ -175,6 +176,7 @@ function runtimeProviders(): Provider[] {
         coder: ModelBackend,
         coderFallbacks: ModelBackend[],
         logger: RuntimeLogger,
+        scheduler: ExecutionScheduler,
       ) =>
         new ExecutionEngine({
           store,
@@ -186,7 +188,7 @@ function runtimeProviders(): Provider[] {
           coder,
           coderFallbacks,
           modelTimeoutMs: modelTimeoutOf(o),
-          stepConcurrency: o.stepConcurrency ?? 4,
+          scheduler,
           discipline: o.discipline,
           rng: o.rng,
           redact: o.redact ?? redactSecrets,
@@ -203,6 +205,7 @@ function runtimeProviders(): Provider[] {
         ModelBackend,
         FALLBACK_MODELS,
         RuntimeLogger,
+        ExecutionScheduler,
       ],
     },
     {
@@ -260,6 +263,7 @@ function runtimeProviders(): Provider[] {
         tools: ToolRegistry,
         secrets: SessionSecrets,
         rawStore: EventStore,
+        scheduler: ExecutionScheduler,
       ) =>
         new RuntimeController({
           store,
@@ -268,7 +272,11 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           logger,
-          replay: (taskId) => replayTask({ ...o, store: rawStore, tools, logger }, taskId),
+          replay: (taskId) =>
+            replayTask(
+              { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
+              taskId,
+            ),
         }),
       inject: [
         RUNTIME_OPTIONS,
@@ -279,6 +287,7 @@ function runtimeProviders(): Provider[] {
         ToolRegistry,
         SessionSecrets,
         EventStore,
+        ExecutionScheduler,
       ],
     },
   ];
@@ -353,6 +362,10 @@ export class RuntimeModule {
         { provide: ToolRegistry, useValue: parts.tools },
         { provide: PermissionService, useValue: parts.permissions },
         { provide: RuntimeLogger, useValue: parts.logger },
+        {
+          provide: ExecutionScheduler,
+          useValue: new ExecutionScheduler({ stepConcurrency: parts.stepConcurrency ?? 4 }),
+        },
         {
           provide: TaskViews,
           useFactory: (store: EventStore) => new LogTaskViews(store),
