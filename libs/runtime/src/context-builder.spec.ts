@@ -1,6 +1,6 @@
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS, elideOutput } from './context-builder';
 import { promptBudgetTokens } from './discipline/prompt-budget';
-import { DEFAULT_DISCIPLINE_SETTINGS, PromptSettings } from './discipline/settings';
+import { DEFAULT_DISCIPLINE_SETTINGS, PromptSettings, disciplineSettingsFrom } from './discipline/settings';
 import { EventLogBuilder } from './discipline/testing-events';
 import { NoMemoryRecall } from './ports';
 import { foldProgress } from './progress';
@@ -41,7 +41,7 @@ describe('ContextBuilder: a context that always fits', () => {
   });
 
   it('CONTEXT_BUILT reports the budget of the configured window; a window that holds the output shows it whole', async () => {
-    const wide = { ...defaults, contextWindowTokens: 32_000 };
+    const wide = disciplineSettingsFrom({ RUNLEDGER_CONTEXT_WINDOW_TOKENS: 32_000 }).prompt;
     const output = 'b'.repeat(60_000);
     const log = new EventLogBuilder()
       .received('run big')
