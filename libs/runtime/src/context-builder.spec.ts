@@ -72,6 +72,21 @@ describe('ContextBuilder: a context that always fits', () => {
     expect(sut.messages[1].content).not.toContain('elided');
   });
 
+  it("shows the task's input whole when the window holds it, and stops when it does not", async () => {
+    const input = `${'i'.repeat(30_000)}END`;
+    const log = new EventLogBuilder().received(input);
+
+    const wide = await builder(
+      disciplineSettingsFrom({ RUNLEDGER_CONTEXT_WINDOW_TOKENS: 32_000 }).prompt,
+    ).build(progressOf(log), 1, []);
+    const sut = await builder().build(progressOf(log), 1, []);
+
+    expect(wide.overBudget).toBeUndefined();
+    expect(wide.messages[1].content).toContain(input);
+    expect(wide.event.cut).toEqual([]);
+    expect(sut.overBudget).toMatch(/user input alone need \d+ tokens; the prompt budget is 6451/);
+  });
+
   it('stops with budget_exceeded only when the system prompt and the user input alone overflow the window', async () => {
     const small = { ...defaults, contextWindowTokens: 2_000 };
     const bigOutput = new EventLogBuilder()

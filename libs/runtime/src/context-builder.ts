@@ -106,8 +106,7 @@ export class ContextBuilder {
   ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
-    const fit = (name: ContextSection, text: string): string => {
-      const max = this.budgets[name] * CHARS_PER_TOKEN;
+    const fit = (name: ContextSection, text: string, max = this.budgets[name] * CHARS_PER_TOKEN): string => {
       const out = clip(text, max);
       if (out !== text) cut.push(`${name}:truncated`);
       sections[name] = { tokens: tokensOf(out), trimmed: out === text ? 0 : tokensOf(text) - tokensOf(out) };
@@ -134,7 +133,7 @@ export class ContextBuilder {
         {
           id: 'user',
           section: 'user',
-          tokens: tokensOf(clip(progress.input, this.budgets.user * CHARS_PER_TOKEN)),
+          tokens: tokensOf(progress.input),
         },
         ...hits.map((h) => ({
           id: `memory:${h.id}`,
@@ -195,7 +194,8 @@ export class ContextBuilder {
       trimmedTokens += tokensOf(historyFull) - tokensOf(history);
     }
     sections.history = { tokens: tokensOf(history), trimmed: trimmedTokens };
-    const user = fit('user', progress.input);
+    // With run discipline the window decides: the task's input is never cut (too large, the task stops).
+    const user = fit('user', progress.input, this.prompt ? Infinity : undefined);
 
     const body = [
       memory && `## Memory\n${memory}`,
