@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS, elideOutput } from './context-builder';
 import { promptBudgetTokens } from './discipline/prompt-budget';
 import { DEFAULT_DISCIPLINE_SETTINGS, PromptSettings, disciplineSettingsFrom } from './discipline/settings';
@@ -38,6 +39,21 @@ describe('ContextBuilder: a context that always fits', () => {
     expect(sut.event.total_tokens).toBeLessThanOrEqual(sut.event.budget_tokens);
     // the model-free orchestrator answers with the output whole, so its view is not elided
     expect(sut.view.history[0].results[0]).toBe(`shell_exec: ${output}`);
+  });
+
+  it('two large outputs in a row share the history section: both elided, neither cut at its end', async () => {
+    const log = new EventLogBuilder()
+      .received('two big commands')
+      .toolRound('shell_exec', { command: 'one' }, shell(`${'1'.repeat(40_000)}END1`))
+      .toolRound('shell_exec', { command: 'two' }, shell(`${'2'.repeat(40_000)}END2`));
+
+    const sut = await builder().build(progressOf(log), 3, []);
+
+    expect(sut.overBudget).toBeUndefined();
+    expect(sut.event.cut).toEqual(['history:round_1:elided', 'history:round_2:elided']);
+    expect(sut.messages[1].content).toContain('END1');
+    expect(sut.messages[1].content).toContain('END2');
+    expect(sut.event.total_tokens).toBeLessThanOrEqual(sut.event.budget_tokens);
   });
 
   it('CONTEXT_BUILT reports the budget of the configured window; a window that holds the output shows it whole', async () => {
@@ -101,6 +117,32 @@ describe('ContextBuilder: a context that always fits', () => {
     expect(fits.event.total_tokens).toBeLessThanOrEqual(promptBudgetTokens(small));
     expect(sut.overBudget).toMatch(
       /system prompt, tool list and user input alone need \d+ tokens; the prompt budget is 878/,
+    );
+  });
+});
+
+describe('ContextBuilder: any outputs, any window', () => {
+  it('the prompt stays within the budget, never clipped at its end; only the fixed sections can stop a task', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 80_000 }), { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 1_500, max: 40_000 }),
+        fc.boolean(),
+        async (outputs, window, canCompact) => {
+          const log = new EventLogBuilder().received('probe');
+          outputs.forEach((n, i) => log.toolRound('shell_exec', { command: `c${i}` }, shell('z'.repeat(n))));
+          const prompt = { ...defaults, contextWindowTokens: window };
+
+          const sut = await builder(prompt).build(progressOf(log), outputs.length + 1, [], undefined, {
+            canCompact,
+          });
+
+          if (sut.overBudget) return expect(sut.overBudget).toMatch(/user input alone need/);
+          expect(sut.event.total_tokens).toBeLessThanOrEqual(sut.event.budget_tokens);
+          expect(sut.event.cut).not.toContain('history:truncated');
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 });

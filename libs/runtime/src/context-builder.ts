@@ -148,14 +148,17 @@ export class ContextBuilder {
         })),
       ];
       const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
+      const elided = new Set<number>();
       if (decision.kind === 'exceed') overBudget = decision.detail;
       else {
         budgetChars = decision.sections.history.budget * CHARS_PER_TOKEN;
+        // One token of each output's share goes to its line's indent and to rounding, so the
+        // elided history stays within the budget and is never clipped at its end.
         if (decision.elideTo !== null) {
-          const maxChars = decision.elideTo * CHARS_PER_TOKEN;
+          const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
           kept = kept.map((h) => {
             const shown = elideItem(h, maxChars);
-            if (shown.results.some((r, i) => r !== h.results[i])) cut.push(`history:round_${h.round}:elided`);
+            if (shown.results.some((r, i) => r !== h.results[i])) elided.add(h.round);
             return shown;
           });
         }
@@ -177,6 +180,7 @@ export class ContextBuilder {
       for (const h of kept)
         if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
       kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
+      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `history:round_${h.round}:elided`));
       cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
