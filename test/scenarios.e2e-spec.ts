@@ -483,10 +483,28 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(of(r.events, 'CONTEXT_BUILT').flatMap((e) => e.payload.cut)).toContain('history:round_1');
     });
 
+    it('a tool that prints 60 KB: the default budget holds it elided, the run completes', async () => {
+      const bulk = `${'x'.repeat(30_000)}${'y'.repeat(30_000)}`;
+      tools.add(m('bulk_print'), async () => bulk);
+      const r = await run({ orchestrator: [tool('bulk_print', {}), respond('printed')] }, 'print a lot', {
+        settings: DEFAULT_DISCIPLINE_SETTINGS,
+      });
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      const completed = of(r.events, 'TOOL_COMPLETED')[0];
+      const built = of(r.events, 'CONTEXT_BUILT').map((e) => e.payload);
+      expect(built[1].cut).toContain('history:round_1:elided');
+      for (const b of built) expect(b.total_tokens).toBeLessThanOrEqual(b.budget_tokens);
+      // round 2's prompt is within the budget; the log keeps the output whole
+      const asked = of(r.events, 'MODEL_CALLED')[1].payload.prompt_chars;
+      expect(asked).toBeLessThan(built[1].budget_tokens * 4);
+      expect(completed.payload.result.output).toBe(bulk);
+    });
+
     it('an input that cannot fit at all: budget_exceeded before any model call', async () => {
       const r = await run({ orchestrator: [respond('never')] }, 'x'.repeat(6000), { settings: tight });
       expect(r.stop).toBe('budget_exceeded');
-      expect(r.detail).toMatch(/budget is 1100/);
+      expect(r.detail).toMatch(/user input alone need \d+ tokens; the prompt budget is 1100/);
       expect(rounds(r.events)).toBe(0);
       expect(of(r.events, 'MODEL_CALLED')).toHaveLength(0);
     });
