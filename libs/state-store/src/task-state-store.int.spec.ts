@@ -90,6 +90,20 @@ describe('TaskStateStore on SQLite', () => {
     await expect(sut.list({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
   });
 
+  it('filters by a substring of the input, ASCII case-insensitive, LIKE wildcards taken literally', async () => {
+    await append(new TaskLog('t1').received('Deploy the API\nthen smoke-test it'));
+    await append(new TaskLog('t2').received('raise coverage to 50%'));
+    await append(new TaskLog('t3').received('raise coverage to 500 tests'));
+    await append(new TaskLog('t4').received('rename a_b to ab'));
+    const ids = async (q: string) => (await sut.list({ q })).items.map((t) => t.task_id);
+    expect(await ids('deploy the api')).toEqual(['t1']);
+    expect(await ids('SMOKE')).toEqual(['t1']);
+    expect(await ids('50%')).toEqual(['t2']);
+    expect(await ids('a_b')).toEqual(['t4']);
+    expect(await ids('coverage')).toEqual(['t3', 't2']);
+    expect(await ids('nothing like it')).toEqual([]);
+  });
+
   it('rebuild drops and refolds every projection: equal to the live one for a log of mixed tasks', async () => {
     const logs = [
       new TaskLog('a', 's1')
