@@ -1,3 +1,4 @@
+import { StateStoreTables } from './schema';
 import { TaskStatsRepository } from './task-stats';
 import { TaskLog } from './testing/task-events';
 import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
@@ -8,7 +9,7 @@ describe('TaskStatsRepository on SQLite', () => {
 
   beforeEach(async () => {
     tmp = await createTempStorage();
-    sut = new TaskStatsRepository(tmp.storage.db);
+    sut = new TaskStatsRepository(tmp.storage.db.withTables<StateStoreTables>());
   });
   afterEach(() => tmp.dispose());
 
