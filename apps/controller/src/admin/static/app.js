@@ -454,10 +454,17 @@ const approvals = {
   timer: null,
   /** every task waiting for a person, oldest request first (it has waited longest) */
   async load() {
-    const pages = await Promise.all(
-      ['awaiting_permission', 'awaiting_secret'].map((status) => api(`/tasks?status=${status}&limit=500`)),
-    );
-    const waiting = pages.flatMap((p) => p.tasks).sort((a, b) => a.created_at.localeCompare(b.created_at));
+    const all = async (status) => {
+      const tasks = [];
+      for (let cursor = null; ;) {
+        const page = await api(`/tasks?status=${status}&limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+        tasks.push(...page.tasks);
+        if (!(cursor = page.next_cursor)) return tasks;
+      }
+    };
+    const waiting = (await Promise.all(['awaiting_permission', 'awaiting_secret'].map(all)))
+      .flat()
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
     const items = waiting.flatMap((t) => t.pending.map((p) => ({ task: t, request: p })));
     const count = $('approvals-count');
     count.textContent = String(items.length);
@@ -862,7 +869,10 @@ const charts = {
         })),
       });
     this.show('chart-tokens', perModel('total_tokens', 'tokens-per-day', fmtTokens));
-    this.show('chart-cost', perModel('cost_usd', 'cost-per-day', fmtCost));
+    this.show(
+      'chart-cost',
+      perModel('cost_usd', 'cost-per-day', (v) => `$${Number(v.toPrecision(3))}`),
+    );
     const durations = new Map(stats.duration_per_day.map((d) => [d.day, d]));
     this.show(
       'chart-duration',
