@@ -135,6 +135,8 @@ describe('dashboard overview: task list, approvals inbox, charts (e2e, headless 
     expect(deploy[4]).toBe('2.0 s');
     expect(deploy.slice(5)).toEqual(['120', '$0.01', 'sess_alpha']);
     expect(await page.textContent('tr[data-task="task_seed_rotate"]')).toContain('tool_error');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-task-list.png') });
 
     await page.fill('#task-q', 'QUARTERLY');
     await page.waitForFunction(() => document.querySelectorAll('#tasks-body tr[data-task]').length === 1);
