@@ -25,6 +25,12 @@ describe('TaskStateStore on SQLite', () => {
     const stored = await tmp.storage.eventStore.readStream('t1');
     expect(await sut.get('t1')).toEqual(foldTaskState(stored));
     expect(await sut.get('t1')).toMatchObject({ status: 'awaiting_permission', last_seq: 6 });
+    // a waiting task shows the tokens it has used so far, not 0 until it ends
+    expect((await sut.get('t1'))!.usage).toMatchObject({
+      prompt_tokens: 4,
+      completion_tokens: 2,
+      total_tokens: 6,
+    });
 
     log.resolvePermission('req_1').completed('ok');
     await append(log);
