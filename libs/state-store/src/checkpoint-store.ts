@@ -73,7 +73,7 @@ function parseSnapshot(column: string): TaskState | null {
     return null;
   }
   const parsed = StoredSnapshot.safeParse(json);
-  return parsed.success ? (parsed.data.state as TaskState) : null;
+  return parsed.success ? (parsed.data.state as unknown as TaskState) : null;
 }
 
 export interface Checkpoint {
@@ -162,22 +162,20 @@ export class CheckpointStore {
   }
 
   /**
-   * The newest checkpoint (at or before `atMostSequence`) whose snapshot parses
-   * as this version; a snapshot of an unknown version or shape is passed over.
+   * The newest checkpoint (at or before `atMostSequence`); null when there is
+   * none or its snapshot is not of this version (the caller folds the log).
    */
   async latest(taskId: string, atMostSequence = Number.MAX_SAFE_INTEGER): Promise<Checkpoint | null> {
-    const rows = await this.db
+    const row = await this.db
       .selectFrom('checkpoints')
       .selectAll()
       .where('task_id', '=', taskId)
       .where('event_sequence', '<=', atMostSequence)
       .orderBy('event_sequence', 'desc')
-      .execute();
-    for (const row of rows) {
-      const state = parseSnapshot(row.state);
-      if (state) return { ...row, state, context: JSON.parse(row.context) as unknown };
-    }
-    return null;
+      .limit(1)
+      .executeTakeFirst();
+    const state = row ? parseSnapshot(row.state) : null;
+    return row && state ? { ...row, state, context: JSON.parse(row.context) as unknown } : null;
   }
 
   /**
