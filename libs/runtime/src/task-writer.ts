@@ -1,5 +1,6 @@
 import { ConcurrencyError, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress, evolveProgress, foldProgress } from './progress';
 
 /** Someone else ended the task (cancel from another path) while the loop was writing. */
@@ -8,7 +9,8 @@ export class TaskEndedElsewhereError extends Error {}
 /**
  * The single writer of one task's stream while the loop runs it: appends in
  * order (concurrent plan steps queue up), with the expected sequence, and keeps
- * the progress fold current.
+ * the progress fold current. With checkpoints, an append that calls for one
+ * carries its CHECKPOINT_SAVED, and the snapshot is stored after the commit.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -18,12 +20,18 @@ export class TaskWriter {
     private readonly store: EventStore,
     readonly taskId: string,
     private readonly events: RuntimeEvent[],
+    private readonly checkpoints: TaskCheckpoints | null,
   ) {
     this.progressCache = foldProgress(taskId, events);
   }
 
-  static async open(store: EventStore, taskId: string): Promise<TaskWriter> {
-    return new TaskWriter(store, taskId, await store.readWholeStream(taskId));
+  static async open(
+    store: EventStore,
+    taskId: string,
+    checkpoints?: (log: readonly RuntimeEvent[]) => TaskCheckpoints,
+  ): Promise<TaskWriter> {
+    const log = await store.readWholeStream(taskId);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null);
   }
 
   get progress(): TaskProgress {
@@ -42,7 +50,8 @@ export class TaskWriter {
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (events.length === 0) return [];
-    const withSession = events.map(
+    const batch = this.checkpoints?.extend(this.progressCache, events) ?? events;
+    const withSession = batch.map(
       (e) => ({ session_id: this.progressCache.session_id || undefined, ...e }) as NewEvent,
     );
     try {
@@ -53,7 +62,8 @@ export class TaskWriter {
         this.events.push(e);
         evolveProgress(this.progressCache, e);
       }
-      return res.events;
+      await this.checkpoints?.appended(res.events, this.progressCache);
+      return res.events.slice(0, events.length);
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
       const missed = await this.store.readStream(this.taskId, { after_seq: this.progressCache.last_seq });
