@@ -4,7 +4,7 @@ import { EventStore } from '@runledger/event-store';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
-import { INPUT_REFUSED, LoopGuard, Stop, isShutdown } from './ports';
+import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 import { describeStop } from './discipline/stop-reasons';
@@ -20,7 +20,12 @@ export interface LoopDeps {
   guards: readonly LoopGuard[];
   /** default hard cap of rounds; a task's budgets.max_rounds may lower it */
   maxRounds: number;
+  /** what the end-to-end deadline is timed by; the wall clock when absent */
+  clock?: RunClock;
 }
+
+/** Why a task whose end-to-end deadline passed while something ran (a model call, a tool) was stopped. */
+export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
@@ -42,10 +47,9 @@ export class RuntimeLoop {
     const remaining = this.deps.guards
       .map((g) => g.remainingMs?.({ progress: writer.progress, events: writer.log }) ?? null)
       .filter((ms): ms is number => ms !== null);
-    const timer = remaining.length
-      ? setTimeout(
-          () => ctrl.abort(new FailureError('timeout', `the task ran over its end-to-end time budget`)),
-          Math.max(0, Math.min(...remaining)),
+    const cancelTimer = remaining.length
+      ? (this.deps.clock ?? WALL_CLOCK).after(Math.max(0, Math.min(...remaining)), () =>
+          ctrl.abort(new FailureError('timeout', DEADLINE_PASSED)),
         )
       : undefined;
     try {
@@ -53,7 +57,7 @@ export class RuntimeLoop {
     } catch (err) {
       if (!(err instanceof TaskEndedElsewhereError)) throw err;
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
       signal.removeEventListener('abort', onAbort);
     }
     return writer.progress;

@@ -14,8 +14,9 @@ import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
-import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
+import { LoopGuard, MemoryRecall, NoMemoryRecall, RunClock, SecretVault, ToolOutcomeHook, WALL_CLOCK } from './ports';
 import { replayTask } from './replay';
+import { recordRunSettings } from './run-settings';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
@@ -37,6 +38,8 @@ export interface RuntimeSettings {
   discipline?: DisciplineSettings;
   /** seeds retry jitter (tests, replays) */
   rng?: () => number;
+  /** what budgets and the end-to-end deadline are timed by; the wall clock when absent (a replay: the recording's) */
+  clock?: RunClock;
   redact?: EngineDeps['redact'];
   /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
   workspace?: WorkspaceView | null;
@@ -104,6 +107,7 @@ const modelProviders: Provider[] = [
   },
 ];
 
+const maxRoundsOf = (o: RuntimeSettings) => o.maxRounds ?? 10;
 const modelTimeoutOf = (o: RuntimeSettings) => o.modelTimeoutMs ?? o.discipline?.modelTimeoutMs ?? 60_000;
 
 /** The runtime's own parts, over the ports (store, tools, permissions, models, memory, logger) injected by token. */
@@ -117,7 +121,9 @@ function runtimeProviders(): Provider[] {
     {
       provide: LOOP_GUARDS,
       useFactory: (o: RuntimeOptions): LoopGuard[] => [
-        ...(o.discipline ? [new DisciplineGuard(o.discipline, undefined, o.workspace ?? null)] : []),
+        ...(o.discipline
+          ? [new DisciplineGuard(o.discipline, () => (o.clock ?? WALL_CLOCK).now(), o.workspace ?? null)]
+          : []),
         ...(o.guards ?? []),
       ],
       inject: [RUNTIME_OPTIONS],
@@ -236,7 +242,8 @@ function runtimeProviders(): Provider[] {
           router,
           engine,
           guards,
-          maxRounds: o.maxRounds ?? 10,
+          maxRounds: maxRoundsOf(o),
+          clock: o.clock,
         }),
       inject: [
         RUNTIME_OPTIONS,
@@ -268,7 +275,9 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           logger,
-          replay: (taskId) => replayTask({ ...o, store: rawStore, tools, logger }, taskId),
+          runSettings: (budgets) =>
+            recordRunSettings({ maxRounds: maxRoundsOf(o), discipline: o.discipline }, budgets),
+          replay: (taskId, request) => replayTask({ ...o, store: rawStore, tools, logger }, taskId, request),
         }),
       inject: [
         RUNTIME_OPTIONS,
