@@ -349,13 +349,16 @@ export function replayDivergence(
   const a = replayView(recorded);
   const b = replayView(replayed);
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (!a[i] || !b[i])
+      return {
+        at: i + 1,
+        detail: `event ${i + 1}: recorded ${a[i]?.type ?? 'nothing'}, replayed ${b[i]?.type ?? 'nothing'}`,
+      };
     const diff = firstDifference(a[i], b[i], '');
     if (!diff) continue;
-    const type = a[i]?.type ?? b[i]!.type;
-    const where = a[i] && b[i] ? `${diff.path}: ` : '';
     return {
       at: i + 1,
-      detail: `event ${i + 1} (${type}) ${where}recorded ${shown(diff.recorded)}, replayed ${shown(diff.replayed)}`,
+      detail: `event ${i + 1} (${a[i].type}) ${diff.path}: recorded ${shown(diff.recorded)}, replayed ${shown(diff.replayed)}`,
     };
   }
   return null;

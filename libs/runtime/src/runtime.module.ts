@@ -14,7 +14,15 @@ import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
-import { LoopGuard, MemoryRecall, NoMemoryRecall, RunClock, SecretVault, ToolOutcomeHook, WALL_CLOCK } from './ports';
+import {
+  LoopGuard,
+  MemoryRecall,
+  NoMemoryRecall,
+  RunClock,
+  SecretVault,
+  ToolOutcomeHook,
+  WALL_CLOCK,
+} from './ports';
 import { replayTask } from './replay';
 import { recordRunSettings } from './run-settings';
 import { RuntimeController } from './runtime-controller';
