@@ -411,7 +411,7 @@ export interface ReplayRequest {
 export interface ReplayResult {
   task_id: string;
   progress: TaskProgress;
-  /** the replayed task's events, as its own log holds them */
+  /** the replayed task's events, as its own log holds them (saved: as the live log does) */
   events: RuntimeEvent[];
   /** whether they were written to the live log */
   saved: boolean;
@@ -484,12 +484,12 @@ export async function replayTask(
   } finally {
     await app.close();
   }
-  const replayed = await ownLog.readWholeStream(task_id);
+  let replayed = await ownLog.readWholeStream(task_id);
   if (request.save) {
     // an unfinished task in the live log would be resumed there, with the live model
     if (!progress.final)
       throw new IllegalStateError(`replay of ${sourceTaskId} did not end (${progress.status}); not saved`);
-    await options.store.append(
+    ({ events: replayed } = await options.store.append(
       task_id,
       replayed.map(
         (e) =>
@@ -504,7 +504,7 @@ export async function replayTask(
           }) as NewEvent,
       ),
       { expected: 'no_stream' },
-    );
+    ));
   }
   return { task_id, progress, events: replayed, saved: request.save === true };
 }
