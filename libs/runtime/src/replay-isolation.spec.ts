@@ -77,7 +77,11 @@ describe('replayTask: isolated from the live log, the environment and the wall c
   }
 
   /** Replays under `discipline` (this process's settings), checking the live log is left as it was. */
-  async function replay(taskId: string, discipline: DisciplineSettings, tools = testToolRegistry(dir)) {
+  async function replay(
+    taskId: string,
+    discipline: DisciplineSettings,
+    tools: ToolRegistry = testToolRegistry(dir),
+  ) {
     const before = await store.readAll();
     const result = await replayTask(
       { store, tools, discipline, logger: new RecordingRuntimeLogger() },
@@ -218,5 +222,56 @@ describe('replayTask: isolated from the live log, the environment and the wall c
     expect(replayDivergence(recorded, events.slice(0, -1))?.detail).toMatch(
       /^event \d+: recorded TASK_COMPLETED, replayed nothing$/,
     );
+  });
+
+  it("a fork continues under the settings its source recorded: its prices and retries, not this process's", async () => {
+    const recordedUnder: DisciplineSettings = {
+      ...withRetries(0),
+      prices: { scripted: { input_per_mtok: 3, output_per_mtok: 15 } },
+    };
+    const source = await record(
+      new ScriptedBackend({
+        orchestrator: [
+          { content: tool('echo', { text: 'hi' }), usage: { prompt_tokens: 1000, completion_tokens: 500 } },
+          respond('done'),
+        ],
+      }),
+      { discipline: recordedUnder },
+    );
+    const afterTool = source.findIndex((e) => e.type === 'TOOL_COMPLETED') + 1;
+    /** Forks the source after its tool call in a process with 3 retries and ten times the prices. */
+    const forkWith = async (orchestrator: ScriptItem[]) => {
+      const rt = await startTestRuntime({
+        store,
+        tools: testToolRegistry(dir),
+        permissions: new RuleTablePolicy({}),
+        // a script serves a task's calls by their index in its log: the source's first call is copied
+        model: new ScriptedBackend({ orchestrator: ['(the copied call)', ...orchestrator] }),
+        discipline: { ...withRetries(3), prices: { scripted: { input_per_mtok: 30, output_per_mtok: 150 } } },
+      });
+      try {
+        const { task_id } = await rt.runtime.fork(source[0].task_id, afterTool);
+        await rt.runtime.settled(task_id);
+        return await store.readWholeStream(task_id);
+      } finally {
+        await rt.close();
+      }
+    };
+
+    const priced = await forkWith([
+      { content: respond('forked'), usage: { prompt_tokens: 1000, completion_tokens: 100 } },
+    ]);
+    expect(priced[0]).toMatchObject({
+      type: 'TASK_RECEIVED',
+      payload: { settings: { discipline: { retry: { model_retries: 0 } } } },
+    });
+    expect(priced[priced.length - 1]).toMatchObject({ type: 'TASK_COMPLETED' });
+    // the copied call as recorded (3/15: 0.0105) and the fork's own at the recorded prices too (0.0045)
+    expect(usageOf(priced)?.cost_usd).toBeCloseTo(0.015, 9);
+
+    // the fork's next call fails once: recorded without retries, it falls back instead of retrying
+    const failing = await forkWith([{ error: 'provider_error' }, respond('retried')]);
+    expect(failing.some((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'retry')).toBe(false);
+    expect(failing.some((e) => e.type === 'ROUTER_DECIDED' && e.payload.source === 'sys_util')).toBe(true);
   });
 });

@@ -1,3 +1,4 @@
+import { RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -22,7 +23,12 @@ export interface LoopDeps {
   maxRounds: number;
   /** what the end-to-end deadline is timed by; the wall clock when absent */
   clock?: RunClock;
+  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded */
+  recordedShape?: (settings: RunSettings) => ShapedLoopParts;
 }
+
+/** The parts of the loop that run settings shape. */
+export type ShapedLoopParts = Pick<LoopDeps, 'context' | 'router' | 'engine' | 'guards' | 'maxRounds'>;
 
 /** Why a task whose end-to-end deadline passed while something ran (a model call, a tool) was stopped. */
 export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
@@ -39,6 +45,17 @@ export class RuntimeLoop {
 
   async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
     const writer = await TaskWriter.open(this.deps.store, taskId);
+    // A fork continues under the settings its source recorded, not under this process's.
+    const [first] = writer.log;
+    if (first?.type === 'TASK_RECEIVED' && first.payload.source === 'fork' && first.payload.settings) {
+      const shape = this.deps.recordedShape?.(first.payload.settings);
+      if (shape)
+        return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
+    }
+    return this.run(writer, signal);
+  }
+
+  private async run(writer: TaskWriter, signal: AbortSignal): Promise<TaskProgress> {
     // The task's end-to-end deadline aborts whatever runs (model call, tool) like a cancel, with its own reason.
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(signal.reason);
