@@ -50,7 +50,7 @@ export class RecordedClock implements RunClock {
   private readonly timers = new Set<{ at: number; fire: () => void }>();
 
   constructor(
-    /** ms since the epoch, one per reproduced event, waits for a person taken out */
+    /** ms since the epoch, one per reproduced event (TASK_RECEIVED first), waits for a person taken out */
     private readonly times: readonly number[],
     /** the recording was stopped by its deadline timer */
     private readonly deadlineFired: boolean,
@@ -98,9 +98,8 @@ export class RecordedClock implements RunClock {
     }
   }
 
-  // past the recording's end (a diverging replay) the clock stays at its last time
+  // before the first event it reads the task's start; past the recording's end (a diverging replay) its last time
   private timeOf(index: number): number {
-    if (this.times.length === 0) return Date.now();
     return this.times[Math.min(Math.max(0, index), this.times.length - 1)];
   }
 }

@@ -7,7 +7,6 @@ import {
   RuntimeEvent,
   ToolManifest,
   ToolResult,
-  canonicalJson,
 } from '@runledger/contracts';
 import {
   Critic,
@@ -382,10 +381,7 @@ function firstDifference(
     }
     return null;
   }
-  return canonicalJson(recorded ?? null) === canonicalJson(replayed ?? null) &&
-    (recorded === undefined) === (replayed === undefined)
-    ? null
-    : { path, recorded, replayed };
+  return Object.is(recorded, replayed) ? null : { path, recorded, replayed };
 }
 
 function shown(v: unknown): string {

@@ -321,9 +321,9 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
         const { task_id } = replay;
         const o = { io, json: cmd.json, yes: false, interactive: false };
         for (const e of replay.events) showEvent(e, o);
-        const code = replay.progress.final
-          ? summary(replay.progress, o, unknownOutcomes(replay.events))
-          : EXIT.ended;
+        let code: number = EXIT.ended;
+        if (replay.progress.final) code = summary(replay.progress, o, unknownOutcomes(replay.events));
+        else io.progress(`the replay stopped before its end (${replay.progress.status})`, 'yellow');
         const match = compareReplay(await store.readWholeStream(cmd.task_id), replay.events);
         if (cmd.json)
           io.answer(
