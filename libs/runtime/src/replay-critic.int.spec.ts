@@ -84,7 +84,7 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
 
   /** Replays as the controller does: its guards (the memory end guard among them) are passed on. */
   async function replay(taskId: string) {
-    const { task_id } = await replayTask(
+    const { events } = await replayTask(
       {
         store,
         tools: testToolRegistry(dir),
@@ -93,7 +93,7 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
       },
       taskId,
     );
-    return { original: await store.readWholeStream(taskId), replayed: await store.readWholeStream(task_id) };
+    return { original: await store.readWholeStream(taskId), replayed: events };
   }
 
   const memoryState = async () =>
