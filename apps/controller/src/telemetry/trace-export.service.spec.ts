@@ -136,6 +136,20 @@ describe('TraceExportService', () => {
     );
   });
 
+  it('logs a flush that fails on shutdown (collector down) instead of keeping the app from closing', async () => {
+    const refusing = new InMemorySpanExporter();
+    // a stopped in-memory exporter answers every export with a failure
+    await refusing.shutdown();
+    const { sut, store, log } = newService({ exporter: refusing });
+    await store.append('task_1', taskLog(completed), { expected: 'no_stream' });
+
+    await expect(sut.beforeApplicationShutdown()).resolves.toBeUndefined();
+    expect(log.warn).toHaveBeenCalledWith(
+      expect.objectContaining({ err: expect.any(Error) }),
+      'traces not flushed on shutdown',
+    );
+  });
+
   it('does nothing without options: no provider, no subscription', async () => {
     const { sut, store } = newService({ exporter: null });
     await store.append('task_1', taskLog(completed), { expected: 'no_stream' });

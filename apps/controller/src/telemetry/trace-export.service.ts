@@ -61,7 +61,12 @@ export class TraceExportService implements OnModuleInit, BeforeApplicationShutdo
   async beforeApplicationShutdown(): Promise<void> {
     this.subscription?.unsubscribe();
     await Promise.allSettled([...this.pending]);
-    await this.provider?.shutdown();
+    try {
+      await this.provider?.shutdown();
+    } catch (err) {
+      // a collector that is down loses these traces; it must not keep the storage from closing
+      this.log.warn({ err }, 'traces not flushed on shutdown');
+    }
   }
 
   private async exportTask(tracer: Tracer, taskId: string, captureContent: boolean): Promise<void> {
