@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { runCli } from '@runledger/testing';
 import { bootApi, waitForTask } from './api-harness';
 import { ServerProcess } from './permissions-server';
 
@@ -222,6 +223,38 @@ describe('OpenTelemetry GenAI traces over OTLP/HTTP', () => {
     } finally {
       await server.dispose();
     }
+  });
+
+  it("runledger run flushes its task's trace on exit, with content when asked to capture it", async () => {
+    const res = await runCli(['run', 'read missing.txt', '--model', model, '--json', '--yes'], {
+      cwd: dir,
+      env: {
+        RUNLEDGER_DB: join(dir, 'data', 'runledger.db'),
+        RUNLEDGER_MEMORY: 'off',
+        RUNLEDGER_TOOL_RETRIES: '0',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+        // no scheduled export in the life of this process: only the flush on exit can send
+        OTEL_BSP_SCHEDULE_DELAY: '600000',
+      },
+    });
+    expect(res.stderr).not.toMatch(/trace/i);
+    // --json: one line per event, the summary last
+    const taskId: string = JSON.parse(res.stdout.trim().split('\n').pop()!).summary.task_id;
+    const spans = receiver.spans.filter((s) => s.attrs['runledger.task_id'] === taskId);
+    expect(spans.map((s) => s.attrs['gen_ai.operation.name']).sort()).toEqual([
+      'chat',
+      'chat',
+      'execute_tool',
+      'invoke_agent',
+    ]);
+    const root = spans.find((s) => s.attrs['gen_ai.operation.name'] === 'invoke_agent')!;
+    expect(root.service).toBe('runledger');
+    expect(JSON.parse(root.attrs['gen_ai.input.messages'] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'read missing.txt' }] },
+    ]);
+    const tool = spans.find((s) => s.attrs['gen_ai.operation.name'] === 'execute_tool')!;
+    expect(JSON.parse(tool.attrs['gen_ai.tool.call.arguments'] as string)).toEqual({ path: 'missing.txt' });
   });
 
   it('OTEL_SDK_DISABLED=true keeps tracing off even with an endpoint: nothing is sent, also on shutdown', async () => {
