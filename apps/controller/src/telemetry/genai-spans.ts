@@ -87,21 +87,10 @@ export function taskSpans(events: readonly RuntimeEvent[], options: SpanMappingO
   const children: SpanDescription[] = [];
   const openChats = new Map<string, SpanDescription>();
   const openTools = new Map<string, SpanDescription>();
-  const close = (
-    span: SpanDescription,
-    end: number,
-    error: { type: string; message: string } | null,
-  ): void => {
-    span.end_ms = end;
-    if (error) {
-      span.attributes[GEN_AI.ERROR_TYPE] = error.type;
-      span.status = { code: 'error', message: error.message };
-    }
-  };
   const open = (table: Map<string, SpanDescription>, callId: string, span: SpanDescription): void => {
     // a call re-issued under its id (a resumed intent) leaves the earlier attempt without an outcome
     const earlier = table.get(callId);
-    if (earlier) close(earlier, span.start_ms, { type: 'outcome_unknown', message: NO_OUTCOME });
+    if (earlier) closeSpan(earlier, span.start_ms, { type: 'outcome_unknown', message: NO_OUTCOME });
     table.set(callId, span);
     children.push(span);
   };
@@ -116,7 +105,7 @@ export function taskSpans(events: readonly RuntimeEvent[], options: SpanMappingO
         if (!span) break;
         openChats.delete(e.payload.call_id);
         respond(span, e, options);
-        close(
+        closeSpan(
           span,
           at(e),
           e.payload.error ? { type: e.payload.error.kind, message: e.payload.error.message } : null,
@@ -137,7 +126,7 @@ export function taskSpans(events: readonly RuntimeEvent[], options: SpanMappingO
           openTools.get(e.payload.call_id) ??
           toolSpan(e, e.payload.call_id, e.payload.tool, taskId, common, options);
         if (!openTools.delete(e.payload.call_id)) children.push(span);
-        toolOutcome(span, e, at(e), close, options);
+        toolOutcome(span, e, options);
         break;
       }
       default:
@@ -145,7 +134,7 @@ export function taskSpans(events: readonly RuntimeEvent[], options: SpanMappingO
     }
   }
   for (const span of [...openChats.values(), ...openTools.values()])
-    close(span, root.end_ms, { type: 'outcome_unknown', message: NO_OUTCOME });
+    closeSpan(span, root.end_ms, { type: 'outcome_unknown', message: NO_OUTCOME });
   return [root, ...children];
 }
 
@@ -258,20 +247,32 @@ function toolSpan(
 function toolOutcome(
   span: SpanDescription,
   e: Of<'TOOL_COMPLETED' | 'TOOL_FAILED'>,
-  end: number,
-  close: (span: SpanDescription, end: number, error: { type: string; message: string } | null) => void,
   options: SpanMappingOptions,
 ): void {
   const result = e.payload.result;
+  const end = Date.parse(e.created_at);
   if (options.captureContent && result)
     span.attributes[GEN_AI.TOOL_CALL_RESULT] = JSON.stringify(result.output);
-  if (e.type === 'TOOL_FAILED') close(span, end, { type: e.payload.error_kind, message: e.payload.error });
+  if (e.type === 'TOOL_FAILED')
+    closeSpan(span, end, { type: e.payload.error_kind, message: e.payload.error });
   else if (!e.payload.result.ok)
-    close(span, end, {
+    closeSpan(span, end, {
       type: 'tool_error',
       message: e.payload.result.error ?? 'the tool reported a failure',
     });
-  else close(span, end, null);
+  else closeSpan(span, end, null);
+}
+
+function closeSpan(
+  span: SpanDescription,
+  end: number,
+  error: { type: string; message: string } | null,
+): void {
+  span.end_ms = end;
+  if (error) {
+    span.attributes[GEN_AI.ERROR_TYPE] = error.type;
+    span.status = { code: 'error', message: error.message };
+  }
 }
 
 /** gen_ai.input.messages / gen_ai.output.messages: a JSON string of one text message */
