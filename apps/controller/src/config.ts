@@ -15,6 +15,10 @@ const jsonFromEnv = <T extends z.ZodType>(schema: T) =>
     }
   }, schema);
 
+/** The OpenTelemetry variables' values are case-insensitive; a config file may give a boolean. */
+const lowerCased = (v: unknown): unknown =>
+  typeof v === 'string' || typeof v === 'boolean' ? String(v).toLowerCase() : v;
+
 /**
  * One provider of the orchestrator's fallback chain (RUNLEDGER_FALLBACK_MODELS).
  * Its key is never written here: `api_key_env` names the environment variable
@@ -146,7 +150,10 @@ export const ConfigSchema = z.object({
     .optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('runledger'),
   /** true: tracing stays off even with an endpoint */
-  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_SDK_DISABLED: z
+    .preprocess(lowerCased, z.enum(['true', 'false']))
+    .default('false')
+    .transform((v) => v === 'true'),
   /** milliseconds between two exports of the finished spans (the batch processor's delay) */
   OTEL_BSP_SCHEDULE_DELAY: intFromEnv(0, 3_600_000).default(5000),
   /**
@@ -155,7 +162,7 @@ export const ConfigSchema = z.object({
    */
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z
     .preprocess(
-      (v) => (typeof v === 'string' || typeof v === 'boolean' ? String(v).toLowerCase() : v),
+      lowerCased,
       z.enum(['true', 'false', 'span_only', 'span_and_event', 'no_content', 'event_only']),
     )
     .default('false')

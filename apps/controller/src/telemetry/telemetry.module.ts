@@ -9,7 +9,7 @@ import { TRACE_EXPORT_OPTIONS, TraceExportOptions, TraceExportService } from './
  * is disabled.
  */
 export function otlpTracesUrl(c: AppConfig): string | null {
-  if (c.OTEL_SDK_DISABLED === 'true') return null;
+  if (c.OTEL_SDK_DISABLED) return null;
   if (c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   if (!c.OTEL_EXPORTER_OTLP_ENDPOINT) return null;
   return `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`;

@@ -164,7 +164,7 @@ describe('trace export configuration', () => {
     expect(otlpTracesUrl(loadConfig({}))).toBeNull();
     expect(
       otlpTracesUrl(
-        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }),
+        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }),
       ),
     ).toBeNull();
   });
