@@ -30,7 +30,7 @@ export interface LibModuleDefinition<T, R> {
 }
 
 /** The provider of `provide` from the app's factory, passed through `build` when there is one. */
-export function asyncOptionsProvider<T, R = T>(
+function asyncOptionsProvider<T, R = T>(
   provide: InjectionToken,
   options: ModuleAsyncOptions<T>,
   build?: (options: T) => R | Promise<R>,
