@@ -187,12 +187,16 @@ function buildProgram(done: (command: CliCommand) => void): Command {
       done({ kind: 'resolve', task_id: taskId, request_id: requestId, decision, json: Boolean(f.json) }),
     );
 
-  program
-    .command('replay')
-    .description('re-run a recorded task offline and compare it with its log')
-    .argument('<task_id>')
-    .addOption(option.json())
-    .action((taskId: string, f: Flags) => done({ kind: 'replay', task_id: taskId, json: Boolean(f.json) }));
+  /** A command on one task whose only option is --json. */
+  const taskCommand = (kind: 'replay' | 'cancel', description: string) =>
+    program
+      .command(kind)
+      .description(description)
+      .argument('<task_id>')
+      .addOption(option.json())
+      .action((taskId: string, f: Flags) => done({ kind, task_id: taskId, json: Boolean(f.json) }));
+
+  taskCommand('replay', 're-run a recorded task offline and compare it with its log');
 
   program
     .command('fork')
@@ -218,12 +222,7 @@ function buildProgram(done: (command: CliCommand) => void): Command {
       });
     });
 
-  program
-    .command('cancel')
-    .description('end a task that is running or waiting (stop reason cancelled)')
-    .argument('<task_id>')
-    .addOption(option.json())
-    .action((taskId: string, f: Flags) => done({ kind: 'cancel', task_id: taskId, json: Boolean(f.json) }));
+  taskCommand('cancel', 'end a task that is running or waiting (stop reason cancelled)');
 
   program
     .command('rebuild')
