@@ -1,5 +1,5 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { ConfigError, ModuleAsyncOptions, RunSettings } from '@runledger/contracts';
+import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
@@ -398,20 +398,12 @@ const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
 @Module({})
 export class ModelModule {
   static forRootAsync(options: ModuleAsyncOptions<ModelOptions>): DynamicModule {
-    return {
-      module: ModelModule,
-      global: true,
-      imports: options.imports ?? [],
-      providers: [
-        {
-          provide: MODEL_OPTIONS,
-          useFactory: async (...args: unknown[]) => checkedModels(await options.useFactory(...args)),
-          inject: options.inject ?? [],
-        },
-        ...modelProviders,
-      ],
+    return forRootAsyncModule(ModelModule, options, {
+      provide: MODEL_OPTIONS,
+      build: checkedModels,
+      providers: modelProviders,
       exports: [ModelBackend, FALLBACK_MODELS],
-    };
+    });
   }
 }
 
@@ -425,12 +417,9 @@ export class ModelModule {
 @Module({})
 export class RuntimeModule {
   static forRootAsync(options: ModuleAsyncOptions<RuntimeOptions>): DynamicModule {
-    return {
-      module: RuntimeModule,
-      global: true,
-      imports: options.imports ?? [],
+    return forRootAsyncModule(RuntimeModule, options, {
+      provide: RUNTIME_OPTIONS,
       providers: [
-        { provide: RUNTIME_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         { provide: SYS_UTIL_BACKEND, useFactory: () => new SysUtilBackend() },
         {
           provide: TaskViews,
@@ -441,7 +430,7 @@ export class RuntimeModule {
         ...runtimeProviders(),
       ],
       exports: exported,
-    };
+    });
   }
 
   /**
