@@ -67,6 +67,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_CODER: z.string().optional(),
   RUNLEDGER_MODEL_CRITIC: z.string().optional(),
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
+  /** openai: native tool calling (`tools`), or the JSON directive in the text for servers without tool support */
+  RUNLEDGER_MODEL_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   /**
    * JSON [{"base_url", "model", "api_key_env"?, "name"?}]: OpenAI-compatible providers asked in order
    * when the orchestrator's retries run out (provider_error, rate_limited, timeout), before sys_util
@@ -163,7 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`, parsed.error.issues);
   }
-  const problems = fallbackModelProblems(parsed.data, env);
+  const problems = [...modelProblems(parsed.data), ...fallbackModelProblems(parsed.data, env)];
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
 }
@@ -180,6 +182,14 @@ export function providerKeyNames(config: AppConfig): string[] {
 function primaryLabel(config: AppConfig): string {
   if (config.RUNLEDGER_MODEL !== 'openai') return 'scripted';
   return providerLabel(config.RUNLEDGER_MODEL_ORCHESTRATOR ?? 'openai', config.OPENAI_BASE_URL);
+}
+
+/** An openai model with no model name would silently leave every task to sys_util's help text. */
+function modelProblems(config: AppConfig): string[] {
+  if (config.RUNLEDGER_MODEL !== 'openai' || config.RUNLEDGER_MODEL_ORCHESTRATOR) return [];
+  return [
+    'RUNLEDGER_MODEL_ORCHESTRATOR: RUNLEDGER_MODEL is openai but no orchestrator model is named; set RUNLEDGER_MODEL_ORCHESTRATOR to the model the server serves (e.g. gpt-4o-mini, llama3.1)',
+  ];
 }
 
 /**
