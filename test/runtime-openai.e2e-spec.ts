@@ -20,7 +20,8 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
   let rt: TestRuntime;
 
   const backend = (models: { orchestrator?: string } = { orchestrator: 'orch-model' }) =>
-    new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models });
+    // These scenarios speak the JSON-directive protocol (the tools protocol has its own spec).
+    new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models, protocol: 'json' });
   const run = async (input: string, modelTimeoutMs = 2000) => {
     rt = await startTestRuntime({
       store,

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Budgets, ConfigError, PermissionRulesConfig, PriceTable } from '@runledger/contracts';
+import { Budgets, ConfigError, PermissionRulesConfig, PriceTable, ROLES } from '@runledger/contracts';
 import { providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -69,6 +69,25 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
   /** openai: native tool calling (`tools`), or the JSON directive in the text for servers without tool support */
   RUNLEDGER_MODEL_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
+  /** JSON {"<role>": {"tool_choice": "auto"|"required"|"none", "parallel_tool_calls": bool}}: sent with the tools (tools protocol) */
+  RUNLEDGER_MODEL_TOOL_CALLS: jsonFromEnv(
+    z
+      .object(
+        Object.fromEntries(
+          ROLES.map((r) => [
+            r,
+            z
+              .object({
+                tool_choice: z.enum(['auto', 'required', 'none']).optional(),
+                parallel_tool_calls: z.boolean().optional(),
+              })
+              .strict()
+              .optional(),
+          ]),
+        ),
+      )
+      .strict(),
+  ).optional(),
   /**
    * JSON [{"base_url", "model", "api_key_env"?, "name"?}]: OpenAI-compatible providers asked in order
    * when the orchestrator's retries run out (provider_error, rate_limited, timeout), before sys_util

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ExecutionDirective } from '@runledger/contracts';
 import { parsePlan } from '@runledger/scheduler';
 
@@ -46,3 +47,9 @@ export function parseDirective(raw: string | null | undefined): DirectiveParse {
   }
   return { ok: true, directive: parsed.data };
 }
+
+/** The directive's JSON schema, sent as response_format (json protocol) to servers that do structured output. */
+export const DIRECTIVE_RESPONSE_SCHEMA = {
+  name: 'execution_directive',
+  schema: z.toJSONSchema(ExecutionDirective, { io: 'input' }) as Record<string, unknown>,
+};

@@ -151,6 +151,7 @@ function runtimeProviders(): Provider[] {
         fallbacks: ModelBackend[],
         sysUtil: ModelBackend,
         gateway: ModelGateway,
+        tools: ToolRegistry,
       ) =>
         new AsyncRouter(
           { orchestrator, fallbacks, sysUtil },
@@ -159,8 +160,13 @@ function runtimeProviders(): Provider[] {
           o.discipline
             ? { retry: o.discipline.retry, completionMaxMisses: o.discipline.completionMaxMisses, rng: o.rng }
             : NO_RETRY_POLICY,
+          // Native tool calls are checked by the registry that will run them, so a bad call gets its correction turn.
+          (name, args) => {
+            const v = tools.validateArgs(name, args);
+            return v.ok ? null : v.error;
+          },
         ),
-      inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway],
+      inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway, ToolRegistry],
     },
     {
       provide: ExecutionEngine,

@@ -33,6 +33,8 @@ export interface HistoryItem {
   results: string[];
   /** true when every tool call of the round succeeded */
   ok: boolean;
+  /** the native tool calls the round's directive was made of (tools protocol) */
+  tool_calls?: ModelToolCall[];
 }
 
 /**
