@@ -41,6 +41,16 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     labelNames: ['tool', 'outcome'],
     registers: [this.registry],
   });
+  private readonly toolTurns = new Counter({
+    name: 'runledger_tool_turns_sent_total',
+    help: 'Assistant tool-call turns sent back to models (each validated before the request)',
+    registers: [this.registry],
+  });
+  private readonly malformedToolTurns = new Counter({
+    name: 'runledger_tool_turns_malformed_forwarded_total',
+    help: 'Malformed tool-call turns forwarded to a model; the validator refuses them before sending, so this stays 0',
+    registers: [this.registry],
+  });
   private readonly requests = new Histogram({
     name: 'runledger_http_request_duration_seconds',
     help: 'HTTP request latency, by method, route and status',
@@ -99,6 +109,11 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private count(e: RuntimeEvent): void {
     this.events.inc({ type: e.type });
     switch (e.type) {
+      case 'MODEL_CALLED':
+        // Always present, so a scrape shows the zero instead of an absent series.
+        this.toolTurns.inc(e.payload.tool_turns?.count ?? 0);
+        this.malformedToolTurns.inc(e.payload.tool_turns?.malformed ?? 0);
+        break;
       case 'MODEL_RESPONDED':
         this.modelCalls.inc({ role: e.payload.role, outcome: e.payload.error ? 'error' : 'ok' });
         this.modelTokens.inc({ role: e.payload.role, kind: 'prompt' }, e.payload.usage.prompt_tokens);
