@@ -69,6 +69,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
   /** openai: native tool calling (`tools`), or the JSON directive in the text for servers without tool support */
   RUNLEDGER_MODEL_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
+  /** off: answers arrive whole (for servers that cannot stream tool calls); no OUTPUT_CHUNK then */
+  RUNLEDGER_MODEL_STREAM: z.enum(['on', 'off']).default('on'),
   /** JSON {"<role>": {"tool_choice": "auto"|"required"|"none", "parallel_tool_calls": bool}}: sent with the tools (tools protocol) */
   RUNLEDGER_MODEL_TOOL_CALLS: jsonFromEnv(
     z

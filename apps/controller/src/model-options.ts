@@ -25,6 +25,7 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
     apiKey: config.OPENAI_API_KEY,
     models,
     protocol: config.RUNLEDGER_MODEL_PROTOCOL,
+    stream: config.RUNLEDGER_MODEL_STREAM === 'on',
     toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
   });
 }
@@ -46,6 +47,7 @@ export function fallbackModelsFromConfig(
         models: { orchestrator: p.model },
         label: p.name,
         protocol: config.RUNLEDGER_MODEL_PROTOCOL,
+        stream: config.RUNLEDGER_MODEL_STREAM === 'on',
         toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
       }),
   );

@@ -17,7 +17,7 @@ import { RecordedWorkspaceView } from './discipline/workspace-view';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeModule, RuntimeParts } from './runtime.module';
 import { TaskProgress } from './progress';
-import { plainChunksFor, rawChunksFor } from './respond-stream';
+import { rawChunksFor } from './respond-stream';
 import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports';
 
 /** The model answers a task recorded (MODEL_RESPONDED, with its streamed chunks), served again in order per role. */
@@ -49,10 +49,9 @@ export class ReplayBackend extends ScriptedBackend {
             model: p.model,
             finish_reason: p.finish_reason,
             // Tools protocol (tool_calls recorded, even none): the text was streamed as it is, not out of a JSON directive.
-            chunks: (p.tool_calls ? plainChunksFor : rawChunksFor)(
-              p.content ?? '',
-              chunks.get(p.call_id) ?? [],
-            ),
+            chunks: p.tool_calls
+              ? (chunks.get(p.call_id) ?? [])
+              : rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []),
             ...(p.tool_calls ? { tool_calls: p.tool_calls } : {}),
           };
       (script[p.role] ??= []).push(item);

@@ -1,9 +1,4 @@
-import {
-  CharSafeChunks,
-  RespondStreamExtractor,
-  plainChunksFor,
-  splitAtCharBoundary,
-} from './respond-stream';
+import { CharSafeChunks, RespondStreamExtractor, splitAtCharBoundary } from './respond-stream';
 
 const EMOJI = '\u{1F600}'; // 😀, two UTF-16 units: \ud83d \ude00
 
@@ -49,13 +44,5 @@ describe('CharSafeChunks', () => {
     expect(out.join('')).toBe(`hi ${EMOJI}!`);
     for (const chunk of out) expect(splitAtCharBoundary(chunk).hold).toBe('');
     expect(out).toContain(EMOJI);
-  });
-});
-
-describe('plainChunksFor', () => {
-  it('replays the recorded deltas, then whatever of the content was not streamed', () => {
-    expect(plainChunksFor('hello world', ['hel', 'lo'])).toEqual(['hel', 'lo', ' world']);
-    expect(plainChunksFor('abc', [])).toEqual(['abc']);
-    expect(plainChunksFor('abc', ['a', 'bc'])).toEqual(['a', 'bc']);
   });
 });

@@ -95,13 +95,6 @@ export class CharSafeChunks {
   }
 }
 
-/** Raw pieces that make PlainTextStream emit exactly `deltas` again, then the rest of the content. */
-export function plainChunksFor(content: string, deltas: readonly string[]): string[] {
-  const streamed = deltas.join('');
-  const rest = content.startsWith(streamed) ? content.slice(streamed.length) : '';
-  return [...deltas, rest].filter((d) => d !== '');
-}
-
 /**
  * Raw reply pieces that make the extractor emit exactly `deltas` again: the
  * reply up to the start of its content string, then each delta JSON-escaped.

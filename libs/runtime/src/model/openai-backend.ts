@@ -22,6 +22,8 @@ export interface OpenAiBackendOptions {
   label?: string;
   /** tools: native tool calling (the default); json: the directive as JSON text, for servers without tool support */
   protocol?: ModelProtocol;
+  /** false: never ask the server to stream (some cannot stream tool calls); answers then arrive whole, without OUTPUT_CHUNK */
+  stream?: boolean;
   /** tool_choice / parallel_tool_calls per role (tools protocol); the server's defaults when absent */
   toolCalls?: Partial<Record<Role, ToolCallSettings>>;
 }
@@ -185,7 +187,9 @@ export class OpenAiBackend extends ModelBackend {
   ): Promise<ModelResponse> {
     const body = this.body(model, request);
     const call = (b: OpenAI.ChatCompletionCreateParamsNonStreaming) =>
-      request.stream ? this.streamed(b, request, signal, touch) : this.whole(b, request, signal);
+      request.stream && this.options.stream !== false
+        ? this.streamed(b, request, signal, touch)
+        : this.whole(b, request, signal);
     if (!body.response_format) return call(body);
     try {
       return await call(body);
