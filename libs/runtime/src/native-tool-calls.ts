@@ -1,19 +1,14 @@
 import { z } from 'zod';
 import { ExecutionDirective, ModelToolCall, PlanStep, ToolManifest } from '@runledger/contracts';
-import { parseDirective } from './directive-parser';
+import { parseDirective, wireSchema } from './directive-parser';
 import { ChatMessage, ToolFunction } from './model/model-backend';
 
 /** The runtime's own functions, offered beside the tools: what is not a tool call. */
 export const PLAN_FUNCTION = 'runledger_plan';
 export const FAIL_FUNCTION = 'runledger_fail';
 
-const PLAN_PARAMETERS = z.toJSONSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }), {
-  io: 'input',
-}) as Record<string, unknown>;
-const FAIL_PARAMETERS = z.toJSONSchema(z.object({ reason: z.string().min(1) }), { io: 'input' }) as Record<
-  string,
-  unknown
->;
+const PLAN_PARAMETERS = wireSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }));
+const FAIL_PARAMETERS = wireSchema(z.object({ reason: z.string().min(1) }));
 
 /** The tools a role may use, as functions (manifest name, description, args schema), then plan and fail. */
 export function toolFunctions(tools: readonly ToolManifest[]): ToolFunction[] {
