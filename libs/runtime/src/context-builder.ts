@@ -174,7 +174,9 @@ export class ContextBuilder {
       cut.push('history:truncated');
       trimmedTokens += tokensOf(historyFull) - tokensOf(history);
     }
-    sections.history = { tokens: tokensOf(history), trimmed: trimmedTokens };
+    // Rounds sent as tool turns count in the history section as their text would.
+    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + tokensOf(historyText(h)), 0);
+    sections.history = { tokens: tokensOf(history) + turnTokens, trimmed: trimmedTokens };
     const user = fit('user', progress.input);
 
     const body = [

@@ -7,9 +7,17 @@ import { TaskWriter } from './task-writer';
 
 async function newWriter(): Promise<TaskWriter> {
   const store = new InMemoryEventStore();
-  await store.append('task_1', [{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 'sess_1' } }], {
-    expected: 'no_stream',
-  });
+  const received = {
+    input: 'x',
+    session_id: 'sess_1',
+    accept_checks: [],
+    budgets: {},
+    idempotency_key: null,
+    request_hash: null,
+    source: 'api' as const,
+    forked_from: null,
+  };
+  await store.append('task_1', [{ type: 'TASK_RECEIVED', payload: received }], { expected: 'no_stream' });
   return TaskWriter.open(store, 'task_1');
 }
 

@@ -220,9 +220,9 @@ export class OpenAiBackend extends ModelBackend {
     return body;
   }
 
-  /** tools protocol: every reply says which calls it made, none included */
-  private callsOf(calls: ModelToolCall[]): Pick<ModelResponse, 'tool_calls'> {
-    return this.protocol === 'tools' ? { tool_calls: calls } : {};
+  /** tools protocol: a reply to a request that offered tools says which calls it made, none included */
+  private callsOf(request: ModelRequest, calls: ModelToolCall[]): Pick<ModelResponse, 'tool_calls'> {
+    return this.protocol === 'tools' && request.tools?.length ? { tool_calls: calls } : {};
   }
 
   private async whole(
@@ -238,7 +238,7 @@ export class OpenAiBackend extends ModelBackend {
       usage: usageOf(res.usage) ?? estimatedUsage(request.messages, content),
       model: res.model || body.model,
       finish_reason: res.choices[0]?.finish_reason ?? null,
-      ...this.callsOf(functionCalls(message?.tool_calls)),
+      ...this.callsOf(request, functionCalls(message?.tool_calls)),
     };
   }
 
@@ -275,7 +275,7 @@ export class OpenAiBackend extends ModelBackend {
       usage: usage ?? estimatedUsage(request.messages, content),
       model: served,
       finish_reason: finish,
-      ...this.callsOf(calls.result()),
+      ...this.callsOf(request, calls.result()),
     };
   }
 }
