@@ -162,7 +162,7 @@ describe('RuntimeController with the in-memory store', () => {
   });
 
   it("sys_util's fail only reports the step that failed: tool_error", async () => {
-    build(new SysUtilBackend());
+    await build(new SysUtilBackend());
     const { progress, events } = await run('read missing.txt');
     expect(types(events)).toContain('TOOL_FAILED');
     expect(progress.final?.stop_reason).toBe('tool_error');
