@@ -176,6 +176,18 @@ describe('native tool calling through the openai backend (real child processes)'
     ).toEqual([expect.stringContaining('file_read (call_bad): arguments are not valid JSON')]);
   });
 
+  it('a reply with neither text nor a tool call gets the tools-protocol reminder (not the JSON one), then text answers', async () => {
+    server.enqueue({ content: '' }, { content: 'all done' });
+    const out = await runCli(['run', 'say done', '--yes'], { cwd: dir, env });
+    expect(stderrProblems(out.stderr)).toEqual([]);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain('all done');
+    const chats = server.requests.filter((r) => r.path === '/v1/chat/completions');
+    const asked = JSON.stringify(chats[1].body.messages);
+    expect(asked).toContain('Your last reply had neither text nor a tool call');
+    expect(asked).not.toContain('JSON ExecutionDirective');
+  });
+
   it('arguments that fail the tool schema get a correction naming the problem', async () => {
     server.enqueue(
       { tool_calls: [{ id: 'c1', name: 'file_read', arguments: '{"file":"notes.txt"}' }] },

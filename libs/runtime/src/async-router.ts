@@ -68,6 +68,11 @@ export interface RouterModels {
   sysUtil: ModelBackend;
 }
 
+/** The completion reminder under native tool calling, where the answer is plain text rather than a JSON directive. */
+export const TOOLS_COMPLETION_REMINDER =
+  'Your last reply had neither text nor a tool call. Call a tool to act, reply with the final answer as text when you are done, ' +
+  'or call runledger_fail when the task cannot be done.';
+
 /** Tool arguments are checked by the registry that will run them; without one, any arguments pass to the engine's own check. */
 const ANY_ARGS: ArgsCheck = () => null;
 
@@ -140,7 +145,12 @@ export class AsyncRouter {
             ...(reply.tool_calls ? { tool_calls: reply.tool_calls } : {}),
           };
         if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null)
-          return this.noDirective(writer, round, this.policy.completionMaxMisses);
+          return this.noDirective(
+            writer,
+            round,
+            this.policy.completionMaxMisses,
+            res.tool_calls ? TOOLS_COMPLETION_REMINDER : COMPLETION_REMINDER,
+          );
         const error = reply.error;
         if (attempt === 2) {
           fallback = {
@@ -348,7 +358,12 @@ export class AsyncRouter {
   }
 
   /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */
-  private async noDirective(writer: TaskWriter, round: number, maxMisses: number): Promise<RouterOutcome> {
+  private async noDirective(
+    writer: TaskWriter,
+    round: number,
+    maxMisses: number,
+    reminder: string,
+  ): Promise<RouterOutcome> {
     const verdict = completionStep(completionStateFromEvents(writer.log), 'no_attempt', maxMisses);
     if (verdict.action === 'stop')
       return {
@@ -362,7 +377,7 @@ export class AsyncRouter {
       guardEvent(
         'completion_reminder',
         round,
-        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${COMPLETION_REMINDER}`,
+        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${reminder}`,
       ),
     ]);
     return { kind: 'no_directive' };
