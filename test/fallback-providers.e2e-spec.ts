@@ -39,6 +39,7 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
       // A model critic's calls are not replayed (hooks do not run in a replay); keep it out of the comparison.
       RUNLEDGER_CRITIC: 'heuristic',
       RUNLEDGER_MODEL: 'openai',
+      RUNLEDGER_MODEL_PROTOCOL: 'json',
       OPENAI_BASE_URL: primary.baseURL,
       OPENAI_API_KEY: 'key-primary',
       RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',

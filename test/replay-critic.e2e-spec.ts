@@ -173,6 +173,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
     const server: FakeOpenAiServer = await startFakeOpenAiServer();
     Object.assign(env, {
       RUNLEDGER_MODEL: 'openai',
+      RUNLEDGER_MODEL_PROTOCOL: 'json',
       OPENAI_BASE_URL: server.baseURL,
       OPENAI_API_KEY: 'test-key',
       RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',

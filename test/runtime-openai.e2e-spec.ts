@@ -20,7 +20,8 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
   let rt: TestRuntime;
 
   const backend = (models: { orchestrator?: string } = { orchestrator: 'orch-model' }) =>
-    new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models });
+    // These scenarios speak the JSON-directive protocol (the tools protocol has its own spec).
+    new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models, protocol: 'json' });
   const run = async (input: string, modelTimeoutMs = 2000) => {
     rt = await startTestRuntime({
       store,
@@ -90,6 +91,23 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
       estimated: false,
     });
     expect(progress.usage).toMatchObject({ rounds: 2, tool_calls: 1, model_calls: 2 });
+  });
+
+  it('json protocol: the directive schema goes as response_format; a server refusing it is asked again without, from then on', async () => {
+    server.enqueue(
+      { status: 400, message: "response_format of type 'json_schema' is not supported by this model" },
+      { content: '{"type":"tool","tool":"echo","args":{"text":"ping"}}' },
+      { content: '{"type":"respond","content":"pong"}' },
+    );
+    const { progress } = await run('echo ping');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'pong' });
+    const formats = server.requests.map((r) => r.body.response_format as { type: string } | undefined);
+    expect(formats[0]).toMatchObject({
+      type: 'json_schema',
+      json_schema: { name: 'execution_directive', schema: { oneOf: expect.any(Array) } },
+    });
+    expect(formats.slice(1)).toEqual([undefined, undefined]);
+    expect(server.requests.every((r) => r.body.tools === undefined)).toBe(true);
   });
 
   it('429 with Retry-After: rate_limited is recorded and the task falls back to sys_util', async () => {

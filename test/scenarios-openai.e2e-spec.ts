@@ -54,6 +54,7 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
         baseURL: server.baseURL,
         apiKey: 'test-key',
         models: { orchestrator: 'orch-model' },
+        protocol: 'json',
       }),
       modelTimeoutMs,
       discipline: settings,
@@ -173,12 +174,14 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
         baseURL: primary.baseURL,
         apiKey: 'key-a',
         models: { orchestrator: 'model-a' },
+        protocol: 'json',
       }),
       fallbackModels: [
         new OpenAiBackend({
           baseURL: secondary.baseURL,
           apiKey: 'key-b',
           models: { orchestrator: 'model-b' },
+          protocol: 'json',
           label: 'secondary',
         }),
       ],

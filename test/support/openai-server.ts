@@ -20,6 +20,10 @@ export interface FakeReply {
   /** streaming: wait this long after the first chunk (a stalled stream) */
   stall_ms?: number;
   model?: string;
+  /** native tool calls of the reply (finish_reason tool_calls); streamed as deltas: id and name, then the arguments in pieces of 5 characters */
+  tool_calls?: { id: string; name: string; arguments: string }[];
+  /** streaming: after the content, an error sent inside the stream (`data: {"error": {...}}`) instead of the end */
+  stream_error?: { message: string; code?: string; type?: string; status?: number };
 }
 
 export interface RecordedRequest {
@@ -105,6 +109,8 @@ async function sendChat(
   const usageBody = usage && { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
   const id = `chatcmpl-${Date.now()}`;
   const created = Math.floor(Date.now() / 1000);
+  const calls = reply.tool_calls ?? [];
+  const finish_reason = calls.length > 0 ? 'tool_calls' : 'stop';
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
@@ -114,7 +120,24 @@ async function sendChat(
         created,
         model,
         choices: [
-          { index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null },
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: calls.length > 0 && !content ? null : content,
+              ...(calls.length > 0
+                ? {
+                    tool_calls: calls.map((c) => ({
+                      id: c.id,
+                      type: 'function',
+                      function: { name: c.name, arguments: c.arguments },
+                    })),
+                  }
+                : {}),
+            },
+            finish_reason,
+            logprobs: null,
+          },
         ],
         usage: usageBody,
       }),
@@ -137,8 +160,27 @@ async function sendChat(
     send([{ index: 0, delta, finish_reason: null }]);
     if (i === 0 && reply.stall_ms) await sleep(reply.stall_ms);
   }
+  for (const [index, c] of calls.entries()) {
+    send([
+      {
+        index: 0,
+        delta: {
+          tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }],
+        },
+        finish_reason: null,
+      },
+    ]);
+    for (const piece of c.arguments.match(/[\s\S]{1,5}/g) ?? [])
+      send([
+        { index: 0, delta: { tool_calls: [{ index, function: { arguments: piece } }] }, finish_reason: null },
+      ]);
+  }
   if (closing.closed) return;
-  send([{ index: 0, delta: {}, finish_reason: 'stop' }]);
+  if (reply.stream_error) {
+    res.end(`data: ${JSON.stringify({ error: reply.stream_error })}\n\n`);
+    return;
+  }
+  send([{ index: 0, delta: {}, finish_reason }]);
   if (usageBody) send([], { usage: usageBody });
   res.end('data: [DONE]\n\n');
 }

@@ -24,3 +24,23 @@ describe('checkpoints', () => {
     );
   });
 });
+
+describe('RUNLEDGER_MODEL=openai', () => {
+  it('without an orchestrator model name is a configuration error naming the variable, not a silent sys_util run', () => {
+    expect(() => loadConfig({ RUNLEDGER_MODEL: 'openai' })).toThrow(
+      /RUNLEDGER_MODEL_ORCHESTRATOR: RUNLEDGER_MODEL is openai but no orchestrator model is named/,
+    );
+    expect(loadConfig({ RUNLEDGER_MODEL: 'openai', RUNLEDGER_MODEL_ORCHESTRATOR: 'm' }).RUNLEDGER_MODEL).toBe(
+      'openai',
+    );
+  });
+
+  it('speaks native tool calling unless RUNLEDGER_MODEL_PROTOCOL says json', () => {
+    const base = { RUNLEDGER_MODEL: 'openai', RUNLEDGER_MODEL_ORCHESTRATOR: 'm' };
+    expect(loadConfig(base).RUNLEDGER_MODEL_PROTOCOL).toBe('tools');
+    expect(loadConfig({ ...base, RUNLEDGER_MODEL_PROTOCOL: 'json' }).RUNLEDGER_MODEL_PROTOCOL).toBe('json');
+    expect(() => loadConfig({ ...base, RUNLEDGER_MODEL_PROTOCOL: 'xml' })).toThrow(
+      /RUNLEDGER_MODEL_PROTOCOL/,
+    );
+  });
+});

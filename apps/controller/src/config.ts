@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Budgets, ConfigError, PermissionRulesConfig, PriceTable } from '@runledger/contracts';
+import { Budgets, ConfigError, PermissionRulesConfig, PriceTable, ROLES } from '@runledger/contracts';
 import { providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -71,6 +71,29 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_CODER: z.string().optional(),
   RUNLEDGER_MODEL_CRITIC: z.string().optional(),
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
+  /** openai: native tool calling (`tools`), or the JSON directive in the text for servers without tool support */
+  RUNLEDGER_MODEL_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
+  /** off: answers arrive whole (for servers that cannot stream tool calls); no OUTPUT_CHUNK then */
+  RUNLEDGER_MODEL_STREAM: z.enum(['on', 'off']).default('on'),
+  /** JSON {"<role>": {"tool_choice": "auto"|"required"|"none", "parallel_tool_calls": bool}}: sent with the tools (tools protocol) */
+  RUNLEDGER_MODEL_TOOL_CALLS: jsonFromEnv(
+    z
+      .object(
+        Object.fromEntries(
+          ROLES.map((r) => [
+            r,
+            z
+              .object({
+                tool_choice: z.enum(['auto', 'required', 'none']).optional(),
+                parallel_tool_calls: z.boolean().optional(),
+              })
+              .strict()
+              .optional(),
+          ]),
+        ),
+      )
+      .strict(),
+  ).optional(),
   /**
    * JSON [{"base_url", "model", "api_key_env"?, "name"?}]: OpenAI-compatible providers asked in order
    * when the orchestrator's retries run out (provider_error, rate_limited, timeout), before sys_util
@@ -197,7 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`, parsed.error.issues);
   }
-  const problems = fallbackModelProblems(parsed.data, env);
+  const problems = [...modelProblems(parsed.data), ...fallbackModelProblems(parsed.data, env)];
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
 }
@@ -214,6 +237,14 @@ export function providerKeyNames(config: AppConfig): string[] {
 function primaryLabel(config: AppConfig): string {
   if (config.RUNLEDGER_MODEL !== 'openai') return 'scripted';
   return providerLabel(config.RUNLEDGER_MODEL_ORCHESTRATOR ?? 'openai', config.OPENAI_BASE_URL);
+}
+
+/** An openai model with no model name would silently leave every task to sys_util's help text. */
+function modelProblems(config: AppConfig): string[] {
+  if (config.RUNLEDGER_MODEL !== 'openai' || config.RUNLEDGER_MODEL_ORCHESTRATOR) return [];
+  return [
+    'RUNLEDGER_MODEL_ORCHESTRATOR: RUNLEDGER_MODEL is openai but no orchestrator model is named; set RUNLEDGER_MODEL_ORCHESTRATOR to the model the server serves (e.g. gpt-4o-mini, llama3.1)',
+  ];
 }
 
 /**

@@ -20,7 +20,14 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
     critic: config.RUNLEDGER_MODEL_CRITIC,
     utility: config.RUNLEDGER_MODEL_UTILITY,
   };
-  return new OpenAiBackend({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, models });
+  return new OpenAiBackend({
+    baseURL: config.OPENAI_BASE_URL,
+    apiKey: config.OPENAI_API_KEY,
+    models,
+    protocol: config.RUNLEDGER_MODEL_PROTOCOL,
+    stream: config.RUNLEDGER_MODEL_STREAM === 'on',
+    toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
+  });
 }
 
 /**
@@ -39,6 +46,9 @@ export function fallbackModelsFromConfig(
         apiKey: p.api_key_env ? env[p.api_key_env] : undefined,
         models: { orchestrator: p.model },
         label: p.name,
+        protocol: config.RUNLEDGER_MODEL_PROTOCOL,
+        stream: config.RUNLEDGER_MODEL_STREAM === 'on',
+        toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
       }),
   );
 }

@@ -35,3 +35,13 @@ export const ExecutionDirective = z.discriminatedUnion('type', [
 export type ExecutionDirective = z.infer<typeof ExecutionDirective>;
 export type PlanDirective = z.infer<typeof PlanDirective>;
 export type ToolDirective = z.infer<typeof ToolDirective>;
+
+/**
+ * One native tool call as the model sent it (OpenAI `tool_calls`): the id the
+ * `tool` message answers, the function name and its arguments exactly as the
+ * model wrote them (a JSON string, possibly invalid), so replay reproduces them.
+ */
+export const ModelToolCall = z
+  .object({ id: z.string().min(1).max(200), name: z.string().min(1).max(200), arguments: z.string() })
+  .strict();
+export type ModelToolCall = z.infer<typeof ModelToolCall>;

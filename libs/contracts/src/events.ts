@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from './errors';
-import { ExecutionDirective, PlanStep } from './directive';
+import { ExecutionDirective, ModelToolCall, PlanStep } from './directive';
 import { MemoryKind, CriticScore } from './memory';
 import { PermissionDecision } from './permission';
 import { AcceptCheck, Budgets, Role, RunSettings, StopReason, TaskUsage, TokenUsage } from './task';
@@ -91,6 +91,8 @@ export const EventPayloads = {
     source: z.enum(['orchestrator', 'sys_util', 'replay']),
     fallback_reason: z.string().nullable().default(null),
     attempts: z.number().int().nonnegative().default(1),
+    /** the native tool calls the directive was made of (tools protocol); sent back as the round's tool turn */
+    tool_calls: z.array(ModelToolCall).optional(),
   }),
   MODEL_CALLED: z.object({
     call_id: Id,
@@ -100,6 +102,8 @@ export const EventPayloads = {
     attempt: z.number().int().positive().default(1),
     round: z.number().int().nonnegative().nullable().default(null),
     prompt_chars: z.number().int().nonnegative(),
+    /** assistant tool-call turns the request carried, and how many were malformed (checked before sending: stays 0) */
+    tool_turns: z.object({ count: z.number().int().nonnegative(), malformed: z.number().int().nonnegative() }).optional(),
   }),
   MODEL_RESPONDED: z.object({
     call_id: Id,
@@ -111,6 +115,8 @@ export const EventPayloads = {
     error: ErrorInfo.nullable().default(null),
     finish_reason: z.string().nullable().default(null),
     retry_after_ms: z.number().nonnegative().nullable().default(null),
+    /** native tool calls of the reply, exactly as sent (tools protocol; absent when the request offered no tools) */
+    tool_calls: z.array(ModelToolCall).optional(),
     /** priced when recorded (config price table), so a later price change never rewrites history */
     cost_usd: z.number().nonnegative().optional(),
   }),

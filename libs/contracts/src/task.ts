@@ -164,6 +164,8 @@ const Millis = z.number().int().nonnegative();
  */
 export const RunSettings = z.object({
   max_rounds: z.number().int().positive(),
+  /** how the orchestrator was spoken to: native tool calls or a JSON directive in the text (absent in older runs) */
+  model_protocol: z.enum(['tools', 'json']).optional(),
   discipline: z
     .object({
       budgets: z.object({

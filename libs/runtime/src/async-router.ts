@@ -1,8 +1,15 @@
-import { EventPayload, ExecutionDirective, StopReason } from '@runledger/contracts';
-import { parseDirective } from './directive-parser';
+import { EventPayload, ExecutionDirective, ModelToolCall, StopReason } from '@runledger/contracts';
+import { DIRECTIVE_RESPONSE_SCHEMA, parseDirective } from './directive-parser';
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
-import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
+import {
+  ChatMessage,
+  ModelBackend,
+  ModelCallError,
+  ModelRequest,
+  ModelResponse,
+} from './model/model-backend';
+import { ArgsCheck, directiveFromToolCalls } from './native-tool-calls';
 import {
   COMPLETION_REMINDER,
   FABRICATION_NOTE,
@@ -28,6 +35,8 @@ export type RouterOutcome =
       source: RouterSource;
       fallback_reason: string | null;
       attempts: number;
+      /** the native tool calls the directive was made of (tools protocol) */
+      tool_calls?: ModelToolCall[];
     }
   /** the orchestrator answered without attempting a directive: reminded, the next round asks again */
   | { kind: 'no_directive' }
@@ -59,6 +68,19 @@ export interface RouterModels {
   sysUtil: ModelBackend;
 }
 
+/** The completion reminder under native tool calling, where the answer is plain text rather than a JSON directive. */
+export const TOOLS_COMPLETION_REMINDER =
+  'Your last reply had neither text nor a tool call. Call a tool to act, reply with the final answer as text when you are done, ' +
+  'or call runledger_fail when the task cannot be done.';
+
+/** Tool arguments are checked by the registry that will run them; without one, any arguments pass to the engine's own check. */
+const ANY_ARGS: ArgsCheck = () => null;
+
+type ReadReply =
+  | { kind: 'directive'; directive: ExecutionDirective; tool_calls?: ModelToolCall[] }
+  /** no directive attempted (prose, or nothing): the completion protocol reminds, or without it the correction turn asks again */
+  | { kind: 'no_attempt' | 'invalid'; error: string; attempted: boolean; correction: ChatMessage[] };
+
 export const correctionPrompt = (error: string): string =>
   `Your reply was not a valid ExecutionDirective (${error}). Reply again with exactly one JSON object as described, and nothing else.`;
 
@@ -83,6 +105,7 @@ export class AsyncRouter {
     private readonly gateway: ModelGateway,
     private readonly timeoutMs: number,
     private readonly policy: RouterPolicy = NO_RETRY_POLICY,
+    private readonly argsCheck: ArgsCheck = ANY_ARGS,
   ) {}
 
   async decide(
@@ -111,12 +134,7 @@ export class AsyncRouter {
           break;
         }
         const res = called.res;
-        // Tool results written by the model are never evidence: they are cut before anything reads the reply.
-        const reply = classifyOrchestratorText(res.content);
-        if (reply.fabricated.length > 0)
-          await writer.append([
-            guardEvent('correction', round, FABRICATION_NOTE, { fabricated: reply.fabricated.length }),
-          ]);
+        const reply = await this.read(writer, round, res);
         if (reply.kind === 'directive')
           return {
             kind: 'decided',
@@ -124,12 +142,19 @@ export class AsyncRouter {
             source: this.sourceOf(res.model),
             fallback_reason: called.via,
             attempts: attempt,
+            ...(reply.tool_calls ? { tool_calls: reply.tool_calls } : {}),
           };
         if (reply.kind === 'no_attempt' && this.policy.completionMaxMisses !== null)
-          return this.noDirective(writer, round, this.policy.completionMaxMisses);
+          return this.noDirective(
+            writer,
+            round,
+            this.policy.completionMaxMisses,
+            res.tool_calls ? TOOLS_COMPLETION_REMINDER : COMPLETION_REMINDER,
+          );
+        const error = reply.error;
         if (attempt === 2) {
           fallback = {
-            reason: `invalid_directive: ${reply.error}`,
+            reason: `invalid_directive: ${error}`,
             from: called.provider,
             stop_reason: 'validation_error',
             helpIsAnswer: false,
@@ -142,16 +167,12 @@ export class AsyncRouter {
             payload: {
               guard: 'correction',
               round,
-              detail: reply.error,
-              data: { attempted: reply.kind === 'attempted_directive' },
+              detail: error,
+              data: { attempted: reply.attempted },
             },
           },
         ]);
-        messages = [
-          ...messages,
-          { role: 'assistant', content: reply.cleaned },
-          { role: 'user', content: correctionPrompt(reply.error) },
-        ];
+        messages = [...messages, ...reply.correction];
       }
     }
     await writer.append([
@@ -166,6 +187,57 @@ export class AsyncRouter {
       },
     ]);
     return this.sysUtil(writer, round, ctx, signal, fallback);
+  }
+
+  /**
+   * What a reply says. Tools protocol (the reply lists its tool calls, maybe
+   * none): the calls are the directive, checked against the tools' schemas,
+   * and text with no call is the answer. JSON protocol: the directive in the
+   * text. Tool results written by the model are never evidence: they are cut
+   * before anything reads the reply.
+   */
+  private async read(writer: TaskWriter, round: number, res: ModelResponse): Promise<ReadReply> {
+    const text = classifyOrchestratorText(res.content);
+    if (text.fabricated.length > 0)
+      await writer.append([
+        guardEvent('correction', round, FABRICATION_NOTE, { fabricated: text.fabricated.length }),
+      ]);
+    if (res.tool_calls && res.tool_calls.length > 0) {
+      const native = directiveFromToolCalls(res.tool_calls, this.argsCheck);
+      if (native.ok) return { kind: 'directive', directive: native.directive, tool_calls: res.tool_calls };
+      return {
+        kind: 'invalid',
+        error: native.error,
+        attempted: true,
+        correction: [
+          { role: 'assistant', content: text.cleaned, tool_calls: res.tool_calls },
+          ...native.answers,
+        ],
+      };
+    }
+    if (res.tool_calls) {
+      const answer = text.cleaned.trim();
+      if (answer) return { kind: 'directive', directive: { type: 'respond', content: answer } };
+      const error = 'the reply had neither text nor a tool call';
+      return {
+        kind: 'no_attempt',
+        error,
+        attempted: false,
+        correction: [
+          { role: 'user', content: `${error}. Call a tool, or answer in text when the task is done.` },
+        ],
+      };
+    }
+    if (text.kind === 'directive') return { kind: 'directive', directive: text.directive };
+    return {
+      kind: text.kind === 'no_attempt' ? 'no_attempt' : 'invalid',
+      error: text.error,
+      attempted: text.kind === 'attempted_directive',
+      correction: [
+        { role: 'assistant', content: text.cleaned },
+        { role: 'user', content: correctionPrompt(text.error) },
+      ],
+    };
   }
 
   /** The configured model, then the fallback providers that serve `role`. */
@@ -230,6 +302,11 @@ export class AsyncRouter {
     };
   }
 
+  /** The orchestrator calls tools natively: the context offers them as functions and sends decided rounds as tool turns. */
+  speaksToolCalls(): boolean {
+    return this.models.orchestrator.speaksToolCalls('orchestrator');
+  }
+
   /** A model serves the utility role, so old history can be summarised instead of dropped. */
   canCompact(): boolean {
     return (
@@ -281,7 +358,12 @@ export class AsyncRouter {
   }
 
   /** The completion protocol: remind and let the next round ask again, until too many misses in a row. */
-  private async noDirective(writer: TaskWriter, round: number, maxMisses: number): Promise<RouterOutcome> {
+  private async noDirective(
+    writer: TaskWriter,
+    round: number,
+    maxMisses: number,
+    reminder: string,
+  ): Promise<RouterOutcome> {
     const verdict = completionStep(completionStateFromEvents(writer.log), 'no_attempt', maxMisses);
     if (verdict.action === 'stop')
       return {
@@ -295,7 +377,7 @@ export class AsyncRouter {
       guardEvent(
         'completion_reminder',
         round,
-        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${COMPLETION_REMINDER}`,
+        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${reminder}`,
       ),
     ]);
     return { kind: 'no_directive' };
@@ -314,7 +396,14 @@ export class AsyncRouter {
     ctx: BuiltContext,
     signal: AbortSignal,
   ): Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'> {
-    return { messages, view: ctx.view, timeout_ms: this.timeoutMs, signal };
+    return {
+      messages,
+      view: ctx.view,
+      timeout_ms: this.timeoutMs,
+      signal,
+      tools: ctx.functions,
+      response_schema: DIRECTIVE_RESPONSE_SCHEMA,
+    };
   }
 
   private async sysUtil(

@@ -1,5 +1,6 @@
 import { EventPayload, ToolManifest } from '@runledger/contracts';
-import { ChatMessage, HistoryItem, PromptView } from './model/model-backend';
+import { ChatMessage, HistoryItem, PromptView, ToolFunction } from './model/model-backend';
+import { toolFunctions, toolTurn } from './native-tool-calls';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
 import { COMPACTED_ROUNDS, PromptItem, decidePrompt, promptBudgetTokens } from './discipline/prompt-budget';
@@ -32,8 +33,20 @@ export const SYSTEM_PROMPT = [
   'Results of earlier steps are under History. Answer with respond once the results answer the task.',
 ].join('\n');
 
+/** The orchestrator's instructions under native tool calling: the tools travel as `tools`, the answer is plain text. */
+export const TOOLS_SYSTEM_PROMPT = [
+  'You are the orchestrator of Runledger. Decide the next step of the task:',
+  '  call a tool to act (several independent calls in one reply run together);',
+  '  call runledger_plan for steps that depend on each other or need the coder, memory or respond;',
+  '  call runledger_fail when the task cannot be done;',
+  '  reply with text and no tool call only when the task is done: that text is the final answer.',
+  'Results of earlier calls come back as tool messages. Answer once the results answer the task.',
+].join('\n');
+
 export interface BuiltContext {
   messages: ChatMessage[];
+  /** the tools (and the runtime's plan and fail functions) offered to a model that calls them natively */
+  functions: ToolFunction[];
   view: PromptView;
   event: EventPayload<'CONTEXT_BUILT'>;
   /** over the prompt budget: these old rounds should be summarised (utility role) and the context built again */
@@ -102,7 +115,8 @@ export class ContextBuilder {
     round: number,
     tools: readonly ToolManifest[],
     signal?: AbortSignal,
-    opts: { canCompact?: boolean } = {},
+    /** toolCalling: the orchestrator speaks native tool calling, so tools go as functions and decided rounds as tool turns */
+    opts: { canCompact?: boolean; toolCalling?: boolean } = {},
   ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
@@ -191,13 +205,20 @@ export class ContextBuilder {
       trimmedTokens += tokensOf(historyText(dropped));
       cut.push(`history:round_${dropped.round}`);
     }
-    const historyFull = kept.map(historyText).join('\n');
+    // Rounds decided by native tool calls go back as tool turns, the rest as text.
+    const asTurn = (h: HistoryItem): boolean => Boolean(opts.toolCalling && h.tool_calls?.length);
+    const historyFull = kept
+      .filter((h) => !asTurn(h))
+      .map(historyText)
+      .join('\n');
     const history = clip(historyFull, budgetChars);
     if (history !== historyFull) {
       cut.push('history:truncated');
       trimmedTokens += tokensOf(historyFull) - tokensOf(history);
     }
-    sections.history = { tokens: tokensOf(history), trimmed: trimmedTokens };
+    // Rounds sent as tool turns count in the history section as their text would.
+    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + tokensOf(historyText(h)), 0);
+    sections.history = { tokens: tokensOf(history) + turnTokens, trimmed: trimmedTokens };
     // With run discipline the window decides: the task's input is never cut (too large, the task stops).
     const user = fit('user', progress.input, this.prompt ? Infinity : undefined);
 
@@ -206,13 +227,20 @@ export class ContextBuilder {
       history && `## History\n${history}`,
       `## Task\n${user}`,
     ].filter(Boolean);
-    const messages: ChatMessage[] = [
-      { role: 'system', content: toolText ? `${system}\n\n## Tools\n${toolText}` : system },
-      { role: 'user', content: body.join('\n\n') },
-    ];
+    const messages: ChatMessage[] = opts.toolCalling
+      ? [
+          { role: 'system', content: TOOLS_SYSTEM_PROMPT },
+          { role: 'user', content: body.join('\n\n') },
+          ...kept.filter(asTurn).flatMap((h) => toolTurn(h.tool_calls!, h.results)),
+        ]
+      : [
+          { role: 'system', content: toolText ? `${system}\n\n## Tools\n${toolText}` : system },
+          { role: 'user', content: body.join('\n\n') },
+        ];
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
     return {
       messages,
+      functions: opts.toolCalling ? toolFunctions(tools) : [],
       // sys_util reads the results whole (its answer is the last output), never the elided prompt text
       view: {
         input: progress.input,

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ExecutionDirective } from '@runledger/contracts';
 import { parsePlan } from '@runledger/scheduler';
 
@@ -46,3 +47,15 @@ export function parseDirective(raw: string | null | undefined): DirectiveParse {
   }
   return { ok: true, directive: parsed.data };
 }
+
+/** A zod schema as the JSON schema a model server is sent: the input shape (defaults optional), no `$schema` tag. */
+export function wireSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input' });
+  return rest;
+}
+
+/** The directive's JSON schema, sent as response_format (json protocol) to servers that do structured output. */
+export const DIRECTIVE_RESPONSE_SCHEMA = {
+  name: 'execution_directive',
+  schema: wireSchema(ExecutionDirective),
+};

@@ -5,7 +5,8 @@ import { DisciplineSettings } from './discipline/settings';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
 import { TaskWriter } from './task-writer';
 import { modelCallKey } from './progress';
-import { RespondStreamExtractor } from './respond-stream';
+import { CharSafeChunks, PlainTextStream, RespondStreamExtractor } from './respond-stream';
+import { checkToolTurns } from './model/tool-turns';
 
 export interface GatewayCall {
   writer: TaskWriter;
@@ -13,7 +14,7 @@ export interface GatewayCall {
   role: Role;
   round: number | null;
   request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>;
-  /** stream the content of a `respond` directive as OUTPUT_CHUNK events */
+  /** stream the answer as OUTPUT_CHUNK events: a `respond` directive's content, or (tools protocol) the reply's text */
   streamRespond?: boolean;
   /** 1 for the first try of a request, n for its (n-1)th retry */
   attempt?: number;
@@ -42,6 +43,10 @@ export class ModelGateway {
         )
       : null;
     if (over) throw new FailureError('budget_exceeded', over.detail);
+    // A malformed tool-turn sequence is refused here, before anything is sent or recorded as called.
+    const turns = checkToolTurns(c.request.messages);
+    if (!turns.ok)
+      throw new FailureError('validation_error', `malformed tool-turn sequence, not sent: ${turns.error}`);
     const call_id = newId('mc');
     const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
     const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);
@@ -56,22 +61,24 @@ export class ModelGateway {
           attempt: c.attempt ?? 1,
           round: c.round,
           prompt_chars,
+          ...(turns.turns > 0 ? { tool_turns: { count: turns.turns, malformed: 0 } } : {}),
         },
       },
     ]);
     const started = Date.now();
-    const extractor = c.streamRespond ? new RespondStreamExtractor() : null;
+    const extractor = c.streamRespond
+      ? c.backend.speaksToolCalls(c.role)
+        ? new PlainTextStream()
+        : new RespondStreamExtractor()
+      : null;
+    const safe = new CharSafeChunks();
     let index = 0;
     const chunks: Promise<unknown>[] = [];
-    const onChunk = extractor
-      ? (delta: string) => {
-          const out = extractor.feed(delta);
-          if (out)
-            chunks.push(
-              c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta: out } }]),
-            );
-        }
-      : undefined;
+    const emit = (delta: string) => {
+      if (delta)
+        chunks.push(c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta } }]));
+    };
+    const onChunk = extractor ? (delta: string) => emit(safe.push(extractor.feed(delta))) : undefined;
     try {
       const idle_timeout_ms = c.request.idle_timeout_ms ?? this.discipline?.streamIdleTimeoutMs;
       const res = await c.backend.complete({
@@ -82,6 +89,7 @@ export class ModelGateway {
         stream: Boolean(extractor),
         onChunk,
       });
+      emit(safe.flush());
       await Promise.all(chunks);
       await c.writer.append([
         {
@@ -96,6 +104,7 @@ export class ModelGateway {
             error: null,
             finish_reason: res.finish_reason,
             retry_after_ms: null,
+            ...(res.tool_calls ? { tool_calls: res.tool_calls } : {}),
             cost_usd: costOf(res.model, res.usage, this.prices),
           },
         },

@@ -1,4 +1,4 @@
-import { PermissionDecision, StopReason, TaskStatus, TaskUsage } from '@runledger/contracts';
+import { PermissionDecision, StopReason, TaskStatus, TaskUsage, ModelToolCall } from '@runledger/contracts';
 import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
 import { CallProgress, PlanProgress, TaskProgress } from './progress';
@@ -39,7 +39,9 @@ const HistorySnapshot = z.object({
   round: z.number().int(),
   directive: z.unknown(),
   results: z.array(z.string()),
+  sources: z.record(z.string(), z.string()).optional(),
   ok: z.boolean(),
+  tool_calls: z.array(ModelToolCall).optional(),
 });
 
 const MeterSnapshot = z.object({

@@ -190,6 +190,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         directive: e.payload.directive,
         results: p.pendingNotes,
         ok: true,
+        ...(e.payload.tool_calls ? { tool_calls: e.payload.tool_calls } : {}),
       });
       p.pendingNotes = [];
       break;

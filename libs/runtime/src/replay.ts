@@ -4,6 +4,8 @@ import {
   NewEvent,
   NotFoundError,
   PermissionCheck,
+  Role,
+  RunSettings,
   RuntimeEvent,
   ToolManifest,
   ToolResult,
@@ -33,6 +35,13 @@ import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports
 /** The model answers a task recorded (MODEL_RESPONDED, with its streamed chunks), served again in order per role. */
 export class ReplayBackend extends ScriptedBackend {
   override readonly backend = 'replay';
+  /** the protocol the recording's orchestrator spoke, when its TASK_RECEIVED says (older runs: inferred from the answers) */
+  private recordedProtocol: RunSettings['model_protocol'];
+
+  override speaksToolCalls(role: Role): boolean {
+    if (role === 'orchestrator' && this.recordedProtocol) return this.recordedProtocol === 'tools';
+    return super.speaksToolCalls(role);
+  }
 
   static fromEvents(events: readonly RuntimeEvent[]): ReplayBackend {
     const chunks = new Map<string, string[]>();
@@ -58,11 +67,18 @@ export class ReplayBackend extends ScriptedBackend {
             },
             model: p.model,
             finish_reason: p.finish_reason,
-            chunks: rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []),
+            // Tools protocol (tool_calls recorded, even none): the text was streamed as it is, not out of a JSON directive.
+            chunks: p.tool_calls
+              ? (chunks.get(p.call_id) ?? [])
+              : rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []),
+            ...(p.tool_calls ? { tool_calls: p.tool_calls } : {}),
           };
       (script[p.role] ??= []).push(item);
     }
-    return new ReplayBackend(script);
+    const replay = new ReplayBackend(script);
+    const [first] = events;
+    if (first?.type === 'TASK_RECEIVED') replay.recordedProtocol = first.payload.settings?.model_protocol;
+    return replay;
   }
 }
 

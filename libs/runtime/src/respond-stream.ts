@@ -57,6 +57,44 @@ export class RespondStreamExtractor {
   }
 }
 
+/** Tools protocol: the reply's text is the answer itself, streamed as it comes. */
+export class PlainTextStream {
+  feed(delta: string): string {
+    return delta;
+  }
+}
+
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+
+/**
+ * `text` cut where no character is split: a trailing high surrogate (the first
+ * half of an emoji written as an escaped pair, or streamed one UTF-16 unit per
+ * chunk) is held back for the next piece.
+ */
+export function splitAtCharBoundary(text: string): { emit: string; hold: string } {
+  if (text.length > 0 && isHighSurrogate(text.charCodeAt(text.length - 1)))
+    return { emit: text.slice(0, -1), hold: text.slice(-1) };
+  return { emit: text, hold: '' };
+}
+
+/** Stream pieces re-cut so that no OUTPUT_CHUNK ever holds half a surrogate pair. */
+export class CharSafeChunks {
+  private held = '';
+
+  push(delta: string): string {
+    const { emit, hold } = splitAtCharBoundary(this.held + delta);
+    this.held = hold;
+    return emit;
+  }
+
+  /** what is still held when the stream ends (a lone high surrogate is sent as it is) */
+  flush(): string {
+    const rest = this.held;
+    this.held = '';
+    return rest;
+  }
+}
+
 /**
  * Raw reply pieces that make the extractor emit exactly `deltas` again: the
  * reply up to the start of its content string, then each delta JSON-escaped.

@@ -9,10 +9,15 @@ export interface RunShaping {
 }
 
 /** What a task asking for `budgets` runs under in this process, as TASK_RECEIVED records it. */
-export function recordRunSettings(shaping: RunShaping, budgets: Budgets | undefined): RunSettings {
+export function recordRunSettings(
+  shaping: RunShaping,
+  budgets: Budgets | undefined,
+  modelProtocol: RunSettings['model_protocol'],
+): RunSettings {
   const d = shaping.discipline;
   return {
     max_rounds: shaping.maxRounds,
+    model_protocol: modelProtocol,
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,

@@ -136,14 +136,17 @@ export class RuntimeLoop {
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
+    const toolCalling = this.deps.router.speaksToolCalls();
     let ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal, {
       canCompact: this.deps.router.canCompact(),
+      toolCalling,
     });
     if (ctx.compaction) {
       // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
       await this.deps.router.compact(writer, round, ctx.compaction, signal);
       ctx = await this.deps.context.build(writer.progress, round, this.deps.tools.list(), signal, {
         canCompact: false,
+        toolCalling,
       });
     }
     if (ctx.overBudget)
@@ -170,6 +173,7 @@ export class RuntimeLoop {
           source: decision.source,
           fallback_reason: decision.fallback_reason,
           attempts: decision.attempts,
+          ...(decision.tool_calls ? { tool_calls: decision.tool_calls } : {}),
         },
       },
     ]);

@@ -144,7 +144,12 @@ const newGuards = (o: RuntimeOptions): LoopGuard[] => [
   ...(o.guards ?? []),
 ];
 const newGateway = (o: RuntimeOptions) => new ModelGateway(o.discipline?.prices, o.discipline ?? null);
-const newRouter = (o: RuntimeOptions, models: ShapingPorts['models'], gateway: ModelGateway) =>
+const newRouter = (
+  o: RuntimeOptions,
+  models: ShapingPorts['models'],
+  gateway: ModelGateway,
+  tools: ToolRegistry,
+) =>
   new AsyncRouter(
     models,
     gateway,
@@ -152,6 +157,11 @@ const newRouter = (o: RuntimeOptions, models: ShapingPorts['models'], gateway: M
     o.discipline
       ? { retry: o.discipline.retry, completionMaxMisses: o.discipline.completionMaxMisses, rng: o.rng }
       : NO_RETRY_POLICY,
+    // Native tool calls are checked by the registry that will run them, so a bad call gets its correction turn.
+    (name, args) => {
+      const v = tools.validateArgs(name, args);
+      return v.ok ? null : v.error;
+    },
   );
 const newEngine = (
   o: RuntimeOptions,
@@ -190,7 +200,7 @@ function recordedShape(o: RuntimeOptions, p: ShapingPorts, settings: RunSettings
   const gateway = newGateway(shaped);
   return {
     guards: newGuards(shaped),
-    router: newRouter(shaped, p.models, gateway),
+    router: newRouter(shaped, p.models, gateway, p.tools),
     engine: newEngine(shaped, p, gateway, p.models.orchestrator, p.models.fallbacks),
     context: newContext(shaped, p.memory),
     maxRounds: maxRoundsOf(shaped),
@@ -239,8 +249,9 @@ function runtimeProviders(): Provider[] {
         fallbacks: ModelBackend[],
         sysUtil: ModelBackend,
         gateway: ModelGateway,
-      ) => newRouter(o, { orchestrator, fallbacks, sysUtil }, gateway),
-      inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway],
+        tools: ToolRegistry,
+      ) => newRouter(o, { orchestrator, fallbacks, sysUtil }, gateway, tools),
+      inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway, ToolRegistry],
     },
     {
       provide: ExecutionEngine,
@@ -359,6 +370,7 @@ function runtimeProviders(): Provider[] {
         secrets: SessionSecrets,
         rawStore: EventStore,
         scheduler: ExecutionScheduler,
+        orchestrator: ModelBackend,
       ) =>
         new RuntimeController({
           store,
@@ -369,7 +381,11 @@ function runtimeProviders(): Provider[] {
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
-            recordRunSettings({ maxRounds: maxRoundsOf(o), discipline: o.discipline }, budgets),
+            recordRunSettings(
+              { maxRounds: maxRoundsOf(o), discipline: o.discipline },
+              budgets,
+              orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',
+            ),
           replay: (taskId, request) =>
             replayTask(
               { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
@@ -387,6 +403,7 @@ function runtimeProviders(): Provider[] {
         SessionSecrets,
         EventStore,
         ExecutionScheduler,
+        ModelBackend,
       ],
     },
   ];

@@ -100,6 +100,20 @@ describe('MetricsService', () => {
     expect(await value(sut, 'runledger_tool_calls_total', { tool: 'shell', outcome: 'timeout' })).toBe(1);
   });
 
+  it('counts the tool turns sent to models and the malformed ones forwarded, from MODEL_CALLED', async () => {
+    const { backend, committed$ } = newBackend();
+    const sut = new MetricsService(backend.bus, backend.tasks);
+    sut.onModuleInit();
+    expect(await sut.render()).toContain('runledger_tool_turns_malformed_forwarded_total 0');
+    const called = { call_id: 'mc_1', role: 'orchestrator', model: 'm', backend: 'openai', prompt_chars: 10 };
+    committed$.next(committed('MODEL_CALLED', called));
+    committed$.next(committed('MODEL_CALLED', { ...called, tool_turns: { count: 2, malformed: 0 } }));
+    committed$.next(committed('MODEL_CALLED', { ...called, tool_turns: { count: 3, malformed: 1 } }));
+    expect(await value(sut, 'runledger_tool_turns_sent_total')).toBe(5);
+    expect(await value(sut, 'runledger_tool_turns_malformed_forwarded_total')).toBe(1);
+    sut.onModuleDestroy();
+  });
+
   it('reads tasks by status and WebSocket clients at scrape time, every status present', async () => {
     const { backend } = newBackend({ running: 2 });
     const sut = new MetricsService(backend.bus, backend.tasks);

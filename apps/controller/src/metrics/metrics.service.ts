@@ -37,6 +37,16 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     'Tool call outcomes, by tool and outcome',
     ['tool', 'outcome'],
   );
+  private readonly toolTurns = this.counter(
+    'runledger_tool_turns_sent_total',
+    'Assistant tool-call turns sent back to models (each validated before the request)',
+    [],
+  );
+  private readonly malformedToolTurns = this.counter(
+    'runledger_tool_turns_malformed_forwarded_total',
+    'Malformed tool-call turns forwarded to a model; the validator refuses them before sending, so this stays 0',
+    [],
+  );
   private readonly requests = new Histogram({
     name: 'runledger_http_request_duration_seconds',
     help: 'HTTP request latency, by method, route and status',
@@ -95,6 +105,11 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private count(e: RuntimeEvent): void {
     this.events.inc({ type: e.type });
     switch (e.type) {
+      case 'MODEL_CALLED':
+        // Always present, so a scrape shows the zero instead of an absent series.
+        this.toolTurns.inc(e.payload.tool_turns?.count ?? 0);
+        this.malformedToolTurns.inc(e.payload.tool_turns?.malformed ?? 0);
+        break;
       case 'MODEL_RESPONDED':
         this.modelCalls.inc({ role: e.payload.role, outcome: e.payload.error ? 'error' : 'ok' });
         this.modelTokens.inc({ role: e.payload.role, kind: 'prompt' }, e.payload.usage.prompt_tokens);

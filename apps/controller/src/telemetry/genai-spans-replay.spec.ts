@@ -64,7 +64,7 @@ describe('taskSpans of a replay', () => {
     );
 
     const recorded = taskSpans(await store.readWholeStream(task_id), { captureContent: true });
-    const replayed = taskSpans(await store.readWholeStream(replay.task_id), { captureContent: true });
+    const replayed = taskSpans(replay.events, { captureContent: true });
     expect(recorded.map((s) => s.operation)).toEqual(['invoke_agent', 'chat', 'execute_tool', 'chat']);
     // nothing called a provider in a replay: its chat spans say so, or a backend pricing by model would count the spend twice
     const servedByReplay = (s: SpanDescription) =>

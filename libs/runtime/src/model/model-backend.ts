@@ -1,9 +1,28 @@
-import { RunledgerError, Role, TokenUsage } from '@runledger/contracts';
+import { ModelToolCall, RunledgerError, Role, TokenUsage } from '@runledger/contracts';
 import { estimateUsage } from '../discipline/budgets';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+/**
+ * One message of a conversation. Tool turns (native tool calling) are an
+ * assistant message carrying `tool_calls`, then one `tool` message per call
+ * answering its `tool_call_id`; see tool-turns.ts for the rules.
+ */
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: ModelToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
+
+/** A function the model may call natively: a tool of the registry, or one of the runtime's own (plan, fail). */
+export interface ToolFunction {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments object */
+  parameters: Record<string, unknown>;
+}
+
+/** Per role (configured): OpenAI `tool_choice` and whether one reply may carry several calls. */
+export interface ToolCallSettings {
+  tool_choice?: 'auto' | 'required' | 'none';
+  parallel_tool_calls?: boolean;
 }
 
 /** One earlier round as the context shows it: what was decided and what came of it. */
@@ -16,6 +35,8 @@ export interface HistoryItem {
   sources?: Record<number, string>;
   /** true when every tool call of the round succeeded */
   ok: boolean;
+  /** the native tool calls the round's directive was made of (tools protocol) */
+  tool_calls?: ModelToolCall[];
 }
 
 /**
@@ -40,6 +61,13 @@ export interface ModelRequest {
   view?: PromptView;
   /** which call of this role within its task this is (0-based), from the log; lets scripted and replayed models resume */
   cursor?: number;
+  /** functions the model may call natively; backends that speak the tools protocol send them as `tools`, the others ignore them */
+  tools?: ToolFunction[];
+  /**
+   * JSON protocol: the JSON schema the reply must follow, sent as
+   * response_format where the server accepts it; the prompt says the same in text.
+   */
+  response_schema?: { name: string; schema: Record<string, unknown> };
 }
 
 export interface ModelResponse {
@@ -47,6 +75,11 @@ export interface ModelResponse {
   usage: TokenUsage;
   model: string;
   finish_reason: string | null;
+  /**
+   * Native tool calls of the reply. Present (possibly empty) exactly when the
+   * backend spoke the tools protocol for this request; absent for a text-only reply.
+   */
+  tool_calls?: ModelToolCall[];
 }
 
 export const MODEL_ERROR_KINDS = [
@@ -76,6 +109,10 @@ export abstract class ModelBackend {
   /** the model name a role resolves to, or null when this backend does not serve the role */
   abstract modelFor(role: Role): string | null;
   abstract complete(request: ModelRequest): Promise<ModelResponse>;
+  /** true when this backend sends `tools` and answers with native tool calls for `role` */
+  speaksToolCalls(_role: Role): boolean {
+    return false;
+  }
   /**
    * The provider as events name it when a fallback switches between
    * providers (model name and host; never a key). Unique within a chain.

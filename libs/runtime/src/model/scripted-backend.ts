@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, ROLES, Role, TokenUsage } from '@runledger/contracts';
+import { ConfigError, ModelToolCall, ROLES, Role, TokenUsage } from '@runledger/contracts';
 import {
   MODEL_ERROR_KINDS,
   ModelBackend,
@@ -35,6 +35,8 @@ const ScriptItem = z.union([
       finish_reason: z.string().nullable().optional(),
       /** how the content arrives when streamed; the whole content in one piece when absent */
       chunks: z.array(z.string()).optional(),
+      /** native tool calls of the reply: a role whose script has any speaks the tools protocol (text alone is then the answer) */
+      tool_calls: z.array(ModelToolCall).optional(),
     })
     .strict(),
 ]);
@@ -90,6 +92,10 @@ export class ScriptedBackend extends ModelBackend {
     return this.script[role] ? this.backend : null;
   }
 
+  override speaksToolCalls(role: Role): boolean {
+    return (this.script[role] ?? []).some((i) => typeof i === 'object' && 'tool_calls' in i && i.tool_calls);
+  }
+
   async complete(request: ModelRequest): Promise<ModelResponse> {
     const items = this.script[request.role] ?? [];
     const index = request.cursor ?? this.next[request.role] ?? 0;
@@ -100,7 +106,16 @@ export class ScriptedBackend extends ModelBackend {
         'provider_error',
         `script for ${request.role} exhausted after ${items.length} responses`,
       );
-    if (typeof item === 'string') return this.respond(request, item, undefined, null, this.backend, [item]);
+    if (typeof item === 'string')
+      return this.respond(
+        request,
+        item,
+        undefined,
+        null,
+        this.backend,
+        [item],
+        this.toolCallsOf(request.role, []),
+      );
     if ('error' in item)
       throw new ModelCallError(
         item.error,
@@ -122,7 +137,13 @@ export class ScriptedBackend extends ModelBackend {
       item.finish_reason ?? null,
       item.model ?? this.backend,
       item.chunks ?? [item.content],
+      item.tool_calls ?? this.toolCallsOf(request.role, []),
     );
+  }
+
+  /** a text reply of a role that speaks the tools protocol made no call; other roles' replies carry no tool_calls at all */
+  private toolCallsOf(role: Role, calls: ModelToolCall[]): ModelToolCall[] | undefined {
+    return this.speaksToolCalls(role) ? calls : undefined;
   }
 
   private async delay(ms: number, request: ModelRequest): Promise<void> {
@@ -142,6 +163,7 @@ export class ScriptedBackend extends ModelBackend {
     finish: string | null,
     model: string,
     chunks: string[],
+    tool_calls: ModelToolCall[] | undefined,
   ): ModelResponse {
     if (request.stream) for (const c of chunks) if (c) request.onChunk?.(c);
     return {
@@ -149,6 +171,7 @@ export class ScriptedBackend extends ModelBackend {
       usage: usage ?? estimatedUsage(request.messages, content),
       model,
       finish_reason: finish,
+      ...(tool_calls ? { tool_calls } : {}),
     };
   }
 }

@@ -1,0 +1,81 @@
+import { InMemoryEventStore } from '@runledger/event-store';
+import { FailureError } from './discipline/failure-policy';
+import { ModelGateway } from './model-gateway';
+import { ChatMessage } from './model/model-backend';
+import { ScriptedBackend } from './model/scripted-backend';
+import { TaskWriter } from './task-writer';
+
+async function newWriter(): Promise<TaskWriter> {
+  const store = new InMemoryEventStore();
+  const received = {
+    input: 'x',
+    session_id: 'sess_1',
+    accept_checks: [],
+    budgets: {},
+    idempotency_key: null,
+    request_hash: null,
+    source: 'api' as const,
+    forked_from: null,
+  };
+  await store.append('task_1', [{ type: 'TASK_RECEIVED', payload: received }], { expected: 'no_stream' });
+  return TaskWriter.open(store, 'task_1');
+}
+
+const asks: ChatMessage = {
+  role: 'assistant',
+  content: '',
+  tool_calls: [
+    { id: 'c1', name: 'file_read', arguments: '{"path":"a"}' },
+    { id: 'c2', name: 'file_read', arguments: '{"path":"b"}' },
+  ],
+};
+const answer = (id: string): ChatMessage => ({ role: 'tool', tool_call_id: id, content: 'r' });
+
+describe('ModelGateway and tool turns', () => {
+  it('a malformed tool-turn sequence is never sent: validation_error, nothing asked, nothing recorded as called', async () => {
+    const sut = new ModelGateway();
+    const writer = await newWriter();
+    const backend = new ScriptedBackend({ orchestrator: ['never asked'] });
+    const complete = jest.spyOn(backend, 'complete');
+    const call = sut.call({
+      writer,
+      backend,
+      role: 'orchestrator',
+      round: 1,
+      request: {
+        messages: [{ role: 'user', content: 'u' }, asks, answer('c2'), answer('c1')],
+        timeout_ms: 1000,
+      },
+    });
+    await expect(call).rejects.toThrow(FailureError);
+    await expect(call).rejects.toMatchObject({
+      kind: 'validation_error',
+      message: /answers c2, expected c1/,
+    });
+    expect(complete).not.toHaveBeenCalled();
+    expect(writer.log.map((e) => e.type)).toEqual(['TASK_RECEIVED']);
+  });
+
+  it('a well-formed one is sent, MODEL_CALLED counts its turns and MODEL_RESPONDED records the reply calls exactly', async () => {
+    const sut = new ModelGateway();
+    const writer = await newWriter();
+    const calls = [{ id: 'c3', name: 'file_read', arguments: '{"path": "c"}' }];
+    const backend = new ScriptedBackend({ orchestrator: [{ content: '', tool_calls: calls }] });
+    await sut.call({
+      writer,
+      backend,
+      role: 'orchestrator',
+      round: 1,
+      request: {
+        messages: [{ role: 'user', content: 'u' }, asks, answer('c1'), answer('c2')],
+        timeout_ms: 1000,
+      },
+    });
+    const [called, responded] = writer.log.slice(1);
+    expect(called).toMatchObject({
+      type: 'MODEL_CALLED',
+      payload: { tool_turns: { count: 1, malformed: 0 } },
+    });
+    expect(responded).toMatchObject({ type: 'MODEL_RESPONDED', payload: { tool_calls: calls } });
+  });
+});
