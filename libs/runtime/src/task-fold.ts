@@ -124,9 +124,10 @@ export class TaskFold {
   }
 
   /**
-   * The repeat detector's verdict over the rounds before `round` (rounds are
-   * numbered upwards in the log), and the last of them. Rounds already judged
-   * are not judged again: a closed round's facts no longer change.
+   * The repeat detector's verdict over the rounds before `round`, and the last
+   * of them. Asked once per round as rounds go up (they are numbered upwards in
+   * the log); rounds already judged are not judged again, since a closed
+   * round's facts no longer change.
    */
   repeatBefore(round: number, threshold: number): { verdict: RepeatVerdict; last: RoundFacts | undefined } {
     const rounds = this.facts.rounds;
