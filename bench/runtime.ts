@@ -2,7 +2,7 @@
  * npm run bench -- runtime
  * The runtime loop's cost per task against the log it writes: tasks with a
  * 3-step plan of in-memory `echo` tools (scripted orchestrator, no model, no
- * process spawned) run through RuntimeService on createSqliteStorage, and
+ * process spawned) run through RuntimeController on createSqliteStorage, and
  * the baseline appends the very same events (copied from the runs) straight
  * to a second store of the same kind, one append per event as the loop does.
  * The ratio is what folding, routing, scheduling and the queue add on top of
@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent } from '@runledger/contracts';
 import { SqliteSynchronous } from '@runledger/event-store';
-import { ScriptedBackend, createRuntime } from '@runledger/runtime';
+import { ScriptedBackend } from '@runledger/runtime';
 import { SqliteStorage, createSqliteStorage } from '@runledger/state-store';
-import { AllowAllPolicy, testToolRegistry } from '../libs/runtime/src/testing';
+import { AllowAllPolicy, startTestRuntime, testToolRegistry } from '../libs/runtime/src/testing';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 200);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
@@ -49,21 +49,20 @@ async function withStorage<T>(work: (s: SqliteStorage, dir: string) => Promise<T
 
 async function runTasks(concurrency: number): Promise<{ ms: number; events: NewEvent[][] }> {
   return withStorage(async (storage, dir) => {
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store: storage.eventStore,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator: [plan, '{"type":"respond","content":"done"}'] }),
       concurrency,
-      log: () => undefined,
     });
     const started = performance.now();
     const ids = await Promise.all(
       Array.from({ length: TASKS }, (_, i) =>
-        rt.service.submit({ input: `bench ${i}` }, { source: 'api' }).then((r) => r.task_id),
+        rt.runtime.submit({ input: `bench ${i}` }, { source: 'api' }).then((r) => r.task_id),
       ),
     );
-    const finals = await Promise.all(ids.map((id) => rt.service.settled(id)));
+    const finals = await Promise.all(ids.map((id) => rt.runtime.settled(id)));
     const ms = performance.now() - started;
     if (finals.some((p) => p.final?.stop_reason !== 'completed'))
       throw new Error('a bench task did not complete');
@@ -74,7 +73,7 @@ async function runTasks(concurrency: number): Promise<{ ms: number; events: NewE
         ),
       ),
     );
-    await rt.service.close();
+    await rt.close();
     return { ms, events };
   });
 }

@@ -3,12 +3,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
 import WebSocket from 'ws';
+import { Abstract, Type } from '@nestjs/common';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
 import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
 // the e2e harness boots the app itself (the rule keeps libs from importing apps/)
 // eslint-disable-next-line no-restricted-imports
 import { loadConfig } from '../apps/controller/src/config';
 // eslint-disable-next-line no-restricted-imports
-import { bootController } from '../apps/controller/src/bootstrap';
+import { AppFactory, startApp } from '../apps/controller/src/app';
+
+/** A provider token of the composition and the value that stands in for it. */
+export type ProviderOverride = [token: string | symbol | Type<unknown> | Abstract<unknown>, value: unknown];
+
+/** The app built by Nest's testing module: the same modules, with the given providers overridden. */
+function overridingFactory(overrides: ProviderOverride[]): AppFactory {
+  return async (root, options) => {
+    let builder = Test.createTestingModule({ imports: [root] });
+    for (const [token, value] of overrides) builder = builder.overrideProvider(token).useValue(value);
+    const moduleRef = await builder.compile();
+    return moduleRef.createNestApplication<NestExpressApplication>(options);
+  };
+}
 
 /** Tokens of a test server: one per scope set. */
 export const TOKENS = {
@@ -48,7 +64,11 @@ export interface ApiHarness {
 /** Boot the real controller in-process on 127.0.0.1:0 with a temp DB and captured JSON logs. */
 export async function bootApi(
   env: Record<string, string> = {},
-  options: { beforeBoot?: (dbPath: string) => Promise<void> } = {},
+  options: {
+    beforeBoot?: (dbPath: string) => Promise<void>;
+    /** providers of the composition swapped for test doubles, e.g. [ModelBackend, new ScriptedBackend(...)] */
+    overrides?: ProviderOverride[];
+  } = {},
 ): Promise<ApiHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-api-'));
   const workspace = join(dir, 'workspace');
@@ -77,8 +97,9 @@ export async function bootApi(
   });
   await options.beforeBoot?.(config.RUNLEDGER_DB);
   const logs: string[] = [];
-  const started = await bootController(config, {
+  const started = await startApp(config, {
     logDestination: { write: (line: string) => void logs.push(line) },
+    createApp: options.overrides ? overridingFactory(options.overrides) : undefined,
   });
   const url = started.url;
   return {

@@ -104,6 +104,23 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(calls).toEqual(['shell_exec', 'file_read']);
   });
 
+  it('a command printing 60 KB completes under the default prompt budget; the prompt shows it elided', async () => {
+    const res = await runCli(['run', "run head -c 60000 /dev/zero | tr '\\000' a", '--yes'], {
+      cwd: dir,
+      env,
+    });
+    expect(stderrProblems(res.stderr)).toEqual([]);
+    expect(res.stderr).toContain('stop reason: completed');
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('a'.repeat(60_000));
+
+    const events = await readTask(env.RUNLEDGER_DB);
+    const built = events.flatMap((e) => (e.type === 'CONTEXT_BUILT' ? [e.payload] : []));
+    expect(built.map((b) => b.round)).toEqual([1, 2]);
+    expect(built[1].cut).toContain('history:round_1:elided');
+    for (const b of built) expect(b.total_tokens).toBeLessThanOrEqual(b.budget_tokens);
+  });
+
   it('--json prints every event as a JSON line and a summary on stdout, and no progress lines', async () => {
     const res = await runCli(['run', 'run echo json', '--json', '--yes'], { cwd: dir, env });
     expect(res.code).toBe(0);

@@ -3,9 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
-import { replayView } from '@runledger/runtime';
+import { NestFactory } from '@nestjs/core';
+import { RuntimeController, replayView } from '@runledger/runtime';
 import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
-import { buildRuntime } from '../apps/controller/src/composition';
+// the test boots the app's own composition (the rule keeps libs from importing apps/)
+// eslint-disable-next-line no-restricted-imports
+import { CliModule } from '../apps/controller/src/cli/cli.module';
+// eslint-disable-next-line no-restricted-imports
 import { loadConfig } from '../apps/controller/src/config';
 
 /**
@@ -69,14 +73,21 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
     );
   };
 
-  it('buildRuntime: the secondary serves with the key from its variable; replayed offline event for event', async () => {
+  /** the CLI's composition in-process, with this test's environment for the key variables */
+  const boot = () =>
+    NestFactory.createApplicationContext(
+      CliModule.forRoot({ config: loadConfig(env), defaultAllowedRoot: dir, env }),
+      { logger: false, abortOnError: false },
+    );
+
+  it('the composition: the secondary serves with the key from its variable; replayed offline event for event', async () => {
     script();
-    const built = await buildRuntime(loadConfig(env), { env, log: () => undefined });
+    const built = await boot();
+    const runtime = built.get(RuntimeController);
     let taskId: string;
     try {
-      taskId = (await built.service.submit({ input: 'echo through the fallback' }, { source: 'cli' }))
-        .task_id;
-      const progress = await built.service.settled(taskId);
+      taskId = (await runtime.submit({ input: 'echo through the fallback' }, { source: 'cli' })).task_id;
+      const progress = await runtime.settled(taskId);
       expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the secondary did it' });
     } finally {
       await built.close();
@@ -96,11 +107,11 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
     // Offline: both servers gone; nothing may be asked.
     await primary.close();
     await secondary.close();
-    const again = await buildRuntime(loadConfig(env), { env, log: () => undefined });
+    const again = await boot();
     try {
-      const { task_id, progress } = await again.replay(taskId);
+      const { task_id, progress } = await again.get(RuntimeController).replay(taskId);
       expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the secondary did it' });
-      expect(replayView(await again.store.readWholeStream(task_id))).toEqual(replayView(events));
+      expect(replayView(await streamOf(task_id))).toEqual(replayView(events));
     } finally {
       await again.close();
     }

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ModelBackend, ModelScript, ScriptedBackend } from '@runledger/runtime';
 import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -22,17 +22,9 @@ async function withScript(
   script: unknown,
   env: Record<string, string> = {},
 ): Promise<{ h: ApiHarness; dispose: () => Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'rl-mem-e2e-'));
-  const path = join(dir, 'script.json');
-  writeFileSync(path, JSON.stringify(script));
-  const h = await bootApi({ RUNLEDGER_MODEL: `scripted:${path}`, ...env });
-  return {
-    h,
-    dispose: async () => {
-      await h.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  // the composition's model (every role, the critic's too) is swapped for the script, nothing else
+  const h = await bootApi(env, { overrides: [[ModelBackend, new ScriptedBackend(script as ModelScript)]] });
+  return { h, dispose: () => h.close() };
 }
 
 async function runTask(

@@ -103,6 +103,29 @@ describe('metrics and request logs (e2e)', () => {
     expect(sut.logs.join('')).not.toContain(TOKENS.reader);
   });
 
+  it('logs and measures a request whose body is refused (invalid JSON, too large) like any other', async () => {
+    const before = sut.logs.length;
+    const invalid = await sut.request('POST', '/tasks', { raw: '{"input": ' });
+    const tooLarge = await sut.request('POST', '/tasks', {
+      raw: JSON.stringify({ input: 'x'.repeat(2_000_000) }),
+    });
+    expect([invalid.status, tooLarge.status]).toEqual([400, 413]);
+    const lines = sut.logs
+      .slice(before)
+      .map((l) => JSON.parse(l) as { msg?: string; method?: string; path?: string; status?: number })
+      .filter((l) => l.msg === 'request' && l.method === 'POST' && l.path === '/tasks');
+    expect(lines.map((l) => l.status).sort()).toEqual([400, 413]);
+    const metrics = (await sut.request('GET', '/metrics')).text;
+    for (const status of ['400', '413'])
+      expect(
+        sample(metrics, 'runledger_http_request_duration_seconds_count', {
+          method: 'POST',
+          route: 'unmatched',
+          status,
+        }),
+      ).toBeGreaterThanOrEqual(1);
+  });
+
   it('gives a request a correlation id of its own when the caller sent none or a malformed one', async () => {
     const res = await sut.request('GET', '/tasks', { headers: { 'X-Correlation-Id': 'bad id with spaces' } });
     const id = res.headers.get('x-correlation-id');

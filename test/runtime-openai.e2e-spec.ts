@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { ModelCallError, OpenAiBackend, Runtime, createRuntime } from '@runledger/runtime';
+import { ModelCallError, OpenAiBackend } from '@runledger/runtime';
 import {
   AllowAllPolicy,
   FakeOpenAiServer,
+  TestRuntime,
+  startTestRuntime,
   startFakeOpenAiServer,
   testToolRegistry,
 } from '@runledger/testing';
@@ -15,21 +17,20 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
   let server: FakeOpenAiServer;
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
   const backend = (models: { orchestrator?: string } = { orchestrator: 'orch-model' }) =>
     new OpenAiBackend({ baseURL: server.baseURL, apiKey: 'test-key', models });
   const run = async (input: string, modelTimeoutMs = 2000) => {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
       model: backend(),
       modelTimeoutMs,
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
     return { progress, events: await store.readWholeStream(task_id) };
   };
   const ofType = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) =>
@@ -41,7 +42,7 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
     store = new InMemoryEventStore();
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -7,13 +7,13 @@ import {
   DEFAULT_DISCIPLINE_SETTINGS,
   DisciplineSettings,
   OpenAiBackend,
-  Runtime,
-  createRuntime,
   seededRandom,
 } from '@runledger/runtime';
 import {
   AllowAllPolicy,
   FakeOpenAiServer,
+  TestRuntime,
+  startTestRuntime,
   startFakeOpenAiServer,
   testToolRegistry,
 } from '@runledger/testing';
@@ -43,10 +43,10 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
   let server: FakeOpenAiServer;
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
   const run = async (input: string, modelTimeoutMs = 2000) => {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
@@ -58,10 +58,9 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
       modelTimeoutMs,
       discipline: settings,
       rng: seededRandom(7),
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
     const events = await store.readWholeStream(task_id);
     const final = events[events.length - 1].payload as EventPayload<'TASK_FAILED'>;
     return { progress, events, stop: final.stop_reason, usage: final.usage };
@@ -73,7 +72,7 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
     store = new InMemoryEventStore();
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -163,10 +162,10 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
   let secondary: FakeOpenAiServer;
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
   const run = async (input: string, modelTimeoutMs = 2000) => {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
@@ -186,10 +185,9 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
       modelTimeoutMs,
       discipline: settings,
       rng: seededRandom(7),
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
     return { progress, events: await store.readWholeStream(task_id) };
   };
   const primaryLabel = () => `model-a@${new URL(primary.baseURL).host}`;
@@ -214,7 +212,7 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
     store = new InMemoryEventStore();
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     await primary.close();
     await secondary.close();
     rmSync(dir, { recursive: true, force: true });

@@ -13,17 +13,22 @@ import {
   canonicalJson,
 } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import {
   DEFAULT_DISCIPLINE_SETTINGS,
   DisciplineSettings,
   ModelScript,
-  Runtime,
   ScriptedBackend,
-  createRuntime,
   seededRandom,
 } from '@runledger/runtime';
-import { AllowAllPolicy, InMemoryToolRegistry, RuleTablePolicy, testToolRegistry } from '@runledger/testing';
+import {
+  AllowAllPolicy,
+  InMemoryToolRegistry,
+  RuleTablePolicy,
+  TestRuntime,
+  startTestRuntime,
+  testToolRegistry,
+} from '@runledger/testing';
 
 /**
  * Run-discipline scenarios with the scripted model: every stop reason at least
@@ -68,7 +73,7 @@ describe('run discipline scenarios (scripted model)', () => {
   const seen = new Set<StopReason>();
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
   let tools: InMemoryToolRegistry;
   let flakyFailures: number;
 
@@ -100,7 +105,7 @@ describe('run discipline scenarios (scripted model)', () => {
       });
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -110,12 +115,12 @@ describe('run discipline scenarios (scripted model)', () => {
     o: {
       budgets?: Budgets;
       accept_checks?: AcceptCheck[];
-      permissions?: PermissionPolicy;
+      permissions?: PermissionService;
       settings?: DisciplineSettings;
       modelTimeoutMs?: number;
     } = {},
   ) {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools,
       permissions: o.permissions ?? new AllowAllPolicy(),
@@ -123,13 +128,12 @@ describe('run discipline scenarios (scripted model)', () => {
       discipline: o.settings ?? fast,
       rng: seededRandom(42),
       modelTimeoutMs: o.modelTimeoutMs ?? 2000,
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit(
+    const { task_id } = await rt.runtime.submit(
       { input, budgets: o.budgets, accept_checks: o.accept_checks },
       { source: 'cli' },
     );
-    const progress = await rt.service.settled(task_id);
+    const progress = await rt.runtime.settled(task_id);
     const events = await store.readWholeStream(task_id);
     expectOnlyDecidedToolCalls(events);
     const final = events[events.length - 1];
@@ -479,10 +483,28 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(of(r.events, 'CONTEXT_BUILT').flatMap((e) => e.payload.cut)).toContain('history:round_1');
     });
 
+    it('a tool that prints 60 KB: the default budget holds it elided, the run completes', async () => {
+      const bulk = `${'x'.repeat(30_000)}${'y'.repeat(30_000)}`;
+      tools.add(m('bulk_print'), async () => bulk);
+      const r = await run({ orchestrator: [tool('bulk_print', {}), respond('printed')] }, 'print a lot', {
+        settings: DEFAULT_DISCIPLINE_SETTINGS,
+      });
+      expect(r.stop).toBe('completed');
+      expect(rounds(r.events)).toBe(2);
+      const completed = of(r.events, 'TOOL_COMPLETED')[0];
+      const built = of(r.events, 'CONTEXT_BUILT').map((e) => e.payload);
+      expect(built[1].cut).toContain('history:round_1:elided');
+      for (const b of built) expect(b.total_tokens).toBeLessThanOrEqual(b.budget_tokens);
+      // round 2's prompt is within the budget; the log keeps the output whole
+      const asked = of(r.events, 'MODEL_CALLED')[1].payload.prompt_chars;
+      expect(asked).toBeLessThan(built[1].budget_tokens * 4);
+      expect(completed.payload.result.output).toBe(bulk);
+    });
+
     it('an input that cannot fit at all: budget_exceeded before any model call', async () => {
       const r = await run({ orchestrator: [respond('never')] }, 'x'.repeat(6000), { settings: tight });
       expect(r.stop).toBe('budget_exceeded');
-      expect(r.detail).toMatch(/budget is 1100/);
+      expect(r.detail).toMatch(/user input alone need \d+ tokens; the prompt budget is 1100/);
       expect(rounds(r.events)).toBe(0);
       expect(of(r.events, 'MODEL_CALLED')).toHaveLength(0);
     });
@@ -613,7 +635,7 @@ describe('run discipline scenarios (scripted model)', () => {
     });
 
     it('cancel during a slow tool: cancelled', async () => {
-      rt = createRuntime({
+      rt = await startTestRuntime({
         store,
         tools,
         permissions: new AllowAllPolicy(),
@@ -621,13 +643,12 @@ describe('run discipline scenarios (scripted model)', () => {
           orchestrator: [tool('append_line', { path: 's.txt', line: 'x', delay_ms: 5000 })],
         }),
         discipline: fast,
-        log: () => undefined,
       });
-      const { task_id } = await rt.service.submit({ input: 'slow' }, { source: 'cli' });
+      const { task_id } = await rt.runtime.submit({ input: 'slow' }, { source: 'cli' });
       for (let i = 0; i < 200 && !of(await store.readWholeStream(task_id), 'TOOL_CALLED').length; i++)
         await new Promise((r) => setTimeout(r, 5));
-      await rt.service.cancel(task_id);
-      const p = await rt.service.settled(task_id);
+      await rt.runtime.cancel(task_id);
+      const p = await rt.runtime.settled(task_id);
       expect(p.final?.stop_reason).toBe('cancelled');
       expect(p.usage.rounds).toBe(1);
       seen.add('cancelled');

@@ -2,31 +2,30 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { Logger } from 'pino';
+import { EventStore } from '@runledger/event-store';
+import { ToolSandbox } from '@runledger/tools';
 import { AdminEventsController } from './admin/admin-events.controller';
 import { DashboardController } from './admin/dashboard.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { TokenThrottlerGuard } from './auth/throttle.guard';
 import { TokenRegistry } from './auth/token-registry';
 import { APP_CONFIG, AppConfig } from './config';
+import { CompositionModule, CompositionOptions } from './composition.module';
 import { DocsController } from './docs/docs.controller';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { HealthController } from './health/health.controller';
+import { SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { LoggingModule } from './logging/logging.module';
-import { MetricsModule } from './metrics/metrics.module';
-import { ApiBackend } from './runtime.port';
+import { MemoryHttpModule } from './memory/memory-http.module';
+import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
-import { LOGGER } from './tokens';
 import { EventsGateway } from './ws/events.gateway';
 
-export interface AppDeps {
-  config: AppConfig;
-  backend: ApiBackend;
-  tokens: TokenRegistry;
+export interface AppDeps extends CompositionOptions {
   log: Logger;
-  /** feature modules composed elsewhere (e.g. the /memory routes); the global guards and filter apply to them */
-  modules?: DynamicModule[];
+  tokens: TokenRegistry;
 }
 
 @Module({})
@@ -41,8 +40,9 @@ export class AppModule {
           skipIf: () => limit === 0,
         }),
         LoggingModule.forRoot(deps.log),
-        MetricsModule.forRoot(deps.backend),
-        ...(deps.modules ?? []),
+        CompositionModule.forRoot(deps),
+        HttpPipelineModule,
+        MemoryHttpModule,
       ],
       controllers: [
         HealthController,
@@ -53,10 +53,14 @@ export class AppModule {
         DocsController,
       ],
       providers: [
-        { provide: APP_CONFIG, useValue: deps.config },
-        { provide: ApiBackend, useValue: deps.backend },
         { provide: TokenRegistry, useValue: deps.tokens },
-        { provide: LOGGER, useValue: deps.log },
+        {
+          provide: SqliteHealthProbe,
+          // EventStore first: the storage has created and migrated the file the probe opens read-only
+          useFactory: (config: AppConfig, sandbox: ToolSandbox) =>
+            new SqliteHealthProbe(config.RUNLEDGER_DB, () => sandbox.sandboxStatus().effective),
+          inject: [APP_CONFIG, ToolSandbox, EventStore],
+        },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: TokenThrottlerGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

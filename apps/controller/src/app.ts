@@ -1,28 +1,36 @@
 import { mkdirSync } from 'node:fs';
 import { Server } from 'node:http';
 import { dirname, resolve } from 'node:path';
-import { DynamicModule } from '@nestjs/common';
+import { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as NestLogger } from 'nestjs-pino';
 import { DestinationStream, Logger } from 'pino';
-import { ValidationError } from '@runledger/contracts';
+import { RuntimeController } from '@runledger/runtime';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
 import { AppConfig } from './config';
 import { mountApiDocs } from './docs/api-docs';
 import { answerClientError } from './errors/client-error';
 import { createLogger } from './logging/logger';
-import { ApiBackend } from './runtime.port';
 import { EventsWsAdapter } from './ws/events-ws.adapter';
 
+/** Makes the Nest application of the root module; tests hand one over that overrides providers (Test.createTestingModule). */
+export type AppFactory = (
+  root: DynamicModule,
+  options: NestApplicationOptions,
+) => Promise<NestExpressApplication>;
+
+const nestFactory: AppFactory = (root, options) => NestFactory.create<NestExpressApplication>(root, options);
+
 export interface StartOptions {
+  createApp?: AppFactory;
   /** where JSON logs go (default stdout); tests capture them */
   logDestination?: DestinationStream;
-  /** a logger already made (bootController shares one with the runtime); else one is made here */
+  /** a logger already made; else one is made here (the runtime logs through the same one) */
   log?: Logger;
-  /** feature modules to mount beside the API (e.g. /memory) */
-  modules?: DynamicModule[];
+  /** where the fallback providers' api_key_env variables are read; process.env when absent */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface StartedApp {
@@ -35,14 +43,10 @@ export interface StartedApp {
 
 /**
  * Boot the controller on config HOST/PORT (tests pass PORT 0 and a temp DB):
- * tokens, NestJS over express, JSON body limit, request logs, then listen and
- * let the backend resume unfinished tasks.
+ * tokens, the runtime's modules and the API under NestJS over express, JSON
+ * body limit, request logs, then listen and resume unfinished tasks.
  */
-export async function startApp(
-  config: AppConfig,
-  backend: ApiBackend,
-  options: StartOptions = {},
-): Promise<StartedApp> {
+export async function startApp(config: AppConfig, options: StartOptions = {}): Promise<StartedApp> {
   const log = options.log ?? createLogger(config.LOG_LEVEL, options.logDestination);
   mkdirSync(dirname(resolve(config.RUNLEDGER_DB)), { recursive: true });
   const { registry, generatedAdminToken } = resolveTokens(config);
@@ -52,42 +56,45 @@ export async function startApp(
         allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'],
       }
     : false;
-  const app = await NestFactory.create<NestExpressApplication>(
-    AppModule.forRoot({ config, backend, tokens: registry, log, modules: options.modules }),
+  const app = await (options.createApp ?? nestFactory)(
+    AppModule.forRoot({
+      config,
+      tokens: registry,
+      log,
+      env: options.env,
+      defaultAllowedRoot: './data/workspace',
+    }),
     {
       bodyParser: false,
       cors,
       bufferLogs: true,
+      // a bad config or a storage that cannot open is an error to report, not a reason to abort the process
+      abortOnError: false,
     },
   );
   app.useLogger(app.get(NestLogger));
   app.disable('x-powered-by');
   app.useWebSocketAdapter(new EventsWsAdapter(app, log));
-  app.useBodyParser('json', { limit: config.RUNLEDGER_BODY_LIMIT });
-  // JSON.parse quotes the body in its message: never echo it (it may hold a secret)
-  app.use((err: unknown, _req: unknown, _res: unknown, next: (e: unknown) => void) => {
-    next(
-      (err as { type?: unknown }).type === 'entity.parse.failed'
-        ? new ValidationError('request body is not valid JSON')
-        : err,
-    );
-  });
   mountApiDocs(app);
   app.enableShutdownHooks();
   (app.getHttpServer() as Server).on('clientError', answerClientError);
-  await app.listen(config.PORT, config.HOST);
+  try {
+    await app.listen(config.PORT, config.HOST);
+  } catch (err) {
+    // e.g. the port is taken: the runtime and storage the modules opened are closed, not left behind
+    await app.close();
+    throw err;
+  }
   const address = app.getHttpServer().address() as { port: number };
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   const url = `http://${host}:${address.port}`;
-  await backend.start();
+  await app.get(RuntimeController).resumeUnfinished();
   log.info({ url }, 'runledger listening');
   return {
     app,
     url,
     generatedAdminToken,
-    close: async () => {
-      await app.close();
-      await backend.close();
-    },
+    // the runtime stops, memory saves its index, then the storage closes (the modules' shutdown hooks)
+    close: () => app.close(),
   };
 }

@@ -1,6 +1,6 @@
 import { ConfigError } from '@runledger/contracts';
 import { OpenAiBackend } from '@runledger/runtime';
-import { fallbackModelsFromConfig } from './composition';
+import { fallbackModelsFromConfig } from './model-options';
 import { loadConfig } from './config';
 
 const base = {

@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { scrubProviderKeys } from '@runledger/permissions';
-import { bootController } from './bootstrap';
+import { startApp } from './app';
 import { loadConfig, providerKeyNames } from './config';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const started = await bootController(config);
+  const started = await startApp(config);
   // the model clients hold their keys now: plugin code and child processes must not find them
   scrubProviderKeys(process.env, providerKeyNames(config));
   process.stdout.write(`runledger listening on ${started.url}\n`);

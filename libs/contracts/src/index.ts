@@ -6,3 +6,4 @@ export * from './memory';
 export * from './permission';
 export * from './events';
 export * from './ids';
+export * from './module-options';

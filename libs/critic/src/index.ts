@@ -1,3 +1,4 @@
 export * from './critic';
 export * from './heuristic-critic';
 export * from './model-critic';
+export * from './critic.module';

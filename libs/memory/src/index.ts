@@ -4,3 +4,5 @@ export * from './vector-index';
 export * from './memory-write-policy';
 export * from './memory-service';
 export * from './memory-hook';
+export * from './memory-policy';
+export * from './memory.module';

@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { PermissionCheck, PermissionRulesConfig, PermissionVerdict } from '@runledger/contracts';
-import { PermissionPolicy, PermissionSubject } from './permission-policy';
+import { PermissionService, PermissionSubject } from './permission-service';
 import { ALLOW, check, newProgramCall, ProgramCall, unknownProgram } from './programs/program-spec';
 import { programSpec } from './programs/table';
 import { BLOCK_DEVICE, HARMLESS_SINKS, PROCESS_DATA, PROTECTED_WRITE, SYSTEM_TOP } from './system-paths';
@@ -38,12 +38,12 @@ export interface RulePermissionPolicyOptions {
 }
 
 /**
- * PermissionPolicy from rules: built-in defaults (hard stops for wiping `/`, mkfs, block devices,
+ * PermissionService from rules: built-in defaults (hard stops for wiping `/`, mkfs, block devices,
  * fork bombs, writes to /etc, chmod -R 777 /, shutdown; prompts for writes, deletes, network and
  * unknown programs; allow for read-only programs inside the root) plus configured rules.
  * Shell commands are parsed and every part is judged; the most severe verdict wins.
  */
-export class RulePermissionPolicy extends PermissionPolicy {
+export class RulePermissionPolicy extends PermissionService {
   private readonly root: string;
   private readonly rules: PermissionRulesConfig;
   private readonly patterns: { rule: string; re: RegExp; verdict: PermissionVerdict; reason: string }[];

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { AcceptCheck } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { ToolSandbox } from '@runledger/tools';
-import { createRuntime } from './create-runtime';
+import { RecordingRuntimeLogger, startTestRuntime } from './testing';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
 import { LiveWorkspaceView } from './discipline/workspace-view';
 import { ScriptedBackend } from './model/scripted-backend';
@@ -28,7 +28,7 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
 
   /** The reported run: `echo hi > out.txt`, then an answer. */
   async function run() {
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
@@ -42,14 +42,13 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
       workspace: new LiveWorkspaceView(
         new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
       ),
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit(
+    const { task_id } = await rt.runtime.submit(
       { input: 'write hi to out.txt', accept_checks: checks },
       { source: 'cli' },
     );
-    const progress = await rt.service.settled(task_id);
-    await rt.service.close();
+    const progress = await rt.runtime.settled(task_id);
+    await rt.close();
     return { task_id, progress, events: await store.readWholeStream(task_id) };
   }
 
@@ -87,7 +86,7 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
         workspace: new LiveWorkspaceView(
           new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
         ),
-        log: () => undefined,
+        logger: new RecordingRuntimeLogger(),
       },
       task_id,
     );

@@ -2,7 +2,7 @@ import { EventPayload, ToolManifest } from '@runledger/contracts';
 import { ChatMessage, HistoryItem, PromptView } from './model/model-backend';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
-import { COMPACTED_ROUNDS, PromptItem, decidePrompt } from './discipline/prompt-budget';
+import { COMPACTED_ROUNDS, PromptItem, decidePrompt, promptBudgetTokens } from './discipline/prompt-budget';
 import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from './discipline/settings';
 import { estimateTokens } from './discipline/budgets';
 
@@ -47,6 +47,33 @@ const isCompactionSummary = (h: HistoryItem): boolean => h.directive === COMPACT
 const clip = (s: string, maxChars: number): string =>
   s.length <= maxChars ? s : `${s.slice(0, Math.max(0, maxChars - 14))}…[truncated]`;
 
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * A tool output cut to at most maxChars: its head and tail kept, with a note
+ * of how many bytes went and which event holds the whole output. A surrogate
+ * pair is never split.
+ */
+export function elideOutput(text: string, maxChars: number, sourceEventId: string | null): string {
+  if (text.length <= maxChars) return text;
+  const note = (bytes: number) =>
+    `\n[… ${bytes} bytes elided${sourceEventId ? `; whole output in event ${sourceEventId}` : ''} …]\n`;
+  // sized with the longest count the note can show, so the result stays within maxChars
+  const room = Math.max(0, maxChars - note(Buffer.byteLength(text)).length);
+  let headEnd = Math.ceil(room / 2);
+  let tailStart = text.length - Math.floor(room / 2);
+  if (headEnd > 0 && isHighSurrogate(text.charCodeAt(headEnd - 1))) headEnd -= 1;
+  if (tailStart < text.length && isLowSurrogate(text.charCodeAt(tailStart))) tailStart += 1;
+  return `${text.slice(0, headEnd)}${note(Buffer.byteLength(text.slice(headEnd, tailStart)))}${text.slice(tailStart)}`;
+}
+
+/** A history item with every result over maxChars elided (citing the event it came from). */
+const elideItem = (h: HistoryItem, maxChars: number): HistoryItem => ({
+  ...h,
+  results: h.results.map((r, i) => elideOutput(r, maxChars, h.sources?.[i] ?? null)),
+});
+
 const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
 
 const historyText = (h: HistoryItem): string =>
@@ -79,8 +106,7 @@ export class ContextBuilder {
   ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
-    const fit = (name: ContextSection, text: string): string => {
-      const max = this.budgets[name] * CHARS_PER_TOKEN;
+    const fit = (name: ContextSection, text: string, max = this.budgets[name] * CHARS_PER_TOKEN): string => {
       const out = clip(text, max);
       if (out !== text) cut.push(`${name}:truncated`);
       sections[name] = { tokens: tokensOf(out), trimmed: out === text ? 0 : tokensOf(text) - tokensOf(out) };
@@ -95,19 +121,19 @@ export class ContextBuilder {
     );
 
     let kept = [...progress.history];
-    const budgetChars = this.budgets.history * CHARS_PER_TOKEN;
+    let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let trimmedTokens = 0;
     let compaction: BuiltContext['compaction'];
     let overBudget: string | undefined;
     if (this.prompt) {
-      // The window decides, not the fixed section budgets: trim, compact, or give up.
+      // The window decides, not the fixed section budgets: elide, trim, compact, or give up.
       const items: PromptItem[] = [
         { id: 'system', section: 'system', tokens: tokensOf(system) },
         { id: 'tools', section: 'tools', tokens: tokensOf(toolText) },
         {
           id: 'user',
           section: 'user',
-          tokens: tokensOf(clip(progress.input, this.budgets.user * CHARS_PER_TOKEN)),
+          tokens: tokensOf(progress.input),
         },
         ...hits.map((h) => ({
           id: `memory:${h.id}`,
@@ -118,10 +144,25 @@ export class ContextBuilder {
           id: `history:round_${h.round}`,
           section: 'history' as const,
           tokens: tokensOf(historyText(h)),
+          elidable: h.results.map(tokensOf),
         })),
       ];
       const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
+      const elided = new Set<number>();
       if (decision.kind === 'exceed') overBudget = decision.detail;
+      else {
+        budgetChars = decision.sections.history.budget * CHARS_PER_TOKEN;
+        // One token of each output's share goes to its line's indent and to rounding, so the
+        // elided history stays within the budget and is never clipped at its end.
+        if (decision.elideTo !== null) {
+          const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
+          kept = kept.map((h) => {
+            const shown = elideItem(h, maxChars);
+            if (shown.results.some((r, i) => r !== h.results[i])) elided.add(h.round);
+            return shown;
+          });
+        }
+      }
       const drop = new Set(
         decision.kind === 'trim' || decision.kind === 'compact'
           ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])]
@@ -139,6 +180,7 @@ export class ContextBuilder {
       for (const h of kept)
         if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
       kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
+      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `history:round_${h.round}:elided`));
       cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
@@ -156,7 +198,8 @@ export class ContextBuilder {
       trimmedTokens += tokensOf(historyFull) - tokensOf(history);
     }
     sections.history = { tokens: tokensOf(history), trimmed: trimmedTokens };
-    const user = fit('user', progress.input);
+    // With run discipline the window decides: the task's input is never cut (too large, the task stops).
+    const user = fit('user', progress.input, this.prompt ? Infinity : undefined);
 
     const body = [
       memory && `## Memory\n${memory}`,
@@ -170,12 +213,18 @@ export class ContextBuilder {
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
     return {
       messages,
-      view: { input: progress.input, history: kept },
+      // sys_util reads the results whole (its answer is the last output), never the elided prompt text
+      view: {
+        input: progress.input,
+        history: progress.history.filter((h) => kept.some((k) => k.round === h.round)),
+      },
       event: {
         round,
         sections,
         total_tokens: total,
-        budget_tokens: Object.values(this.budgets).reduce((n, b) => n + b, 0),
+        budget_tokens: this.prompt
+          ? promptBudgetTokens(this.prompt)
+          : Object.values(this.budgets).reduce((n, b) => n + b, 0),
         cut,
         memory_hits: hits.map((h) => ({ id: h.id, score: h.score, text: h.text })),
         compacted: kept.some(isCompactionSummary),

@@ -1,6 +1,7 @@
 import { EventStore } from '@runledger/event-store';
 import { ExecutionDirective, ToolResult } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
+import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry } from '@runledger/tools';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
@@ -19,7 +20,7 @@ export type { ExecOutcome } from './engine/call-types';
 export interface EngineDeps {
   store: EventStore;
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   vault: SecretVault;
   hooks: readonly ToolOutcomeHook[];
   gateway: ModelGateway;
@@ -28,7 +29,7 @@ export interface EngineDeps {
   /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
   coderFallbacks?: readonly ModelBackend[];
   modelTimeoutMs: number;
-  stepConcurrency: number;
+  scheduler: ExecutionScheduler;
   redact: (value: ToolResult, secrets: readonly string[]) => ToolResult;
   /** run discipline: circuit breaker, adaptive timeouts, retries of idempotent tools; off when absent */
   discipline?: DisciplineSettings;

@@ -129,10 +129,11 @@ function currentHistory(p: TaskProgress): HistoryItem | undefined {
   return last && last.round === p.round ? last : undefined;
 }
 
-function note(p: TaskProgress, line: string, ok: boolean): void {
+function note(p: TaskProgress, line: string, ok: boolean, sourceEventId?: string): void {
   const h = currentHistory(p);
   if (!h) return;
   h.results.push(line);
+  if (sourceEventId) h.sources = { ...h.sources, [h.results.length - 1]: sourceEventId };
   if (!ok) h.ok = false;
 }
 
@@ -214,7 +215,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       const plan = p.plans.get(e.payload.plan_id);
       plan?.status.set(e.payload.step_id, 'completed');
       plan?.outputs.set(e.payload.step_id, e.payload.output);
-      note(p, `step ${e.payload.step_id} completed: ${text(e.payload.output)}`, true);
+      note(p, `step ${e.payload.step_id} completed: ${text(e.payload.output)}`, true, e.event_id);
       break;
     }
     case 'STEP_FAILED': {
@@ -225,6 +226,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         p,
         `step ${e.payload.step_id} ${e.payload.skipped ? 'skipped' : 'failed'}: ${e.payload.error}`,
         false,
+        e.event_id,
       );
       break;
     }
@@ -260,7 +262,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       if (call) Object.assign(call, { outcome: 'completed', result: e.payload.result });
       if (closesWithTool(p, e.payload.call_id)) {
         p.roundClosed = true;
-        note(p, `${e.payload.tool}: ${text(e.payload.result.output)}`, true);
+        note(p, `${e.payload.tool}: ${text(e.payload.result.output)}`, true, e.event_id);
       }
       break;
     }
@@ -280,7 +282,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       });
       if (closesWithTool(p, e.payload.call_id)) {
         p.roundClosed = true;
-        note(p, `${e.payload.tool} failed (${e.payload.error_kind}): ${e.payload.error}`, false);
+        note(p, `${e.payload.tool} failed (${e.payload.error_kind}): ${e.payload.error}`, false, e.event_id);
       }
       break;
     }
@@ -312,7 +314,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         p.roundClosed = true;
       }
       // The model is told its own "tool results" were cut, next to whatever the round decided.
-      if (e.payload.guard === 'correction' && e.payload.data.fabricated) p.pendingNotes.push(`note: ${e.payload.detail}`);
+      if (e.payload.guard === 'correction' && e.payload.data.fabricated)
+        p.pendingNotes.push(`note: ${e.payload.detail}`);
       if (
         e.payload.guard === 'completion_reminder' ||
         e.payload.guard === 'repeat_reminder' ||

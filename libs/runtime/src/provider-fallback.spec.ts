@@ -3,13 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { createRuntime, Runtime } from './create-runtime';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
 import { seededRandom } from './discipline/failure-policy';
 import { ModelBackend } from './model/model-backend';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
 import { replayTask, replayView } from './replay';
-import { AllowAllPolicy, testToolRegistry } from './testing';
+import {
+  AllowAllPolicy,
+  RecordingRuntimeLogger,
+  TestRuntime,
+  startTestRuntime,
+  testToolRegistry,
+} from './testing';
 
 /** The orchestrator's provider chain with scripted providers: retries, switches, stickiness, replay. */
 const settings: DisciplineSettings = {
@@ -47,7 +52,7 @@ const trail = (events: RuntimeEvent[]): string[] =>
 describe('orchestrator fallback providers', () => {
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
   const run = async (
     model: ModelBackend,
@@ -55,7 +60,7 @@ describe('orchestrator fallback providers', () => {
     input = 'write me a poem',
     discipline = settings,
   ) => {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
@@ -63,11 +68,10 @@ describe('orchestrator fallback providers', () => {
       fallbackModels,
       discipline,
       rng: seededRandom(3),
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
-    await rt.service.close();
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
+    await rt.close();
     return { task_id, progress, events: await store.readWholeStream(task_id) };
   };
 
@@ -76,7 +80,7 @@ describe('orchestrator fallback providers', () => {
     store = new InMemoryEventStore();
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -201,16 +205,16 @@ describe('orchestrator fallback providers', () => {
     expect(trail(events)).toContain('fallback A -> B');
   });
 
-  it('providers with the same label are refused', () => {
-    expect(() =>
-      createRuntime({
+  it('providers with the same label are refused', async () => {
+    await expect(
+      startTestRuntime({
         store,
         tools: testToolRegistry(dir),
         permissions: new AllowAllPolicy(),
         model: provider('A', []),
         fallbackModels: [provider('A', [])],
       }),
-    ).toThrow(ConfigError);
+    ).rejects.toThrow(ConfigError);
   });
 
   describe('the coder role walks the same chain', () => {
@@ -305,7 +309,7 @@ describe('orchestrator fallback providers', () => {
           tools: testToolRegistry(dir),
           discipline: settings,
           rng: seededRandom(3),
-          log: () => undefined,
+          logger: new RecordingRuntimeLogger(),
         },
         taskId,
       );

@@ -14,11 +14,10 @@ import {
   createMemoryEndGuard,
 } from '@runledger/memory';
 import { migrateToLatest } from '@runledger/migrations';
-import { createRuntime } from './create-runtime';
 import { ModelBackend } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
 import { replayTask, replayView } from './replay';
-import { RuleTablePolicy, testToolRegistry } from './testing';
+import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
 
 /**
  * A run scored by a critic, wired as the controller wires it (critic + memory
@@ -69,25 +68,29 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
   }
 
   async function record(model: ModelBackend, critic: Critic | null, input = 'read my notes') {
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new RuleTablePolicy({}),
       model,
       hooks: critic ? [createCriticMemoryHook({ critic, memory })] : [],
       guards: [createMemoryEndGuard(memory)],
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    await rt.service.settled(task_id);
-    await rt.service.close();
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    await rt.runtime.settled(task_id);
+    await rt.close();
     return task_id;
   }
 
   /** Replays as the controller does: its guards (the memory end guard among them) are passed on. */
   async function replay(taskId: string) {
     const { task_id } = await replayTask(
-      { store, tools: testToolRegistry(dir), guards: [createMemoryEndGuard(memory)], log: () => undefined },
+      {
+        store,
+        tools: testToolRegistry(dir),
+        guards: [createMemoryEndGuard(memory)],
+        logger: new RecordingRuntimeLogger(),
+      },
       taskId,
     );
     return { original: await store.readWholeStream(taskId), replayed: await store.readWholeStream(task_id) };
@@ -207,18 +210,17 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
     const cut = original.findIndex((e) => e.type === 'CRITIC_RESULT') + 2;
     const live = script();
     const calls = { n: 0 };
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new RuleTablePolicy({}),
       model: live,
       hooks: [createCriticMemoryHook({ critic: new ModelCritic(criticOf(live, calls)), memory })],
       guards: [createMemoryEndGuard(memory)],
-      log: () => undefined,
     });
-    const { task_id: forkId } = await rt.service.fork(id, cut);
-    await rt.service.settled(forkId);
-    await rt.service.close();
+    const { task_id: forkId } = await rt.runtime.fork(id, cut);
+    await rt.runtime.settled(forkId);
+    await rt.close();
     const fork = await store.readWholeStream(forkId);
     expect(fork[fork.length - 1].type).toBe('TASK_COMPLETED');
     expect(calls.n).toBe(1);

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { createRuntime } from './create-runtime';
 import { ModelBackend } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
 import { SysUtilBackend } from './model/sys-util';
@@ -10,7 +9,7 @@ import { recordedJitter, replayTask, replayView } from './replay';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
 import { backoffDelay } from './discipline/failure-policy';
 import { EventLogBuilder } from './discipline/testing-events';
-import { RuleTablePolicy, testToolRegistry } from './testing';
+import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
 
 describe('replayTask', () => {
   let dir: string;
@@ -28,17 +27,16 @@ describe('replayTask', () => {
     policy = new RuleTablePolicy({}),
     discipline?: DisciplineSettings,
   ) {
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: policy,
       model,
       discipline,
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    await rt.service.settled(task_id);
-    await rt.service.close();
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    await rt.runtime.settled(task_id);
+    await rt.close();
     return task_id;
   }
 
@@ -46,7 +44,7 @@ describe('replayTask', () => {
     // Replaying must not touch the workspace: remove what the original run wrote.
     rmSync(dir, { recursive: true, force: true });
     const { task_id } = await replayTask(
-      { store, tools: testToolRegistry(dir), discipline, log: () => undefined },
+      { store, tools: testToolRegistry(dir), discipline, logger: new RecordingRuntimeLogger() },
       taskId,
     );
     const original = await store.readWholeStream(taskId);
@@ -199,7 +197,7 @@ describe('replayTask: an idempotent tool retried after a tool_error', () => {
         },
       );
     try {
-      const rt = createRuntime({
+      const rt = await startTestRuntime({
         store,
         tools: flaky(),
         permissions: new RuleTablePolicy({}),
@@ -210,16 +208,18 @@ describe('replayTask: an idempotent tool retried after a tool_error', () => {
           ],
         }),
         discipline,
-        log: () => undefined,
       });
-      const { task_id: id } = await rt.service.submit({ input: 'read' }, { source: 'cli' });
-      await rt.service.settled(id);
-      await rt.service.close();
+      const { task_id: id } = await rt.runtime.submit({ input: 'read' }, { source: 'cli' });
+      await rt.runtime.settled(id);
+      await rt.close();
       const original = await store.readWholeStream(id);
       expect(
         original.filter((e) => e.type === 'TOOL_FAILED' || e.type === 'TOOL_COMPLETED').map((e) => e.type),
       ).toEqual(['TOOL_FAILED', 'TOOL_COMPLETED']);
-      const { task_id } = await replayTask({ store, tools: flaky(), discipline, log: () => undefined }, id);
+      const { task_id } = await replayTask(
+        { store, tools: flaky(), discipline, logger: new RecordingRuntimeLogger() },
+        id,
+      );
       expect(replayView(await store.readWholeStream(task_id))).toEqual(replayView(original));
       expect(attempts).toBe(2);
     } finally {

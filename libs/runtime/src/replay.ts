@@ -1,3 +1,4 @@
+import { NestFactory } from '@nestjs/core';
 import { NotFoundError, PermissionCheck, RuntimeEvent, ToolManifest, ToolResult } from '@runledger/contracts';
 import {
   Critic,
@@ -7,13 +8,14 @@ import {
   criticEvents,
   criticInputOf,
 } from '@runledger/critic';
-import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
+import { PermissionService, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { LabelledBackend, recordedProviderLabels } from './model/providers';
 import { RetrySettings } from './discipline/settings';
 import { RecordedWorkspaceView } from './discipline/workspace-view';
-import { RuntimeOptions, createRuntime } from './create-runtime';
+import { RuntimeController } from './runtime-controller';
+import { RuntimeModule, RuntimeParts } from './runtime.module';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
 import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports';
@@ -112,7 +114,7 @@ export class ReplayToolRegistry extends ToolRegistry {
  * order its calls reached the permission check: denied and hard-stopped calls
  * again, every other call allowed (the person's answers are in the log).
  */
-export class ReplayPermissionPolicy extends PermissionPolicy {
+export class ReplayPermissionPolicy extends PermissionService {
   private readonly queues = new Map<string, PermissionCheck[]>();
   private readonly input: PermissionCheck;
 
@@ -351,23 +353,28 @@ export async function replayTask(
   // The recorded answers of every provider are in one list per role, in call order; the chain is
   // rebuilt under the recorded labels so the replay retries, switches and names providers the same.
   const [primary, ...fallbacks] = recordedProviderLabels(events);
-  const rt = createRuntime({
-    ...options,
-    tools: new ReplayToolRegistry(options.tools, events),
-    permissions: new ReplayPermissionPolicy(events),
-    model: primary === undefined ? backend : new LabelledBackend(backend, primary),
-    fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
-    sysUtil: backend,
-    rng: recordedJitter(events, options.discipline?.retry, options.rng),
-    // The live hooks (critic + memory write policy) are not run: the critic is reproduced
-    // from the log and memory is not written (see replayCriticHook).
-    hooks: critic ? [critic] : [],
-    memory: new ReplayMemoryRecall(events),
-    // the accept gate decides from what the recording saw in the workspace, not from the disk now
-    workspace: new RecordedWorkspaceView(events),
-  });
+  const app = await NestFactory.createApplicationContext(
+    RuntimeModule.forParts({
+      ...options,
+      tools: new ReplayToolRegistry(options.tools, events),
+      permissions: new ReplayPermissionPolicy(events),
+      model: primary === undefined ? backend : new LabelledBackend(backend, primary),
+      fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
+      sysUtil: backend,
+      rng: recordedJitter(events, options.discipline?.retry, options.rng),
+      // The live hooks (critic + memory write policy) are not run: the critic is reproduced
+      // from the log and memory is not written (see replayCriticHook).
+      hooks: critic ? [critic] : [],
+      memory: new ReplayMemoryRecall(events),
+      // the accept gate decides from what the recording saw in the workspace, not from the disk now
+      workspace: new RecordedWorkspaceView(events),
+    }),
+    // the Nest logger stays whatever the process set (overriding it here would override it for everyone)
+    { abortOnError: false },
+  );
+  const runtime = app.get(RuntimeController);
   try {
-    const { task_id } = await rt.service.submit(
+    const { task_id } = await runtime.submit(
       {
         input: first.payload.input,
         budgets: first.payload.budgets,
@@ -375,13 +382,13 @@ export async function replayTask(
       },
       { source: 'replay' },
     );
-    return { task_id, progress: await rt.service.settled(task_id) };
+    return { task_id, progress: await runtime.settled(task_id) };
   } finally {
-    await rt.service.close();
+    await app.close();
   }
 }
 
 export type ReplayOptions = Omit<
-  RuntimeOptions,
+  RuntimeParts,
   'permissions' | 'model' | 'fallbackModels' | 'sysUtil' | 'hooks' | 'memory'
 >;

@@ -1,5 +1,5 @@
 import { ToolRegistry } from '@runledger/tools';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
@@ -13,7 +13,7 @@ import { FailureError } from './discipline/failure-policy';
 export interface LoopDeps {
   store: EventStore;
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   context: ContextBuilder;
   router: AsyncRouter;
   engine: ExecutionEngine;

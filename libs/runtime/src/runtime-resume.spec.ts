@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { NewEvent, ToolManifest, hashArgs } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { ContextBuilder } from './context-builder';
-import { createRuntime } from './create-runtime';
 import { ScriptedBackend } from './model/scripted-backend';
 import { MemoryRecall } from './ports';
 import { foldProgress } from './progress';
-import { AllowAllPolicy, RuleTablePolicy, testToolRegistry } from './testing';
+import { AllowAllPolicy, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
 
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',
@@ -54,17 +53,19 @@ const called = (
 describe('resuming from the log (a new runtime on the same store, as after a restart)', () => {
   let dir: string;
   let store: InMemoryEventStore;
-  const runtime = (
+  /** a fresh runtime's controller; dropped without close, as a crashed process leaves its store */
+  const runtime = async (
     script: ConstructorParameters<typeof ScriptedBackend>[0],
     permissions = new AllowAllPolicy(),
   ) =>
-    createRuntime({
-      store,
-      tools: testToolRegistry(dir),
-      permissions,
-      model: new ScriptedBackend(script),
-      log: () => undefined,
-    });
+    (
+      await startTestRuntime({
+        store,
+        tools: testToolRegistry(dir),
+        permissions,
+        model: new ScriptedBackend(script),
+      })
+    ).runtime;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-resume-unit-'));
@@ -83,7 +84,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
       ],
       { expected: 'no_stream' },
     );
-    const sut = runtime({ orchestrator: ['{"type":"respond","content":"after resume"}'] }).service;
+    const sut = await runtime({ orchestrator: ['{"type":"respond","content":"after resume"}'] });
     expect(await sut.resumeUnfinished()).toEqual(['task_a']);
     const p = await sut.settled('task_a');
     expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'after resume' });
@@ -106,7 +107,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
       ],
       { expected: 'no_stream' },
     );
-    const sut = runtime({ orchestrator: ['{"type":"fail","reason":"unsure"}'] }).service;
+    const sut = await runtime({ orchestrator: ['{"type":"fail","reason":"unsure"}'] });
     await sut.resumeUnfinished();
     await sut.settled('task_b');
     const events = await store.readWholeStream('task_b');
@@ -124,13 +125,13 @@ describe('resuming from the log (a new runtime on the same store, as after a res
         '{"type":"respond","content":"done"}',
       ],
     };
-    const first = runtime(script, new RuleTablePolicy({ echo: 'prompt' })).service;
+    const first = await runtime(script, new RuleTablePolicy({ echo: 'prompt' }));
     const { task_id } = await first.submit({ input: 'ask first' }, { source: 'api' });
     const waiting = await first.settled(task_id);
     expect(waiting.status).toBe('awaiting_permission');
     await first.close();
 
-    const second = runtime(script, new RuleTablePolicy({ echo: 'prompt' })).service;
+    const second = await runtime(script, new RuleTablePolicy({ echo: 'prompt' }));
     expect(await second.resumeUnfinished()).toEqual([]);
     await second.resolvePermission(task_id, waiting.pendingPermission!.request_id, 'allow_once');
     expect((await second.settled(task_id)).final?.stop_reason).toBe('completed');
@@ -139,7 +140,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
 
   it('a round whose context was built but not decided is decided again under the same number', async () => {
     await store.append('task_c', [received('say hi'), context(1)], { expected: 'no_stream' });
-    const sut = runtime({ orchestrator: ['{"type":"respond","content":"hi"}'] }).service;
+    const sut = await runtime({ orchestrator: ['{"type":"respond","content":"hi"}'] });
     await sut.resumeUnfinished();
     await sut.settled('task_c');
     const events = await store.readWholeStream('task_c');
@@ -151,12 +152,12 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   });
 
   it('a shutdown leaves a running tool call without outcome; the next boot decides from the intent', async () => {
-    const first = runtime({
+    const first = await runtime({
       orchestrator: [
         '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
         '{"type":"fail","reason":"unsure"}',
       ],
-    }).service;
+    });
     const { task_id } = await first.submit({ input: 'slow' }, { source: 'api' });
     while (!(await store.readWholeStream(task_id)).some((e) => e.type === 'TOOL_CALLED'))
       await new Promise((r) => setTimeout(r, 10));
@@ -165,12 +166,12 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     expect(atShutdown.map((e) => e.type)).not.toContain('TOOL_FAILED');
     expect(foldProgress(task_id, atShutdown).final).toBeNull();
 
-    const second = runtime({
+    const second = await runtime({
       orchestrator: [
         '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
         '{"type":"fail","reason":"unsure"}',
       ],
-    }).service;
+    });
     expect(await second.resumeUnfinished()).toEqual([task_id]);
     await second.settled(task_id);
     const events = await store.readWholeStream(task_id);
@@ -181,21 +182,21 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   });
 
   it('fork: a new task continues from an event of an old one; what was done is not done again', async () => {
-    const original = runtime({
+    const original = await runtime({
       orchestrator: [
         '{"type":"tool","tool":"append_line","args":{"path":"f.txt","line":"once"}}',
         '{"type":"respond","content":"A"}',
       ],
-    }).service;
+    });
     const { task_id } = await original.submit({ input: 'write once then answer' }, { source: 'api' });
     await original.settled(task_id);
     await original.close();
     const source = await store.readWholeStream(task_id);
     const at = source.find((e) => e.type === 'TOOL_COMPLETED')!.sequence;
 
-    const second = runtime({
+    const second = await runtime({
       orchestrator: ['(not asked again)', '{"type":"respond","content":"B"}'],
-    }).service;
+    });
     const fork = await second.fork(task_id, at);
     const p = await second.settled(fork.task_id);
     expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'B' });
@@ -211,18 +212,17 @@ describe('resuming from the log (a new runtime on the same store, as after a res
 
   it('runs no more tasks at once than its concurrency', async () => {
     const slow = { content: '{"type":"respond","content":"ok"}', delay_ms: 100 };
-    const rt = createRuntime({
+    const rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator: [slow] }),
       concurrency: 1,
-      log: () => undefined,
     });
     const ids = await Promise.all(
-      ['a', 'b', 'c'].map((input) => rt.service.submit({ input }, { source: 'api' }).then((r) => r.task_id)),
+      ['a', 'b', 'c'].map((input) => rt.runtime.submit({ input }, { source: 'api' }).then((r) => r.task_id)),
     );
-    await Promise.all(ids.map((id) => rt.service.settled(id)));
+    await Promise.all(ids.map((id) => rt.runtime.settled(id)));
     const spans = await Promise.all(
       ids.map(async (id) => {
         const ev = await store.readWholeStream(id);
@@ -231,7 +231,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     );
     spans.sort((x, y) => x[0] - y[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThan(spans[i - 1][1]);
-    await rt.service.close();
+    await rt.close();
   });
 });
 

@@ -3,40 +3,45 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventType, RuntimeEvent, ToolManifest } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { PermissionPolicy } from '@runledger/permissions';
-import { createRuntime, Runtime } from './create-runtime';
+import { PermissionService } from '@runledger/permissions';
 import { ModelBackend } from './model/model-backend';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
 import { SysUtilBackend } from './model/sys-util';
-import { AllowAllPolicy, RuleTablePolicy, testToolRegistry } from './testing';
+import {
+  AllowAllPolicy,
+  RecordingRuntimeLogger,
+  RuleTablePolicy,
+  TestRuntime,
+  startTestRuntime,
+  testToolRegistry,
+} from './testing';
 
 const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
 const json = (v: unknown): string => JSON.stringify(v);
 
-describe('RuntimeService with the in-memory store', () => {
+describe('RuntimeController with the in-memory store', () => {
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
-  const build = (
+  const build = async (
     model: ModelBackend,
-    permissions: PermissionPolicy = new AllowAllPolicy(),
-    extra: Partial<Parameters<typeof createRuntime>[0]> = {},
+    permissions: PermissionService = new AllowAllPolicy(),
+    extra: Partial<Parameters<typeof startTestRuntime>[0]> = {},
   ) => {
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions,
       model,
-      log: () => undefined,
       ...extra,
     });
-    return rt.service;
+    return rt.runtime;
   };
   const scripted = (script: ModelScript) => build(new ScriptedBackend(script));
   const run = async (input: string) => {
-    const { task_id } = await rt.service.submit({ input }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
     return { task_id, progress, events: await store.readWholeStream(task_id) };
   };
 
@@ -45,12 +50,12 @@ describe('RuntimeService with the in-memory store', () => {
     store = new InMemoryEventStore();
   });
   afterEach(async () => {
-    await rt?.service.close();
+    await rt?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('sys_util runs "run A then read B" as a two-step plan and answers with the results in round 2', async () => {
-    build(new SysUtilBackend());
+    await build(new SysUtilBackend());
     writeFileSync(join(dir, 'f.txt'), 'file body');
     const { progress, events } = await run('run echo hello then read f.txt');
     expect(progress.final).toMatchObject({ stop_reason: 'completed' });
@@ -89,7 +94,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('sys_util answers input it does not understand with help, completed', async () => {
-    build(new SysUtilBackend());
+    await build(new SysUtilBackend());
     const { events } = await run('what is the weather');
     const last = events[events.length - 1];
     expect(last.type).toBe('TASK_COMPLETED');
@@ -97,7 +102,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('an invalid directive gets one correction round, then the valid one runs', async () => {
-    scripted({
+    await scripted({
       orchestrator: [
         'I think we should echo',
         '```json\n{"type":"tool","tool":"echo","args":{"text":"hi"}}\n```',
@@ -120,7 +125,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('invalid twice falls back to sys_util; when sys_util cannot help either the task stops with validation_error', async () => {
-    scripted({ orchestrator: ['{"type":"tool"}', '{"type":"explode"}'] });
+    await scripted({ orchestrator: ['{"type":"tool"}', '{"type":"explode"}'] });
     const { events, progress } = await run('do something clever');
     expect(progress.final).toMatchObject({ stop_reason: 'validation_error' });
     expect(types(events)).not.toContain('TOOL_CALLED');
@@ -128,7 +133,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('invalid twice falls back to sys_util, which runs an input it understands', async () => {
-    scripted({ orchestrator: ['{"type":"tool"}', 'nope', '{"type":"respond","content":"ok"}'] });
+    await scripted({ orchestrator: ['{"type":"tool"}', 'nope', '{"type":"respond","content":"ok"}'] });
     const { events, progress } = await run('run echo fallback');
     const decided = events.find((e) => e.type === 'ROUTER_DECIDED')!;
     expect(decided.payload).toMatchObject({
@@ -148,7 +153,7 @@ describe('RuntimeService with the in-memory store', () => {
         { id: 'c', kind: 'tool', tool: 'echo', args: { text: 'c' }, depends_on: ['b'] },
       ],
     };
-    scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"cannot plan"}'] });
+    await scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"cannot plan"}'] });
     const { events, progress } = await run('cyclic');
     const failed = events.find((e) => e.type === 'PLAN_FAILED')!;
     expect(failed.type === 'PLAN_FAILED' && failed.payload.cycle).toEqual(['a', 'c', 'b', 'a']);
@@ -157,7 +162,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it("sys_util's fail only reports the step that failed: tool_error", async () => {
-    build(new SysUtilBackend());
+    await build(new SysUtilBackend());
     const { progress, events } = await run('read missing.txt');
     expect(types(events)).toContain('TOOL_FAILED');
     expect(progress.final?.stop_reason).toBe('tool_error');
@@ -178,7 +183,7 @@ describe('RuntimeService with the in-memory store', () => {
         },
       ],
     };
-    scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"read failed"}'] });
+    await scripted({ orchestrator: [json(plan), '{"type":"fail","reason":"read failed"}'] });
     const { events } = await run('fails');
     const stepFailed = events.filter((e) => e.type === 'STEP_FAILED').map((e) => e.payload);
     expect(stepFailed).toEqual([
@@ -210,7 +215,7 @@ describe('RuntimeService with the in-memory store', () => {
         },
       ],
     };
-    scripted({ orchestrator: [json(plan), '{"type":"respond","content":"joined"}'] });
+    await scripted({ orchestrator: [json(plan), '{"type":"respond","content":"joined"}'] });
     const { events, progress } = await run('dag');
     expect(progress.final?.stop_reason).toBe('completed');
     const idx = (t: EventType, step: string) =>
@@ -225,7 +230,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('stops with budget_exceeded at the round cap', async () => {
-    build(
+    await build(
       new ScriptedBackend({
         orchestrator: Array(5).fill('{"type":"tool","tool":"echo","args":{"text":"again"}}'),
       }),
@@ -238,7 +243,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('a prompt suspends the task durably; allow_once resumes it; a stale request is refused', async () => {
-    build(
+    await build(
       new ScriptedBackend({
         orchestrator: [
           '{"type":"tool","tool":"echo","args":{"text":"guarded"}}',
@@ -251,13 +256,13 @@ describe('RuntimeService with the in-memory store', () => {
     expect(progress.status).toBe('awaiting_permission');
     const req = progress.pendingPermission!;
     expect(req).toMatchObject({ tool: 'echo', args: { text: 'guarded' } });
-    await expect(rt.service.resolvePermission(task_id, 'perm_other', 'allow_once')).rejects.toThrow(
+    await expect(rt.runtime.resolvePermission(task_id, 'perm_other', 'allow_once')).rejects.toThrow(
       /not pending/,
     );
-    await rt.service.resolvePermission(task_id, req.request_id, 'allow_once');
-    const after = await rt.service.settled(task_id);
+    await rt.runtime.resolvePermission(task_id, req.request_id, 'allow_once');
+    const after = await rt.runtime.settled(task_id);
     expect(after.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
-    await expect(rt.service.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(
+    await expect(rt.runtime.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(
       /not pending/,
     );
     const t = types(await store.readWholeStream(task_id));
@@ -265,7 +270,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('deny tells the orchestrator (TOOL_FAILED permission_denied); hard_stop fails the task', async () => {
-    build(
+    await build(
       new ScriptedBackend({
         orchestrator: [
           '{"type":"tool","tool":"echo","args":{"text":"x"}}',
@@ -279,9 +284,9 @@ describe('RuntimeService with the in-memory store', () => {
       error_kind: 'permission_denied',
     });
     expect(denied.progress.final?.stop_reason).toBe('permission_denied');
-    await rt.service.close();
+    await rt.close();
 
-    build(
+    await build(
       new ScriptedBackend({
         orchestrator: ['{"type":"tool","tool":"shell_exec","args":{"command":"rm -rf /"}}'],
       }),
@@ -299,15 +304,15 @@ describe('RuntimeService with the in-memory store', () => {
         '{"type":"respond","content":"done"}',
       ],
     };
-    build(new ScriptedBackend(script), new RuleTablePolicy({ echo: 'prompt' }));
-    const first = await rt.service.submit({ input: 'one', session_id: 'sess_a' }, { source: 'cli' });
-    const p1 = await rt.service.settled(first.task_id);
-    await rt.service.resolvePermission(first.task_id, p1.pendingPermission!.request_id, 'allow_always');
-    expect((await rt.service.settled(first.task_id)).status).toBe('completed');
-    const second = await rt.service.submit({ input: 'two', session_id: 'sess_a' }, { source: 'cli' });
-    expect((await rt.service.settled(second.task_id)).status).toBe('completed');
-    const other = await rt.service.submit({ input: 'three', session_id: 'sess_b' }, { source: 'cli' });
-    expect((await rt.service.settled(other.task_id)).status).toBe('awaiting_permission');
+    await build(new ScriptedBackend(script), new RuleTablePolicy({ echo: 'prompt' }));
+    const first = await rt.runtime.submit({ input: 'one', session_id: 'sess_a' }, { source: 'cli' });
+    const p1 = await rt.runtime.settled(first.task_id);
+    await rt.runtime.resolvePermission(first.task_id, p1.pendingPermission!.request_id, 'allow_always');
+    expect((await rt.runtime.settled(first.task_id)).status).toBe('completed');
+    const second = await rt.runtime.submit({ input: 'two', session_id: 'sess_a' }, { source: 'cli' });
+    expect((await rt.runtime.settled(second.task_id)).status).toBe('completed');
+    const other = await rt.runtime.submit({ input: 'three', session_id: 'sess_b' }, { source: 'cli' });
+    expect((await rt.runtime.settled(other.task_id)).status).toBe('awaiting_permission');
   });
 
   it('a secret is asked for, used by the tool, redacted from its output and never logged', async () => {
@@ -324,56 +329,77 @@ describe('RuntimeService with the in-memory store', () => {
       entry: 'index.js',
     };
     tools.add(m, async (_a, ctx) => `token is ${ctx.secrets.get('API_TOKEN')}`);
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools,
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({
         orchestrator: ['{"type":"tool","tool":"whoami","args":{}}', '{"type":"respond","content":"done"}'],
       }),
-      log: () => undefined,
     });
-    const { task_id } = await rt.service.submit({ input: 'who' }, { source: 'cli' });
-    const waiting = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input: 'who' }, { source: 'cli' });
+    const waiting = await rt.runtime.settled(task_id);
     expect(waiting.status).toBe('awaiting_secret');
     expect(waiting.pendingSecret).toMatchObject({ secret_name: 'API_TOKEN' });
-    await rt.service.provideSecret(task_id, waiting.pendingSecret!.request_id, 's3cr3t-value');
-    expect((await rt.service.settled(task_id)).status).toBe('completed');
+    await rt.runtime.provideSecret(task_id, waiting.pendingSecret!.request_id, 's3cr3t-value');
+    expect((await rt.runtime.settled(task_id)).status).toBe('completed');
     const log = json(await store.readWholeStream(task_id));
     expect(log).not.toContain('s3cr3t-value');
     expect(log).toContain('token is [REDACTED]');
   });
 
+  it('a task that stops on an unexpected error is logged with its task_id as a field', async () => {
+    const logger = new RecordingRuntimeLogger();
+    await build(new SysUtilBackend(), new AllowAllPolicy(), {
+      logger,
+      guards: [
+        {
+          beforeRound: async () => {
+            throw new Error('guard broke');
+          },
+        },
+      ],
+    });
+    const { task_id } = await run('hello');
+    expect(logger.lines).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        msg: 'task stopped on an unexpected error',
+        fields: { task_id, err: expect.objectContaining({ message: 'guard broke' }) },
+      }),
+    ]);
+  });
+
   it('idempotency: the same key and body return the same task, a different body conflicts, racing submits create one task', async () => {
-    build(new SysUtilBackend());
+    await build(new SysUtilBackend());
     const results = await Promise.all(
       [1, 2, 3].map(() =>
-        rt.service.submit({ input: 'run echo once' }, { source: 'api', idempotency_key: 'k1' }),
+        rt.runtime.submit({ input: 'run echo once' }, { source: 'api', idempotency_key: 'k1' }),
       ),
     );
     expect(new Set(results.map((r) => r.task_id)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
     await expect(
-      rt.service.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' }),
+      rt.runtime.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' }),
     ).rejects.toThrow(/different request/);
-    await rt.service.settled(results[0].task_id);
+    await rt.runtime.settled(results[0].task_id);
     const received = (await store.readAll({ types: ['TASK_RECEIVED'] })).length;
     expect(received).toBe(1);
   });
 
   it('cancel aborts a running tool and ends the task cancelled', async () => {
-    scripted({
+    await scripted({
       orchestrator: [
         '{"type":"tool","tool":"append_line","args":{"path":"slow.txt","line":"x","delay_ms":5000}}',
       ],
     });
-    const { task_id } = await rt.service.submit({ input: 'slow' }, { source: 'cli' });
+    const { task_id } = await rt.runtime.submit({ input: 'slow' }, { source: 'cli' });
     for (let i = 0; i < 100 && !types(await store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++)
       await new Promise((r) => setTimeout(r, 10));
     const started = Date.now();
-    await rt.service.cancel(task_id);
+    await rt.runtime.cancel(task_id);
     expect(Date.now() - started).toBeLessThan(2000);
-    const p = await rt.service.settled(task_id);
+    const p = await rt.runtime.settled(task_id);
     expect(p.final?.stop_reason).toBe('cancelled');
     expect(() => readFileSync(join(dir, 'slow.txt'))).toThrow();
   });
@@ -391,7 +417,10 @@ describe('RuntimeService with the in-memory store', () => {
         },
       ],
     };
-    scripted({ orchestrator: [json(plan)], coder: ['append-only, / every step a line / nothing forgotten'] });
+    await scripted({
+      orchestrator: [json(plan)],
+      coder: ['append-only, / every step a line / nothing forgotten'],
+    });
     const { events, progress } = await run('haiku');
     expect(progress.final).toMatchObject({
       stop_reason: 'completed',
@@ -403,7 +432,7 @@ describe('RuntimeService with the in-memory store', () => {
   });
 
   it('a coder step with no coder model fails the step, and the orchestrator hears of it', async () => {
-    scripted({
+    await scripted({
       orchestrator: [
         json({ type: 'plan', steps: [{ id: 'c', kind: 'coder', args: { prompt: 'x' } }] }),
         '{"type":"fail","reason":"no coder"}',
@@ -441,12 +470,11 @@ describe('RuntimeService with the in-memory store', () => {
         { id: 'get', kind: 'memory', args: { op: 'search', text: 'sky' }, depends_on: ['put'] },
       ],
     };
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools,
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"ok"}'] }),
-      log: () => undefined,
     });
     await run('remember and recall');
     expect(seen).toEqual([
@@ -471,11 +499,11 @@ describe('RuntimeService with the in-memory store', () => {
       ],
     };
     writeFileSync(join(dir, 'x.txt'), 'content');
-    build(new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"done"}'] }));
+    await build(new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"done"}'] }));
     const { task_id, progress } = await run('confirm a step');
     expect(progress.status).toBe('awaiting_permission');
-    await rt.service.resolvePermission(task_id, progress.pendingPermission!.request_id, 'allow_once');
-    expect((await rt.service.settled(task_id)).final?.stop_reason).toBe('completed');
+    await rt.runtime.resolvePermission(task_id, progress.pendingPermission!.request_id, 'allow_once');
+    expect((await rt.runtime.settled(task_id)).final?.stop_reason).toBe('completed');
     const events = await store.readWholeStream(task_id);
     const count = (t: EventType, id: string) =>
       events.filter((e) => e.type === t && (e.payload as { step_id?: string }).step_id === id).length;

@@ -15,7 +15,7 @@ import {
   createCriticMemoryHook,
 } from '@runledger/memory';
 import { migrateToLatest } from '@runledger/migrations';
-import { createRuntime } from './create-runtime';
+import { RecordingRuntimeLogger, startTestRuntime } from './testing';
 import { ScriptedBackend } from './model/scripted-backend';
 import { AllowAllPolicy, testToolRegistry } from './testing';
 
@@ -107,24 +107,23 @@ describe('a provided secret is redacted from the later output of its session', (
           child.stdin!.end(`${ctx.secrets.get('sudo_password')}\n`);
         }),
     );
-    return createRuntime({
+    return startTestRuntime({
       store,
       tools,
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator }),
       hooks: [createCriticMemoryHook({ critic: new KeepEverythingCritic(), memory })],
       secretKey: key,
-      log: () => undefined,
     });
   }
 
   /** Runs a task to its end, answering its secret request with SECRET. */
-  async function run(rt: ReturnType<typeof runtime>, input: string, session_id: string) {
-    const { task_id } = await rt.service.submit({ input, session_id }, { source: 'cli' });
-    let progress = await rt.service.settled(task_id);
+  async function run(rt: Awaited<ReturnType<typeof runtime>>, input: string, session_id: string) {
+    const { task_id } = await rt.runtime.submit({ input, session_id }, { source: 'cli' });
+    let progress = await rt.runtime.settled(task_id);
     if (progress.pendingSecret) {
-      await rt.service.provideSecret(task_id, progress.pendingSecret.request_id, SECRET);
-      progress = await rt.service.settled(task_id);
+      await rt.runtime.provideSecret(task_id, progress.pendingSecret.request_id, SECRET);
+      progress = await rt.runtime.settled(task_id);
     }
     return { task_id, progress };
   }
@@ -142,13 +141,13 @@ describe('a provided secret is redacted from the later output of its session', (
   }
 
   it('a step saves the secret from stdin to a file, a later step prints it: no event, no memory entry holds it', async () => {
-    const rt = runtime([
+    const rt = await runtime([
       tool('sudo_stdin', 'cat > pw.txt'),
       tool('shell_exec', 'cat pw.txt; base64 pw.txt; od -An -tx1 pw.txt | tr -d " \\n"; echo'),
       '{"type":"respond","content":"done"}',
     ]);
     const { task_id, progress } = await run(rt, 'save the password, then show it', 'sess_a');
-    await rt.service.close();
+    await rt.close();
     expect(progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(readFileSync(join(dir, 'pw.txt'), 'utf8')).toBe(`${SECRET}\n`);
 
@@ -163,13 +162,13 @@ describe('a provided secret is redacted from the later output of its session', (
   });
 
   it('another task of the session prints it after a restart (new runtime over the same database): still redacted', async () => {
-    const first = runtime([tool('sudo_stdin', 'cat > pw.txt'), '{"type":"respond","content":"saved"}']);
+    const first = await runtime([tool('sudo_stdin', 'cat > pw.txt'), '{"type":"respond","content":"saved"}']);
     await run(first, 'save the password', 'sess_b');
-    await first.service.close();
+    await first.close();
     await shut();
 
     await open();
-    const second = runtime([
+    const second = await runtime([
       tool('shell_exec', 'cat pw.txt'),
       tool('shell_exec', 'base64 pw.txt; echo "pass=$(cat pw.txt)"'),
       '{"type":"respond","content":"shown"}',
@@ -177,11 +176,11 @@ describe('a provided secret is redacted from the later output of its session', (
     const other = await run(second, 'show the saved password', 'sess_b');
     // a task of another session is none of its business
     const elsewhere = await run(
-      runtime([tool('shell_exec', 'echo Pw-int-4e1b'), '{"type":"respond","content":"ok"}']),
+      await runtime([tool('shell_exec', 'echo Pw-int-4e1b'), '{"type":"respond","content":"ok"}']),
       'echo',
       'sess_c',
     );
-    await second.service.close();
+    await second.close();
     expect(other.progress.final).toMatchObject({ stop_reason: 'completed' });
     const outputs = (await store.readWholeStream(other.task_id))
       .filter((e) => e.type === 'TOOL_COMPLETED')

@@ -4,3 +4,4 @@ export * from './task-state-store';
 export * from './checkpoint-store';
 export * from './storage';
 export * from './process-registry';
+export * from './storage.module';

@@ -4,4 +4,5 @@ export * from './discovery';
 export * from './plugin-tool-registry';
 export * from './memory-tool-service';
 export * from './sandbox';
-export * from './tool-layer';
+export * from './stderr-tool-logger';
+export * from './tools.module';

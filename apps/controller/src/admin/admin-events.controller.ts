@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { EventStore } from '@runledger/event-store';
 import { RequireScope } from '../auth/scopes';
 import { ApiErrors } from '../docs/api-docs';
 import {
@@ -9,12 +10,11 @@ import {
   toAdminEventsResponse,
 } from '../dtos/events.dto';
 import { ZodPipe } from '../dtos/zod.pipe';
-import { ApiBackend } from '../runtime.port';
 
 @ApiTags('admin')
 @Controller('admin/events')
 export class AdminEventsController {
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  constructor(@Inject(EventStore) private readonly store: EventStore) {}
 
   @Get()
   @RequireScope('admin')
@@ -27,13 +27,13 @@ export class AdminEventsController {
   @ApiErrors({ 400: 'invalid query' })
   async list(@Query(new ZodPipe(AdminEventsQuery, 'query')) query: AdminEventsQueryDto) {
     const [events, head] = await Promise.all([
-      this.backend.readAll({
+      this.store.readAll({
         after_position: query.after_position,
         limit: query.limit,
         types: query.type,
         task_id: query.task_id,
       }),
-      this.backend.headPosition(),
+      this.store.head().then((h) => h.position),
     ]);
     return toAdminEventsResponse(events, query.after_position, head);
   }

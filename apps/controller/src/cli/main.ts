@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { dirname, join, resolve, sep } from 'node:path';
 import {
-  ConfigError,
   IllegalStateError,
   PermissionDecision,
   PermissionRulesConfig,
@@ -9,9 +8,14 @@ import {
   ValidationError,
   canonicalJson,
 } from '@runledger/contracts';
-import { TaskProgress, replayView } from '@runledger/runtime';
-import { BuiltRuntime, buildRuntime } from '../composition';
+import { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventStore } from '@runledger/event-store';
+import { MemoryService } from '@runledger/memory';
+import { RuntimeController, TaskProgress, replayView } from '@runledger/runtime';
+import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
 import { AppConfig, loadConfig } from '../config';
+import { CliModule } from './cli.module';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -78,7 +82,8 @@ export function protectStorage(config: AppConfig, cwd: string): AppConfig {
 }
 
 /** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
-async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promise<number> {
+async function follow(app: INestApplicationContext, taskId: string, o: FollowOptions): Promise<number> {
+  const runtime = app.get(RuntimeController);
   let lastSeq = 0;
   let printing: Promise<void> = Promise.resolve();
   const seen: RuntimeEvent[] = [];
@@ -90,17 +95,17 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
   };
   const print = () =>
     (printing = printing.then(async () => {
-      for (const e of await rt.store.readStream(taskId, { after_seq: lastSeq })) {
+      for (const e of await app.get(EventStore).readStream(taskId, { after_seq: lastSeq })) {
         show(e);
         lastSeq = e.sequence;
       }
     }));
   const timer = setInterval(() => void print(), 100);
-  const onSigint = () => void rt.service.cancel(taskId).catch(() => undefined);
+  const onSigint = () => void runtime.cancel(taskId).catch(() => undefined);
   process.once('SIGINT', onSigint);
   try {
     for (;;) {
-      const p = await rt.service.settled(taskId);
+      const p = await runtime.settled(taskId);
       await print();
       if (p.final) return summary(p, o, unknownOutcomes(seen));
       if (p.status === 'awaiting_permission') {
@@ -108,7 +113,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
         if (!o.yes && !o.interactive)
           return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
         const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
-        await rt.service.resolvePermission(taskId, req.request_id, decision);
+        await runtime.resolvePermission(taskId, req.request_id, decision);
         continue;
       }
       if (p.status === 'awaiting_secret') {
@@ -119,7 +124,7 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
             o,
             `POST /tasks/${taskId}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`,
           );
-        await rt.service.provideSecret(
+        await runtime.provideSecret(
           taskId,
           req.request_id,
           await o.io.ask(`${req.secret_name} for ${req.tool}: `, true),
@@ -139,8 +144,8 @@ async function follow(rt: BuiltRuntime, taskId: string, o: FollowOptions): Promi
   }
 }
 
-async function refuseBesideOthers(rt: BuiltRuntime, what: string, how: string): Promise<void> {
-  const others = (await rt.storage?.processes.others()) ?? [];
+async function refuseBesideOthers(app: INestApplicationContext, what: string, how: string): Promise<void> {
+  const others = await app.get(ProcessRegistry).others();
   if (others.length === 0) return;
   const who = others
     .map((p) => `pid ${p.pid} on ${p.hostname} since ${p.started_at}: ${p.command}`)
@@ -149,12 +154,11 @@ async function refuseBesideOthers(rt: BuiltRuntime, what: string, how: string): 
 }
 
 /** Every projection recomputed from the log; what differed is named (the log is the truth, a difference is drift). */
-async function rebuild(rt: BuiltRuntime, io: CliOutput, json: boolean): Promise<number> {
-  const storage = rt.storage;
-  if (!storage) throw new ConfigError('rebuild needs the SQLite storage (RUNLEDGER_DB a file)');
-  const tasks = await storage.taskStates.rebuildReport();
-  const checkpoints = await storage.checkpoints.rebuild();
-  const memory = rt.memory?.service ? await rt.memory.service.rebuildFromLog() : null;
+async function rebuild(app: INestApplicationContext, io: CliOutput, json: boolean): Promise<number> {
+  const tasks = await app.get(TaskStateStore).rebuildReport();
+  const checkpoints = await app.get(CheckpointStore).rebuild();
+  const memoryService = app.get<MemoryService | null>(MemoryService);
+  const memory = memoryService ? await memoryService.rebuildFromLog() : null;
   if (json) io.answer(JSON.stringify({ rebuild: { tasks, checkpoints, memory_events_applied: memory } }));
   else {
     const named = (ids: string[]) => (ids.length ? `: ${ids.join(', ')}` : '');
@@ -249,14 +253,20 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
 async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io: CliOutput): Promise<number> {
   const env = { ...process.env };
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
-  const rt = await buildRuntime(protectStorage(loadConfig(env), process.cwd()), {
-    defaultAllowedRoot: process.cwd(),
-  });
+  const app = await NestFactory.createApplicationContext(
+    CliModule.forRoot({
+      config: protectStorage(loadConfig(env), process.cwd()),
+      defaultAllowedRoot: process.cwd(),
+    }),
+    { logger: false, abortOnError: false },
+  );
+  const runtime = app.get(RuntimeController);
+  const store = app.get(EventStore);
   const interactive = io.interactive;
   try {
     switch (cmd.kind) {
       case 'run': {
-        const { task_id } = await rt.service.submit(
+        const { task_id } = await runtime.submit(
           {
             input: cmd.input,
             budgets: cmd.budgets,
@@ -265,21 +275,21 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
           },
           { source: 'cli' },
         );
-        return await follow(rt, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+        return await follow(app, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'resume': {
-        if (cmd.task_id) await rt.service.progress(cmd.task_id); // an unknown task is refused before anything runs
+        if (cmd.task_id) await runtime.progress(cmd.task_id); // an unknown task is refused before anything runs
         // Another process with the database open may be running these tasks right now: resuming one it runs
         // would run its tool calls a second time. Its own restart resumes them.
         if (!cmd.force)
           await refuseBesideOthers(
-            rt,
+            app,
             'not resuming: another runledger process has this database open and may be running these tasks',
             'Stop it first (it resumes its own tasks when it starts again), or pass --force.',
           );
         // A restart resumes every unfinished task; each is followed to its end (or until it waits for a
         // person) before this process exits, so none is cut off in the middle of a tool call.
-        const resumed = await rt.service.resumeUnfinished();
+        const resumed = await runtime.resumeUnfinished();
         const ids = cmd.task_id ? [cmd.task_id, ...resumed.filter((id) => id !== cmd.task_id)] : resumed;
         if (!cmd.json)
           io.progress(
@@ -287,34 +297,34 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
           );
         let code: number = EXIT.completed;
         for (const id of ids)
-          code = Math.max(code, await follow(rt, id, { io, json: cmd.json, yes: cmd.yes, interactive }));
+          code = Math.max(code, await follow(app, id, { io, json: cmd.json, yes: cmd.yes, interactive }));
         return code;
       }
       case 'resolve':
-        await rt.service.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
-        return await follow(rt, cmd.task_id, { io, json: cmd.json, yes: false, interactive });
+        await runtime.resolvePermission(cmd.task_id, cmd.request_id, cmd.decision);
+        return await follow(app, cmd.task_id, { io, json: cmd.json, yes: false, interactive });
       case 'fork': {
-        const { task_id } = await rt.service.fork(cmd.task_id, cmd.sequence);
-        return await follow(rt, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+        const { task_id } = await runtime.fork(cmd.task_id, cmd.sequence);
+        return await follow(app, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
       }
       case 'cancel':
-        await rt.service.cancel(cmd.task_id);
-        return await follow(rt, cmd.task_id, { io, json: cmd.json, yes: false, interactive: false });
+        await runtime.cancel(cmd.task_id);
+        return await follow(app, cmd.task_id, { io, json: cmd.json, yes: false, interactive: false });
       case 'rebuild':
         // the memory index file is replaced: a running server would keep (and later save) its old one
         if (!cmd.force)
           await refuseBesideOthers(
-            rt,
+            app,
             'not rebuilding: another runledger process has this database open',
             'Stop it first, or pass --force.',
           );
-        return await rebuild(rt, io, cmd.json);
+        return await rebuild(app, io, cmd.json);
       case 'replay': {
-        const { task_id } = await rt.replay(cmd.task_id);
-        const code = await follow(rt, task_id, { io, json: cmd.json, yes: false, interactive: false });
+        const { task_id } = await runtime.replay(cmd.task_id);
+        const code = await follow(app, task_id, { io, json: cmd.json, yes: false, interactive: false });
         const match = compareReplay(
-          await rt.store.readWholeStream(cmd.task_id),
-          await rt.store.readWholeStream(task_id),
+          await store.readWholeStream(cmd.task_id),
+          await store.readWholeStream(task_id),
         );
         if (cmd.json)
           io.answer(JSON.stringify({ replay: { source_task_id: cmd.task_id, task_id, ...match } }));
@@ -328,7 +338,7 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
       }
     }
   } finally {
-    await rt.close();
+    await app.close();
   }
 }
 

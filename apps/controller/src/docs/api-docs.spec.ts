@@ -8,10 +8,12 @@ import { DashboardController } from '../admin/dashboard.controller';
 import { PUBLIC_KEY, SCOPE_KEY } from '../auth/scopes';
 import { HealthController } from '../health/health.controller';
 import { HealthService } from '../health/health.service';
-import { MEMORY_SERVICE, MemoryController } from '../memory/memory.controller';
+import { MemoryController } from '../memory/memory.controller';
 import { MetricsController } from '../metrics/metrics.controller';
 import { MetricsService } from '../metrics/metrics.service';
-import { ApiBackend } from '../runtime.port';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { MemoryService } from '@runledger/memory';
+import { RuntimeController, TaskViews } from '@runledger/runtime';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
 import { buildOpenApiDocument } from './api-docs';
@@ -74,10 +76,13 @@ describe('buildOpenApiDocument', () => {
     @Module({
       controllers: [...API_CONTROLLERS, DashboardController, DocsController],
       providers: [
-        { provide: ApiBackend, useValue: {} },
+        { provide: RuntimeController, useValue: {} },
+        { provide: TaskViews, useValue: {} },
+        { provide: EventStore, useValue: {} },
+        { provide: EventBus, useValue: {} },
         { provide: HealthService, useValue: {} },
         { provide: MetricsService, useValue: { trackWsClients: () => undefined } },
-        { provide: MEMORY_SERVICE, useValue: null },
+        { provide: MemoryService, useValue: null },
       ],
     })
     class ControllersOnly {}

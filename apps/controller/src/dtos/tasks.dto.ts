@@ -2,7 +2,7 @@ import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
-import { TaskView } from '../runtime.port';
+import { TaskView } from '@runledger/runtime';
 
 export const CreateTaskBody = UserTask;
 export class CreateTaskDto extends createZodDto(CreateTaskBody) {}

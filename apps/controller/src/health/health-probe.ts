@@ -1,13 +1,19 @@
 import Database from 'better-sqlite3';
 import { resolve } from 'node:path';
+import { OnApplicationShutdown } from '@nestjs/common';
 import { MIGRATIONS } from '@runledger/migrations';
-import { HealthReport } from '../runtime.port';
+
+export interface HealthReport {
+  db: 'reachable' | 'unreachable';
+  migrations: 'current' | 'pending' | 'unknown';
+  sandbox: string | null;
+}
 
 /**
  * DB reachable and migrations current, checked on a separate read-only
  * connection so a health probe never waits behind the writer.
  */
-export class SqliteHealthProbe {
+export class SqliteHealthProbe implements OnApplicationShutdown {
   private readonly db: Database.Database;
 
   constructor(
@@ -35,7 +41,7 @@ export class SqliteHealthProbe {
     }
   }
 
-  close(): void {
+  onApplicationShutdown(): void {
     this.db.close();
   }
 }

@@ -1,8 +1,8 @@
-import { ApiBackend, HealthReport } from '../runtime.port';
+import { HealthReport, SqliteHealthProbe } from './health-probe';
 import { HealthService } from './health.service';
 
 const serviceWith = (report: HealthReport) =>
-  new HealthService({ health: async () => report } as unknown as ApiBackend);
+  new HealthService({ check: async () => report } as unknown as SqliteHealthProbe);
 
 describe('HealthService', () => {
   it('is ok with the OS sandbox and says nothing more', async () => {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiBackend, HealthReport } from '../runtime.port';
+import { HealthReport, SqliteHealthProbe } from './health-probe';
 
 export type HealthResponse = HealthReport & { status: 'ok' | 'degraded'; warnings: string[] };
 
@@ -14,10 +14,10 @@ function warningsOf(report: HealthReport): string[] {
 
 @Injectable()
 export class HealthService {
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  constructor(@Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe) {}
 
   async check(): Promise<{ ok: boolean; report: HealthResponse }> {
-    const report = await this.backend.health();
+    const report = await this.probe.check();
     const ok = report.db === 'reachable' && report.migrations === 'current';
     return { ok, report: { status: ok ? 'ok' : 'degraded', ...report, warnings: warningsOf(report) } };
   }

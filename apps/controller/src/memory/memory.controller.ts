@@ -16,13 +16,11 @@ import {
   toMemorySearchResponse,
 } from './memory.dto';
 
-/** Injection token for the memory service; its value is null when RUNLEDGER_MEMORY=off. */
-export const MEMORY_SERVICE = Symbol('MEMORY_SERVICE');
-
 @ApiTags('memory')
 @Controller('memory')
 export class MemoryController {
-  constructor(@Inject(MEMORY_SERVICE) private readonly memory: MemoryService | null) {}
+  /** null when RUNLEDGER_MEMORY=off */
+  constructor(@Inject(MemoryService) private readonly memory: MemoryService | null) {}
 
   private get service(): MemoryService {
     if (!this.memory) throw new IllegalStateError('memory is off (RUNLEDGER_MEMORY=off)');

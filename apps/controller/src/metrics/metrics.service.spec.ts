@@ -1,6 +1,7 @@
 import { Subject } from 'rxjs';
 import { parseEventBody, RuntimeEvent, TaskStatus } from '@runledger/contracts';
-import { ApiBackend } from '../runtime.port';
+import { EventBus } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
 import { MetricsService } from './metrics.service';
 
 let position = 0;
@@ -28,9 +29,15 @@ const usage = (prompt: number, completion: number) => ({
 
 function newBackend(byStatus: Partial<Record<TaskStatus, number>> = {}) {
   const committed$ = new Subject<RuntimeEvent>();
-  const backend = { committed$, countTasksByStatus: async () => byStatus } as unknown as ApiBackend;
-  return { backend, committed$ };
+  const bus = { events$: committed$ } as unknown as EventBus;
+  const tasks = { countByStatus: async () => byStatus } as unknown as TaskViews;
+  return { backend: { bus, tasks }, committed$ };
 }
+
+const newMetrics = () => {
+  const { backend } = newBackend();
+  return new MetricsService(backend.bus, backend.tasks);
+};
 
 async function value(sut: MetricsService, name: string, labels: Record<string, string> = {}) {
   const metric = await sut.registry.getSingleMetric(name)?.get();
@@ -43,7 +50,7 @@ async function value(sut: MetricsService, name: string, labels: Record<string, s
 describe('MetricsService', () => {
   it('counts committed events, model calls and tokens by role, tool outcomes by tool', async () => {
     const { backend, committed$ } = newBackend();
-    const sut = new MetricsService(backend);
+    const sut = new MetricsService(backend.bus, backend.tasks);
     sut.onModuleInit();
     const model = { call_id: 'call_1', role: 'orchestrator', model: 'm', content: 'x', latency_ms: 1 };
     committed$.next(committed('MODEL_RESPONDED', { ...model, usage: usage(10, 3) }));
@@ -95,7 +102,7 @@ describe('MetricsService', () => {
 
   it('reads tasks by status and WebSocket clients at scrape time, every status present', async () => {
     const { backend } = newBackend({ running: 2 });
-    const sut = new MetricsService(backend);
+    const sut = new MetricsService(backend.bus, backend.tasks);
     let clients = 3;
     sut.trackWsClients(() => clients);
     const text = await sut.render();
@@ -107,7 +114,7 @@ describe('MetricsService', () => {
   });
 
   it('times a request into the histogram by method, route and status', async () => {
-    const sut = new MetricsService(newBackend().backend);
+    const sut = newMetrics();
     const observe = sut.startRequestTimer();
     await new Promise((r) => setTimeout(r, 5));
     observe('GET', '/tasks/:task_id', 404);
@@ -127,8 +134,8 @@ describe('MetricsService', () => {
   });
 
   it('keeps each instance on a registry of its own (two apps in one process do not collide)', async () => {
-    const first = new MetricsService(newBackend().backend);
-    const second = new MetricsService(newBackend().backend);
+    const first = newMetrics();
+    const second = newMetrics();
     first.startRequestTimer()('GET', '/health', 200);
     expect(first.registry).not.toBe(second.registry);
     expect(await first.render()).toContain('runledger_http_request_duration_seconds_count');

@@ -2,7 +2,8 @@ import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { Subscription } from 'rxjs';
 import { RuntimeEvent, TASK_STATUSES } from '@runledger/contracts';
-import { ApiBackend } from '../runtime.port';
+import { EventBus } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
 
 const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -50,16 +51,19 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private subscription: Subscription | null = null;
   private wsClients: () => number = () => 0;
 
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {
+  constructor(
+    @Inject(EventBus) private readonly bus: EventBus,
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+  ) {
     collectDefaultMetrics({ register: this.registry });
-    const read = { backend, wsClients: () => this.wsClients() };
+    const read = { tasks, wsClients: () => this.wsClients() };
     new Gauge({
       name: 'runledger_tasks',
       help: 'Tasks by status (from the projection)',
       labelNames: ['status'],
       registers: [this.registry],
       async collect() {
-        const byStatus = await read.backend.countTasksByStatus();
+        const byStatus = await read.tasks.countByStatus();
         for (const status of TASK_STATUSES) this.set({ status }, byStatus[status] ?? 0);
       },
     });
@@ -74,7 +78,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.subscription = this.backend.committed$.subscribe((e) => this.count(e));
+    this.subscription = this.bus.events$.subscribe((e) => this.count(e));
   }
 
   onModuleDestroy(): void {

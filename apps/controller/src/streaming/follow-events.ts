@@ -1,6 +1,6 @@
-import { Subscription } from 'rxjs';
+import { Observable, Subscription } from 'rxjs';
 import { EventType, RuntimeEvent } from '@runledger/contracts';
-import { ApiBackend } from '../runtime.port';
+import { EventBus, EventStore } from '@runledger/event-store';
 
 export type FollowCursor =
   | { kind: 'task'; task_id: string; after_seq: number }
@@ -31,7 +31,19 @@ export interface Follow {
  * by it, and live events wait in a bounded per-follower queue, so one slow
  * consumer never slows the bus or other followers.
  */
-export type EventSource = Pick<ApiBackend, 'committed$' | 'readStream' | 'readAll'>;
+export interface EventSource {
+  /** every committed event, live, in commit order (hot: no replay) */
+  committed$: Observable<RuntimeEvent>;
+  readStream: EventStore['readStream'];
+  readAll: EventStore['readAll'];
+}
+
+/** The store's reads and the bus's live events, as followEvents takes them. */
+export const eventSourceOf = (store: EventStore, bus: EventBus): EventSource => ({
+  committed$: bus.events$,
+  readStream: (taskId, options) => store.readStream(taskId, options),
+  readAll: (options) => store.readAll(options),
+});
 
 export function followEvents(
   backend: EventSource,

@@ -23,8 +23,9 @@ import { RequireScope } from '../auth/scopes';
 import { ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
 import { LastEventId, RuntimeEventDto, StreamQuery, StreamQueryDto } from '../dtos/events.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
-import { ApiBackend } from '../runtime.port';
-import { Follow, followEvents } from '../streaming/follow-events';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
+import { EventSource, Follow, eventSourceOf, followEvents } from '../streaming/follow-events';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -36,7 +37,15 @@ export class TaskStreamController implements BeforeApplicationShutdown {
   /** open streams, stopped on shutdown so the HTTP server can close (it waits for open responses) */
   private readonly open = new Set<Follow>();
 
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  private readonly events: EventSource;
+
+  constructor(
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+    @Inject(EventStore) store: EventStore,
+    @Inject(EventBus) bus: EventBus,
+  ) {
+    this.events = eventSourceOf(store, bus);
+  }
 
   beforeApplicationShutdown(): void {
     for (const follow of this.open) follow.stop();
@@ -76,7 +85,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     @Res() res: Response,
   ): Promise<void> {
     const lastEventId = parseOrThrow(LastEventId, lastEventIdHeader, 'Last-Event-ID header');
-    const task = await this.backend.getTask(taskId);
+    const task = await this.tasks.get(taskId);
     if (!task) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
     const afterSeq = lastEventId ?? query.after_seq ?? 0;
     if (isTerminalStatus(task.status) && afterSeq >= task.last_seq) {
@@ -93,7 +102,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     res.flushHeaders();
     let closed = false;
     const follow = followEvents(
-      this.backend,
+      this.events,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
       async (event) => {
         const ok = res.write(

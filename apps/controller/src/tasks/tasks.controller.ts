@@ -35,7 +35,8 @@ import {
   toTaskResponse,
 } from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
-import { ApiBackend } from '../runtime.port';
+import { EventStore } from '@runledger/event-store';
+import { RuntimeController, TaskViews } from '@runledger/runtime';
 import type { z } from 'zod';
 
 const taskIdPipe = new ZodPipe(IdParam, 'task_id');
@@ -46,7 +47,11 @@ const ApiRequestId = () => ApiIdParam('request_id', "a pending request of the ta
 @ApiTags('tasks')
 @Controller('tasks')
 export class TasksController {
-  constructor(@Inject(ApiBackend) private readonly backend: ApiBackend) {}
+  constructor(
+    @Inject(RuntimeController) private readonly runtime: RuntimeController,
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+    @Inject(EventStore) private readonly store: EventStore,
+  ) {}
 
   @Post()
   @HttpCode(202)
@@ -64,14 +69,15 @@ export class TasksController {
     409: 'the Idempotency-Key was used with another body',
     413: 'body larger than RUNLEDGER_BODY_LIMIT',
   })
-  submit(
+  async submit(
     @Body(new ZodPipe(CreateTaskBody, 'body')) body: CreateTaskDto,
     @Headers('idempotency-key') idempotencyKey: unknown,
   ) {
-    return this.backend.submit(
-      body,
-      parseOrThrow(IdempotencyKey, idempotencyKey, 'Idempotency-Key header') ?? null,
-    );
+    const { task_id, status } = await this.runtime.submit(body, {
+      idempotency_key: parseOrThrow(IdempotencyKey, idempotencyKey, 'Idempotency-Key header') ?? null,
+      source: 'api',
+    });
+    return { task_id, status };
   }
 
   @Get()
@@ -82,7 +88,7 @@ export class TasksController {
   async list(
     @Query(new ZodPipe(ListTasksQuery, 'query')) query: ListTasksQueryDto,
   ): Promise<z.infer<typeof TaskListResponse>> {
-    const page = await this.backend.listTasks(query);
+    const page = await this.tasks.list(query);
     return { tasks: page.tasks.map(toTaskResponse), next_cursor: page.next_cursor };
   }
 
@@ -110,7 +116,7 @@ export class TasksController {
     @Query(new ZodPipe(TaskEventsQuery, 'query')) query: TaskEventsQueryDto,
   ) {
     await this.requireTask(taskId);
-    return toTaskEventsResponse(await this.backend.readStream(taskId, query), query.after_seq);
+    return toTaskEventsResponse(await this.store.readStream(taskId, query), query.after_seq);
   }
 
   @Post(':task_id/cancel')
@@ -129,7 +135,7 @@ export class TasksController {
     @Param('task_id', taskIdPipe) taskId: string,
     @Body(new ZodPipe(CancelBody, 'body')) _body: CancelDto | undefined,
   ): Promise<z.infer<typeof CancelResponse>> {
-    await this.backend.cancel(taskId);
+    await this.runtime.cancel(taskId);
     return { task_id: taskId, status: (await this.requireTask(taskId)).status };
   }
 
@@ -155,7 +161,7 @@ export class TasksController {
     @Param('request_id', requestIdPipe) requestId: string,
     @Body(new ZodPipe(ResolvePermissionBody, 'body')) body: ResolvePermissionDto,
   ): Promise<z.infer<typeof ResolutionResponse>> {
-    await this.backend.resolvePermission(taskId, requestId, body.decision);
+    await this.runtime.resolvePermission(taskId, requestId, body.decision);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };
   }
 
@@ -184,12 +190,12 @@ export class TasksController {
     @Param('request_id', requestIdPipe) requestId: string,
     @Body(new ZodPipe(ProvideSecretBody, 'body')) body: ProvideSecretDto,
   ): Promise<z.infer<typeof ResolutionResponse>> {
-    await this.backend.provideSecret(taskId, requestId, body.secret);
+    await this.runtime.provideSecret(taskId, requestId, body.secret);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };
   }
 
   private async requireTask(taskId: string) {
-    const task = await this.backend.getTask(taskId);
+    const task = await this.tasks.get(taskId);
     if (!task) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
     return task;
   }

@@ -16,8 +16,9 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { WsClientMessage, WsServerMessage } from '../dtos/ws.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { toErrorResponse } from '../errors/error-body';
-import { ApiBackend } from '../runtime.port';
-import { Follow, FollowCursor, followEvents } from '../streaming/follow-events';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { TaskViews } from '@runledger/runtime';
+import { EventSource, Follow, FollowCursor, eventSourceOf, followEvents } from '../streaming/follow-events';
 import { LOGGER } from '../tokens';
 import { MetricsService } from '../metrics/metrics.service';
 
@@ -64,14 +65,18 @@ export class EventsGateway
 {
   private readonly clients = new Map<WebSocket, Client>();
   private heartbeat: NodeJS.Timeout | null = null;
+  private readonly events: EventSource;
 
   constructor(
-    @Inject(ApiBackend) private readonly backend: ApiBackend,
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+    @Inject(EventStore) store: EventStore,
+    @Inject(EventBus) bus: EventBus,
     @Inject(TokenRegistry) private readonly tokens: TokenRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(MetricsService) metrics: MetricsService,
   ) {
+    this.events = eventSourceOf(store, bus);
     metrics.trackWsClients(() => this.clients.size);
   }
 
@@ -163,7 +168,7 @@ export class EventsGateway
     switch (msg.type) {
       case 'subscribe': {
         this.require(client, 'tasks:read');
-        if (!(await this.backend.getTask(msg.task_id)))
+        if (!(await this.tasks.get(msg.task_id)))
           throw new NotFoundError(`task ${msg.task_id} not found`, { task_id: msg.task_id });
         const id = this.claimId(client, msg.subscription_id);
         this.send(client, {
@@ -229,7 +234,7 @@ export class EventsGateway
     // the socket may have closed while the subscribe was checked: nothing to follow for
     if (client.ws.readyState !== WebSocket.OPEN || client.dropped) return;
     const follow = followEvents(
-      this.backend,
+      this.events,
       cursor,
       async (event) => {
         if (client.ws.readyState !== WebSocket.OPEN) return 'stop';

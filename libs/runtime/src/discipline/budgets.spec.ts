@@ -1,4 +1,4 @@
-import { Budgets, emptyUsage, TaskUsage } from '@runledger/contracts';
+import { Budgets, emptyUsage, NewEvent, TaskUsage } from '@runledger/contracts';
 import {
   activeMs,
   admit,
@@ -7,6 +7,7 @@ import {
   firstExceeded,
   meterEvolve,
   meterFromEvents,
+  priceModelCalls,
   resolveBudgets,
 } from './budgets';
 import { DEFAULT_BUDGET_MAXIMUMS, DEFAULT_BUDGETS, ResolvedBudgets } from './settings';
@@ -62,6 +63,43 @@ describe('token estimate and cost', () => {
   });
   it('an unpriced model costs nothing', () => {
     expect(costOf('local', { prompt_tokens: 10, completion_tokens: 10 }, {})).toBe(0);
+  });
+});
+
+describe('priceModelCalls: model calls a hook recorded', () => {
+  const responded = (model: string, cost_usd?: number): NewEvent => ({
+    type: 'MODEL_RESPONDED',
+    payload: {
+      call_id: 'mc_1',
+      role: 'critic',
+      model,
+      content: '{}',
+      usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, estimated: false },
+      latency_ms: 1,
+      error: null,
+      finish_reason: null,
+      retry_after_ms: null,
+      ...(cost_usd === undefined ? {} : { cost_usd }),
+    },
+  });
+  const prices = { judge: { input_per_mtok: 1000, output_per_mtok: 2000 } };
+  const costs = (events: NewEvent[]) =>
+    events.map((e) => (e.type === 'MODEL_RESPONDED' ? e.payload.cost_usd : 'other'));
+
+  it('prices an unpriced call of a priced model; leaves priced calls, unpriced models and other events alone', () => {
+    const other: NewEvent = {
+      type: 'CRITIC_RESULT',
+      payload: { target_event_id: null, call_id: null, critic: 'model', score: null, error: 'x' },
+    };
+    const sut = priceModelCalls(
+      [responded('judge'), responded('judge', 0.5), responded('free'), other],
+      prices,
+    );
+    expect(costs(sut)).toEqual([1.2, 0.5, undefined, 'other']);
+  });
+
+  it("falls back to the table's '*' price", () => {
+    expect(costs(priceModelCalls([responded('any')], { '*': prices.judge }))).toEqual([1.2]);
   });
 });
 

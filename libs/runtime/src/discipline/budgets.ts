@@ -1,5 +1,6 @@
 import {
   Budgets,
+  NewEvent,
   PriceTable,
   Role,
   RoleUsage,
@@ -62,15 +63,32 @@ export function estimateUsage(
   };
 }
 
+const priceOf = (model: string, prices: PriceTable) => prices[model] ?? prices['*'];
+
 export function costOf(
   model: string,
   usage: Pick<TokenUsage, 'prompt_tokens' | 'completion_tokens'>,
   prices: PriceTable,
 ): number {
-  const price = prices[model] ?? prices['*'];
+  const price = priceOf(model, prices);
   if (!price) return 0;
   return (
     (usage.prompt_tokens * price.input_per_mtok + usage.completion_tokens * price.output_per_mtok) / 1_000_000
+  );
+}
+
+/**
+ * Model calls recorded outside the gateway (a tool outcome hook's: the critic's)
+ * priced with the same table, so they count in the task's cost and its
+ * max_cost_usd. A call already priced, or of a model the table does not price,
+ * is left as it is (a replay of a log recorded before critic calls were priced
+ * still matches it).
+ */
+export function priceModelCalls(events: readonly NewEvent[], prices: PriceTable): NewEvent[] {
+  return events.map((e) =>
+    e.type === 'MODEL_RESPONDED' && e.payload.cost_usd === undefined && priceOf(e.payload.model, prices)
+      ? { ...e, payload: { ...e.payload, cost_usd: costOf(e.payload.model, e.payload.usage, prices) } }
+      : e,
   );
 }
 

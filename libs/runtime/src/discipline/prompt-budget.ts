@@ -14,6 +14,11 @@ export interface PromptItem {
   id: string;
   section: PromptSection;
   tokens: number;
+  /**
+   * Tokens of the item's parts that may be elided (tool outputs of a history
+   * round: head and tail kept), included in `tokens`.
+   */
+  elidable?: readonly number[];
 }
 
 export interface SectionUsage {
@@ -25,16 +30,27 @@ export interface SectionUsage {
   trimmed: number;
 }
 
+/**
+ * The most tokens any elidable part keeps (its head and tail, with the
+ * elision note); null when no part needs eliding.
+ */
+type ElideTo = { elideTo: number | null };
+
 export type PromptDecision =
-  | { kind: 'fits'; available: number; total: number; sections: Record<PromptSection, SectionUsage> }
-  | {
+  | ({
+      kind: 'fits';
+      available: number;
+      total: number;
+      sections: Record<PromptSection, SectionUsage>;
+    } & ElideTo)
+  | ({
       kind: 'trim';
       available: number;
       total: number;
       drop: string[];
       sections: Record<PromptSection, SectionUsage>;
-    }
-  | {
+    } & ElideTo)
+  | ({
       kind: 'compact';
       available: number;
       total: number;
@@ -44,7 +60,7 @@ export type PromptDecision =
       compact: string[];
       summaryTokens: number;
       sections: Record<PromptSection, SectionUsage>;
-    }
+    } & ElideTo)
   | { kind: 'exceed'; available: number; total: number; detail: string };
 
 /** Prompt tokens available: the window minus the completion reserve, minus the safety margin. */
@@ -54,20 +70,46 @@ export function promptBudgetTokens(
   return Math.max(0, Math.floor((s.contextWindowTokens - s.maxTokens) * (1 - s.safetyMargin)));
 }
 
-const sum = (items: readonly PromptItem[]): number => items.reduce((n, i) => n + i.tokens, 0);
+const sum = (values: readonly number[]): number => values.reduce((n, v) => n + v, 0);
+const tokensOf = (items: readonly PromptItem[]): number => sum(items.map((i) => i.tokens));
+const partsOf = (item: PromptItem): readonly number[] => item.elidable ?? [];
+
+/** An item's tokens once each of its elidable parts keeps at most `cap` tokens. */
+const elidedTokens = (item: PromptItem, cap: number | null): number =>
+  cap === null
+    ? item.tokens
+    : item.tokens - sum(partsOf(item)) + sum(partsOf(item).map((p) => Math.min(p, cap)));
+
+/**
+ * The largest cap such that the parts, each cut to at most the cap, take no
+ * more than `space` tokens; null when they fit whole. Parts under the cap keep
+ * everything, the larger ones share what is left equally.
+ */
+export function fairShare(parts: readonly number[], space: number): number | null {
+  if (sum(parts) <= space) return null;
+  const sorted = [...parts].sort((a, b) => a - b);
+  let left = Math.max(0, space);
+  let i = 0;
+  while (i < sorted.length && sorted[i] <= Math.floor(left / (sorted.length - i))) left -= sorted[i++];
+  return Math.floor(left / Math.max(1, sorted.length - i));
+}
 
 /**
  * Decide how a prompt fits the window. Items come in prompt order: memory
  * items best first, history items oldest first. System, tools and user input
- * are never cut; when they alone overflow, only `exceed` is left.
+ * are never cut: when they alone overflow, `exceed` (the task stops with
+ * budget_exceeded) is the only answer; everything else is made to fit.
  *
- * Order of remedies: drop memory hits beyond the memory share, then drop a few
- * of the oldest history items (`trim`); when that would take more than
- * maxTrimItems items, summarise the old history instead (`compact`), keeping
- * the newest keepRecentHistory items verbatim; if even that does not fit,
- * `exceed` (the task stops with budget_exceeded). `canCompact` is false when
- * no utility model is there to summarise: then trimming may go as far as the
- * kept recent items.
+ * Order of remedies: drop memory hits beyond the memory share; when history
+ * is over its budget, cut every tool output to its share of the history
+ * section (head and tail kept: `elideTo`); then drop a few of the oldest
+ * history items (`trim`); when that would take more than maxTrimItems items,
+ * summarise the old history instead (`compact`), keeping the newest
+ * keepRecentHistory items verbatim. When the newest items still overflow,
+ * the old ones go all the same (compacted, or dropped) and the newest items'
+ * tool outputs share what is left of the section. `canCompact` is false when
+ * no utility model is there to summarise: then trimming takes the place of
+ * compaction.
  */
 export function decidePrompt(
   items: readonly PromptItem[],
@@ -75,9 +117,9 @@ export function decidePrompt(
   canCompact = true,
 ): PromptDecision {
   const available = promptBudgetTokens(s);
-  const total = sum(items);
+  const total = tokensOf(items);
   const by = (section: PromptSection) => items.filter((i) => i.section === section);
-  const fixed = sum(by('system')) + sum(by('tools')) + sum(by('user'));
+  const fixed = tokensOf(by('system')) + tokensOf(by('tools')) + tokensOf(by('user'));
   const memory = by('memory');
   const history = by('history');
 
@@ -89,32 +131,33 @@ export function decidePrompt(
   ) => {
     const out = {} as Record<PromptSection, SectionUsage>;
     for (const section of ['system', 'tools', 'user'] as const)
-      out[section] = { budget: sum(by(section)), tokens: sum(by(section)), trimmed: 0 };
+      out[section] = { budget: tokensOf(by(section)), tokens: tokensOf(by(section)), trimmed: 0 };
     out.memory = {
       budget: memoryBudget,
-      tokens: sum(memoryKept),
+      tokens: tokensOf(memoryKept),
       trimmed: memory.length - memoryKept.length,
     };
     out.history = { budget: historyBudget, tokens: historyTokens, trimmed: historyTrimmed };
     return out;
   };
 
+  if (fixed > available) {
+    return {
+      kind: 'exceed',
+      available,
+      total,
+      detail: `the system prompt, tool list and user input alone need ${fixed} tokens; the prompt budget is ${available}`,
+    };
+  }
   const memoryBudget = Math.max(0, Math.min(Math.floor(available * s.memoryShare), available - fixed));
   if (total <= available)
     return {
       kind: 'fits',
       available,
       total,
-      sections: sections(memory, sum(history), 0, Math.max(0, available - fixed - sum(memory))),
+      elideTo: null,
+      sections: sections(memory, tokensOf(history), 0, Math.max(0, available - fixed - tokensOf(memory))),
     };
-  if (fixed > available) {
-    return {
-      kind: 'exceed',
-      available,
-      total,
-      detail: `system, tools and user input need ${fixed} tokens, the prompt budget is ${available}`,
-    };
-  }
 
   // Memory beyond its share goes first, lowest-ranked first.
   const memoryKept: PromptItem[] = [];
@@ -127,12 +170,15 @@ export function decidePrompt(
   const droppedMemory = memory.filter((m) => !memoryKept.includes(m)).map((m) => m.id);
   const historyBudget = available - fixed - memoryTokens;
 
+  // A history over its budget first cuts every tool output down to its share of the section.
+  const shareCap = tokensOf(history) > historyBudget ? Math.floor(historyBudget * s.toolOutputShare) : null;
+  const sized = history.map((i): PromptItem => ({ ...i, tokens: elidedTokens(i, shareCap) }));
   const recentCount = Math.min(s.keepRecentHistory, history.length);
-  const old = history.slice(0, history.length - recentCount);
-  const recent = history.slice(history.length - recentCount);
+  const old = sized.slice(0, sized.length - recentCount);
+  const recent = sized.slice(sized.length - recentCount);
 
   // Oldest history first, as few items as needed.
-  let historyTokens = sum(history);
+  let historyTokens = tokensOf(sized);
   const droppedHistory: string[] = [];
   for (const item of old) {
     if (historyTokens <= historyBudget) break;
@@ -145,32 +191,43 @@ export function decidePrompt(
     available,
     total,
     drop: [...droppedMemory, ...droppedHistory],
+    elideTo: shareCap,
     sections: sections(memoryKept, historyTokens, droppedHistory.length, historyBudget),
   });
   if (trimFits && (droppedHistory.length <= s.maxTrimItems || !canCompact)) return trim();
 
-  if (canCompact && old.length > 0) {
-    const summaryTokens = Math.min(s.summaryTokens, sum(old));
-    const compactedTokens = summaryTokens + sum(recent);
-    if (compactedTokens <= historyBudget) {
-      return {
-        kind: 'compact',
-        available,
-        total,
-        drop: droppedMemory,
-        compact: old.map((i) => i.id),
-        summaryTokens,
-        sections: sections(memoryKept, compactedTokens, old.length, historyBudget),
-      };
-    }
-  }
-  // A summary can be larger than what dropping old items leaves; then dropping is the better remedy.
-  if (trimFits) return trim();
-  const summary = canCompact && old.length > 0 ? Math.min(s.summaryTokens, sum(old)) : 0;
-  return {
-    kind: 'exceed',
+  const summaryTokens = canCompact && old.length > 0 ? Math.min(s.summaryTokens, tokensOf(old)) : 0;
+  const compact = (elideTo: number | null, tokens: number): PromptDecision => ({
+    kind: 'compact',
     available,
     total,
-    detail: `the prompt needs ${fixed + memoryTokens + summary + sum(recent)} tokens with all old history ${canCompact ? 'compacted' : 'dropped'}; the budget is ${available}`,
+    drop: droppedMemory,
+    compact: old.map((i) => i.id),
+    summaryTokens,
+    elideTo,
+    sections: sections(memoryKept, tokens, old.length, historyBudget),
+  });
+  if (canCompact && old.length > 0 && summaryTokens + tokensOf(recent) <= historyBudget)
+    return compact(shareCap, summaryTokens + tokensOf(recent));
+  // A summary can be larger than what dropping old items leaves; then dropping is the better remedy.
+  if (trimFits) return trim();
+
+  // The newest items overflow on their own: the old ones go all the same, and the newest
+  // items' tool outputs share what is left. Text that is not a tool output (a directive) and
+  // overflows even so is clipped by the context builder to the history budget.
+  const newest = history.slice(history.length - recentCount);
+  const overhead = sum(newest.map((i) => i.tokens - sum(partsOf(i))));
+  const parts = newest.flatMap(partsOf);
+  const cap = fairShare(parts, historyBudget - summaryTokens - overhead);
+  const elideTo = cap === null ? shareCap : Math.min(cap, shareCap ?? cap);
+  const tokens = Math.min(historyBudget, summaryTokens + sum(newest.map((i) => elidedTokens(i, elideTo))));
+  if (canCompact && old.length > 0) return compact(elideTo, tokens);
+  return {
+    kind: 'trim',
+    available,
+    total,
+    drop: [...droppedMemory, ...old.map((i) => i.id)],
+    elideTo,
+    sections: sections(memoryKept, tokens, old.length, historyBudget),
   };
 }

@@ -41,6 +41,11 @@ export interface PromptSettings {
   maxTrimItems: number;
   /** the size the utility role is asked to keep a compaction summary under */
   summaryTokens: number;
+  /**
+   * when history overflows, no single tool output keeps more than this
+   * fraction of the history section (the rest is elided, head and tail kept)
+   */
+  toolOutputShare: number;
 }
 
 export interface RetrySettings {
@@ -120,6 +125,7 @@ export const DEFAULT_DISCIPLINE_SETTINGS: DisciplineSettings = {
     keepRecentHistory: 2,
     maxTrimItems: 2,
     summaryTokens: 300,
+    toolOutputShare: 0.5,
   },
   retry: { modelRetries: 2, toolRetries: 1, baseDelayMs: 500, maxDelayMs: 20_000, maxRetryAfterMs: 60_000 },
   circuitBreakerThreshold: 3,

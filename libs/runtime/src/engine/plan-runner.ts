@@ -1,10 +1,8 @@
 import { PlanStep } from '@runledger/contracts';
 import {
+  ExecutionScheduler,
   StepStatus,
   UnknownStepReferenceError,
-  blockedSteps,
-  findCycle,
-  readySteps,
   substituteOutputs,
 } from '@runledger/scheduler';
 import { NO_RETRIES, DisciplineSettings } from '../discipline/settings';
@@ -24,7 +22,8 @@ export interface PlanDeps {
   /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
   coderFallbacks?: readonly ModelBackend[];
   modelTimeoutMs: number;
-  stepConcurrency: number;
+  /** the plan's cycle check and which steps may run now (up to the step concurrency) */
+  scheduler: ExecutionScheduler;
   discipline?: DisciplineSettings;
   rng?: () => number;
 }
@@ -50,7 +49,7 @@ export class PlanRunner {
   async run(writer: TaskWriter, steps: PlanStep[], round: number, signal: AbortSignal): Promise<ExecOutcome> {
     const plan_id = planIdFor(round);
     if (!writer.progress.plans.has(plan_id)) {
-      const cycle = findCycle(steps);
+      const cycle = this.deps.scheduler.cycle(steps);
       if (cycle) {
         await writer.append([
           {
@@ -78,7 +77,7 @@ export class PlanRunner {
     let hardStop: HardStop | null = null;
     for (;;) {
       if (!failed && !suspended && !hardStop && !signal.aborted) {
-        for (const step of readySteps(plan.steps, status, this.deps.stepConcurrency)) {
+        for (const step of this.deps.scheduler.ready(plan.steps, status)) {
           status.set(step.id, 'running');
           inFlight.set(
             step.id,
@@ -105,9 +104,10 @@ export class PlanRunner {
     if (suspended || signal.aborted) return { kind: 'suspend' };
     if (failed) {
       const skipped = [
-        ...blockedSteps(plan.steps, status),
+        ...this.deps.scheduler.blocked(plan.steps, status),
         ...plan.steps.filter(
-          (s) => status.get(s.id) === 'pending' && !blockedSteps(plan.steps, status).includes(s),
+          (s) =>
+            status.get(s.id) === 'pending' && !this.deps.scheduler.blocked(plan.steps, status).includes(s),
         ),
       ];
       await writer.append(

@@ -1,8 +1,9 @@
 import { EventPayload, NewEvent, ToolManifest, ToolResult, hashArgs } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { adaptiveToolTimeout, decideFailure, hasExitCode } from '../discipline/failure-policy';
 import { guardEvent } from '../discipline/retry-runner';
+import { priceModelCalls } from '../discipline/budgets';
 import { DisciplineSettings } from '../discipline/settings';
 import { sleep } from '../model/model-backend';
 import { SecretVault, ToolOutcomeHook, isShutdown } from '../ports';
@@ -19,7 +20,7 @@ import { ValidateGate } from './gates/validate-gate';
 
 export interface ToolCallDeps {
   tools: ToolRegistry;
-  permissions: PermissionPolicy;
+  permissions: PermissionService;
   vault: SecretVault;
   hooks: readonly ToolOutcomeHook[];
   grants: AllowAlwaysGrants;
@@ -275,7 +276,10 @@ export class ToolCallRunner {
     });
   }
 
-  /** The outcome event, then every outcome hook (critic, memory) on it; a failing hook is logged, not fatal. */
+  /**
+   * The outcome event, then every outcome hook (critic, memory) on it; a failing hook is logged,
+   * not fatal. Model calls a hook made are priced like the runtime's own.
+   */
   private async recordOutcome(
     writer: TaskWriter,
     manifest: ToolManifest | null,
@@ -285,14 +289,13 @@ export class ToolCallRunner {
     if (!manifest || (stored.type !== 'TOOL_COMPLETED' && stored.type !== 'TOOL_FAILED')) return;
     for (const hook of this.deps.hooks) {
       try {
-        await writer.append(
-          await hook({
-            task_id: writer.taskId,
-            session_id: writer.progress.session_id,
-            event: stored,
-            manifest,
-          }),
-        );
+        const events = await hook({
+          task_id: writer.taskId,
+          session_id: writer.progress.session_id,
+          event: stored,
+          manifest,
+        });
+        await writer.append(priceModelCalls(events, this.deps.discipline?.prices ?? {}));
       } catch (err) {
         this.deps.log(`tool outcome hook failed for ${stored.payload.call_id}`, err);
       }

@@ -12,6 +12,8 @@ export interface HistoryItem {
   directive: unknown;
   /** tool / step results in log order; text the model reads */
   results: string[];
+  /** the event_id each result came from, by its index in `results` (absent for notes), to cite an elided output */
+  sources?: Record<number, string>;
   /** true when every tool call of the round succeeded */
   ok: boolean;
 }

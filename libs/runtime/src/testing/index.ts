@@ -1,1 +1,2 @@
 export * from './test-tools';
+export * from './test-runtime';

@@ -3,7 +3,7 @@ import { appendFile, readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import Ajv from 'ajv';
 import { PermissionCheck, ToolManifest, ToolResult } from '@runledger/contracts';
-import { PermissionPolicy, PermissionSubject } from '@runledger/permissions';
+import { PermissionService, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolExecutionContext, ToolRegistry } from '@runledger/tools';
 
 type Run = (args: Record<string, unknown>, ctx: ToolExecutionContext) => Promise<unknown>;
@@ -132,7 +132,7 @@ export function testToolRegistry(root: string): InMemoryToolRegistry {
 }
 
 /** Allows everything; lists no extra secrets. For tests. */
-export class AllowAllPolicy extends PermissionPolicy {
+export class AllowAllPolicy extends PermissionService {
   check(_subject: PermissionSubject): PermissionCheck {
     return { verdict: 'allow', rule: null, reason: 'allowed' };
   }

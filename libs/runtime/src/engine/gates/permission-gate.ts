@@ -1,5 +1,5 @@
 import { newId } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { AllowAlwaysGrants } from '../allow-always-grants';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 
@@ -11,7 +11,7 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
  */
 export class PermissionGate implements ToolGate {
   constructor(
-    private readonly permissions: PermissionPolicy,
+    private readonly permissions: PermissionService,
     private readonly grants: AllowAlwaysGrants,
   ) {}
 

@@ -1,5 +1,5 @@
 import { newId } from '@runledger/contracts';
-import { PermissionPolicy } from '@runledger/permissions';
+import { PermissionService } from '@runledger/permissions';
 import { SecretVault } from '../../ports';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 
@@ -10,7 +10,7 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
  */
 export class SecretGate implements ToolGate {
   constructor(
-    private readonly permissions: PermissionPolicy,
+    private readonly permissions: PermissionService,
     private readonly vault: SecretVault,
   ) {}
 

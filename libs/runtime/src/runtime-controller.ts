@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
   IdempotencyConflictError,
@@ -18,6 +19,7 @@ import { EventStore } from '@runledger/event-store';
 import { SecretVault, ShutdownSignal } from './ports';
 import { SessionSecrets } from './session-secrets';
 import { TaskProgress, foldProgress } from './progress';
+import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
 import { TaskWriter } from './task-writer';
 
@@ -33,7 +35,7 @@ export interface SubmitResult {
   created: boolean;
 }
 
-export interface RuntimeServiceDeps {
+export interface RuntimeControllerDeps {
   store: EventStore;
   loop: RuntimeLoop;
   vault: SecretVault;
@@ -41,7 +43,9 @@ export interface RuntimeServiceDeps {
   secrets: SessionSecrets;
   /** tasks run at once in this process */
   concurrency: number;
-  log: (message: string, err?: unknown) => void;
+  logger: RuntimeLogger;
+  /** re-runs a recorded task offline as a new task (see replayTask) */
+  replay: (sourceTaskId: string) => Promise<{ task_id: string; progress: TaskProgress }>;
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
@@ -50,17 +54,19 @@ export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency
 const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
 
 /**
- * The runtime's front door: submit returns at once and the task runs on an
- * in-process queue; cancel, permission and secret answers, and resume on boot.
+ * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns at
+ * once and the task runs on an in-process queue; cancel, permission and secret
+ * answers, fork, replay, and resume on boot. Stops (in-flight tasks left to
+ * resume) when the application shuts down, before the storage closes.
  */
-export class RuntimeService {
+export class RuntimeController implements OnModuleDestroy {
   private readonly queue: string[] = [];
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
   private readonly again = new Set<string>();
   private readonly idle = new EventEmitter();
   private closed = false;
 
-  constructor(private readonly deps: RuntimeServiceDeps) {
+  constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
   }
 
@@ -254,7 +260,9 @@ export class RuntimeService {
             detail: 'resumed from the log after a restart',
             data: { at_sequence: p.last_seq },
           },
-        }).catch((err: unknown) => this.deps.log(`resume marker for ${taskId} not written`, err));
+        }).catch((err: unknown) =>
+          this.deps.logger.warn({ task_id: taskId, err }, 'resume marker not written'),
+        );
       }
       resumed.push(taskId);
       this.enqueue(taskId);
@@ -268,6 +276,15 @@ export class RuntimeService {
       await new Promise((resolve) => this.idle.once(taskId, resolve));
     }
     return this.progress(taskId);
+  }
+
+  /** Re-run a recorded task offline as a new task (source `replay`): models, tools and critic answer from its log. */
+  replay(sourceTaskId: string): Promise<{ task_id: string; progress: TaskProgress }> {
+    return this.deps.replay(sourceTaskId);
+  }
+
+  onModuleDestroy(): Promise<void> {
+    return this.close();
   }
 
   /** Stop taking work; in-flight tasks are aborted and left for resumeUnfinished. */
@@ -311,7 +328,9 @@ export class RuntimeService {
       const done = this.deps.loop
         .runTask(taskId, ctrl.signal)
         .then(() => undefined)
-        .catch((err: unknown) => this.deps.log(`task ${taskId} stopped on an unexpected error`, err))
+        .catch((err: unknown) =>
+          this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
+        )
         .finally(() => {
           this.active.delete(taskId);
           if (this.again.delete(taskId)) this.enqueue(taskId);

@@ -1,9 +1,63 @@
-import { RuntimeEvent, TASK_STATUSES, TaskStatus, ValidationError } from '@runledger/contracts';
+import {
+  RuntimeEvent,
+  StopReason,
+  TASK_STATUSES,
+  TaskStatus,
+  TaskUsage,
+  ValidationError,
+} from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { StateStoreDatabase, TaskState, TaskStateStore, evolve } from '@runledger/state-store';
 import { Kysely } from 'kysely';
-import { TaskReadModel } from './backend';
-import { TaskPage, TaskView, TaskListQuery } from './runtime.port';
+
+export interface PendingRequestView {
+  request_id: string;
+  kind: 'permission' | 'secret';
+  call_id: string;
+  tool: string;
+  reason: string;
+  /** permission requests: the arguments the decision binds to */
+  args: Record<string, unknown> | null;
+  /** secret requests: which secret */
+  secret_name: string | null;
+  /** permission requests: what an allow_always answer would cover (null for requests logged before it was recorded) */
+  covers: string | null;
+}
+
+/** A task as the API shows it. */
+export interface TaskView {
+  task_id: string;
+  status: TaskStatus;
+  session_id: string;
+  stop_reason: StopReason | null;
+  /** what the stop reason means for this task, in words */
+  stop_detail: string | null;
+  result: string | null;
+  pending: PendingRequestView[];
+  usage: TaskUsage;
+  last_seq: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskListQuery {
+  status?: TaskStatus;
+  session_id?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface TaskViewPage {
+  tasks: TaskView[];
+  next_cursor: string | null;
+}
+
+/** Reads of tasks as views, for the API and the dashboard. */
+export abstract class TaskViews {
+  abstract get(taskId: string): Promise<TaskView | null>;
+  abstract list(query: TaskListQuery): Promise<TaskViewPage>;
+  abstract countByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
+}
 
 /** A task's view folded from its events with the projection's own pure fold (the log is the truth). */
 export function taskViewFromEvents(events: readonly RuntimeEvent[]): TaskView | null {
@@ -24,17 +78,19 @@ function decodeCursor(cursor: string): number {
 
 /**
  * Task reads straight from the log: a task is a fold of its stream, the list
- * walks TASK_RECEIVED newest first. Correct but O(log) per list; used until
- * the task-state projection is available.
+ * walks TASK_RECEIVED newest first. Correct but O(log) per list: for stores
+ * without the task-state projection (the in-memory reference store).
  */
-export class LogTaskReadModel implements TaskReadModel {
-  constructor(private readonly store: EventStore) {}
+export class LogTaskViews extends TaskViews {
+  constructor(private readonly store: EventStore) {
+    super();
+  }
 
   async get(taskId: string): Promise<TaskView | null> {
     return taskViewFromEvents(await this.store.readWholeStream(taskId));
   }
 
-  async list(query: TaskListQuery): Promise<TaskPage> {
+  async list(query: TaskListQuery): Promise<TaskViewPage> {
     const before = query.cursor ? decodeCursor(query.cursor) : Infinity;
     const received = (await this.receivedEvents())
       .filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id))
@@ -99,18 +155,20 @@ export function taskViewFromState(s: TaskState): TaskView {
 }
 
 /** Task reads from the task-state projection (kept in the append transaction, so never behind the log). */
-export class ProjectionTaskReadModel implements TaskReadModel {
+export class ProjectionTaskViews extends TaskViews {
   constructor(
     private readonly states: TaskStateStore,
     private readonly db: Kysely<StateStoreDatabase>,
-  ) {}
+  ) {
+    super();
+  }
 
   async get(taskId: string): Promise<TaskView | null> {
     const state = await this.states.get(taskId);
     return state ? taskViewFromState(state) : null;
   }
 
-  async list(query: TaskListQuery): Promise<TaskPage> {
+  async list(query: TaskListQuery): Promise<TaskViewPage> {
     const page = await this.states.list(query);
     return { tasks: page.items.map(taskViewFromState), next_cursor: page.next_cursor };
   }

@@ -12,7 +12,7 @@ export interface PermissionSubject {
  * Pure with respect to the log: remembered allow_always decisions are applied
  * by the runtime from PERMISSION_RESOLVED events, not stored here.
  */
-export abstract class PermissionPolicy {
+export abstract class PermissionService {
   abstract check(subject: PermissionSubject): PermissionCheck;
   /** Hard-stop check on a task's raw input, before anything runs (e.g. a request to wipe `/`). */
   abstract checkTaskInput(input: string): PermissionCheck;

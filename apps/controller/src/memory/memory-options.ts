@@ -1,47 +1,28 @@
 import { dirname, join, resolve, basename } from 'node:path';
-import { Kysely } from 'kysely';
+import { Logger } from 'pino';
 import { ConfigError } from '@runledger/contracts';
-import { Critic, CriticModel, HeuristicCritic, ModelCritic } from '@runledger/critic';
-import { EventStore } from '@runledger/event-store';
+import { CriticModel, CriticOptions } from '@runledger/critic';
 import {
   DEFAULT_MEMORY_POLICY,
-  Embedder,
-  HashingEmbedder,
-  MemoryDatabase,
+  EmbedderOptions,
+  MemoryOptions,
   MemoryPolicyConfig,
   MemoryService,
-  MemoryStore,
-  OpenAIEmbedder,
-  createCriticMemoryHook,
-  createMemoryEndGuard,
 } from '@runledger/memory';
-import { LoopGuard, MemoryRecall, ModelBackend, ToolOutcomeHook } from '@runledger/runtime';
+import { MemoryRecall, ModelBackend } from '@runledger/runtime';
 import { MemoryToolService } from '@runledger/tools';
 import { AppConfig } from '../config';
 
-export interface BuiltMemory {
-  /** null when RUNLEDGER_MEMORY=off (the critic may still score) */
-  service: MemoryService | null;
-  critic: Critic | null;
-  /** the runtime's ToolOutcomeHook: critic, then the write policy */
-  hook: ToolOutcomeHook | null;
-  /** writes a completed task's summary and plans; register after guards that may still change the stop */
-  endGuard: LoopGuard | null;
-  recall: MemoryRecall | null;
-  tools: MemoryToolService | null;
-  close(): Promise<void>;
-}
-
-/** The critic role of the configured model as the critic lib sees it; null when nothing serves the role. */
-export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic | null {
-  if (config.RUNLEDGER_CRITIC === 'off') return null;
+/** RUNLEDGER_CRITIC and the critic role of the configured model -> CriticModule's options (auto: the model when one serves the role). */
+export function criticOptionsFromConfig(config: AppConfig, model: ModelBackend): CriticOptions {
+  if (config.RUNLEDGER_CRITIC === 'off') return { mode: 'off' };
   const name = model.modelFor('critic');
   if (config.RUNLEDGER_CRITIC === 'heuristic' || !name) {
     if (config.RUNLEDGER_CRITIC === 'model')
       throw new ConfigError(
         'RUNLEDGER_CRITIC=model but no model serves the critic role (set RUNLEDGER_MODEL_CRITIC)',
       );
-    return new HeuristicCritic();
+    return { mode: 'heuristic' };
   }
   const criticModel: CriticModel = {
     model: name,
@@ -51,20 +32,21 @@ export function criticFromConfig(config: AppConfig, model: ModelBackend): Critic
       return { content: res.content, usage: res.usage };
     },
   };
-  return new ModelCritic(criticModel, config.RUNLEDGER_CRITIC_TIMEOUT_MS);
+  return { mode: 'model', model: criticModel, timeoutMs: config.RUNLEDGER_CRITIC_TIMEOUT_MS };
 }
 
-export function embedderFromConfig(config: AppConfig): Embedder {
-  if (config.RUNLEDGER_EMBEDDER === 'hash') return new HashingEmbedder(config.RUNLEDGER_EMBEDDING_DIM);
+export function embedderOptionsFromConfig(config: AppConfig): EmbedderOptions {
+  if (config.RUNLEDGER_EMBEDDER === 'hash') return { kind: 'hash', dim: config.RUNLEDGER_EMBEDDING_DIM };
   if (!config.OPENAI_BASE_URL || !config.RUNLEDGER_EMBEDDING_MODEL) {
     throw new ConfigError('RUNLEDGER_EMBEDDER=openai needs OPENAI_BASE_URL and RUNLEDGER_EMBEDDING_MODEL');
   }
-  return new OpenAIEmbedder({
+  return {
+    kind: 'openai',
     baseURL: config.OPENAI_BASE_URL,
     apiKey: config.OPENAI_API_KEY,
     model: config.RUNLEDGER_EMBEDDING_MODEL,
     dim: config.RUNLEDGER_EMBEDDING_DIM,
-  });
+  };
 }
 
 export function policyFromConfig(config: AppConfig): MemoryPolicyConfig {
@@ -85,33 +67,17 @@ const indexPathFor = (config: AppConfig): string => {
   return join(dirname(db), `${basename(db)}.memory.hnsw`);
 };
 
-/** Memory and critic wired for the runtime: recall for the ContextBuilder, the outcome hook, the memory tools. */
-export async function buildMemory(
-  config: AppConfig,
-  deps: { db: Kysely<unknown>; store: EventStore; model: ModelBackend },
-): Promise<BuiltMemory> {
-  const critic = criticFromConfig(config, deps.model);
-  const service =
-    config.RUNLEDGER_MEMORY === 'on'
-      ? await MemoryService.open({
-          store: new MemoryStore(deps.db as Kysely<MemoryDatabase>),
-          events: deps.store,
-          embedder: embedderFromConfig(config),
-          indexPath: indexPathFor(config),
-        })
-      : null;
-  const policy = policyFromConfig(config);
-  const hook = critic ? createCriticMemoryHook({ critic, memory: service, policy }) : null;
-  return {
-    service,
-    critic,
-    hook,
-    endGuard: service ? createMemoryEndGuard(service, policy) : null,
-    recall: service ? recallOver(service) : null,
-    tools: service ? toolsOver(service, policy) : null,
-    close: async () => service?.close(),
-  };
-}
+/** RUNLEDGER_MEMORY* -> MemoryModule's options. */
+export const memoryOptionsFromConfig = (config: AppConfig, log?: Logger): MemoryOptions =>
+  config.RUNLEDGER_MEMORY === 'on'
+    ? {
+        enabled: true,
+        embedder: embedderOptionsFromConfig(config),
+        indexPath: indexPathFor(config),
+        policy: policyFromConfig(config),
+        log: log && ((message, err) => log.error({ err }, message)),
+      }
+    : { enabled: false, policy: policyFromConfig(config) };
 
 /** Memory across sessions: what one task stored helps the next, whoever asks. */
 export const recallOver = (service: MemoryService): MemoryRecall => ({

@@ -1,8 +1,12 @@
-import { HashingEmbedder, OpenAIEmbedder } from '@runledger/memory';
-import { HeuristicCritic, ModelCritic } from '@runledger/critic';
-import { ScriptedBackend, SysUtilBackend } from '@runledger/runtime';
-import { loadConfig } from '../config';
-import { criticFromConfig, embedderFromConfig, policyFromConfig } from './memory.composition';
+import { AppConfig, loadConfig } from '../config';
+import { HashingEmbedder, OpenAIEmbedder, embedderFrom } from '@runledger/memory';
+import { HeuristicCritic, ModelCritic, criticFrom } from '@runledger/critic';
+import { ModelBackend, ScriptedBackend, SysUtilBackend } from '@runledger/runtime';
+import { criticOptionsFromConfig, embedderOptionsFromConfig, policyFromConfig } from './memory-options';
+
+// what the lib modules build from the options the config maps to
+const criticFromConfig = (c: AppConfig, model: ModelBackend) => criticFrom(criticOptionsFromConfig(c, model));
+const embedderFromConfig = (c: AppConfig) => embedderFrom(embedderOptionsFromConfig(c));
 
 const config = (env: Record<string, string> = {}) => loadConfig({ RUNLEDGER_DB: '/tmp/x.db', ...env });
 const scripted = (withCritic: boolean) =>

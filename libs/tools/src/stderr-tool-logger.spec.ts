@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ToolSandbox } from './sandbox';
-import { stderrToolLogger } from './tool-layer';
+import { stderrToolLogger } from './stderr-tool-logger';
 
 describe('stderrToolLogger', () => {
   let root: string;

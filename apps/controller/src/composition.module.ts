@@ -1,0 +1,160 @@
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { Logger } from 'pino';
+import { Critic, CriticModule } from '@runledger/critic';
+import {
+  MemoryModule,
+  MemoryPolicy,
+  MemoryService,
+  createCriticMemoryHook,
+  createMemoryEndGuard,
+} from '@runledger/memory';
+import { PermissionsModule } from '@runledger/permissions';
+import {
+  ModelBackend,
+  ModelModule,
+  RuntimeLogger,
+  RuntimeModule,
+  RuntimeOptions,
+  StderrRuntimeLogger,
+  LiveWorkspaceView,
+  disciplineSettingsFrom,
+} from '@runledger/runtime';
+import { SchedulerModule } from '@runledger/scheduler';
+import { StorageModule } from '@runledger/state-store';
+import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
+import { APP_CONFIG, AppConfig } from './config';
+import {
+  criticOptionsFromConfig,
+  memoryOptionsFromConfig,
+  recallOver,
+  toolsOver,
+} from './memory/memory-options';
+import { modelOptionsFromConfig } from './model-options';
+import { loadOrCreateSecretsKey, secretsKeyFile } from './secrets-key';
+import { ALLOWED_ROOT, LOGGER, PROCESS_ENV } from './tokens';
+
+export interface CompositionOptions {
+  config: AppConfig;
+  /** RUNLEDGER_ALLOWED_ROOT unset: the CLI uses its working directory, the server ./data/workspace */
+  defaultAllowedRoot: string;
+  /** the server's pino logger: the runtime, tools and memory log through it; without one (CLI) they write to stderr */
+  log?: Logger;
+  /** where the fallback providers' api_key_env variables are read; process.env when absent */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What every lib module's factory may inject: the parsed config, the logger, the environment, the allowed root. */
+@Module({})
+class AppCoreModule {
+  static forRoot(o: CompositionOptions): DynamicModule {
+    const providers: Provider[] = [
+      { provide: APP_CONFIG, useValue: o.config },
+      { provide: PROCESS_ENV, useValue: o.env ?? process.env },
+      {
+        provide: ALLOWED_ROOT,
+        useFactory: () => {
+          const root = resolve(o.config.RUNLEDGER_ALLOWED_ROOT ?? o.defaultAllowedRoot);
+          mkdirSync(root, { recursive: true });
+          return root;
+        },
+      },
+      // pino's logger has RuntimeLogger's shape: the runtime's reports carry task_id as a field
+      { provide: RuntimeLogger, useValue: o.log ?? new StderrRuntimeLogger() },
+    ];
+    if (o.log) providers.push({ provide: LOGGER, useValue: o.log });
+    return {
+      module: AppCoreModule,
+      global: true,
+      providers,
+      exports: [APP_CONFIG, PROCESS_ENV, ALLOWED_ROOT, RuntimeLogger, ...(o.log ? [LOGGER] : [])],
+    };
+  }
+}
+
+/**
+ * The one composition of the runtime, for the HTTP app and the CLI alike: the
+ * lib modules, each fed from the config by its forRootAsync factory. Shutdown
+ * order: the runtime stops (onModuleDestroy), memory saves its index
+ * (beforeApplicationShutdown), then the storage closes (onApplicationShutdown).
+ */
+@Module({})
+export class CompositionModule {
+  static forRoot(o: CompositionOptions): DynamicModule {
+    return {
+      module: CompositionModule,
+      imports: [
+        AppCoreModule.forRoot(o),
+        StorageModule.forRootAsync({
+          inject: [APP_CONFIG],
+          useFactory: (c: AppConfig) => ({
+            driver: 'sqlite',
+            path: resolve(c.RUNLEDGER_DB),
+            synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
+          }),
+        }),
+        ModelModule.forRootAsync({ inject: [APP_CONFIG, PROCESS_ENV], useFactory: modelOptionsFromConfig }),
+        CriticModule.forRootAsync({
+          inject: [APP_CONFIG, ModelBackend],
+          useFactory: criticOptionsFromConfig,
+        }),
+        MemoryModule.forRootAsync({
+          inject: [APP_CONFIG],
+          useFactory: (c: AppConfig) => memoryOptionsFromConfig(c, o.log),
+        }),
+        PermissionsModule.forRootAsync({
+          inject: [APP_CONFIG, ALLOWED_ROOT],
+          useFactory: (c: AppConfig, allowedRoot: string) => ({
+            allowedRoot,
+            rules: c.RUNLEDGER_PERMISSION_RULES,
+          }),
+        }),
+        ToolsModule.forRootAsync({
+          inject: [APP_CONFIG, ALLOWED_ROOT, MemoryService, MemoryPolicy],
+          useFactory: (
+            c: AppConfig,
+            allowedRoot: string,
+            memory: MemoryService | null,
+            policy: MemoryPolicy,
+          ) => ({
+            allowedRoot,
+            sandbox: c.RUNLEDGER_SANDBOX,
+            plugins: c.RUNLEDGER_PLUGINS,
+            maxOutputBytes: c.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES,
+            memory: memory ? toolsOver(memory, policy.config) : null,
+            logger: o.log,
+          }),
+        }),
+        SchedulerModule.forRootAsync({
+          inject: [APP_CONFIG],
+          useFactory: (c: AppConfig) => ({ stepConcurrency: c.RUNLEDGER_STEP_CONCURRENCY }),
+        }),
+        RuntimeModule.forRootAsync({
+          inject: [APP_CONFIG, Critic, MemoryService, MemoryPolicy, ToolSandbox],
+          useFactory: (
+            c: AppConfig,
+            critic: Critic | null,
+            memory: MemoryService | null,
+            policy: MemoryPolicy,
+            sandbox: ToolSandbox,
+          ): RuntimeOptions => ({
+            maxRounds: c.RUNLEDGER_MAX_ROUNDS,
+            concurrency: c.RUNLEDGER_CONCURRENCY,
+            modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
+            redact: redactSecrets,
+            discipline: disciplineSettingsFrom(c),
+            // the critic scores each tool outcome, then the write policy decides what memory keeps
+            hooks: critic ? [createCriticMemoryHook({ critic, memory, policy: policy.config })] : [],
+            // writes a completed task's summary; after the run discipline's guard, which may still change the stop
+            guards: memory ? [createMemoryEndGuard(memory, policy.config)] : [],
+            memory: memory ? recallOver(memory) : null,
+            // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
+            workspace: new LiveWorkspaceView(sandbox),
+            secretKey: loadOrCreateSecretsKey(secretsKeyFile(c.RUNLEDGER_DB)),
+          }),
+        }),
+      ],
+    };
+  }
+}

@@ -1,0 +1,40 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ModuleAsyncOptions } from '@runledger/contracts';
+import { Critic } from './critic';
+import { HeuristicCritic } from './heuristic-critic';
+import { CriticModel, ModelCritic } from './model-critic';
+
+/** off: nothing scores; heuristic: rules, no model; model: the critic role of a model, within timeoutMs. */
+export type CriticOptions =
+  { mode: 'off' } | { mode: 'heuristic' } | { mode: 'model'; model: CriticModel; timeoutMs?: number };
+
+export function criticFrom(options: CriticOptions): Critic | null {
+  switch (options.mode) {
+    case 'off':
+      return null;
+    case 'heuristic':
+      return new HeuristicCritic();
+    case 'model':
+      return new ModelCritic(options.model, options.timeoutMs);
+  }
+}
+
+/** Critic under its class token; the provider is null when the critic is off (inject it @Optional). */
+@Module({})
+export class CriticModule {
+  static forRootAsync(options: ModuleAsyncOptions<CriticOptions>): DynamicModule {
+    return {
+      module: CriticModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        {
+          provide: Critic,
+          useFactory: async (...args: unknown[]) => criticFrom(await options.useFactory(...args)),
+          inject: options.inject ?? [],
+        },
+      ],
+      exports: [Critic],
+    };
+  }
+}

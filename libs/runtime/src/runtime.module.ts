@@ -1,0 +1,379 @@
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { ConfigError, ModuleAsyncOptions } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { PermissionService } from '@runledger/permissions';
+import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
+import { ExecutionScheduler } from '@runledger/scheduler';
+import { ToolRegistry, redactSecrets } from '@runledger/tools';
+import { Kysely } from 'kysely';
+import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
+import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
+import { DisciplineGuard } from './discipline/discipline-guard';
+import { DisciplineSettings } from './discipline/settings';
+import { EngineDeps, ExecutionEngine } from './execution-engine';
+import { ModelGateway } from './model-gateway';
+import { ModelBackend } from './model/model-backend';
+import { duplicateLabel } from './model/providers';
+import { SysUtilBackend } from './model/sys-util';
+import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
+import { replayTask } from './replay';
+import { RuntimeController } from './runtime-controller';
+import { RuntimeLogger } from './runtime-logger';
+import { RuntimeLoop } from './runtime-loop';
+import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
+import { WorkspaceView } from './discipline/workspace-view';
+import { RedactingEventStore } from './redacting-event-store';
+import { SessionSecrets } from './session-secrets';
+
+/** How the runtime runs; every field has a default. */
+export interface RuntimeSettings {
+  maxRounds?: number;
+  /** tasks run at once in this process */
+  concurrency?: number;
+  /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
+  stepConcurrency?: number;
+  modelTimeoutMs?: number;
+  sectionBudgets?: SectionBudgets;
+  /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
+  discipline?: DisciplineSettings;
+  /** seeds retry jitter (tests, replays) */
+  rng?: () => number;
+  redact?: EngineDeps['redact'];
+  /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
+  workspace?: WorkspaceView | null;
+  /** key of the secrets' fingerprints in the log (beside the database); random: recognised by this process only */
+  secretKey?: Buffer;
+}
+
+/** What RuntimeModule.forRootAsync's factory returns: settings, and what other libs plug into the loop. */
+export interface RuntimeOptions extends RuntimeSettings {
+  /** after every tool outcome (critic, memory write policy) */
+  hooks?: ToolOutcomeHook[];
+  /** before each round and at the end, after the run discipline's own guard */
+  guards?: LoopGuard[];
+  /** what the ContextBuilder recalls; nothing when absent */
+  memory?: MemoryRecall | null;
+}
+
+/** ModelModule's options: the backend serving every role, and the providers that stand in for it. */
+export interface ModelOptions {
+  /** sys_util when no model is configured */
+  model: ModelBackend;
+  /**
+   * Asked in order after `model`'s retries ran out on provider_error /
+   * rate_limited / timeout (orchestrator, coder steps, compaction); for the
+   * orchestrator sys_util comes after the last. Labels must be unique.
+   */
+  fallbackModels?: ModelBackend[];
+}
+
+/** Every port and setting the runtime's providers are built from, given as values (replays, tests). */
+export interface RuntimeParts extends RuntimeOptions, ModelOptions {
+  store: EventStore;
+  tools: ToolRegistry;
+  permissions: PermissionService;
+  logger: RuntimeLogger;
+  /** the fallback orchestrator; sys_util unless replaying */
+  sysUtil?: ModelBackend;
+}
+
+/** ModelBackend[]: RUNLEDGER_FALLBACK_MODELS, in order */
+export const FALLBACK_MODELS = Symbol('FALLBACK_MODELS');
+/** ModelBackend: the orchestrator of last resort (sys_util) */
+export const SYS_UTIL_BACKEND = Symbol('SYS_UTIL_BACKEND');
+/** ToolOutcomeHook[] */
+export const TOOL_OUTCOME_HOOKS = Symbol('TOOL_OUTCOME_HOOKS');
+/** LoopGuard[]: the run discipline's guard first, then RuntimeOptions.guards */
+export const LOOP_GUARDS = Symbol('LOOP_GUARDS');
+const RUNTIME_OPTIONS = Symbol('RUNTIME_OPTIONS');
+/** EventStore as the runtime writes to it: every event redacted of the secrets provided in its session */
+const RUNTIME_STORE = Symbol('RUNTIME_STORE');
+const MODEL_OPTIONS = Symbol('MODEL_OPTIONS');
+
+function checkedModels(o: ModelOptions): ModelOptions {
+  const dup = duplicateLabel([o.model, ...(o.fallbackModels ?? [])]);
+  if (dup !== null) throw new ConfigError(`model providers must have distinct labels; ${dup} appears twice`);
+  return o;
+}
+
+const modelProviders: Provider[] = [
+  { provide: ModelBackend, useFactory: (o: ModelOptions) => o.model, inject: [MODEL_OPTIONS] },
+  {
+    provide: FALLBACK_MODELS,
+    useFactory: (o: ModelOptions) => o.fallbackModels ?? [],
+    inject: [MODEL_OPTIONS],
+  },
+];
+
+const modelTimeoutOf = (o: RuntimeSettings) => o.modelTimeoutMs ?? o.discipline?.modelTimeoutMs ?? 60_000;
+
+/** The runtime's own parts, over the ports (store, tools, permissions, models, memory, logger) injected by token. */
+function runtimeProviders(): Provider[] {
+  return [
+    {
+      provide: TOOL_OUTCOME_HOOKS,
+      useFactory: (o: RuntimeOptions): ToolOutcomeHook[] => [...(o.hooks ?? [])],
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
+      provide: LOOP_GUARDS,
+      useFactory: (o: RuntimeOptions): LoopGuard[] => [
+        ...(o.discipline ? [new DisciplineGuard(o.discipline, undefined, o.workspace ?? null)] : []),
+        ...(o.guards ?? []),
+      ],
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
+      provide: MemoryRecall,
+      useFactory: (o: RuntimeOptions) => o.memory ?? new NoMemoryRecall(),
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
+      provide: ModelGateway,
+      useFactory: (o: RuntimeOptions) => new ModelGateway(o.discipline?.prices, o.discipline ?? null),
+      inject: [RUNTIME_OPTIONS],
+    },
+    { provide: SecretVault, useFactory: () => new SecretVault() },
+    {
+      provide: SessionSecrets,
+      useFactory: (o: RuntimeOptions) => new SessionSecrets(o.secretKey),
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
+      provide: RUNTIME_STORE,
+      useFactory: (store: EventStore, secrets: SessionSecrets) => new RedactingEventStore(store, secrets),
+      inject: [EventStore, SessionSecrets],
+    },
+    {
+      provide: AsyncRouter,
+      useFactory: (
+        o: RuntimeOptions,
+        orchestrator: ModelBackend,
+        fallbacks: ModelBackend[],
+        sysUtil: ModelBackend,
+        gateway: ModelGateway,
+      ) =>
+        new AsyncRouter(
+          { orchestrator, fallbacks, sysUtil },
+          gateway,
+          modelTimeoutOf(o),
+          o.discipline
+            ? { retry: o.discipline.retry, completionMaxMisses: o.discipline.completionMaxMisses, rng: o.rng }
+            : NO_RETRY_POLICY,
+        ),
+      inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway],
+    },
+    {
+      provide: ExecutionEngine,
+      useFactory: (
+        o: RuntimeOptions,
+        store: EventStore,
+        tools: ToolRegistry,
+        permissions: PermissionService,
+        vault: SecretVault,
+        hooks: ToolOutcomeHook[],
+        gateway: ModelGateway,
+        coder: ModelBackend,
+        coderFallbacks: ModelBackend[],
+        logger: RuntimeLogger,
+        scheduler: ExecutionScheduler,
+      ) =>
+        new ExecutionEngine({
+          store,
+          tools,
+          permissions,
+          vault,
+          hooks,
+          gateway,
+          coder,
+          coderFallbacks,
+          modelTimeoutMs: modelTimeoutOf(o),
+          scheduler,
+          discipline: o.discipline,
+          rng: o.rng,
+          redact: o.redact ?? redactSecrets,
+          log: (message, err) => logger.error({ err }, message),
+        }),
+      inject: [
+        RUNTIME_OPTIONS,
+        RUNTIME_STORE,
+        ToolRegistry,
+        PermissionService,
+        SecretVault,
+        TOOL_OUTCOME_HOOKS,
+        ModelGateway,
+        ModelBackend,
+        FALLBACK_MODELS,
+        RuntimeLogger,
+        ExecutionScheduler,
+      ],
+    },
+    {
+      provide: ContextBuilder,
+      useFactory: (o: RuntimeOptions, memory: MemoryRecall) =>
+        new ContextBuilder(
+          memory,
+          o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
+          undefined,
+          o.discipline?.prompt ?? null,
+        ),
+      inject: [RUNTIME_OPTIONS, MemoryRecall],
+    },
+    {
+      provide: RuntimeLoop,
+      useFactory: (
+        o: RuntimeOptions,
+        store: EventStore,
+        tools: ToolRegistry,
+        permissions: PermissionService,
+        context: ContextBuilder,
+        router: AsyncRouter,
+        engine: ExecutionEngine,
+        guards: LoopGuard[],
+      ) =>
+        new RuntimeLoop({
+          store,
+          tools,
+          permissions,
+          context,
+          router,
+          engine,
+          guards,
+          maxRounds: o.maxRounds ?? 10,
+        }),
+      inject: [
+        RUNTIME_OPTIONS,
+        RUNTIME_STORE,
+        ToolRegistry,
+        PermissionService,
+        ContextBuilder,
+        AsyncRouter,
+        ExecutionEngine,
+        LOOP_GUARDS,
+      ],
+    },
+    {
+      provide: RuntimeController,
+      useFactory: (
+        o: RuntimeOptions,
+        store: EventStore,
+        loop: RuntimeLoop,
+        vault: SecretVault,
+        logger: RuntimeLogger,
+        tools: ToolRegistry,
+        secrets: SessionSecrets,
+        rawStore: EventStore,
+        scheduler: ExecutionScheduler,
+      ) =>
+        new RuntimeController({
+          store,
+          loop,
+          vault,
+          secrets,
+          concurrency: o.concurrency ?? 4,
+          logger,
+          replay: (taskId) =>
+            replayTask(
+              { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
+              taskId,
+            ),
+        }),
+      inject: [
+        RUNTIME_OPTIONS,
+        RUNTIME_STORE,
+        RuntimeLoop,
+        SecretVault,
+        RuntimeLogger,
+        ToolRegistry,
+        SessionSecrets,
+        EventStore,
+        ExecutionScheduler,
+      ],
+    },
+  ];
+}
+
+const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
+
+/** ModelBackend (the configured model, serving every role) and FALLBACK_MODELS. */
+@Module({})
+export class ModelModule {
+  static forRootAsync(options: ModuleAsyncOptions<ModelOptions>): DynamicModule {
+    return {
+      module: ModelModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        {
+          provide: MODEL_OPTIONS,
+          useFactory: async (...args: unknown[]) => checkedModels(await options.useFactory(...args)),
+          inject: options.inject ?? [],
+        },
+        ...modelProviders,
+      ],
+      exports: [ModelBackend, FALLBACK_MODELS],
+    };
+  }
+}
+
+/**
+ * RuntimeController (the one facade), RuntimeLoop, AsyncRouter, ContextBuilder,
+ * ExecutionEngine and TaskViews, over the ports the other modules provide:
+ * EventStore, TaskStateStore and STORAGE_DB (StorageModule), ToolRegistry
+ * (ToolsModule), PermissionService (PermissionsModule), ModelBackend
+ * (ModelModule), and a RuntimeLogger from the app.
+ */
+@Module({})
+export class RuntimeModule {
+  static forRootAsync(options: ModuleAsyncOptions<RuntimeOptions>): DynamicModule {
+    return {
+      module: RuntimeModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        { provide: RUNTIME_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        { provide: SYS_UTIL_BACKEND, useFactory: () => new SysUtilBackend() },
+        {
+          provide: TaskViews,
+          useFactory: (states: TaskStateStore, db: Kysely<unknown>) =>
+            new ProjectionTaskViews(states, db as Kysely<StateStoreDatabase>),
+          inject: [TaskStateStore, STORAGE_DB],
+        },
+        ...runtimeProviders(),
+      ],
+      exports: exported,
+    };
+  }
+
+  /**
+   * The same runtime over ports given as values, in a module of its own: a
+   * replay's runtime (the recorded task's answers standing in for models and
+   * tools), and tests. Tasks are read from the log (LogTaskViews).
+   */
+  static forParts(parts: RuntimeParts): DynamicModule {
+    return {
+      module: RuntimeModule,
+      providers: [
+        { provide: RUNTIME_OPTIONS, useValue: parts },
+        { provide: MODEL_OPTIONS, useValue: checkedModels(parts) },
+        ...modelProviders,
+        { provide: SYS_UTIL_BACKEND, useValue: parts.sysUtil ?? new SysUtilBackend() },
+        { provide: EventStore, useValue: parts.store },
+        { provide: ToolRegistry, useValue: parts.tools },
+        { provide: PermissionService, useValue: parts.permissions },
+        { provide: RuntimeLogger, useValue: parts.logger },
+        {
+          provide: ExecutionScheduler,
+          useValue: new ExecutionScheduler({ stepConcurrency: parts.stepConcurrency ?? 4 }),
+        },
+        {
+          provide: TaskViews,
+          useFactory: (store: EventStore) => new LogTaskViews(store),
+          inject: [EventStore],
+        },
+        ...runtimeProviders(),
+      ],
+      exports: exported,
+    };
+  }
+}

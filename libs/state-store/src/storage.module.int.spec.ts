@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
+import { EventBus, EventStore } from '@runledger/event-store';
+import { Kysely, sql } from 'kysely';
+import { CheckpointStore } from './checkpoint-store';
+import { ProcessRegistry } from './process-registry';
+import { STORAGE_DB, StorageModule } from './storage.module';
+import { TaskStateStore } from './task-state-store';
+
+describe('StorageModule', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'rl-storage-module-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const boot = (path: string) =>
+    NestFactory.createApplicationContext(
+      StorageModule.forRootAsync({ useFactory: async () => ({ driver: 'sqlite' as const, path }) }),
+      { logger: false, abortOnError: false },
+    );
+
+  it('opens and migrates the file; the ports share one database, the projection inline in the append', async () => {
+    const sut = await boot(join(dir, 'runledger.db'));
+    const store = sut.get(EventStore);
+    await store.append(
+      'task_1',
+      [{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 'sess_1' } } as never],
+      { expected: 'no_stream' },
+    );
+    expect(await sut.get(TaskStateStore).get('task_1')).toMatchObject({ status: 'queued' });
+    expect(sut.get(EventBus)).toBeInstanceOf(EventBus);
+    expect(sut.get(CheckpointStore)).toBeInstanceOf(CheckpointStore);
+    expect(await sut.get(ProcessRegistry).others()).toEqual([]);
+    const db = sut.get<Kysely<unknown>>(STORAGE_DB);
+    expect((await sql<{ n: number }>`SELECT count(*) AS n FROM events`.execute(db)).rows).toEqual([{ n: 1 }]);
+    await sut.close();
+  });
+
+  it('closes the database on application shutdown', async () => {
+    const sut = await boot(':memory:');
+    const db = sut.get<Kysely<unknown>>(STORAGE_DB);
+    await sut.close();
+    await expect(sql`SELECT 1`.execute(db)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,75 @@
+import { DynamicModule, InjectionToken, Module, OnApplicationShutdown, Provider } from '@nestjs/common';
+import { ModuleAsyncOptions } from '@runledger/contracts';
+import { EventBus, EventStore, SqliteSynchronous } from '@runledger/event-store';
+import { Kysely } from 'kysely';
+import { CheckpointStore } from './checkpoint-store';
+import { ProcessRegistry } from './process-registry';
+import { SqliteStorage, createSqliteStorage } from './storage';
+import { TaskStateStore } from './task-state-store';
+
+/**
+ * Which storage adapter backs the ports. SQLite is the only driver today
+ * (path `:memory:` gives tests a private in-memory database); a PostgreSQL
+ * driver becomes another member here and another branch of openStorage.
+ */
+export type StorageOptions = { driver: 'sqlite'; path: string; synchronous?: SqliteSynchronous };
+
+/** The kysely handle of the storage database, for libs that keep their own tables in it (memory). */
+export const STORAGE_DB = Symbol('STORAGE_DB');
+
+const STORAGE_OPTIONS = Symbol('STORAGE_OPTIONS');
+
+/** The one place an adapter is chosen: open, migrate and wire the storage for its driver. */
+export function openStorage(options: StorageOptions): Promise<SqliteStorage> {
+  switch (options.driver) {
+    case 'sqlite':
+      return createSqliteStorage({ path: options.path, synchronous: options.synchronous });
+  }
+}
+
+/** Holds the opened storage; closes it last, once everything that writes to it has stopped. */
+export class OpenedStorage implements OnApplicationShutdown {
+  constructor(readonly storage: SqliteStorage) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.storage.close();
+  }
+}
+
+const fromStorage = (token: InjectionToken, pick: (s: SqliteStorage) => unknown): Provider => ({
+  provide: token,
+  useFactory: (opened: OpenedStorage) => pick(opened.storage),
+  inject: [OpenedStorage],
+});
+
+/**
+ * The storage ports under their abstract-class tokens: EventStore, EventBus,
+ * TaskStateStore, CheckpointStore, ProcessRegistry, and the kysely handle
+ * (STORAGE_DB). Global: every lib module injects them.
+ */
+@Module({})
+export class StorageModule {
+  static forRootAsync(options: ModuleAsyncOptions<StorageOptions>): DynamicModule {
+    const exported = [EventStore, EventBus, TaskStateStore, CheckpointStore, ProcessRegistry, STORAGE_DB];
+    return {
+      module: StorageModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        { provide: STORAGE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        {
+          provide: OpenedStorage,
+          useFactory: async (o: StorageOptions) => new OpenedStorage(await openStorage(o)),
+          inject: [STORAGE_OPTIONS],
+        },
+        fromStorage(EventStore, (s) => s.eventStore),
+        fromStorage(EventBus, (s) => s.bus),
+        fromStorage(TaskStateStore, (s) => s.taskStates),
+        fromStorage(CheckpointStore, (s) => s.checkpoints),
+        fromStorage(ProcessRegistry, (s) => s.processes),
+        fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
+      ],
+      exports: exported,
+    };
+  }
+}

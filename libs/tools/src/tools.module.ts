@@ -1,0 +1,69 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ModuleAsyncOptions } from '@runledger/contracts';
+import type { MemoryToolService } from './memory-tool-service';
+import { parsePluginDirs, type ToolLogger } from './discovery';
+import { PluginToolRegistry } from './plugin-tool-registry';
+import { ToolSandbox, type SandboxMode } from './sandbox';
+import { ToolRegistry } from './tool-registry';
+import { stderrToolLogger } from './stderr-tool-logger';
+
+export interface ToolsOptions {
+  allowedRoot: string;
+  /** RUNLEDGER_SANDBOX */
+  sandbox?: SandboxMode;
+  /** RUNLEDGER_PLUGINS (`:`-separated) or a list of folders */
+  plugins?: string | readonly string[];
+  /** RUNLEDGER_TOOL_OUTPUT_MAX_BYTES */
+  maxOutputBytes?: number;
+  /** what the memory_* tools call; null when memory is off */
+  memory?: MemoryToolService | null;
+  logger?: ToolLogger;
+}
+
+const TOOLS_OPTIONS = Symbol('TOOLS_OPTIONS');
+
+// Without a logger the boot warnings (sandbox fallback, skipped plugins) still reach stderr.
+const loggerOf = (o: ToolsOptions): ToolLogger => o.logger ?? stderrToolLogger();
+
+/**
+ * ToolSandbox and the ToolRegistry (built-in tools, then the plugins of
+ * RUNLEDGER_PLUGINS, discovered from their manifest.json) under their class tokens.
+ */
+@Module({})
+export class ToolsModule {
+  static forRootAsync(options: ModuleAsyncOptions<ToolsOptions>): DynamicModule {
+    return {
+      module: ToolsModule,
+      global: true,
+      imports: options.imports ?? [],
+      providers: [
+        { provide: TOOLS_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        {
+          provide: ToolSandbox,
+          useFactory: (o: ToolsOptions) =>
+            new ToolSandbox({
+              allowedRoot: o.allowedRoot,
+              mode: o.sandbox ?? 'auto',
+              maxOutputBytes: o.maxOutputBytes,
+              logger: loggerOf(o),
+            }),
+          inject: [TOOLS_OPTIONS],
+        },
+        {
+          provide: ToolRegistry,
+          useFactory: (o: ToolsOptions, sandbox: ToolSandbox): ToolRegistry =>
+            PluginToolRegistry.load({
+              services: { sandbox, memory: o.memory ?? null },
+              pluginDirs:
+                typeof o.plugins === 'string' || o.plugins === undefined
+                  ? parsePluginDirs(o.plugins)
+                  : o.plugins,
+              logger: loggerOf(o),
+            }),
+          inject: [TOOLS_OPTIONS, ToolSandbox],
+        },
+      ],
+      exports: [ToolSandbox, ToolRegistry],
+    };
+  }
+}
