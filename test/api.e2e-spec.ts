@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { ApiHarness, bootApi, eventCount, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
 
 describe('REST API (e2e over real HTTP)', () => {
   let sut: ApiHarness;
@@ -94,6 +94,53 @@ describe('REST API (e2e over real HTTP)', () => {
     expect(completed.body.tasks).toHaveLength(3);
     const running = await sut.request('GET', '/tasks?status=running&session_id=list-sess');
     expect(running.body.tasks).toHaveLength(0);
+  });
+
+  it("shows each task with its input's first line and duration, and searches the input text", async () => {
+    const input = '\n  Summarise the Q3 report\nthen mail it';
+    const taskId = (await sut.request('POST', '/tasks', { body: { input, session_id: 'search-sess' } })).body
+      .task_id as string;
+    const other = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo q3', session_id: 'search-sess' } })
+    ).body.task_id as string;
+    await Promise.all([waitForTask(sut, taskId), waitForTask(sut, other)]);
+    const task = (await sut.request('GET', `/tasks/${taskId}`)).body;
+    expect(task.input_first_line).toBe('Summarise the Q3 report');
+    expect(task.duration_ms).toBe(Date.parse(task.updated_at) - Date.parse(task.created_at));
+    const ids = async (q: string) =>
+      (
+        await sut.request('GET', `/tasks?session_id=search-sess&${new URLSearchParams({ q })}`)
+      ).body.tasks.map((t: { task_id: string }) => t.task_id);
+    expect(await ids('q3 REPORT')).toEqual([taskId]);
+    expect(await ids('mail it')).toEqual([taskId]);
+    expect((await ids('Q3')).sort()).toEqual([other, taskId].sort());
+    expect(await ids('%')).toEqual([]);
+    for (const q of ['', 'x'.repeat(201)]) {
+      const res = await sut.request('GET', `/tasks?${new URLSearchParams({ q })}`);
+      expect([res.status, res.body.error]).toEqual([400, 'validation_error']);
+    }
+  });
+
+  it('serves chart figures to admins only: ended tasks per hour, usage per day, durations', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo stats' } })).body.task_id;
+    const task = await waitForTask(sut, taskId);
+    const stats = await sut.request('GET', '/admin/stats?days=1');
+    expect(stats.status).toBe(200);
+    expect(Date.parse(stats.body.until) - Date.parse(stats.body.since)).toBe(86_400_000);
+    const hour = `${task.updated_at.slice(0, 13)}:00:00.000Z`;
+    expect(stats.body.tasks_per_hour).toContainEqual({
+      hour,
+      stop_reason: task.stop_reason,
+      tasks: expect.any(Number),
+    });
+    expect(stats.body.duration.tasks).toBeGreaterThanOrEqual(1);
+    expect(stats.body.duration.p95_ms).toBeGreaterThanOrEqual(stats.body.duration.p50_ms);
+    expect(Array.isArray(stats.body.usage_per_day)).toBe(true);
+    expect((await sut.request('GET', '/admin/stats', { token: TOKENS.reader })).status).toBe(403);
+    for (const q of ['days=0', 'days=91', 'days=x', 'bogus=1']) {
+      const res = await sut.request('GET', `/admin/stats?${q}`);
+      expect([q, res.status, res.body.error]).toEqual([q, 400, 'validation_error']);
+    }
   });
 
   it('filters by any session id it accepted on submit', async () => {

@@ -49,6 +49,8 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     const covers = await page.textContent('.pending .covers');
     expect(covers).toMatch(/^allow always: shell_exec, .+, for this session \(rule [a-z_]+\)$/);
     expect(await page.getAttribute('.pending button.approve-always', 'title')).toBe(covers);
+    // live events are appended to the timeline: the items already shown stay the same nodes
+    await page.$eval('#t-timeline li', (li) => li.setAttribute('data-probe', 'kept'));
     await page.click('.pending button.approve');
 
     await page.waitForFunction(
@@ -61,6 +63,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
         s.textContent?.includes('TASK_COMPLETED'),
       ),
     );
+    expect(await page.getAttribute('#t-timeline li:first-child', 'data-probe')).toBe('kept');
     const task = await waitForTask(sut, taskId);
     expect(task.status).toBe('completed');
     expect(existsSync(join(sut.workspace, 'approved-by-browser.txt'))).toBe(true);

@@ -3,8 +3,12 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { Logger } from 'pino';
 import { EventStore } from '@runledger/event-store';
+import { STORAGE_DB, StateStoreDatabase, TaskStatsRepository } from '@runledger/state-store';
+import { Kysely } from 'kysely';
 import { ToolSandbox } from '@runledger/tools';
 import { AdminEventsController } from './admin/admin-events.controller';
+import { AdminStatsController } from './admin/admin-stats.controller';
+import { AdminStatsService } from './admin/admin-stats.service';
 import { DashboardController } from './admin/dashboard.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { TokenThrottlerGuard } from './auth/throttle.guard';
@@ -49,6 +53,7 @@ export class AppModule {
         TasksController,
         TaskStreamController,
         AdminEventsController,
+        AdminStatsController,
         DashboardController,
         DocsController,
       ],
@@ -64,6 +69,12 @@ export class AppModule {
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: TokenThrottlerGuard },
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        {
+          provide: TaskStatsRepository,
+          useFactory: (db: Kysely<unknown>) => new TaskStatsRepository(db as Kysely<StateStoreDatabase>),
+          inject: [STORAGE_DB],
+        },
+        AdminStatsService,
         HealthService,
         EventsGateway,
       ],

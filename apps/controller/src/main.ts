@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { scrubProviderKeys } from '@runledger/permissions';
 import { startApp } from './app';
+import { startupBanner } from './banner';
 import { loadConfig, providerKeyNames } from './config';
 
 async function main(): Promise<void> {
@@ -8,15 +9,7 @@ async function main(): Promise<void> {
   const started = await startApp(config);
   // the model clients hold their keys now: plugin code and child processes must not find them
   scrubProviderKeys(process.env, providerKeyNames(config));
-  process.stdout.write(`runledger listening on ${started.url}\n`);
-  const generated = started.generatedAdminToken;
-  if (generated) {
-    // like Jupyter: the address carries the token in the fragment, which the browser never sends to the server
-    process.stdout.write(
-      `${generated.created ? 'generated' : 'using'} admin token in ${generated.file}\n` +
-        `dashboard: ${started.url}/admin#token=${encodeURIComponent(generated.token)}\n`,
-    );
-  }
+  process.stderr.write(startupBanner(started));
   let stopping = false;
   const stop = () => {
     if (stopping) return;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Budgets, RuntimeEvent } from '@runledger/contracts';
 import { CriticModel, ModelCritic, criticEvents, criticInputOf } from '@runledger/critic';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { Runtime, createRuntime } from './create-runtime';
+import { TestRuntime, startTestRuntime } from './testing';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
 import { ScriptedBackend } from './model/scripted-backend';
 import { ToolOutcomeHook } from './ports';
@@ -45,12 +45,12 @@ const settings = {
 describe("the critic's model calls cost what the price table says", () => {
   let dir: string;
   let store: InMemoryEventStore;
-  let rt: Runtime;
+  let rt: TestRuntime;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rl-critic-cost-'));
     store = new InMemoryEventStore();
-    rt = createRuntime({
+    rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
       permissions: new AllowAllPolicy(),
@@ -62,17 +62,16 @@ describe("the critic's model calls cost what the price table says", () => {
       }),
       hooks: [criticHook],
       discipline: settings,
-      log: () => undefined,
     });
   });
   afterEach(async () => {
-    await rt.service.close();
+    await rt.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   const run = async (budgets: Budgets = {}) => {
-    const { task_id } = await rt.service.submit({ input: 'echo hi', budgets }, { source: 'cli' });
-    const progress = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input: 'echo hi', budgets }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
     return { progress, events: await store.readWholeStream(task_id) };
   };
   const criticResponse = (events: RuntimeEvent[]) =>

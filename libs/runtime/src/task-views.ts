@@ -5,6 +5,7 @@ import {
   TaskStatus,
   TaskUsage,
   ValidationError,
+  isTerminalStatus,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { StateStoreDatabase, TaskState, TaskStateStore, evolve } from '@runledger/state-store';
@@ -29,6 +30,8 @@ export interface TaskView {
   task_id: string;
   status: TaskStatus;
   session_id: string;
+  /** the input's first non-blank line, at most INPUT_LINE_MAX characters: what tells tasks apart in a list */
+  input_first_line: string;
   stop_reason: StopReason | null;
   /** what the stop reason means for this task, in words */
   stop_detail: string | null;
@@ -38,11 +41,15 @@ export interface TaskView {
   last_seq: number;
   created_at: string;
   updated_at: string;
+  /** from TASK_RECEIVED to the final event; null while the task has not ended */
+  duration_ms: number | null;
 }
 
 export interface TaskListQuery {
   status?: TaskStatus;
   session_id?: string;
+  /** a case-insensitive (ASCII) substring of the input */
+  q?: string;
   limit: number;
   cursor?: string;
 }
@@ -63,6 +70,18 @@ export abstract class TaskViews {
 export function taskViewFromEvents(events: readonly RuntimeEvent[]): TaskView | null {
   return events.length === 0 ? null : taskViewFromState(events.reduce<TaskState | null>(evolve, null)!);
 }
+
+export const INPUT_LINE_MAX = 200;
+
+/** The first line with text in it, cut to INPUT_LINE_MAX characters (an ellipsis marks the cut). */
+export function inputFirstLine(input: string): string {
+  const line = input.split(/\r?\n/).find((l) => l.trim() !== '') ?? '';
+  const trimmed = line.trim();
+  return trimmed.length > INPUT_LINE_MAX ? `${trimmed.slice(0, INPUT_LINE_MAX - 1)}…` : trimmed;
+}
+
+/** SQLite's LIKE folds ASCII letters only; the log-backed views match the same way. */
+const foldAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 const encodeCursor = (position: number) =>
   Buffer.from(JSON.stringify({ before: position })).toString('base64url');
@@ -92,8 +111,14 @@ export class LogTaskViews extends TaskViews {
 
   async list(query: TaskListQuery): Promise<TaskViewPage> {
     const before = query.cursor ? decodeCursor(query.cursor) : Infinity;
+    const needle = query.q === undefined ? null : foldAscii(query.q);
     const received = (await this.receivedEvents())
-      .filter((e) => e.position < before && (!query.session_id || e.session_id === query.session_id))
+      .filter(
+        (e) =>
+          e.position < before &&
+          (!query.session_id || e.session_id === query.session_id) &&
+          (needle === null || (e.type === 'TASK_RECEIVED' && foldAscii(e.payload.input).includes(needle))),
+      )
       .reverse();
     const tasks: TaskView[] = [];
     let last: RuntimeEvent | null = null;
@@ -134,6 +159,7 @@ export function taskViewFromState(s: TaskState): TaskView {
     task_id: s.task_id,
     status: s.status,
     session_id: s.session_id,
+    input_first_line: inputFirstLine(s.input),
     stop_reason: s.stop_reason,
     stop_detail: s.stop_detail,
     result: s.result,
@@ -151,6 +177,7 @@ export function taskViewFromState(s: TaskState): TaskView {
     last_seq: s.last_seq,
     created_at: s.created_at,
     updated_at: s.updated_at,
+    duration_ms: isTerminalStatus(s.status) ? Date.parse(s.updated_at) - Date.parse(s.created_at) : null,
   };
 }
 

@@ -5,3 +5,4 @@ export * from './checkpoint-store';
 export * from './storage';
 export * from './process-registry';
 export * from './storage.module';
+export * from './task-stats';

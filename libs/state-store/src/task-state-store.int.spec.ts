@@ -25,6 +25,12 @@ describe('TaskStateStore on SQLite', () => {
     const stored = await tmp.storage.eventStore.readStream('t1');
     expect(await sut.get('t1')).toEqual(foldTaskState(stored));
     expect(await sut.get('t1')).toMatchObject({ status: 'awaiting_permission', last_seq: 6 });
+    // a waiting task shows the tokens it has used so far, not 0 until it ends
+    expect((await sut.get('t1'))!.usage).toMatchObject({
+      prompt_tokens: 4,
+      completion_tokens: 2,
+      total_tokens: 6,
+    });
 
     log.resolvePermission('req_1').completed('ok');
     await append(log);
@@ -88,6 +94,20 @@ describe('TaskStateStore on SQLite', () => {
     ).toEqual(['t1']);
     await expect(sut.list({ cursor: 'not-a-cursor' })).rejects.toBeInstanceOf(ValidationError);
     await expect(sut.list({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('filters by a substring of the input, ASCII case-insensitive, LIKE wildcards taken literally', async () => {
+    await append(new TaskLog('t1').received('Deploy the API\nthen smoke-test it'));
+    await append(new TaskLog('t2').received('raise coverage to 50%'));
+    await append(new TaskLog('t3').received('raise coverage to 500 tests'));
+    await append(new TaskLog('t4').received('rename a_b to ab'));
+    const ids = async (q: string) => (await sut.list({ q })).items.map((t) => t.task_id);
+    expect(await ids('deploy the api')).toEqual(['t1']);
+    expect(await ids('SMOKE')).toEqual(['t1']);
+    expect(await ids('50%')).toEqual(['t2']);
+    expect(await ids('a_b')).toEqual(['t4']);
+    expect(await ids('coverage')).toEqual(['t3', 't2']);
+    expect(await ids('nothing like it')).toEqual([]);
   });
 
   it('rebuild drops and refolds every projection: equal to the live one for a log of mixed tasks', async () => {

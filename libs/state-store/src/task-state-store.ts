@@ -11,13 +11,15 @@ import {
 } from '@runledger/contracts';
 import { InlineProjection, SqliteHandle, rebuildProjection } from '@runledger/event-store';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Selectable } from 'kysely';
+import { Kysely, Selectable, sql } from 'kysely';
 import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
 import { PendingRequest, TaskState, evolve } from './task-state';
 
 export interface ListTasksOptions {
   status?: TaskStatus;
   session_id?: string;
+  /** a substring of the input, case-insensitive for ASCII letters (SQLite LIKE) */
+  q?: string;
   /** 1..500, default 50 */
   limit?: number;
   /** opaque, from a previous page's next_cursor */
@@ -104,6 +106,9 @@ export const rowToState = (r: TaskRow): TaskState => ({
   updated_at: r.updated_at,
 });
 
+/** The pattern characters of LIKE taken literally: a search for `50%` finds "50%", not "50 anything". */
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 const encodeCursor = (s: Pick<TaskState, 'created_at' | 'task_id'>): string =>
   Buffer.from(JSON.stringify([s.created_at, s.task_id])).toString('base64url');
 
@@ -189,6 +194,9 @@ export class TaskStateStore implements InlineProjection {
       .selectAll()
       .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
       .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
+      .$if(options.q !== undefined, (q) =>
+        q.where(sql<boolean>`input LIKE ${`%${escapeLike(options.q!)}%`} ESCAPE '\\'`),
+      )
       .$if(after !== null, (q) =>
         q.where((eb) =>
           eb.or([

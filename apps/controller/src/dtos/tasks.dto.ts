@@ -2,7 +2,7 @@ import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
-import { TaskView } from '@runledger/runtime';
+import { INPUT_LINE_MAX, TaskView } from '@runledger/runtime';
 
 export const CreateTaskBody = UserTask;
 export class CreateTaskDto extends createZodDto(CreateTaskBody) {}
@@ -17,6 +17,12 @@ export const ListTasksQuery = z
     status: TaskStatus.optional(),
     // any session id a task may be submitted with can be filtered on
     session_id: UserTask.shape.session_id,
+    q: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('only tasks whose input contains this text (case-insensitive for ASCII letters)'),
     limit: queryInt(1, 500).default(50),
     cursor: z
       .string()
@@ -46,6 +52,10 @@ export const TaskResponse = z.object({
   task_id: z.string(),
   status: TaskStatus,
   session_id: z.string(),
+  input_first_line: z
+    .string()
+    .max(INPUT_LINE_MAX)
+    .describe("the input's first non-blank line, cut to 200 characters (… marks a cut)"),
   stop_reason: StopReason.nullable(),
   stop_detail: z.string().nullable(),
   result: z.string().nullable(),
@@ -54,6 +64,12 @@ export const TaskResponse = z.object({
   last_seq: z.number().int(),
   created_at: z.string(),
   updated_at: z.string(),
+  duration_ms: z
+    .number()
+    .int()
+    .nonnegative()
+    .nullable()
+    .describe('from submission to the final event; null while the task has not ended'),
 });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 export class TaskResponseDto extends createZodDto(TaskResponse) {}
@@ -68,6 +84,7 @@ export const toTaskResponse = (t: TaskView): TaskResponse => ({
   task_id: t.task_id,
   status: t.status,
   session_id: t.session_id,
+  input_first_line: t.input_first_line,
   stop_reason: t.stop_reason,
   stop_detail: t.stop_detail,
   result: t.result,
@@ -76,4 +93,5 @@ export const toTaskResponse = (t: TaskView): TaskResponse => ({
   last_seq: t.last_seq,
   created_at: t.created_at,
   updated_at: t.updated_at,
+  duration_ms: t.duration_ms,
 });

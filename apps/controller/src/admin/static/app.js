@@ -17,6 +17,15 @@ const el = (tag, props = {}, ...children) => {
   return n;
 };
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const svgAdd = (parent, tag, attrs, text) => {
+  const n = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  if (text !== undefined) n.textContent = text;
+  parent.append(n);
+  return n;
+};
+
 class ApiError extends Error {
   constructor(status, body) {
     super(body && body.message ? `${status} ${body.error}: ${body.message}` : `HTTP ${status}`);
@@ -124,9 +133,29 @@ const fmtDuration = (ms) =>
       ? `${(ms / 1000).toFixed(1)} s`
       : `${Math.floor(ms / 60_000)} m ${Math.round((ms % 60_000) / 1000)} s`;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
-const taskDuration = (t) =>
-  fmtDuration((TERMINAL.has(t.status) ? Date.parse(t.updated_at) : Date.now()) - Date.parse(t.created_at));
+const TERMINAL_EVENTS = new Set(['TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED']);
+const taskDuration = (t) => fmtDuration(t.duration_ms ?? Date.now() - Date.parse(t.created_at));
 const statusBadge = (s) => el('span', { class: `status ${s}` }, s);
+const fmtAge = (iso) => {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 60
+    ? `${s} s`
+    : s < 3600
+      ? `${Math.floor(s / 60)} min`
+      : s < 86_400
+        ? `${Math.floor(s / 3600)} h`
+        : `${Math.floor(s / 86_400)} d`;
+};
+const fmtCost = (usd) => (usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`);
+const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
+/** Event types after which the approvals inbox may have changed. */
+const INBOX_EVENTS = new Set([
+  'TASK_AWAITING_PERMISSION',
+  'TASK_AWAITING_SECRET',
+  'PERMISSION_RESOLVED',
+  'SECRET_PROVIDED',
+  ...TERMINAL_EVENTS,
+]);
 const summarize = (e) => {
   const p = e.payload || {};
   const bits = [
@@ -195,6 +224,8 @@ function logAppend(e) {
   }
   logRender(false);
   if (!$('view-tasks').hidden) tasksView.refreshSoon();
+  if (INBOX_EVENTS.has(e.type)) approvals.refreshSoon();
+  if (!$('view-charts').hidden && TERMINAL_EVENTS.has(e.type)) charts.refreshSoon();
 }
 
 function logRender(force) {
@@ -266,10 +297,20 @@ const tasksView = {
   cursors: [null],
   page: 0,
   timer: null,
+  /** back to the first page, e.g. after a filter changed */
+  reset() {
+    this.cursors = [null];
+    this.page = 0;
+    this.load().catch((e) => flash(e.message));
+  },
   async load() {
     const q = new URLSearchParams({ limit: '25' });
     const status = $('task-status').value;
     if (status) q.set('status', status);
+    const session = $('task-session').value.trim();
+    if (session) q.set('session_id', session);
+    const text = $('task-q').value.trim();
+    if (text) q.set('q', text);
     const cursor = this.cursors[this.page];
     if (cursor) q.set('cursor', cursor);
     const res = await api(`/tasks?${q}`);
@@ -281,18 +322,40 @@ const tasksView = {
         el(
           'tr',
           { 'data-task': t.task_id },
-          el('td', {}, el('a', { href: `#/tasks/${encodeURIComponent(t.task_id)}` }, t.task_id)),
+          el(
+            'td',
+            { class: 'input', title: t.task_id },
+            el('a', { href: taskHref(t.task_id) }, t.input_first_line || '(no input)'),
+            el('code', {}, t.task_id),
+          ),
           el('td', {}, statusBadge(t.status)),
           el('td', {}, t.stop_reason ?? ''),
-          el('td', { class: 'num' }, t.usage.rounds),
-          el('td', { class: 'num' }, t.usage.total_tokens),
+          el('td', { class: 'num', title: new Date(t.created_at).toLocaleString() }, fmtAge(t.created_at)),
           el('td', { class: 'num' }, taskDuration(t)),
-          el('td', {}, new Date(t.created_at).toLocaleString()),
+          el('td', { class: 'num' }, t.usage.total_tokens),
+          el('td', { class: 'num' }, fmtCost(t.usage.cost_usd)),
+          el(
+            'td',
+            {},
+            el(
+              'button',
+              {
+                type: 'button',
+                class: 'linkish session',
+                title: 'show only this session',
+                onclick: () => {
+                  $('task-session').value = t.session_id;
+                  this.reset();
+                },
+              },
+              t.session_id,
+            ),
+          ),
         ),
       ),
     );
     if (!res.tasks.length)
-      $('tasks-body').append(el('tr', {}, el('td', { colspan: '7', class: 'muted' }, 'no tasks')));
+      $('tasks-body').append(el('tr', {}, el('td', { colspan: '8', class: 'muted' }, 'no tasks')));
   },
   refreshSoon() {
     if (this.timer || this.page !== 0) return;
@@ -303,19 +366,196 @@ const tasksView = {
   },
 };
 
+// ---------------------------------------------------------------- pending requests
+/** What a permission request is about, in one line: the command or path, else the arguments. */
+function requestConcerns(p) {
+  const a = p.args ?? {};
+  for (const k of ['command', 'cmd', 'path', 'url']) if (typeof a[k] === 'string') return a[k];
+  return p.args ? JSON.stringify(p.args) : '';
+}
+
+/** One pending request with its answer controls; `after` runs once an answer was accepted. */
+function pendingCard(task, p, after) {
+  const card = el('div', { class: 'pending', 'data-request': p.request_id, 'data-task': task.task_id });
+  card.append(
+    el(
+      'div',
+      {},
+      el('strong', {}, p.kind === 'permission' ? 'Permission' : 'Secret'),
+      ` for ${p.tool}: ${p.reason}`,
+    ),
+  );
+  const concerns = p.kind === 'permission' ? requestConcerns(p) : '';
+  if (concerns) card.append(el('code', { class: 'concerns' }, concerns));
+  // "Always allow" lets more through than this one call: say what before it is pressed
+  if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
+  const resolve = (path, body) => async () => {
+    try {
+      await api(`/tasks/${encodeURIComponent(task.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, {
+        method: 'POST',
+        body,
+      });
+      await after();
+    } catch (e) {
+      flash(e.message);
+    }
+  };
+  if (p.kind === 'permission') {
+    card.append(
+      el(
+        'button',
+        { type: 'button', class: 'approve', onclick: resolve('permissions', { decision: 'allow_once' }) },
+        'Approve',
+      ),
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'approve-always',
+          title: p.covers ?? '',
+          onclick: resolve('permissions', { decision: 'allow_always' }),
+        },
+        'Always allow',
+      ),
+      el(
+        'button',
+        { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) },
+        'Deny',
+      ),
+    );
+  } else {
+    const input = el('input', {
+      type: 'password',
+      autocomplete: 'off',
+      placeholder: p.secret_name ?? 'secret',
+    });
+    card.append(
+      el('label', {}, `${p.secret_name ?? 'secret'} `, input),
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'provide-secret',
+          onclick: () => {
+            const value = input.value;
+            input.value = '';
+            if (value) void resolve('secrets', { secret: value })();
+          },
+        },
+        'Provide secret',
+      ),
+    );
+  }
+  return card;
+}
+
+// ---------------------------------------------------------------- approvals inbox
+const approvals = {
+  timer: null,
+  /** every task waiting for a person, oldest request first (it has waited longest) */
+  async load() {
+    const all = async (status) => {
+      const tasks = [];
+      for (let cursor = null; ;) {
+        const page = await api(`/tasks?status=${status}&limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+        tasks.push(...page.tasks);
+        if (!(cursor = page.next_cursor)) return tasks;
+      }
+    };
+    const waiting = (await Promise.all(['awaiting_permission', 'awaiting_secret'].map(all)))
+      .flat()
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+    const items = waiting.flatMap((t) => t.pending.map((p) => ({ task: t, request: p })));
+    const count = $('approvals-count');
+    count.textContent = String(items.length);
+    count.classList.toggle('some', items.length > 0);
+    $('approvals-summary').textContent = items.length
+      ? `(${items.length} request${items.length === 1 ? '' : 's'} in ${waiting.length} task${waiting.length === 1 ? '' : 's'})`
+      : '';
+    const box = $('approvals-list');
+    // keep the cards while the same requests wait: a re-render would wipe a secret being typed
+    const key = items.map((i) => `${i.task.task_id}/${i.request.request_id}`).join(',');
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
+    if (!items.length) return box.replaceChildren(el('p', { class: 'muted' }, 'nothing waits'));
+    box.replaceChildren(
+      ...items.map(({ task, request }) => {
+        const card = pendingCard(task, request, () => this.load());
+        card.prepend(
+          el(
+            'div',
+            { class: 'task' },
+            el('a', { href: taskHref(task.task_id) }, task.input_first_line || task.task_id),
+            ` · ${task.session_id} · waiting ${fmtAge(task.updated_at)}`,
+          ),
+        );
+        return card;
+      }),
+    );
+  },
+  refreshSoon() {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.load().catch((e) => flash(e.message));
+    }, 200);
+  },
+};
+
 // ---------------------------------------------------------------- task page
+const TIMELINE_PAGE = 500;
+const PLAN_EVENTS = new Set(['PLAN_STARTED', 'STEP_STARTED', 'STEP_COMPLETED', 'STEP_FAILED']);
+
+/** A tool's output as text: stdout and stderr blocks and the exit code for commands, else the value itself. */
+function toolOutput(e) {
+  const result = e.payload.result;
+  const box = el('div', { class: 'tool-output' });
+  if (e.type === 'TOOL_FAILED') box.append(el('pre', { class: 'stderr error-text' }, e.payload.error));
+  if (!result) return box;
+  const out = result.output;
+  const exit =
+    out && typeof out === 'object' && 'exit_code' in out ? out.exit_code : result.metadata?.exit_code;
+  if (out && typeof out === 'object' && ('stdout' in out || 'stderr' in out)) {
+    for (const stream of ['stdout', 'stderr'])
+      if (typeof out[stream] === 'string' && out[stream] !== '')
+        box.append(el('div', { class: 'label' }, stream), el('pre', { class: stream }, out[stream]));
+  } else if (out !== undefined && out !== null && out !== '') {
+    box.append(el('pre', { class: 'stdout' }, typeof out === 'string' ? out : JSON.stringify(out, null, 2)));
+  }
+  if (result.error && e.type !== 'TOOL_FAILED') box.append(el('pre', { class: 'stderr' }, result.error));
+  if (typeof exit === 'number')
+    box.append(el('div', { class: `exit-code${exit === 0 ? '' : ' bad'}` }, `exit code ${exit}`));
+  return box;
+}
+
+function timelineItem(e) {
+  const li = el(
+    'li',
+    { 'data-seq': e.sequence },
+    el(
+      'details',
+      {},
+      el('summary', {}, `${e.sequence}. ${e.created_at.slice(11, 23)} ${e.type} ${summarize(e)}`),
+      el('pre', {}, JSON.stringify(e, null, 2)),
+    ),
+  );
+  if (e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED') li.append(toolOutput(e));
+  return li;
+}
+
 const taskView = {
   id: null,
   events: [],
-  shown: 500,
+  /** index in events of the oldest event in the timeline */
+  firstShown: 0,
   timer: null,
   async open(id) {
     if (this.id) live.unsubscribe('task');
     this.id = id;
     this.events = [];
-    this.shown = 500;
     $('t-id').textContent = id;
     $('t-input').textContent = '';
+    $('t-pending').dataset.key = '';
     $('t-timeline').replaceChildren();
     await this.loadState();
     let after = 0;
@@ -326,18 +566,40 @@ const taskView = {
       if (page.events.length < PAGE || this.id !== id) break;
     }
     if (this.id !== id) return;
-    this.renderEvents();
+    this.firstShown = Math.max(0, this.events.length - TIMELINE_PAGE);
+    $('t-timeline').replaceChildren(...this.events.slice(this.firstShown).map(timelineItem));
+    this.renderFacts();
+    this.renderPlan();
     live.subscribe(
       'task',
       () => ({ type: 'subscribe', task_id: id, after_seq: after }),
       (e) => {
         if (e.task_id !== this.id || e.sequence <= after) return;
         after = e.sequence;
-        this.events.push(e);
-        this.renderEvents();
+        this.append(e);
         this.reloadSoon();
       },
     );
+  },
+  /** a live event: one item appended, the rest of the timeline untouched */
+  append(e) {
+    this.events.push(e);
+    $('t-timeline').append(timelineItem(e));
+    this.renderFacts();
+    if (PLAN_EVENTS.has(e.type)) this.renderPlan();
+  },
+  /** older events put in front of the timeline, a page at a time */
+  showEarlier() {
+    const from = Math.max(0, this.firstShown - TIMELINE_PAGE);
+    $('t-timeline').prepend(...this.events.slice(from, this.firstShown).map(timelineItem));
+    this.firstShown = from;
+    this.renderFacts();
+  },
+  renderFacts() {
+    $('t-more').hidden = this.firstShown === 0;
+    $('t-count').textContent = `(${this.events.length} events)`;
+    const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
+    if (received) $('t-input').textContent = received.payload.input;
   },
   close() {
     if (this.id) live.unsubscribe('task');
@@ -354,7 +616,8 @@ const taskView = {
     const t = await api(`/tasks/${encodeURIComponent(this.id)}`);
     $('t-status').replaceChildren(statusBadge(t.status));
     $('t-stop').textContent = t.stop_reason ?? '—';
-    $('t-usage').textContent = `${t.usage.rounds} / ${t.usage.tool_calls} / ${t.usage.total_tokens}`;
+    $('t-usage').textContent =
+      `${t.usage.rounds} / ${t.usage.tool_calls} / ${t.usage.total_tokens} (${fmtCost(t.usage.cost_usd)})`;
     $('t-duration').textContent = taskDuration(t);
     $('t-result').textContent = t.result ?? '';
     $('t-cancel').hidden = TERMINAL.has(t.status);
@@ -367,109 +630,7 @@ const taskView = {
     if (box.dataset.key === key) return;
     box.dataset.key = key;
     if (!t.pending.length) return box.replaceChildren(el('p', { class: 'muted' }, 'none'));
-    box.replaceChildren(
-      ...t.pending.map((p) => {
-        const card = el('div', { class: 'pending', 'data-request': p.request_id });
-        card.append(
-          el(
-            'div',
-            {},
-            el('strong', {}, p.kind === 'permission' ? 'Permission' : 'Secret'),
-            ` for ${p.tool}: ${p.reason}`,
-          ),
-        );
-        if (p.args) card.append(el('pre', {}, JSON.stringify(p.args, null, 2)));
-        // "Always allow" lets more through than this one call: say what before it is pressed
-        if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
-        const resolve = (path, body) => async () => {
-          try {
-            await api(`/tasks/${encodeURIComponent(t.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, {
-              method: 'POST',
-              body,
-            });
-            await this.loadState();
-          } catch (e) {
-            flash(e.message);
-          }
-        };
-        if (p.kind === 'permission') {
-          card.append(
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'approve',
-                onclick: resolve('permissions', { decision: 'allow_once' }),
-              },
-              'Approve',
-            ),
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'approve-always',
-                title: p.covers ?? '',
-                onclick: resolve('permissions', { decision: 'allow_always' }),
-              },
-              'Always allow',
-            ),
-            el(
-              'button',
-              { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) },
-              'Deny',
-            ),
-          );
-        } else {
-          const input = el('input', {
-            type: 'password',
-            autocomplete: 'off',
-            placeholder: p.secret_name ?? 'secret',
-          });
-          card.append(
-            el('label', {}, `${p.secret_name ?? 'secret'} `, input),
-            el(
-              'button',
-              {
-                type: 'button',
-                class: 'provide-secret',
-                onclick: () => {
-                  const value = input.value;
-                  input.value = '';
-                  if (value) void resolve('secrets', { secret: value })();
-                },
-              },
-              'Provide secret',
-            ),
-          );
-        }
-        return card;
-      }),
-    );
-  },
-  renderEvents() {
-    const list = $('t-timeline');
-    const start = Math.max(0, this.events.length - this.shown);
-    $('t-more').hidden = start === 0;
-    $('t-count').textContent = `(${this.events.length} events)`;
-    const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
-    if (received) $('t-input').textContent = received.payload.input;
-    list.replaceChildren(
-      ...this.events
-        .slice(start)
-        .map((e) =>
-          el(
-            'li',
-            {},
-            el(
-              'details',
-              {},
-              el('summary', {}, `${e.sequence}. ${e.created_at.slice(11, 23)} ${e.type} ${summarize(e)}`),
-              el('pre', {}, JSON.stringify(e, null, 2)),
-            ),
-          ),
-        ),
-    );
-    this.renderPlan();
+    box.replaceChildren(...t.pending.map((p) => pendingCard(t, p, () => this.loadState())));
   },
   renderPlan() {
     const plan = [...this.events].reverse().find((e) => e.type === 'PLAN_STARTED');
@@ -489,7 +650,6 @@ const taskView = {
 
 /** Steps laid out in columns by dependency depth, edges from each dependency. */
 function renderDag(steps, state) {
-  const NS = 'http://www.w3.org/2000/svg';
   const byId = new Map(steps.map((s) => [s.id, s]));
   const depth = new Map();
   const depthOf = (id, seen = new Set()) => {
@@ -514,19 +674,12 @@ function renderDag(steps, state) {
   );
   const width = 20 + columns.length * (W + GX);
   const height = 20 + Math.max(...columns.map((c) => c.length)) * (H + GY);
-  const svg = document.createElementNS(NS, 'svg');
+  const svg = document.createElementNS(SVG_NS, 'svg');
   svg.setAttribute('class', 'dag');
   svg.setAttribute('width', width);
   svg.setAttribute('height', height);
-  const add = (parent, tag, attrs, text) => {
-    const n = document.createElementNS(NS, tag);
-    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
-    if (text !== undefined) n.textContent = text;
-    parent.append(n);
-    return n;
-  };
-  const defs = add(svg, 'defs', {});
-  const marker = add(defs, 'marker', {
+  const defs = svgAdd(svg, 'defs', {});
+  const marker = svgAdd(defs, 'marker', {
     id: 'arrow',
     viewBox: '0 0 10 10',
     refX: '10',
@@ -535,49 +688,256 @@ function renderDag(steps, state) {
     markerHeight: '6',
     orient: 'auto',
   });
-  add(marker, 'path', { d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f' });
+  svgAdd(marker, 'path', { d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f' });
   for (const s of steps) {
     for (const d of s.depends_on) {
       const a = pos.get(d),
         b = pos.get(s.id);
-      if (a && b) add(svg, 'line', { x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2 });
+      if (a && b) svgAdd(svg, 'line', { x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2 });
     }
   }
   for (const s of steps) {
     const p = pos.get(s.id);
-    const g = add(svg, 'g', { 'data-step': s.id, 'data-state': state.get(s.id) });
-    add(g, 'rect', { x: p.x, y: p.y, width: W, height: H, class: state.get(s.id) });
-    add(
+    const g = svgAdd(svg, 'g', { 'data-step': s.id, 'data-state': state.get(s.id) });
+    svgAdd(g, 'rect', { x: p.x, y: p.y, width: W, height: H, class: state.get(s.id) });
+    svgAdd(
       g,
       'text',
       { x: p.x + 6, y: p.y + 17 },
       `${s.id} · ${s.kind}${s.tool ? ` · ${s.tool}` : ''}`.slice(0, 30),
     );
-    add(g, 'text', { x: p.x + 6, y: p.y + 35 }, state.get(s.id));
-    add(g, 'title', {}, s.description || s.id);
+    svgAdd(g, 'text', { x: p.x + 6, y: p.y + 35 }, state.get(s.id));
+    svgAdd(g, 'title', {}, s.description || s.id);
   }
   return svg;
 }
 
+// ---------------------------------------------------------------- charts
+const PALETTE = [
+  '#0969da',
+  '#bf8700',
+  '#8250df',
+  '#cf222e',
+  '#1b7c83',
+  '#e16f24',
+  '#57606a',
+  '#bc4c00',
+  '#116329',
+];
+/** completed is always green, failures get the palette in a stable (alphabetical) order */
+const seriesColors = (names) => {
+  const colors = new Map();
+  let i = 0;
+  for (const n of names) colors.set(n, n === 'completed' ? '#2da44e' : PALETTE[i++ % PALETTE.length]);
+  return colors;
+};
+/** a round axis maximum at or above v: 1, 2, 2.5 or 5 times a power of ten */
+const niceMax = (v) => {
+  if (v <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((m) => m >= v);
+};
+
+/**
+ * Bars over categories (hours, days): `stacked` puts a category's series on top of each other, else side by
+ * side. Every bar carries its category, series and value as data attributes and a tooltip.
+ */
+function barChart({ name, categories, labels, series, stacked, format }) {
+  const W = 900,
+    H = 220,
+    left = 64,
+    right = 10,
+    top = 10,
+    bottom = 40;
+  const plotW = W - left - right,
+    plotH = H - top - bottom;
+  const max = niceMax(
+    Math.max(
+      0,
+      ...categories.map((_, i) =>
+        stacked
+          ? series.reduce((sum, s) => sum + s.values[i], 0)
+          : Math.max(0, ...series.map((s) => s.values[i])),
+      ),
+    ),
+  );
+  const legendRows = Math.ceil(series.length / 4);
+  const svg = document.createElementNS(SVG_NS, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${W} ${H + legendRows * 18}`);
+  svg.setAttribute('width', '100%');
+  svg.setAttribute('data-chart', name);
+  svg.setAttribute('role', 'img');
+  const y = (v) => top + plotH - (v / max) * plotH;
+  for (let g = 0; g <= 4; g++) {
+    const v = (max * g) / 4;
+    svgAdd(svg, 'line', { class: 'grid-line', x1: left, x2: W - right, y1: y(v), y2: y(v) });
+    svgAdd(svg, 'text', { x: left - 6, y: y(v) + 4, 'text-anchor': 'end' }, format(v));
+  }
+  svgAdd(svg, 'line', { class: 'axis', x1: left, x2: W - right, y1: y(0), y2: y(0) });
+  const slot = plotW / categories.length;
+  const barW = stacked ? Math.max(slot * 0.8, 0.5) : Math.max((slot * 0.8) / series.length, 0.5);
+  const labelEvery = Math.max(1, Math.ceil(categories.length / 10));
+  categories.forEach((category, i) => {
+    const x0 = left + i * slot + slot * 0.1;
+    let base = 0;
+    series.forEach((s, k) => {
+      const v = s.values[i];
+      if (!v) return;
+      const x = stacked ? x0 : x0 + k * barW;
+      const from = stacked ? base : 0;
+      base += v;
+      const bar = svgAdd(svg, 'rect', {
+        class: 'bar',
+        x,
+        y: y(from + v),
+        width: barW,
+        height: Math.max(y(from) - y(from + v), 0.5),
+        fill: s.color,
+        'data-category': category,
+        'data-series': s.name,
+        'data-value': v,
+      });
+      svgAdd(bar, 'title', {}, `${labels[i]} · ${s.name}: ${format(v)}`);
+    });
+    if (i % labelEvery === 0)
+      svgAdd(svg, 'text', { x: x0, y: H - bottom + 14, 'text-anchor': 'start' }, labels[i]);
+  });
+  series.forEach((s, k) => {
+    const lx = left + (k % 4) * 200,
+      ly = H + Math.floor(k / 4) * 18;
+    svgAdd(svg, 'rect', { x: lx, y: ly - 10, width: 10, height: 10, fill: s.color });
+    svgAdd(svg, 'text', { x: lx + 14, y: ly }, s.name);
+  });
+  return svg;
+}
+
+/** Every hour (or day) from the window's start to its end, so quiet periods show as gaps. */
+function timeBuckets(since, until, stepMs) {
+  const out = [];
+  const start = Math.floor(Date.parse(since) / stepMs) * stepMs;
+  for (let t = start; t <= Date.parse(until); t += stepMs) out.push(new Date(t).toISOString());
+  return out;
+}
+
+const fmtCount = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+const fmtTokens = (v) =>
+  v >= 1e6 ? `${(v / 1e6).toFixed(1)}M` : v >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : fmtCount(v);
+
+const charts = {
+  timer: null,
+  async load() {
+    const stats = await api(`/admin/stats?days=${$('charts-days').value}`);
+    const hours = timeBuckets(stats.since, stats.until, 3_600_000);
+    const reasons = [...new Set(stats.tasks_per_hour.map((r) => r.stop_reason ?? 'none'))].sort();
+    const reasonColor = seriesColors(reasons);
+    const perHour = new Map(
+      stats.tasks_per_hour.map((r) => [`${r.hour}|${r.stop_reason ?? 'none'}`, r.tasks]),
+    );
+    const hourLabel = (h) => `${h.slice(5, 10)} ${h.slice(11, 13)}h`;
+    this.show(
+      'chart-tasks',
+      reasons.length &&
+        barChart({
+          name: 'tasks-per-hour',
+          categories: hours,
+          labels: hours.map(hourLabel),
+          stacked: true,
+          format: fmtCount,
+          series: reasons.map((r) => ({
+            name: r,
+            color: reasonColor.get(r),
+            values: hours.map((h) => perHour.get(`${h}|${r}`) ?? 0),
+          })),
+        }),
+    );
+    const days = timeBuckets(stats.since, stats.until, 86_400_000).map((d) => d.slice(0, 10));
+    const models = [...new Set(stats.usage_per_day.map((u) => u.model))].sort();
+    const modelColor = seriesColors(models);
+    const usage = new Map(stats.usage_per_day.map((u) => [`${u.day}|${u.model}`, u]));
+    const perModel = (field, name, format) =>
+      models.length &&
+      barChart({
+        name,
+        categories: days,
+        labels: days.map((d) => d.slice(5)),
+        stacked: false,
+        format,
+        series: models.map((m) => ({
+          name: m,
+          color: modelColor.get(m),
+          values: days.map((d) => usage.get(`${d}|${m}`)?.[field] ?? 0),
+        })),
+      });
+    this.show('chart-tokens', perModel('total_tokens', 'tokens-per-day', fmtTokens));
+    this.show(
+      'chart-cost',
+      perModel('cost_usd', 'cost-per-day', (v) => `$${Number(v.toPrecision(3))}`),
+    );
+    const durations = new Map(stats.duration_per_day.map((d) => [d.day, d]));
+    this.show(
+      'chart-duration',
+      stats.duration.tasks > 0 &&
+        barChart({
+          name: 'duration-per-day',
+          categories: days,
+          labels: days.map((d) => d.slice(5)),
+          stacked: false,
+          format: (v) => fmtDuration(Math.round(v)),
+          series: [
+            { name: 'p50', color: '#0969da', values: days.map((d) => durations.get(d)?.p50_ms ?? 0) },
+            { name: 'p95', color: '#bf8700', values: days.map((d) => durations.get(d)?.p95_ms ?? 0) },
+          ],
+        }),
+    );
+    const tokens = stats.usage_per_day.reduce((n, u) => n + u.total_tokens, 0);
+    const cost = stats.usage_per_day.reduce((n, u) => n + u.cost_usd, 0);
+    const d = stats.duration;
+    $('charts-summary').textContent =
+      `${d.tasks} tasks ended` +
+      (d.tasks ? ` · duration p50 ${fmtDuration(d.p50_ms)}, p95 ${fmtDuration(d.p95_ms)}` : '') +
+      ` · ${fmtTokens(tokens)} tokens · ${fmtCost(cost)}`;
+  },
+  show(id, svg) {
+    $(id).replaceChildren(svg || el('p', { class: 'muted' }, 'no data in this window'));
+  },
+  refreshSoon() {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.load().catch((e) => flash(e.message));
+    }, 1000);
+  },
+};
+
 // ---------------------------------------------------------------- routing and boot
+const VIEWS = ['view-tasks', 'view-task', 'view-approvals', 'view-charts', 'view-events'];
+
 function route() {
   const hash = location.hash || '#/tasks';
   const m = /^#\/tasks\/(.+)$/.exec(hash);
-  for (const v of ['view-tasks', 'view-task', 'view-events']) $(v).hidden = true;
+  for (const v of VIEWS) $(v).hidden = true;
   $('nav-tasks').classList.toggle('active', hash.startsWith('#/tasks'));
+  $('nav-approvals').classList.toggle('active', hash === '#/approvals');
+  $('nav-charts').classList.toggle('active', hash === '#/charts');
   $('nav-events').classList.toggle('active', hash === '#/events');
   if (m) {
     $('view-task').hidden = false;
     taskView.open(decodeURIComponent(m[1])).catch((e) => flash(e.message));
+    return;
+  }
+  taskView.close();
+  if (hash === '#/events') {
+    $('view-events').hidden = false;
+    logRender(true);
+  } else if (hash === '#/approvals') {
+    $('view-approvals').hidden = false;
+    approvals.load().catch((e) => flash(e.message));
+  } else if (hash === '#/charts') {
+    $('view-charts').hidden = false;
+    charts.load().catch((e) => flash(e.message));
   } else {
-    taskView.close();
-    if (hash === '#/events') {
-      $('view-events').hidden = false;
-      logRender(true);
-    } else {
-      $('view-tasks').hidden = false;
-      tasksView.load().catch((e) => flash(e.message));
-    }
+    $('view-tasks').hidden = false;
+    tasksView.load().catch((e) => flash(e.message));
   }
 }
 
@@ -611,6 +971,7 @@ async function signIn() {
   $('logout').hidden = false;
   live.connect();
   logStart().catch((e) => flash(`event log: ${e.message}`));
+  approvals.load().catch((e) => flash(`approvals: ${e.message}`));
   route();
 }
 
@@ -634,11 +995,15 @@ $('submit-form').addEventListener('submit', async (ev) => {
     flash(e.message);
   }
 });
-$('task-status').addEventListener('change', () => {
-  tasksView.cursors = [null];
-  tasksView.page = 0;
-  tasksView.load().catch((e) => flash(e.message));
-});
+$('task-status').addEventListener('change', () => tasksView.reset());
+let filterTimer = null;
+for (const id of ['task-session', 'task-q'])
+  $(id).addEventListener('input', () => {
+    // one request once typing pauses, not one per key
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(() => tasksView.reset(), 250);
+  });
+$('charts-days').addEventListener('change', () => charts.load().catch((e) => flash(e.message)));
 $('tasks-refresh').addEventListener('click', () => tasksView.load().catch((e) => flash(e.message)));
 $('tasks-next').addEventListener('click', () => {
   tasksView.page++;
@@ -656,10 +1021,7 @@ $('t-cancel').addEventListener('click', async () => {
     flash(e.message);
   }
 });
-$('t-more').addEventListener('click', () => {
-  taskView.shown += 500;
-  taskView.renderEvents();
-});
+$('t-more').addEventListener('click', () => taskView.showEarlier());
 $('ev-type').addEventListener('change', logRefilter);
 $('ev-task').addEventListener('input', logRefilter);
 $('ev-older').addEventListener('click', () => logLoadOlder().catch((e) => flash(e.message)));

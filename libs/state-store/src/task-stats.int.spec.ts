@@ -1,0 +1,69 @@
+import { StateStoreTables } from './schema';
+import { TaskStatsRepository } from './task-stats';
+import { TaskLog } from './testing/task-events';
+import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
+
+describe('TaskStatsRepository on SQLite', () => {
+  let tmp: TempStorage;
+  let sut: TaskStatsRepository;
+
+  beforeEach(async () => {
+    tmp = await createTempStorage();
+    sut = new TaskStatsRepository(tmp.storage.db.withTables<StateStoreTables>());
+  });
+  afterEach(() => tmp.dispose());
+
+  const append = (log: TaskLog) =>
+    tmp.storage.eventStore.append(log.taskId, asNew(log.events), { expected: 'no_stream' });
+
+  it('lists the tasks that ended since a time, with their stop reason, start and end', async () => {
+    await append(new TaskLog('done').received().model('m1', 3, 4).completed());
+    await append(new TaskLog('broke').received().failed());
+    await append(new TaskLog('waiting').received().askPermission('r1'));
+    const ended = await sut.endedTasks('2026-01-01T00:00:00.000Z');
+    expect(ended).toEqual([
+      {
+        stop_reason: 'budget_exceeded',
+        created_at: '2026-01-01T00:00:01.000Z',
+        updated_at: '2026-01-01T00:00:02.000Z',
+      },
+      {
+        stop_reason: 'completed',
+        created_at: '2026-01-01T00:00:01.000Z',
+        updated_at: '2026-01-01T00:00:04.000Z',
+      },
+    ]);
+    expect(await sut.endedTasks('2026-01-01T00:00:03.000Z')).toEqual([ended[1]]);
+  });
+
+  it('sums tokens and cost of model answers per UTC day and model', async () => {
+    const first = new TaskLog('a').received().model('c1', 10, 5, 0.25).model('c2', 1, 1, 0.5);
+    const second = new TaskLog('b').received().model('c3', 7, 3, 1);
+    const other = second.events.find((e) => e.type === 'MODEL_RESPONDED')!;
+    (other.payload as { model: string }).model = 'big-model';
+    for (const e of second.events) e.created_at = e.created_at.replace('2026-01-01', '2026-01-02');
+    await append(first);
+    await append(second);
+    expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual([
+      {
+        day: '2026-01-01',
+        model: 'm',
+        model_calls: 2,
+        prompt_tokens: 11,
+        completion_tokens: 6,
+        total_tokens: 17,
+        cost_usd: 0.75,
+      },
+      {
+        day: '2026-01-02',
+        model: 'big-model',
+        model_calls: 1,
+        prompt_tokens: 7,
+        completion_tokens: 3,
+        total_tokens: 10,
+        cost_usd: 1,
+      },
+    ]);
+    expect(await sut.modelUsagePerDay('2026-01-02T00:00:00.000Z')).toHaveLength(1);
+  });
+});
