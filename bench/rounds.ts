@@ -21,10 +21,9 @@ import {
   DEFAULT_DISCIPLINE_SETTINGS,
   ResolvedBudgets,
   ScriptedBackend,
-  createRuntime,
 } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { AllowAllPolicy, InMemoryToolRegistry } from '../libs/runtime/src/testing';
+import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/runtime/src/testing';
 
 const ROUNDS = (process.env.BENCH_ROUNDS ?? '10,100,1000').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'NORMAL') as SqliteSynchronous;
@@ -76,7 +75,7 @@ async function runTask(rounds: number): Promise<number[]> {
     JSON.stringify({ type: 'respond', content: 'done' }),
   ];
   const budgets = roomyBudgets(rounds);
-  const rt = createRuntime({
+  const rt = await startTestRuntime({
     store: storage.eventStore,
     tools,
     permissions: new AllowAllPolicy(),
@@ -84,17 +83,16 @@ async function runTask(rounds: number): Promise<number[]> {
     discipline: { ...DEFAULT_DISCIPLINE_SETTINGS, budgetDefaults: budgets, budgetMaximums: budgets },
     maxRounds: rounds + 2,
     concurrency: 1,
-    log: () => undefined,
   });
   try {
-    const { task_id } = await rt.service.submit({ input: `tick ${rounds} times` }, { source: 'api' });
-    const final = await rt.service.settled(task_id);
+    const { task_id } = await rt.runtime.submit({ input: `tick ${rounds} times` }, { source: 'api' });
+    const final = await rt.runtime.settled(task_id);
     if (final.final?.stop_reason !== 'completed')
       throw new Error(`bench task stopped with ${final.final?.stop_reason}: ${final.final?.detail}`);
     if (ticks.length !== rounds) throw new Error(`expected ${rounds} tool calls, saw ${ticks.length}`);
     return ticks;
   } finally {
-    await rt.service.close();
+    await rt.close();
     await storage.close();
     rmSync(dir, { recursive: true, force: true });
   }
