@@ -400,7 +400,8 @@ describe('runledger CLI (real child process, no model configured)', () => {
     handle.raw.prepare("UPDATE tasks SET status = 'failed', result = NULL").run();
     await handle.close();
     const fixed = await runCli(['rebuild'], { cwd: dir, env });
-    expect(fixed.code).toBe(0);
+    // drift is named and fails the command
+    expect(fixed.code).toBe(1);
     expect(fixed.stdout).toContain(`tasks: 1 rebuilt from `);
     expect(fixed.stdout).toContain(`1 differed from the log: ${taskId}`);
     const check = openSqlite({ path: env.RUNLEDGER_DB });
@@ -411,6 +412,54 @@ describe('runledger CLI (real child process, no model configured)', () => {
       });
     } finally {
       await check.close();
+    }
+  });
+
+  it('a run saves checkpoints; rebuild checks each against a full fold, names a corrupted one and exits 1 until it is rewritten', async () => {
+    const first = await runCli(['run', 'run echo hello then read missing.txt', '--yes'], { cwd: dir, env });
+    expect(first.code).toBe(1);
+    const events = await readTask(env.RUNLEDGER_DB);
+    const saved = events.filter((e) => e.type === 'CHECKPOINT_SAVED');
+    expect(saved.length).toBeGreaterThan(0);
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    const rows = handle.raw
+      .prepare('SELECT checkpoint_id FROM checkpoints ORDER BY event_sequence')
+      .all() as Array<{
+      checkpoint_id: string;
+    }>;
+    expect(rows.map((r) => r.checkpoint_id)).toEqual(
+      saved.map((e) => (e.type === 'CHECKPOINT_SAVED' ? e.payload.checkpoint_id : '')),
+    );
+    const clean = await runCli(['rebuild'], { cwd: dir, env });
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toContain(`checkpoints: ${rows.length} checked against a full fold; 0 differed`);
+
+    const corrupted = rows[0].checkpoint_id;
+    handle.raw
+      .prepare("UPDATE checkpoints SET state = json_set(state, '$.state.rounds', 7) WHERE checkpoint_id = ?")
+      .run(corrupted);
+    await handle.close();
+    const drift = await runCli(['rebuild', '--json'], { cwd: dir, env });
+    expect(drift.code).toBe(1);
+    const report = JSON.parse(drift.stdout.trim()) as { rebuild: { checkpoints: { changed: string[] } } };
+    expect(report.rebuild.checkpoints).toEqual({ checkpoints: rows.length, changed: [corrupted] });
+    expect((await runCli(['rebuild'], { cwd: dir, env })).code).toBe(0);
+  });
+
+  it('with RUNLEDGER_CHECKPOINTS=off a run saves no checkpoint', async () => {
+    const res = await runCli(['run', 'run echo hello then read missing.txt', '--yes'], {
+      cwd: dir,
+      env: { ...env, RUNLEDGER_CHECKPOINTS: 'off' },
+    });
+    expect(res.code).toBe(1);
+    const events = await readTask(env.RUNLEDGER_DB);
+    expect(events.length).toBeGreaterThan(5);
+    expect(events.filter((e) => e.type === 'CHECKPOINT_SAVED')).toEqual([]);
+    const handle = openSqlite({ path: env.RUNLEDGER_DB });
+    try {
+      expect(handle.raw.prepare('SELECT count(*) AS n FROM checkpoints').get()).toEqual({ n: 0 });
+    } finally {
+      await handle.close();
     }
   });
 

@@ -22,7 +22,7 @@ import {
   disciplineSettingsFrom,
 } from '@runledger/runtime';
 import { SchedulerModule } from '@runledger/scheduler';
-import { StorageModule } from '@runledger/state-store';
+import { CheckpointStore, StorageModule } from '@runledger/state-store';
 import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
 import { APP_CONFIG, AppConfig } from './config';
 import {
@@ -131,13 +131,14 @@ export class CompositionModule {
           useFactory: (c: AppConfig) => ({ stepConcurrency: c.RUNLEDGER_STEP_CONCURRENCY }),
         }),
         RuntimeModule.forRootAsync({
-          inject: [APP_CONFIG, Critic, MemoryService, MemoryPolicy, ToolSandbox],
+          inject: [APP_CONFIG, Critic, MemoryService, MemoryPolicy, ToolSandbox, CheckpointStore],
           useFactory: (
             c: AppConfig,
             critic: Critic | null,
             memory: MemoryService | null,
             policy: MemoryPolicy,
             sandbox: ToolSandbox,
+            checkpoints: CheckpointStore,
           ): RuntimeOptions => ({
             maxRounds: c.RUNLEDGER_MAX_ROUNDS,
             concurrency: c.RUNLEDGER_CONCURRENCY,
@@ -152,6 +153,10 @@ export class CompositionModule {
             // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
             workspace: new LiveWorkspaceView(sandbox),
             secretKey: loadOrCreateSecretsKey(secretsKeyFile(c.RUNLEDGER_DB)),
+            checkpoints:
+              c.RUNLEDGER_CHECKPOINTS === 'on'
+                ? { store: checkpoints, everyEvents: c.RUNLEDGER_CHECKPOINT_EVERY_EVENTS }
+                : null,
           }),
         }),
       ],

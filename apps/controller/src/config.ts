@@ -123,6 +123,10 @@ export const ConfigSchema = z.object({
   RUNLEDGER_REPEAT_THRESHOLD: intFromEnv(1, 100).optional(),
   /** plan steps of one task run at once */
   RUNLEDGER_STEP_CONCURRENCY: intFromEnv(1, 64).default(4),
+  /** snapshots of a running task (after a round or plan step, on waiting for a person, every N events) */
+  RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
+  /** events after which a checkpoint is saved even without a milestone */
+  RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   // Critic and memory (libs/critic, libs/memory).
   /** auto: the critic model when RUNLEDGER_MODEL_CRITIC (or a scripted critic) is set, else the heuristic critic */
   RUNLEDGER_CRITIC: z.enum(['auto', 'model', 'heuristic', 'off']).default('auto'),

@@ -5,6 +5,8 @@ export * from './model/sys-util';
 export * from './model/providers';
 export * from './directive-parser';
 export * from './progress';
+export * from './progress-snapshot';
+export * from './checkpoints';
 export * from './ports';
 export * from './task-writer';
 export * from './context-builder';

@@ -310,7 +310,12 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
         // By design a replay never writes memory (it would insert or reweight entries), so
         // MEMORY_WRITTEN is not reproduced and not compared. The critic's part (its model
         // calls, CRITIC_RESULT and usage) is reproduced from the log and compared.
-        e.type !== 'MEMORY_WRITTEN' && !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
+        // Checkpoints are derived from the log, not part of the run: where they fall depends on
+        // this process's settings and on events a replay does not reproduce (permission answers),
+        // so a replay writes none and they are not compared.
+        e.type !== 'MEMORY_WRITTEN' &&
+        e.type !== 'CHECKPOINT_SAVED' &&
+        !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
     )
     .filter(
       (e) =>
@@ -368,6 +373,8 @@ export async function replayTask(
       memory: new ReplayMemoryRecall(events),
       // the accept gate decides from what the recording saw in the workspace, not from the disk now
       workspace: new RecordedWorkspaceView(events),
+      // a replay writes no checkpoints (and its comparison leaves them out, see replayView)
+      checkpoints: null,
     }),
     // the Nest logger stays whatever the process set (overriding it here would override it for everyone)
     { abortOnError: false },

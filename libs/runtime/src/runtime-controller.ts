@@ -16,9 +16,11 @@ import {
   sha256,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { CheckpointStore } from '@runledger/state-store';
+import { loadProgress } from './checkpoints';
 import { SecretVault, ShutdownSignal } from './ports';
 import { SessionSecrets } from './session-secrets';
-import { TaskProgress, foldProgress } from './progress';
+import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
 import { TaskWriter } from './task-writer';
@@ -44,6 +46,8 @@ export interface RuntimeControllerDeps {
   /** tasks run at once in this process */
   concurrency: number;
   logger: RuntimeLogger;
+  /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
+  checkpoints?: CheckpointStore | null;
   /** re-runs a recorded task offline as a new task (see replayTask) */
   replay: (sourceTaskId: string) => Promise<{ task_id: string; progress: TaskProgress }>;
 }
@@ -162,10 +166,9 @@ export class RuntimeController implements OnModuleDestroy {
     return { task_id, status: 'queued', created: true };
   }
 
-  async progress(taskId: string): Promise<TaskProgress> {
-    const events = await this.deps.store.readWholeStream(taskId);
-    if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
-    return foldProgress(taskId, events);
+  /** Where the task stands: its latest checkpoint + the events after it (equal to a full fold). */
+  progress(taskId: string): Promise<TaskProgress> {
+    return loadProgress(this.deps.store, this.deps.checkpoints ?? null, taskId);
   }
 
   async cancel(taskId: string): Promise<void> {

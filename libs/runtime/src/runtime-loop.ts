@@ -1,12 +1,14 @@
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
+import { RuntimeEvent } from '@runledger/contracts';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
 import { INPUT_REFUSED, LoopGuard, Stop, isShutdown } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
+import { TaskCheckpoints } from './checkpoints';
 import { describeStop } from './discipline/stop-reasons';
 import { FailureError } from './discipline/failure-policy';
 
@@ -20,6 +22,8 @@ export interface LoopDeps {
   guards: readonly LoopGuard[];
   /** default hard cap of rounds; a task's budgets.max_rounds may lower it */
   maxRounds: number;
+  /** a task's checkpoints, given its log; none when absent */
+  checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null;
 }
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
@@ -34,7 +38,7 @@ export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
 
   async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
-    const writer = await TaskWriter.open(this.deps.store, taskId);
+    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints ?? undefined);
     // The task's end-to-end deadline aborts whatever runs (model call, tool) like a cancel, with its own reason.
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(signal.reason);

@@ -20,6 +20,7 @@ import { replayTask } from './replay';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
+import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
 import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
 import { WorkspaceView } from './discipline/workspace-view';
 import { RedactingEventStore } from './redacting-event-store';
@@ -53,6 +54,8 @@ export interface RuntimeOptions extends RuntimeSettings {
   guards?: LoopGuard[];
   /** what the ContextBuilder recalls; nothing when absent */
   memory?: MemoryRecall | null;
+  /** checkpoints written by the loop and read by resume and task views; none when absent */
+  checkpoints?: CheckpointSettings | null;
 }
 
 /** ModelModule's options: the backend serving every role, and the providers that stand in for it. */
@@ -230,6 +233,7 @@ function runtimeProviders(): Provider[] {
         router: AsyncRouter,
         engine: ExecutionEngine,
         guards: LoopGuard[],
+        logger: RuntimeLogger,
       ) =>
         new RuntimeLoop({
           store,
@@ -240,6 +244,7 @@ function runtimeProviders(): Provider[] {
           engine,
           guards,
           maxRounds: o.maxRounds ?? 10,
+          checkpoints: o.checkpoints ? (log) => new TaskCheckpoints(o.checkpoints!, logger, log) : null,
         }),
       inject: [
         RUNTIME_OPTIONS,
@@ -250,6 +255,7 @@ function runtimeProviders(): Provider[] {
         AsyncRouter,
         ExecutionEngine,
         LOOP_GUARDS,
+        RuntimeLogger,
       ],
     },
     {
@@ -272,6 +278,7 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           logger,
+          checkpoints: o.checkpoints?.store ?? null,
           replay: (taskId) =>
             replayTask(
               { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
@@ -368,7 +375,7 @@ export class RuntimeModule {
         },
         {
           provide: TaskViews,
-          useFactory: (store: EventStore) => new LogTaskViews(store),
+          useFactory: (store: EventStore) => new LogTaskViews(store, parts.checkpoints?.store ?? null),
           inject: [EventStore],
         },
         ...runtimeProviders(),

@@ -8,7 +8,13 @@ import {
   isTerminalStatus,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { StateStoreDatabase, TaskState, TaskStateStore, evolve } from '@runledger/state-store';
+import {
+  CheckpointStore,
+  StateStoreDatabase,
+  TaskState,
+  TaskStateStore,
+  evolve,
+} from '@runledger/state-store';
 import { Kysely } from 'kysely';
 
 export interface PendingRequestView {
@@ -96,17 +102,23 @@ function decodeCursor(cursor: string): number {
 }
 
 /**
- * Task reads straight from the log: a task is a fold of its stream, the list
- * walks TASK_RECEIVED newest first. Correct but O(log) per list: for stores
- * without the task-state projection (the in-memory reference store).
+ * Task reads straight from the log: a task is a fold of its stream (from its
+ * latest checkpoint when there are checkpoints), the list walks TASK_RECEIVED
+ * newest first. Correct but O(log) per list: for stores without the task-state
+ * projection (the in-memory reference store).
  */
 export class LogTaskViews extends TaskViews {
-  constructor(private readonly store: EventStore) {
+  constructor(
+    private readonly store: EventStore,
+    private readonly checkpoints: CheckpointStore | null = null,
+  ) {
     super();
   }
 
   async get(taskId: string): Promise<TaskView | null> {
-    return taskViewFromEvents(await this.store.readWholeStream(taskId));
+    if (!this.checkpoints) return taskViewFromEvents(await this.store.readWholeStream(taskId));
+    const loaded = await this.checkpoints.load(taskId);
+    return loaded ? taskViewFromState(loaded.state) : null;
   }
 
   async list(query: TaskListQuery): Promise<TaskViewPage> {

@@ -1,5 +1,6 @@
 import { ConcurrencyError, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
 
@@ -10,7 +11,9 @@ export class TaskEndedElsewhereError extends Error {}
  * The single writer of one task's stream while the loop runs it: appends in
  * order (concurrent plan steps queue up), with the expected sequence, and keeps
  * the task's fold current: the log is folded once when the writer opens, then
- * every event it appends (or finds appended by someone else) is applied.
+ * every event it appends (or finds appended by someone else) is applied. With
+ * checkpoints, an append that calls for one carries its CHECKPOINT_SAVED, and
+ * the snapshot is stored after the commit.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -21,12 +24,18 @@ export class TaskWriter {
     private readonly store: EventStore,
     readonly taskId: string,
     events: readonly RuntimeEvent[],
+    private readonly checkpoints: TaskCheckpoints | null,
   ) {
     this.fold = new TaskFold(taskId, events);
   }
 
-  static async open(store: EventStore, taskId: string): Promise<TaskWriter> {
-    return new TaskWriter(store, taskId, await store.readWholeStream(taskId));
+  static async open(
+    store: EventStore,
+    taskId: string,
+    checkpoints?: (log: readonly RuntimeEvent[]) => TaskCheckpoints,
+  ): Promise<TaskWriter> {
+    const log = await store.readWholeStream(taskId);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null);
   }
 
   get progress(): TaskProgress {
@@ -45,7 +54,8 @@ export class TaskWriter {
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (events.length === 0) return [];
-    const withSession = events.map(
+    const batch = this.checkpoints?.extend(this.progress, events) ?? events;
+    const withSession = batch.map(
       (e) => ({ session_id: this.progress.session_id || undefined, ...e }) as NewEvent,
     );
     try {
@@ -53,7 +63,8 @@ export class TaskWriter {
         expected: this.progress.last_seq === 0 ? 'no_stream' : this.progress.last_seq,
       });
       for (const e of res.events) this.fold.apply(e);
-      return res.events;
+      await this.checkpoints?.appended(res.events, this.progress);
+      return res.events.slice(0, events.length);
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
       const missed = await this.store.readStream(this.taskId, { after_seq: this.progress.last_seq });

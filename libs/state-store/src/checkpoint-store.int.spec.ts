@@ -90,7 +90,9 @@ describe('CheckpointStore on SQLite', () => {
     expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [] });
 
     tmp.storage.raw
-      .prepare("UPDATE checkpoints SET state = json_set(state, '$.status', 'completed', '$.rounds', 9)")
+      .prepare(
+        "UPDATE checkpoints SET state = json_set(state, '$.state.status', 'completed', '$.state.rounds', 9)",
+      )
       .run();
     expect((await sut.latest('t1'))!.state.status).toBe('completed');
     expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
@@ -100,5 +102,59 @@ describe('CheckpointStore on SQLite', () => {
     expect((await sut.load('t1'))!.state).toEqual(
       foldTaskState(await tmp.storage.eventStore.readStream('t1')),
     );
+  });
+
+  it('a snapshot of an unknown schema version is ignored: load falls back to the full fold, rebuild names and rewrites it', async () => {
+    await appendAll(new TaskLog('t1').received().context(1).decided(1));
+    const saved = await sut.save('t1', 'after round 1', null);
+    tmp.storage.raw
+      .prepare('UPDATE checkpoints SET state = json_set(state, \'$."$schema_version"\', 99)')
+      .run();
+    expect(await sut.latest('t1')).toBeNull();
+    const loaded = await sut.load('t1');
+    expect(loaded!.checkpoint).toBeNull();
+    expect(loaded!.events_after).toHaveLength(4);
+    expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
+    expect((await sut.latest('t1'))!.state).toEqual(saved.state);
+  });
+
+  it('record stores the snapshot of a CHECKPOINT_SAVED appended with other events, from the previous checkpoint and the tail', async () => {
+    const log = new TaskLog('t1').received().context(1);
+    await appendAll(log);
+    await sut.save('t1', 'first', null);
+    const { events } = await tmp.storage.eventStore.append(
+      't1',
+      [
+        ...asNew(new TaskLog('t1').received().context(1).decided(1).events.slice(2)),
+        {
+          type: 'CHECKPOINT_SAVED',
+          payload: { checkpoint_id: 'ckpt_batch', label: 'round 1', at_sequence: 4 },
+        },
+      ],
+      { expected: 3 },
+    );
+    const readStream = jest.spyOn(tmp.storage.eventStore, 'readStream');
+    const recorded = await sut.record(events[events.length - 1], { mine: true });
+    // only the events after the first checkpoint were read
+    expect(readStream.mock.calls.map(([, o]) => o)).toEqual([{ after_seq: 3, limit: 2 }]);
+    const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'));
+    expect(recorded).toMatchObject({
+      checkpoint_id: 'ckpt_batch',
+      at_sequence: 4,
+      event_sequence: 5,
+      state: full,
+    });
+    expect(await sut.latest('t1')).toMatchObject({ checkpoint_id: 'ckpt_batch', context: { mine: true } });
+    expect(await sut.latest('t1', 4)).toMatchObject({ event_sequence: 3 });
+  });
+
+  it("rebuild with a context fold names a checkpoint whose context differs from the log's and rewrites it", async () => {
+    await appendAll(new TaskLog('t1').received().context(1));
+    const saved = await sut.save('t1', 'first', { seen: 3 });
+    const contextOf = (_: string, events: readonly unknown[]) => ({ seen: events.length });
+    expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 1, changed: [] });
+    tmp.storage.raw.prepare(`UPDATE checkpoints SET context = '{"seen":1}'`).run();
+    expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
+    expect((await sut.latest('t1'))!.context).toEqual({ seen: 3 });
   });
 });

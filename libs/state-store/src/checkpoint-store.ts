@@ -1,9 +1,80 @@
-import { NotFoundError, RuntimeEvent, canonicalJson, newId } from '@runledger/contracts';
+import {
+  NotFoundError,
+  RuntimeEvent,
+  StopReason,
+  TaskStatus,
+  TaskUsage,
+  canonicalJson,
+  newId,
+} from '@runledger/contracts';
 import { EventStore, SqliteHandle } from '@runledger/event-store';
 import { Kysely } from 'kysely';
+import { z } from 'zod';
 import { StateStoreDatabase, StateStoreTables } from './schema';
 import { TaskState, evolve, foldTaskState } from './task-state';
 import { TaskStateStore } from './task-state-store';
+
+/** Version of the stored snapshot's shape; a row of another version is ignored (the full fold is used). */
+export const CHECKPOINT_SCHEMA_VERSION = 1;
+
+const PendingRequestSchema = z.looseObject({
+  kind: z.enum(['permission', 'secret']),
+  request_id: z.string(),
+  call_id: z.string(),
+  tool: z.string(),
+  args: z.record(z.string(), z.unknown()).optional(),
+  args_hash: z.string().optional(),
+  covers: z.string().optional(),
+  secret_name: z.string().optional(),
+  reason: z.string(),
+});
+
+/**
+ * TaskState as a snapshot holds it. Objects are loose and carry no defaults, so
+ * a parsed snapshot is exactly what was folded (directives, checks and budgets
+ * are the fold's own copies of validated event payloads).
+ */
+const TaskStateSchema = z.looseObject({
+  task_id: z.string(),
+  status: TaskStatus,
+  session_id: z.string(),
+  input: z.string(),
+  last_directive: z.looseObject({ type: z.string() }).nullable(),
+  pending_requests: z.array(PendingRequestSchema),
+  stop_reason: StopReason.nullable(),
+  stop_detail: z.string().nullable(),
+  result: z.string().nullable(),
+  usage: TaskUsage,
+  rounds: z.number().int().nonnegative(),
+  last_seq: z.number().int().nonnegative(),
+  idempotency_key: z.string().nullable(),
+  request_hash: z.string().nullable(),
+  accept_checks: z.array(z.looseObject({ id: z.string(), kind: z.string() })),
+  budgets: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+/** The `state` column: the folded task state under its schema version. */
+const StoredSnapshot = z.strictObject({
+  $schema_version: z.literal(CHECKPOINT_SCHEMA_VERSION),
+  state: TaskStateSchema,
+});
+
+const storedSnapshot = (state: TaskState): string =>
+  JSON.stringify({ $schema_version: CHECKPOINT_SCHEMA_VERSION, state });
+
+/** The snapshot's task state, or null when the column is not a snapshot of this version. */
+function parseSnapshot(column: string): TaskState | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(column);
+  } catch {
+    return null;
+  }
+  const parsed = StoredSnapshot.safeParse(json);
+  return parsed.success ? (parsed.data.state as unknown as TaskState) : null;
+}
 
 export interface Checkpoint {
   checkpoint_id: string;
@@ -26,6 +97,17 @@ export interface LoadedTask {
   events_after: RuntimeEvent[];
 }
 
+/** What a checkpoint's caller-defined context is at an event: recomputed from the events up to it. */
+export type CheckpointContextFold = (taskId: string, events: readonly RuntimeEvent[]) => unknown;
+
+export interface CheckpointRebuildReport {
+  checkpoints: number;
+  /** checkpoints whose stored snapshot differed from the fold of the log (now rewritten) */
+  changed: string[];
+}
+
+const PAGE = 1000;
+
 /**
  * Snapshots of a task's state plus a caller-defined context at milestones.
  * The CHECKPOINT_SAVED event is appended first and the snapshot row second: a
@@ -43,81 +125,96 @@ export class CheckpointStore {
     this.db = handle.db.withTables<StateStoreTables>();
   }
 
-  /** Throws NotFoundError for an unknown task, ConcurrencyError if the task moved on while saving (retry). */
+  /**
+   * Appends a CHECKPOINT_SAVED of its own and stores the snapshot. Throws
+   * NotFoundError for an unknown task, ConcurrencyError if the task moved on
+   * while saving (retry).
+   */
   async save(taskId: string, label: string, context: unknown): Promise<Checkpoint> {
     const before = await this.taskStates.get(taskId);
     if (!before) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
-    const checkpointId = newId('ckpt');
     const { events } = await this.events.append(
       taskId,
       [
         {
           type: 'CHECKPOINT_SAVED',
-          payload: { checkpoint_id: checkpointId, label, at_sequence: before.last_seq },
+          payload: { checkpoint_id: newId('ckpt'), label, at_sequence: before.last_seq },
         },
       ],
       { expected: before.last_seq },
     );
-    const saved = events[0];
-    const checkpoint: Checkpoint = {
-      checkpoint_id: checkpointId,
-      task_id: taskId,
-      label,
-      at_sequence: before.last_seq,
-      event_sequence: saved.sequence,
-      state: evolve(before, saved),
-      context: context ?? null,
-      created_at: saved.created_at,
-    };
-    await this.db
-      .insertInto('checkpoints')
-      .values({
-        ...checkpoint,
-        state: JSON.stringify(checkpoint.state),
-        context: JSON.stringify(checkpoint.context),
-      })
-      .execute();
-    return checkpoint;
+    return this.insert(events[0], evolve(before, events[0]), context);
   }
 
-  async latest(taskId: string): Promise<Checkpoint | null> {
+  /**
+   * Stores the snapshot of a CHECKPOINT_SAVED the task's writer appended with
+   * the events that triggered it: the state is the previous checkpoint plus the
+   * events after it up to this one, `context` is the writer's own.
+   */
+  async record(saved: RuntimeEvent, context: unknown): Promise<Checkpoint> {
+    if (saved.type !== 'CHECKPOINT_SAVED')
+      throw new TypeError(`a checkpoint is recorded for a CHECKPOINT_SAVED event, not ${saved.type}`);
+    const previous = await this.latest(saved.task_id, saved.sequence - 1);
+    const tail = await this.readAfter(saved.task_id, previous?.event_sequence ?? 0, saved.sequence);
+    const state = foldTaskState(tail, previous?.state ?? null);
+    if (!state) throw new NotFoundError(`task ${saved.task_id} not found`, { task_id: saved.task_id });
+    return this.insert(saved, state, context);
+  }
+
+  /**
+   * The newest checkpoint (at or before `atMostSequence`); null when there is
+   * none or its snapshot is not of this version (the caller folds the log).
+   */
+  async latest(taskId: string, atMostSequence = Number.MAX_SAFE_INTEGER): Promise<Checkpoint | null> {
     const row = await this.db
       .selectFrom('checkpoints')
       .selectAll()
       .where('task_id', '=', taskId)
+      .where('event_sequence', '<=', atMostSequence)
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();
-    return row
-      ? { ...row, state: JSON.parse(row.state) as TaskState, context: JSON.parse(row.context) as unknown }
-      : null;
+    const state = row ? parseSnapshot(row.state) : null;
+    return row && state ? { ...row, state, context: JSON.parse(row.context) as unknown } : null;
   }
 
   /**
-   * Recompute every snapshot's state from the log (the fold up to and
-   * including its CHECKPOINT_SAVED), so a snapshot never outlives a change of
-   * the fold. The caller's context is kept as saved. Returns the checkpoints
-   * seen and those whose stored state differed.
+   * Checks every snapshot against the fold of the log up to and including its
+   * CHECKPOINT_SAVED (and, given `contextOf`, its context against the context
+   * recomputed from the same events). A snapshot that differs, or is of an
+   * unknown version, is named in `changed` and rewritten from the log.
    */
-  async rebuild(): Promise<{ checkpoints: number; changed: string[] }> {
+  async rebuild(contextOf?: CheckpointContextFold): Promise<CheckpointRebuildReport> {
     const rows = await this.db
       .selectFrom('checkpoints')
-      .select(['checkpoint_id', 'task_id', 'event_sequence', 'state'])
+      .select(['checkpoint_id', 'task_id', 'event_sequence', 'state', 'context'])
       .orderBy('task_id')
       .orderBy('event_sequence')
       .execute();
     const changed: string[] = [];
     for (const row of rows) {
-      const events = await this.events.readStream(row.task_id, { limit: row.event_sequence });
+      const events = await this.readAfter(row.task_id, 0, row.event_sequence);
       const folded = foldTaskState(events);
-      if (canonicalJson(folded) === canonicalJson(JSON.parse(row.state))) continue;
-      const state = JSON.stringify(folded);
+      const stored = parseSnapshot(row.state);
+      const context = contextOf ? (contextOf(row.task_id, events) ?? null) : null;
+      const stateDiffers = !folded || !stored || canonicalJson(folded) !== canonicalJson(stored);
+      const contextDiffers =
+        contextOf !== undefined && canonicalJson(context) !== canonicalJson(JSON.parse(row.context));
+      if (!stateDiffers && !contextDiffers) continue;
+      changed.push(row.checkpoint_id);
+      if (!folded) {
+        // no task behind the snapshot any more: nothing to rewrite it from
+        await this.db.deleteFrom('checkpoints').where('checkpoint_id', '=', row.checkpoint_id).execute();
+        continue;
+      }
       await this.db
         .updateTable('checkpoints')
-        .set({ state })
+        .set({
+          state: storedSnapshot(folded),
+          ...(contextOf ? { context: JSON.stringify(context) } : {}),
+        })
         .where('checkpoint_id', '=', row.checkpoint_id)
         .execute();
-      changed.push(row.checkpoint_id);
     }
     return { checkpoints: rows.length, changed };
   }
@@ -125,17 +222,43 @@ export class CheckpointStore {
   /** Latest checkpoint + the events after it; null for an unknown task. */
   async load(taskId: string): Promise<LoadedTask | null> {
     const checkpoint = await this.latest(taskId);
-    const after = checkpoint?.event_sequence ?? 0;
-    const eventsAfter: RuntimeEvent[] = [];
-    for (;;) {
-      const page = await this.events.readStream(taskId, {
-        after_seq: after + eventsAfter.length,
-        limit: 1000,
-      });
-      eventsAfter.push(...page);
-      if (page.length < 1000) break;
-    }
+    const eventsAfter = await this.readAfter(taskId, checkpoint?.event_sequence ?? 0);
     const state = foldTaskState(eventsAfter, checkpoint?.state ?? null);
     return state ? { state, checkpoint, events_after: eventsAfter } : null;
+  }
+
+  private async insert(saved: RuntimeEvent, state: TaskState, context: unknown): Promise<Checkpoint> {
+    if (saved.type !== 'CHECKPOINT_SAVED') throw new TypeError(`not a CHECKPOINT_SAVED: ${saved.type}`);
+    const checkpoint: Checkpoint = {
+      checkpoint_id: saved.payload.checkpoint_id,
+      task_id: saved.task_id,
+      label: saved.payload.label,
+      at_sequence: saved.payload.at_sequence,
+      event_sequence: saved.sequence,
+      state,
+      context: context ?? null,
+      created_at: saved.created_at,
+    };
+    await this.db
+      .insertInto('checkpoints')
+      .values({
+        ...checkpoint,
+        state: storedSnapshot(state),
+        context: JSON.stringify(checkpoint.context),
+      })
+      .execute();
+    return checkpoint;
+  }
+
+  /** The task's events after `afterSeq`, up to and including `untilSeq` when given. */
+  private async readAfter(taskId: string, afterSeq: number, untilSeq?: number): Promise<RuntimeEvent[]> {
+    const out: RuntimeEvent[] = [];
+    for (;;) {
+      const want = untilSeq === undefined ? PAGE : Math.min(PAGE, untilSeq - afterSeq - out.length);
+      if (want <= 0) return out;
+      const page = await this.events.readStream(taskId, { after_seq: afterSeq + out.length, limit: want });
+      out.push(...page);
+      if (page.length < want) return out;
+    }
   }
 }

@@ -12,7 +12,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventStore } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
-import { RuntimeController, TaskProgress, replayView } from '@runledger/runtime';
+import { RuntimeController, TaskProgress, progressContextFold, replayView } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
 import { AppConfig, loadConfig } from '../config';
 import { CliModule } from './cli.module';
@@ -153,10 +153,14 @@ async function refuseBesideOthers(app: INestApplicationContext, what: string, ho
   throw new IllegalStateError(`${what} (${who}). ${how}`);
 }
 
-/** Every projection recomputed from the log; what differed is named (the log is the truth, a difference is drift). */
+/**
+ * Every projection recomputed from the log; what differed is named (the log is the truth, a
+ * difference is drift) and makes the exit code 1. A checkpoint is checked whole: its task state
+ * and the runtime progress it resumes from, each against a full fold up to it.
+ */
 async function rebuild(app: INestApplicationContext, io: CliOutput, json: boolean): Promise<number> {
   const tasks = await app.get(TaskStateStore).rebuildReport();
-  const checkpoints = await app.get(CheckpointStore).rebuild();
+  const checkpoints = await app.get(CheckpointStore).rebuild(progressContextFold);
   const memoryService = app.get<MemoryService | null>(MemoryService);
   const memory = memoryService ? await memoryService.rebuildFromLog() : null;
   if (json) io.answer(JSON.stringify({ rebuild: { tasks, checkpoints, memory_events_applied: memory } }));
@@ -166,17 +170,17 @@ async function rebuild(app: INestApplicationContext, io: CliOutput, json: boolea
       `tasks: ${tasks.tasks} rebuilt from ${tasks.events} events; ${tasks.changed.length} differed from the log${named(tasks.changed)}`,
     );
     io.answer(
-      `checkpoints: ${checkpoints.checkpoints} recomputed; ${checkpoints.changed.length} differed${named(checkpoints.changed)}`,
+      `checkpoints: ${checkpoints.checkpoints} checked against a full fold; ${checkpoints.changed.length} differed and were rewritten${named(checkpoints.changed)}`,
     );
     io.answer(memory === null ? 'memory: off' : `memory: rebuilt from ${memory} MEMORY_WRITTEN events`);
   }
-  return EXIT.completed;
+  return tasks.changed.length + checkpoints.changed.length === 0 ? EXIT.completed : EXIT.ended;
 }
 
 interface ReplayMatch {
   matches: boolean;
   compared: number;
-  /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN left out, a replay never writes memory) */
+  /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN and CHECKPOINT_SAVED left out: a replay writes neither) */
   diverged_at: number | null;
   detail: string | null;
 }

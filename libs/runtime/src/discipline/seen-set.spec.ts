@@ -9,6 +9,10 @@ describe('SeenSet', () => {
     expect(sut.values()).toEqual(['a', 'b']);
   });
 
+  it('of: the values in order, each once', () => {
+    expect(SeenSet.of([3, 1, 3, 2]).values()).toEqual([3, 1, 2]);
+  });
+
   it('an older set stays as it was when a newer one grows', () => {
     const one = SeenSet.empty<number>().with(1);
     const two = one.with(2);

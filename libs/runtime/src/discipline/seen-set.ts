@@ -15,6 +15,12 @@ export class SeenSet<T> {
     return new SeenSet(new Map(), 0);
   }
 
+  static of<T>(values: Iterable<T>): SeenSet<T> {
+    let set = SeenSet.empty<T>();
+    for (const v of values) set = set.with(v);
+    return set;
+  }
+
   has(value: T): boolean {
     const at = this.order.get(value);
     return at !== undefined && at < this.size;

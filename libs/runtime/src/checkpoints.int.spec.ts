@@ -1,0 +1,211 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventPayload, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { SqliteStorage, createSqliteStorage, foldTaskState } from '@runledger/state-store';
+import { ModelScript, ScriptedBackend } from './model/scripted-backend';
+import { PermissionService } from '@runledger/permissions';
+import { foldProgress } from './progress';
+import { progressFromSnapshot } from './progress-snapshot';
+import { LogTaskViews, taskViewFromEvents } from './task-views';
+import { AllowAllPolicy, RuleTablePolicy, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
+
+const json = (v: unknown): string => JSON.stringify(v);
+const PLAN = {
+  type: 'plan',
+  steps: [
+    { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'one' } },
+    { id: 'b', kind: 'tool', tool: 'echo', args: { text: 'two' }, depends_on: ['a'] },
+  ],
+};
+const SCRIPT: ModelScript = {
+  orchestrator: [
+    json(PLAN),
+    '{"type":"tool","tool":"echo","args":{"text":"three"}}',
+    '{"type":"respond","content":"done"}',
+  ],
+};
+
+type Saved = RuntimeEvent & { type: 'CHECKPOINT_SAVED'; payload: EventPayload<'CHECKPOINT_SAVED'> };
+const checkpointsOf = (events: readonly RuntimeEvent[]) =>
+  events.filter((e): e is Saved => e.type === 'CHECKPOINT_SAVED');
+
+describe('checkpoints of a running task (SQLite)', () => {
+  let dir: string;
+  let storage: SqliteStorage;
+  const runtimes: TestRuntime[] = [];
+  /** every append the runtime made, as batches of event types */
+  let batches: string[][];
+  /** events handed out by the store's reads since the last reset */
+  let eventsRead: number;
+
+  const start = async (
+    script: ModelScript,
+    permissions: PermissionService = new AllowAllPolicy(),
+    everyEvents: number | null = 50,
+  ) => {
+    const rt = await startTestRuntime({
+      store: storage.eventStore,
+      tools: testToolRegistry(dir),
+      permissions,
+      model: new ScriptedBackend(script),
+      checkpoints: everyEvents === null ? null : { store: storage.checkpoints, everyEvents },
+    });
+    runtimes.push(rt);
+    return rt;
+  };
+  const run = async (rt: TestRuntime, input: string) => {
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    const progress = await rt.runtime.settled(task_id);
+    return { task_id, progress, events: await storage.eventStore.readWholeStream(task_id) };
+  };
+  const rows = () =>
+    storage.raw
+      .prepare('SELECT checkpoint_id, event_sequence, label FROM checkpoints ORDER BY event_sequence')
+      .all();
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rl-checkpoints-'));
+    storage = await createSqliteStorage({ path: join(dir, 'runledger.db'), synchronous: 'NORMAL' });
+    batches = [];
+    eventsRead = 0;
+    const append = storage.eventStore.append.bind(storage.eventStore);
+    jest.spyOn(storage.eventStore, 'append').mockImplementation(async (taskId, events, options) => {
+      batches.push(events.map((e) => e.type));
+      return append(taskId, events, options);
+    });
+    const readStream = storage.eventStore.readStream.bind(storage.eventStore);
+    jest.spyOn(storage.eventStore, 'readStream').mockImplementation(async (taskId, options) => {
+      const page = await readStream(taskId, options);
+      eventsRead += page.length;
+      return page;
+    });
+  });
+  afterEach(async () => {
+    for (const rt of runtimes.splice(0)) await rt.close();
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('saves one after each plan step and round, in the same append as the event that ends it, with a true snapshot row', async () => {
+    const { events, progress } = await run(await start(SCRIPT), 'plan, then a tool');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
+    const saved = checkpointsOf(events);
+    expect(saved.map((e) => [events[e.sequence - 2].type, e.payload.label])).toEqual([
+      ['STEP_COMPLETED', 'step a'],
+      ['STEP_COMPLETED', 'step b'],
+      ['PLAN_COMPLETED', 'round 1'],
+      ['TOOL_COMPLETED', 'round 2'],
+    ]);
+    for (const e of saved) expect(e.payload.at_sequence).toBe(e.sequence - 1);
+    // no commit of its own: every CHECKPOINT_SAVED rode with the event that called for it
+    const withCheckpoint = batches.filter((b) => b.includes('CHECKPOINT_SAVED'));
+    expect(withCheckpoint).toHaveLength(saved.length);
+    for (const b of withCheckpoint) {
+      expect(b.length).toBeGreaterThan(1);
+      expect(b[b.length - 1]).toBe('CHECKPOINT_SAVED');
+    }
+    expect(rows()).toEqual(
+      saved.map((e) => ({
+        checkpoint_id: e.payload.checkpoint_id,
+        event_sequence: e.sequence,
+        label: e.payload.label,
+      })),
+    );
+    for (const e of saved) {
+      const upTo = events.slice(0, e.sequence);
+      const checkpoint = await storage.checkpoints.latest(e.task_id, e.sequence);
+      expect(checkpoint!.state).toEqual(foldTaskState(upTo));
+      expect(progressFromSnapshot(checkpoint!.context)).toEqual(foldProgress(e.task_id, upTo));
+    }
+  });
+
+  it('saves one when the task starts waiting for a person, and every N events in between', async () => {
+    const { events, progress } = await run(
+      await start(SCRIPT, new RuleTablePolicy({ echo: 'prompt' }), 3),
+      'guarded',
+    );
+    expect(progress.status).toBe('awaiting_permission');
+    const last = events[events.length - 1];
+    expect(last).toMatchObject({ type: 'CHECKPOINT_SAVED', payload: { label: 'awaiting permission' } });
+    expect(events[events.length - 2].type).toBe('TASK_AWAITING_PERMISSION');
+    const counted = checkpointsOf(events).filter((e) => e.payload.label === '3 events');
+    expect(counted.length).toBeGreaterThan(0);
+    // never more than N events (plus the rest of the batch that reached N) without a checkpoint
+    const sequences = [0, ...checkpointsOf(events).map((e) => e.sequence)];
+    const longestBatch = Math.max(...batches.map((b) => b.length));
+    for (let i = 1; i < sequences.length; i++)
+      expect(sequences[i] - sequences[i - 1] - 1).toBeLessThanOrEqual(3 + longestBatch - 1);
+  });
+
+  it('with checkpoints off, a run writes no CHECKPOINT_SAVED and no row', async () => {
+    const { events, progress } = await run(await start(SCRIPT, new AllowAllPolicy(), null), 'no checkpoints');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    expect(checkpointsOf(events)).toEqual([]);
+    expect(rows()).toEqual([]);
+  });
+
+  it('after a restart, progress and resume load the latest checkpoint + the events after it, equal to a full fold', async () => {
+    const first = await start(SCRIPT, new RuleTablePolicy({ echo: 'prompt' }));
+    const { task_id, progress: waiting } = await run(first, 'guarded');
+    expect(waiting.status).toBe('awaiting_permission');
+    // the answer was logged, then the process died before the task went on
+    const request = waiting.pendingPermission!;
+    await storage.eventStore.append(
+      task_id,
+      [
+        {
+          type: 'PERMISSION_RESOLVED',
+          session_id: waiting.session_id,
+          payload: {
+            request_id: request.request_id,
+            call_id: request.call_id,
+            decision: 'allow_always',
+            args_hash: request.args_hash,
+            tool: request.tool,
+          },
+        } as NewEvent,
+      ],
+      { expected: waiting.last_seq },
+    );
+    await first.close();
+    const whole = await storage.eventStore.readWholeStream(task_id);
+
+    const restarted = await start(SCRIPT, new RuleTablePolicy({ echo: 'prompt' }));
+    eventsRead = 0;
+    const loaded = await restarted.runtime.progress(task_id);
+    expect(loaded).toEqual(foldProgress(task_id, whole));
+    // the one event after the checkpoint, of the whole log's ten
+    expect(eventsRead).toBe(1);
+    expect(whole).toHaveLength(10);
+
+    expect(await restarted.runtime.resumeUnfinished()).toEqual([task_id]);
+    const after = await restarted.runtime.settled(task_id);
+    expect(after.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
+    expect(after).toEqual(foldProgress(task_id, await storage.eventStore.readWholeStream(task_id)));
+  });
+
+  it('a snapshot of an unknown version is ignored: progress folds the whole log', async () => {
+    const rt = await start(SCRIPT, new RuleTablePolicy({ echo: 'prompt' }));
+    const { task_id } = await run(rt, 'guarded');
+    storage.raw
+      .prepare(`UPDATE checkpoints SET context = json_set(context, '$."$schema_version"', 99)`)
+      .run();
+    const whole = await storage.eventStore.readWholeStream(task_id);
+    eventsRead = 0;
+    expect(await rt.runtime.progress(task_id)).toEqual(foldProgress(task_id, whole));
+    expect(eventsRead).toBe(whole.length);
+  });
+
+  it('task views over the log read the latest snapshot + the events after it', async () => {
+    const rt = await start(SCRIPT, new RuleTablePolicy({ echo: 'prompt' }));
+    const { task_id } = await run(rt, 'guarded');
+    const whole = await storage.eventStore.readWholeStream(task_id);
+    const sut = new LogTaskViews(storage.eventStore, storage.checkpoints);
+    eventsRead = 0;
+    expect(await sut.get(task_id)).toEqual(taskViewFromEvents(whole));
+    // the task's last event is its checkpoint: nothing after it to read
+    expect(eventsRead).toBe(0);
+    expect(await sut.get('task_missing')).toBeNull();
+  });
+});

@@ -1,0 +1,121 @@
+import { NewEvent, NotFoundError, RuntimeEvent, isFinalEventType, newId } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { CheckpointStore } from '@runledger/state-store';
+import { TaskProgress, callIdFor, evolveProgress, foldProgress } from './progress';
+import { progressFromSnapshot, progressSnapshot } from './progress-snapshot';
+import { RuntimeLogger } from './runtime-logger';
+
+export interface CheckpointSettings {
+  store: CheckpointStore;
+  /** a checkpoint at the latest this many events after the previous one */
+  everyEvents: number;
+}
+
+/** Why a batch of events ends with a checkpoint, as its label; null when it does not. */
+export function checkpointLabel(
+  before: TaskProgress,
+  batch: readonly NewEvent[],
+  sinceCheckpoint: number,
+  everyEvents: number,
+): string | null {
+  // an ended task needs no resume point: the projection holds its final state
+  if (batch.some((e) => isFinalEventType(e.type) || e.type === 'CHECKPOINT_SAVED')) return null;
+  for (const e of batch) {
+    if (e.type === 'TASK_AWAITING_PERMISSION') return 'awaiting permission';
+    if (e.type === 'TASK_AWAITING_SECRET') return 'awaiting secret';
+  }
+  for (const e of batch) {
+    if (e.type === 'PLAN_COMPLETED' || e.type === 'PLAN_FAILED') return `round ${before.round}`;
+    // a tool directive's round is over with its one call's outcome
+    if (
+      (e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED') &&
+      before.directive?.type === 'tool' &&
+      e.payload.call_id === callIdFor(before.round, null)
+    )
+      return `round ${before.round}`;
+  }
+  for (const e of batch) {
+    if (e.type === 'STEP_COMPLETED' || e.type === 'STEP_FAILED') return `step ${e.payload.step_id}`;
+  }
+  return sinceCheckpoint + batch.length >= everyEvents ? `${everyEvents} events` : null;
+}
+
+/**
+ * One task writer's checkpoints: a CHECKPOINT_SAVED goes into the same append
+ * as the events that call for it (after a round or a plan step, on waiting for
+ * a person, every `everyEvents` events), so a checkpoint costs no commit of its
+ * own; its snapshot (task state + the runtime's progress) is stored after the
+ * commit. A snapshot that fails to store is reported and skipped: loading falls
+ * back to the previous one.
+ */
+export class TaskCheckpoints {
+  private lastCheckpointSeq: number;
+
+  constructor(
+    private readonly settings: CheckpointSettings,
+    private readonly logger: RuntimeLogger,
+    log: readonly RuntimeEvent[],
+  ) {
+    this.lastCheckpointSeq = log.findLast((e) => e.type === 'CHECKPOINT_SAVED')?.sequence ?? 0;
+  }
+
+  /** `batch`, followed by a CHECKPOINT_SAVED when it calls for one. */
+  extend(before: TaskProgress, batch: readonly NewEvent[]): readonly NewEvent[] {
+    const label = checkpointLabel(
+      before,
+      batch,
+      before.last_seq - this.lastCheckpointSeq,
+      this.settings.everyEvents,
+    );
+    if (label === null) return batch;
+    return [
+      ...batch,
+      {
+        type: 'CHECKPOINT_SAVED',
+        payload: { checkpoint_id: newId('ckpt'), label, at_sequence: before.last_seq + batch.length },
+      },
+    ];
+  }
+
+  /** After the append committed; `after` is the progress folded through the whole batch. */
+  async appended(events: readonly RuntimeEvent[], after: TaskProgress): Promise<void> {
+    const saved = events.findLast((e) => e.type === 'CHECKPOINT_SAVED');
+    if (!saved) return;
+    this.lastCheckpointSeq = saved.sequence;
+    try {
+      await this.settings.store.record(saved, progressSnapshot(after));
+    } catch (err) {
+      this.logger.warn(
+        { task_id: saved.task_id, checkpoint_id: saved.payload.checkpoint_id, err },
+        'checkpoint snapshot not stored',
+      );
+    }
+  }
+}
+
+/**
+ * A task's progress from its latest checkpoint and the events after it (the
+ * whole log without a usable checkpoint): the same as a full fold.
+ */
+export async function loadProgress(
+  store: EventStore,
+  checkpoints: CheckpointStore | null,
+  taskId: string,
+): Promise<TaskProgress> {
+  const latest = checkpoints ? await checkpoints.latest(taskId) : null;
+  const base = latest ? progressFromSnapshot(latest.context) : null;
+  if (!base || base.last_seq !== latest!.event_sequence) {
+    const events = await store.readWholeStream(taskId);
+    if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
+    return foldProgress(taskId, events);
+  }
+  for (;;) {
+    const page = await store.readStream(taskId, { after_seq: base.last_seq, limit: 1000 });
+    for (const e of page) evolveProgress(base, e);
+    if (page.length < 1000) return base;
+  }
+}
+
+/** The progress snapshot a checkpoint at the end of `events` holds, for `rebuild` to check stored ones against. */
+export const progressContextFold = (taskId: string, events: readonly RuntimeEvent[]): unknown =>
+  progressSnapshot(foldProgress(taskId, events));
