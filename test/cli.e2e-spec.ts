@@ -206,20 +206,14 @@ describe('runledger CLI (real child process, no model configured)', () => {
     expect(first.code).toBe(0);
     const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     writeFileSync(join(dir, 'notes.txt'), 'changed since');
-    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    const replay = await runCli(['replay', taskId, '--save'], { cwd: dir, env });
     expect(replay.code).toBe(0);
     expect(replay.stdout).toContain('first version');
     expect(replay.stdout).not.toContain('changed since');
-    const handle = openSqlite({ path: env.RUNLEDGER_DB });
-    try {
-      const store = new SqliteEventStore(handle);
-      const replayedId = /task (task_\w+) received/.exec(replay.stderr)![1];
-      expect(replayView(await store.readWholeStream(replayedId))).toEqual(
-        replayView(await store.readWholeStream(taskId)),
-      );
-    } finally {
-      await handle.close();
-    }
+    const replayedId = /task (task_\w+) received/.exec(replay.stderr)![1];
+    expect(replayView(await streamOf(env.RUNLEDGER_DB, replayedId))).toEqual(
+      replayView(await streamOf(env.RUNLEDGER_DB, taskId)),
+    );
   });
 
   it('fork continues a recorded task from one of its events as a new task', async () => {
@@ -382,7 +376,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
       replay: { matches: boolean; diverged_at: number; detail: string };
     };
     expect(last.replay).toMatchObject({ matches: false, diverged_at: expect.any(Number) });
-    expect(last.replay.detail).toMatch(/^recorded nothing; replayed TOOL_FAILED/);
+    expect(last.replay.detail).toMatch(/^event \d+: recorded nothing, replayed TOOL_FAILED$/);
   });
 
   it('rebuild recomputes the task states from the log and names the rows that had drifted', async () => {

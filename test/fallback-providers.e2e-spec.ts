@@ -109,9 +109,12 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
     await secondary.close();
     const again = await boot();
     try {
-      const { task_id, progress } = await again.get(RuntimeController).replay(taskId);
-      expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the secondary did it' });
-      expect(replayView(await streamOf(task_id))).toEqual(replayView(events));
+      const replay = await again.get(RuntimeController).replay(taskId);
+      expect(replay.progress.final).toMatchObject({
+        stop_reason: 'completed',
+        result: 'the secondary did it',
+      });
+      expect(replayView(replay.events)).toEqual(replayView(events));
     } finally {
       await again.close();
     }
@@ -131,7 +134,7 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
 
     await primary.close();
     await secondary.close();
-    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    const replay = await runCli(['replay', taskId, '--save'], { cwd: dir, env });
     expect(replay.code).toBe(0);
     expect(replay.stdout).toContain('the secondary did it');
     const replayedId = /task (task_\w+) received/.exec(replay.stderr)![1];

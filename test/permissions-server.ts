@@ -97,6 +97,16 @@ export class ServerProcess {
     this.child = null;
   }
 
+  /** SIGTERM: the shutdown hooks run (the runtime stops, buffers flush, the storage closes), as on a deploy. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once('close', r));
+    child.kill('SIGTERM');
+    await gone;
+    this.child = null;
+  }
+
   async dispose(): Promise<void> {
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });

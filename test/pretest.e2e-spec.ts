@@ -55,30 +55,21 @@ describe('scripts/pretest.js', () => {
     defaultChromium: chromium,
     log: (line: string) => log.push(line),
   });
+  /** set-up as root on a machine with apt-get, whose runs end as `aptResult` says */
+  const setUpAsRoot = (listsMissing: boolean, aptResult: (args: string[]) => number) =>
+    setUp({ ...base(), isRoot: true, listsMissing, run: fakeApt(aptResult) });
 
   it('does nothing when bubblewrap and Chromium are there', () => {
     executable(join(bin, 'bwrap'));
     executable(chromium);
-    const code = setUp({
-      ...base(),
-      env: { PATH: bin },
-      isRoot: true,
-      listsMissing: true,
-      run: fakeApt(() => 0),
-    });
+    const code = setUpAsRoot(true, () => 0);
     expect({ code, log, ran }).toEqual({ code: 0, log: [], ran: [] });
   });
 
   it('as root with apt-get: updates the empty package lists, installs what is missing, and says so', () => {
     executable(join(bin, 'apt-get'));
     executable(chromium);
-    const code = setUp({
-      ...base(),
-      env: { PATH: bin },
-      isRoot: true,
-      listsMissing: true,
-      run: fakeApt(() => 0),
-    });
+    const code = setUpAsRoot(true, () => 0);
     expect(code).toBe(0);
     expect(ran).toEqual(['apt-get update', 'apt-get install -y bubblewrap']);
     expect(log).toEqual([
@@ -91,26 +82,16 @@ describe('scripts/pretest.js', () => {
   it('refreshes stale package lists once when the install fails, and fails in one line if it still does', () => {
     executable(join(bin, 'apt-get'));
     executable(chromium);
-    const retried = setUp({
-      ...base(),
-      env: { PATH: bin },
-      isRoot: true,
-      listsMissing: false,
-      run: fakeApt((args) => (args[0] === 'install' && !ran.includes('apt-get update') ? 100 : 0)),
-    });
+    const retried = setUpAsRoot(false, (args) =>
+      args[0] === 'install' && !ran.includes('apt-get update') ? 100 : 0,
+    );
     expect(retried).toBe(0);
     expect(ran).toEqual(['apt-get install -y bubblewrap', 'apt-get update', 'apt-get install -y bubblewrap']);
 
     rmSync(join(bin, 'bwrap'));
     ran = [];
     log = [];
-    const failed = setUp({
-      ...base(),
-      env: { PATH: bin },
-      isRoot: true,
-      listsMissing: false,
-      run: fakeApt((args) => (args[0] === 'install' ? 100 : 0)),
-    });
+    const failed = setUpAsRoot(false, (args) => (args[0] === 'install' ? 100 : 0));
     expect(failed).toBe(1);
     expect(log[log.length - 1]).toBe(
       'pretest: apt-get did not install bubblewrap; install by hand (sudo apt-get install -y bubblewrap) and run npm test again',

@@ -121,7 +121,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
       // Offline: the script is gone, so any model call would fail (and diverge).
       rmSync(script);
       writeFileSync(script, JSON.stringify({ orchestrator: [], critic: [] }));
-      const replay = await runCli(['replay', taskId, '--json'], { cwd: dir, env });
+      const replay = await runCli(['replay', taskId, '--json', '--save'], { cwd: dir, env });
       expect(stderrProblems(replay.stderr)).toEqual([]);
       const last = JSON.parse(replay.stdout.trim().split('\n').pop()!) as {
         replay: { task_id: string; matches: boolean; compared: number; diverged_at: number | null };

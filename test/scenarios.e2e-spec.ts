@@ -26,6 +26,7 @@ import {
   InMemoryToolRegistry,
   RuleTablePolicy,
   TestRuntime,
+  manifestOf,
   startTestRuntime,
   testToolRegistry,
 } from '@runledger/testing';
@@ -77,18 +78,8 @@ describe('run discipline scenarios (scripted model)', () => {
   let tools: InMemoryToolRegistry;
   let flakyFailures: number;
 
-  const m = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest => ({
-    name,
-    description: name,
-    args_schema: { type: 'object' },
-    requires_permission: false,
-    idempotent: false,
-    timeout_ms: 5000,
-    secrets: [],
-    sensitive_output: false,
-    entry: 'index.js',
-    ...extra,
-  });
+  const m = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest =>
+    manifestOf(name, { timeout_ms: 5000, ...extra });
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-scenarios-'));
@@ -380,13 +371,18 @@ describe('run discipline scenarios (scripted model)', () => {
       });
     });
 
-    it('max_cost_usd: cost priced from the table stops the task; cost is on every MODEL_RESPONDED', async () => {
+    /** three replies priced at $0.50 each against a budget of $0.80 */
+    const spendOverCostBudget = () => {
       const settings = { ...fast, prices: { scripted: { input_per_mtok: 1000, output_per_mtok: 1000 } } };
       const big = (content: string) => ({ content, usage: { prompt_tokens: 300, completion_tokens: 200 } });
-      const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', {
+      return run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', {
         settings,
         budgets: { max_cost_usd: 0.8 },
       });
+    };
+
+    it('max_cost_usd: cost priced from the table stops the task; cost is on every MODEL_RESPONDED', async () => {
+      const r = await spendOverCostBudget();
       expect(r.stop).toBe('budget_exceeded');
       expect(rounds(r.events)).toBe(2);
       expect(of(r.events, 'MODEL_RESPONDED').map((e) => e.payload.cost_usd)).toEqual([0.5, 0.5]);
@@ -413,12 +409,7 @@ describe('run discipline scenarios (scripted model)', () => {
     });
 
     it('max_cost_usd: the tool of the reply that crossed the budget does not run', async () => {
-      const settings = { ...fast, prices: { scripted: { input_per_mtok: 1000, output_per_mtok: 1000 } } };
-      const big = (content: string) => ({ content, usage: { prompt_tokens: 300, completion_tokens: 200 } });
-      const r = await run({ orchestrator: [big(eight[0]), big(eight[1]), big(respond('x'))] }, 'spend', {
-        settings,
-        budgets: { max_cost_usd: 0.8 },
-      });
+      const r = await spendOverCostBudget();
       expect(r.stop).toBe('budget_exceeded');
       expect(r.detail).toMatch(/over the budget of \$0.8/);
       expect(of(r.events, 'TOOL_CALLED')).toHaveLength(1);

@@ -33,6 +33,7 @@ import {
 } from './memory/memory-options';
 import { modelOptionsFromConfig } from './model-options';
 import { loadOrCreateSecretsKey, secretsKeyFile } from './secrets-key';
+import { TelemetryModule } from './telemetry/telemetry.module';
 import { ALLOWED_ROOT, LOGGER, PROCESS_ENV } from './tokens';
 
 export interface CompositionOptions {
@@ -76,8 +77,9 @@ class AppCoreModule {
 /**
  * The one composition of the runtime, for the HTTP app and the CLI alike: the
  * lib modules, each fed from the config by its forRootAsync factory. Shutdown
- * order: the runtime stops (onModuleDestroy), memory saves its index
- * (beforeApplicationShutdown), then the storage closes (onApplicationShutdown).
+ * order: the runtime stops (onModuleDestroy), memory saves its index and the
+ * finished tasks' traces are flushed (beforeApplicationShutdown), then the
+ * storage closes (onApplicationShutdown).
  */
 @Module({})
 export class CompositionModule {
@@ -159,6 +161,7 @@ export class CompositionModule {
                 : null,
           }),
         }),
+        TelemetryModule,
       ],
     };
   }

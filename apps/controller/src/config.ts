@@ -15,6 +15,10 @@ const jsonFromEnv = <T extends z.ZodType>(schema: T) =>
     }
   }, schema);
 
+/** The OpenTelemetry variables' values are case-insensitive; a config file may give a boolean. */
+const lowerCased = (v: unknown): unknown =>
+  typeof v === 'string' || typeof v === 'boolean' ? String(v).toLowerCase() : v;
+
 /**
  * One provider of the orchestrator's fallback chain (RUNLEDGER_FALLBACK_MODELS).
  * Its key is never written here: `api_key_env` names the environment variable
@@ -141,6 +145,32 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MEMORY_MIN_WEIGHT: z.coerce.number().min(0).max(1).optional(),
   RUNLEDGER_MEMORY_DEDUP_THRESHOLD: z.coerce.number().min(0).max(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // OpenTelemetry traces (apps/controller/src/telemetry), under the variables' standard names.
+  /** OTLP/HTTP base URL; traces go to <endpoint>/v1/traces. Unset (and no traces endpoint): no tracing at all */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  /** the full OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('runledger'),
+  /** true: tracing stays off even with an endpoint */
+  OTEL_SDK_DISABLED: z
+    .preprocess(lowerCased, z.enum(['true', 'false']))
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** milliseconds between two exports of the finished spans (the batch processor's delay) */
+  OTEL_BSP_SCHEDULE_DELAY: intFromEnv(0, 3_600_000).default(5000),
+  /**
+   * prompt, completion and tool content on spans: true / SPAN_ONLY / SPAN_AND_EVENT turn it on;
+   * false / NO_CONTENT / EVENT_ONLY (no span content; Runledger emits no GenAI events) leave it off
+   */
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z
+    .preprocess(
+      lowerCased,
+      z.enum(['true', 'false', 'span_only', 'span_and_event', 'no_content', 'event_only']),
+    )
+    .default('false')
+    .transform((v) => v === 'true' || v === 'span_only' || v === 'span_and_event'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
 

@@ -3,7 +3,7 @@ import { ValidationError } from './errors';
 import { ExecutionDirective, PlanStep } from './directive';
 import { MemoryKind, CriticScore } from './memory';
 import { PermissionDecision } from './permission';
-import { AcceptCheck, Budgets, Role, StopReason, TaskUsage, TokenUsage } from './task';
+import { AcceptCheck, Budgets, Role, RunSettings, StopReason, TaskUsage, TokenUsage } from './task';
 import { ToolResult } from './tool';
 
 /**
@@ -72,6 +72,8 @@ export const EventPayloads = {
     source: z.enum(['api', 'cli', 'fork', 'replay']).default('api'),
     /** fork: the task and sequence this task's history was copied from */
     forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
+    /** what shaped the run (absent in logs written before it was recorded: those replay under current settings) */
+    settings: RunSettings.optional(),
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),

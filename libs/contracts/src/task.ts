@@ -152,3 +152,59 @@ export const ModelPrice = z
 export type ModelPrice = z.infer<typeof ModelPrice>;
 export const PriceTable = z.record(z.string().min(1), ModelPrice);
 export type PriceTable = z.infer<typeof PriceTable>;
+
+const Count = z.number().int().nonnegative();
+const Millis = z.number().int().nonnegative();
+
+/**
+ * The settings that shaped a run, recorded in its TASK_RECEIVED so a replay runs under them and not
+ * under the environment of the day: the task's budgets as resolved, the price table, the retry policy,
+ * the guards' thresholds, the prompt budget and the round cap. `discipline` is null when the run had
+ * no run discipline (no budgets, retries or guards).
+ */
+export const RunSettings = z.object({
+  max_rounds: z.number().int().positive(),
+  discipline: z
+    .object({
+      budgets: z.object({
+        max_rounds: z.number().int().positive(),
+        max_tool_calls: Count,
+        max_model_calls: Count,
+        max_failures: Count,
+        max_tokens: z.number().int().positive(),
+        max_cost_usd: z.number().nonnegative().nullable(),
+        timeout_ms: z.number().int().positive(),
+      }),
+      prices: PriceTable,
+      chars_per_token: z.number().positive(),
+      retry: z.object({
+        model_retries: Count,
+        tool_retries: Count,
+        base_delay_ms: Millis,
+        max_delay_ms: Millis,
+        max_retry_after_ms: Millis,
+      }),
+      guards: z.object({
+        completion_max_misses: Count,
+        repeat_threshold: Count,
+        circuit_breaker_threshold: Count,
+        tool_timeout_backoff_factor: z.number().positive(),
+        tool_timeout_cap_ms: Millis,
+        model_timeout_ms: Millis,
+        stream_idle_timeout_ms: Millis,
+      }),
+      prompt: z.object({
+        context_window_tokens: z.number().int().positive(),
+        max_tokens: Count,
+        safety_margin: z.number().nonnegative(),
+        memory_share: z.number().nonnegative(),
+        keep_recent_history: Count,
+        max_trim_items: Count,
+        summary_tokens: Count,
+        /** absent in runs recorded before tool outputs were elided to a share of the history */
+        tool_output_share: z.number().positive().max(1).optional(),
+      }),
+    })
+    .nullable(),
+});
+export type RunSettings = z.infer<typeof RunSettings>;

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ModuleAsyncOptions } from '@runledger/contracts';
+import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { Critic } from './critic';
 import { HeuristicCritic } from './heuristic-critic';
 import { CriticModel, ModelCritic } from './model-critic';
@@ -23,18 +23,10 @@ export function criticFrom(options: CriticOptions): Critic | null {
 @Module({})
 export class CriticModule {
   static forRootAsync(options: ModuleAsyncOptions<CriticOptions>): DynamicModule {
-    return {
-      module: CriticModule,
-      global: true,
-      imports: options.imports ?? [],
-      providers: [
-        {
-          provide: Critic,
-          useFactory: async (...args: unknown[]) => criticFrom(await options.useFactory(...args)),
-          inject: options.inject ?? [],
-        },
-      ],
+    return forRootAsyncModule(CriticModule, options, {
+      provide: Critic,
+      build: criticFrom,
       exports: [Critic],
-    };
+    });
   }
 }

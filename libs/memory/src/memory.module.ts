@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, DynamicModule, Module } from '@nestjs/common';
-import { ModuleAsyncOptions } from '@runledger/contracts';
+import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { STORAGE_DB } from '@runledger/state-store';
 import { Kysely } from 'kysely';
@@ -46,12 +46,9 @@ class MemoryShutdown implements BeforeApplicationShutdown {
 @Module({})
 export class MemoryModule {
   static forRootAsync(options: ModuleAsyncOptions<MemoryOptions>): DynamicModule {
-    return {
-      module: MemoryModule,
-      global: true,
-      imports: options.imports ?? [],
+    return forRootAsyncModule(MemoryModule, options, {
+      provide: MEMORY_OPTIONS,
       providers: [
-        { provide: MEMORY_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         {
           provide: Embedder,
           useFactory: (o: MemoryOptions) => (o.enabled ? embedderFrom(o.embedder) : null),
@@ -82,6 +79,6 @@ export class MemoryModule {
         },
       ],
       exports: [Embedder, MemoryStore, MemoryPolicy, MemoryService],
-    };
+    });
   }
 }

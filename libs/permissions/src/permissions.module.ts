@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ModuleAsyncOptions } from '@runledger/contracts';
+import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { PermissionService } from './permission-service';
 import { RulePermissionPolicy, RulePermissionPolicyOptions } from './rule-permission-policy';
 
@@ -7,19 +7,10 @@ import { RulePermissionPolicy, RulePermissionPolicyOptions } from './rule-permis
 @Module({})
 export class PermissionsModule {
   static forRootAsync(options: ModuleAsyncOptions<RulePermissionPolicyOptions>): DynamicModule {
-    return {
-      module: PermissionsModule,
-      global: true,
-      imports: options.imports ?? [],
-      providers: [
-        {
-          provide: PermissionService,
-          useFactory: async (...args: unknown[]) =>
-            new RulePermissionPolicy(await options.useFactory(...args)),
-          inject: options.inject ?? [],
-        },
-      ],
+    return forRootAsyncModule(PermissionsModule, options, {
+      provide: PermissionService,
+      build: (o) => new RulePermissionPolicy(o),
       exports: [PermissionService],
-    };
+    });
   }
 }

@@ -68,6 +68,24 @@ export interface LoopGuard {
   remainingMs?(ctx: Pick<RoundGuardContext, 'progress' | 'events' | 'fold'>): number | null;
 }
 
+/**
+ * The time a run's deadline is judged by: the wall clock live; a replay reads the
+ * recorded timestamps instead, so a task stopped by its time budget replays to the same stop.
+ */
+export interface RunClock {
+  now(): Date;
+  /** calls `fire` once, when `ms` have passed on this clock; returns what cancels it */
+  after(ms: number, fire: () => void): () => void;
+}
+
+export const WALL_CLOCK: RunClock = {
+  now: () => new Date(),
+  after(ms, fire) {
+    const timer = setTimeout(fire, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
 /** Secret values for the tool calls waiting on them; memory only, never the log. */
 export class SecretVault {
   private readonly values = new Map<string, Map<string, string>>();

@@ -185,7 +185,12 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'ROUTER_DECIDED':
       p.directive = e.payload.directive;
       p.roundClosed = false;
-      p.history.push({ round: e.payload.round, directive: e.payload.directive, results: p.pendingNotes, ok: true });
+      p.history.push({
+        round: e.payload.round,
+        directive: e.payload.directive,
+        results: p.pendingNotes,
+        ok: true,
+      });
       p.pendingNotes = [];
       break;
     case 'MODEL_CALLED':

@@ -303,7 +303,7 @@ describe('orchestrator fallback providers', () => {
 
   describe('replay', () => {
     const replayed = async (taskId: string) => {
-      const { task_id } = await replayTask(
+      const { events } = await replayTask(
         {
           store,
           tools: testToolRegistry(dir),
@@ -313,7 +313,7 @@ describe('orchestrator fallback providers', () => {
         },
         taskId,
       );
-      return store.readWholeStream(task_id);
+      return events;
     };
 
     it('a run served by a fallback provider over several rounds replays event for event', async () => {

@@ -1,23 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kysely } from 'kysely';
 import { RuntimeEvent } from '@runledger/contracts';
 import { Critic, CriticModel, HeuristicCritic, ModelCritic } from '@runledger/critic';
-import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
-import {
-  HashingEmbedder,
-  MemoryDatabase,
-  MemoryService,
-  MemoryStore,
-  createCriticMemoryHook,
-  createMemoryEndGuard,
-} from '@runledger/memory';
-import { migrateToLatest } from '@runledger/migrations';
+import { SqliteEventStore } from '@runledger/event-store';
+import { MemoryService, createCriticMemoryHook, createMemoryEndGuard } from '@runledger/memory';
 import { ModelBackend } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
 import { replayTask, replayView } from './replay';
 import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { SqliteWithMemory, openSqliteWithMemory } from './testing/sqlite-memory';
 
 /**
  * A run scored by a critic, wired as the controller wires it (critic + memory
@@ -26,26 +18,18 @@ import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegi
  */
 describe('replay of a run with a critic (SQLite log and memory)', () => {
   let dir: string;
-  let handle: SqliteHandle;
+  let opened: SqliteWithMemory;
   let store: SqliteEventStore;
   let memory: MemoryService;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rl-replay-critic-'));
-    handle = openSqlite({ path: join(dir, 'runledger.db') });
-    await migrateToLatest(handle.db);
-    store = new SqliteEventStore(handle);
-    memory = await MemoryService.open({
-      store: new MemoryStore(handle.db as unknown as Kysely<MemoryDatabase>),
-      events: store,
-      embedder: new HashingEmbedder(),
-      indexPath: join(dir, 'memory.hnsw'),
-    });
+    opened = await openSqliteWithMemory(dir);
+    ({ store, memory } = opened);
     writeFileSync(join(dir, 'notes.txt'), 'the build uses swc and jest');
   });
   afterEach(async () => {
-    await memory.close();
-    await handle.close();
+    await opened.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -84,7 +68,7 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
 
   /** Replays as the controller does: its guards (the memory end guard among them) are passed on. */
   async function replay(taskId: string) {
-    const { task_id } = await replayTask(
+    const { events } = await replayTask(
       {
         store,
         tools: testToolRegistry(dir),
@@ -93,7 +77,7 @@ describe('replay of a run with a critic (SQLite log and memory)', () => {
       },
       taskId,
     );
-    return { original: await store.readWholeStream(taskId), replayed: await store.readWholeStream(task_id) };
+    return { original: await store.readWholeStream(taskId), replayed: events };
   }
 
   const memoryState = async () =>

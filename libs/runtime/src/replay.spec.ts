@@ -43,12 +43,11 @@ describe('replayTask', () => {
   async function expectSameRun(taskId: string, discipline?: DisciplineSettings) {
     // Replaying must not touch the workspace: remove what the original run wrote.
     rmSync(dir, { recursive: true, force: true });
-    const { task_id } = await replayTask(
+    const { events: replayed } = await replayTask(
       { store, tools: testToolRegistry(dir), discipline, logger: new RecordingRuntimeLogger() },
       taskId,
     );
     const original = await store.readWholeStream(taskId);
-    const replayed = await store.readWholeStream(task_id);
     expect(replayView(replayed)).toEqual(replayView(original));
     return replayed;
   }
@@ -216,11 +215,11 @@ describe('replayTask: an idempotent tool retried after a tool_error', () => {
       expect(
         original.filter((e) => e.type === 'TOOL_FAILED' || e.type === 'TOOL_COMPLETED').map((e) => e.type),
       ).toEqual(['TOOL_FAILED', 'TOOL_COMPLETED']);
-      const { task_id } = await replayTask(
+      const { events } = await replayTask(
         { store, tools: flaky(), discipline, logger: new RecordingRuntimeLogger() },
         id,
       );
-      expect(replayView(await store.readWholeStream(task_id))).toEqual(replayView(original));
+      expect(replayView(events)).toEqual(replayView(original));
       expect(attempts).toBe(2);
     } finally {
       rmSync(dir, { recursive: true, force: true });

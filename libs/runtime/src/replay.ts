@@ -1,5 +1,13 @@
 import { NestFactory } from '@nestjs/core';
-import { NotFoundError, PermissionCheck, RuntimeEvent, ToolManifest, ToolResult } from '@runledger/contracts';
+import {
+  IllegalStateError,
+  NewEvent,
+  NotFoundError,
+  PermissionCheck,
+  RuntimeEvent,
+  ToolManifest,
+  ToolResult,
+} from '@runledger/contracts';
 import {
   Critic,
   CriticModel,
@@ -14,6 +22,8 @@ import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backe
 import { LabelledBackend, recordedProviderLabels } from './model/providers';
 import { RetrySettings } from './discipline/settings';
 import { RecordedWorkspaceView } from './discipline/workspace-view';
+import { RecordedClock, RecordedClockEventStore, reproducedInReplay } from './replay-clock';
+import { runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeModule, RuntimeParts } from './runtime.module';
 import { TaskProgress } from './progress';
@@ -278,6 +288,9 @@ export function replayCriticHook(
   };
 }
 
+/** A recorded budget stop says how long the task had run; the decision's instant is not in the log. */
+const ELAPSED = /task ran \d+ ms/g;
+
 /** Events of a task that must come out of a replay the same, minus what differs by nature: ids, times, latency. */
 export function replayView(events: readonly RuntimeEvent[]): Array<{ type: string; payload: unknown }> {
   const VOLATILE = new Set([
@@ -304,31 +317,77 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
       );
     return v;
   };
-  return events
-    .filter(
-      (e) =>
-        // By design a replay never writes memory (it would insert or reweight entries), so
-        // MEMORY_WRITTEN is not reproduced and not compared. The critic's part (its model
-        // calls, CRITIC_RESULT and usage) is reproduced from the log and compared.
-        // Checkpoints are derived from the log, not part of the run: where they fall depends on
-        // this process's settings and on events a replay does not reproduce (permission answers),
-        // so a replay writes none and they are not compared.
-        e.type !== 'MEMORY_WRITTEN' &&
-        e.type !== 'CHECKPOINT_SAVED' &&
-        !(e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'resumed'),
-    )
-    .filter(
-      (e) =>
-        e.type !== 'TASK_AWAITING_PERMISSION' &&
-        e.type !== 'PERMISSION_RESOLVED' &&
-        e.type !== 'TASK_AWAITING_SECRET' &&
-        e.type !== 'SECRET_PROVIDED',
-    )
-    .map((e) => {
-      // The model name of a call is the serving backend's; a replay serves it from the log.
-      const unnamed = e.type === 'MODEL_CALLED' || (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
-      return { type: e.type, payload: strip(unnamed ? { ...e.payload, model: undefined } : e.payload) };
-    });
+  // The critic's part (its model calls, CRITIC_RESULT and usage) is reproduced from the log and
+  // compared; what a replay never writes is not (see reproducedInReplay).
+  return events.filter(reproducedInReplay).map((e) => {
+    // The model name of a call is the serving backend's; a replay serves it from the log.
+    const unnamed = e.type === 'MODEL_CALLED' || (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
+    // The replay's clock is the recording's event times; the instant a time budget was judged
+    // lies between two of them, so the elapsed time a timeout names is not compared.
+    const timed =
+      e.type === 'TASK_FAILED' && e.payload.stop_reason === 'timeout'
+        ? { ...e.payload, detail: e.payload.detail.replace(ELAPSED, 'task ran (elapsed) ms') }
+        : e.payload;
+    return { type: e.type, payload: strip(unnamed ? { ...timed, model: undefined } : timed) };
+  });
+}
+
+/** Where a replay first differs from its recording, by field, both values shown. */
+export interface ReplayDivergence {
+  /** 1-based index into the compared events (replayView) */
+  at: number;
+  /** e.g. "event 7 (MODEL_CALLED) payload.role: recorded 'orchestrator', replayed 'coder'" */
+  detail: string;
+}
+
+/** The first field in which the replayed events differ from the recorded ones, null when they match. */
+export function replayDivergence(
+  recorded: readonly RuntimeEvent[],
+  replayed: readonly RuntimeEvent[],
+): ReplayDivergence | null {
+  const a = replayView(recorded);
+  const b = replayView(replayed);
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (!a[i] || !b[i])
+      return {
+        at: i + 1,
+        detail: `event ${i + 1}: recorded ${a[i]?.type ?? 'nothing'}, replayed ${b[i]?.type ?? 'nothing'}`,
+      };
+    const diff = firstDifference(a[i], b[i], '');
+    if (!diff) continue;
+    return {
+      at: i + 1,
+      detail: `event ${i + 1} (${a[i].type}) ${diff.path}: recorded ${shown(diff.recorded)}, replayed ${shown(diff.replayed)}`,
+    };
+  }
+  return null;
+}
+
+function firstDifference(
+  recorded: unknown,
+  replayed: unknown,
+  path: string,
+): { path: string; recorded: unknown; replayed: unknown } | null {
+  const bothObjects =
+    recorded !== null && replayed !== null && typeof recorded === 'object' && typeof replayed === 'object';
+  if (bothObjects && Array.isArray(recorded) === Array.isArray(replayed)) {
+    const r = recorded as Record<string, unknown>;
+    const p = replayed as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(r), ...Object.keys(p)])];
+    for (const key of keys) {
+      const at = Array.isArray(recorded) ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+      const diff = firstDifference(r[key], p[key], at);
+      if (diff) return diff;
+    }
+    return null;
+  }
+  return Object.is(recorded, replayed) ? null : { path, recorded, replayed };
+}
+
+function shown(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  const text = typeof v === 'string' ? `'${v}'` : JSON.stringify(v);
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
 export async function recordedTask(
@@ -340,19 +399,44 @@ export async function recordedTask(
   return events;
 }
 
+export interface ReplayRequest {
+  /** write the replayed task (ended, with its stop reason) to the live log; by default nothing is written there */
+  save?: boolean;
+}
+
+export interface ReplayResult {
+  task_id: string;
+  progress: TaskProgress;
+  /** the replayed task's events, as its own log holds them (saved: as the live log does) */
+  events: RuntimeEvent[];
+  /** whether they were written to the live log */
+  saved: boolean;
+}
+
 /**
  * Re-run a recorded task offline as a new task (source `replay`): the model
  * answers, tool outcomes and critic replies come from its log, nothing is called
- * or run, and memory is not written. The replay's events match the original's in
- * type, order and payload (see replayView).
+ * or run, and memory is not written. It runs under the settings its TASK_RECEIVED
+ * recorded (a log without them: this process's), on a log of its own in memory
+ * whose clock is the recording's timestamps (RecordedClock), so neither the
+ * environment nor the wall clock changes its course, and nothing of it reaches
+ * the live log unless `save` asks for the ended task to be written there.
+ * The replay's events match the original's in type, order and payload (see replayView).
  */
 export async function replayTask(
   options: ReplayOptions,
   sourceTaskId: string,
-): Promise<{ task_id: string; progress: TaskProgress }> {
+  request: ReplayRequest = {},
+): Promise<ReplayResult> {
   const events = await recordedTask(options.store, sourceTaskId);
   const first = events[0];
   if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
+  const recordedSettings = first.payload.settings ?? null;
+  const shaping = recordedSettings
+    ? runShapingOf(recordedSettings)
+    : { maxRounds: options.maxRounds, discipline: options.discipline };
+  const clock = RecordedClock.fromRecording(events);
+  const ownLog = new RecordedClockEventStore(clock);
   const backend = ReplayBackend.fromEvents(events);
   const critic = replayCriticHook(events, backend);
   // The recorded answers of every provider are in one list per role, in call order; the chain is
@@ -361,12 +445,15 @@ export async function replayTask(
   const app = await NestFactory.createApplicationContext(
     RuntimeModule.forParts({
       ...options,
+      ...shaping,
+      store: ownLog,
+      clock,
       tools: new ReplayToolRegistry(options.tools, events),
       permissions: new ReplayPermissionPolicy(events),
       model: primary === undefined ? backend : new LabelledBackend(backend, primary),
       fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
       sysUtil: backend,
-      rng: recordedJitter(events, options.discipline?.retry, options.rng),
+      rng: recordedJitter(events, shaping.discipline?.retry, options.rng),
       // The live hooks (critic + memory write policy) are not run: the critic is reproduced
       // from the log and memory is not written (see replayCriticHook).
       hooks: critic ? [critic] : [],
@@ -380,19 +467,44 @@ export async function replayTask(
     { abortOnError: false },
   );
   const runtime = app.get(RuntimeController);
+  let task_id: string;
+  let progress: TaskProgress;
   try {
-    const { task_id } = await runtime.submit(
+    ({ task_id } = await runtime.submit(
       {
         input: first.payload.input,
         budgets: first.payload.budgets,
         accept_checks: first.payload.accept_checks,
       },
-      { source: 'replay' },
-    );
-    return { task_id, progress: await runtime.settled(task_id) };
+      { source: 'replay', settings: recordedSettings },
+    ));
+    progress = await runtime.settled(task_id);
   } finally {
     await app.close();
   }
+  let replayed = await ownLog.readWholeStream(task_id);
+  if (request.save) {
+    // an unfinished task in the live log would be resumed there, with the live model
+    if (!progress.final)
+      throw new IllegalStateError(`replay of ${sourceTaskId} did not end (${progress.status}); not saved`);
+    ({ events: replayed } = await options.store.append(
+      task_id,
+      replayed.map(
+        (e) =>
+          ({
+            type: e.type,
+            payload: e.payload,
+            event_id: e.event_id,
+            causation_id: e.causation_id,
+            correlation_id: e.correlation_id,
+            session_id: e.session_id,
+            created_at: e.created_at,
+          }) as NewEvent,
+      ),
+      { expected: 'no_stream' },
+    ));
+  }
+  return { task_id, progress, events: replayed, saved: request.save === true };
 }
 
 export type ReplayOptions = Omit<

@@ -7,6 +7,7 @@ import {
   NewEvent,
   NotFoundError,
   PermissionDecision,
+  RunSettings,
   TaskStatus,
   UserTask,
   ValidationError,
@@ -19,6 +20,7 @@ import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
 import { loadProgress } from './checkpoints';
 import { SecretVault, ShutdownSignal } from './ports';
+import type { ReplayRequest, ReplayResult } from './replay';
 import { SessionSecrets } from './session-secrets';
 import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
@@ -28,6 +30,11 @@ import { TaskWriter } from './task-writer';
 export interface SubmitOptions {
   idempotency_key?: string | null;
   source: 'api' | 'cli' | 'fork' | 'replay';
+  /**
+   * The settings recorded for the task: a replay gives its recording's (null: the recording had
+   * none, so none are recorded); otherwise those this process runs tasks under.
+   */
+  settings?: RunSettings | null;
 }
 
 export interface SubmitResult {
@@ -48,8 +55,10 @@ export interface RuntimeControllerDeps {
   logger: RuntimeLogger;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
+  /** what this process runs a task asking for `budgets` under, recorded in its TASK_RECEIVED */
+  runSettings: (budgets: UserTask['budgets']) => RunSettings;
   /** re-runs a recorded task offline as a new task (see replayTask) */
-  replay: (sourceTaskId: string) => Promise<{ task_id: string; progress: TaskProgress }>;
+  replay: (sourceTaskId: string, options: ReplayRequest) => Promise<ReplayResult>;
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
@@ -86,6 +95,7 @@ export class RuntimeController implements OnModuleDestroy {
     const request_hash = sha256(canonicalJson(task));
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
+    const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
     try {
       await this.deps.store.append(
         task_id,
@@ -102,6 +112,7 @@ export class RuntimeController implements OnModuleDestroy {
               request_hash,
               source: options.source,
               forked_from: null,
+              ...(settings ? { settings } : {}),
             },
           },
         ],
@@ -281,9 +292,12 @@ export class RuntimeController implements OnModuleDestroy {
     return this.progress(taskId);
   }
 
-  /** Re-run a recorded task offline as a new task (source `replay`): models, tools and critic answer from its log. */
-  replay(sourceTaskId: string): Promise<{ task_id: string; progress: TaskProgress }> {
-    return this.deps.replay(sourceTaskId);
+  /**
+   * Re-run a recorded task offline as a new task (source `replay`): models, tools and critic answer
+   * from its log, under its recorded settings and clock. Nothing reaches the live log unless `save`.
+   */
+  replay(sourceTaskId: string, options: ReplayRequest = {}): Promise<ReplayResult> {
+    return this.deps.replay(sourceTaskId, options);
   }
 
   onModuleDestroy(): Promise<void> {

@@ -1,3 +1,4 @@
+import { RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -5,7 +6,7 @@ import { RuntimeEvent } from '@runledger/contracts';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
-import { INPUT_REFUSED, LoopGuard, Stop, isShutdown } from './ports';
+import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from './ports';
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 import { TaskCheckpoints } from './checkpoints';
@@ -24,7 +25,17 @@ export interface LoopDeps {
   maxRounds: number;
   /** a task's checkpoints, given its log; none when absent */
   checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null;
+  /** what the end-to-end deadline is timed by; the wall clock when absent */
+  clock?: RunClock;
+  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded */
+  recordedShape?: (settings: RunSettings) => ShapedLoopParts;
 }
+
+/** The parts of the loop that run settings shape. */
+export type ShapedLoopParts = Pick<LoopDeps, 'context' | 'router' | 'engine' | 'guards' | 'maxRounds'>;
+
+/** Why a task whose end-to-end deadline passed while something ran (a model call, a tool) was stopped. */
+export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
@@ -39,6 +50,17 @@ export class RuntimeLoop {
 
   async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
     const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints ?? undefined);
+    // A fork continues under the settings its source recorded, not under this process's.
+    const [first] = writer.log;
+    if (first?.type === 'TASK_RECEIVED' && first.payload.source === 'fork' && first.payload.settings) {
+      const shape = this.deps.recordedShape?.(first.payload.settings);
+      if (shape)
+        return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
+    }
+    return this.run(writer, signal);
+  }
+
+  private async run(writer: TaskWriter, signal: AbortSignal): Promise<TaskProgress> {
     // The task's end-to-end deadline aborts whatever runs (model call, tool) like a cancel, with its own reason.
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(signal.reason);
@@ -49,10 +71,9 @@ export class RuntimeLoop {
         (g) => g.remainingMs?.({ progress: writer.progress, events: writer.log, fold: writer.fold }) ?? null,
       )
       .filter((ms): ms is number => ms !== null);
-    const timer = remaining.length
-      ? setTimeout(
-          () => ctrl.abort(new FailureError('timeout', `the task ran over its end-to-end time budget`)),
-          Math.max(0, Math.min(...remaining)),
+    const cancelTimer = remaining.length
+      ? (this.deps.clock ?? WALL_CLOCK).after(Math.max(0, Math.min(...remaining)), () =>
+          ctrl.abort(new FailureError('timeout', DEADLINE_PASSED)),
         )
       : undefined;
     try {
@@ -60,7 +81,7 @@ export class RuntimeLoop {
     } catch (err) {
       if (!(err instanceof TaskEndedElsewhereError)) throw err;
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
       signal.removeEventListener('abort', onAbort);
     }
     return writer.progress;

@@ -1,5 +1,5 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { ConfigError, ModuleAsyncOptions } from '@runledger/contracts';
+import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
@@ -15,11 +15,20 @@ import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
-import { LoopGuard, MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook } from './ports';
+import {
+  LoopGuard,
+  MemoryRecall,
+  NoMemoryRecall,
+  RunClock,
+  SecretVault,
+  ToolOutcomeHook,
+  WALL_CLOCK,
+} from './ports';
 import { replayTask } from './replay';
+import { recordRunSettings, runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeLogger } from './runtime-logger';
-import { RuntimeLoop } from './runtime-loop';
+import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
 import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
 import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
 import { WorkspaceView } from './discipline/workspace-view';
@@ -39,6 +48,8 @@ export interface RuntimeSettings {
   discipline?: DisciplineSettings;
   /** seeds retry jitter (tests, replays) */
   rng?: () => number;
+  /** what budgets and the end-to-end deadline are timed by; the wall clock when absent (a replay: the recording's) */
+  clock?: RunClock;
   redact?: EngineDeps['redact'];
   /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
   workspace?: WorkspaceView | null;
@@ -108,7 +119,83 @@ const modelProviders: Provider[] = [
   },
 ];
 
+const maxRoundsOf = (o: RuntimeSettings) => o.maxRounds ?? 10;
 const modelTimeoutOf = (o: RuntimeSettings) => o.modelTimeoutMs ?? o.discipline?.modelTimeoutMs ?? 60_000;
+
+/** What the loop's settings-shaped parts are built over. */
+interface ShapingPorts {
+  store: EventStore;
+  tools: ToolRegistry;
+  permissions: PermissionService;
+  vault: SecretVault;
+  hooks: ToolOutcomeHook[];
+  models: { orchestrator: ModelBackend; fallbacks: ModelBackend[]; sysUtil: ModelBackend };
+  memory: MemoryRecall;
+  logger: RuntimeLogger;
+  scheduler: ExecutionScheduler;
+}
+
+// The parts of the loop that run settings shape (RunSettings: budgets, prices, retries, guards, prompt
+// budget, round cap); one builder each, for this process's settings and for a task's recorded ones.
+const newGuards = (o: RuntimeOptions): LoopGuard[] => [
+  ...(o.discipline
+    ? [new DisciplineGuard(o.discipline, () => (o.clock ?? WALL_CLOCK).now(), o.workspace ?? null)]
+    : []),
+  ...(o.guards ?? []),
+];
+const newGateway = (o: RuntimeOptions) => new ModelGateway(o.discipline?.prices, o.discipline ?? null);
+const newRouter = (o: RuntimeOptions, models: ShapingPorts['models'], gateway: ModelGateway) =>
+  new AsyncRouter(
+    models,
+    gateway,
+    modelTimeoutOf(o),
+    o.discipline
+      ? { retry: o.discipline.retry, completionMaxMisses: o.discipline.completionMaxMisses, rng: o.rng }
+      : NO_RETRY_POLICY,
+  );
+const newEngine = (
+  o: RuntimeOptions,
+  p: Omit<ShapingPorts, 'models' | 'memory'>,
+  gateway: ModelGateway,
+  coder: ModelBackend,
+  coderFallbacks: ModelBackend[],
+) =>
+  new ExecutionEngine({
+    store: p.store,
+    tools: p.tools,
+    permissions: p.permissions,
+    vault: p.vault,
+    hooks: p.hooks,
+    gateway,
+    coder,
+    coderFallbacks,
+    modelTimeoutMs: modelTimeoutOf(o),
+    scheduler: p.scheduler,
+    discipline: o.discipline,
+    rng: o.rng,
+    redact: o.redact ?? redactSecrets,
+    log: (message, err) => p.logger.error({ err }, message),
+  });
+const newContext = (o: RuntimeOptions, memory: MemoryRecall) =>
+  new ContextBuilder(
+    memory,
+    o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
+    undefined,
+    o.discipline?.prompt ?? null,
+  );
+
+/** The loop's parts for a task recorded under `settings`, over this process's ports. */
+function recordedShape(o: RuntimeOptions, p: ShapingPorts, settings: RunSettings): ShapedLoopParts {
+  const shaped: RuntimeOptions = { ...o, ...runShapingOf(settings) };
+  const gateway = newGateway(shaped);
+  return {
+    guards: newGuards(shaped),
+    router: newRouter(shaped, p.models, gateway),
+    engine: newEngine(shaped, p, gateway, p.models.orchestrator, p.models.fallbacks),
+    context: newContext(shaped, p.memory),
+    maxRounds: maxRoundsOf(shaped),
+  };
+}
 
 /** The runtime's own parts, over the ports (store, tools, permissions, models, memory, logger) injected by token. */
 function runtimeProviders(): Provider[] {
@@ -120,10 +207,7 @@ function runtimeProviders(): Provider[] {
     },
     {
       provide: LOOP_GUARDS,
-      useFactory: (o: RuntimeOptions): LoopGuard[] => [
-        ...(o.discipline ? [new DisciplineGuard(o.discipline, undefined, o.workspace ?? null)] : []),
-        ...(o.guards ?? []),
-      ],
+      useFactory: newGuards,
       inject: [RUNTIME_OPTIONS],
     },
     {
@@ -133,7 +217,7 @@ function runtimeProviders(): Provider[] {
     },
     {
       provide: ModelGateway,
-      useFactory: (o: RuntimeOptions) => new ModelGateway(o.discipline?.prices, o.discipline ?? null),
+      useFactory: newGateway,
       inject: [RUNTIME_OPTIONS],
     },
     { provide: SecretVault, useFactory: () => new SecretVault() },
@@ -155,15 +239,7 @@ function runtimeProviders(): Provider[] {
         fallbacks: ModelBackend[],
         sysUtil: ModelBackend,
         gateway: ModelGateway,
-      ) =>
-        new AsyncRouter(
-          { orchestrator, fallbacks, sysUtil },
-          gateway,
-          modelTimeoutOf(o),
-          o.discipline
-            ? { retry: o.discipline.retry, completionMaxMisses: o.discipline.completionMaxMisses, rng: o.rng }
-            : NO_RETRY_POLICY,
-        ),
+      ) => newRouter(o, { orchestrator, fallbacks, sysUtil }, gateway),
       inject: [RUNTIME_OPTIONS, ModelBackend, FALLBACK_MODELS, SYS_UTIL_BACKEND, ModelGateway],
     },
     {
@@ -181,22 +257,13 @@ function runtimeProviders(): Provider[] {
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
       ) =>
-        new ExecutionEngine({
-          store,
-          tools,
-          permissions,
-          vault,
-          hooks,
+        newEngine(
+          o,
+          { store, tools, permissions, vault, hooks, logger, scheduler },
           gateway,
           coder,
           coderFallbacks,
-          modelTimeoutMs: modelTimeoutOf(o),
-          scheduler,
-          discipline: o.discipline,
-          rng: o.rng,
-          redact: o.redact ?? redactSecrets,
-          log: (message, err) => logger.error({ err }, message),
-        }),
+        ),
       inject: [
         RUNTIME_OPTIONS,
         RUNTIME_STORE,
@@ -213,13 +280,7 @@ function runtimeProviders(): Provider[] {
     },
     {
       provide: ContextBuilder,
-      useFactory: (o: RuntimeOptions, memory: MemoryRecall) =>
-        new ContextBuilder(
-          memory,
-          o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
-          undefined,
-          o.discipline?.prompt ?? null,
-        ),
+      useFactory: newContext,
       inject: [RUNTIME_OPTIONS, MemoryRecall],
     },
     {
@@ -233,9 +294,27 @@ function runtimeProviders(): Provider[] {
         router: AsyncRouter,
         engine: ExecutionEngine,
         guards: LoopGuard[],
+        vault: SecretVault,
+        hooks: ToolOutcomeHook[],
+        orchestrator: ModelBackend,
+        fallbacks: ModelBackend[],
+        sysUtil: ModelBackend,
+        memory: MemoryRecall,
         logger: RuntimeLogger,
-      ) =>
-        new RuntimeLoop({
+        scheduler: ExecutionScheduler,
+      ) => {
+        const ports: ShapingPorts = {
+          store,
+          tools,
+          permissions,
+          vault,
+          hooks,
+          models: { orchestrator, fallbacks, sysUtil },
+          memory,
+          logger,
+          scheduler,
+        };
+        return new RuntimeLoop({
           store,
           tools,
           permissions,
@@ -243,9 +322,12 @@ function runtimeProviders(): Provider[] {
           router,
           engine,
           guards,
-          maxRounds: o.maxRounds ?? 10,
+          maxRounds: maxRoundsOf(o),
+          clock: o.clock,
+          recordedShape: (settings) => recordedShape(o, ports, settings),
           checkpoints: o.checkpoints ? (log) => new TaskCheckpoints(o.checkpoints!, logger, log) : null,
-        }),
+        });
+      },
       inject: [
         RUNTIME_OPTIONS,
         RUNTIME_STORE,
@@ -255,7 +337,14 @@ function runtimeProviders(): Provider[] {
         AsyncRouter,
         ExecutionEngine,
         LOOP_GUARDS,
+        SecretVault,
+        TOOL_OUTCOME_HOOKS,
+        ModelBackend,
+        FALLBACK_MODELS,
+        SYS_UTIL_BACKEND,
+        MemoryRecall,
         RuntimeLogger,
+        ExecutionScheduler,
       ],
     },
     {
@@ -279,10 +368,13 @@ function runtimeProviders(): Provider[] {
           concurrency: o.concurrency ?? 4,
           logger,
           checkpoints: o.checkpoints?.store ?? null,
-          replay: (taskId) =>
+          runSettings: (budgets) =>
+            recordRunSettings({ maxRounds: maxRoundsOf(o), discipline: o.discipline }, budgets),
+          replay: (taskId, request) =>
             replayTask(
               { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
               taskId,
+              request,
             ),
         }),
       inject: [
@@ -306,20 +398,12 @@ const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
 @Module({})
 export class ModelModule {
   static forRootAsync(options: ModuleAsyncOptions<ModelOptions>): DynamicModule {
-    return {
-      module: ModelModule,
-      global: true,
-      imports: options.imports ?? [],
-      providers: [
-        {
-          provide: MODEL_OPTIONS,
-          useFactory: async (...args: unknown[]) => checkedModels(await options.useFactory(...args)),
-          inject: options.inject ?? [],
-        },
-        ...modelProviders,
-      ],
+    return forRootAsyncModule(ModelModule, options, {
+      provide: MODEL_OPTIONS,
+      build: checkedModels,
+      providers: modelProviders,
       exports: [ModelBackend, FALLBACK_MODELS],
-    };
+    });
   }
 }
 
@@ -333,12 +417,9 @@ export class ModelModule {
 @Module({})
 export class RuntimeModule {
   static forRootAsync(options: ModuleAsyncOptions<RuntimeOptions>): DynamicModule {
-    return {
-      module: RuntimeModule,
-      global: true,
-      imports: options.imports ?? [],
+    return forRootAsyncModule(RuntimeModule, options, {
+      provide: RUNTIME_OPTIONS,
       providers: [
-        { provide: RUNTIME_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         { provide: SYS_UTIL_BACKEND, useFactory: () => new SysUtilBackend() },
         {
           provide: TaskViews,
@@ -349,7 +430,7 @@ export class RuntimeModule {
         ...runtimeProviders(),
       ],
       exports: exported,
-    };
+    });
   }
 
   /**

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventType, RuntimeEvent, ToolManifest } from '@runledger/contracts';
+import { EventType, RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { ModelBackend } from './model/model-backend';
@@ -12,6 +12,7 @@ import {
   RecordingRuntimeLogger,
   RuleTablePolicy,
   TestRuntime,
+  manifestOf,
   startTestRuntime,
   testToolRegistry,
 } from './testing';
@@ -317,17 +318,7 @@ describe('RuntimeController with the in-memory store', () => {
 
   it('a secret is asked for, used by the tool, redacted from its output and never logged', async () => {
     const tools = testToolRegistry(dir);
-    const m: ToolManifest = {
-      name: 'whoami',
-      description: 'prints the token',
-      args_schema: { type: 'object' },
-      requires_permission: false,
-      idempotent: false,
-      timeout_ms: 1000,
-      secrets: ['API_TOKEN'],
-      sensitive_output: false,
-      entry: 'index.js',
-    };
+    const m = manifestOf('whoami', { description: 'prints the token', secrets: ['API_TOKEN'] });
     tools.add(m, async (_a, ctx) => `token is ${ctx.secrets.get('API_TOKEN')}`);
     rt = await startTestRuntime({
       store,
@@ -450,19 +441,8 @@ describe('RuntimeController with the in-memory store', () => {
   it('a memory step calls memory_search / memory_insert through the registry', async () => {
     const tools = testToolRegistry(dir);
     const seen: unknown[] = [];
-    const mem = (name: string): ToolManifest => ({
-      name,
-      description: name,
-      args_schema: { type: 'object' },
-      requires_permission: false,
-      idempotent: false,
-      timeout_ms: 1000,
-      secrets: [],
-      sensitive_output: false,
-      entry: 'index.js',
-    });
-    tools.add(mem('memory_insert'), async (a) => (seen.push(['insert', a]), 'stored'));
-    tools.add(mem('memory_search'), async (a) => (seen.push(['search', a]), ['hit']));
+    tools.add(manifestOf('memory_insert'), async (a) => (seen.push(['insert', a]), 'stored'));
+    tools.add(manifestOf('memory_search'), async (a) => (seen.push(['search', a]), ['hit']));
     const plan = {
       type: 'plan',
       steps: [

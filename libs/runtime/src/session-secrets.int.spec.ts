@@ -3,21 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kysely } from 'kysely';
 import { RuntimeEvent, ToolManifest } from '@runledger/contracts';
 import { Critic, CriticVerdict } from '@runledger/critic';
-import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
-import {
-  HashingEmbedder,
-  MemoryDatabase,
-  MemoryService,
-  MemoryStore,
-  createCriticMemoryHook,
-} from '@runledger/memory';
-import { migrateToLatest } from '@runledger/migrations';
-import { RecordingRuntimeLogger, startTestRuntime } from './testing';
+import { SqliteEventStore } from '@runledger/event-store';
+import { MemoryService, createCriticMemoryHook } from '@runledger/memory';
 import { ScriptedBackend } from './model/scripted-backend';
-import { AllowAllPolicy, testToolRegistry } from './testing';
+import { AllowAllPolicy, startTestRuntime, testToolRegistry } from './testing';
+import { SqliteWithMemory, openSqliteWithMemory } from './testing/sqlite-memory';
 
 const SECRET = 'Pw-int-4e1b!q9';
 /** The secret as a later command may print it: plain, base64 (also with echo's newline), hex. */
@@ -65,26 +57,16 @@ const tool = (name: string, command: string) =>
 
 describe('a provided secret is redacted from the later output of its session', () => {
   let dir: string;
-  let handle: SqliteHandle;
+  let opened: SqliteWithMemory;
   let store: SqliteEventStore;
   let memory: MemoryService;
   const key = randomBytes(32);
 
   const open = async () => {
-    handle = openSqlite({ path: join(dir, 'runledger.db') });
-    await migrateToLatest(handle.db);
-    store = new SqliteEventStore(handle);
-    memory = await MemoryService.open({
-      store: new MemoryStore(handle.db as unknown as Kysely<MemoryDatabase>),
-      events: store,
-      embedder: new HashingEmbedder(),
-      indexPath: join(dir, 'memory.hnsw'),
-    });
+    opened = await openSqliteWithMemory(dir);
+    ({ store, memory } = opened);
   };
-  const shut = async () => {
-    await memory.close();
-    await handle.close();
-  };
+  const shut = () => opened.close();
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rl-session-secrets-'));

@@ -1,16 +1,6 @@
-import { PlanStep } from '@runledger/contracts';
 import { StepStatus } from './graph';
 import { ExecutionScheduler } from './execution-scheduler';
-
-const step = (id: string, depends_on: string[] = []): PlanStep => ({
-  id,
-  kind: 'tool',
-  tool: 'echo',
-  args: {},
-  description: '',
-  requires_confirmation: false,
-  depends_on,
-});
+import { planStep as step } from './testing/plan-step';
 
 describe('ExecutionScheduler', () => {
   const sut = new ExecutionScheduler({ stepConcurrency: 2 });

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ModuleAsyncOptions, PlanStep } from '@runledger/contracts';
+import { ModuleAsyncOptions, PlanStep, forRootAsyncModule } from '@runledger/contracts';
 import { StepStatus, blockedSteps, findCycle, readySteps } from './graph';
 import { PlanParse, parsePlan } from './plan';
 
@@ -33,18 +33,10 @@ export class ExecutionScheduler {
 @Module({})
 export class SchedulerModule {
   static forRootAsync(options: ModuleAsyncOptions<SchedulerOptions>): DynamicModule {
-    return {
-      module: SchedulerModule,
-      global: true,
-      imports: options.imports ?? [],
-      providers: [
-        {
-          provide: ExecutionScheduler,
-          useFactory: async (...args: unknown[]) => new ExecutionScheduler(await options.useFactory(...args)),
-          inject: options.inject ?? [],
-        },
-      ],
+    return forRootAsyncModule(SchedulerModule, options, {
+      provide: ExecutionScheduler,
+      build: (o) => new ExecutionScheduler(o),
       exports: [ExecutionScheduler],
-    };
+    });
   }
 }

@@ -1,17 +1,7 @@
-import { PlanStep } from '@runledger/contracts';
 import { StepStatus, blockedSteps, findCycle, readySteps } from './graph';
 import { parsePlan } from './plan';
 import { UnknownStepReferenceError, referencedSteps, substituteOutputs } from './substitute';
-
-const step = (id: string, depends_on: string[] = []): PlanStep => ({
-  id,
-  kind: 'tool',
-  tool: 'echo',
-  args: {},
-  description: '',
-  requires_confirmation: false,
-  depends_on,
-});
+import { planStep as step } from './testing/plan-step';
 
 describe('parsePlan', () => {
   it('accepts a steps array, an object with steps, or its JSON text, applying defaults', () => {

@@ -1,5 +1,5 @@
 import { DynamicModule, InjectionToken, Module, OnApplicationShutdown, Provider } from '@nestjs/common';
-import { ModuleAsyncOptions } from '@runledger/contracts';
+import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { EventBus, EventStore, SqliteSynchronous } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
@@ -51,12 +51,9 @@ const fromStorage = (token: InjectionToken, pick: (s: SqliteStorage) => unknown)
 export class StorageModule {
   static forRootAsync(options: ModuleAsyncOptions<StorageOptions>): DynamicModule {
     const exported = [EventStore, EventBus, TaskStateStore, CheckpointStore, ProcessRegistry, STORAGE_DB];
-    return {
-      module: StorageModule,
-      global: true,
-      imports: options.imports ?? [],
+    return forRootAsyncModule(StorageModule, options, {
+      provide: STORAGE_OPTIONS,
       providers: [
-        { provide: STORAGE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         {
           provide: OpenedStorage,
           useFactory: async (o: StorageOptions) => new OpenedStorage(await openStorage(o)),
@@ -70,6 +67,6 @@ export class StorageModule {
         fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
       ],
       exports: exported,
-    };
+    });
   }
 }

@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ModuleAsyncOptions } from '@runledger/contracts';
+import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import type { MemoryToolService } from './memory-tool-service';
 import { parsePluginDirs, type ToolLogger } from './discovery';
 import { PluginToolRegistry } from './plugin-tool-registry';
@@ -32,12 +32,9 @@ const loggerOf = (o: ToolsOptions): ToolLogger => o.logger ?? stderrToolLogger()
 @Module({})
 export class ToolsModule {
   static forRootAsync(options: ModuleAsyncOptions<ToolsOptions>): DynamicModule {
-    return {
-      module: ToolsModule,
-      global: true,
-      imports: options.imports ?? [],
+    return forRootAsyncModule(ToolsModule, options, {
+      provide: TOOLS_OPTIONS,
       providers: [
-        { provide: TOOLS_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         {
           provide: ToolSandbox,
           useFactory: (o: ToolsOptions) =>
@@ -64,6 +61,6 @@ export class ToolsModule {
         },
       ],
       exports: [ToolSandbox, ToolRegistry],
-    };
+    });
   }
 }

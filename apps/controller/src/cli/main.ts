@@ -6,13 +6,18 @@ import {
   PermissionRulesConfig,
   RuntimeEvent,
   ValidationError,
-  canonicalJson,
 } from '@runledger/contracts';
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventStore } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
-import { RuntimeController, TaskProgress, progressContextFold, replayView } from '@runledger/runtime';
+import {
+  RuntimeController,
+  TaskProgress,
+  progressContextFold,
+  replayDivergence,
+  replayView,
+} from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
 import { AppConfig, loadConfig } from '../config';
 import { CliModule } from './cli.module';
@@ -81,6 +86,13 @@ export function protectStorage(config: AppConfig, cwd: string): AppConfig {
   };
 }
 
+/** One event: a JSON line on stdout with --json, else a progress line on stderr. */
+function showEvent(e: RuntimeEvent, o: Pick<FollowOptions, 'io' | 'json'>): void {
+  if (o.json) return o.io.answer(JSON.stringify(e));
+  const line = eventLine(e);
+  if (line) o.io.progress(line, eventTone(line));
+}
+
 /** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
 async function follow(app: INestApplicationContext, taskId: string, o: FollowOptions): Promise<number> {
   const runtime = app.get(RuntimeController);
@@ -89,9 +101,7 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
   const seen: RuntimeEvent[] = [];
   const show = (e: RuntimeEvent) => {
     seen.push(e);
-    if (o.json) return o.io.answer(JSON.stringify(e));
-    const line = eventLine(e);
-    if (line) o.io.progress(line, eventTone(line));
+    showEvent(e, o);
   };
   const print = () =>
     (printing = printing.then(async () => {
@@ -182,6 +192,7 @@ interface ReplayMatch {
   compared: number;
   /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN and CHECKPOINT_SAVED left out: a replay writes neither) */
   diverged_at: number | null;
+  /** the first differing field and both values, e.g. "event 7 (MODEL_CALLED) payload.role: recorded 'orchestrator', replayed 'coder'" */
   detail: string | null;
 }
 
@@ -190,20 +201,11 @@ export function compareReplay(
   recorded: readonly RuntimeEvent[],
   replayed: readonly RuntimeEvent[],
 ): ReplayMatch {
-  const a = replayView(recorded);
-  const b = replayView(replayed);
-  const brief = (v: { type: string; payload: unknown } | undefined) =>
-    v ? `${v.type} ${JSON.stringify(v.payload).slice(0, 160)}` : 'nothing';
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] && b[i] && canonicalJson(a[i]) === canonicalJson(b[i])) continue;
-    return {
-      matches: false,
-      compared: Math.max(a.length, b.length),
-      diverged_at: i + 1,
-      detail: `recorded ${brief(a[i])}; replayed ${brief(b[i])}`,
-    };
-  }
-  return { matches: true, compared: a.length, diverged_at: null, detail: null };
+  const compared = Math.max(replayView(recorded).length, replayView(replayed).length);
+  const divergence = replayDivergence(recorded, replayed);
+  return divergence
+    ? { matches: false, compared, diverged_at: divergence.at, detail: divergence.detail }
+    : { matches: true, compared, diverged_at: null, detail: null };
 }
 
 function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): number {
@@ -324,19 +326,26 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
           );
         return await rebuild(app, io, cmd.json);
       case 'replay': {
-        const { task_id } = await runtime.replay(cmd.task_id);
-        const code = await follow(app, task_id, { io, json: cmd.json, yes: false, interactive: false });
-        const match = compareReplay(
-          await store.readWholeStream(cmd.task_id),
-          await store.readWholeStream(task_id),
-        );
+        // the replay ran on a log of its own, settled before it returns: its events are printed from there
+        const replay = await runtime.replay(cmd.task_id, { save: cmd.save });
+        const { task_id } = replay;
+        const o = { io, json: cmd.json, yes: false, interactive: false };
+        for (const e of replay.events) showEvent(e, o);
+        let code: number = EXIT.ended;
+        if (replay.progress.final) code = summary(replay.progress, o, unknownOutcomes(replay.events));
+        else io.progress(`the replay stopped before its end (${replay.progress.status})`, 'yellow');
+        const match = compareReplay(await store.readWholeStream(cmd.task_id), replay.events);
         if (cmd.json)
-          io.answer(JSON.stringify({ replay: { source_task_id: cmd.task_id, task_id, ...match } }));
+          io.answer(
+            JSON.stringify({
+              replay: { source_task_id: cmd.task_id, task_id, saved: replay.saved, ...match },
+            }),
+          );
         else
           io.answer(
             match.matches
               ? `replay matches the recording of ${cmd.task_id} (${match.compared} events compared)`
-              : `replay diverged from the recording of ${cmd.task_id} at event ${match.diverged_at}: ${match.detail}`,
+              : `replay diverged from the recording of ${cmd.task_id}: ${match.detail}`,
           );
         return match.matches ? code : Math.max(code, EXIT.ended);
       }

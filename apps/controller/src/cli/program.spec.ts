@@ -40,7 +40,18 @@ describe('parseArgs (commander)', () => {
     });
     expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true, force: false });
     expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
-    expect(parseArgs(['replay', 't1', '--json'])).toEqual({ kind: 'replay', task_id: 't1', json: true });
+    expect(parseArgs(['replay', 't1', '--json'])).toEqual({
+      kind: 'replay',
+      task_id: 't1',
+      json: true,
+      save: false,
+    });
+    expect(parseArgs(['replay', 't1', '--save'])).toEqual({
+      kind: 'replay',
+      task_id: 't1',
+      json: false,
+      save: true,
+    });
     expect(parseArgs(['serve'])).toEqual({ kind: 'serve' });
     expect(parseArgs(['resolve', 't1', 'r1', 'allow_once', '--json'])).toEqual({
       kind: 'resolve',
@@ -60,7 +71,9 @@ describe('parseArgs (commander)', () => {
     expect(refused(['resume', '--budget', 'max_rounds=2'])).toBe(
       '--budget does not apply to resume (it takes --model, --yes, --json, --force)',
     );
-    expect(refused(['replay', 't1', '--yes'])).toBe('--yes does not apply to replay (it takes --json)');
+    expect(refused(['replay', 't1', '--yes'])).toBe(
+      '--yes does not apply to replay (it takes --json, --save)',
+    );
     expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain(
       '--accept does not apply to resolve',
     );

@@ -27,7 +27,7 @@ export type CliCommand =
       force: boolean;
     }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
-  | { kind: 'replay'; task_id: string; json: boolean }
+  | { kind: 'replay'; task_id: string; json: boolean; save: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
@@ -111,6 +111,7 @@ interface Flags {
   yes?: boolean;
   json?: boolean;
   force?: boolean;
+  save?: boolean;
   model?: string;
   session?: string;
   budget?: string[];
@@ -192,7 +193,15 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .description('re-run a recorded task offline and compare it with its log')
     .argument('<task_id>')
     .addOption(option.json())
-    .action((taskId: string, f: Flags) => done({ kind: 'replay', task_id: taskId, json: Boolean(f.json) }));
+    .addOption(
+      new Option(
+        '--save',
+        'write the replayed task to the log (by default a replay leaves the log as it was)',
+      ),
+    )
+    .action((taskId: string, f: Flags) =>
+      done({ kind: 'replay', task_id: taskId, json: Boolean(f.json), save: Boolean(f.save) }),
+    );
 
   program
     .command('fork')

@@ -17,30 +17,26 @@ const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
   readonly registry = new Registry();
-  private readonly events = new Counter({
-    name: 'runledger_events_appended_total',
-    help: 'Events committed to the log, by type',
-    labelNames: ['type'],
-    registers: [this.registry],
-  });
-  private readonly modelCalls = new Counter({
-    name: 'runledger_model_calls_total',
-    help: 'Model calls answered, by role and outcome',
-    labelNames: ['role', 'outcome'],
-    registers: [this.registry],
-  });
-  private readonly modelTokens = new Counter({
-    name: 'runledger_model_tokens_total',
-    help: 'Model tokens, by role and kind (prompt/completion)',
-    labelNames: ['role', 'kind'],
-    registers: [this.registry],
-  });
-  private readonly toolCalls = new Counter({
-    name: 'runledger_tool_calls_total',
-    help: 'Tool call outcomes, by tool and outcome',
-    labelNames: ['tool', 'outcome'],
-    registers: [this.registry],
-  });
+  private readonly events = this.counter(
+    'runledger_events_appended_total',
+    'Events committed to the log, by type',
+    ['type'],
+  );
+  private readonly modelCalls = this.counter(
+    'runledger_model_calls_total',
+    'Model calls answered, by role and outcome',
+    ['role', 'outcome'],
+  );
+  private readonly modelTokens = this.counter(
+    'runledger_model_tokens_total',
+    'Model tokens, by role and kind (prompt/completion)',
+    ['role', 'kind'],
+  );
+  private readonly toolCalls = this.counter(
+    'runledger_tool_calls_total',
+    'Tool call outcomes, by tool and outcome',
+    ['tool', 'outcome'],
+  );
   private readonly requests = new Histogram({
     name: 'runledger_http_request_duration_seconds',
     help: 'HTTP request latency, by method, route and status',
@@ -118,5 +114,14 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   /** the Prometheus text exposition of every metric of this app */
   render(): Promise<string> {
     return this.registry.metrics();
+  }
+
+  /** A counter of this app's registry. */
+  private counter<Label extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly Label[],
+  ): Counter<Label> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 }

@@ -559,18 +559,29 @@ const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish
 export function analyzeShell(command: string): ShellAnalysis {
   const commands: ShellCommand[] = [];
   const errors: string[] = [];
-  analyzeInto(command, [], false, 0, commands, errors);
+  analyzeInto(command, { via: [], sudo: false, depth: 0, out: commands, errors });
   return { commands, errors };
 }
 
-function analyzeInto(
-  script: string,
-  via: string[],
-  sudo: boolean,
-  depth: number,
-  out: ShellCommand[],
-  errors: string[],
-): void {
+/** Where the unfolding stands: the wrappers it came through, under sudo or not, how deep, and where its findings go. */
+interface Walk {
+  via: string[];
+  sudo: boolean;
+  depth: number;
+  out: ShellCommand[];
+  errors: string[];
+}
+
+/** One level further in, through `how`. */
+const deeper = (walk: Walk, how: string, sudo = walk.sudo): Walk => ({
+  ...walk,
+  via: [...walk.via, how],
+  sudo,
+  depth: walk.depth + 1,
+});
+
+function analyzeInto(script: string, walk: Walk): void {
+  const { depth, errors } = walk;
   if (depth > MAX_DEPTH) {
     errors.push('nesting too deep');
     return;
@@ -582,13 +593,13 @@ function analyzeInto(
   const nestedUpTo = (token: number) => {
     for (; nextNested < t.nested.length && (t.nested[nextNested].at ?? 0) <= token; nextNested++) {
       const n = t.nested[nextNested];
-      analyzeInto(n.script, [...via, n.via], sudo, depth + 1, out, errors);
+      analyzeInto(n.script, deeper(walk, n.via));
     }
   };
   const raws = segment(t.tokens, errors);
   raws.forEach((raw, k) => {
     nestedUpTo(raw.endToken ?? t.tokens.length);
-    unwrap(raw.words, raw.redirects, via, sudo, depth, out, errors);
+    unwrap(raw.words, raw.redirects, walk);
     // `echo 'rm -rf /' | sh`: the printed text is the script the shell runs
     const next = raws[k + 1];
     if (
@@ -604,26 +615,15 @@ function analyzeInto(
           .filter((w) => !/^-[neE]+$/.test(w.text))
           .map((w) => w.text)
           .join(' '),
-        [...via, 'pipe to shell'],
-        sudo,
-        depth + 1,
-        out,
-        errors,
+        deeper(walk, 'pipe to shell'),
       );
     }
   });
   nestedUpTo(Number.POSITIVE_INFINITY);
 }
 
-function unwrap(
-  words: ShellWord[],
-  redirects: ShellRedirect[],
-  via: string[],
-  sudo: boolean,
-  depth: number,
-  out: ShellCommand[],
-  errors: string[],
-): void {
+function unwrap(words: ShellWord[], redirects: ShellRedirect[], walk: Walk): void {
+  const { via, sudo, out } = walk;
   const assignments: string[] = [];
   let k = 0;
   while (k < words.length && isAssignment(words[k])) assignments.push(words[k++].text);
@@ -661,9 +661,9 @@ function unwrap(
   };
   if (head.dynamic) return emit();
   const recurse = (script: string, how: string, asSudo = sudo) =>
-    analyzeInto(script, [...via, how], asSudo, depth + 1, out, errors);
+    analyzeInto(script, deeper(walk, how, asSudo));
   const inner = (w: ShellWord[], how: string, asSudo = sudo) => {
-    if (w.length) unwrap(w, redirects, [...via, how], asSudo, depth + 1, out, errors);
+    if (w.length) unwrap(w, redirects, deeper(walk, how, asSudo));
     else emit();
   };
 

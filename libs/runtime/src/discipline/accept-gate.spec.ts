@@ -1,16 +1,6 @@
 import { AcceptCheck } from '@runledger/contracts';
 import { judgeAcceptance } from './accept-gate';
-import { EventLogBuilder } from './testing-events';
-
-const check = (kind: AcceptCheck['kind'], patch: Partial<AcceptCheck> = {}): AcceptCheck => ({
-  id: `c_${kind}`,
-  kind,
-  target: '',
-  match: null,
-  required: true,
-  params: {},
-  ...patch,
-});
+import { EventLogBuilder, acceptCheck as check } from './testing-events';
 
 /** A run that wrote a file, ran the tests twice (fail, then pass), read a file and answered. */
 const run = () =>

@@ -5,18 +5,8 @@ import { join } from 'node:path';
 import { AcceptCheck, RuntimeEvent } from '@runledger/contracts';
 import { ToolSandbox } from '@runledger/tools';
 import { judgeAcceptance } from './accept-gate';
-import { EventLogBuilder } from './testing-events';
+import { EventLogBuilder, acceptCheck as check } from './testing-events';
 import { LiveWorkspaceView, RecordedWorkspaceView, WorkspaceView } from './workspace-view';
-
-const check = (kind: AcceptCheck['kind'], patch: Partial<AcceptCheck> = {}): AcceptCheck => ({
-  id: `c_${kind}`,
-  kind,
-  target: '',
-  match: null,
-  required: true,
-  params: {},
-  ...patch,
-});
 
 /** The reported run: the model wrote out.txt with a shell redirect and answered. */
 const shellWrote = () =>

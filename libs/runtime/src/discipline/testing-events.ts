@@ -1,4 +1,4 @@
-import { EventPayload, EventType, RuntimeEvent, hashArgs } from '@runledger/contracts';
+import { AcceptCheck, EventPayload, EventType, RuntimeEvent, hashArgs } from '@runledger/contracts';
 
 /**
  * Builds a task's event log for the guards' unit tests, envelopes filled in
@@ -120,3 +120,14 @@ export class EventLogBuilder {
     return this.decided({ type: 'respond', content });
   }
 }
+
+/** An acceptance check of `kind`, required, with `patch` over the defaults; for the accept gate's tests. */
+export const acceptCheck = (kind: AcceptCheck['kind'], patch: Partial<AcceptCheck> = {}): AcceptCheck => ({
+  id: `c_${kind}`,
+  kind,
+  target: '',
+  match: null,
+  required: true,
+  params: {},
+  ...patch,
+});

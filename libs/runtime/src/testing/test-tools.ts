@@ -20,6 +20,10 @@ const manifest = (
   ...m,
 });
 
+/** A tool manifest named `name` that takes any object, with `extra` over the defaults; for tests. */
+export const manifestOf = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest =>
+  manifest({ name, description: name, args_schema: { type: 'object' }, timeout_ms: 1000, ...extra });
+
 const obj = (props: Record<string, unknown>, required: string[]) => ({
   type: 'object',
   properties: props,

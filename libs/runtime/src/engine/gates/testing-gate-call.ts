@@ -1,20 +1,8 @@
 import { ToolManifest, hashArgs } from '@runledger/contracts';
+import { manifestOf } from '../../testing/test-tools';
 import { EventLogBuilder } from '../../discipline/testing-events';
 import { TaskFold } from '../../task-fold';
 import { GateCall } from './tool-gate';
-
-export const manifestOf = (name: string, extra: Partial<ToolManifest> = {}): ToolManifest => ({
-  name,
-  description: name,
-  args_schema: { type: 'object' },
-  requires_permission: false,
-  idempotent: false,
-  timeout_ms: 1000,
-  secrets: [],
-  sensitive_output: false,
-  entry: 'index.js',
-  ...extra,
-});
 
 export interface CallOptions {
   call_id?: string;
