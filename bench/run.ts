@@ -9,6 +9,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   api: () => import('./api'),
   tools: () => import('./tools'),
   runtime: () => import('./runtime'),
+  rounds: () => import('./rounds'),
 };
 
 async function run(): Promise<void> {

@@ -14,7 +14,6 @@ import {
   COMPLETION_REMINDER,
   FABRICATION_NOTE,
   classifyOrchestratorText,
-  completionStateFromEvents,
   completionStep,
 } from './discipline/completion';
 import { NO_RETRIES, RetrySettings } from './discipline/settings';
@@ -22,7 +21,7 @@ import { describeStop } from './discipline/stop-reasons';
 import { guardEvent } from './discipline/retry-runner';
 import { COMPACTION_SYSTEM } from './discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from './model/sys-util';
-import { callThroughChain, lastProviderSwitch } from './provider-chain';
+import { callThroughChain } from './provider-chain';
 import { Stop } from './ports';
 import { TaskWriter } from './task-writer';
 
@@ -283,7 +282,7 @@ export class AsyncRouter {
         via:
           out.position === 0
             ? null
-            : (lastProviderSwitch(writer.log, 'orchestrator') ?? `served by ${out.provider.label}`),
+            : (writer.fold.providers.lastSwitch('orchestrator') ?? `served by ${out.provider.label}`),
       };
     if (request.signal?.aborted) throw out.error;
     const named = chain.length > 1 ? ` (${out.provider.label})` : '';
@@ -364,7 +363,7 @@ export class AsyncRouter {
     maxMisses: number,
     reminder: string,
   ): Promise<RouterOutcome> {
-    const verdict = completionStep(completionStateFromEvents(writer.log), 'no_attempt', maxMisses);
+    const verdict = completionStep(writer.fold.completion, 'no_attempt', maxMisses);
     if (verdict.action === 'stop')
       return {
         kind: 'stop',

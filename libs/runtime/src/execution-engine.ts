@@ -93,6 +93,6 @@ export class ExecutionEngine {
 
   /** The orchestrator gave up: a denied permission explains it best, else a tool failure. */
   private failReason(writer: TaskWriter): Stop['stop_reason'] {
-    return failDirectiveStop(writer.progress, writer.log);
+    return failDirectiveStop(writer.progress, writer.fold.lastDecision);
   }
 }

@@ -1,5 +1,6 @@
 import { NewEvent, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
 import { TaskProgress } from './progress';
+import type { TaskFold } from './task-fold';
 
 export interface MemoryHit {
   id: string;
@@ -39,7 +40,10 @@ export interface Stop {
 
 export interface RoundGuardContext {
   progress: TaskProgress;
+  /** the task's log; a guard that runs every round reads `fold` instead of walking it */
   events: readonly RuntimeEvent[];
+  /** the task's state kept current by its writer */
+  fold: TaskFold;
   /** the round about to start */
   round: number;
 }
@@ -61,7 +65,7 @@ export interface LoopGuard {
     ctx: RoundGuardContext & { stop: Stop; result: string | null },
   ): Promise<{ events?: NewEvent[]; stop?: Stop }>;
   /** milliseconds the task may still run (its end-to-end deadline), null for no limit */
-  remainingMs?(ctx: Pick<RoundGuardContext, 'progress' | 'events'>): number | null;
+  remainingMs?(ctx: Pick<RoundGuardContext, 'progress' | 'events' | 'fold'>): number | null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { PermissionDecision, StopReason, TaskStatus, TaskUsage, ModelToolCall } from '@runledger/contracts';
 import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
+import { SeenSet } from './discipline/seen-set';
 import { CallProgress, PlanProgress, TaskProgress } from './progress';
 
 /** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
@@ -97,6 +98,7 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     })),
     permissionDecisions: [...p.permissionDecisions],
     modelCallBackends: [...p.modelCallBackends],
+    meter: { ...p.meter, rounds: p.meter.rounds.values() },
   }) as ProgressSnapshot;
 }
 
@@ -106,7 +108,10 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
   if (!parsed.success) return null;
   const { $schema_version: _version, ...s } = structuredClone(parsed.data);
   return {
-    ...(s as unknown as Omit<TaskProgress, 'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends'>),
+    ...(s as unknown as Omit<
+      TaskProgress,
+      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter'
+    >),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
     plans: new Map(
       s.plans.map((plan) => [
@@ -121,6 +126,7 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
     ),
     permissionDecisions: new Map(s.permissionDecisions),
     modelCallBackends: new Map(s.modelCallBackends),
+    meter: { ...s.meter, rounds: SeenSet.of(s.meter.rounds) },
     // the fold keeps usage as the meter's own numbers
     usage: s.meter.usage,
   };

@@ -1,10 +1,9 @@
-import { Role, RuntimeEvent } from '@runledger/contracts';
+import { Role } from '@runledger/contracts';
 import { FailureError } from './discipline/failure-policy';
 import { AttemptOutcome, guardEvent, runWithRetries } from './discipline/retry-runner';
 import { RetrySettings } from './discipline/settings';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse } from './model/model-backend';
-import { chainStart } from './model/providers';
 import { SYS_UTIL } from './model/sys-util';
 import { TaskWriter } from './task-writer';
 
@@ -33,11 +32,11 @@ export type ChainOutcome =
  * ended the walk: a stop (authentication_error, budget, cancel) or the end of
  * the chain (decision: fallback to sys_util; the caller decides what that
  * means for its role). A task that switched provider for a role starts that
- * role's later requests there (chainStart), also when resumed or replayed.
+ * role's later requests there (ProviderSwitchesFold.chainStart), also when resumed or replayed.
  */
 export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
   const labels = c.chain.map((b) => b.label);
-  for (let i = chainStart(labels, c.writer.log, c.role); ; i++) {
+  for (let i = c.writer.fold.providers.chainStart(labels, c.role); ; i++) {
     const provider = c.chain[i];
     const out = await runWithRetries(
       (attempt) =>
@@ -85,19 +84,4 @@ export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
     if (out.decision.action === 'stop' || out.decision.to === SYS_UTIL || c.request.signal?.aborted)
       return { ...out, provider };
   }
-}
-
-/** The detail of the task's latest switch between providers for `role`: why a fallback provider answers. */
-export function lastProviderSwitch(events: readonly RuntimeEvent[], role: Role): string | null {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i];
-    if (
-      e.type === 'GUARD_TRIGGERED' &&
-      e.payload.guard === 'fallback' &&
-      e.payload.data.role === role &&
-      e.payload.data.to !== SYS_UTIL
-    )
-      return e.payload.detail;
-  }
-  return null;
 }

@@ -40,9 +40,10 @@ export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
 /**
- * Runs one task from wherever its log says it is. Each turn folds the log
- * into progress and decides the next action from it alone, so a task resumed
- * after a restart continues exactly where its events end.
+ * Runs one task from wherever its log says it is. Each turn decides the next
+ * action from the progress folded from the log alone (kept current by the
+ * task's writer), so a task resumed after a restart continues exactly where
+ * its events end.
  */
 export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
@@ -66,7 +67,9 @@ export class RuntimeLoop {
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     const remaining = this.deps.guards
-      .map((g) => g.remainingMs?.({ progress: writer.progress, events: writer.log }) ?? null)
+      .map(
+        (g) => g.remainingMs?.({ progress: writer.progress, events: writer.log, fold: writer.fold }) ?? null,
+      )
       .filter((ms): ms is number => ms !== null);
     const cancelTimer = remaining.length
       ? (this.deps.clock ?? WALL_CLOCK).after(Math.max(0, Math.min(...remaining)), () =>
@@ -132,7 +135,8 @@ export class RuntimeLoop {
         null,
       );
     for (const guard of this.deps.guards) {
-      const verdict = (await guard.beforeRound?.({ progress: p, events: writer.log, round })) ?? {};
+      const verdict =
+        (await guard.beforeRound?.({ progress: p, events: writer.log, fold: writer.fold, round })) ?? {};
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
@@ -202,6 +206,7 @@ export class RuntimeLoop {
         (await guard.beforeEnd?.({
           progress: writer.progress,
           events: writer.log,
+          fold: writer.fold,
           round: writer.progress.round,
           stop: final,
           result,

@@ -1,7 +1,8 @@
 import { ConcurrencyError, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { TaskCheckpoints } from './checkpoints';
-import { TaskProgress, evolveProgress, foldProgress } from './progress';
+import { TaskProgress } from './progress';
+import { TaskFold } from './task-fold';
 
 /** Someone else ended the task (cancel from another path) while the loop was writing. */
 export class TaskEndedElsewhereError extends Error {}
@@ -9,20 +10,23 @@ export class TaskEndedElsewhereError extends Error {}
 /**
  * The single writer of one task's stream while the loop runs it: appends in
  * order (concurrent plan steps queue up), with the expected sequence, and keeps
- * the progress fold current. With checkpoints, an append that calls for one
- * carries its CHECKPOINT_SAVED, and the snapshot is stored after the commit.
+ * the task's fold current: the log is folded once when the writer opens, then
+ * every event it appends (or finds appended by someone else) is applied. With
+ * checkpoints, an append that calls for one carries its CHECKPOINT_SAVED, and
+ * the snapshot is stored after the commit.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
-  private progressCache: TaskProgress;
+  /** what the loop, its guards and the engine's gates read instead of folding the log */
+  readonly fold: TaskFold;
 
   private constructor(
     private readonly store: EventStore,
     readonly taskId: string,
-    private readonly events: RuntimeEvent[],
+    events: readonly RuntimeEvent[],
     private readonly checkpoints: TaskCheckpoints | null,
   ) {
-    this.progressCache = foldProgress(taskId, events);
+    this.fold = new TaskFold(taskId, events);
   }
 
   static async open(
@@ -35,11 +39,11 @@ export class TaskWriter {
   }
 
   get progress(): TaskProgress {
-    return this.progressCache;
+    return this.fold.progress;
   }
 
   get log(): readonly RuntimeEvent[] {
-    return this.events;
+    return this.fold.log;
   }
 
   append(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
@@ -50,28 +54,22 @@ export class TaskWriter {
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (events.length === 0) return [];
-    const batch = this.checkpoints?.extend(this.progressCache, events) ?? events;
+    const batch = this.checkpoints?.extend(this.progress, events) ?? events;
     const withSession = batch.map(
-      (e) => ({ session_id: this.progressCache.session_id || undefined, ...e }) as NewEvent,
+      (e) => ({ session_id: this.progress.session_id || undefined, ...e }) as NewEvent,
     );
     try {
       const res = await this.store.append(this.taskId, withSession, {
-        expected: this.progressCache.last_seq === 0 ? 'no_stream' : this.progressCache.last_seq,
+        expected: this.progress.last_seq === 0 ? 'no_stream' : this.progress.last_seq,
       });
-      for (const e of res.events) {
-        this.events.push(e);
-        evolveProgress(this.progressCache, e);
-      }
-      await this.checkpoints?.appended(res.events, this.progressCache);
+      for (const e of res.events) this.fold.apply(e);
+      await this.checkpoints?.appended(res.events, this.progress);
       return res.events.slice(0, events.length);
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
-      const missed = await this.store.readStream(this.taskId, { after_seq: this.progressCache.last_seq });
-      for (const e of missed) {
-        this.events.push(e);
-        evolveProgress(this.progressCache, e);
-      }
-      if (this.progressCache.final) throw new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
+      const missed = await this.store.readStream(this.taskId, { after_seq: this.progress.last_seq });
+      for (const e of missed) this.fold.apply(e);
+      if (this.progress.final) throw new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
       return this.write(events);
     }
   }

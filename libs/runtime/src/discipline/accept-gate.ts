@@ -278,7 +278,16 @@ export function judgeAcceptance(
   answer: string | null = finalAnswer(events),
   workspace: WorkspaceView | null = null,
 ): AcceptanceDecision {
-  const facts = toolFacts(events);
+  return judgeFacts(checks, toolFacts(events), answer, workspace);
+}
+
+/** `judgeAcceptance` over tool facts already folded (the task's own fold, at its end). */
+export function judgeFacts(
+  checks: readonly AcceptCheck[],
+  facts: readonly ToolFact[],
+  answer: string | null,
+  workspace: WorkspaceView | null = null,
+): AcceptanceDecision {
   const results = checks.map((check) => ({
     id: check.id,
     kind: check.kind,

@@ -11,6 +11,7 @@ import {
   emptyUsage,
 } from '@runledger/contracts';
 import { SYS_UTIL } from '../model/sys-util-name';
+import { SeenSet } from './seen-set';
 import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
 
 export interface BudgetResolution {
@@ -95,7 +96,8 @@ export function priceModelCalls(events: readonly NewEvent[], prices: PriceTable)
 export interface MeterState {
   usage: TaskUsage;
   pendingCalls: Record<string, { prompt_chars: number }>;
-  rounds: number[];
+  /** the distinct rounds whose context was built */
+  rounds: SeenSet<number>;
   /** created_at of TASK_RECEIVED, for the end-to-end timeout */
   startedAt: string | null;
   /** time spent waiting for a person (permission, secret) does not count against the task's time budget */
@@ -111,7 +113,7 @@ export interface MeterOptions {
 export const initialMeterState = (): MeterState => ({
   usage: emptyUsage(),
   pendingCalls: {},
-  rounds: [],
+  rounds: SeenSet.empty(),
   startedAt: null,
   waitedMs: 0,
   waitingSince: null,
@@ -155,8 +157,8 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       };
     case 'CONTEXT_BUILT': {
       const round = event.payload.round;
-      if (state.rounds.includes(round)) return state;
-      return { ...state, rounds: [...state.rounds, round], usage: { ...u, rounds: u.rounds + 1 } };
+      if (state.rounds.has(round)) return state;
+      return { ...state, rounds: state.rounds.with(round), usage: { ...u, rounds: u.rounds + 1 } };
     }
     case 'TOOL_CALLED':
       return { ...state, usage: { ...u, tool_calls: u.tool_calls + 1 } };

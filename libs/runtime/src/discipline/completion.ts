@@ -144,12 +144,14 @@ export function completionStep(
   };
 }
 
-/** The protocol's state from the log: reminders since the last tool call are the misses so far. */
-export function completionStateFromEvents(events: readonly RuntimeEvent[]): CompletionState {
-  let misses = 0;
-  for (const e of events) {
-    if (e.type === 'TOOL_CALLED') misses = 0;
-    else if (e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'completion_reminder') misses += 1;
-  }
-  return { misses };
+/** One event into the protocol's state: reminders since the last tool call are the misses so far. */
+export function completionEvolve(state: CompletionState, event: RuntimeEvent): CompletionState {
+  if (event.type === 'TOOL_CALLED') return state.misses === 0 ? state : { misses: 0 };
+  if (event.type === 'GUARD_TRIGGERED' && event.payload.guard === 'completion_reminder')
+    return { misses: state.misses + 1 };
+  return state;
 }
+
+/** The protocol's state from the log. */
+export const completionStateFromEvents = (events: readonly RuntimeEvent[]): CompletionState =>
+  events.reduce(completionEvolve, initialCompletionState());

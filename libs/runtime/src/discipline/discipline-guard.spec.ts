@@ -1,5 +1,6 @@
 import { AcceptCheck, Budgets, RuntimeEvent } from '@runledger/contracts';
 import { foldProgress } from '../progress';
+import { TaskFold } from '../task-fold';
 import { DisciplineGuard } from './discipline-guard';
 import { FABRICATION_NOTE } from './completion';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';
@@ -28,7 +29,8 @@ function given(
   build(log);
   const events: RuntimeEvent[] = log.events;
   const round = events.filter((e) => e.type === 'ROUTER_DECIDED').length + 1;
-  return { progress: foldProgress('task_1', events), events, round };
+  const fold = new TaskFold('task_1', events);
+  return { progress: fold.progress, events, fold, round };
 }
 
 describe('DisciplineGuard.beforeRound', () => {

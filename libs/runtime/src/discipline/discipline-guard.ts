@@ -1,23 +1,20 @@
-import { NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { NewEvent } from '@runledger/contracts';
 import { GuardVerdict, LoopGuard, RoundGuardContext, Stop } from '../ports';
-import { judgeAcceptance } from './accept-gate';
-import { activeMs, admit, firstExceeded, meterFromEvents, resolveBudgets } from './budgets';
-import { REPEAT_REMINDER, repeatFold } from './repeat-detector';
+import { judgeFacts } from './accept-gate';
+import { activeMs, admit, firstExceeded, resolveBudgets } from './budgets';
+import { REPEAT_REMINDER } from './repeat-detector';
 import { guardEvent } from './retry-runner';
-import { roundsOf } from './round-facts';
-import { isCircuitOpen, toolGuardFromEvents } from './failure-policy';
+import { isCircuitOpen } from './failure-policy';
 import { DisciplineSettings, ResolvedBudgets } from './settings';
 import { describeStop } from './stop-reasons';
 import { WorkspaceView } from './workspace-view';
 
-const guardedBefore = (events: readonly RuntimeEvent[], guard: string, round: number): boolean =>
-  events.some((e) => e.type === 'GUARD_TRIGGERED' && e.payload.guard === guard && e.payload.round === round);
-
 /**
  * The run-discipline guards as the loop's LoopGuard: before each round the
  * budgets, the repeat-cycle detector and the tool circuit breakers; before the
- * end the accept gate. Every decision is computed from the task's log, so a
- * resumed task is judged exactly as it would have been without the restart.
+ * end the accept gate. Every decision is computed from the task's log (its
+ * fold, kept by the task's writer), so a resumed task is judged exactly as it
+ * would have been without the restart.
  */
 export class DisciplineGuard implements LoopGuard {
   constructor(
@@ -37,12 +34,10 @@ export class DisciplineGuard implements LoopGuard {
     if (stop) return { stop };
     const events: NewEvent[] = [];
 
-    const closed = roundsOf(ctx.events).filter((r) => r.round < ctx.round);
-    const repeat = repeatFold(closed, this.settings.repeatThreshold);
-    const last = closed[closed.length - 1];
+    const { verdict: repeat, last } = ctx.fold.repeatBefore(ctx.round, this.settings.repeatThreshold);
     if (repeat.action === 'stop')
       return { stop: { stop_reason: 'repeat_cycle', detail: describeStop('repeat_cycle', repeat.detail) } };
-    if (repeat.action === 'remind' && last && !guardedBefore(ctx.events, 'repeat_reminder', last.round)) {
+    if (repeat.action === 'remind' && last && !ctx.fold.guarded('repeat_reminder', last.round)) {
       events.push(
         guardEvent('repeat_reminder', last.round, `${repeat.detail}. ${REPEAT_REMINDER}`, {
           streak: repeat.state.streak,
@@ -52,16 +47,11 @@ export class DisciplineGuard implements LoopGuard {
 
     // Circuit breakers: tell the orchestrator once; a call to the broken tool after that (refused
     // by the engine, or failing again) ends the task.
-    const health = toolGuardFromEvents(ctx.events);
+    const health = ctx.fold.toolGuard;
     for (const tool of Object.keys(health.consecutiveFailures)) {
       if (!isCircuitOpen(health, tool, this.settings.circuitBreakerThreshold)) continue;
-      const told = ctx.events.findIndex(
-        (e) =>
-          e.type === 'GUARD_TRIGGERED' &&
-          e.payload.guard === 'circuit_breaker' &&
-          e.payload.data.tool === tool,
-      );
-      if (told === -1) {
+      const failedSinceTold = ctx.fold.circuitFailedSinceTold(tool);
+      if (failedSinceTold === null) {
         events.push(
           guardEvent(
             'circuit_breaker',
@@ -70,7 +60,7 @@ export class DisciplineGuard implements LoopGuard {
             { tool },
           ),
         );
-      } else if (ctx.events.slice(told).some((e) => e.type === 'TOOL_FAILED' && e.payload.tool === tool)) {
+      } else if (failedSinceTold) {
         return {
           events,
           stop: {
@@ -91,7 +81,7 @@ export class DisciplineGuard implements LoopGuard {
   ): Promise<{ events?: NewEvent[]; stop?: Stop }> {
     const checks = ctx.progress.accept_checks;
     if (ctx.stop.stop_reason !== 'completed' || checks.length === 0) return {};
-    const decision = judgeAcceptance(checks, ctx.events, ctx.result, this.workspace);
+    const decision = judgeFacts(checks, ctx.fold.facts.facts(), ctx.result, this.workspace);
     const events: NewEvent[] = [
       { type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } },
     ];
@@ -110,14 +100,14 @@ export class DisciplineGuard implements LoopGuard {
     return { events };
   }
 
-  remainingMs(ctx: Pick<RoundGuardContext, 'progress' | 'events'>): number | null {
-    return this.budgetsFor(ctx).timeout_ms - activeMs(meterFromEvents(ctx.events), this.now());
+  remainingMs(ctx: Pick<RoundGuardContext, 'progress' | 'fold'>): number | null {
+    return this.budgetsFor(ctx).timeout_ms - activeMs(ctx.fold.meter(), this.now());
   }
 
   /** A budget already overrun, or one that would be by starting another round. */
   private budgetStop(ctx: RoundGuardContext): Stop | null {
     const budgets = this.budgetsFor(ctx);
-    const meter = meterFromEvents(ctx.events, { charsPerToken: this.settings.charsPerToken });
+    const meter = ctx.fold.meter(this.settings.charsPerToken);
     const elapsed = activeMs(meter, this.now());
     const over =
       firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });

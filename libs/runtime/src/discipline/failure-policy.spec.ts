@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { ModelBehaviorError, ValidationError } from '@runledger/contracts';
+import { ModelBehaviorError, ValidationError, hashArgs } from '@runledger/contracts';
 import {
   adaptiveToolTimeout,
   backoffDelay,
@@ -300,7 +300,7 @@ describe('tool guards folded from the log', () => {
   it('backs off the timeout per tool signature after each timeout, capped', () => {
     const args = { command: 'sleep 100' };
     const log = new EventLogBuilder().received().toolFailed('shell_exec', args, 'timeout');
-    const sig = toolGuardFromEvents(log.events).callSignature.call_1.signature;
+    const sig = hashArgs('shell_exec', args);
     expect(adaptiveToolTimeout(toolGuardFromEvents(log.events), sig, 1000, 2, 3000)).toBe(2000);
     log.toolFailed('shell_exec', args, 'timeout');
     expect(adaptiveToolTimeout(toolGuardFromEvents(log.events), sig, 1000, 2, 3000)).toBe(3000);

@@ -282,13 +282,18 @@ export interface ToolGuardState {
   consecutiveFailures: Record<string, number>;
   /** timeouts seen per tool signature (args_hash of TOOL_CALLED) */
   timeouts: Record<string, number>;
-  callSignature: Record<string, { tool: string; signature: string }>;
+  /**
+   * Signature of each call with an intent and no outcome yet, for the timeout
+   * its outcome may report. Only calls in flight: the step stays O(1) however
+   * long the task runs.
+   */
+  pendingSignatures: Record<string, string>;
 }
 
 export const initialToolGuardState = (): ToolGuardState => ({
   consecutiveFailures: {},
   timeouts: {},
-  callSignature: {},
+  pendingSignatures: {},
 });
 
 /** The output of a command that ran to its end (it reports an exit code). */
@@ -296,6 +301,12 @@ export const hasExitCode = (output: unknown): boolean =>
   !!output &&
   typeof output === 'object' &&
   ['exit_code', 'exitCode', 'code'].some((k) => typeof (output as Record<string, unknown>)[k] === 'number');
+
+const settled = (pending: Record<string, string>, callId: string): Record<string, string> => {
+  if (!(callId in pending)) return pending;
+  const { [callId]: _done, ...rest } = pending;
+  return rest;
+};
 
 /**
  * A failure counts toward the breaker when the tool itself broke (threw, timed
@@ -308,16 +319,14 @@ export function toolGuardEvolve(state: ToolGuardState, event: RuntimeEvent): Too
     case 'TOOL_CALLED':
       return {
         ...state,
-        callSignature: {
-          ...state.callSignature,
-          [event.payload.call_id]: { tool: event.payload.tool, signature: event.payload.args_hash },
-        },
+        pendingSignatures: { ...state.pendingSignatures, [event.payload.call_id]: event.payload.args_hash },
       };
     case 'TOOL_COMPLETED': {
-      const { tool, result } = event.payload;
+      const { tool, result, call_id } = event.payload;
       const broke = !result.ok && !hasExitCode(result.output);
       return {
         ...state,
+        pendingSignatures: settled(state.pendingSignatures, call_id),
         consecutiveFailures: {
           ...state.consecutiveFailures,
           [tool]: broke ? (state.consecutiveFailures[tool] ?? 0) + 1 : 0,
@@ -326,16 +335,18 @@ export function toolGuardEvolve(state: ToolGuardState, event: RuntimeEvent): Too
     }
     case 'TOOL_FAILED': {
       const { tool, error_kind, call_id, result } = event.payload;
-      if (error_kind !== 'tool_error' && error_kind !== 'timeout') return state;
+      const pendingSignatures = settled(state.pendingSignatures, call_id);
+      if (error_kind !== 'tool_error' && error_kind !== 'timeout') return { ...state, pendingSignatures };
       const ranFine = error_kind === 'tool_error' && result !== null && hasExitCode(result.output);
       const next = {
         ...state,
+        pendingSignatures,
         consecutiveFailures: {
           ...state.consecutiveFailures,
           [tool]: ranFine ? 0 : (state.consecutiveFailures[tool] ?? 0) + 1,
         },
       };
-      const sig = state.callSignature[call_id]?.signature;
+      const sig = state.pendingSignatures[call_id];
       if (error_kind === 'timeout' && sig)
         next.timeouts = { ...state.timeouts, [sig]: (state.timeouts[sig] ?? 0) + 1 };
       return next;

@@ -1,5 +1,6 @@
 import { canonicalJson, sha256 } from '@runledger/contracts';
 import { RoundFacts, ToolFact } from './round-facts';
+import { SeenSet } from './seen-set';
 
 /**
  * Repeat-cycle detector. A round counts when its tool signatures (name +
@@ -57,11 +58,15 @@ export function fingerprintRound(r: RoundFacts): RoundFingerprint | null {
 }
 
 export interface RepeatState {
-  seen: string[];
+  seen: SeenSet<string>;
   streak: number;
   reminded: boolean;
 }
-export const initialRepeatState = (): RepeatState => ({ seen: [], streak: 0, reminded: false });
+export const initialRepeatState = (): RepeatState => ({
+  seen: SeenSet.empty(),
+  streak: 0,
+  reminded: false,
+});
 
 export type RepeatVerdict =
   | { action: 'continue'; state: RepeatState }
@@ -84,8 +89,8 @@ export function repeatStep(
 ): RepeatVerdict {
   if (fp === null || !fp.counted) return { action: 'continue', state };
   const key = `${fp.tools}|${fp.results}|${fp.subgoal}`;
-  if (!state.seen.includes(key))
-    return { action: 'continue', state: { seen: [...state.seen, key], streak: 0, reminded: false } };
+  if (!state.seen.has(key))
+    return { action: 'continue', state: { seen: state.seen.with(key), streak: 0, reminded: false } };
   const streak = state.streak + 1;
   if (state.reminded) {
     return {

@@ -19,36 +19,52 @@ export interface RoundFacts {
   tools: ToolFact[];
 }
 
-/** Tool calls in log order, each attached to the round whose ROUTER_DECIDED came before it. */
-export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
-  const facts: ToolFact[] = [];
-  const byCall = new Map<string, ToolFact>();
-  let round: number | null = null;
-  for (const e of events) {
+/**
+ * Tool facts and rounds, kept event by event: each tool call attached to the
+ * round whose ROUTER_DECIDED came before it. O(1) per event; the fold owns
+ * the facts and updates them in place as outcomes arrive.
+ */
+export class RoundFactsFold {
+  /** by call id, in log order of each call's latest intent */
+  private readonly byCall = new Map<string, ToolFact>();
+  private readonly roundList: RoundFacts[] = [];
+  /** the first round recorded under each number */
+  private readonly byRound = new Map<number, RoundFacts>();
+  private round: number | null = null;
+
+  apply(e: RuntimeEvent): void {
     switch (e.type) {
-      case 'ROUTER_DECIDED':
-        round = e.payload.round;
+      case 'ROUTER_DECIDED': {
+        this.round = e.payload.round;
+        const r: RoundFacts = { round: e.payload.round, directive: e.payload.directive, tools: [] };
+        this.roundList.push(r);
+        if (!this.byRound.has(r.round)) this.byRound.set(r.round, r);
         break;
+      }
       case 'TOOL_CALLED': {
-        // A retried call reuses its call_id; the latest attempt is the fact.
+        // A retried call reuses its call_id; the latest attempt is the fact, last in log order.
+        const prev = this.byCall.get(e.payload.call_id);
+        if (prev) {
+          this.byCall.delete(prev.call_id);
+          const tools = prev.round === null ? undefined : this.byRound.get(prev.round)?.tools;
+          if (tools) tools.splice(tools.indexOf(prev), 1);
+        }
         const fact: ToolFact = {
           call_id: e.payload.call_id,
           tool: e.payload.tool,
           args: e.payload.args,
           args_hash: e.payload.args_hash,
-          round,
+          round: this.round,
           ok: null,
           output: null,
           error: null,
         };
-        const prev = byCall.get(fact.call_id);
-        if (prev) facts.splice(facts.indexOf(prev), 1);
-        byCall.set(fact.call_id, fact);
-        facts.push(fact);
+        this.byCall.set(fact.call_id, fact);
+        if (this.round !== null) this.byRound.get(this.round)?.tools.push(fact);
         break;
       }
       case 'TOOL_COMPLETED': {
-        const f = byCall.get(e.payload.call_id);
+        const f = this.byCall.get(e.payload.call_id);
         if (f)
           Object.assign(f, {
             ok: e.payload.result.ok,
@@ -58,7 +74,7 @@ export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
         break;
       }
       case 'TOOL_FAILED': {
-        const f = byCall.get(e.payload.call_id);
+        const f = this.byCall.get(e.payload.call_id);
         if (f)
           Object.assign(f, { ok: false, output: e.payload.result?.output ?? null, error: e.payload.error });
         break;
@@ -67,21 +83,30 @@ export function toolFacts(events: readonly RuntimeEvent[]): ToolFact[] {
         break;
     }
   }
-  return facts;
+
+  /** Tool calls in log order (a retried call where its latest attempt stands). */
+  facts(): ToolFact[] {
+    return [...this.byCall.values()];
+  }
+
+  /** Rounds in log order; read-only, it is the fold's own list. */
+  get rounds(): readonly RoundFacts[] {
+    return this.roundList;
+  }
+
+  static of(events: readonly RuntimeEvent[]): RoundFactsFold {
+    const fold = new RoundFactsFold();
+    for (const e of events) fold.apply(e);
+    return fold;
+  }
 }
 
-export function roundsOf(events: readonly RuntimeEvent[]): RoundFacts[] {
-  const rounds: RoundFacts[] = [];
-  for (const e of events) {
-    if (e.type === 'ROUTER_DECIDED')
-      rounds.push({ round: e.payload.round, directive: e.payload.directive, tools: [] });
-  }
-  for (const f of toolFacts(events)) {
-    const r = rounds.find((x) => x.round === f.round);
-    if (r) r.tools.push(f);
-  }
-  return rounds;
-}
+/** Tool calls in log order, each attached to the round whose ROUTER_DECIDED came before it. */
+export const toolFacts = (events: readonly RuntimeEvent[]): ToolFact[] => RoundFactsFold.of(events).facts();
+
+export const roundsOf = (events: readonly RuntimeEvent[]): RoundFacts[] => [
+  ...RoundFactsFold.of(events).rounds,
+];
 
 /** The answer the task gives: the last respond directive's content. */
 export function finalAnswer(events: readonly RuntimeEvent[]): string | null {

@@ -1,4 +1,4 @@
-import { RuntimeEvent, StopReason } from '@runledger/contracts';
+import { EventPayload, StopReason } from '@runledger/contracts';
 import { TaskProgress } from '../progress';
 
 const TEXT: Record<StopReason, string> = {
@@ -33,11 +33,11 @@ export const stopReasonText = (reason: StopReason): string => TEXT[reason];
  * so its fail is a tool_error; a model's fail is the model's own decision to
  * give up, whatever failed before it.
  */
-export function failDirectiveStop(progress: TaskProgress, log: readonly RuntimeEvent[]): StopReason {
+export function failDirectiveStop(
+  progress: TaskProgress,
+  lastDecision: EventPayload<'ROUTER_DECIDED'> | null,
+): StopReason {
   if ([...progress.calls.values()].some((c) => c.error_kind === 'permission_denied'))
     return 'permission_denied';
-  const decided = log.findLast((e) => e.type === 'ROUTER_DECIDED');
-  return decided?.type === 'ROUTER_DECIDED' && decided.payload.source === 'sys_util'
-    ? 'tool_error'
-    : 'model_gave_up';
+  return lastDecision?.source === 'sys_util' ? 'tool_error' : 'model_gave_up';
 }

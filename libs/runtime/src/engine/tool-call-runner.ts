@@ -1,12 +1,7 @@
 import { EventPayload, NewEvent, ToolManifest, ToolResult, hashArgs } from '@runledger/contracts';
 import { PermissionService } from '@runledger/permissions';
 import { RegisteredTool, ToolRegistry } from '@runledger/tools';
-import {
-  adaptiveToolTimeout,
-  decideFailure,
-  hasExitCode,
-  toolGuardFromEvents,
-} from '../discipline/failure-policy';
+import { adaptiveToolTimeout, decideFailure, hasExitCode } from '../discipline/failure-policy';
 import { guardEvent } from '../discipline/retry-runner';
 import { priceModelCalls } from '../discipline/budgets';
 import { DisciplineSettings } from '../discipline/settings';
@@ -87,7 +82,7 @@ export class ToolCallRunner {
       return { kind: 'done', ok: false, output: null, error };
     }
     const args_hash = hashArgs(spec.tool, spec.args);
-    const verdict = await this.judge({ spec, tool, args_hash, progress: p, log: writer.log, prior });
+    const verdict = await this.judge({ spec, tool, args_hash, progress: p, fold: writer.fold, prior });
     switch (verdict.kind) {
       case 'allow':
         break;
@@ -171,7 +166,7 @@ export class ToolCallRunner {
     // A signature that timed out before gets more time now, up to the cap.
     const timeoutMs = d
       ? adaptiveToolTimeout(
-          toolGuardFromEvents(writer.log),
+          writer.fold.toolGuard,
           args_hash,
           manifest.timeout_ms,
           d.toolTimeoutBackoffFactor,

@@ -53,27 +53,51 @@ export function duplicateLabel(chain: readonly ModelBackend[]): string | null {
   return null;
 }
 
-const providerSwitches = (events: readonly RuntimeEvent[], role: Role) =>
-  events.flatMap((e) =>
-    e.type === 'GUARD_TRIGGERED' &&
-    e.payload.guard === 'fallback' &&
-    (e.payload.data.role ?? 'orchestrator') === role &&
-    typeof e.payload.data.to === 'string' &&
-    e.payload.data.to !== SYS_UTIL
-      ? [e.payload.data.to]
-      : [],
-  );
-
 /**
- * Where in the chain a role's next request starts: after the task switched to
- * a fallback provider it stays there (a provider that failed its retries is
- * not asked again in the same task, so each round does not pay for them and
- * for the model-call budget again). Read from the log, so a resumed or
- * replayed task starts where the original did.
+ * The task's switches between providers, kept event by event from its
+ * GUARD_TRIGGERED fallback events: per role, every fallback provider it
+ * switched to (each once) and the detail of the latest switch.
  */
-export function chainStart(labels: readonly string[], events: readonly RuntimeEvent[], role: Role): number {
-  return providerSwitches(events, role).reduce((at, to) => Math.max(at, labels.indexOf(to)), 0);
+export class ProviderSwitchesFold {
+  private readonly targets = new Map<Role, string[]>();
+  private readonly details = new Map<Role, string>();
+
+  apply(e: RuntimeEvent): void {
+    if (e.type !== 'GUARD_TRIGGERED' || e.payload.guard !== 'fallback') return;
+    const { role, to } = e.payload.data;
+    if (to === SYS_UTIL) return;
+    if (typeof role === 'string') this.details.set(role as Role, e.payload.detail);
+    if (typeof to !== 'string') return;
+    const key = ((role as Role | undefined) ?? 'orchestrator') as Role;
+    const seen = this.targets.get(key) ?? [];
+    if (!seen.includes(to)) this.targets.set(key, [...seen, to]);
+  }
+
+  /**
+   * Where in the chain a role's next request starts: after the task switched to
+   * a fallback provider it stays there (a provider that failed its retries is
+   * not asked again in the same task, so each round does not pay for them and
+   * for the model-call budget again). Read from the log, so a resumed or
+   * replayed task starts where the original did.
+   */
+  chainStart(labels: readonly string[], role: Role): number {
+    return (this.targets.get(role) ?? []).reduce((at, to) => Math.max(at, labels.indexOf(to)), 0);
+  }
+
+  /** The detail of the latest switch between providers for `role`: why a fallback provider answers. */
+  lastSwitch(role: Role): string | null {
+    return this.details.get(role) ?? null;
+  }
+
+  static of(events: readonly RuntimeEvent[]): ProviderSwitchesFold {
+    const fold = new ProviderSwitchesFold();
+    for (const e of events) fold.apply(e);
+    return fold;
+  }
 }
+
+export const chainStart = (labels: readonly string[], events: readonly RuntimeEvent[], role: Role): number =>
+  ProviderSwitchesFold.of(events).chainStart(labels, role);
 
 /**
  * The provider chain a recorded task went through, as labels, primary first:

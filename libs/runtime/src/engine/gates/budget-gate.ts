@@ -1,4 +1,4 @@
-import { admit, meterFromEvents, resolveBudgets, spendExceeded } from '../../discipline/budgets';
+import { admit, resolveBudgets, spendExceeded } from '../../discipline/budgets';
 import { DisciplineSettings } from '../../discipline/settings';
 import { describeStop } from '../../discipline/stop-reasons';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
@@ -11,14 +11,14 @@ import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 export class BudgetGate implements ToolGate {
   constructor(private readonly settings: DisciplineSettings) {}
 
-  check({ progress, log }: GateCall): GateVerdict {
+  check({ progress, fold }: GateCall): GateVerdict {
     const { budgets } = resolveBudgets(
       progress.budgets,
       this.settings.budgetDefaults,
       this.settings.budgetMaximums,
     );
     // Metered as the round guard meters (its characters per token for replies without reported usage).
-    const { usage } = meterFromEvents(log, { charsPerToken: this.settings.charsPerToken });
+    const { usage } = fold.meter(this.settings.charsPerToken);
     const over = admit(usage, budgets, { kind: 'tool_call' }) ?? spendExceeded(usage, budgets);
     if (!over) return ALLOW;
     return {

@@ -1,7 +1,7 @@
 import { ToolManifest, hashArgs } from '@runledger/contracts';
 import { manifestOf } from '../../testing/test-tools';
 import { EventLogBuilder } from '../../discipline/testing-events';
-import { foldProgress } from '../../progress';
+import { TaskFold } from '../../task-fold';
 import { GateCall } from './tool-gate';
 
 export interface CallOptions {
@@ -13,12 +13,13 @@ export interface CallOptions {
 
 /**
  * The call a gate judges, over the task's log so far (`given`), the way the
- * ToolCallRunner builds it: progress folded from that log, the prior intent of
+ * ToolCallRunner builds it: the task's fold of that log, the prior intent of
  * the same call id if the log has one. For the gates' unit tests.
  */
 export function callOf(given: EventLogBuilder, tool: string, o: CallOptions = {}): GateCall {
   const args = o.args ?? {};
-  const progress = foldProgress(given.taskId, given.events);
+  const fold = new TaskFold(given.taskId, given.events);
+  const progress = fold.progress;
   const call_id = o.call_id ?? 'call_9';
   return {
     spec: { call_id, tool, args, step_id: null, requiresConfirmation: o.requiresConfirmation ?? false },
@@ -28,7 +29,7 @@ export function callOf(given: EventLogBuilder, tool: string, o: CallOptions = {}
     },
     args_hash: hashArgs(tool, args),
     progress,
-    log: given.events,
+    fold,
     prior: progress.calls.get(call_id),
   };
 }

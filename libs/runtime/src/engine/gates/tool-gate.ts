@@ -1,7 +1,8 @@
-import { EventPayload, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { EventPayload, NewEvent } from '@runledger/contracts';
 import { RegisteredTool } from '@runledger/tools';
 import { Stop } from '../../ports';
 import { CallProgress, TaskProgress } from '../../progress';
+import { TaskFold } from '../../task-fold';
 import { CallSpec } from '../call-types';
 
 /** A call to a known tool, as the gates see it before it runs. */
@@ -10,7 +11,8 @@ export interface GateCall {
   tool: RegisteredTool;
   args_hash: string;
   progress: TaskProgress;
-  log: readonly RuntimeEvent[];
+  /** the task's state so far, kept by its writer */
+  fold: TaskFold;
   /** the call's intent recorded before a restart, if any */
   prior: CallProgress | undefined;
 }

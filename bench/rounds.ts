@@ -1,0 +1,141 @@
+/**
+ * npm run bench -- rounds
+ * What one round costs as a task grows: a scripted orchestrator calls a cheap
+ * in-memory tool (`tick`, new arguments every round, so the repeat detector
+ * stays quiet) for N rounds, then responds, with run discipline on and its
+ * budgets raised so nothing stops the task early. The tool stamps the time of
+ * each call; a round's cost is the time between two calls (context, routing,
+ * guards, gates, the events it appends). Printed per task length: the mean
+ * round cost of the second tenth of the rounds (the baseline, same run), of
+ * the last tenth, and their ratio, then the same for the medians (less moved
+ * by a busy machine). Flat per-round cost gives a ratio near 1. A 50-round
+ * task runs first, unreported, to warm the JIT up.
+ * Env: BENCH_ROUNDS (10,100,1000), BENCH_SYNCHRONOUS (NORMAL).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteSynchronous } from '@runledger/event-store';
+import {
+  DEFAULT_BUDGET_MAXIMUMS,
+  DEFAULT_DISCIPLINE_SETTINGS,
+  ResolvedBudgets,
+  ScriptedBackend,
+} from '@runledger/runtime';
+import { createSqliteStorage } from '@runledger/state-store';
+import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/runtime/src/testing';
+
+const ROUNDS = (process.env.BENCH_ROUNDS ?? '10,100,1000').split(',').map(Number);
+const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'NORMAL') as SqliteSynchronous;
+const WARM_UP_ROUNDS = 50;
+
+/** Budgets no bench task reaches: the rounds, not a limit, end it. */
+function roomyBudgets(rounds: number): ResolvedBudgets {
+  const calls = rounds * 4;
+  return {
+    ...DEFAULT_BUDGET_MAXIMUMS,
+    max_rounds: rounds + 2,
+    max_tool_calls: calls,
+    max_model_calls: calls,
+    max_failures: calls,
+    max_tokens: Number.MAX_SAFE_INTEGER,
+    timeout_ms: 24 * 3_600_000,
+  };
+}
+
+/** Calls to `tick` as timestamps, one per round. */
+async function runTask(rounds: number): Promise<number[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-rounds-'));
+  const storage = await createSqliteStorage({ path: join(dir, 'bench.db'), synchronous: SYNCHRONOUS });
+  const ticks: number[] = [];
+  const tools = new InMemoryToolRegistry().add(
+    {
+      name: 'tick',
+      description: 'Returns its number.',
+      args_schema: {
+        type: 'object',
+        properties: { n: { type: 'integer' } },
+        required: ['n'],
+        additionalProperties: false,
+      },
+      requires_permission: false,
+      idempotent: true,
+      timeout_ms: 30_000,
+      secrets: [],
+      sensitive_output: false,
+      entry: 'index.js',
+    },
+    async (args) => {
+      ticks.push(performance.now());
+      return args.n;
+    },
+  );
+  const script = [
+    ...Array.from({ length: rounds }, (_, n) => JSON.stringify({ type: 'tool', tool: 'tick', args: { n } })),
+    JSON.stringify({ type: 'respond', content: 'done' }),
+  ];
+  const budgets = roomyBudgets(rounds);
+  const rt = await startTestRuntime({
+    store: storage.eventStore,
+    tools,
+    permissions: new AllowAllPolicy(),
+    model: new ScriptedBackend({ orchestrator: script }),
+    discipline: { ...DEFAULT_DISCIPLINE_SETTINGS, budgetDefaults: budgets, budgetMaximums: budgets },
+    maxRounds: rounds + 2,
+    concurrency: 1,
+  });
+  try {
+    const { task_id } = await rt.runtime.submit({ input: `tick ${rounds} times` }, { source: 'api' });
+    const final = await rt.runtime.settled(task_id);
+    if (final.final?.stop_reason !== 'completed')
+      throw new Error(`bench task stopped with ${final.final?.stop_reason}: ${final.final?.detail}`);
+    if (ticks.length !== rounds) throw new Error(`expected ${rounds} tool calls, saw ${ticks.length}`);
+    return ticks;
+  } finally {
+    await rt.close();
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Gaps between consecutive ticks whose later tick falls in tenth `k` (0-based) of the rounds. */
+function roundCosts(ticks: readonly number[], k: number): number[] {
+  const size = Math.max(1, Math.floor(ticks.length / 10));
+  const from = Math.max(1, k * size);
+  const to = k === 9 ? ticks.length : Math.min(ticks.length, (k + 1) * size);
+  const gaps: number[] = [];
+  for (let i = from; i < to; i++) gaps.push(ticks[i] - ticks[i - 1]);
+  return gaps;
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return 0;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+export async function main(): Promise<void> {
+  console.log(
+    `scripted orchestrator calling an in-memory tool once per round, run discipline on, SQLite synchronous=${SYNCHRONOUS}`,
+  );
+  const bad = ROUNDS.find((n) => !Number.isInteger(n) || n < 10);
+  if (bad !== undefined) throw new Error(`BENCH_ROUNDS: ${bad} is not a whole number of at least 10`);
+  // Not reported: compiles the hot paths, so the first task measured is not the one paying for it.
+  await runTask(WARM_UP_ROUNDS);
+  for (const rounds of ROUNDS) {
+    const started = performance.now();
+    const ticks = await runTask(rounds);
+    const total = performance.now() - started;
+    const second = roundCosts(ticks, 1);
+    const last = roundCosts(ticks, 9);
+    console.log(
+      `${String(rounds).padStart(5)} rounds: ${total.toFixed(0)} ms total, ${(total / rounds).toFixed(2)} ms/round; ` +
+        `second tenth ${mean(second).toFixed(2)} ms/round (baseline), last tenth ${mean(last).toFixed(2)} ms/round, ` +
+        `ratio ${(mean(last) / mean(second)).toFixed(2)}x; medians ${median(second).toFixed(2)} / ` +
+        `${median(last).toFixed(2)} ms/round, ratio ${(median(last) / median(second)).toFixed(2)}x`,
+    );
+  }
+}
