@@ -102,6 +102,8 @@ export const EventPayloads = {
     attempt: z.number().int().positive().default(1),
     round: z.number().int().nonnegative().nullable().default(null),
     prompt_chars: z.number().int().nonnegative(),
+    /** the plan step a coder call works for, so the step's conversation can be rebuilt from the log */
+    step_id: z.string().optional(),
     /** assistant tool-call turns the request carried, and how many were malformed (checked before sending: stays 0) */
     tool_turns: z.object({ count: z.number().int().nonnegative(), malformed: z.number().int().nonnegative() }).optional(),
   }),

@@ -18,6 +18,8 @@ export interface GatewayCall {
   streamRespond?: boolean;
   /** 1 for the first try of a request, n for its (n-1)th retry */
   attempt?: number;
+  /** the plan step the call works for (a coder step), recorded on MODEL_CALLED */
+  step_id?: string;
 }
 
 /**
@@ -61,6 +63,7 @@ export class ModelGateway {
           attempt: c.attempt ?? 1,
           round: c.round,
           prompt_chars,
+          ...(c.step_id !== undefined ? { step_id: c.step_id } : {}),
           ...(turns.turns > 0 ? { tool_turns: { count: turns.turns, malformed: 0 } } : {}),
         },
       },

@@ -40,9 +40,10 @@ export type NativeReply =
       answers: ChatMessage[];
     };
 
-type CallCheck = { ok: true; args: Record<string, unknown> } | { ok: false; error: string };
+export type CallCheck = { ok: true; args: Record<string, unknown> } | { ok: false; error: string };
 
-function argsOf(call: ModelToolCall): CallCheck {
+/** a call's arguments as the object they must be */
+export function argsOf(call: ModelToolCall): CallCheck {
   let value: unknown;
   try {
     value = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);

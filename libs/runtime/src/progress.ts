@@ -110,9 +110,12 @@ export const modelCallKey = (backend: string, role: Role): string => `${backend}
 export const planIdFor = (round: number): string => `plan_${round}`;
 export const callIdFor = (round: number, stepId: string | null): string =>
   stepId ? `call_${round}_${stepId}` : `call_${round}`;
+/** the k-th tool call of the coder's reply in turn `turn` of a coder step: deterministic, so a resumed step finds it done */
+export const coderCallIdFor = (round: number, stepId: string, turn: number, k: number): string =>
+  `${callIdFor(round, stepId)}_t${turn}_${k}`;
 
-/** A result as the orchestrator reads it: command output as its text, anything else as JSON. */
-function text(v: unknown): string {
+/** A result as a model reads it: command output as its text, anything else as JSON. */
+export function resultText(v: unknown): string {
   if (typeof v === 'string') return v;
   const o = v as { stdout?: unknown; stderr?: unknown; exit_code?: unknown } | null;
   if (o && typeof o === 'object' && typeof o.stdout === 'string') {
@@ -221,7 +224,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       const plan = p.plans.get(e.payload.plan_id);
       plan?.status.set(e.payload.step_id, 'completed');
       plan?.outputs.set(e.payload.step_id, e.payload.output);
-      note(p, `step ${e.payload.step_id} completed: ${text(e.payload.output)}`, true, e.event_id);
+      note(p, `step ${e.payload.step_id} completed: ${resultText(e.payload.output)}`, true, e.event_id);
       break;
     }
     case 'STEP_FAILED': {
@@ -268,7 +271,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       if (call) Object.assign(call, { outcome: 'completed', result: e.payload.result });
       if (closesWithTool(p, e.payload.call_id)) {
         p.roundClosed = true;
-        note(p, `${e.payload.tool}: ${text(e.payload.result.output)}`, true, e.event_id);
+        note(p, `${e.payload.tool}: ${resultText(e.payload.result.output)}`, true, e.event_id);
       }
       break;
     }

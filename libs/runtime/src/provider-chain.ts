@@ -14,6 +14,8 @@ export interface ChainCall {
   chain: readonly ModelBackend[];
   role: Role;
   round: number | null;
+  /** the plan step the call works for (a coder step) */
+  step_id?: string;
   request: Omit<ModelRequest, 'role' | 'onChunk' | 'cursor'>;
   streamRespond?: boolean;
   retry: RetrySettings;
@@ -45,6 +47,7 @@ export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
           backend: provider,
           role: c.role,
           round: c.round,
+          step_id: c.step_id,
           request: c.request,
           streamRespond: c.streamRespond,
           attempt,

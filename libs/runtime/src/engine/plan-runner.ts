@@ -1,4 +1,5 @@
-import { PlanStep } from '@runledger/contracts';
+import { ModelToolCall, PlanStep } from '@runledger/contracts';
+import { ToolRegistry } from '@runledger/tools';
 import {
   ExecutionScheduler,
   StepStatus,
@@ -7,8 +8,9 @@ import {
 } from '@runledger/scheduler';
 import { NO_RETRIES, DisciplineSettings } from '../discipline/settings';
 import { ModelGateway } from '../model-gateway';
-import { ModelBackend } from '../model/model-backend';
-import { PlanProgress, callIdFor, planIdFor } from '../progress';
+import { ChatMessage, ModelBackend, ModelResponse } from '../model/model-backend';
+import { FAIL_FUNCTION, PLAN_FUNCTION, argsOf, toolFunctions } from '../native-tool-calls';
+import { PlanProgress, callIdFor, coderCallIdFor, planIdFor, resultText } from '../progress';
 import { callThroughChain } from '../provider-chain';
 import { TaskWriter } from '../task-writer';
 import { ExecOutcome, HardStop, StepOutcome } from './call-types';
@@ -22,6 +24,10 @@ export interface PlanDeps {
   /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
   coderFallbacks?: readonly ModelBackend[];
   modelTimeoutMs: number;
+  /** the tools a coder that speaks the tools protocol is offered */
+  tools: ToolRegistry;
+  /** how many tool-call replies a coder step may make before it must answer in text */
+  coderToolTurns?: number;
   /** the plan's cycle check and which steps may run now (up to the step concurrency) */
   scheduler: ExecutionScheduler;
   discipline?: DisciplineSettings;
@@ -29,6 +35,36 @@ export interface PlanDeps {
 }
 
 const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
+const CODER_TOOLS_SYSTEM =
+  'You are the coder. Do exactly what is asked; call the tools you need, then reply with the result only, as text.';
+export const DEFAULT_CODER_TOOL_TURNS = 8;
+
+/**
+ * The replies a coder step already had, in order, from the log: its MODEL_CALLED
+ * name the step, and each answered call (no error) is one turn of its conversation.
+ */
+function recordedCoderReplies(writer: TaskWriter, round: number, stepId: string): ModelResponse[] {
+  const calls = new Set<string>();
+  const replies: ModelResponse[] = [];
+  for (const e of writer.log) {
+    if (
+      e.type === 'MODEL_CALLED' &&
+      e.payload.role === 'coder' &&
+      e.payload.round === round &&
+      e.payload.step_id === stepId
+    )
+      calls.add(e.payload.call_id);
+    if (e.type === 'MODEL_RESPONDED' && calls.has(e.payload.call_id) && e.payload.error === null)
+      replies.push({
+        content: e.payload.content ?? '',
+        usage: e.payload.usage,
+        model: e.payload.model,
+        finish_reason: e.payload.finish_reason,
+        tool_calls: e.payload.tool_calls,
+      });
+  }
+  return replies;
+}
 
 /** A plan ended by a step's hard stop ends the task with that stop. */
 export const hardStopEnd = (stop: HardStop): ExecOutcome => ({
@@ -233,7 +269,15 @@ export class PlanRunner {
     }
   }
 
-  /** Retries, then the next provider, as for the orchestrator; at the end of the chain the step fails. */
+  /**
+   * Retries, then the next provider, as for the orchestrator; at the end of the
+   * chain the step fails. A coder that speaks the tools protocol is offered the
+   * tools: its calls run under the step (each through the ToolCallRunner, with
+   * an id from the step, turn and position), their results go back as tool
+   * messages, and it is asked again until it answers in text, the step's output.
+   * Replies already in the log are not asked again, and calls already done are
+   * not run again, so a suspended or interrupted step resumes where it stopped.
+   */
   private async coderStep(
     writer: TaskWriter,
     args: Record<string, unknown>,
@@ -243,6 +287,82 @@ export class PlanRunner {
   ): Promise<StepOutcome> {
     if (!this.deps.coder.modelFor('coder')) return { kind: 'failed', error: 'no coder model configured' };
     const prompt = String(args.prompt ?? step.description);
+    const withTools = this.deps.coder.speaksToolCalls('coder');
+    const messages: ChatMessage[] = [
+      { role: 'system', content: withTools ? CODER_TOOLS_SYSTEM : CODER_SYSTEM },
+      { role: 'user', content: prompt },
+    ];
+    const tools = withTools
+      ? toolFunctions(this.deps.tools.list()).filter((f) => f.name !== PLAN_FUNCTION)
+      : undefined;
+    const recorded = withTools ? recordedCoderReplies(writer, round, step.id) : [];
+    const maxTurns = this.deps.coderToolTurns ?? DEFAULT_CODER_TOOL_TURNS;
+    for (let turn = 0; ; turn++) {
+      const reply = recorded[turn] ?? (await this.askCoder(writer, messages, tools, step, round, signal));
+      if (typeof reply === 'string') return { kind: 'failed', error: reply };
+      const calls = reply.tool_calls ?? [];
+      if (calls.length === 0) return { kind: 'completed', output: reply.content };
+      const fail = calls.find((c) => c.name === FAIL_FUNCTION);
+      if (fail) {
+        const parsed = argsOf(fail);
+        const reason = parsed.ok ? String(parsed.args.reason ?? fail.arguments) : fail.arguments;
+        return { kind: 'failed', error: `coder gave up: ${reason}` };
+      }
+      if (turn + 1 >= maxTurns)
+        return { kind: 'failed', error: `coder: no text answer after ${maxTurns} tool-call replies` };
+      const answers: ChatMessage[] = [];
+      for (const [k, call] of calls.entries()) {
+        const answer = await this.runCoderCall(
+          writer,
+          call,
+          coderCallIdFor(round, step.id, turn, k),
+          step,
+          signal,
+        );
+        if (answer.kind !== 'answer') return answer;
+        answers.push({ role: 'tool', tool_call_id: call.id, content: answer.content });
+      }
+      messages.push({ role: 'assistant', content: reply.content, tool_calls: [...calls] }, ...answers);
+    }
+  }
+
+  /** one coder tool call through the ToolCallRunner: what the coder reads of it, or the suspension or stop it led to */
+  private async runCoderCall(
+    writer: TaskWriter,
+    call: ModelToolCall,
+    call_id: string,
+    step: PlanStep,
+    signal: AbortSignal,
+  ): Promise<{ kind: 'answer'; content: string } | Exclude<StepOutcome, { kind: 'completed' | 'failed' }>> {
+    const args = argsOf(call);
+    if (!args.ok) return { kind: 'answer', content: `error: ${args.error}` };
+    const out = await this.deps.toolCalls.run(
+      writer,
+      {
+        call_id,
+        tool: call.name,
+        args: args.args,
+        step_id: step.id,
+        requiresConfirmation: step.requires_confirmation,
+      },
+      signal,
+    );
+    if (out.kind !== 'done') return out;
+    return {
+      kind: 'answer',
+      content: out.ok ? resultText(out.output) : `error: ${out.error ?? 'tool failed'}`,
+    };
+  }
+
+  /** the coder's next reply down its provider chain, or why there is none */
+  private async askCoder(
+    writer: TaskWriter,
+    messages: ChatMessage[],
+    tools: ReturnType<typeof toolFunctions> | undefined,
+    step: PlanStep,
+    round: number,
+    signal: AbortSignal,
+  ): Promise<ModelResponse | string> {
     const chain = [
       this.deps.coder,
       ...(this.deps.coderFallbacks ?? []).filter((b) => b.modelFor('coder') !== null),
@@ -254,21 +374,20 @@ export class PlanRunner {
         chain,
         role: 'coder',
         round,
+        step_id: step.id,
         request: {
-          messages: [
-            { role: 'system', content: CODER_SYSTEM },
-            { role: 'user', content: prompt },
-          ],
+          messages: [...messages],
+          ...(tools ? { tools } : {}),
           timeout_ms: this.deps.modelTimeoutMs,
           signal,
         },
         retry: this.deps.discipline?.retry ?? NO_RETRIES,
         rng: this.deps.rng,
       });
-      if (out.ok) return { kind: 'completed', output: out.res.content };
-      return { kind: 'failed', error: `coder: ${(out.error as Error).message}` };
+      if (out.ok) return out.res;
+      return `coder: ${(out.error as Error).message}`;
     } catch (err) {
-      return { kind: 'failed', error: `coder: ${(err as Error).message}` };
+      return `coder: ${(err as Error).message}`;
     }
   }
 }
