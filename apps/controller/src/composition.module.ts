@@ -145,6 +145,7 @@ export class CompositionModule {
             maxRounds: c.RUNLEDGER_MAX_ROUNDS,
             concurrency: c.RUNLEDGER_CONCURRENCY,
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
+            coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,
             redact: redactSecrets,
             discipline: disciplineSettingsFrom(c),
             // the critic scores each tool outcome, then the write policy decides what memory keeps

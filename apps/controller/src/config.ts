@@ -107,6 +107,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_TOOL_OUTPUT_MAX_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(64 * 1024),
   RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(4),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
+  /** tool-call replies a coder step may make before it must answer in text (tools protocol); 8 when unset */
+  RUNLEDGER_CODER_TOOL_TURNS: intFromEnv(1, 100).optional(),
   RUNLEDGER_BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)?$/i)

@@ -166,6 +166,8 @@ export const RunSettings = z.object({
   max_rounds: z.number().int().positive(),
   /** how the orchestrator was spoken to: native tool calls or a JSON directive in the text (absent in older runs) */
   model_protocol: z.enum(['tools', 'json']).optional(),
+  /** how many tool-call replies a coder step may make before it must answer in text (absent in older runs: 8) */
+  coder_tool_turns: z.number().int().positive().optional(),
   discipline: z
     .object({
       budgets: z.object({

@@ -38,14 +38,18 @@ describe('a coder step that speaks the tools protocol', () => {
   let rt: TestRuntime;
   let coderRequests: ModelRequest[];
 
-  const build = async (script: ModelScript, permissions: PermissionService = new AllowAllPolicy()) => {
+  const build = async (
+    script: ModelScript,
+    permissions: PermissionService = new AllowAllPolicy(),
+    coderToolTurns?: number,
+  ) => {
     const model = new ScriptedBackend(script);
     const complete = model.complete.bind(model);
     model.complete = (request) => {
       if (request.role === 'coder') coderRequests.push(request);
       return complete(request);
     };
-    rt = await startTestRuntime({ store, tools: testToolRegistry(dir), permissions, model });
+    rt = await startTestRuntime({ store, tools: testToolRegistry(dir), permissions, model, coderToolTurns });
   };
   const submit = async (input: string) => {
     const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
@@ -121,7 +125,7 @@ describe('a coder step that speaks the tools protocol', () => {
   it('a coder that never answers in text fails the step after its bound of tool-call replies', async () => {
     await build({
       orchestrator: [coderPlan, '{"type":"fail","reason":"looping coder"}'],
-      coder: Array.from({ length: 8 }, (_, i) => echoCall(`m${i}`, `again ${i}`)),
+      coder: Array.from({ length: 9 }, (_, i) => echoCall(`m${i}`, `again ${i}`)),
     });
     const { task_id } = await submit('looping coder');
     const events = await store.readWholeStream(task_id);
@@ -129,6 +133,29 @@ describe('a coder step that speaks the tools protocol', () => {
     expect(ofType(events, 'STEP_FAILED').find((e) => e.payload.step_id === 'code')?.payload.error).toBe(
       'coder: no text answer after 8 tool-call replies',
     );
+  });
+
+  it('the bound is a setting, recorded with the task, and a replay keeps to the recorded one', async () => {
+    await build(
+      {
+        orchestrator: [coderPlan, '{"type":"fail","reason":"looping coder"}'],
+        coder: Array.from({ length: 4 }, (_, i) => echoCall(`m${i}`, `again ${i}`)),
+      },
+      new AllowAllPolicy(),
+      3,
+    );
+    const { task_id } = await submit('looping coder');
+    const events = await store.readWholeStream(task_id);
+    expect(ofType(events, 'TASK_RECEIVED')[0].payload.settings).toMatchObject({ coder_tool_turns: 3 });
+    expect(ofType(events, 'TOOL_CALLED')).toHaveLength(2);
+    expect(ofType(events, 'STEP_FAILED').find((e) => e.payload.step_id === 'code')?.payload.error).toBe(
+      'coder: no text answer after 3 tool-call replies',
+    );
+    const { events: replayed } = await replayTask(
+      { store, tools: testToolRegistry(dir), coderToolTurns: 8, logger: new RecordingRuntimeLogger() },
+      task_id,
+    );
+    expect(replayView(replayed)).toEqual(replayView(events));
   });
 
   it('a coder tool call that needs permission suspends the task; after allow it resumes without asking again', async () => {

@@ -29,6 +29,8 @@ export interface EngineDeps {
   /** providers that stand in for `coder` after its retries ran out (those that serve the coder role) */
   coderFallbacks?: readonly ModelBackend[];
   modelTimeoutMs: number;
+  /** how many tool-call replies a coder step may make before it must answer in text */
+  coderToolTurns?: number;
   scheduler: ExecutionScheduler;
   redact: (value: ToolResult, secrets: readonly string[]) => ToolResult;
   /** run discipline: circuit breaker, adaptive timeouts, retries of idempotent tools; off when absent */

@@ -5,6 +5,8 @@ import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/se
 /** The settings of this process that shape a run; recorded per task in TASK_RECEIVED. */
 export interface RunShaping {
   maxRounds: number;
+  /** how many tool-call replies a coder step may make before it must answer in text */
+  coderToolTurns?: number;
   discipline?: DisciplineSettings;
 }
 
@@ -18,6 +20,7 @@ export function recordRunSettings(
   return {
     max_rounds: shaping.maxRounds,
     model_protocol: modelProtocol,
+    ...(shaping.coderToolTurns !== undefined ? { coder_tool_turns: shaping.coderToolTurns } : {}),
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,
@@ -62,6 +65,7 @@ export function runShapingOf(recorded: RunSettings): Required<Pick<RunShaping, '
   const d = recorded.discipline;
   return {
     maxRounds: recorded.max_rounds,
+    ...(recorded.coder_tool_turns !== undefined ? { coderToolTurns: recorded.coder_tool_turns } : {}),
     discipline: d
       ? {
           budgetDefaults: d.budgets,

@@ -34,6 +34,7 @@ import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
 import { WorkspaceView } from './discipline/workspace-view';
 import { RedactingEventStore } from './redacting-event-store';
 import { SessionSecrets } from './session-secrets';
+import { DEFAULT_CODER_TOOL_TURNS } from './engine/plan-runner';
 
 /** How the runtime runs; every field has a default. */
 export interface RuntimeSettings {
@@ -43,6 +44,8 @@ export interface RuntimeSettings {
   /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
   stepConcurrency?: number;
   modelTimeoutMs?: number;
+  /** how many tool-call replies a coder step may make before it must answer in text (tools protocol) */
+  coderToolTurns?: number;
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;
@@ -120,6 +123,7 @@ const modelProviders: Provider[] = [
 ];
 
 const maxRoundsOf = (o: RuntimeSettings) => o.maxRounds ?? 10;
+const coderToolTurnsOf = (o: RuntimeSettings) => o.coderToolTurns ?? DEFAULT_CODER_TOOL_TURNS;
 const modelTimeoutOf = (o: RuntimeSettings) => o.modelTimeoutMs ?? o.discipline?.modelTimeoutMs ?? 60_000;
 
 /** What the loop's settings-shaped parts are built over. */
@@ -180,6 +184,7 @@ const newEngine = (
     coder,
     coderFallbacks,
     modelTimeoutMs: modelTimeoutOf(o),
+    coderToolTurns: coderToolTurnsOf(o),
     scheduler: p.scheduler,
     discipline: o.discipline,
     rng: o.rng,
@@ -382,7 +387,7 @@ function runtimeProviders(): Provider[] {
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
             recordRunSettings(
-              { maxRounds: maxRoundsOf(o), discipline: o.discipline },
+              { maxRounds: maxRoundsOf(o), coderToolTurns: coderToolTurnsOf(o), discipline: o.discipline },
               budgets,
               orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',
             ),
