@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
@@ -156,6 +156,51 @@ describe('a coder step that speaks the tools protocol', () => {
       task_id,
     );
     expect(replayView(replayed)).toEqual(replayView(events));
+  });
+
+  it('after a restart a new runtime rebuilds the coder conversation from the log: no reply asked twice, no call run twice', async () => {
+    const script: ModelScript = {
+      orchestrator: [coderPlan],
+      coder: [
+        {
+          content: '',
+          tool_calls: [{ id: 'm1', name: 'append_line', arguments: json({ path: 'log.txt', line: 'once' }) }],
+        },
+        echoCall('m2', 'guarded'),
+        'appended, then echoed',
+      ],
+    };
+    await build(script, new RuleTablePolicy({ echo: 'prompt' }));
+    const { task_id, progress } = await submit('coder across a restart');
+    expect(progress.status).toBe('awaiting_permission');
+    await rt.close();
+
+    coderRequests = [];
+    await build(script, new RuleTablePolicy({ echo: 'prompt' }));
+    await rt.runtime.resolvePermission(task_id, progress.pendingPermission!.request_id, 'allow_once');
+    const after = await rt.runtime.settled(task_id);
+    expect(after.final).toMatchObject({ stop_reason: 'completed', result: 'appended, then echoed' });
+
+    expect(readFileSync(join(dir, 'log.txt'), 'utf8')).toBe('once\n');
+    const events = await store.readWholeStream(task_id);
+    expect(ofType(events, 'TOOL_CALLED').map((e) => e.payload.call_id)).toEqual([
+      'call_1_code_t0_0',
+      'call_1_code_t1_0',
+    ]);
+    expect(ofType(events, 'MODEL_CALLED').filter((e) => e.payload.role === 'coder')).toHaveLength(3);
+    // the new runtime asked only for the last reply, with the whole conversation rebuilt
+    expect(coderRequests).toHaveLength(1);
+    expect(coderRequests[0].messages.slice(2).map((m) => m.role)).toEqual([
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
+    expect(coderRequests[0].messages[3]).toEqual({
+      role: 'tool',
+      tool_call_id: 'm1',
+      content: 'appended once',
+    });
   });
 
   it('a coder tool call that needs permission suspends the task; after allow it resumes without asking again', async () => {
