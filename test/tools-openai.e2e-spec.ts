@@ -152,6 +152,61 @@ describe('native tool calling through the openai backend (real child processes)'
     expect(replay.code).toBe(0);
   });
 
+  it('a coder step is offered the tools with its own tool_choice, runs its call under the step, and answers in text; replay matches', async () => {
+    env.RUNLEDGER_MODEL_TOOL_CALLS = JSON.stringify({
+      orchestrator: { tool_choice: 'auto' },
+      coder: { tool_choice: 'required', parallel_tool_calls: false },
+    });
+    const plan = { steps: [{ id: 'code', kind: 'coder', args: { prompt: 'summarise notes.txt' } }] };
+    server.enqueue(
+      { tool_calls: [{ id: 'call_plan', name: 'runledger_plan', arguments: JSON.stringify(plan) }] },
+      { tool_calls: [{ id: 'coder_read', name: 'file_read', arguments: '{"path":"notes.txt"}' }] },
+      { content: 'the notes say: swc' },
+      { content: 'Summary: the notes say: swc' },
+    );
+    let taskId: string;
+    try {
+      const out = await runCli(['run', 'summarise my notes', '--yes'], { cwd: dir, env });
+      expect(stderrProblems(out.stderr)).toEqual([]);
+      expect(out.code).toBe(0);
+      expect(out.stdout).toContain('Summary: the notes say: swc');
+      taskId = /task (task_\w+) received/.exec(out.stderr)![1];
+    } finally {
+      await server.close();
+    }
+
+    const chats = server.requests.filter((r) => r.path === '/v1/chat/completions');
+    expect(chats).toHaveLength(4);
+    const coderAsks = [chats[1], chats[2]];
+    for (const ask of coderAsks) {
+      expect(ask.body).toMatchObject({ tool_choice: 'required', parallel_tool_calls: false });
+      const names = (ask.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
+      expect(names).toEqual(expect.arrayContaining(['file_read', 'runledger_fail']));
+      expect(names).not.toContain('runledger_plan');
+    }
+    const sent = (chats[2].body.messages as Wire[]).slice(2);
+    expect(sent.map((m) => m.role)).toEqual(['assistant', 'tool']);
+    expect(sent[1]).toMatchObject({
+      tool_call_id: 'coder_read',
+      content: expect.stringContaining('the build uses swc'),
+    });
+
+    const events = await readStream(env.RUNLEDGER_DB, taskId);
+    expect(
+      events.flatMap((e) => (e.type === 'TOOL_CALLED' ? [[e.payload.call_id, e.payload.step_id]] : [])),
+    ).toEqual([['call_1_code_t0_0', 'code']]);
+    expect(events.find((e) => e.type === 'STEP_COMPLETED')).toMatchObject({
+      payload: { step_id: 'code', output: 'the notes say: swc' },
+    });
+
+    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    expect(stderrProblems(replay.stderr)).toEqual([]);
+    expect(replay.stdout).toMatch(
+      new RegExp(`replay matches the recording of ${taskId} \\(\\d+ events compared\\)`),
+    );
+    expect(replay.code).toBe(0);
+  });
+
   it('arguments that are not JSON get one correction turn (a tool message with the error), then the call runs', async () => {
     server.enqueue(
       { tool_calls: [{ id: 'call_bad', name: 'file_read', arguments: '{"path": notes.txt' }] },
