@@ -1,6 +1,7 @@
 import { Budgets, RuntimeEvent } from '@runledger/contracts';
 import { CriticModel, ModelCritic, criticEvents, criticInputOf } from '@runledger/critic';
-import { startTestRuntime, TestRuntime, useTempStore } from './testing';
+import { startTestRuntime, TestRuntime } from './testing';
+import { useTempStore } from './testing/temp-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
 import { ScriptedBackend } from './model/scripted-backend';
 import { ToolOutcomeHook } from './ports';

@@ -10,8 +10,8 @@ import {
   startTestRuntime,
   TestRuntime,
   testToolRegistry,
-  useTempStore,
 } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 /** The orchestrator's provider chain with scripted providers: retries, switches, stickiness, replay. */
 const settings: DisciplineSettings = {

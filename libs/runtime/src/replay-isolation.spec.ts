@@ -4,13 +4,8 @@ import { ModelBackend } from './model/model-backend';
 import { ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { replayDivergence, replayTask, replayView } from './replay';
 import { DEADLINE_PASSED } from './runtime-loop';
-import {
-  RecordingRuntimeLogger,
-  RuleTablePolicy,
-  startTestRuntime,
-  testToolRegistry,
-  useTempStore,
-} from './testing';
+import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 import { ToolRegistry } from '@runledger/tools';
 
 const tool = (name: string, args: Record<string, unknown>) =>

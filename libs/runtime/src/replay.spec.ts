@@ -9,13 +9,8 @@ import { recordedJitter, replayTask, replayView } from './replay';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
 import { backoffDelay } from './discipline/failure-policy';
 import { EventLogBuilder } from './discipline/testing-events';
-import {
-  RecordingRuntimeLogger,
-  RuleTablePolicy,
-  startTestRuntime,
-  testToolRegistry,
-  useTempStore,
-} from './testing';
+import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 describe('replayTask', () => {
   const temp = useTempStore('rl-replay-');

@@ -5,7 +5,8 @@ import { ContextBuilder } from './context-builder';
 import { ScriptedBackend } from './model/scripted-backend';
 import { MemoryRecall } from './ports';
 import { foldProgress } from './progress';
-import { AllowAllPolicy, RuleTablePolicy, startTestRuntime, testToolRegistry, useTempStore } from './testing';
+import { AllowAllPolicy, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',

@@ -13,8 +13,8 @@ import {
   startTestRuntime,
   TestRuntime,
   testToolRegistry,
-  useTempStore,
 } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
 const json = (v: unknown): string => JSON.stringify(v);
