@@ -127,15 +127,19 @@ describe('OpenTelemetry GenAI traces over OTLP/HTTP', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("a finished task's spans arrive: invoke_agent root, chat and execute_tool children, GenAI attributes", async () => {
-    const server = ServerProcess.create({
+  /** a server with the scripted model that exports its traces to the receiver quickly; `env` adds what a test is about */
+  const tracedServer = (env: Record<string, string>) =>
+    ServerProcess.create({
       RUNLEDGER_MODEL: model,
       RUNLEDGER_MEMORY: 'off',
       RUNLEDGER_TOOL_RETRIES: '0',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_SERVICE_NAME: 'runledger-e2e',
       OTEL_BSP_SCHEDULE_DELAY: '50',
+      ...env,
     });
+
+  it("a finished task's spans arrive: invoke_agent root, chat and execute_tool children, GenAI attributes", async () => {
+    const server = tracedServer({ OTEL_SERVICE_NAME: 'runledger-e2e' });
     try {
       await server.start();
       const created = await server.request('POST', '/tasks', {
@@ -258,14 +262,7 @@ describe('OpenTelemetry GenAI traces over OTLP/HTTP', () => {
   });
 
   it('OTEL_SDK_DISABLED=true keeps tracing off even with an endpoint: nothing is sent, also on shutdown', async () => {
-    const server = ServerProcess.create({
-      RUNLEDGER_MODEL: model,
-      RUNLEDGER_MEMORY: 'off',
-      RUNLEDGER_TOOL_RETRIES: '0',
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_SDK_DISABLED: 'true',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-    });
+    const server = tracedServer({ OTEL_SDK_DISABLED: 'true' });
     try {
       await server.start();
       const created = await server.request('POST', '/tasks', { input: 'read missing.txt' });

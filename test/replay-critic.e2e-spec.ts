@@ -1,10 +1,15 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
-import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
+import {
+  FakeOpenAiServer,
+  runCli,
+  startFakeOpenAiServer,
+  stderrProblems,
+  useScriptedCliFolder,
+} from '@runledger/testing';
 
 /**
  * `runledger replay` of a run scored by a model critic (a scripted model with a
@@ -47,23 +52,16 @@ async function readDb(
 jest.setTimeout(60_000);
 
 describe('runledger replay of a run with a model critic (real child processes)', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  let script: string;
+  const cli = useScriptedCliFolder('rl-replay-critic-', {
+    RUNLEDGER_MEMORY: 'on',
+    RUNLEDGER_EMBEDDER: 'hash',
+  });
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-replay-critic-'));
-    script = join(dir, 'script.json');
-    env = {
-      RUNLEDGER_DB: join(dir, 'data', 'runledger.db'),
-      RUNLEDGER_MODEL: `scripted:${script}`,
-      RUNLEDGER_MEMORY: 'on',
-      RUNLEDGER_EMBEDDER: 'hash',
-    };
-    writeFileSync(join(dir, 'notes.txt'), 'the build uses swc and jest');
-    writeFileSync(join(dir, 'todo.txt'), 'ship the replay fix');
+    writeFileSync(join(cli.dir, 'notes.txt'), 'the build uses swc and jest');
+    writeFileSync(join(cli.dir, 'todo.txt'), 'ship the replay fix');
     writeFileSync(
-      script,
+      cli.script,
       JSON.stringify({
         orchestrator: [
           tool('file_read', { path: 'notes.txt' }),
@@ -83,7 +81,6 @@ describe('runledger replay of a run with a model critic (real child processes)',
       }),
     );
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it.each([
     ['auto (a scripted critic list makes it the model critic)', 'auto'],
@@ -91,13 +88,13 @@ describe('runledger replay of a run with a model critic (real child processes)',
   ])(
     'RUNLEDGER_CRITIC=%s: replay matches the recording, exit 0, no model asked, memory untouched',
     async (_name, critic) => {
-      env.RUNLEDGER_CRITIC = critic;
-      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
+      cli.env.RUNLEDGER_CRITIC = critic;
+      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: cli.dir, env: cli.env });
       expect(stderrProblems(first.stderr)).toEqual([]);
       expect(first.code).toBe(0);
       const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
 
-      const before = await readDb(env.RUNLEDGER_DB, [taskId]);
+      const before = await readDb(cli.env.RUNLEDGER_DB, [taskId]);
       const recorded = before.streams[0];
       const criticCalls = recorded.filter((e) => e.type === 'MODEL_CALLED' && e.payload.role === 'critic');
       expect(criticCalls).toHaveLength(5);
@@ -119,9 +116,9 @@ describe('runledger replay of a run with a model critic (real child processes)',
       );
 
       // Offline: the script is gone, so any model call would fail (and diverge).
-      rmSync(script);
-      writeFileSync(script, JSON.stringify({ orchestrator: [], critic: [] }));
-      const replay = await runCli(['replay', taskId, '--json', '--save'], { cwd: dir, env });
+      rmSync(cli.script);
+      writeFileSync(cli.script, JSON.stringify({ orchestrator: [], critic: [] }));
+      const replay = await runCli(['replay', taskId, '--json', '--save'], { cwd: cli.dir, env: cli.env });
       expect(stderrProblems(replay.stderr)).toEqual([]);
       const last = JSON.parse(replay.stdout.trim().split('\n').pop()!) as {
         replay: { task_id: string; matches: boolean; compared: number; diverged_at: number | null };
@@ -129,7 +126,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
       expect(last.replay).toMatchObject({ matches: true, diverged_at: null });
       expect(replay.code).toBe(0);
 
-      const after = await readDb(env.RUNLEDGER_DB, [taskId, last.replay.task_id]);
+      const after = await readDb(cli.env.RUNLEDGER_DB, [taskId, last.replay.task_id]);
       const [original, replayed] = after.streams;
       expect(replayView(replayed)).toEqual(replayView(original));
       // the critic's part is compared, not left out
@@ -157,21 +154,21 @@ describe('runledger replay of a run with a model critic (real child processes)',
 
   it('a heuristic critic and no critic replay too', async () => {
     for (const critic of ['heuristic', 'off']) {
-      env.RUNLEDGER_CRITIC = critic;
-      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
+      cli.env.RUNLEDGER_CRITIC = critic;
+      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: cli.dir, env: cli.env });
       expect(first.code).toBe(0);
       const taskId = /task (task_\w+) received/.exec(first.stderr)![1];
-      const replay = await runCli(['replay', taskId], { cwd: dir, env });
+      const replay = await runCli(['replay', taskId], { cwd: cli.dir, env: cli.env });
       expect({ critic, code: replay.code }).toEqual({ critic, code: 0 });
       expect(replay.stdout).toMatch(new RegExp(`replay matches the recording of ${taskId}`));
-      const { streams } = await readDb(env.RUNLEDGER_DB, [taskId]);
+      const { streams } = await readDb(cli.env.RUNLEDGER_DB, [taskId]);
       expect(streams[0].filter((e) => e.type === 'CRITIC_RESULT')).toHaveLength(critic === 'off' ? 0 : 5);
     }
   });
 
   it('RUNLEDGER_MODEL=openai with the default critic (auto: the model critic): replay offline, server closed, exit 0', async () => {
     const server: FakeOpenAiServer = await startFakeOpenAiServer();
-    Object.assign(env, {
+    Object.assign(cli.env, {
       RUNLEDGER_MODEL: 'openai',
       RUNLEDGER_MODEL_PROTOCOL: 'json',
       OPENAI_BASE_URL: server.baseURL,
@@ -196,14 +193,14 @@ describe('runledger replay of a run with a model critic (real child processes)',
     );
     let taskId: string;
     try {
-      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: dir, env });
+      const first = await runCli(['run', 'read my notes', '--yes'], { cwd: cli.dir, env: cli.env });
       expect(stderrProblems(first.stderr)).toEqual([]);
       expect(first.code).toBe(0);
       taskId = /task (task_\w+) received/.exec(first.stderr)![1];
     } finally {
       await server.close();
     }
-    const { streams } = await readDb(env.RUNLEDGER_DB, [taskId]);
+    const { streams } = await readDb(cli.env.RUNLEDGER_DB, [taskId]);
     expect(
       streams[0].flatMap((e) =>
         e.type === 'MODEL_CALLED' && e.payload.role === 'critic' ? [e.payload.model] : [],
@@ -213,7 +210,7 @@ describe('runledger replay of a run with a model critic (real child processes)',
       [true, false],
     );
 
-    const replay = await runCli(['replay', taskId], { cwd: dir, env });
+    const replay = await runCli(['replay', taskId], { cwd: cli.dir, env: cli.env });
     expect(stderrProblems(replay.stderr)).toEqual([]);
     expect(replay.stdout).toMatch(
       new RegExp(`replay matches the recording of ${taskId} \\(\\d+ events compared\\)`),

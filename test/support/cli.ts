@@ -1,4 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const CLI = join(__dirname, '..', '..', 'bin', 'runledger.js');
@@ -53,4 +55,53 @@ export function stderrProblems(stderr: string): string[] {
         /^\(node:\d+\)/.test(line) ||
         /^\s+at /.test(line),
     );
+}
+
+/** A CLI spec's folder: a fresh temp dir per test, the scripted model's file in it and the env naming both. */
+export interface ScriptedCliFolder {
+  readonly dir: string;
+  /** where the spec writes the scripted model's script */
+  readonly script: string;
+  /** RUNLEDGER_DB and RUNLEDGER_MODEL in `dir`, then the spec's own settings; a test may change it for its run */
+  readonly env: Record<string, string>;
+}
+
+/**
+ * Registers a beforeEach that makes the folder (named from `prefix`) and its env, and an afterEach that
+ * removes it. Read the fields through the returned getters: they change with every test.
+ */
+export function useScriptedCliFolder(prefix: string, settings: Record<string, string>): ScriptedCliFolder {
+  let current: ScriptedCliFolder | undefined;
+  beforeEach(() => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    const script = join(dir, 'script.json');
+    current = {
+      dir,
+      script,
+      env: {
+        RUNLEDGER_DB: join(dir, 'data', 'runledger.db'),
+        RUNLEDGER_MODEL: `scripted:${script}`,
+        ...settings,
+      },
+    };
+  });
+  afterEach(() => {
+    if (current) rmSync(current.dir, { recursive: true, force: true });
+    current = undefined;
+  });
+  const folder = (): ScriptedCliFolder => {
+    if (!current) throw new Error('useScriptedCliFolder: the folder is only there inside a test');
+    return current;
+  };
+  return {
+    get dir() {
+      return folder().dir;
+    },
+    get script() {
+      return folder().script;
+    },
+    get env() {
+      return folder().env;
+    },
+  };
 }

@@ -1,5 +1,6 @@
 export * from './event-store';
 export * from './in-memory-event-store';
+export * from './wrapping-event-store';
 export * from './event-bus';
 export * from './inline-projection';
 export * from './sqlite/schema';

@@ -1,10 +1,9 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AcceptCheck } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
 import { ToolSandbox } from '@runledger/tools';
 import { RecordingRuntimeLogger, startTestRuntime } from './testing';
+import { useTempStore } from './testing/temp-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
 import { LiveWorkspaceView } from './discipline/workspace-view';
 import { ScriptedBackend } from './model/scripted-backend';
@@ -17,20 +16,13 @@ const checks: AcceptCheck[] = [
 ];
 
 describe('accept gate in the runtime: a file a shell command wrote', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-gate-rt-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const temp = useTempStore('rl-gate-rt-');
 
   /** The reported run: `echo hi > out.txt`, then an answer. */
   async function run() {
     const rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({
         orchestrator: [
@@ -40,7 +32,7 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
       }),
       discipline: DEFAULT_DISCIPLINE_SETTINGS,
       workspace: new LiveWorkspaceView(
-        new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
+        new ToolSandbox({ allowedRoot: temp.dir, mode: 'process', bwrapPath: null }),
       ),
     });
     const { task_id } = await rt.runtime.submit(
@@ -49,12 +41,12 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
     );
     const progress = await rt.runtime.settled(task_id);
     await rt.close();
-    return { task_id, progress, events: await store.readWholeStream(task_id) };
+    return { task_id, progress, events: await temp.store.readWholeStream(task_id) };
   }
 
   it('passes file_exists and content_contains from the workspace and records what it saw', async () => {
     const { progress, events } = await run();
-    expect(existsSync(join(dir, 'out.txt'))).toBe(true);
+    expect(existsSync(join(temp.dir, 'out.txt'))).toBe(true);
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'wrote out.txt' });
     const decided = events.find((e) => e.type === 'ACCEPTANCE_DECIDED');
     expect(decided?.payload).toEqual({
@@ -76,22 +68,22 @@ describe('accept gate in the runtime: a file a shell command wrote', () => {
 
   it('a replay after the file was deleted reuses the recorded verdict and matches the run', async () => {
     const { task_id } = await run();
-    rmSync(join(dir, 'out.txt'));
+    rmSync(join(temp.dir, 'out.txt'));
     const replay = await replayTask(
       {
-        store,
-        tools: testToolRegistry(dir),
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
         discipline: DEFAULT_DISCIPLINE_SETTINGS,
         // what the live composition would hand over: the replay must not use it
         workspace: new LiveWorkspaceView(
-          new ToolSandbox({ allowedRoot: dir, mode: 'process', bwrapPath: null }),
+          new ToolSandbox({ allowedRoot: temp.dir, mode: 'process', bwrapPath: null }),
         ),
         logger: new RecordingRuntimeLogger(),
       },
       task_id,
     );
     expect(replay.progress.final).toMatchObject({ stop_reason: 'completed' });
-    const original = await store.readWholeStream(task_id);
+    const original = await temp.store.readWholeStream(task_id);
     const replayed = replay.events;
     expect(replayView(replayed)).toEqual(replayView(original));
     expect(replayed.find((e) => e.type === 'ACCEPTANCE_DECIDED')?.payload).toMatchObject({ passed: true });

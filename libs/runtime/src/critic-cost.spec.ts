@@ -1,10 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Budgets, RuntimeEvent } from '@runledger/contracts';
 import { CriticModel, ModelCritic, criticEvents, criticInputOf } from '@runledger/critic';
-import { InMemoryEventStore } from '@runledger/event-store';
-import { TestRuntime, startTestRuntime } from './testing';
+import { startTestRuntime, TestRuntime } from './testing';
+import { useTempStore } from './testing/temp-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
 import { ScriptedBackend } from './model/scripted-backend';
 import { ToolOutcomeHook } from './ports';
@@ -43,16 +40,13 @@ const settings = {
 };
 
 describe("the critic's model calls cost what the price table says", () => {
-  let dir: string;
-  let store: InMemoryEventStore;
+  const temp = useTempStore('rl-critic-cost-', () => rt.close());
   let rt: TestRuntime;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-critic-cost-'));
-    store = new InMemoryEventStore();
     rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({
         orchestrator: [
@@ -64,15 +58,11 @@ describe("the critic's model calls cost what the price table says", () => {
       discipline: settings,
     });
   });
-  afterEach(async () => {
-    await rt.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   const run = async (budgets: Budgets = {}) => {
     const { task_id } = await rt.runtime.submit({ input: 'echo hi', budgets }, { source: 'cli' });
     const progress = await rt.runtime.settled(task_id);
-    return { progress, events: await store.readWholeStream(task_id) };
+    return { progress, events: await temp.store.readWholeStream(task_id) };
   };
   const criticResponse = (events: RuntimeEvent[]) =>
     events.find((e) => e.type === 'MODEL_RESPONDED' && e.payload.role === 'critic');

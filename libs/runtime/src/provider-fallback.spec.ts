@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ConfigError, RuntimeEvent } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
 import { seededRandom } from './discipline/failure-policy';
 import { ModelBackend } from './model/model-backend';
@@ -11,10 +7,11 @@ import { replayTask, replayView } from './replay';
 import {
   AllowAllPolicy,
   RecordingRuntimeLogger,
-  TestRuntime,
   startTestRuntime,
+  TestRuntime,
   testToolRegistry,
 } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 /** The orchestrator's provider chain with scripted providers: retries, switches, stickiness, replay. */
 const settings: DisciplineSettings = {
@@ -50,8 +47,7 @@ const trail = (events: RuntimeEvent[]): string[] =>
   });
 
 describe('orchestrator fallback providers', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
+  const temp = useTempStore('rl-fallback-', () => rt?.close());
   let rt: TestRuntime;
 
   const run = async (
@@ -61,8 +57,8 @@ describe('orchestrator fallback providers', () => {
     discipline = settings,
   ) => {
     rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions: new AllowAllPolicy(),
       model,
       fallbackModels,
@@ -72,17 +68,8 @@ describe('orchestrator fallback providers', () => {
     const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
     const progress = await rt.runtime.settled(task_id);
     await rt.close();
-    return { task_id, progress, events: await store.readWholeStream(task_id) };
+    return { task_id, progress, events: await temp.store.readWholeStream(task_id) };
   };
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-fallback-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(async () => {
-    await rt?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('the primary fails its retries, the next provider answers: retries and the switch are events in order', async () => {
     const { progress, events } = await run(provider('A', [ERR, ERR, ERR]), [
@@ -208,8 +195,8 @@ describe('orchestrator fallback providers', () => {
   it('providers with the same label are refused', async () => {
     await expect(
       startTestRuntime({
-        store,
-        tools: testToolRegistry(dir),
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
         permissions: new AllowAllPolicy(),
         model: provider('A', []),
         fallbackModels: [provider('A', [])],
@@ -305,8 +292,8 @@ describe('orchestrator fallback providers', () => {
     const replayed = async (taskId: string) => {
       const { events } = await replayTask(
         {
-          store,
-          tools: testToolRegistry(dir),
+          store: temp.store,
+          tools: testToolRegistry(temp.dir),
           discipline: settings,
           rng: seededRandom(3),
           logger: new RecordingRuntimeLogger(),

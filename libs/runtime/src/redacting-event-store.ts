@@ -1,13 +1,5 @@
-import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import {
-  AppendOptions,
-  AppendResult,
-  CommitListener,
-  EventStore,
-  ReadAllOptions,
-  ReadStreamOptions,
-  StoreHead,
-} from '@runledger/event-store';
+import { NewEvent } from '@runledger/contracts';
+import { AppendOptions, AppendResult, EventStore, WrappingEventStore } from '@runledger/event-store';
 import { SessionSecrets } from './session-secrets';
 
 /**
@@ -16,40 +8,16 @@ import { SessionSecrets } from './session-secrets';
  * WebSocket/SSE streams, memory and the model's context, which all read the
  * log). Reads and commit listeners are the inner store's.
  */
-export class RedactingEventStore extends EventStore {
+export class RedactingEventStore extends WrappingEventStore {
   constructor(
-    private readonly inner: EventStore,
+    inner: EventStore,
     private readonly secrets: SessionSecrets,
   ) {
-    super();
+    super(inner);
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     await this.secrets.load(() => this.inner.readAll({ types: ['SECRET_PROVIDED'] }));
     return this.inner.append(taskId, this.secrets.redactEvents(events), options);
-  }
-
-  readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {
-    return this.inner.readStream(taskId, options);
-  }
-
-  readAll(options?: ReadAllOptions): Promise<RuntimeEvent[]> {
-    return this.inner.readAll(options);
-  }
-
-  head(): Promise<StoreHead> {
-    return this.inner.head();
-  }
-
-  streamVersion(taskId: string): Promise<number> {
-    return this.inner.streamVersion(taskId);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-
-  override onCommitted(listener: CommitListener): () => void {
-    return this.inner.onCommitted(listener);
   }
 }

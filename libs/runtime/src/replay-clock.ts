@@ -1,14 +1,5 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import {
-  AppendOptions,
-  AppendResult,
-  CommitListener,
-  EventStore,
-  InMemoryEventStore,
-  ReadAllOptions,
-  ReadStreamOptions,
-  StoreHead,
-} from '@runledger/event-store';
+import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
 import { initialMeterState, meterEvolve } from './discipline/budgets';
 import { describeStop } from './discipline/stop-reasons';
 import { RunClock } from './ports';
@@ -111,45 +102,19 @@ export class RecordedClock implements RunClock {
  * A replay's own log: in memory, never the live one, every event stamped by the replay's
  * RecordedClock, which moves on as events are written.
  */
-export class RecordedClockEventStore extends EventStore {
-  private readonly log = new InMemoryEventStore();
-
+export class RecordedClockEventStore extends WrappingEventStore {
   constructor(private readonly clock: RecordedClock) {
-    super();
+    super(new InMemoryEventStore());
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const stamps = this.clock.stamps(events.length);
-    const result = await this.log.append(
+    const result = await this.inner.append(
       taskId,
       events.map((e, i) => ({ ...e, created_at: stamps[i] })),
       options,
     );
     this.clock.advance(events.length);
     return result;
-  }
-
-  readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {
-    return this.log.readStream(taskId, options);
-  }
-
-  readAll(options?: ReadAllOptions): Promise<RuntimeEvent[]> {
-    return this.log.readAll(options);
-  }
-
-  head(): Promise<StoreHead> {
-    return this.log.head();
-  }
-
-  streamVersion(taskId: string): Promise<number> {
-    return this.log.streamVersion(taskId);
-  }
-
-  close(): Promise<void> {
-    return this.log.close();
-  }
-
-  override onCommitted(listener: CommitListener): () => void {
-    return this.log.onCommitted(listener);
   }
 }

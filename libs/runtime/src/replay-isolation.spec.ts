@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/settings';
 import { ModelBackend } from './model/model-backend';
 import { ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { replayDivergence, replayTask, replayView } from './replay';
 import { DEADLINE_PASSED } from './runtime-loop';
 import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 import { ToolRegistry } from '@runledger/tools';
 
 const tool = (name: string, args: Record<string, unknown>) =>
@@ -47,22 +44,15 @@ const usageOf = (events: RuntimeEvent[]): TaskUsage | null => {
 };
 
 describe('replayTask: isolated from the live log, the environment and the wall clock', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-replay-iso-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const temp = useTempStore('rl-replay-iso-');
 
   async function record(
     model: ModelBackend,
     options: { discipline: DisciplineSettings; tools?: ToolRegistry; budgets?: Record<string, number> },
   ): Promise<RuntimeEvent[]> {
     const rt = await startTestRuntime({
-      store,
-      tools: options.tools ?? testToolRegistry(dir),
+      store: temp.store,
+      tools: options.tools ?? testToolRegistry(temp.dir),
       permissions: new RuleTablePolicy({}),
       model,
       discipline: options.discipline,
@@ -73,22 +63,22 @@ describe('replayTask: isolated from the live log, the environment and the wall c
     );
     await rt.runtime.settled(task_id);
     await rt.close();
-    return store.readWholeStream(task_id);
+    return temp.store.readWholeStream(task_id);
   }
 
   /** Replays under `discipline` (this process's settings), checking the live log is left as it was. */
   async function replay(
     taskId: string,
     discipline: DisciplineSettings,
-    tools: ToolRegistry = testToolRegistry(dir),
+    tools: ToolRegistry = testToolRegistry(temp.dir),
   ) {
-    const before = await store.readAll();
+    const before = await temp.store.readAll();
     const result = await replayTask(
-      { store, tools, discipline, logger: new RecordingRuntimeLogger() },
+      { store: temp.store, tools, discipline, logger: new RecordingRuntimeLogger() },
       taskId,
     );
-    expect(await store.readAll()).toEqual(before);
-    expect(await store.streamVersion(result.task_id)).toBe(0);
+    expect(await temp.store.readAll()).toEqual(before);
+    expect(await temp.store.streamVersion(result.task_id)).toBe(0);
     expect(result.saved).toBe(false);
     return result;
   }
@@ -110,7 +100,11 @@ describe('replayTask: isolated from the live log, the environment and the wall c
   it('a task the round guard stopped on its time budget replays to that stop, by the recorded clock', async () => {
     const recorded = await record(
       new ScriptedBackend({ orchestrator: [tool('crunch', {}), respond('done')] }),
-      { discipline: DEFAULT_DISCIPLINE_SETTINGS, tools: blocking(dir, 300), budgets: { timeout_ms: 100 } },
+      {
+        discipline: DEFAULT_DISCIPLINE_SETTINGS,
+        tools: blocking(temp.dir, 300),
+        budgets: { timeout_ms: 100 },
+      },
     );
     const final = recorded[recorded.length - 1];
     // judged before the next round from the log's times, not by the deadline timer (held up by the tool)
@@ -119,7 +113,7 @@ describe('replayTask: isolated from the live log, the environment and the wall c
       payload: { stop_reason: 'timeout', detail: expect.stringMatching(/task ran \d+ ms, over its 100 ms/) },
     });
     // the replay runs in well under the budget by the wall clock; only the recorded times can stop it
-    const { events } = await replay(recorded[0].task_id, DEFAULT_DISCIPLINE_SETTINGS, blocking(dir, 0));
+    const { events } = await replay(recorded[0].task_id, DEFAULT_DISCIPLINE_SETTINGS, blocking(temp.dir, 0));
     expect(replayDivergence(recorded, events)).toBeNull();
     expect(replayView(events)).toEqual(replayView(recorded));
   });
@@ -164,7 +158,7 @@ describe('replayTask: isolated from the live log, the environment and the wall c
     const [received, ...rest] = recorded;
     if (received.type !== 'TASK_RECEIVED') throw new Error('not a task');
     const { settings: _recorded, ...payload } = received.payload;
-    await store.append(
+    await temp.store.append(
       'task_old',
       [
         { type: 'TASK_RECEIVED', payload },
@@ -173,7 +167,7 @@ describe('replayTask: isolated from the live log, the environment and the wall c
       { expected: 'no_stream' },
     );
     const { events } = await replay('task_old', DEFAULT_DISCIPLINE_SETTINGS);
-    expect(replayDivergence(await store.readWholeStream('task_old'), events)).toBeNull();
+    expect(replayDivergence(await temp.store.readWholeStream('task_old'), events)).toBeNull();
     expect(events[0].type === 'TASK_RECEIVED' && events[0].payload.settings).toBeUndefined();
   });
 
@@ -183,12 +177,12 @@ describe('replayTask: isolated from the live log, the environment and the wall c
       { discipline: DEFAULT_DISCIPLINE_SETTINGS, budgets: { timeout_ms: 150 } },
     );
     const result = await replayTask(
-      { store, tools: testToolRegistry(dir), logger: new RecordingRuntimeLogger() },
+      { store: temp.store, tools: testToolRegistry(temp.dir), logger: new RecordingRuntimeLogger() },
       recorded[0].task_id,
       { save: true },
     );
     expect(result.saved).toBe(true);
-    const saved = await store.readWholeStream(result.task_id);
+    const saved = await temp.store.readWholeStream(result.task_id);
     expect(saved).toEqual(result.events);
     expect(saved[saved.length - 1]).toMatchObject({
       type: 'TASK_FAILED',
@@ -242,8 +236,8 @@ describe('replayTask: isolated from the live log, the environment and the wall c
     /** Forks the source after its tool call in a process with 3 retries and ten times the prices. */
     const forkWith = async (orchestrator: ScriptItem[]) => {
       const rt = await startTestRuntime({
-        store,
-        tools: testToolRegistry(dir),
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
         permissions: new RuleTablePolicy({}),
         // a script serves a task's calls by their index in its log: the source's first call is copied
         model: new ScriptedBackend({ orchestrator: ['(the copied call)', ...orchestrator] }),
@@ -252,7 +246,7 @@ describe('replayTask: isolated from the live log, the environment and the wall c
       try {
         const { task_id } = await rt.runtime.fork(source[0].task_id, afterTool);
         await rt.runtime.settled(task_id);
-        return await store.readWholeStream(task_id);
+        return await temp.store.readWholeStream(task_id);
       } finally {
         await rt.close();
       }

@@ -10,16 +10,10 @@ import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from './discipline/se
 import { backoffDelay } from './discipline/failure-policy';
 import { EventLogBuilder } from './discipline/testing-events';
 import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 describe('replayTask', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-replay-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const temp = useTempStore('rl-replay-');
 
   async function record(
     model: ModelBackend,
@@ -28,8 +22,8 @@ describe('replayTask', () => {
     discipline?: DisciplineSettings,
   ) {
     const rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions: policy,
       model,
       discipline,
@@ -42,18 +36,23 @@ describe('replayTask', () => {
 
   async function expectSameRun(taskId: string, discipline?: DisciplineSettings) {
     // Replaying must not touch the workspace: remove what the original run wrote.
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(temp.dir, { recursive: true, force: true });
     const { events: replayed } = await replayTask(
-      { store, tools: testToolRegistry(dir), discipline, logger: new RecordingRuntimeLogger() },
+      {
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
+        discipline,
+        logger: new RecordingRuntimeLogger(),
+      },
       taskId,
     );
-    const original = await store.readWholeStream(taskId);
+    const original = await temp.store.readWholeStream(taskId);
     expect(replayView(replayed)).toEqual(replayView(original));
     return replayed;
   }
 
   it('a sys_util plan replays event for event without running a tool', async () => {
-    writeFileSync(join(dir, 'in.txt'), 'recorded content');
+    writeFileSync(join(temp.dir, 'in.txt'), 'recorded content');
     const id = await record(new SysUtilBackend(), 'run echo hi then read in.txt');
     const replayed = await expectSameRun(id);
     expect(replayed[replayed.length - 1]).toMatchObject({

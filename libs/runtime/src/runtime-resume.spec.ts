@@ -1,13 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NewEvent, ToolManifest, hashArgs } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
 import { ContextBuilder } from './context-builder';
 import { ScriptedBackend } from './model/scripted-backend';
 import { MemoryRecall } from './ports';
 import { foldProgress } from './progress';
 import { AllowAllPolicy, RuleTablePolicy, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',
@@ -51,8 +50,7 @@ const called = (
 });
 
 describe('resuming from the log (a new runtime on the same store, as after a restart)', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
+  const temp = useTempStore('rl-resume-unit-');
   /** a fresh runtime's controller; dropped without close, as a crashed process leaves its store */
   const runtime = async (
     script: ConstructorParameters<typeof ScriptedBackend>[0],
@@ -60,21 +58,15 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   ) =>
     (
       await startTestRuntime({
-        store,
-        tools: testToolRegistry(dir),
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
         permissions,
         model: new ScriptedBackend(script),
       })
     ).runtime;
 
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-resume-unit-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
   it('an idempotent call with an intent and no outcome runs again (attempt 2)', async () => {
-    await store.append(
+    await temp.store.append(
       'task_a',
       [
         received('echo'),
@@ -88,7 +80,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     expect(await sut.resumeUnfinished()).toEqual(['task_a']);
     const p = await sut.settled('task_a');
     expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'after resume' });
-    const calls = (await store.readWholeStream('task_a')).filter((e) => e.type === 'TOOL_CALLED');
+    const calls = (await temp.store.readWholeStream('task_a')).filter((e) => e.type === 'TOOL_CALLED');
     expect(calls.map((e) => e.payload)).toEqual([
       expect.objectContaining({ attempt: 1 }),
       expect.objectContaining({ attempt: 2 }),
@@ -97,7 +89,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   });
 
   it('a non-idempotent call without outcome becomes outcome_unknown and is not run', async () => {
-    await store.append(
+    await temp.store.append(
       'task_b',
       [
         received('append'),
@@ -110,7 +102,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     const sut = await runtime({ orchestrator: ['{"type":"fail","reason":"unsure"}'] });
     await sut.resumeUnfinished();
     await sut.settled('task_b');
-    const events = await store.readWholeStream('task_b');
+    const events = await temp.store.readWholeStream('task_b');
     expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
     expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
       error_kind: 'outcome_unknown',
@@ -139,11 +131,11 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   });
 
   it('a round whose context was built but not decided is decided again under the same number', async () => {
-    await store.append('task_c', [received('say hi'), context(1)], { expected: 'no_stream' });
+    await temp.store.append('task_c', [received('say hi'), context(1)], { expected: 'no_stream' });
     const sut = await runtime({ orchestrator: ['{"type":"respond","content":"hi"}'] });
     await sut.resumeUnfinished();
     await sut.settled('task_c');
-    const events = await store.readWholeStream('task_c');
+    const events = await temp.store.readWholeStream('task_c');
     expect(events.filter((e) => e.type === 'ROUTER_DECIDED').map((e) => e.payload)).toEqual([
       expect.objectContaining({ round: 1 }),
     ]);
@@ -159,10 +151,10 @@ describe('resuming from the log (a new runtime on the same store, as after a res
       ],
     });
     const { task_id } = await first.submit({ input: 'slow' }, { source: 'api' });
-    while (!(await store.readWholeStream(task_id)).some((e) => e.type === 'TOOL_CALLED'))
+    while (!(await temp.store.readWholeStream(task_id)).some((e) => e.type === 'TOOL_CALLED'))
       await new Promise((r) => setTimeout(r, 10));
     await first.close();
-    const atShutdown = await store.readWholeStream(task_id);
+    const atShutdown = await temp.store.readWholeStream(task_id);
     expect(atShutdown.map((e) => e.type)).not.toContain('TOOL_FAILED');
     expect(foldProgress(task_id, atShutdown).final).toBeNull();
 
@@ -174,7 +166,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     });
     expect(await second.resumeUnfinished()).toEqual([task_id]);
     await second.settled(task_id);
-    const events = await store.readWholeStream(task_id);
+    const events = await temp.store.readWholeStream(task_id);
     expect(events.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
       error_kind: 'outcome_unknown',
     });
@@ -191,7 +183,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     const { task_id } = await original.submit({ input: 'write once then answer' }, { source: 'api' });
     await original.settled(task_id);
     await original.close();
-    const source = await store.readWholeStream(task_id);
+    const source = await temp.store.readWholeStream(task_id);
     const at = source.find((e) => e.type === 'TOOL_COMPLETED')!.sequence;
 
     const second = await runtime({
@@ -200,12 +192,12 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     const fork = await second.fork(task_id, at);
     const p = await second.settled(fork.task_id);
     expect(p.final).toMatchObject({ stop_reason: 'completed', result: 'B' });
-    const events = await store.readWholeStream(fork.task_id);
+    const events = await temp.store.readWholeStream(fork.task_id);
     expect(events[0].payload).toMatchObject({ source: 'fork', forked_from: { task_id, sequence: at } });
     expect(events.slice(1, at).map((e) => e.type)).toEqual(source.slice(1, at).map((e) => e.type));
     expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
-    expect(readFileSync(join(dir, 'f.txt'), 'utf8')).toBe('once\n');
-    expect((await store.readWholeStream(task_id)).length).toBe(source.length);
+    expect(readFileSync(join(temp.dir, 'f.txt'), 'utf8')).toBe('once\n');
+    expect((await temp.store.readWholeStream(task_id)).length).toBe(source.length);
     await expect(second.fork(task_id, source.length + 1)).rejects.toThrow(/sequence must be between/);
     await second.close();
   });
@@ -213,8 +205,8 @@ describe('resuming from the log (a new runtime on the same store, as after a res
   it('runs no more tasks at once than its concurrency', async () => {
     const slow = { content: '{"type":"respond","content":"ok"}', delay_ms: 100 };
     const rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator: [slow] }),
       concurrency: 1,
@@ -225,7 +217,7 @@ describe('resuming from the log (a new runtime on the same store, as after a res
     await Promise.all(ids.map((id) => rt.runtime.settled(id)));
     const spans = await Promise.all(
       ids.map(async (id) => {
-        const ev = await store.readWholeStream(id);
+        const ev = await temp.store.readWholeStream(id);
         return [ev.find((e) => e.type === 'CONTEXT_BUILT')!.position, ev[ev.length - 1].position];
       }),
     );

@@ -1,28 +1,26 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventType, RuntimeEvent } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { ModelBackend } from './model/model-backend';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
 import { SysUtilBackend } from './model/sys-util';
 import {
   AllowAllPolicy,
+  manifestOf,
   RecordingRuntimeLogger,
   RuleTablePolicy,
-  TestRuntime,
-  manifestOf,
   startTestRuntime,
+  TestRuntime,
   testToolRegistry,
 } from './testing';
+import { useTempStore } from './testing/temp-store';
 
 const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
 const json = (v: unknown): string => JSON.stringify(v);
 
 describe('RuntimeController with the in-memory store', () => {
-  let dir: string;
-  let store: InMemoryEventStore;
+  const temp = useTempStore('rl-runtime-', () => rt?.close());
   let rt: TestRuntime;
 
   const build = async (
@@ -31,8 +29,8 @@ describe('RuntimeController with the in-memory store', () => {
     extra: Partial<Parameters<typeof startTestRuntime>[0]> = {},
   ) => {
     rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(dir),
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
       permissions,
       model,
       ...extra,
@@ -43,21 +41,12 @@ describe('RuntimeController with the in-memory store', () => {
   const run = async (input: string) => {
     const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
     const progress = await rt.runtime.settled(task_id);
-    return { task_id, progress, events: await store.readWholeStream(task_id) };
+    return { task_id, progress, events: await temp.store.readWholeStream(task_id) };
   };
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-runtime-'));
-    store = new InMemoryEventStore();
-  });
-  afterEach(async () => {
-    await rt?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('sys_util runs "run A then read B" as a two-step plan and answers with the results in round 2', async () => {
     await build(new SysUtilBackend());
-    writeFileSync(join(dir, 'f.txt'), 'file body');
+    writeFileSync(join(temp.dir, 'f.txt'), 'file body');
     const { progress, events } = await run('run echo hello then read f.txt');
     expect(progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(types(events)).toEqual([
@@ -266,7 +255,7 @@ describe('RuntimeController with the in-memory store', () => {
     await expect(rt.runtime.resolvePermission(task_id, req.request_id, 'allow_once')).rejects.toThrow(
       /not pending/,
     );
-    const t = types(await store.readWholeStream(task_id));
+    const t = types(await temp.store.readWholeStream(task_id));
     expect(t.indexOf('PERMISSION_RESOLVED')).toBeLessThan(t.indexOf('TOOL_CALLED'));
   });
 
@@ -317,11 +306,11 @@ describe('RuntimeController with the in-memory store', () => {
   });
 
   it('a secret is asked for, used by the tool, redacted from its output and never logged', async () => {
-    const tools = testToolRegistry(dir);
+    const tools = testToolRegistry(temp.dir);
     const m = manifestOf('whoami', { description: 'prints the token', secrets: ['API_TOKEN'] });
     tools.add(m, async (_a, ctx) => `token is ${ctx.secrets.get('API_TOKEN')}`);
     rt = await startTestRuntime({
-      store,
+      store: temp.store,
       tools,
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({
@@ -334,7 +323,7 @@ describe('RuntimeController with the in-memory store', () => {
     expect(waiting.pendingSecret).toMatchObject({ secret_name: 'API_TOKEN' });
     await rt.runtime.provideSecret(task_id, waiting.pendingSecret!.request_id, 's3cr3t-value');
     expect((await rt.runtime.settled(task_id)).status).toBe('completed');
-    const log = json(await store.readWholeStream(task_id));
+    const log = json(await temp.store.readWholeStream(task_id));
     expect(log).not.toContain('s3cr3t-value');
     expect(log).toContain('token is [REDACTED]');
   });
@@ -374,7 +363,7 @@ describe('RuntimeController with the in-memory store', () => {
       rt.runtime.submit({ input: 'run echo other' }, { source: 'api', idempotency_key: 'k1' }),
     ).rejects.toThrow(/different request/);
     await rt.runtime.settled(results[0].task_id);
-    const received = (await store.readAll({ types: ['TASK_RECEIVED'] })).length;
+    const received = (await temp.store.readAll({ types: ['TASK_RECEIVED'] })).length;
     expect(received).toBe(1);
   });
 
@@ -385,14 +374,14 @@ describe('RuntimeController with the in-memory store', () => {
       ],
     });
     const { task_id } = await rt.runtime.submit({ input: 'slow' }, { source: 'cli' });
-    for (let i = 0; i < 100 && !types(await store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++)
+    for (let i = 0; i < 100 && !types(await temp.store.readWholeStream(task_id)).includes('TOOL_CALLED'); i++)
       await new Promise((r) => setTimeout(r, 10));
     const started = Date.now();
     await rt.runtime.cancel(task_id);
     expect(Date.now() - started).toBeLessThan(2000);
     const p = await rt.runtime.settled(task_id);
     expect(p.final?.stop_reason).toBe('cancelled');
-    expect(() => readFileSync(join(dir, 'slow.txt'))).toThrow();
+    expect(() => readFileSync(join(temp.dir, 'slow.txt'))).toThrow();
   });
 
   it('coder and respond steps: the coder role answers, a respond step ends the task with the plan output', async () => {
@@ -439,7 +428,7 @@ describe('RuntimeController with the in-memory store', () => {
   });
 
   it('a memory step calls memory_search / memory_insert through the registry', async () => {
-    const tools = testToolRegistry(dir);
+    const tools = testToolRegistry(temp.dir);
     const seen: unknown[] = [];
     tools.add(manifestOf('memory_insert'), async (a) => (seen.push(['insert', a]), 'stored'));
     tools.add(manifestOf('memory_search'), async (a) => (seen.push(['search', a]), ['hit']));
@@ -451,7 +440,7 @@ describe('RuntimeController with the in-memory store', () => {
       ],
     };
     rt = await startTestRuntime({
-      store,
+      store: temp.store,
       tools,
       permissions: new AllowAllPolicy(),
       model: new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"ok"}'] }),
@@ -478,13 +467,13 @@ describe('RuntimeController with the in-memory store', () => {
         },
       ],
     };
-    writeFileSync(join(dir, 'x.txt'), 'content');
+    writeFileSync(join(temp.dir, 'x.txt'), 'content');
     await build(new ScriptedBackend({ orchestrator: [json(plan), '{"type":"respond","content":"done"}'] }));
     const { task_id, progress } = await run('confirm a step');
     expect(progress.status).toBe('awaiting_permission');
     await rt.runtime.resolvePermission(task_id, progress.pendingPermission!.request_id, 'allow_once');
     expect((await rt.runtime.settled(task_id)).final?.stop_reason).toBe('completed');
-    const events = await store.readWholeStream(task_id);
+    const events = await temp.store.readWholeStream(task_id);
     const count = (t: EventType, id: string) =>
       events.filter((e) => e.type === t && (e.payload as { step_id?: string }).step_id === id).length;
     expect([

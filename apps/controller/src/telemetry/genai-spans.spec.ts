@@ -75,6 +75,25 @@ const toolResult = (ok: boolean, output: unknown) => ({
   error: ok ? null : 'exit code 1',
 });
 
+const toolCompleted = (
+  call_id: string,
+  result: ReturnType<typeof toolResult>,
+  tool = 'fs_read',
+  duration_ms = 1,
+) => ({
+  call_id,
+  tool,
+  result,
+  duration_ms,
+});
+
+const taskCompleted = (result: string, usage: ReturnType<typeof taskUsage>) => ({
+  stop_reason: 'completed',
+  detail: 'done',
+  usage,
+  result,
+});
+
 /** a task with one model call, one tool call, then a completion */
 function completedTask(taskId = 'task_1') {
   return newLog(taskId)
@@ -82,16 +101,8 @@ function completedTask(taskId = 'task_1') {
     .add('MODEL_CALLED', called('mc_1'), 10)
     .add('MODEL_RESPONDED', responded('mc_1'), 110)
     .add('TOOL_CALLED', toolCalled('tc_1'), 120)
-    .add(
-      'TOOL_COMPLETED',
-      { call_id: 'tc_1', tool: 'fs_read', result: toolResult(true, 'hello'), duration_ms: 5 },
-      125,
-    )
-    .add(
-      'TASK_COMPLETED',
-      { stop_reason: 'completed', detail: 'done', usage: taskUsage(120, 30), result: 'hello' },
-      200,
-    );
+    .add('TOOL_COMPLETED', toolCompleted('tc_1', toolResult(true, 'hello'), 'fs_read', 5), 125)
+    .add('TASK_COMPLETED', taskCompleted('hello', taskUsage(120, 30)), 200);
 }
 
 const byOperation = (spans: SpanDescription[], op: string) => spans.filter((s) => s.operation === op);
@@ -218,11 +229,7 @@ describe('taskSpans', () => {
         40,
       )
       .add('TOOL_CALLED', toolCalled('tc_2', 'shell'), 50)
-      .add(
-        'TOOL_COMPLETED',
-        { call_id: 'tc_2', tool: 'shell', result: toolResult(false, ''), duration_ms: 1 },
-        60,
-      )
+      .add('TOOL_COMPLETED', toolCompleted('tc_2', toolResult(false, ''), 'shell'), 60)
       .add('TASK_FAILED', { stop_reason: 'tool_error', detail: 'shell failed', usage: taskUsage(0, 0) }, 70);
 
     const [root, chat, timedOut, shell] = taskSpans(log.events, { captureContent: false });
@@ -262,16 +269,8 @@ describe('taskSpans', () => {
       .add('TASK_RECEIVED', { input: 'x', session_id: 'sess_1' }, 0)
       .add('TOOL_CALLED', toolCalled('tc_1'), 10)
       .add('TOOL_CALLED', { ...toolCalled('tc_1'), attempt: 2 }, 50)
-      .add(
-        'TOOL_COMPLETED',
-        { call_id: 'tc_1', tool: 'fs_read', result: toolResult(true, 'ok'), duration_ms: 1 },
-        60,
-      )
-      .add(
-        'TASK_COMPLETED',
-        { stop_reason: 'completed', detail: 'done', usage: taskUsage(0, 0), result: 'ok' },
-        70,
-      );
+      .add('TOOL_COMPLETED', toolCompleted('tc_1', toolResult(true, 'ok')), 60)
+      .add('TASK_COMPLETED', taskCompleted('ok', taskUsage(0, 0)), 70);
 
     const tools = byOperation(taskSpans(log.events, { captureContent: false }), 'execute_tool');
     expect(tools.map((s) => [s.start_ms - T0, s.end_ms - T0, s.status.code])).toEqual([

@@ -145,58 +145,76 @@ function invokeAgentSpan(
   options: SpanMappingOptions,
 ): SpanDescription {
   const { stop_reason, usage, detail } = final.payload;
-  const attributes: Record<string, SpanAttributeValue> = {
-    [GEN_AI.OPERATION_NAME]: 'invoke_agent',
-    [GEN_AI.AGENT_NAME]: AGENT_NAME,
-    [GEN_AI.CONVERSATION_ID]: received.session_id,
-    [GEN_AI.USAGE_INPUT_TOKENS]: usage.prompt_tokens,
-    [GEN_AI.USAGE_OUTPUT_TOKENS]: usage.completion_tokens,
-    [RUNLEDGER_ATTR.STOP_REASON]: stop_reason,
-    [RUNLEDGER_ATTR.COST_USD]: usage.cost_usd,
-    ...common,
-  };
+  const span = describeSpan(
+    'invoke_agent',
+    AGENT_NAME,
+    'internal',
+    { id: received.task_id, parent_id: null, start: received.created_at, end: final.created_at },
+    {
+      [GEN_AI.AGENT_NAME]: AGENT_NAME,
+      [GEN_AI.CONVERSATION_ID]: received.session_id,
+      [GEN_AI.USAGE_INPUT_TOKENS]: usage.prompt_tokens,
+      [GEN_AI.USAGE_OUTPUT_TOKENS]: usage.completion_tokens,
+      [RUNLEDGER_ATTR.STOP_REASON]: stop_reason,
+      [RUNLEDGER_ATTR.COST_USD]: usage.cost_usd,
+    },
+    common,
+  );
+  const attributes = span.attributes;
   if (options.captureContent) {
     attributes[GEN_AI.INPUT_MESSAGES] = messages('user', received.payload.input);
     const result = final.type === 'TASK_CANCELLED' ? null : final.payload.result;
     if (result !== null) attributes[GEN_AI.OUTPUT_MESSAGES] = messages('assistant', result, stop_reason);
   }
-  const failed = final.type === 'TASK_FAILED';
-  if (failed) attributes[GEN_AI.ERROR_TYPE] = stop_reason;
+  if (final.type === 'TASK_FAILED') {
+    attributes[GEN_AI.ERROR_TYPE] = stop_reason;
+    span.status = { code: 'error', message: detail };
+  }
+  return span;
+}
+
+/**
+ * The parts every span shares: named `<operation> <subject>`, tagged with its GenAI operation and the
+ * task's common attributes, status unset; `end` defaults to `start` until an outcome closes the span.
+ */
+function describeSpan(
+  operation: SpanDescription['operation'],
+  subject: string,
+  kind: SpanDescription['kind'],
+  at: { id: string; parent_id: string | null; start: string; end?: string },
+  attributes: Record<string, SpanAttributeValue>,
+  common: Record<string, string>,
+): SpanDescription {
   return {
-    id: received.task_id,
-    parent_id: null,
-    name: `invoke_agent ${AGENT_NAME}`,
-    operation: 'invoke_agent',
-    kind: 'internal',
-    start_ms: Date.parse(received.created_at),
-    end_ms: Date.parse(final.created_at),
-    attributes,
-    status: failed ? { code: 'error', message: detail } : { code: 'unset' },
+    id: at.id,
+    parent_id: at.parent_id,
+    name: `${operation} ${subject}`,
+    operation,
+    kind,
+    start_ms: Date.parse(at.start),
+    end_ms: Date.parse(at.end ?? at.start),
+    attributes: { [GEN_AI.OPERATION_NAME]: operation, ...attributes, ...common },
+    status: { code: 'unset' },
   };
 }
 
 function chatSpan(e: Of<'MODEL_CALLED'>, parent: string, common: Record<string, string>): SpanDescription {
   const { model, backend, role, attempt } = e.payload;
-  return {
-    id: e.event_id,
-    parent_id: parent,
-    name: `chat ${model}`,
-    operation: 'chat',
-    kind: 'client',
-    start_ms: Date.parse(e.created_at),
-    end_ms: Date.parse(e.created_at),
-    attributes: {
-      [GEN_AI.OPERATION_NAME]: 'chat',
+  return describeSpan(
+    'chat',
+    model,
+    'client',
+    { id: e.event_id, parent_id: parent, start: e.created_at },
+    {
       [GEN_AI.PROVIDER_NAME]: backend,
       [GEN_AI.SYSTEM]: backend,
       [GEN_AI.REQUEST_MODEL]: model,
       [GEN_AI.CONVERSATION_ID]: e.session_id,
       [RUNLEDGER_ATTR.MODEL_ROLE]: role,
       [RUNLEDGER_ATTR.MODEL_ATTEMPT]: attempt,
-      ...common,
     },
-    status: { code: 'unset' },
-  };
+    common,
+  );
 }
 
 function respond(span: SpanDescription, e: Of<'MODEL_RESPONDED'>, options: SpanMappingOptions): void {
@@ -220,28 +238,23 @@ function toolSpan(
   common: Record<string, string>,
   options: SpanMappingOptions,
 ): SpanDescription {
-  const attributes: Record<string, SpanAttributeValue> = {
-    [GEN_AI.OPERATION_NAME]: 'execute_tool',
-    [GEN_AI.TOOL_NAME]: tool,
-    [GEN_AI.TOOL_TYPE]: 'function',
-    [GEN_AI.TOOL_CALL_ID]: callId,
-    ...common,
-  };
+  const span = describeSpan(
+    'execute_tool',
+    tool,
+    'internal',
+    { id: e.event_id, parent_id: parent, start: e.created_at },
+    {
+      [GEN_AI.TOOL_NAME]: tool,
+      [GEN_AI.TOOL_TYPE]: 'function',
+      [GEN_AI.TOOL_CALL_ID]: callId,
+    },
+    common,
+  );
   if (e.type === 'TOOL_CALLED') {
-    attributes[RUNLEDGER_ATTR.TOOL_ATTEMPT] = e.payload.attempt;
-    if (options.captureContent) attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = JSON.stringify(e.payload.args);
+    span.attributes[RUNLEDGER_ATTR.TOOL_ATTEMPT] = e.payload.attempt;
+    if (options.captureContent) span.attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = JSON.stringify(e.payload.args);
   }
-  return {
-    id: e.event_id,
-    parent_id: parent,
-    name: `execute_tool ${tool}`,
-    operation: 'execute_tool',
-    kind: 'internal',
-    start_ms: Date.parse(e.created_at),
-    end_ms: Date.parse(e.created_at),
-    attributes,
-    status: { code: 'unset' },
-  };
+  return span;
 }
 
 function toolOutcome(

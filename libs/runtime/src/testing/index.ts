@@ -1,2 +1,3 @@
 export * from './test-tools';
 export * from './test-runtime';
+export * from './temp-store';

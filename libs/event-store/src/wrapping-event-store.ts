@@ -1,0 +1,51 @@
+import { NewEvent, RuntimeEvent } from '@runledger/contracts';
+import {
+  AppendOptions,
+  AppendResult,
+  CommitListener,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoreHead,
+} from './event-store';
+
+/**
+ * An EventStore in front of another that changes only what is written (the subclass's `append`);
+ * reads, the head, close and commit listeners are the inner store's, so the inner store stays the
+ * one place that emits committed events.
+ */
+export abstract class WrappingEventStore extends EventStore {
+  constructor(protected readonly inner: EventStore) {
+    super();
+  }
+
+  abstract override append(
+    taskId: string,
+    events: readonly NewEvent[],
+    options: AppendOptions,
+  ): Promise<AppendResult>;
+
+  readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {
+    return this.inner.readStream(taskId, options);
+  }
+
+  readAll(options?: ReadAllOptions): Promise<RuntimeEvent[]> {
+    return this.inner.readAll(options);
+  }
+
+  head(): Promise<StoreHead> {
+    return this.inner.head();
+  }
+
+  streamVersion(taskId: string): Promise<number> {
+    return this.inner.streamVersion(taskId);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  override onCommitted(listener: CommitListener): () => void {
+    return this.inner.onCommitted(listener);
+  }
+}
