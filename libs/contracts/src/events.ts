@@ -77,7 +77,10 @@ export const EventPayloads = {
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),
-    sections: z.record(z.string(), z.object({ tokens: z.number().int().nonnegative(), trimmed: z.number().int().nonnegative() })),
+    sections: z.record(
+      z.string(),
+      z.object({ tokens: z.number().int().nonnegative(), trimmed: z.number().int().nonnegative() }),
+    ),
     total_tokens: z.number().int().nonnegative(),
     budget_tokens: z.number().int().nonnegative(),
     cut: z.array(z.string()).default([]),
@@ -105,7 +108,9 @@ export const EventPayloads = {
     /** the plan step a coder call works for, so the step's conversation can be rebuilt from the log */
     step_id: z.string().optional(),
     /** assistant tool-call turns the request carried, and how many were malformed (checked before sending: stays 0) */
-    tool_turns: z.object({ count: z.number().int().nonnegative(), malformed: z.number().int().nonnegative() }).optional(),
+    tool_turns: z
+      .object({ count: z.number().int().nonnegative(), malformed: z.number().int().nonnegative() })
+      .optional(),
   }),
   MODEL_RESPONDED: z.object({
     call_id: Id,
@@ -131,7 +136,12 @@ export const EventPayloads = {
     cycle: z.array(Id).nullable().default(null),
     step_results: z.array(StepResultSummary).default([]),
   }),
-  STEP_STARTED: z.object({ plan_id: Id, step_id: Id, kind: PlanStep.shape.kind, attempt: z.number().int().positive().default(1) }),
+  STEP_STARTED: z.object({
+    plan_id: Id,
+    step_id: Id,
+    kind: PlanStep.shape.kind,
+    attempt: z.number().int().positive().default(1),
+  }),
   STEP_COMPLETED: z.object({ plan_id: Id, step_id: Id, output: Json }),
   STEP_FAILED: z.object({ plan_id: Id, step_id: Id, error: z.string(), skipped: z.boolean().default(false) }),
   TOOL_CALLED: z.object({
@@ -143,13 +153,25 @@ export const EventPayloads = {
     idempotent: z.boolean().default(false),
     attempt: z.number().int().positive().default(1),
   }),
-  TOOL_COMPLETED: z.object({ call_id: Id, tool: z.string(), result: ToolResult, duration_ms: z.number().nonnegative() }),
+  TOOL_COMPLETED: z.object({
+    call_id: Id,
+    tool: z.string(),
+    result: ToolResult,
+    duration_ms: z.number().nonnegative(),
+  }),
   TOOL_FAILED: z.object({
     call_id: Id,
     tool: z.string(),
     result: ToolResult.nullable().default(null),
     error: z.string(),
-    error_kind: z.enum(['tool_error', 'timeout', 'permission_denied', 'validation_error', 'outcome_unknown', 'hard_stop']),
+    error_kind: z.enum([
+      'tool_error',
+      'timeout',
+      'permission_denied',
+      'validation_error',
+      'outcome_unknown',
+      'hard_stop',
+    ]),
     duration_ms: z.number().nonnegative().default(0),
   }),
   TASK_AWAITING_PERMISSION: z.object({
@@ -172,9 +194,22 @@ export const EventPayloads = {
     /** allow_always only: what the answer covers from now on, as the person was told */
     covers: z.string().optional(),
   }),
-  TASK_AWAITING_SECRET: z.object({ request_id: Id, call_id: Id, tool: z.string(), secret_name: z.string(), reason: z.string() }),
+  TASK_AWAITING_SECRET: z.object({
+    request_id: Id,
+    call_id: Id,
+    tool: z.string(),
+    secret_name: z.string(),
+    reason: z.string(),
+  }),
   /** never carries the value; the fingerprint lets a later process recognise it in output to redact */
-  SECRET_PROVIDED: z.object({ request_id: Id, call_id: Id, secret_name: z.string(), fingerprint: SecretFingerprint.optional() }).strict(),
+  SECRET_PROVIDED: z
+    .object({
+      request_id: Id,
+      call_id: Id,
+      secret_name: z.string(),
+      fingerprint: SecretFingerprint.optional(),
+    })
+    .strict(),
   CRITIC_RESULT: z.object({
     target_event_id: Id.nullable(),
     call_id: Id.nullable().default(null),
@@ -196,7 +231,11 @@ export const EventPayloads = {
     embedding_dim: z.number().int().positive(),
     metadata: z.record(z.string(), Json).default({}),
   }),
-  CHECKPOINT_SAVED: z.object({ checkpoint_id: Id, label: z.string(), at_sequence: z.number().int().positive() }),
+  CHECKPOINT_SAVED: z.object({
+    checkpoint_id: Id,
+    label: z.string(),
+    at_sequence: z.number().int().positive(),
+  }),
   ACCEPTANCE_DECIDED: z.object({
     passed: z.boolean(),
     results: z.array(
@@ -214,7 +253,16 @@ export const EventPayloads = {
   OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */
   GUARD_TRIGGERED: z.object({
-    guard: z.enum(['completion_reminder', 'repeat_reminder', 'retry', 'fallback', 'compaction', 'circuit_breaker', 'correction', 'resumed']),
+    guard: z.enum([
+      'completion_reminder',
+      'repeat_reminder',
+      'retry',
+      'fallback',
+      'compaction',
+      'circuit_breaker',
+      'correction',
+      'resumed',
+    ]),
     round: z.number().int().nonnegative().nullable().default(null),
     detail: z.string(),
     data: z.record(z.string(), Json).default({}),
@@ -234,7 +282,10 @@ export const isFinalEventType = (t: string): boolean => (FINAL_EVENT_TYPES as re
 /** { type, payload } pairs as a discriminated union, one member per event type. */
 const typedMembers = EVENT_TYPES.map((type) =>
   z.object({ type: z.literal(type), payload: EventPayloads[type] }),
-) as unknown as [z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>, ...z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>[]];
+) as unknown as [
+  z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>,
+  ...z.ZodObject<{ type: z.ZodLiteral<EventType>; payload: z.ZodTypeAny }>[],
+];
 export const TypedEventBody = z.discriminatedUnion('type', typedMembers);
 
 export type TypedEvent = { [T in EventType]: { type: T; payload: EventPayload<T> } }[EventType];
@@ -288,10 +339,13 @@ export function parseEventBody(body: { type: string; payload: unknown }): TypedE
   }
   const parsed = schema.safeParse(body.payload);
   if (!parsed.success) {
-    throw new EventValidationError(`invalid ${body.type} payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
-      type: body.type,
-      issues: parsed.error.issues,
-    });
+    throw new EventValidationError(
+      `invalid ${body.type} payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      {
+        type: body.type,
+        issues: parsed.error.issues,
+      },
+    );
   }
   return { type: body.type, payload: parsed.data } as TypedEvent;
 }
@@ -299,6 +353,9 @@ export function parseEventBody(body: { type: string; payload: unknown }): TypedE
 export class EventValidationError extends ValidationError {}
 
 /** Narrow a stored event to one type. */
-export function isEventOfType<T extends EventType>(e: RuntimeEvent, type: T): e is Extract<RuntimeEvent, { type: T }> {
+export function isEventOfType<T extends EventType>(
+  e: RuntimeEvent,
+  type: T,
+): e is Extract<RuntimeEvent, { type: T }> {
   return e.type === type;
 }

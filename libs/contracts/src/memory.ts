@@ -1,6 +1,13 @@
 import { z } from 'zod';
 
-export const MEMORY_KINDS = ['tool_result', 'plan', 'critique', 'fact', 'summary', 'user_preference'] as const;
+export const MEMORY_KINDS = [
+  'tool_result',
+  'plan',
+  'critique',
+  'fact',
+  'summary',
+  'user_preference',
+] as const;
 export const MemoryKind = z.enum(MEMORY_KINDS);
 export type MemoryKind = z.infer<typeof MemoryKind>;
 export const MEMORY_SOURCES = ['tool', 'critic', 'user', 'system'] as const;

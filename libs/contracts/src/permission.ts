@@ -37,7 +37,14 @@ export const PermissionRulesConfig = z
     /** read-only programs, allowed when every path they name is inside the allowed root */
     allow_programs: z.array(z.string().min(1)).default([]),
     patterns: z
-      .array(z.object({ rule: z.string().min(1), pattern: z.string().min(1).refine(isRegExp, 'not a valid regular expression'), verdict: PermissionVerdict, reason: z.string().default('matched a configured pattern') }))
+      .array(
+        z.object({
+          rule: z.string().min(1),
+          pattern: z.string().min(1).refine(isRegExp, 'not a valid regular expression'),
+          verdict: PermissionVerdict,
+          reason: z.string().default('matched a configured pattern'),
+        }),
+      )
       .default([]),
     /** writes at or below these paths are a hard stop */
     protected_paths: z.array(z.string().startsWith('/')).default([]),
