@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
-import { runCli, stderrProblems } from '@runledger/testing';
+import { runCli, runThenStopModel, stderrProblems } from '@runledger/testing';
 
 /**
  * Native tool calling against an OpenAI-compatible mock server no one here
@@ -122,18 +122,16 @@ describe('native tool calling against @dwmkerr/mock-llm', () => {
   });
 
   it('one tool call, then two parallel calls, then the answer: completes, and replays offline to the same log', async () => {
-    let taskId: string;
-    try {
-      const run = await runCli(['run', 'read my notes and todo', '--yes'], { cwd: dir, env });
-      expect(stderrProblems(run.stderr)).toEqual([]);
-      expect(run.code).toBe(0);
-      expect(run.stdout).toContain('Notes say swc; the todo is to ship the fix.');
-      taskId = /task (task_\w+) received/.exec(run.stderr)![1];
-    } finally {
-      const exited = new Promise((r) => mock.once('exit', r));
-      mock.kill();
-      await exited;
-    }
+    const taskId = await runThenStopModel('read my notes and todo', {
+      cwd: dir,
+      env,
+      answer: 'Notes say swc; the todo is to ship the fix.',
+      stopModel: () => {
+        const exited = new Promise((r) => mock.once('exit', r));
+        mock.kill();
+        return exited;
+      },
+    });
     const events = await readStream(env.RUNLEDGER_DB, taskId);
     expect(
       events.flatMap((e) => (e.type === 'TOOL_CALLED' ? [(e.payload.args as { path: string }).path] : [])),

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
-import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
+import {
+  FakeOpenAiServer,
+  runCli,
+  runThenStopModel,
+  startFakeOpenAiServer,
+  stderrProblems,
+} from '@runledger/testing';
 
 /**
  * Native tool calling (RUNLEDGER_MODEL_PROTOCOL=tools, the default) against our
@@ -66,16 +72,12 @@ describe('native tool calling through the openai backend (real child processes)'
         chunks: ['Notes: swc. ', 'Todo: ship the fix \ud83d', '\ude80'],
       },
     );
-    let taskId: string;
-    try {
-      const first = await runCli(['run', 'read my notes and todo', '--yes'], { cwd: dir, env });
-      expect(stderrProblems(first.stderr)).toEqual([]);
-      expect(first.code).toBe(0);
-      expect(first.stdout).toContain('Notes: swc. Todo: ship the fix \u{1F680}');
-      taskId = /task (task_\w+) received/.exec(first.stderr)![1];
-    } finally {
-      await server.close();
-    }
+    const taskId = await runThenStopModel('read my notes and todo', {
+      cwd: dir,
+      env,
+      answer: 'Notes: swc. Todo: ship the fix \u{1F680}',
+      stopModel: () => server.close(),
+    });
 
     // What was sent: the tools (plus plan and fail) with the role's settings, and the tool turns in order.
     const chats = server.requests.filter((r) => r.path === '/v1/chat/completions');
@@ -164,16 +166,12 @@ describe('native tool calling through the openai backend (real child processes)'
       { content: 'the notes say: swc' },
       { content: 'Summary: the notes say: swc' },
     );
-    let taskId: string;
-    try {
-      const out = await runCli(['run', 'summarise my notes', '--yes'], { cwd: dir, env });
-      expect(stderrProblems(out.stderr)).toEqual([]);
-      expect(out.code).toBe(0);
-      expect(out.stdout).toContain('Summary: the notes say: swc');
-      taskId = /task (task_\w+) received/.exec(out.stderr)![1];
-    } finally {
-      await server.close();
-    }
+    const taskId = await runThenStopModel('summarise my notes', {
+      cwd: dir,
+      env,
+      answer: 'Summary: the notes say: swc',
+      stopModel: () => server.close(),
+    });
 
     const chats = server.requests.filter((r) => r.path === '/v1/chat/completions');
     expect(chats).toHaveLength(4);

@@ -105,3 +105,22 @@ export function useScriptedCliFolder(prefix: string, settings: Record<string, st
     },
   };
 }
+
+/**
+ * `runledger run <input> --yes` against a model server that `stopModel` then shuts down, whatever happened:
+ * the run must complete cleanly with `answer` on stdout. Returns the task id, for an offline replay.
+ */
+export async function runThenStopModel(
+  input: string,
+  options: { cwd: string; env: Record<string, string>; answer: string; stopModel: () => Promise<unknown> },
+): Promise<string> {
+  try {
+    const run = await runCli(['run', input, '--yes'], { cwd: options.cwd, env: options.env });
+    expect(stderrProblems(run.stderr)).toEqual([]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(options.answer);
+    return /task (task_\w+) received/.exec(run.stderr)![1];
+  } finally {
+    await options.stopModel();
+  }
+}
