@@ -6,7 +6,7 @@ import { EventPayloads, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { CLI, runCli, spawnCli, stderrProblems } from '@runledger/testing';
+import { CLI, readTaskLog, runCli, spawnCli, stderrProblems } from '@runledger/testing';
 
 /** Tasks a process accepted and then lost (killed before its first step): only TASK_RECEIVED is in the log. */
 async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]> {
@@ -33,14 +33,7 @@ async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]>
   }
 }
 
-async function streamOf(dbPath: string, taskId: string): Promise<RuntimeEvent[]> {
-  const handle = openSqlite({ path: dbPath });
-  try {
-    return await new SqliteEventStore(handle).readWholeStream(taskId);
-  } finally {
-    await handle.close();
-  }
-}
+const streamOf = readTaskLog;
 
 async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
   const handle = openSqlite({ path: dbPath });

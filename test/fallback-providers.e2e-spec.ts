@@ -2,10 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
-import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { NestFactory } from '@nestjs/core';
 import { RuntimeController, replayView } from '@runledger/runtime';
-import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
+import {
+  FakeOpenAiServer,
+  readTaskLog,
+  runCli,
+  startFakeOpenAiServer,
+  stderrProblems,
+} from '@runledger/testing';
 // the test boots the app's own composition (the rule keeps libs from importing apps/)
 // eslint-disable-next-line no-restricted-imports
 import { CliModule } from '../apps/controller/src/cli/cli.module';
@@ -58,14 +63,7 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const streamOf = async (taskId: string): Promise<RuntimeEvent[]> => {
-    const handle = openSqlite({ path: env.RUNLEDGER_DB });
-    try {
-      return await new SqliteEventStore(handle).readWholeStream(taskId);
-    } finally {
-      await handle.close();
-    }
-  };
+  const streamOf = (taskId: string): Promise<RuntimeEvent[]> => readTaskLog(env.RUNLEDGER_DB, taskId);
   const script = () => {
     primary.setDefault({ status: 500 });
     secondary.enqueue(

@@ -3,9 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RuntimeEvent } from '@runledger/contracts';
-import { SqliteEventStore, openSqlite } from '@runledger/event-store';
-import { runCli, runThenStopModel, stderrProblems } from '@runledger/testing';
+import { readTaskLog, runCli, runThenStopModel, stderrProblems } from '@runledger/testing';
 
 /**
  * Native tool calling against an OpenAI-compatible mock server no one here
@@ -70,14 +68,7 @@ rules:
       content: '${completion({ content: 'Notes say swc; the todo is to ship the fix.' }, 'stop')}'
 `;
 
-async function readStream(dbPath: string, taskId: string): Promise<RuntimeEvent[]> {
-  const handle = openSqlite({ path: dbPath });
-  try {
-    return await new SqliteEventStore(handle).readWholeStream(taskId);
-  } finally {
-    await handle.close();
-  }
-}
+const readStream = readTaskLog;
 
 describe('native tool calling against @dwmkerr/mock-llm', () => {
   let dir: string;

@@ -1,11 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RuntimeEvent } from '@runledger/contracts';
-import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import {
   FakeOpenAiServer,
   runCli,
+  readTaskLog,
   runThenStopModel,
   startFakeOpenAiServer,
   stderrProblems,
@@ -19,14 +18,7 @@ import {
 
 jest.setTimeout(60_000);
 
-async function readStream(dbPath: string, taskId: string): Promise<RuntimeEvent[]> {
-  const handle = openSqlite({ path: dbPath });
-  try {
-    return await new SqliteEventStore(handle).readWholeStream(taskId);
-  } finally {
-    await handle.close();
-  }
-}
+const readStream = readTaskLog;
 
 type Wire = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: { id: string }[] };
 

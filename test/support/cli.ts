@@ -2,6 +2,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RuntimeEvent } from '@runledger/contracts';
+import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 
 export const CLI = join(__dirname, '..', '..', 'bin', 'runledger.js');
 
@@ -122,5 +124,15 @@ export async function runThenStopModel(
     return /task (task_\w+) received/.exec(run.stderr)![1];
   } finally {
     await options.stopModel();
+  }
+}
+
+/** A task's whole stream, read from the SQLite file a CLI run wrote (the handle closed again). */
+export async function readTaskLog(dbPath: string, taskId: string): Promise<RuntimeEvent[]> {
+  const handle = openSqlite({ path: dbPath });
+  try {
+    return await new SqliteEventStore(handle).readWholeStream(taskId);
+  } finally {
+    await handle.close();
   }
 }
