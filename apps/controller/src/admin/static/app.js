@@ -61,6 +61,18 @@ function flash(message) {
     }, 8000);
 }
 
+/** `load` once, `ms` after the first of a burst of calls (live events come in bursts); a failure is flashed. */
+function coalesced(ms, load) {
+  let timer = null;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      load().catch((e) => flash(e.message));
+    }, ms);
+  };
+}
+
 // ---------------------------------------------------------------- WebSocket
 /**
  * One socket; subscriptions remember their cursor so a reconnect resumes exactly where it stopped.
@@ -296,7 +308,6 @@ async function logLoadOlder() {
 const tasksView = {
   cursors: [null],
   page: 0,
-  timer: null,
   /** back to the first page, e.g. after a filter changed */
   reset() {
     this.cursors = [null];
@@ -357,13 +368,8 @@ const tasksView = {
     if (!res.tasks.length)
       $('tasks-body').append(el('tr', {}, el('td', { colspan: '8', class: 'muted' }, 'no tasks')));
   },
-  refreshSoon() {
-    if (this.timer || this.page !== 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.load().catch((e) => flash(e.message));
-    }, 500);
-  },
+  // only the first page refreshes by itself: a later one would jump under the reader
+  refreshSoon: coalesced(500, () => (tasksView.page === 0 ? tasksView.load() : Promise.resolve())),
 };
 
 // ---------------------------------------------------------------- pending requests
@@ -451,7 +457,6 @@ function pendingCard(task, p, after) {
 
 // ---------------------------------------------------------------- approvals inbox
 const approvals = {
-  timer: null,
   /** every task waiting for a person, oldest request first (it has waited longest) */
   async load() {
     const all = async (status) => {
@@ -493,13 +498,7 @@ const approvals = {
       }),
     );
   },
-  refreshSoon() {
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.load().catch((e) => flash(e.message));
-    }, 200);
-  },
+  refreshSoon: coalesced(200, () => approvals.load()),
 };
 
 // ---------------------------------------------------------------- task page
@@ -548,7 +547,6 @@ const taskView = {
   events: [],
   /** index in events of the oldest event in the timeline */
   firstShown: 0,
-  timer: null,
   async open(id) {
     if (this.id) live.unsubscribe('task');
     this.id = id;
@@ -605,13 +603,7 @@ const taskView = {
     if (this.id) live.unsubscribe('task');
     this.id = null;
   },
-  reloadSoon() {
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.loadState().catch((e) => flash(e.message));
-    }, 150);
-  },
+  reloadSoon: coalesced(150, () => taskView.loadState()),
   async loadState() {
     const t = await api(`/tasks/${encodeURIComponent(this.id)}`);
     $('t-status').replaceChildren(statusBadge(t.status));
@@ -824,7 +816,6 @@ const fmtTokens = (v) =>
   v >= 1e6 ? `${(v / 1e6).toFixed(1)}M` : v >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : fmtCount(v);
 
 const charts = {
-  timer: null,
   async load() {
     const stats = await api(`/admin/stats?days=${$('charts-days').value}`);
     const hours = timeBuckets(stats.since, stats.until, 3_600_000);
@@ -900,13 +891,7 @@ const charts = {
   show(id, svg) {
     $(id).replaceChildren(svg || el('p', { class: 'muted' }, 'no data in this window'));
   },
-  refreshSoon() {
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.load().catch((e) => flash(e.message));
-    }, 1000);
-  },
+  refreshSoon: coalesced(1000, () => charts.load()),
 };
 
 // ---------------------------------------------------------------- routing and boot
