@@ -1,9 +1,10 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '@runledger/contracts';
 import { AppConfig } from '../config';
+import { readOrCreateRandomFile } from '../random-file';
 import { Principal, Scope } from './scopes';
 
 const TokensFile = z
@@ -72,18 +73,9 @@ export function resolveTokens(config: AppConfig): ResolvedTokens {
   if (entries.length > 0) return { registry: new TokenRegistry(entries), generatedAdminToken: null };
 
   const file = adminTokenFile(config);
-  let token: string;
-  let created = false;
-  if (existsSync(file)) {
-    token = readFileSync(file, 'utf8').trim();
-    if (token.length < 16)
-      throw new ConfigError(`${file}: admin token too short; delete the file to generate a new one`);
-  } else {
-    token = randomBytes(32).toString('base64url');
-    writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
-    created = true;
-  }
-  chmodSync(file, 0o600);
+  const { value: token, created } = readOrCreateRandomFile(file, 32);
+  if (token.length < 16)
+    throw new ConfigError(`${file}: admin token too short; delete the file to generate a new one`);
   return {
     registry: new TokenRegistry([{ name: 'admin', token, scopes: ['admin'] }]),
     generatedAdminToken: { token, file, created },
