@@ -72,12 +72,17 @@ describe('RUNLEDGER_FALLBACK_MODELS through the composition and the CLI', () => 
     );
   };
 
-  /** the CLI's composition in-process, with this test's environment for the key variables */
-  const boot = () =>
-    NestFactory.createApplicationContext(
-      CliModule.forRoot({ config: loadConfig(env), defaultAllowedRoot: dir, env }),
+  /**
+   * the CLI's composition in-process, with a copy of this test's environment for the key variables
+   * (a booted composition drops the keys from the environment it read them from)
+   */
+  const boot = () => {
+    const own = { ...env };
+    return NestFactory.createApplicationContext(
+      CliModule.forRoot({ config: loadConfig(own), defaultAllowedRoot: dir, env: own }),
       { logger: false, abortOnError: false },
     );
+  };
 
   it('the composition: the secondary serves with the key from its variable; replayed offline event for event', async () => {
     script();

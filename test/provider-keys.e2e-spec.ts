@@ -1,5 +1,12 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
+// the test boots the app's own composition (the rule keeps libs from importing apps/)
+// eslint-disable-next-line no-restricted-imports
+import { CliModule } from '../apps/controller/src/cli/cli.module';
+// eslint-disable-next-line no-restricted-imports
+import { loadConfig } from '../apps/controller/src/config';
 import { ServerProcess } from './permissions-server';
 
 jest.setTimeout(60_000);
@@ -71,5 +78,34 @@ describe('runledger serve drops provider keys from its own environment', () => {
       ok: true,
       output: { OPENAI_API_KEY: false, BACKUP_KEY: false, PATH: true },
     });
+  });
+});
+
+describe('the CLI composition drops provider keys from the environment it read them from', () => {
+  it('before any task runs: a booted application context has no key left in that environment', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-keys-'));
+    const env: Record<string, string | undefined> = {
+      RUNLEDGER_DB: join(dir, 'runledger.db'),
+      RUNLEDGER_MODEL: 'openai',
+      RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      OPENAI_API_KEY: PRIMARY_KEY,
+      BACKUP_KEY,
+      RUNLEDGER_FALLBACK_MODELS: JSON.stringify([
+        { base_url: 'http://127.0.0.1:9/v1', model: 'model-b', api_key_env: 'BACKUP_KEY' },
+      ]),
+      PATH: process.env.PATH,
+    };
+    const app = await NestFactory.createApplicationContext(
+      CliModule.forRoot({ config: loadConfig(env), defaultAllowedRoot: dir, env }),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      expect(Object.keys(env).filter((k) => k === 'OPENAI_API_KEY' || k === 'BACKUP_KEY')).toEqual([]);
+      expect(env.PATH).toBe(process.env.PATH);
+    } finally {
+      await app.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

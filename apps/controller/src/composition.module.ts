@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DynamicModule, Module, OnApplicationBootstrap, Provider } from '@nestjs/common';
 import { Logger } from 'pino';
 import { Critic, CriticModule } from '@runledger/critic';
 import {
@@ -10,7 +10,7 @@ import {
   createCriticMemoryHook,
   createMemoryEndGuard,
 } from '@runledger/memory';
-import { PermissionsModule } from '@runledger/permissions';
+import { PermissionsModule, scrubProviderKeys } from '@runledger/permissions';
 import {
   ModelBackend,
   ModelModule,
@@ -24,7 +24,7 @@ import {
 import { SchedulerModule } from '@runledger/scheduler';
 import { CheckpointStore, StorageModule } from '@runledger/state-store';
 import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
-import { APP_CONFIG, AppConfig } from './config';
+import { APP_CONFIG, AppConfig, providerKeyNames } from './config';
 import {
   criticOptionsFromConfig,
   memoryOptionsFromConfig,
@@ -46,6 +46,22 @@ export interface CompositionOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * Once every provider is built the model clients hold their keys: the environment they were read from
+ * drops them, before any task runs (resumed ones included), so plugin code and child processes of the
+ * server and the CLI alike do not find them.
+ */
+class ProviderKeyScrub implements OnApplicationBootstrap {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    scrubProviderKeys(this.env, providerKeyNames(this.config));
+  }
+}
+
 /** What every lib module's factory may inject: the parsed config, the logger, the environment, the allowed root. */
 @Module({})
 class AppCoreModule {
@@ -60,6 +76,11 @@ class AppCoreModule {
           mkdirSync(root, { recursive: true });
           return root;
         },
+      },
+      {
+        provide: ProviderKeyScrub,
+        useFactory: (env: NodeJS.ProcessEnv) => new ProviderKeyScrub(o.config, env),
+        inject: [PROCESS_ENV],
       },
       // pino's logger has RuntimeLogger's shape: the runtime's reports carry task_id as a field
       { provide: RuntimeLogger, useValue: o.log ?? new StderrRuntimeLogger() },

@@ -1,14 +1,11 @@
 import 'reflect-metadata';
-import { scrubProviderKeys } from '@runledger/permissions';
 import { startApp } from './app';
 import { startupBanner } from './banner';
-import { loadConfig, providerKeyNames } from './config';
+import { loadConfig } from './config';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const started = await startApp(config);
-  // the model clients hold their keys now: plugin code and child processes must not find them
-  scrubProviderKeys(process.env, providerKeyNames(config));
   process.stderr.write(startupBanner(started));
   let stopping = false;
   const stop = () => {
