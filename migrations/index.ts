@@ -4,6 +4,7 @@ import * as createTasks from './1795334683649-CreateTasks';
 import * as createCheckpoints from './1795334683650-CreateCheckpoints';
 import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
 import * as createProcesses from './1795334683670-CreateProcesses';
+import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 
 export { isPostgres, isSqlite } from './dialect';
 
@@ -17,6 +18,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683650-CreateCheckpoints': createCheckpoints,
   '1795334683660-CreateMemoryEntries': createMemoryEntries,
   '1795334683670-CreateProcesses': createProcesses,
+  '1795334683680-CreateTaskLeases': createTaskLeases,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -46,6 +46,26 @@ export class IllegalStateError extends RunledgerError {
 }
 
 /** A request reused an idempotency key with a different body. HTTP 409. */
+/**
+ * Fencing: an append carried a lease that is no longer the task's current one
+ * (another process claimed the task, bumping its epoch). The writer must stop
+ * working on the task. HTTP 409.
+ */
+export class LeaseLostError extends RunledgerError {
+  readonly code = 'lease_lost';
+  constructor(
+    readonly taskId: string,
+    readonly held: { owner: string; epoch: number },
+    readonly current: { owner: string; epoch: number } | null,
+  ) {
+    super(
+      `task ${taskId}: lease epoch ${held.epoch} of ${held.owner} was taken over` +
+        (current ? ` (now epoch ${current.epoch}, owner ${current.owner})` : ' (no lease now)'),
+      { task_id: taskId, held, current },
+    );
+  }
+}
+
 export class IdempotencyConflictError extends RunledgerError {
   readonly code = 'idempotency_conflict';
 }

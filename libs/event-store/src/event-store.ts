@@ -3,8 +3,22 @@ import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
 /** Expected stream version for an append: a sequence number, or a condition. */
 export type ExpectedSequence = number | 'no_stream' | 'stream_exists' | 'any';
 
+/** Who may write a running task: the owner and the epoch its claim got (see LeaseStore). */
+export interface LeaseToken {
+  owner: string;
+  epoch: number;
+}
+
 export interface AppendOptions {
   expected: ExpectedSequence;
+  /**
+   * Fencing: when given, the adapter checks inside the append transaction that
+   * this is still the task's current lease (same owner and epoch in
+   * `task_leases`) and throws LeaseLostError otherwise, writing nothing.
+   * Appends without a lease (a submission, a resolution posted to another
+   * instance) are not fenced.
+   */
+  lease?: LeaseToken;
 }
 
 export interface AppendResult {
