@@ -6,3 +6,4 @@ export * from './storage';
 export * from './process-registry';
 export * from './storage.module';
 export * from './task-stats';
+export * from './lease-store';

@@ -40,11 +40,20 @@ export interface ProcessesTable {
   command: string;
 }
 
+export interface TaskLeasesTable {
+  task_id: string;
+  owner: string;
+  /** bigint columns come back as numbers from better-sqlite3 and as strings from pg */
+  epoch: number | string;
+  expires_at: number | string;
+}
+
 /** This lib's tables, for `db.withTables<StateStoreTables>()` on the shared handle. */
 export type StateStoreTables = {
   tasks: TasksTable;
   checkpoints: CheckpointsTable;
   processes: ProcessesTable;
+  task_leases: TaskLeasesTable;
 };
 
 export type StateStoreDatabase = Database & StateStoreTables;
