@@ -7,3 +7,5 @@ export * from './process-registry';
 export * from './storage.module';
 export * from './task-stats';
 export * from './lease-store';
+export * from './in-memory-lease-store';
+export * from './sql-lease-store';

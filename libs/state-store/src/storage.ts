@@ -7,7 +7,9 @@ import {
 } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { CheckpointStore } from './checkpoint-store';
+import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
+import { SQLITE_NOW_MS, SqlLeaseStore } from './sql-lease-store';
 import { TaskStateStore } from './task-state-store';
 
 export interface SqliteStorage extends SqliteHandle {
@@ -15,6 +17,8 @@ export interface SqliteStorage extends SqliteHandle {
   bus: EventBus;
   taskStates: TaskStateStore;
   checkpoints: CheckpointStore;
+  /** who runs which task; the event store fences leased appends against the same table */
+  leases: LeaseStore;
   /** runledger processes with this database open; this one is registered until close() */
   processes: ProcessRegistry;
 }
@@ -44,6 +48,7 @@ export async function createSqliteStorage(options: OpenSqliteOptions): Promise<S
     bus,
     taskStates,
     checkpoints,
+    leases: new SqlLeaseStore(handle.db, SQLITE_NOW_MS),
     processes,
     async close() {
       await processes.unregister().catch(() => undefined);
