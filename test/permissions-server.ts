@@ -46,6 +46,11 @@ export class ServerProcess {
     });
   }
 
+  /** Another server process on the same data folder and database (another instance), with `extraEnv` on top. */
+  static beside(other: ServerProcess, extraEnv: Record<string, string> = {}): ServerProcess {
+    return new ServerProcess(other.dir, { ...other.env, ...extraEnv });
+  }
+
   /** One server per describe block: started before, killed and removed after. */
   static forSuite(extraEnv: Record<string, string> = {}): () => ServerProcess {
     let server: ServerProcess;
