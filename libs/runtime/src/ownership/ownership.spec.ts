@@ -81,6 +81,22 @@ describe('task ownership: leases held by the runtime that runs a task', () => {
     expect(await leases.claimable([task_id])).toEqual([task_id]);
   });
 
+  it('the heartbeat keeps a lease alive for as long as the task runs, far past its TTL', async () => {
+    const { sut } = await runtime('proc-a', [appendLine('one', 1_000), respond('done')], {
+      renewMs: 50,
+      ttlMs: 300,
+    });
+    const { task_id } = await sut.submit({ input: 'slow line' }, { source: 'api' });
+    await until('the tool runs', async () => (await log(task_id)).some((e) => e.type === 'TOOL_CALLED'));
+    for (let i = 0; i < 6; i++) {
+      await sleep(120);
+      expect(await leases.claimable([task_id])).toEqual([]);
+    }
+    expect((await sut.settled(task_id)).final?.stop_reason).toBe('completed');
+    expect(appends.filter((a) => a.lease).every((a) => a.lease!.epoch === 1)).toBe(true);
+    expect(lines()).toEqual(['one']);
+  });
+
   it('never resumes a task a live owner holds; takes it over once that lease expired, under a new epoch', async () => {
     const { sut: first } = await runtime('proc-a', [appendLine('one', 60_000)]);
     const { task_id } = await first.submit({ input: 'slow line' }, { source: 'api' });

@@ -32,7 +32,8 @@ export class TaskOwnership {
   private readonly held = new Map<string, TaskLease>();
   private heartbeat: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
-  private readonly releasing = new Set<Promise<void>>();
+  /** releases still being written, by task: a claim of the same task waits for its release first */
+  private readonly releasing = new Map<string, Promise<void>>();
   private lostListener: (taskId: string) => void = () => undefined;
 
   constructor(
@@ -64,6 +65,7 @@ export class TaskOwnership {
    */
   async claim(taskId: string, options: { force?: boolean } = {}): Promise<boolean> {
     if (this.held.has(taskId)) return true;
+    await this.releasing.get(taskId);
     const lease = await this.leases.claim(taskId, this.owner, {
       ttlMs: this.settings.ttlMs,
       force: options.force,
@@ -93,8 +95,10 @@ export class TaskOwnership {
     const done = this.leases
       .release(taskId, lease)
       .catch((err: unknown) => this.logger.warn({ task_id: taskId, err }, 'lease not released; it expires'))
-      .finally(() => this.releasing.delete(done));
-    this.releasing.add(done);
+      .finally(() => {
+        if (this.releasing.get(taskId) === done) this.releasing.delete(taskId);
+      });
+    this.releasing.set(taskId, done);
     return done;
   }
 
@@ -117,7 +121,7 @@ export class TaskOwnership {
     this.heartbeat = null;
     await this.renewing;
     await Promise.all([...this.held.keys()].map((taskId) => this.release(taskId)));
-    await Promise.all([...this.releasing]);
+    await Promise.all([...this.releasing.values()]);
   }
 
   private startHeartbeat(): void {
