@@ -147,6 +147,33 @@ describe('leases: two servers on one SQLite file', () => {
     expect(lines.map((l) => l.split(' ')[0]).sort()).toEqual([...tasks].sort());
   });
 
+  it('a permission approved through the other server: it takes the waiting task (which holds no lease) and runs it', async () => {
+    a.env.RUNLEDGER_MODEL = 'sys_util';
+    await a.start();
+    b = ServerProcess.beside(a);
+    await b.start();
+    const { body } = await a.request('POST', '/tasks', { input: 'run echo approved >> approved.txt' });
+    const waiting = await a.waitFor(body.task_id, (s) => s === 'awaiting_permission');
+    const requestId = waiting.pending[0].request_id;
+    const answered = await b.request('POST', `/tasks/${body.task_id}/permissions/${requestId}`, {
+      decision: 'allow_once',
+    });
+    expect(answered.status).toBe(202);
+    expect(await b.waitFor(body.task_id)).toMatchObject({ status: 'completed' });
+    expect(await a.waitFor(body.task_id)).toMatchObject({ status: 'completed' });
+    expect(readFileSync(join(a.workspace, 'approved.txt'), 'utf8')).toBe('approved\n');
+    const { log, leases } = await readTask(a.env.RUNLEDGER_DB, body.task_id);
+    expect(log.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
+    // the task's last lease was the second server's, released at the end
+    expect(leases).toEqual([
+      expect.objectContaining({
+        task_id: body.task_id,
+        owner: expect.stringContaining(`:${b.pid}:`),
+        expires_at: 0,
+      }),
+    ]);
+  });
+
   /** the task's log and every lease row, read from the file */
   const readTask = async (db: string, taskId: string) => {
     const handle = openSqlite({ path: db });

@@ -64,6 +64,11 @@ export class ServerProcess {
     return () => server;
   }
 
+  /** the running server's process id (leases name their owner by it) */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get workspace(): string {
     return this.env.RUNLEDGER_ALLOWED_ROOT;
   }
