@@ -492,7 +492,8 @@ export async function replayTask(
         budgets: first.payload.budgets,
         accept_checks: first.payload.accept_checks,
       },
-      { source: 'replay', settings: recordedSettings },
+      // the conversation the recording saw comes from its log, not from the session as it is now
+      { source: 'replay', settings: recordedSettings, session_history: first.payload.session_history ?? [] },
     ));
     progress = await runtime.settled(task_id);
   } finally {

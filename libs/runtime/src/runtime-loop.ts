@@ -27,8 +27,8 @@ export interface LoopDeps {
   checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null;
   /** what the end-to-end deadline is timed by; the wall clock when absent */
   clock?: RunClock;
-  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded */
-  recordedShape?: (settings: RunSettings) => ShapedLoopParts;
+  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded, with the orchestrator it named */
+  recordedShape?: (settings: RunSettings | null, model: string | null) => ShapedLoopParts;
 }
 
 /** The parts of the loop that run settings shape. */
@@ -50,10 +50,14 @@ export class RuntimeLoop {
 
   async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
     const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints ?? undefined);
-    // A fork continues under the settings its source recorded, not under this process's.
+    // A fork continues under the settings its source recorded, not under this process's, and with the model it asked for.
     const [first] = writer.log;
-    if (first?.type === 'TASK_RECEIVED' && first.payload.source === 'fork' && first.payload.settings) {
-      const shape = this.deps.recordedShape?.(first.payload.settings);
+    if (
+      first?.type === 'TASK_RECEIVED' &&
+      first.payload.source === 'fork' &&
+      (first.payload.settings || first.payload.model)
+    ) {
+      const shape = this.deps.recordedShape?.(first.payload.settings ?? null, first.payload.model ?? null);
       if (shape)
         return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
     }
