@@ -1,4 +1,4 @@
-import { RunSettings } from '@runledger/contracts';
+import { ConfigError, RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -57,7 +57,16 @@ export class RuntimeLoop {
       first.payload.source === 'fork' &&
       (first.payload.settings || first.payload.model)
     ) {
-      const shape = this.deps.recordedShape?.(first.payload.settings ?? null, first.payload.model ?? null);
+      let shape: ShapedLoopParts | undefined;
+      try {
+        shape = this.deps.recordedShape?.(first.payload.settings ?? null, first.payload.model ?? null);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // The model the fork was started with cannot be run here (this process is configured otherwise).
+        if (!writer.progress.final)
+          await this.end(writer, { stop_reason: 'provider_error', detail: err.message }, null);
+        return writer.progress;
+      }
       if (shape)
         return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
     }

@@ -213,4 +213,43 @@ describe('fork with another model', () => {
     );
     expect((await store.readAll({ after_position: 0, limit: 1000 })).length).toBe(before);
   });
+  it('a fork whose model this process cannot run ends with provider_error instead of running on another', async () => {
+    store = new InMemoryEventStore();
+    await store.append(
+      'task_fork_elsewhere',
+      [
+        {
+          type: 'TASK_RECEIVED',
+          session_id: 'sess_fork',
+          payload: {
+            input: 'run echo hi',
+            session_id: 'sess_fork',
+            accept_checks: [],
+            budgets: {},
+            idempotency_key: null,
+            request_hash: null,
+            source: 'fork',
+            forked_from: { task_id: 'task_gone', sequence: 1 },
+            model: 'gpt-4o',
+          },
+        },
+      ],
+      { expected: 'no_stream' },
+    );
+    const model = new AnsweringBackend();
+    rt = await startTestRuntime({
+      store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new AllowAllPolicy(),
+      model,
+    });
+
+    expect(await rt.runtime.resumeUnfinished()).toEqual(['task_fork_elsewhere']);
+    const p = await rt.runtime.settled('task_fork_elsewhere');
+    expect(p.final).toMatchObject({
+      stop_reason: 'provider_error',
+      detail: expect.stringContaining('"gpt-4o" cannot be run here'),
+    });
+    expect(model.requests).toEqual([]);
+  });
 });
