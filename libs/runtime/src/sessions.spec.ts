@@ -205,6 +205,11 @@ describe('fork with another model', () => {
     expect(model.requests).toHaveLength(asked);
     const [received] = await store.readStream(fork.task_id, { limit: 1 });
     expect(received.payload).toMatchObject({ source: 'fork', model: 'sys_util' });
+    const replay = await replayTask(
+      { store, tools: testToolRegistry(temp.dir), logger: rt.logger },
+      fork.task_id,
+    );
+    expect(replayDivergence(await store.readWholeStream(fork.task_id), replay.events)).toBeNull();
 
     const before = (await store.readAll({ after_position: 0, limit: 1000 })).length;
     await expect(rt.runtime.fork(task_id, 1, { model: 'gpt-4o' })).rejects.toThrow(ValidationError);
