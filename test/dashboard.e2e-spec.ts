@@ -201,6 +201,41 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-plan-dag.png'), fullPage: true });
   }, 30_000);
 
+  it('"fork from here" on a timeline event starts a fork from that event and opens it', async () => {
+    const source = (await sut.request('POST', '/tasks', { body: { input: 'run echo fork-me' } })).body
+      .task_id;
+    expect((await waitForTask(sut, source)).status).toBe('completed');
+    const events = (await sut.request('GET', `/tasks/${source}/events?limit=1000`)).body.events;
+    const at = events.find((e: { type: string }) => e.type === 'TOOL_COMPLETED').sequence;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const consoleErrors: string[] = [];
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
+    await page.waitForSelector('#view-tasks:not([hidden])');
+    await page.goto(`${sut.url}/admin#/tasks/${source}`);
+    await page.waitForSelector(`#t-timeline li[data-seq="${at}"] button.fork`);
+    expect(await page.isHidden('#t-forked')).toBe(true);
+
+    await page.click(`#t-timeline li[data-seq="${at}"] button.fork`);
+    await page.waitForFunction((id) => {
+      const shown = document.querySelector('#t-id')?.textContent;
+      return Boolean(shown) && shown !== id && location.hash === `#/tasks/${shown}`;
+    }, source);
+    const fork = (await page.textContent('#t-id'))!.trim();
+    await page.waitForFunction(() => document.querySelector('#t-status')?.textContent === 'completed');
+    expect(await page.textContent('#t-forked')).toBe(`${source} at event ${at}`);
+    const [received] = (await sut.request('GET', `/tasks/${fork}/events?limit=1`)).body.events;
+    expect(received.payload).toMatchObject({
+      source: 'fork',
+      forked_from: { task_id: source, sequence: at },
+    });
+    expect((await waitForTask(sut, fork)).result).toBe((await waitForTask(sut, source)).result);
+
+    await page.click('#t-forked a');
+    await page.waitForFunction((id) => document.querySelector('#t-id')?.textContent === id, source);
+    expect(consoleErrors).toEqual([]);
+  }, 30_000);
+
   it('subscribes the live log once when the page is ready before the socket is authenticated', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const consoleErrors: string[] = [];

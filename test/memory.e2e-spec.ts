@@ -229,4 +229,32 @@ describe('memory through the API with a scripted model', () => {
       await dispose();
     }
   });
+  it('memory_search sees every session unless scope "session" asks for only the calling task\'s', async () => {
+    const fact = 'the build server is called hopper';
+    const search = (scope: string) =>
+      JSON.stringify({ type: 'tool', tool: 'memory_search', args: { query: 'build server name', scope } });
+    const { h, dispose } = await withScript({
+      orchestrator: [
+        JSON.stringify({ type: 'tool', tool: 'memory_insert', args: { text: fact, kind: 'fact' } }),
+        search('session'),
+        search('all'),
+        JSON.stringify({ type: 'respond', content: 'ok' }),
+      ],
+    });
+    try {
+      const hitsOf = (events: Ev[]) =>
+        ofType(events, 'TOOL_COMPLETED')
+          .slice(1)
+          .map((e) => e.payload.result.output.hits.map((hit: { text: string }) => hit.text));
+      const first = await runTask(h, 'remember the build server', 'session-g');
+      expect(hitsOf(first.events)).toEqual([[fact], [fact]]);
+      // the same fact from another session reinforces the first session's entry: it stays that session's
+      const second = await runTask(h, 'remember the build server', 'session-h');
+      expect(hitsOf(second.events)).toEqual([[], [fact]]);
+      const ofSessionH = await h.request('GET', '/memory?session_id=session-h&kind=fact');
+      expect(ofSessionH.body.entries).toEqual([]);
+    } finally {
+      await dispose();
+    }
+  });
 });

@@ -25,6 +25,7 @@ import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
+import { SessionsController } from './sessions/sessions.controller';
 import { EventsGateway } from './ws/events.gateway';
 
 export interface AppDeps extends CompositionOptions {
@@ -52,6 +53,7 @@ export class AppModule {
         HealthController,
         TasksController,
         TaskStreamController,
+        SessionsController,
         AdminEventsController,
         AdminStatsController,
         DashboardController,

@@ -3,7 +3,16 @@ import { ValidationError } from './errors';
 import { ExecutionDirective, ModelToolCall, PlanStep } from './directive';
 import { MemoryKind, CriticScore } from './memory';
 import { PermissionDecision } from './permission';
-import { AcceptCheck, Budgets, Role, RunSettings, StopReason, TaskUsage, TokenUsage } from './task';
+import {
+  AcceptCheck,
+  Budgets,
+  Role,
+  RunSettings,
+  SessionTurn,
+  StopReason,
+  TaskUsage,
+  TokenUsage,
+} from './task';
 import { ToolResult } from './tool';
 
 /**
@@ -74,6 +83,10 @@ export const EventPayloads = {
     forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
     /** what shaped the run (absent in logs written before it was recorded: those replay under current settings) */
     settings: RunSettings.optional(),
+    /** the session's earlier ended tasks when this one was received, oldest first (absent: none) */
+    session_history: z.array(SessionTurn).optional(),
+    /** fork: the orchestrator model it runs with instead of the configured one (absent: the configured one) */
+    model: z.string().min(1).max(200).optional(),
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),

@@ -78,6 +78,20 @@ export const UserTask = z
   .strict();
 export type UserTask = z.infer<typeof UserTask>;
 
+/**
+ * An earlier task of the task's session, as its context shows it: what was asked and what came of
+ * it. Recorded in TASK_RECEIVED when the task is received, so the conversation a task saw is in its
+ * own log (a replay or fork reads it there, never from the other tasks).
+ */
+export const SessionTurn = z.object({
+  task_id: z.string().min(1).max(200),
+  input: z.string(),
+  /** the task's final result (null when it ended without one) */
+  answer: z.string().nullable(),
+  stop_reason: StopReason,
+});
+export type SessionTurn = z.infer<typeof SessionTurn>;
+
 export const ROLES = ['orchestrator', 'coder', 'critic', 'utility'] as const;
 export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;

@@ -170,3 +170,52 @@ describe('elideOutput', () => {
     }
   });
 });
+
+describe("ContextBuilder: the session's earlier tasks", () => {
+  const withSession = (answers: string[]) => {
+    const log = new EventLogBuilder();
+    log.add('TASK_RECEIVED', {
+      input: 'and now?',
+      session_id: 'ses_1',
+      accept_checks: [],
+      budgets: {},
+      idempotency_key: null,
+      request_hash: null,
+      source: 'api',
+      forked_from: null,
+      session_history: answers.map((answer, i) => ({
+        task_id: `task_${i + 1}`,
+        input: `question ${i + 1}`,
+        answer,
+        stop_reason: 'completed' as const,
+      })),
+    });
+    return log;
+  };
+
+  it('come first in the history, oldest first, and the model-free orchestrator does not take them for results', async () => {
+    const log = withSession(['one', 'two']).toolRound('shell_exec', { command: 'ls' }, shell('a.txt'));
+
+    const sut = await builder().build(progressOf(log), 2, []);
+
+    const prompt = sut.messages[1].content;
+    const order = ['(task_1)', 'answer (completed): one', '(task_2)', 'answer (completed): two', 'Round 1'];
+    const at = order.map((s) => prompt.indexOf(s));
+    expect(at.every((i) => i >= 0)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(sut.view.history.map((h) => h.round)).toEqual([1]);
+  });
+
+  it('under fixed section budgets the oldest go first, and the prompt says how many', async () => {
+    const log = withSession(['a'.repeat(6000), 'b'.repeat(6000), 'c'.repeat(6000), 'd'.repeat(100)]);
+    const sut = new ContextBuilder(new NoMemoryRecall(), { ...DEFAULT_SECTION_BUDGETS, history: 1000 });
+
+    const built = await sut.build(progressOf(log), 1, []);
+
+    const prompt = built.messages[1].content;
+    expect(prompt).toContain('[… 3 earlier tasks of this session left out to fit the prompt …]');
+    expect(prompt).toContain('answer (completed): dddd');
+    expect(prompt).not.toContain('aaaa');
+    expect(built.event.cut).toEqual(['history:session_4', 'history:session_3', 'history:session_2']);
+  });
+});

@@ -6,6 +6,7 @@ import { TaskProgress } from './progress';
 import { COMPACTED_ROUNDS, PromptItem, decidePrompt, promptBudgetTokens } from './discipline/prompt-budget';
 import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from './discipline/settings';
 import { estimateTokens } from './discipline/budgets';
+import { isSessionItem, sessionTaskOf } from './session-history';
 
 export const CONTEXT_SECTIONS = ['system', 'memory', 'tools', 'history', 'user'] as const;
 export type ContextSection = (typeof CONTEXT_SECTIONS)[number];
@@ -89,12 +90,27 @@ const elideItem = (h: HistoryItem, maxChars: number): HistoryItem => ({
 
 const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
 
+const historyHeading = (h: HistoryItem): string => {
+  if (isCompactionSummary(h))
+    return isSessionItem(h)
+      ? 'Summary of earlier tasks of this session:'
+      : `Summary of rounds up to ${h.round}:`;
+  const sessionTask = sessionTaskOf(h);
+  return sessionTask !== null
+    ? `Earlier task of this session (${sessionTask}):`
+    : `Round ${h.round} directive: ${JSON.stringify(h.directive)}`;
+};
+
 const historyText = (h: HistoryItem): string =>
-  isCompactionSummary(h)
-    ? [`Summary of rounds up to ${h.round}:`, ...h.results.map((r) => `  ${r}`)].join('\n')
-    : [`Round ${h.round} directive: ${JSON.stringify(h.directive)}`, ...h.results.map((r) => `  ${r}`)].join(
-        '\n',
-      );
+  [historyHeading(h), ...h.results.map((r) => `  ${r}`)].join('\n');
+
+/** How CONTEXT_BUILT names a history item: a round of the task, or an earlier task of its session. */
+const historyId = (h: HistoryItem): string =>
+  isSessionItem(h) ? `history:session_${-h.round}` : `history:round_${h.round}`;
+
+/** Said where earlier tasks of the session were left out of the prompt (trimmed, not summarised). */
+const sessionOmittedNote = (n: number): string =>
+  `[… ${n} earlier task${n === 1 ? '' : 's'} of this session left out to fit the prompt …]`;
 
 /**
  * system + memory + tools + history + user, each within its budget. History
@@ -137,6 +153,8 @@ export class ContextBuilder {
     let kept = [...progress.history];
     let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let trimmedTokens = 0;
+    /** earlier tasks of the session trimmed away (not summarised): the prompt says so */
+    let sessionLeftOut = 0;
     let compaction: BuiltContext['compaction'];
     let overBudget: string | undefined;
     if (this.prompt) {
@@ -155,7 +173,7 @@ export class ContextBuilder {
           tokens: tokensOf(memoryLine(h)),
         })),
         ...kept.map((h) => ({
-          id: `history:round_${h.round}`,
+          id: historyId(h),
           section: 'history' as const,
           tokens: tokensOf(historyText(h)),
           elidable: h.results.map(tokensOf),
@@ -183,7 +201,7 @@ export class ContextBuilder {
           : [],
       );
       if (decision.kind === 'compact') {
-        const old = kept.filter((h) => drop.has(`history:round_${h.round}`));
+        const old = kept.filter((h) => drop.has(historyId(h)));
         compaction = {
           rounds: old.map((h) => h.round),
           text: old.map(historyText).join('\n'),
@@ -191,10 +209,14 @@ export class ContextBuilder {
         };
       }
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
+      const compacted = new Set(decision.kind === 'compact' ? decision.compact : []);
       for (const h of kept)
-        if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
-      kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
-      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `history:round_${h.round}:elided`));
+        if (drop.has(historyId(h))) {
+          trimmedTokens += tokensOf(historyText(h));
+          if (isSessionItem(h) && !compacted.has(historyId(h))) sessionLeftOut += 1;
+        }
+      kept = kept.filter((h) => !drop.has(historyId(h)));
+      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${historyId(h)}:elided`));
       cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
@@ -203,7 +225,8 @@ export class ContextBuilder {
     while (!this.prompt && kept.length > 1 && kept.map(historyText).join('\n').length > budgetChars) {
       const dropped = kept.shift()!;
       trimmedTokens += tokensOf(historyText(dropped));
-      cut.push(`history:round_${dropped.round}`);
+      if (isSessionItem(dropped)) sessionLeftOut += 1;
+      cut.push(historyId(dropped));
     }
     // Rounds decided by native tool calls go back as tool turns, the rest as text.
     const asTurn = (h: HistoryItem): boolean => Boolean(opts.toolCalling && h.tool_calls?.length);
@@ -211,11 +234,14 @@ export class ContextBuilder {
       .filter((h) => !asTurn(h))
       .map(historyText)
       .join('\n');
-    const history = clip(historyFull, budgetChars);
-    if (history !== historyFull) {
+    const clipped = clip(historyFull, budgetChars);
+    if (clipped !== historyFull) {
       cut.push('history:truncated');
-      trimmedTokens += tokensOf(historyFull) - tokensOf(history);
+      trimmedTokens += tokensOf(historyFull) - tokensOf(clipped);
     }
+    const history = [sessionLeftOut > 0 && sessionOmittedNote(sessionLeftOut), clipped]
+      .filter(Boolean)
+      .join('\n');
     // Rounds sent as tool turns count in the history section as their text would.
     const turnTokens = kept.filter(asTurn).reduce((n, h) => n + tokensOf(historyText(h)), 0);
     sections.history = { tokens: tokensOf(history) + turnTokens, trimmed: trimmedTokens };
@@ -241,10 +267,11 @@ export class ContextBuilder {
     return {
       messages,
       functions: opts.toolCalling ? toolFunctions(tools) : [],
-      // sys_util reads the results whole (its answer is the last output), never the elided prompt text
+      // sys_util reads the results whole (its answer is the last output), never the elided prompt text;
+      // the session's earlier tasks are not results of this one
       view: {
         input: progress.input,
-        history: progress.history.filter((h) => kept.some((k) => k.round === h.round)),
+        history: progress.history.filter((h) => !isSessionItem(h) && kept.some((k) => k.round === h.round)),
       },
       event: {
         round,

@@ -17,6 +17,7 @@ import { StepStatus } from '@runledger/scheduler';
 import { HistoryItem } from './model/model-backend';
 import { MeterState, initialMeterState, meterEvolve } from './discipline/budgets';
 import { COMPACTED_ROUNDS } from './discipline/prompt-budget';
+import { sessionHistoryItems } from './session-history';
 
 export interface CallProgress {
   call_id: string;
@@ -179,6 +180,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         budgets: e.payload.budgets,
         accept_checks: e.payload.accept_checks,
       });
+      // the conversation so far comes first, as the oldest history
+      p.history = sessionHistoryItems(e.payload.session_history ?? []);
       break;
     case 'CONTEXT_BUILT':
       if (e.payload.round !== p.round)

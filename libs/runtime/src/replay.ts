@@ -337,7 +337,11 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
   // compared; what a replay never writes is not (see reproducedInReplay).
   return events.filter(reproducedInReplay).map((e) => {
     // The model name of a call is the serving backend's; a replay serves it from the log.
-    const unnamed = e.type === 'MODEL_CALLED' || (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
+    // So is the orchestrator model a fork asked for (TASK_RECEIVED.model).
+    const unnamed =
+      e.type === 'MODEL_CALLED' ||
+      e.type === 'TASK_RECEIVED' ||
+      (e.type === 'MODEL_RESPONDED' && e.payload.error !== null);
     // The replay's clock is the recording's event times; the instant a time budget was judged
     // lies between two of them, so the elapsed time a timeout names is not compared.
     const timed =
@@ -492,7 +496,8 @@ export async function replayTask(
         budgets: first.payload.budgets,
         accept_checks: first.payload.accept_checks,
       },
-      { source: 'replay', settings: recordedSettings },
+      // the conversation the recording saw comes from its log, not from the session as it is now
+      { source: 'replay', settings: recordedSettings, session_history: first.payload.session_history ?? [] },
     ));
     progress = await runtime.settled(task_id);
   } finally {

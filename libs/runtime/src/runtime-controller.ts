@@ -10,11 +10,14 @@ import {
   NotFoundError,
   PermissionDecision,
   RunSettings,
+  SessionTurn,
+  StopReason,
   TaskStatus,
   UserTask,
   ValidationError,
   canonicalJson,
   isFinalEventType,
+  isTerminalStatus,
   newId,
   sha256,
 } from '@runledger/contracts';
@@ -30,6 +33,8 @@ import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
 import { TaskWriter, WriterLease } from './task-writer';
+import { elideOutput } from './context-builder';
+import type { SessionTask } from './task-views';
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
@@ -39,6 +44,13 @@ export interface SubmitOptions {
    * none, so none are recorded); otherwise those this process runs tasks under.
    */
   settings?: RunSettings | null;
+  /** the session's earlier tasks recorded for the task: a replay gives its recording's; otherwise read from the session */
+  session_history?: SessionTurn[];
+}
+
+export interface ForkOptions {
+  /** the orchestrator model the fork runs with (sys_util, or a model of the configured server); the source's when absent */
+  model?: string;
 }
 
 export interface SubmitResult {
@@ -63,12 +75,42 @@ export interface RuntimeControllerDeps {
   runSettings: (budgets: UserTask['budgets']) => RunSettings;
   /** re-runs a recorded task offline as a new task (see replayTask) */
   replay: (sourceTaskId: string, options: ReplayRequest) => Promise<ReplayResult>;
+  /** the latest `limit` tasks of a session, oldest first */
+  sessionTasks: (sessionId: string, limit: number) => Promise<SessionTask[]>;
+  /** why this process cannot run an orchestrator named `model`, or null when it can */
+  refuseModel: (model: string) => string | null;
   /**
    * The leases of the tasks this process runs: claimed before a task runs here, carried by every
    * append of its run (fencing). Absent where no other process can write the log (a replay's own
    * log in memory): then every task runs here, unfenced.
    */
   ownership?: TaskOwnership | null;
+}
+
+/** Tasks of a session read when a task joins it: enough to find the latest ended ones among some still running. */
+const SESSION_TASKS_READ = 100;
+/** How many of a session's latest ended tasks a new task of the session is shown. */
+export const SESSION_HISTORY_MAX_TASKS = 20;
+/** An input or answer longer than this is recorded with its middle elided (head and tail kept). */
+export const SESSION_TEXT_MAX_CHARS = 16_000;
+
+/**
+ * What a task received now in the session is shown of it: the latest ended tasks (oldest first),
+ * each text at most SESSION_TEXT_MAX_CHARS. A task still running has no answer yet and is left out.
+ */
+export function sessionTurnsOf(tasks: readonly SessionTask[]): SessionTurn[] {
+  return tasks
+    .filter(
+      (t): t is SessionTask & { stop_reason: StopReason } =>
+        isTerminalStatus(t.status) && t.stop_reason !== null,
+    )
+    .slice(-SESSION_HISTORY_MAX_TASKS)
+    .map((t) => ({
+      task_id: t.task_id,
+      input: elideOutput(t.input, SESSION_TEXT_MAX_CHARS, null),
+      answer: t.result === null ? null : elideOutput(t.result, SESSION_TEXT_MAX_CHARS, null),
+      stop_reason: t.stop_reason,
+    }));
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
@@ -116,6 +158,12 @@ export class RuntimeController implements OnModuleDestroy {
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
+    // A new session has no history; a named one is read now and recorded, so the task never reads it again.
+    const session_history =
+      options.session_history ??
+      (task.session_id
+        ? sessionTurnsOf(await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ))
+        : []);
     try {
       await this.deps.store.append(
         task_id,
@@ -133,6 +181,7 @@ export class RuntimeController implements OnModuleDestroy {
               source: options.source,
               forked_from: null,
               ...(settings ? { settings } : {}),
+              ...(session_history.length ? { session_history } : {}),
             },
           },
         ],
@@ -158,13 +207,18 @@ export class RuntimeController implements OnModuleDestroy {
    * up to there is copied (an ending is not), and the loop continues from that
    * state as it would after a restart. The source stays as it is.
    */
-  async fork(sourceTaskId: string, atSequence: number): Promise<SubmitResult> {
+  async fork(sourceTaskId: string, atSequence: number, options: ForkOptions = {}): Promise<SubmitResult> {
     const events = await this.deps.store.readWholeStream(sourceTaskId);
     const [first] = events;
     if (first?.type !== 'TASK_RECEIVED') throw new NotFoundError(`task ${sourceTaskId} not found`);
     if (!Number.isInteger(atSequence) || atSequence < 1 || atSequence > events.length) {
-      throw new ValidationError(`sequence must be between 1 and ${events.length}`);
+      throw new ValidationError(`sequence must be between 1 and ${events.length}`, {
+        field: 'at_sequence',
+        last_sequence: events.length,
+      });
     }
+    const refused = options.model === undefined ? null : this.deps.refuseModel(options.model);
+    if (refused !== null) throw new ValidationError(refused, { field: 'model' });
     const task_id = newId('task');
     const copied = events.slice(1, atSequence).filter((e) => !isFinalEventType(e.type));
     await this.deps.store.append(
@@ -179,6 +233,7 @@ export class RuntimeController implements OnModuleDestroy {
             request_hash: null,
             source: 'fork',
             forked_from: { task_id: sourceTaskId, sequence: atSequence },
+            ...(options.model !== undefined ? { model: options.model } : {}),
           },
         },
         ...copied.map(

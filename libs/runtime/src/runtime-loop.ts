@@ -1,4 +1,4 @@
-import { LeaseLostError, RunSettings } from '@runledger/contracts';
+import { ConfigError, LeaseLostError, RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -27,8 +27,8 @@ export interface LoopDeps {
   checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null;
   /** what the end-to-end deadline is timed by; the wall clock when absent */
   clock?: RunClock;
-  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded */
-  recordedShape?: (settings: RunSettings) => ShapedLoopParts;
+  /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded, with the orchestrator it named */
+  recordedShape?: (settings: RunSettings | null, model: string | null) => ShapedLoopParts;
 }
 
 /** The parts of the loop that run settings shape. */
@@ -51,10 +51,23 @@ export class RuntimeLoop {
   /** With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner. */
   async runTask(taskId: string, signal: AbortSignal, lease?: WriterLease): Promise<TaskProgress> {
     const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease);
-    // A fork continues under the settings its source recorded, not under this process's.
+    // A fork continues under the settings its source recorded, not under this process's, and with the model it asked for.
     const [first] = writer.log;
-    if (first?.type === 'TASK_RECEIVED' && first.payload.source === 'fork' && first.payload.settings) {
-      const shape = this.deps.recordedShape?.(first.payload.settings);
+    if (
+      first?.type === 'TASK_RECEIVED' &&
+      first.payload.source === 'fork' &&
+      (first.payload.settings || first.payload.model)
+    ) {
+      let shape: ShapedLoopParts | undefined;
+      try {
+        shape = this.deps.recordedShape?.(first.payload.settings ?? null, first.payload.model ?? null);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // The model the fork was started with cannot be run here (this process is configured otherwise).
+        if (!writer.progress.final)
+          await this.end(writer, { stop_reason: 'provider_error', detail: err.message }, null);
+        return writer.progress;
+      }
       if (shape)
         return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
     }

@@ -15,6 +15,7 @@ import { ModelGateway } from './model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
+import { SYS_UTIL } from './model/sys-util-name';
 import {
   LoopGuard,
   MemoryRecall,
@@ -204,13 +205,37 @@ const newContext = (o: RuntimeOptions, memory: MemoryRecall) =>
     o.discipline?.prompt ?? null,
   );
 
-/** The loop's parts for a task recorded under `settings`, over this process's ports. */
-function recordedShape(o: RuntimeOptions, p: ShapingPorts, settings: RunSettings): ShapedLoopParts {
-  const shaped: RuntimeOptions = { ...o, ...runShapingOf(settings) };
+/**
+ * The orchestrator a fork asked for by name: sys_util, or the configured backend answering as that
+ * model; null when this process cannot run it.
+ */
+function orchestratorNamed(models: ShapingPorts['models'], model: string): ModelBackend | null {
+  return model === SYS_UTIL ? models.sysUtil : models.orchestrator.withOrchestratorModel(model);
+}
+
+const refuseModel = (models: ShapingPorts['models'], model: string): string | null =>
+  orchestratorNamed(models, model)
+    ? null
+    : `model ${JSON.stringify(model)} cannot be run here: the configured model backend (${models.orchestrator.backend}) serves no other model; use ${JSON.stringify(SYS_UTIL)} or leave model out`;
+
+/**
+ * The loop's parts for a fork: under the settings its TASK_RECEIVED recorded (this process's when
+ * none were), with the orchestrator it named, over this process's ports. The fork's coder steps stay
+ * on the configured backend.
+ */
+function recordedShape(
+  o: RuntimeOptions,
+  p: ShapingPorts,
+  settings: RunSettings | null,
+  model: string | null,
+): ShapedLoopParts {
+  const shaped: RuntimeOptions = settings ? { ...o, ...runShapingOf(settings) } : o;
   const gateway = newGateway(shaped);
+  const orchestrator = model === null ? p.models.orchestrator : orchestratorNamed(p.models, model);
+  if (!orchestrator) throw new ConfigError(refuseModel(p.models, model!)!);
   return {
     guards: newGuards(shaped),
-    router: newRouter(shaped, p.models, gateway, p.tools),
+    router: newRouter(shaped, { ...p.models, orchestrator }, gateway, p.tools),
     engine: newEngine(shaped, p, gateway, p.models.orchestrator, p.models.fallbacks),
     context: newContext(shaped, p.memory),
     maxRounds: maxRoundsOf(shaped),
@@ -351,7 +376,7 @@ function runtimeProviders(): Provider[] {
           guards,
           maxRounds: maxRoundsOf(o),
           clock: o.clock,
-          recordedShape: (settings) => recordedShape(o, ports, settings),
+          recordedShape: (settings, model) => recordedShape(o, ports, settings, model),
           checkpoints: o.checkpoints ? (log) => new TaskCheckpoints(o.checkpoints!, logger, log) : null,
         });
       },
@@ -387,6 +412,9 @@ function runtimeProviders(): Provider[] {
         rawStore: EventStore,
         scheduler: ExecutionScheduler,
         orchestrator: ModelBackend,
+        fallbacks: ModelBackend[],
+        sysUtil: ModelBackend,
+        views: TaskViews,
         ownership: TaskOwnership | null,
       ) =>
         new RuntimeController({
@@ -410,6 +438,8 @@ function runtimeProviders(): Provider[] {
               taskId,
               request,
             ),
+          sessionTasks: (sessionId, limit) => views.sessionTasks(sessionId, limit),
+          refuseModel: (model) => refuseModel({ orchestrator, fallbacks, sysUtil }, model),
         }),
       inject: [
         RUNTIME_OPTIONS,
@@ -422,6 +452,9 @@ function runtimeProviders(): Provider[] {
         EventStore,
         ExecutionScheduler,
         ModelBackend,
+        FALLBACK_MODELS,
+        SYS_UTIL_BACKEND,
+        TaskViews,
         TaskOwnership,
       ],
     },

@@ -65,10 +65,29 @@ export interface TaskViewPage {
   next_cursor: string | null;
 }
 
+/** A task of a session with its whole input: what a later task of the session is shown of it. */
+export interface SessionTask {
+  task_id: string;
+  status: TaskStatus;
+  input: string;
+  result: string | null;
+  stop_reason: StopReason | null;
+}
+
+const sessionTaskOf = (s: TaskState): SessionTask => ({
+  task_id: s.task_id,
+  status: s.status,
+  input: s.input,
+  result: s.result,
+  stop_reason: s.stop_reason,
+});
+
 /** Reads of tasks as views, for the API and the dashboard. */
 export abstract class TaskViews {
   abstract get(taskId: string): Promise<TaskView | null>;
   abstract list(query: TaskListQuery): Promise<TaskViewPage>;
+  /** The latest `limit` (1..500) tasks of a session, oldest first. */
+  abstract sessionTasks(sessionId: string, limit: number): Promise<SessionTask[]>;
   abstract countByStatus(): Promise<Partial<Record<TaskStatus, number>>>;
 }
 
@@ -116,9 +135,20 @@ export class LogTaskViews extends TaskViews {
   }
 
   async get(taskId: string): Promise<TaskView | null> {
-    if (!this.checkpoints) return taskViewFromEvents(await this.store.readWholeStream(taskId));
-    const loaded = await this.checkpoints.load(taskId);
-    return loaded ? taskViewFromState(loaded.state) : null;
+    const state = await this.state(taskId);
+    return state ? taskViewFromState(state) : null;
+  }
+
+  async sessionTasks(sessionId: string, limit: number): Promise<SessionTask[]> {
+    const received = (await this.receivedEvents()).filter((e) => e.session_id === sessionId).slice(-limit);
+    const states = await Promise.all(received.map((e) => this.state(e.task_id)));
+    return states.filter((s): s is TaskState => s !== null).map(sessionTaskOf);
+  }
+
+  private async state(taskId: string): Promise<TaskState | null> {
+    if (!this.checkpoints)
+      return (await this.store.readWholeStream(taskId)).reduce<TaskState | null>(evolve, null);
+    return (await this.checkpoints.load(taskId))?.state ?? null;
   }
 
   async list(query: TaskListQuery): Promise<TaskViewPage> {
@@ -210,6 +240,11 @@ export class ProjectionTaskViews extends TaskViews {
   async list(query: TaskListQuery): Promise<TaskViewPage> {
     const page = await this.states.list(query);
     return { tasks: page.items.map(taskViewFromState), next_cursor: page.next_cursor };
+  }
+
+  async sessionTasks(sessionId: string, limit: number): Promise<SessionTask[]> {
+    const page = await this.states.list({ session_id: sessionId, limit });
+    return page.items.reverse().map(sessionTaskOf);
   }
 
   async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {

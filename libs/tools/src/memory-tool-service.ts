@@ -24,6 +24,8 @@ export interface MemorySearchQuery {
   query: string;
   limit: number;
   kind?: MemoryKind;
+  /** all: every session's entries (memory is shared across sessions); session: only the calling task's session's */
+  scope: 'all' | 'session';
 }
 
 export interface MemoryInsertRequest {

@@ -16,6 +16,7 @@ import { MemoryService } from '@runledger/memory';
 import { RuntimeController, TaskViews } from '@runledger/runtime';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
+import { SessionsController } from '../sessions/sessions.controller';
 import { buildOpenApiDocument } from './api-docs';
 import { DocsController } from './docs.controller';
 
@@ -24,6 +25,7 @@ const API_CONTROLLERS: Type[] = [
   HealthController,
   TasksController,
   TaskStreamController,
+  SessionsController,
   AdminEventsController,
   MetricsController,
   MemoryController,
@@ -63,7 +65,11 @@ type Operation = {
   operationId: string;
   security: Record<string, string[]>[];
   'x-required-scope'?: string;
-  parameters: { name: string; in: string; schema: { pattern?: string } }[];
+  parameters: {
+    name: string;
+    in: string;
+    schema: { pattern?: string; minLength?: number; maxLength?: number };
+  }[];
 };
 
 describe('buildOpenApiDocument', () => {
@@ -107,7 +113,10 @@ describe('buildOpenApiDocument', () => {
       expect(op.security).toEqual(route.scope ? [{ bearer: [route.scope] }] : [{}]);
       for (const [, param] of route.path.matchAll(/\{([^}]+)\}/g)) {
         const documented = op.parameters.find((p) => p.name === param && p.in === 'path');
-        expect(documented?.schema.pattern).toBe('^[A-Za-z0-9_.:-]{1,200}$');
+        // a session is named by whatever session_id its tasks were submitted with
+        if (param === 'session_id')
+          expect(documented?.schema).toMatchObject({ minLength: 1, maxLength: 200 });
+        else expect(documented?.schema.pattern).toBe('^[A-Za-z0-9_.:-]{1,200}$');
       }
     },
   );

@@ -33,6 +33,26 @@ export const ListTasksQuery = z
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
 export class ListTasksQueryDto extends createZodDto(ListTasksQuery) {}
 
+/** POST /tasks/:task_id/fork: from which event of the task, and optionally with which orchestrator model. */
+export const ForkTaskBody = z
+  .object({
+    at_sequence: z
+      .number()
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .describe("the event of the task to continue from (its sequence); at most the task's last"),
+    model: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1-200 printable ASCII characters')
+      .optional()
+      .describe(
+        'the orchestrator model the fork runs with: sys_util, or a model of the configured OpenAI-compatible server; the configured one when absent',
+      ),
+  })
+  .strict();
+export class ForkTaskDto extends createZodDto(ForkTaskBody) {}
+
 export const SubmitResponse = z.object({ task_id: z.string(), status: TaskStatus });
 export class SubmitResponseDto extends createZodDto(SubmitResponse) {}
 

@@ -88,8 +88,12 @@ export const recallOver = (service: MemoryService): MemoryRecall => ({
 });
 
 export const toolsOver = (service: MemoryService, policy: MemoryPolicyConfig): MemoryToolService => ({
-  async search({ query, limit, kind }) {
-    const hits = await service.search(query, { k: limit, kind });
+  async search({ query, limit, kind, scope }, ctx) {
+    const hits = await service.search(query, {
+      k: limit,
+      kind,
+      ...(scope === 'session' ? { session_id: ctx.session_id } : {}),
+    });
     return hits.map((h) => ({
       id: h.entry.id,
       text: h.entry.text,

@@ -24,6 +24,8 @@ import {
 import {
   CreateTaskBody,
   CreateTaskDto,
+  ForkTaskBody,
+  ForkTaskDto,
   IdempotencyKey,
   ListTasksQuery,
   ListTasksQueryDto,
@@ -137,6 +139,29 @@ export class TasksController {
   ): Promise<z.infer<typeof CancelResponse>> {
     await this.runtime.cancel(taskId);
     return { task_id: taskId, status: (await this.requireTask(taskId)).status };
+  }
+
+  @Post(':task_id/fork')
+  @HttpCode(202)
+  @RequireScope('tasks:write')
+  @ApiOperation({
+    operationId: 'forkTask',
+    summary:
+      'A new task that continues from one event of this one: its history up to there is reused (recorded model answers and tool outcomes are not asked or run again), the rest runs',
+  })
+  @ApiTaskId()
+  @ApiResponse({ status: 202, description: 'the new task; it runs', type: TaskResponseDto.Output })
+  @ApiErrors({
+    400: "invalid body: at_sequence not an integer or past the task's last event, or a model this server cannot run",
+    404: 'no such task',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
+  async fork(
+    @Param('task_id', taskIdPipe) taskId: string,
+    @Body(new ZodPipe(ForkTaskBody, 'body')) body: ForkTaskDto,
+  ): Promise<z.infer<typeof TaskResponse>> {
+    const { task_id } = await this.runtime.fork(taskId, body.at_sequence, { model: body.model });
+    return toTaskResponse(await this.requireTask(task_id));
   }
 
   @Post(':task_id/permissions/:request_id')

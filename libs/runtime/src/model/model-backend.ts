@@ -114,6 +114,13 @@ export abstract class ModelBackend {
     return false;
   }
   /**
+   * This backend with its orchestrator answering as `model` (a fork run with another model), or
+   * null when it serves no other model (sys_util, scripted and replayed answers).
+   */
+  withOrchestratorModel(_model: string): ModelBackend | null {
+    return null;
+  }
+  /**
    * The provider as events name it when a fallback switches between
    * providers (model name and host; never a key). Unique within a chain.
    */

@@ -141,6 +141,20 @@ export class OpenAiBackend extends ModelBackend {
     return this.options.models[role] ?? this.options.models.orchestrator ?? null;
   }
 
+  /** The same server with the orchestrator on `model`; the other roles keep the models they resolved to. */
+  override withOrchestratorModel(model: string): OpenAiBackend {
+    const resolved = (role: Role) => this.modelFor(role) ?? undefined;
+    return new OpenAiBackend({
+      ...this.options,
+      models: {
+        orchestrator: model,
+        coder: resolved('coder'),
+        critic: resolved('critic'),
+        utility: resolved('utility'),
+      },
+    });
+  }
+
   override get label(): string {
     return (
       this.options.label ?? providerLabel(this.modelFor('orchestrator') ?? 'openai', this.options.baseURL)

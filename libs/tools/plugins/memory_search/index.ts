@@ -9,6 +9,7 @@ export function createTool({ memory }: ToolServices): ToolImplementation {
         query: String(args.query),
         limit: typeof args.limit === 'number' ? args.limit : 5,
         kind: args.kind as MemoryKind | undefined,
+        scope: args.scope === 'session' ? 'session' : 'all',
       },
       ctx,
     ),

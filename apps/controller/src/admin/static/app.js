@@ -532,6 +532,15 @@ function timelineItem(e) {
     'li',
     { 'data-seq': e.sequence },
     el(
+      'button',
+      {
+        type: 'button',
+        class: 'linkish fork',
+        title: `start a new task from event ${e.sequence} of this one`,
+      },
+      'fork from here',
+    ),
+    el(
       'details',
       {},
       el('summary', {}, `${e.sequence}. ${e.created_at.slice(11, 23)} ${e.type} ${summarize(e)}`),
@@ -598,6 +607,13 @@ const taskView = {
     $('t-count').textContent = `(${this.events.length} events)`;
     const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
     if (received) $('t-input').textContent = received.payload.input;
+    const from = received?.payload.forked_from;
+    $('t-forked-label').hidden = $('t-forked').hidden = !from;
+    $('t-forked').replaceChildren(
+      ...(from
+        ? [el('a', { href: taskHref(from.task_id) }, from.task_id), ` at event ${from.sequence}`]
+        : []),
+    );
   },
   close() {
     if (this.id) live.unsubscribe('task');
@@ -1007,6 +1023,20 @@ $('t-cancel').addEventListener('click', async () => {
   }
 });
 $('t-more').addEventListener('click', () => taskView.showEarlier());
+$('t-timeline').addEventListener('click', async (ev) => {
+  const button = ev.target.closest('button.fork');
+  if (!button) return;
+  const at_sequence = Number(button.closest('li').dataset.seq);
+  try {
+    const fork = await api(`/tasks/${encodeURIComponent(taskView.id)}/fork`, {
+      method: 'POST',
+      body: { at_sequence },
+    });
+    location.hash = `#/tasks/${encodeURIComponent(fork.task_id)}`;
+  } catch (e) {
+    flash(e.message);
+  }
+});
 $('ev-type').addEventListener('change', logRefilter);
 $('ev-task').addEventListener('input', logRefilter);
 $('ev-older').addEventListener('click', () => logLoadOlder().catch((e) => flash(e.message)));
