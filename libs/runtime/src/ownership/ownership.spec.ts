@@ -132,6 +132,33 @@ describe('task ownership: leases held by the runtime that runs a task', () => {
     ]);
   });
 
+  it('resume with force takes a task from a live owner, bumping the epoch, so the old owner is fenced off', async () => {
+    await store.append(
+      'task_held',
+      [{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 's' } } as NewEvent],
+      {
+        expected: 'no_stream',
+      },
+    );
+    const ghost = (await leases.claim('task_held', 'ghost', { ttlMs: 60_000 }))!;
+    const { sut } = await runtime('proc-a', [respond('forced')]);
+    expect(await sut.resumeUnfinished()).toEqual([]);
+    expect(await sut.ownedElsewhere('task_held')).toBe('ghost');
+    expect(await sut.resumeUnfinished({ force: true })).toEqual(['task_held']);
+    expect((await sut.settled('task_held')).final?.result).toBe('forced');
+    await expect(
+      store.append(
+        'task_held',
+        [{ type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 0, delta: 'd' } } as NewEvent],
+        {
+          expected: 'any',
+          lease: { owner: 'ghost', epoch: ghost.epoch },
+        },
+      ),
+    ).rejects.toMatchObject({ code: 'lease_lost' });
+    expect(appends.find((a) => a.lease?.owner === 'proc-a')?.lease?.epoch).toBe(ghost.epoch + 1);
+  });
+
   it('a lease taken over while a tool runs: the old owner appends nothing more and logs it, no failure recorded', async () => {
     // the heartbeat is slow, so the old owner learns of it from the store refusing its append
     const { sut: first, logger } = await runtime('proc-a', [appendLine('one', 300), respond('never')], {
