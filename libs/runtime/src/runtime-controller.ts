@@ -443,6 +443,8 @@ export class RuntimeController implements OnModuleDestroy {
 
   /** Run the task here if this process may: it claims it first (never from a live owner) when leases are on. */
   private async takeAndEnqueue(taskId: string): Promise<void> {
+    // shutting down: the task is left unclaimed, for recovery to take at once
+    if (this.closed) return;
     if (this.deps.ownership && !(await this.deps.ownership.claim(taskId))) return;
     this.enqueue(taskId);
   }
@@ -455,7 +457,8 @@ export class RuntimeController implements OnModuleDestroy {
    */
   private async recordResolution(p: TaskProgress, event: NewEvent): Promise<void> {
     const ownership = this.deps.ownership;
-    const claimed = ownership ? !ownership.holds(p.task_id) && (await ownership.claim(p.task_id)) : false;
+    const claimed =
+      ownership && !this.closed ? !ownership.holds(p.task_id) && (await ownership.claim(p.task_id)) : false;
     const event_id = newId('evt');
     this.ownAnswers.add(event_id);
     try {

@@ -35,6 +35,7 @@ export class TaskOwnership {
   /** releases still being written, by task: a claim of the same task waits for its release first */
   private readonly releasing = new Map<string, Promise<void>>();
   private lostListener: (taskId: string) => void = () => undefined;
+  private closed = false;
 
   constructor(
     private readonly leases: LeaseStore,
@@ -65,6 +66,7 @@ export class TaskOwnership {
    */
   async claim(taskId: string, options: { force?: boolean } = {}): Promise<boolean> {
     if (this.held.has(taskId)) return true;
+    if (this.closed) return false;
     await this.releasing.get(taskId);
     const lease = await this.leases.claim(taskId, this.owner, {
       ttlMs: this.settings.ttlMs,
@@ -72,6 +74,11 @@ export class TaskOwnership {
     });
     if (!lease) return false;
     this.held.set(taskId, lease);
+    if (this.closed) {
+      // closed while the claim was in flight: nobody would renew it
+      await this.release(taskId);
+      return false;
+    }
     this.startHeartbeat();
     return true;
   }
@@ -117,6 +124,7 @@ export class TaskOwnership {
 
   /** Stop the heartbeat and release every held lease, so another process (or this one restarted) resumes at once. */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
     await this.renewing;
