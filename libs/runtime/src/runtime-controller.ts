@@ -8,6 +8,7 @@ import {
   NotFoundError,
   PermissionDecision,
   RunSettings,
+  RuntimeEvent,
   TaskStatus,
   UserTask,
   ValidationError,
@@ -19,17 +20,18 @@ import {
 import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
 import { loadProgress } from './checkpoints';
+import { ChildEnd, ChildTaskHost, ChildTaskSpec } from './delegation/child-tasks';
 import { SecretVault, ShutdownSignal } from './ports';
 import type { ReplayRequest, ReplayResult } from './replay';
 import { SessionSecrets } from './session-secrets';
 import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
-import { TaskWriter } from './task-writer';
+import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
-  source: 'api' | 'cli' | 'fork' | 'replay';
+  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation';
   /**
    * The settings recorded for the task: a replay gives its recording's (null: the recording had
    * none, so none are recorded); otherwise those this process runs tasks under.
@@ -66,16 +68,39 @@ export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency
 
 const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
 
+/** a final event as the end its parent records */
+function endOf(e: RuntimeEvent): ChildEnd {
+  switch (e.type) {
+    case 'TASK_COMPLETED':
+      return { status: 'completed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_FAILED':
+      return { status: 'failed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_CANCELLED':
+      return { status: 'cancelled', ...pick(e.payload), result: null };
+    default:
+      throw new Error(`${e.type} is not a final event`);
+  }
+}
+const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: ChildEnd['usage'] }) => ({
+  stop_reason: p.stop_reason,
+  detail: p.detail,
+  usage: p.usage,
+});
+
 /**
  * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns at
  * once and the task runs on an in-process queue; cancel, permission and secret
  * answers, fork, replay, and resume on boot. Stops (in-flight tasks left to
  * resume) when the application shuts down, before the storage closes.
  */
-export class RuntimeController implements OnModuleDestroy {
+export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue: string[] = [];
+  /** cancels under way, so a cascade and a request that meet cancel a task once */
+  private readonly cancelling = new Map<string, Promise<void>>();
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
   private readonly again = new Set<string>();
+  /** running or about to run as a delegation's child */
+  private readonly childTasks = new Set<string>();
   private readonly idle = new EventEmitter();
   private closed = false;
 
@@ -182,10 +207,19 @@ export class RuntimeController implements OnModuleDestroy {
     return loadProgress(this.deps.store, this.deps.checkpoints ?? null, taskId);
   }
 
-  async cancel(taskId: string): Promise<void> {
+  /** Ends the task as cancelled, then its unfinished children (and theirs). */
+  cancel(taskId: string): Promise<void> {
+    const under = this.cancelling.get(taskId);
+    if (under) return under;
+    const run = this.cancelOne(taskId).finally(() => this.cancelling.delete(taskId));
+    this.cancelling.set(taskId, run);
+    return run;
+  }
+
+  private async cancelOne(taskId: string): Promise<void> {
     const p = await this.progress(taskId);
     if (p.final) {
-      if (p.status === 'cancelled') return;
+      if (p.status === 'cancelled') return this.cancelChildren(p);
       throw new IllegalStateError(`task ${taskId} already ended (${p.status})`);
     }
     const running = this.active.get(taskId);
@@ -198,7 +232,102 @@ export class RuntimeController implements OnModuleDestroy {
     }
     const writer = await TaskWriter.open(this.deps.store, taskId);
     if (!writer.progress.final)
-      await this.deps.loop.end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null);
+      await this.deps.loop
+        .end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null)
+        .catch((err: unknown) => {
+          if (!(err instanceof TaskEndedElsewhereError)) throw err;
+        });
+    await this.cancelChildren(writer.progress);
+  }
+
+  /** A task that ended leaves no child running: each unfinished one is cancelled, with its own children. */
+  private async cancelChildren(p: TaskProgress): Promise<void> {
+    const open = [...p.children.values()].filter((c) => !c.ended).map((c) => c.started.child_task_id);
+    await Promise.all(
+      open.map((id) =>
+        this.cancel(id).catch((err: unknown) => {
+          // a child that ended on its own meanwhile is no longer anyone's to cancel
+          if (!(err instanceof IllegalStateError || err instanceof NotFoundError)) throw err;
+        }),
+      ),
+    );
+  }
+
+  /**
+   * A delegation's child: its TASK_RECEIVED unless the stream exists (a
+   * resumed parent starts the child it started before), then it runs at once,
+   * outside the task concurrency: its parent's plan step holds the slot, and
+   * the step concurrency bounds how many children a plan runs together.
+   */
+  async startChild(spec: ChildTaskSpec): Promise<void> {
+    if ((await this.deps.store.streamVersion(spec.task_id)) === 0) {
+      try {
+        await this.deps.store.append(
+          spec.task_id,
+          [
+            {
+              type: 'TASK_RECEIVED',
+              session_id: spec.session_id,
+              payload: {
+                input: spec.input,
+                session_id: spec.session_id,
+                accept_checks: spec.accept_checks,
+                budgets: spec.budgets,
+                idempotency_key: null,
+                request_hash: null,
+                source: 'delegation',
+                forked_from: null,
+                settings: this.deps.runSettings(spec.budgets),
+                parent_task_id: spec.parent_task_id,
+                root_task_id: spec.root_task_id,
+                depth: spec.depth,
+                agent: spec.agent,
+              },
+            },
+          ],
+          { expected: 'no_stream' },
+        );
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError)) throw err;
+      }
+    }
+    if (!this.active.has(spec.task_id)) this.enqueue(spec.task_id, { child: true });
+  }
+
+  /** The child's end from its final event: read from the log, or awaited as it commits. */
+  childEnded(childTaskId: string, signal: AbortSignal): Promise<ChildEnd | null> {
+    return new Promise<ChildEnd | null>((resolve, reject) => {
+      let settled = false;
+      const finish = (end: ChildEnd | null) => {
+        if (settled) return;
+        settled = true;
+        detach();
+        signal.removeEventListener('abort', onAbort);
+        resolve(end);
+      };
+      const onAbort = () => finish(null);
+      // listening before reading: an end committed in between is seen by one or the other
+      const detach = this.deps.store.onCommitted((events) => {
+        for (const e of events) if (e.task_id === childTaskId && isFinalEventType(e.type)) finish(endOf(e));
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) return onAbort();
+      this.deps.store
+        .streamVersion(childTaskId)
+        .then((version) =>
+          version === 0 ? [] : this.deps.store.readStream(childTaskId, { after_seq: version - 1 }),
+        )
+        .then(([last]) => {
+          if (last && isFinalEventType(last.type)) finish(endOf(last));
+        })
+        .catch((err: unknown) => {
+          if (settled) return;
+          settled = true;
+          detach();
+          signal.removeEventListener('abort', onAbort);
+          reject(err as Error);
+        });
+    });
   }
 
   async resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void> {
@@ -217,7 +346,7 @@ export class RuntimeController implements OnModuleDestroy {
         ...(decision === 'allow_always' && pending.covers ? { covers: pending.covers } : {}),
       },
     });
-    this.enqueue(taskId);
+    this.enqueue(taskId, { child: p.parent_task_id !== null });
   }
 
   /**
@@ -240,7 +369,7 @@ export class RuntimeController implements OnModuleDestroy {
         fingerprint,
       },
     });
-    this.enqueue(taskId);
+    this.enqueue(taskId, { child: p.parent_task_id !== null });
   }
 
   /** Every task the log shows unfinished and not waiting for a person is queued again. */
@@ -279,7 +408,7 @@ export class RuntimeController implements OnModuleDestroy {
         );
       }
       resumed.push(taskId);
-      this.enqueue(taskId);
+      this.enqueue(taskId, { child: p.parent_task_id !== null });
     }
     return resumed;
   }
@@ -328,33 +457,49 @@ export class RuntimeController implements OnModuleDestroy {
     }
   }
 
-  private enqueue(taskId: string): void {
+  /** A child runs outside the task concurrency (see startChild); any other task waits for a slot. */
+  private enqueue(taskId: string, options: { child?: boolean } = {}): void {
     if (this.closed) return;
+    if (options.child) this.childTasks.add(taskId);
     if (this.active.has(taskId)) {
       this.again.add(taskId);
       return;
     }
+    if (this.childTasks.has(taskId)) return this.start(taskId);
     if (!this.queue.includes(taskId)) this.queue.push(taskId);
     this.pump();
   }
 
+  /** tasks running in a slot of the task concurrency: children run outside it */
+  private slotsTaken(): number {
+    let n = 0;
+    for (const id of this.active.keys()) if (!this.childTasks.has(id)) n++;
+    return n;
+  }
+
   private pump(): void {
-    while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
-      const taskId = this.queue.shift()!;
-      const ctrl = new AbortController();
-      const done = this.deps.loop
-        .runTask(taskId, ctrl.signal)
-        .then(() => undefined)
-        .catch((err: unknown) =>
-          this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
-        )
-        .finally(() => {
-          this.active.delete(taskId);
-          if (this.again.delete(taskId)) this.enqueue(taskId);
-          this.idle.emit(taskId);
-          this.pump();
-        });
-      this.active.set(taskId, { ctrl, done });
-    }
+    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0)
+      this.start(this.queue.shift()!);
+  }
+
+  private start(taskId: string): void {
+    const ctrl = new AbortController();
+    const done = this.deps.loop
+      .runTask(taskId, ctrl.signal)
+      .then(async (p) => {
+        // however it ended (a deadline, a guard, a cancel), a task leaves no child running
+        if (p.final) await this.cancelChildren(p);
+      })
+      .catch((err: unknown) =>
+        this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
+      )
+      .finally(() => {
+        this.active.delete(taskId);
+        if (this.again.delete(taskId)) this.enqueue(taskId);
+        else this.childTasks.delete(taskId);
+        this.idle.emit(taskId);
+        this.pump();
+      });
+    this.active.set(taskId, { ctrl, done });
   }
 }

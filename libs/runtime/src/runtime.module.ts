@@ -1,5 +1,14 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
+import {
+  AgentProfile,
+  ConfigError,
+  ModuleAsyncOptions,
+  RunSettings,
+  forRootAsyncModule,
+} from '@runledger/contracts';
+import { AgentCatalog } from './delegation/agent-catalog';
+import { ChildTasks } from './delegation/child-tasks';
+import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
@@ -58,6 +67,10 @@ export interface RuntimeSettings {
   workspace?: WorkspaceView | null;
   /** key of the secrets' fingerprints in the log (beside the database); random: recognised by this process only */
   secretKey?: Buffer;
+  /** the agents a task may delegate to, beside the built-in coder (RUNLEDGER_AGENTS) */
+  agents?: AgentProfile[];
+  /** how many delegations down from a root a task may be (default 3) */
+  maxDelegationDepth?: number;
 }
 
 /** What RuntimeModule.forRootAsync's factory returns: settings, and what other libs plug into the loop. */
@@ -137,6 +150,7 @@ interface ShapingPorts {
   memory: MemoryRecall;
   logger: RuntimeLogger;
   scheduler: ExecutionScheduler;
+  children: ChildTasks;
 }
 
 // The parts of the loop that run settings shape (RunSettings: budgets, prices, retries, guards, prompt
@@ -190,13 +204,21 @@ const newEngine = (
     rng: o.rng,
     redact: o.redact ?? redactSecrets,
     log: (message, err) => p.logger.error({ err }, message),
+    delegation: {
+      agents: agentCatalogOf(o),
+      children: p.children,
+      maxDepth: o.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH,
+      clock: o.clock,
+    },
   });
+const agentCatalogOf = (o: RuntimeOptions) => new AgentCatalog(o.agents ?? []);
 const newContext = (o: RuntimeOptions, memory: MemoryRecall) =>
   new ContextBuilder(
     memory,
     o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
     undefined,
     o.discipline?.prompt ?? null,
+    agentCatalogOf(o).list(),
   );
 
 /** The loop's parts for a task recorded under `settings`, over this process's ports. */
@@ -236,6 +258,7 @@ function runtimeProviders(): Provider[] {
       inject: [RUNTIME_OPTIONS],
     },
     { provide: SecretVault, useFactory: () => new SecretVault() },
+    { provide: ChildTasks, useFactory: () => new ChildTasks() },
     {
       provide: SessionSecrets,
       useFactory: (o: RuntimeOptions) => new SessionSecrets(o.secretKey),
@@ -272,10 +295,11 @@ function runtimeProviders(): Provider[] {
         coderFallbacks: ModelBackend[],
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
+        children: ChildTasks,
       ) =>
         newEngine(
           o,
-          { store, tools, permissions, vault, hooks, logger, scheduler },
+          { store, tools, permissions, vault, hooks, logger, scheduler, children },
           gateway,
           coder,
           coderFallbacks,
@@ -292,6 +316,7 @@ function runtimeProviders(): Provider[] {
         FALLBACK_MODELS,
         RuntimeLogger,
         ExecutionScheduler,
+        ChildTasks,
       ],
     },
     {
@@ -318,6 +343,7 @@ function runtimeProviders(): Provider[] {
         memory: MemoryRecall,
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
+        children: ChildTasks,
       ) => {
         const ports: ShapingPorts = {
           store,
@@ -329,6 +355,7 @@ function runtimeProviders(): Provider[] {
           memory,
           logger,
           scheduler,
+          children,
         };
         return new RuntimeLoop({
           store,
@@ -361,6 +388,7 @@ function runtimeProviders(): Provider[] {
         MemoryRecall,
         RuntimeLogger,
         ExecutionScheduler,
+        ChildTasks,
       ],
     },
     {
@@ -376,8 +404,9 @@ function runtimeProviders(): Provider[] {
         rawStore: EventStore,
         scheduler: ExecutionScheduler,
         orchestrator: ModelBackend,
-      ) =>
-        new RuntimeController({
+        children: ChildTasks,
+      ) => {
+        const controller = new RuntimeController({
           store,
           loop,
           vault,
@@ -397,7 +426,10 @@ function runtimeProviders(): Provider[] {
               taskId,
               request,
             ),
-        }),
+        });
+        children.attach(controller);
+        return controller;
+      },
       inject: [
         RUNTIME_OPTIONS,
         RUNTIME_STORE,
@@ -409,6 +441,7 @@ function runtimeProviders(): Provider[] {
         EventStore,
         ExecutionScheduler,
         ModelBackend,
+        ChildTasks,
       ],
     },
   ];

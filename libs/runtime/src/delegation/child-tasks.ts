@@ -1,0 +1,50 @@
+import { AgentProfile, Budgets, AcceptCheck, EventPayload } from '@runledger/contracts';
+
+/** Everything a child task's TASK_RECEIVED is made of. */
+export interface ChildTaskSpec {
+  task_id: string;
+  session_id: string;
+  parent_task_id: string;
+  root_task_id: string;
+  depth: number;
+  agent: AgentProfile;
+  input: string;
+  budgets: Budgets;
+  accept_checks: AcceptCheck[];
+}
+
+/** How a child task ended, as its parent records it. */
+export type ChildEnd = Omit<EventPayload<'CHILD_TASK_ENDED'>, 'call_id' | 'step_id' | 'child_task_id'>;
+
+/**
+ * Where child tasks live: the RuntimeController creates and runs them (the
+ * engine is built before it, so the controller attaches itself once built).
+ */
+export interface ChildTaskHost {
+  /** Create the child's stream unless it exists, and have it run (a child waiting for a person stays waiting). */
+  startChild(spec: ChildTaskSpec): Promise<void>;
+  /** The child's end once its final event is in the log (at once if it already is); null when `signal` aborted first. */
+  childEnded(childTaskId: string, signal: AbortSignal): Promise<ChildEnd | null>;
+}
+
+/** The host the engine delegates through, attached after the controller is built. */
+export class ChildTasks implements ChildTaskHost {
+  private host: ChildTaskHost | null = null;
+
+  attach(host: ChildTaskHost): void {
+    this.host = host;
+  }
+
+  startChild(spec: ChildTaskSpec): Promise<void> {
+    return this.attached().startChild(spec);
+  }
+
+  childEnded(childTaskId: string, signal: AbortSignal): Promise<ChildEnd | null> {
+    return this.attached().childEnded(childTaskId, signal);
+  }
+
+  private attached(): ChildTaskHost {
+    if (!this.host) throw new Error('no runtime controller attached to run child tasks');
+    return this.host;
+  }
+}
