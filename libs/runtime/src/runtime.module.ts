@@ -8,6 +8,7 @@ import {
 } from '@runledger/contracts';
 import { AgentCatalog } from './delegation/agent-catalog';
 import { ChildTasks } from './delegation/child-tasks';
+import { TaskTree } from './delegation/task-tree';
 import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
@@ -260,6 +261,11 @@ function runtimeProviders(): Provider[] {
     { provide: SecretVault, useFactory: () => new SecretVault() },
     { provide: ChildTasks, useFactory: () => new ChildTasks() },
     {
+      provide: TaskTree,
+      useFactory: (store: EventStore, views: TaskViews) => new TaskTree(store, views),
+      inject: [EventStore, TaskViews],
+    },
+    {
       provide: SessionSecrets,
       useFactory: (o: RuntimeOptions) => new SessionSecrets(o.secretKey),
       inject: [RUNTIME_OPTIONS],
@@ -447,7 +453,7 @@ function runtimeProviders(): Provider[] {
   ];
 }
 
-const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
+const exported = [RuntimeController, TaskViews, TaskTree, RuntimeLoop, SecretVault];
 
 /** ModelBackend (the configured model, serving every role) and FALLBACK_MODELS. */
 @Module({})
