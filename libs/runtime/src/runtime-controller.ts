@@ -389,7 +389,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       if (page.length < 1000) break;
       after = page[page.length - 1].position;
     }
-    const resumed: string[] = [];
+    // every marker is written before any task runs: a resumed parent starts its children itself
+    const resumed: { taskId: string; child: boolean }[] = [];
     for (const taskId of received) {
       if (this.active.has(taskId) || this.queue.includes(taskId)) continue;
       const p = await this.progress(taskId);
@@ -407,10 +408,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
           this.deps.logger.warn({ task_id: taskId, err }, 'resume marker not written'),
         );
       }
-      resumed.push(taskId);
-      this.enqueue(taskId, { child: p.parent_task_id !== null });
+      resumed.push({ taskId, child: p.parent_task_id !== null });
     }
-    return resumed;
+    for (const { taskId, child } of resumed) this.enqueue(taskId, { child });
+    return resumed.map((r) => r.taskId);
   }
 
   /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
