@@ -7,7 +7,7 @@ import {
   forRootAsyncModule,
 } from '@runledger/contracts';
 import { AgentCatalog } from './delegation/agent-catalog';
-import { ChildTasks } from './delegation/child-tasks';
+import { ChildTaskHost, ChildTasks } from './delegation/child-tasks';
 import { TaskTree } from './delegation/task-tree';
 import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
@@ -84,6 +84,8 @@ export interface RuntimeOptions extends RuntimeSettings {
   memory?: MemoryRecall | null;
   /** checkpoints written by the loop and read by resume and task views; none when absent */
   checkpoints?: CheckpointSettings | null;
+  /** where delegations' child tasks run: this runtime's controller when absent (a replay answers from its recording) */
+  childTasks?: ChildTaskHost;
 }
 
 /** ModelModule's options: the backend serving every role, and the providers that stand in for it. */
@@ -433,7 +435,7 @@ function runtimeProviders(): Provider[] {
               request,
             ),
         });
-        children.attach(controller);
+        children.attach(o.childTasks ?? controller);
         return controller;
       },
       inject: [

@@ -69,6 +69,7 @@ export class DelegationRunner {
         ? await this.deps.children
             .startChild({
               task_id: started.child_task_id,
+              call_id: spec.call_id,
               session_id: writer.progress.session_id,
               parent_task_id: writer.progress.task_id,
               root_task_id: writer.progress.root_task_id,

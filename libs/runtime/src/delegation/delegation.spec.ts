@@ -3,6 +3,9 @@ import { ModelBackend, ModelRequest, ModelResponse, sleep } from '../model/model
 import { RuntimeParts } from '../runtime.module';
 import { AllowAllPolicy, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';
 import { useTempStore } from '../testing/temp-store';
+import { DEFAULT_DISCIPLINE_SETTINGS } from '../discipline/settings';
+import { replayDivergence, replayTask } from '../replay';
+import { RecordingRuntimeLogger } from '../testing';
 import { childTaskIdFor } from './delegation-runner';
 import { carveBudgets } from './carve-budgets';
 
@@ -178,6 +181,38 @@ describe('delegation', () => {
     expect(ofType(childLog, 'STEP_FAILED')[0].payload.error).toMatch(
       /^delegation depth limit reached: task \S+ is 1 delegation\(s\) down and the limit is 1$/,
     );
+  });
+
+  it('a replay of a parent that delegated matches its recording: each child ends as recorded, none runs', async () => {
+    const model = new TaskRoutedBackend((task, prompt) => {
+      if (task.startsWith('child')) return json({ type: 'respond', content: `did ${task}` });
+      if (!prompt.includes('step b completed'))
+        return json({
+          type: 'plan',
+          steps: [agentStep('a', 'child a', { budgets: { max_tokens: 5000 } }), agentStep('b', 'child b')],
+        });
+      return json({ type: 'respond', content: 'all done' });
+    });
+    const runtime = await build(model, { discipline: DEFAULT_DISCIPLINE_SETTINGS });
+    const { task_id } = await runtime.submit({ input: 'delegate and replay' }, { source: 'cli' });
+    expect((await runtime.settled(task_id)).final).toMatchObject({ result: 'all done' });
+    const calls = model.requests.length;
+    const taskCount = async () => (await temp.store.readAll({ types: ['TASK_RECEIVED'] })).length;
+    const tasksBefore = await taskCount();
+
+    const replay = await replayTask(
+      {
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
+        discipline: DEFAULT_DISCIPLINE_SETTINGS,
+        logger: new RecordingRuntimeLogger(),
+      },
+      task_id,
+    );
+    expect(replayDivergence(await log(task_id), replay.events)).toBeNull();
+    expect(replay.progress.final).toMatchObject({ result: 'all done' });
+    expect(model.requests).toHaveLength(calls);
+    expect(await taskCount()).toBe(tasksBefore);
   });
 
   it('cancelling a parent cancels the child it waits for', async () => {
