@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeOpenAiServer, FakeReply, startFakeOpenAiServer } from '@runledger/testing';
+import { FakeOpenAiServer, FakeReply, runCli, startFakeOpenAiServer } from '@runledger/testing';
 import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 import { ServerProcess } from './permissions-server';
 
@@ -323,5 +324,38 @@ describe('delegation across a crash (real server process, SIGKILL)', () => {
     expect(parentLog.filter((e) => e.type === 'CHILD_TASK_ENDED')).toHaveLength(2);
     const children = (await server.request('GET', `/tasks/${parentId}/children`)).body.children;
     expect(children.map((c: { status: string }) => c.status)).toEqual(['completed', 'completed']);
+  });
+});
+
+describe('delegation from the CLI (real child processes)', () => {
+  let model: FakeOpenAiServer;
+  let dir: string;
+  beforeEach(async () => {
+    model = await startFakeOpenAiServer({ apiKey: 'test-key' });
+    model.setRoute(treeRoute());
+    dir = mkdtempSync(join(tmpdir(), 'rl-deleg-cli-'));
+  });
+  afterEach(async () => {
+    await model.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const env = () => ({ ...modelEnv(model), RUNLEDGER_DB: join(dir, 'data', 'runledger.db') });
+
+  it("run --yes answers a child's permission request too and prints the parent's answer", async () => {
+    const res = await runCli(['run', PARENT, '--yes'], { cwd: dir, env: env() });
+    expect(res.code).toBe(0);
+    expect(res.stdout.trim()).toBe(
+      'report: step call_one completed: hello from part one | step call_two completed: part two appended',
+    );
+    expect(readFileSync(join(dir, 'out.txt'), 'utf8')).toBe('two\n');
+  });
+
+  it('without a terminal, run stops waiting and names the child task to resolve', async () => {
+    const res = await runCli(['run', PARENT], { cwd: dir, env: env() });
+    expect(res.code).toBe(3);
+    const how = /runledger resolve (task_\w+) (\S+) allow_once\|allow_always\|deny/.exec(res.stderr);
+    expect(how).not.toBeNull();
+    const resolved = await runCli(['resolve', how![1], how![2], 'allow_once'], { cwd: dir, env: env() });
+    expect(resolved.code).toBe(0);
   });
 });
