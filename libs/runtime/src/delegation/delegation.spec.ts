@@ -215,6 +215,49 @@ describe('delegation', () => {
     expect(await taskCount()).toBe(tasksBefore);
   });
 
+  it('a configured agent is shown only its tools, may call no other, and asks its own model for a role', async () => {
+    const model = new TaskRoutedBackend((task, prompt) => {
+      if (task === 'look around') {
+        if (!prompt.includes('Round 1')) return json({ type: 'tool', tool: 'echo', args: { text: 'hi' } });
+        return json({ type: 'respond', content: 'could not' });
+      }
+      if (!prompt.includes('step delegate'))
+        return json({ type: 'delegate', agent: 'reader', input: 'look around' });
+      return json({ type: 'respond', content: 'done' });
+    });
+    const reader = {
+      name: 'reader',
+      description: 'reads files',
+      models: { orchestrator: 'reader-model' },
+      tools: ['file_read'],
+      instructions: 'Only read.',
+    };
+    const runtime = await build(model, { agents: [reader] });
+    const { task_id } = await runtime.submit({ input: 'have it read' }, { source: 'cli' });
+    await runtime.settled(task_id);
+    const childId = childTaskIdFor(task_id, 'call_1_delegate');
+    const childLog = await log(childId);
+    expect(ofType(childLog, 'TOOL_FAILED')[0].payload).toMatchObject({
+      tool: 'echo',
+      error_kind: 'validation_error',
+      error: 'the reader agent may not use echo (its tools: file_read)',
+    });
+    expect(ofType(childLog, 'MODEL_CALLED').map((e) => e.payload.model)).toEqual([
+      'reader-model',
+      'reader-model',
+    ]);
+    const childPrompt = model.requests.find((r) =>
+      r.messages.some((m) => m.content.includes('## Task\nlook around')),
+    )!;
+    expect(childPrompt.messages[0].content).toContain(
+      'You work as the reader agent, on a task another agent gave you.\nOnly read.',
+    );
+    expect(childPrompt.messages[0].content).not.toContain('- echo:');
+    expect(childPrompt.messages[0].content).toContain('- file_read:');
+    // the parent was offered both agents
+    expect(model.requests[0].messages[0].content).toContain('- reader: reads files');
+  });
+
   it('cancelling a parent cancels the child it waits for', async () => {
     const model = new TaskRoutedBackend(async (task, _prompt, signal) => {
       if (task === 'slow child') {

@@ -1,4 +1,5 @@
 import { DelegateArgs, ModelToolCall, PlanStep } from '@runledger/contracts';
+import { toolsForAgent } from '../delegation/agent-catalog';
 import { DelegationRunner } from '../delegation/delegation-runner';
 import { ToolRegistry } from '@runledger/tools';
 import {
@@ -306,8 +307,11 @@ export class PlanRunner {
       { role: 'system', content: withTools ? CODER_TOOLS_SYSTEM : CODER_SYSTEM },
       { role: 'user', content: prompt },
     ];
+    // a delegated agent's coder is offered only the tools the agent may use
     const tools = withTools
-      ? toolFunctions(this.deps.tools.list()).filter((f) => f.name !== PLAN_FUNCTION)
+      ? toolFunctions(toolsForAgent(this.deps.tools.list(), writer.progress.agent)).filter(
+          (f) => f.name !== PLAN_FUNCTION,
+        )
       : undefined;
     const recorded = withTools ? recordedCoderReplies(writer, round, step.id) : [];
     const maxTurns = this.deps.coderToolTurns ?? DEFAULT_CODER_TOOL_TURNS;
