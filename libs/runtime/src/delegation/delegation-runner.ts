@@ -43,8 +43,8 @@ export class DelegationRunner {
   async run(writer: TaskWriter, spec: DelegationSpec, signal: AbortSignal): Promise<StepOutcome> {
     const p = writer.progress;
     if (!p.children.has(spec.call_id)) {
-      const refused = this.refusal(writer, spec.args);
-      if (typeof refused === 'string') return { kind: 'failed', error: refused };
+      const admitted = this.admit(writer, spec.args);
+      if (typeof admitted === 'string') return { kind: 'failed', error: admitted };
       await writer.append([
         {
           type: 'CHILD_TASK_STARTED',
@@ -54,7 +54,7 @@ export class DelegationRunner {
             child_task_id: childTaskIdFor(p.task_id, spec.call_id),
             agent: spec.args.agent,
             input: spec.args.input,
-            budgets: refused.budgets,
+            budgets: admitted.budgets,
             accept_checks: spec.args.accept_checks ?? [],
             depth: p.depth + 1,
           },
@@ -107,8 +107,8 @@ export class DelegationRunner {
       : { kind: 'failed', error: childOutcomeText(ended) };
   }
 
-  /** why the delegation may not start (unknown agent, too deep, no budget left), or the child's budgets */
-  private refusal(writer: TaskWriter, args: DelegateArgs): string | { budgets: Budgets } {
+  /** the child's budgets, or why the delegation may not start (unknown agent, too deep, no budget left) */
+  private admit(writer: TaskWriter, args: DelegateArgs): string | { budgets: Budgets } {
     const p = writer.progress;
     if (!this.deps.agents.get(args.agent))
       return `unknown agent ${args.agent}; the agents are: ${this.deps.agents.names().join(', ')}`;
