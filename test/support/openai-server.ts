@@ -40,6 +40,11 @@ export interface FakeOpenAiServer {
   /** replies for the next chat completion requests, in order; the default answers when none is queued */
   enqueue(...replies: FakeReply[]): void;
   setDefault(reply: FakeReply): void;
+  /**
+   * Answer by the request instead of by arrival order (concurrent callers, such as the child tasks
+   * of one plan): `route` is asked first; undefined falls through to the queue and the default.
+   */
+  setRoute(route: ((body: Record<string, unknown>) => FakeReply | undefined) | null): void;
   close(): Promise<void>;
 }
 
@@ -193,6 +198,7 @@ async function sendChat(
 export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Promise<FakeOpenAiServer> {
   const queue: FakeReply[] = [];
   let fallback: FakeReply = { content: '{"type":"respond","content":"ok"}' };
+  let route: ((body: Record<string, unknown>) => FakeReply | undefined) | null = null;
   const requests: RecordedRequest[] = [];
   const closing = { closed: false };
   const server: Server = createServer((req, res) => {
@@ -219,7 +225,7 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
       }
       if (req.method !== 'POST' || path !== '/v1/chat/completions')
         return sendError(res, { status: 404, message: `no route ${req.method} ${path}` });
-      const reply = queue.shift() ?? fallback;
+      const reply = route?.(body) ?? queue.shift() ?? fallback;
       if (reply.delay_ms) await sleep(reply.delay_ms);
       if (closing.closed || res.destroyed) return;
       if (reply.status && reply.status >= 300) return sendError(res, reply);
@@ -233,6 +239,7 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
     requests,
     enqueue: (...replies) => queue.push(...replies),
     setDefault: (reply) => (fallback = reply),
+    setRoute: (r) => (route = r),
     close: async () => {
       closing.closed = true;
       server.closeAllConnections();

@@ -167,6 +167,8 @@ export class CompositionModule {
             concurrency: c.RUNLEDGER_CONCURRENCY,
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,
+            agents: c.RUNLEDGER_AGENTS ?? [],
+            maxDelegationDepth: c.RUNLEDGER_MAX_DELEGATION_DEPTH,
             redact: redactSecrets,
             discipline: disciplineSettingsFrom(c),
             // the critic scores each tool outcome, then the write policy decides what memory keeps

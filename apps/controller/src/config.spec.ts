@@ -58,3 +58,39 @@ describe('RUNLEDGER_MODEL=openai', () => {
     );
   });
 });
+
+describe('RUNLEDGER_AGENTS', () => {
+  it('is a JSON list of agent profiles with defaults filled in; a bad or duplicate entry is refused naming the variable', () => {
+    const agents = loadConfig({
+      RUNLEDGER_AGENTS: JSON.stringify([
+        {
+          name: 'reviewer',
+          description: 'reviews diffs',
+          models: { orchestrator: 'big' },
+          tools: ['file_read'],
+        },
+      ]),
+    }).RUNLEDGER_AGENTS;
+    expect(agents).toEqual([
+      {
+        name: 'reviewer',
+        description: 'reviews diffs',
+        models: { orchestrator: 'big' },
+        tools: ['file_read'],
+        instructions: '',
+      },
+    ]);
+    expect(() => loadConfig({ RUNLEDGER_AGENTS: '[{"name":"Bad Name","description":"x"}]' })).toThrow(
+      /RUNLEDGER_AGENTS/,
+    );
+    expect(() =>
+      loadConfig({
+        RUNLEDGER_AGENTS: '[{"name":"a","description":"x"},{"name":"a","description":"y"}]',
+      }),
+    ).toThrow(/RUNLEDGER_AGENTS.*unique/s);
+    expect(loadConfig({}).RUNLEDGER_MAX_DELEGATION_DEPTH).toBe(3);
+    expect(() => loadConfig({ RUNLEDGER_MAX_DELEGATION_DEPTH: '-1' })).toThrow(
+      /RUNLEDGER_MAX_DELEGATION_DEPTH/,
+    );
+  });
+});

@@ -1,6 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Budgets, ConfigError, PermissionRulesConfig, PriceTable, ROLES } from '@runledger/contracts';
+import {
+  AgentProfile,
+  Budgets,
+  ConfigError,
+  PermissionRulesConfig,
+  PriceTable,
+  ROLES,
+} from '@runledger/contracts';
 import { providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -150,8 +157,23 @@ export const ConfigSchema = z.object({
   RUNLEDGER_COMPLETION_MAX_MISSES: intFromEnv(1, 100).optional(),
   /** repeats of an earlier round in a row that earn a reminder (one more stops with repeat_cycle) */
   RUNLEDGER_REPEAT_THRESHOLD: intFromEnv(1, 100).optional(),
-  /** plan steps of one task run at once */
+  /** plan steps of one task run at once (agent steps too: a plan's children run side by side up to it) */
   RUNLEDGER_STEP_CONCURRENCY: intFromEnv(1, 64).default(4),
+  /**
+   * JSON [{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names] | null, "instructions"?}]:
+   * the agents a task may delegate to, beside the built-in `coder` (an entry named coder replaces it)
+   */
+  RUNLEDGER_AGENTS: jsonFromEnv(
+    z
+      .array(AgentProfile)
+      .max(100)
+      .refine(
+        (agents) => new Set(agents.map((a) => a.name)).size === agents.length,
+        'agent names must be unique',
+      ),
+  ).optional(),
+  /** how many delegations down from the task a person submitted a task may be */
+  RUNLEDGER_MAX_DELEGATION_DEPTH: intFromEnv(0, 20).default(3),
   /** snapshots of a running task (after a round or plan step, on waiting for a person, every N events) */
   RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
   /** events after which a checkpoint is saved even without a milestone */

@@ -1,8 +1,25 @@
 import { z } from 'zod';
+import { AcceptCheck, Budgets } from './task';
 
-export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond'] as const;
+export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent'] as const;
 
 const JsonArgs = z.record(z.string(), z.unknown());
+
+/** An agent profile's name: what a delegation names, as a function argument and in config. */
+export const AgentName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, - and _, starting with a letter (max 64)');
+
+/** What a delegation asks of a child task: the agent that runs it, its input, and what bounds and checks it. */
+export const DelegateArgs = z
+  .object({
+    agent: AgentName,
+    input: z.string().min(1).max(100_000),
+    budgets: Budgets.optional(),
+    accept_checks: z.array(AcceptCheck).max(50).optional(),
+  })
+  .strict();
+export type DelegateArgs = z.infer<typeof DelegateArgs>;
 
 export const PlanStep = z
   .object({
@@ -14,7 +31,15 @@ export const PlanStep = z
     requires_confirmation: z.boolean().default(false),
     depends_on: z.array(z.string().min(1).max(100)).default([]),
   })
-  .strict();
+  .strict()
+  // An agent step's args are a delegation: checked when the plan is parsed, so a bad one gets a correction turn.
+  .superRefine((step, ctx) => {
+    if (step.kind !== 'agent') return;
+    const args = DelegateArgs.safeParse(step.args);
+    if (!args.success)
+      for (const issue of args.error.issues)
+        ctx.addIssue({ code: 'custom', path: ['args', ...issue.path], message: issue.message });
+  });
 export type PlanStep = z.infer<typeof PlanStep>;
 
 export const PlanDirective = z
@@ -25,16 +50,20 @@ export const ToolDirective = z
   .strict();
 export const RespondDirective = z.object({ type: z.literal('respond'), content: z.string() }).strict();
 export const FailDirective = z.object({ type: z.literal('fail'), reason: z.string().min(1) }).strict();
+/** Hand the work to a named agent: a child task with its own stream, whose result is this round's outcome. */
+export const DelegateDirective = z.object({ type: z.literal('delegate'), ...DelegateArgs.shape }).strict();
 
 export const ExecutionDirective = z.discriminatedUnion('type', [
   PlanDirective,
   ToolDirective,
   RespondDirective,
   FailDirective,
+  DelegateDirective,
 ]);
 export type ExecutionDirective = z.infer<typeof ExecutionDirective>;
 export type PlanDirective = z.infer<typeof PlanDirective>;
 export type ToolDirective = z.infer<typeof ToolDirective>;
+export type DelegateDirective = z.infer<typeof DelegateDirective>;
 
 /**
  * One native tool call as the model sent it (OpenAI `tool_calls`): the id the

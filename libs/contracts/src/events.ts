@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ValidationError } from './errors';
-import { ExecutionDirective, ModelToolCall, PlanStep } from './directive';
+import { AgentName, ExecutionDirective, ModelToolCall, PlanStep } from './directive';
+import { AgentProfile } from './agents';
 import { MemoryKind, CriticScore } from './memory';
 import { PermissionDecision } from './permission';
 import {
@@ -78,7 +79,7 @@ export const EventPayloads = {
     budgets: Budgets.default({}),
     idempotency_key: z.string().nullable().default(null),
     request_hash: z.string().nullable().default(null),
-    source: z.enum(['api', 'cli', 'fork', 'replay']).default('api'),
+    source: z.enum(['api', 'cli', 'fork', 'replay', 'delegation']).default('api'),
     /** fork: the task and sequence this task's history was copied from */
     forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
     /** what shaped the run (absent in logs written before it was recorded: those replay under current settings) */
@@ -87,6 +88,14 @@ export const EventPayloads = {
     session_history: z.array(SessionTurn).optional(),
     /** fork: the orchestrator model it runs with instead of the configured one (absent: the configured one) */
     model: z.string().min(1).max(200).optional(),
+    /** delegation: the task that started this one (absent for a task submitted by a person) */
+    parent_task_id: Id.optional(),
+    /** delegation: the task at the top of the tree (absent for a task submitted by a person: it is its own root) */
+    root_task_id: Id.optional(),
+    /** delegation: how many delegations down from the root (absent: 0) */
+    depth: z.number().int().positive().optional(),
+    /** delegation: the agent profile the task runs as, as it was when the task started */
+    agent: AgentProfile.optional(),
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),
@@ -264,6 +273,30 @@ export const EventPayloads = {
     ),
   }),
   OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
+  /** a delegation started a child task (intent: recorded before the child's stream is created) */
+  CHILD_TASK_STARTED: z.object({
+    call_id: Id,
+    /** the plan step that delegated; null for a delegate directive */
+    step_id: Id.nullable(),
+    child_task_id: Id,
+    agent: AgentName,
+    input: z.string(),
+    /** carved from this task's remaining budget */
+    budgets: Budgets,
+    accept_checks: z.array(AcceptCheck).default([]),
+    depth: z.number().int().positive(),
+  }),
+  /** the child task of a delegation ended: its stop reason, result and usage (added to this task's) */
+  CHILD_TASK_ENDED: z.object({
+    call_id: Id,
+    step_id: Id.nullable(),
+    child_task_id: Id,
+    status: z.enum(['completed', 'failed', 'cancelled']),
+    stop_reason: StopReason,
+    detail: z.string(),
+    result: z.string().nullable(),
+    usage: TaskUsage,
+  }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */
   GUARD_TRIGGERED: z.object({
     guard: z.enum([

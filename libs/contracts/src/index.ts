@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './task';
 export * from './directive';
+export * from './agents';
 export * from './tool';
 export * from './memory';
 export * from './permission';

@@ -159,6 +159,26 @@ export const addRoleUsage = (
   };
 };
 
+/**
+ * A child task's usage rolled up into its parent's: its calls, tokens and cost
+ * count against the parent's budgets; its rounds and failures stay its own.
+ */
+export const addChildUsage = (usage: TaskUsage, child: TaskUsage): TaskUsage => {
+  let by_role = usage.by_role;
+  for (const [role, u] of Object.entries(child.by_role))
+    by_role = addRoleUsage({ ...usage, by_role }, role, u);
+  return {
+    ...usage,
+    tool_calls: usage.tool_calls + child.tool_calls,
+    model_calls: usage.model_calls + child.model_calls,
+    prompt_tokens: usage.prompt_tokens + child.prompt_tokens,
+    completion_tokens: usage.completion_tokens + child.completion_tokens,
+    total_tokens: usage.total_tokens + child.total_tokens,
+    cost_usd: usage.cost_usd + child.cost_usd,
+    by_role,
+  };
+};
+
 /** USD per million tokens for one model; a price table keys these by model name, `*` for any other. */
 export const ModelPrice = z
   .object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() })

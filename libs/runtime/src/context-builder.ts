@@ -1,6 +1,7 @@
-import { EventPayload, ToolManifest } from '@runledger/contracts';
+import { AgentProfile, EventPayload, ToolManifest } from '@runledger/contracts';
+import { agentLines } from './delegation/agent-catalog';
 import { ChatMessage, HistoryItem, PromptView, ToolFunction } from './model/model-backend';
-import { toolFunctions, toolTurn } from './native-tool-calls';
+import { delegateFunction, toolFunctions, toolTurn } from './native-tool-calls';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
 import { COMPACTED_ROUNDS, PromptItem, decidePrompt, promptBudgetTokens } from './discipline/prompt-budget';
@@ -33,6 +34,22 @@ export const SYSTEM_PROMPT = [
   '  {"type":"fail","reason":"<why>"}                                     the task cannot be done',
   'Results of earlier steps are under History. Answer with respond once the results answer the task.',
 ].join('\n');
+
+/** The JSON protocol's delegation line and the agents it may name. */
+const delegationPrompt = (agents: readonly AgentProfile[]): string =>
+  [
+    '  {"type":"delegate","agent":"<name>","input":"<the task for it>"}        hand a self-contained part to an agent (a task of its own);',
+    '       in a plan: a step of kind agent with args {"agent","input"}; agent steps without dependencies run at the same time. Agents:',
+    ...agentLines(agents)
+      .split('\n')
+      .map((l) => `       ${l}`),
+  ].join('\n');
+
+/** A delegated task's own instructions, before the orchestrator's. */
+const agentPreamble = (agent: AgentProfile | null): string =>
+  agent
+    ? `You work as the ${agent.name} agent, on a task another agent gave you.${agent.instructions ? `\n${agent.instructions}` : ''}\n\n`
+    : '';
 
 /** The orchestrator's instructions under native tool calling: the tools travel as `tools`, the answer is plain text. */
 export const TOOLS_SYSTEM_PROMPT = [
@@ -124,6 +141,8 @@ export class ContextBuilder {
     private readonly memoryK = 5,
     /** run discipline: fit the whole prompt into the model's window (trim, compact, or over budget) */
     private readonly prompt: PromptSettings | null = null,
+    /** the agents a task may delegate to (offered in the prompt, and as a function under native tool calling) */
+    private readonly agents: readonly AgentProfile[] = [],
   ) {}
 
   async build(
@@ -144,7 +163,16 @@ export class ContextBuilder {
     };
 
     let hits = signal?.aborted ? [] : await this.recall(progress);
-    const system = fit('system', SYSTEM_PROMPT);
+    const system = fit(
+      'system',
+      agentPreamble(progress.agent) +
+        (this.agents.length ? `${SYSTEM_PROMPT}\n${delegationPrompt(this.agents)}` : SYSTEM_PROMPT),
+    );
+    const toolsSystem =
+      agentPreamble(progress.agent) +
+      (this.agents.length
+        ? `${TOOLS_SYSTEM_PROMPT}\nCall runledger_delegate to hand a self-contained part of the task to an agent.`
+        : TOOLS_SYSTEM_PROMPT);
     const toolText = fit(
       'tools',
       tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'),
@@ -255,7 +283,7 @@ export class ContextBuilder {
     ].filter(Boolean);
     const messages: ChatMessage[] = opts.toolCalling
       ? [
-          { role: 'system', content: TOOLS_SYSTEM_PROMPT },
+          { role: 'system', content: toolsSystem },
           { role: 'user', content: body.join('\n\n') },
           ...kept.filter(asTurn).flatMap((h) => toolTurn(h.tool_calls!, h.results)),
         ]
@@ -266,7 +294,7 @@ export class ContextBuilder {
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
     return {
       messages,
-      functions: opts.toolCalling ? toolFunctions(tools) : [],
+      functions: opts.toolCalling ? [...toolFunctions(tools), ...delegateFunction(this.agents)] : [],
       // sys_util reads the results whole (its answer is the last output), never the elided prompt text;
       // the session's earlier tasks are not results of this one
       view: {

@@ -1,5 +1,6 @@
 import { EventStore } from '@runledger/event-store';
 import { ExecutionDirective, ToolResult } from '@runledger/contracts';
+import { DelegationDeps, DelegationRunner } from './delegation/delegation-runner';
 import { PermissionService } from '@runledger/permissions';
 import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry } from '@runledger/tools';
@@ -37,7 +38,12 @@ export interface EngineDeps {
   discipline?: DisciplineSettings;
   rng?: () => number;
   log: (message: string, err?: unknown) => void;
+  /** agents, the host of child tasks and the depth limit; a task cannot delegate when absent */
+  delegation?: DelegationDeps;
 }
+
+/** The one step a delegate directive runs as: a plan of one agent step. */
+export const DELEGATE_STEP_ID = 'delegate';
 
 /**
  * Runs a decided directive: plan, tool, respond, fail. Plans go to the
@@ -50,7 +56,11 @@ export class ExecutionEngine {
 
   constructor(deps: EngineDeps) {
     this.toolCalls = new ToolCallRunner({ ...deps, grants: new AllowAlwaysGrants(deps.store) });
-    this.plans = new PlanRunner({ ...deps, toolCalls: this.toolCalls });
+    this.plans = new PlanRunner({
+      ...deps,
+      toolCalls: this.toolCalls,
+      delegation: deps.delegation ? new DelegationRunner(deps.delegation) : null,
+    });
   }
 
   async execute(
@@ -90,6 +100,20 @@ export class ExecutionEngine {
       }
       case 'plan':
         return this.plans.run(writer, directive.steps, round, signal);
+      case 'delegate': {
+        // A delegation alone is a plan of one agent step: the same events, resume and context as in any plan.
+        const { type: _delegate, ...args } = directive;
+        const step = {
+          id: DELEGATE_STEP_ID,
+          kind: 'agent' as const,
+          tool: null,
+          args,
+          description: `delegate to ${args.agent}`,
+          requires_confirmation: false,
+          depends_on: [],
+        };
+        return this.plans.run(writer, [step], round, signal);
+      }
     }
   }
 

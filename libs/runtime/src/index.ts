@@ -22,3 +22,7 @@ export * from './runtime.module';
 export * from './task-views';
 export * from './discipline';
 export * from './replay';
+export * from './delegation/agent-catalog';
+export * from './delegation/child-tasks';
+export * from './delegation/delegation-runner';
+export * from './delegation/task-tree';

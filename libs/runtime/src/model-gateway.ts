@@ -34,8 +34,9 @@ export class ModelGateway {
   ) {}
 
   async call(c: GatewayCall): Promise<ModelResponse> {
-    const model = c.backend.modelFor(c.role);
-    if (!model) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
+    const configured = c.backend.modelFor(c.role);
+    if (!configured) throw new ModelCallError('provider_error', `no model for role ${c.role}`);
+    const model = c.request.model ?? configured;
     const d = this.discipline;
     const over = d
       ? admit(

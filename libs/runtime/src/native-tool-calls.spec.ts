@@ -1,7 +1,9 @@
-import { ModelToolCall } from '@runledger/contracts';
+import { BUILT_IN_CODER, ModelToolCall } from '@runledger/contracts';
 import {
+  DELEGATE_FUNCTION,
   FAIL_FUNCTION,
   PLAN_FUNCTION,
+  delegateFunction,
   directiveFromToolCalls,
   toolFunctions,
   toolTurn,
@@ -167,9 +169,60 @@ describe('toolFunctions', () => {
       properties: {
         steps: {
           type: 'array',
-          items: { properties: { kind: { enum: ['tool', 'coder', 'memory', 'respond'] } } },
+          items: { properties: { kind: { enum: ['tool', 'coder', 'memory', 'respond', 'agent'] } } },
         },
       },
     });
+  });
+});
+
+describe('runledger_delegate', () => {
+  const delegate = (id: string, args: unknown) => ({
+    id,
+    name: DELEGATE_FUNCTION,
+    arguments: JSON.stringify(args),
+  });
+  const anyArgs = () => null;
+
+  it('is offered with the agents as an enum and their descriptions, and not at all without agents', () => {
+    expect(delegateFunction([])).toEqual([]);
+    const [fn] = delegateFunction([BUILT_IN_CODER]);
+    expect(fn.name).toBe(DELEGATE_FUNCTION);
+    expect(fn.description).toContain(`- coder: ${BUILT_IN_CODER.description}`);
+    expect(fn.parameters).toMatchObject({
+      required: ['agent', 'input'],
+      properties: { agent: { type: 'string', enum: ['coder'] } },
+    });
+  });
+
+  it('one call is a delegate directive; several (with tool calls) are a plan whose agent steps run side by side', () => {
+    expect(directiveFromToolCalls([delegate('c1', { agent: 'coder', input: 'fix it' })], anyArgs)).toEqual({
+      ok: true,
+      directive: { type: 'delegate', agent: 'coder', input: 'fix it' },
+    });
+    const two = directiveFromToolCalls(
+      [
+        delegate('c1', { agent: 'coder', input: 'part one' }),
+        delegate('c2', { agent: 'coder', input: 'part two', budgets: { max_tokens: 500 } }),
+        { id: 'c3', name: 'file_read', arguments: '{"path":"a"}' },
+      ],
+      anyArgs,
+    );
+    expect(two.ok && two.directive).toMatchObject({
+      type: 'plan',
+      steps: [
+        { id: 'c1', kind: 'agent', tool: null, args: { agent: 'coder', input: 'part one' }, depends_on: [] },
+        { id: 'c2', kind: 'agent', args: { budgets: { max_tokens: 500 } } },
+        { id: 'c3', kind: 'tool', tool: 'file_read' },
+      ],
+    });
+  });
+
+  it('bad delegation arguments get a correction turn naming the field', () => {
+    const out = directiveFromToolCalls([delegate('c1', { agent: 'coder' })], anyArgs);
+    expect(out.ok).toBe(false);
+    if (out.ok) return;
+    expect(out.error).toContain('input');
+    expect(out.answers[0]).toMatchObject({ role: 'tool', tool_call_id: 'c1' });
   });
 });

@@ -1,11 +1,19 @@
 import { z } from 'zod';
-import { ExecutionDirective, ModelToolCall, PlanStep, ToolManifest } from '@runledger/contracts';
+import {
+  AgentProfile,
+  DelegateArgs,
+  ExecutionDirective,
+  ModelToolCall,
+  PlanStep,
+  ToolManifest,
+} from '@runledger/contracts';
 import { parseDirective, wireSchema } from './directive-parser';
 import { ChatMessage, ToolFunction } from './model/model-backend';
 
 /** The runtime's own functions, offered beside the tools: what is not a tool call. */
 export const PLAN_FUNCTION = 'runledger_plan';
 export const FAIL_FUNCTION = 'runledger_fail';
+export const DELEGATE_FUNCTION = 'runledger_delegate';
 
 const PLAN_PARAMETERS = wireSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }));
 const FAIL_PARAMETERS = wireSchema(z.object({ reason: z.string().min(1) }));
@@ -17,13 +25,33 @@ export function toolFunctions(tools: readonly ToolManifest[]): ToolFunction[] {
     {
       name: PLAN_FUNCTION,
       description:
-        'Run several steps, in dependency order (kinds: tool, coder with args.prompt, memory with args.op and args.text, respond with args.content); a step may use an earlier output as "${steps.<id>.output}". Call it alone.',
+        'Run several steps, in dependency order (kinds: tool, coder with args.prompt, memory with args.op and args.text, respond with args.content, agent with args.agent and args.input); a step may use an earlier output as "${steps.<id>.output}". Call it alone.',
       parameters: PLAN_PARAMETERS,
     },
     {
       name: FAIL_FUNCTION,
       description: 'The task cannot be done: say why. Call it alone.',
       parameters: FAIL_PARAMETERS,
+    },
+  ];
+}
+
+/**
+ * The agents as one function: several calls in one reply run as children side by side. Nothing to
+ * offer without agents.
+ */
+export function delegateFunction(agents: readonly AgentProfile[]): ToolFunction[] {
+  if (agents.length === 0) return [];
+  const schema = wireSchema(DelegateArgs) as { properties: Record<string, Record<string, unknown>> };
+  const parameters = {
+    ...schema,
+    properties: { ...schema.properties, agent: { type: 'string', enum: agents.map((a) => a.name) } },
+  };
+  return [
+    {
+      name: DELEGATE_FUNCTION,
+      description: `Hand a self-contained part of the task to an agent, which runs it as a task of its own and answers with its result (several calls in one reply run at the same time). Agents:\n${agents.map((a) => `- ${a.name}: ${a.description}`).join('\n')}`,
+      parameters,
     },
   ];
 }
@@ -54,6 +82,13 @@ export function argsOf(call: ModelToolCall): CallCheck {
     return { ok: false, error: 'arguments must be a JSON object' };
   return { ok: true, args: value as Record<string, unknown> };
 }
+
+const delegateProblem = (args: Record<string, unknown>): string | null => {
+  const parsed = DelegateArgs.safeParse(args);
+  return parsed.success
+    ? null
+    : parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+};
 
 const refuse = (calls: readonly ModelToolCall[], errors: Map<string, string>): NativeReply => ({
   ok: false,
@@ -94,7 +129,11 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
     return { ok: true, directive: directive.directive };
   }
   for (const { call, args } of parsed) {
-    const problem = args.ok ? check(call.name, args.args) : null;
+    const problem = !args.ok
+      ? null
+      : call.name === DELEGATE_FUNCTION
+        ? delegateProblem(args.args)
+        : check(call.name, args.args);
     if (problem) errors.set(call.id, problem);
   }
   if (errors.size > 0) return refuse(calls, errors);
@@ -102,6 +141,8 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
     call,
     args: (args as { ok: true; args: Record<string, unknown> }).args,
   }));
+  if (valid.length === 1 && valid[0].call.name === DELEGATE_FUNCTION)
+    return { ok: true, directive: { type: 'delegate', ...DelegateArgs.parse(valid[0].args) } };
   if (valid.length === 1)
     return { ok: true, directive: { type: 'tool', tool: valid[0].call.name, args: valid[0].args } };
   const directive = parseDirective(
@@ -109,9 +150,9 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
       type: 'plan',
       steps: valid.map(({ call, args }) => ({
         id: call.id,
-        kind: 'tool',
-        tool: call.name,
-        args,
+        ...(call.name === DELEGATE_FUNCTION
+          ? { kind: 'agent', tool: null, args }
+          : { kind: 'tool', tool: call.name, args }),
         depends_on: [],
       })),
     }),

@@ -2,10 +2,10 @@ import { PermissionDecision, StopReason, TaskStatus, TaskUsage, ModelToolCall } 
 import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
 import { SeenSet } from './discipline/seen-set';
-import { CallProgress, PlanProgress, TaskProgress } from './progress';
+import { CallProgress, ChildProgress, PlanProgress, TaskProgress } from './progress';
 
 /** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
-export const PROGRESS_SNAPSHOT_VERSION = 1;
+export const PROGRESS_SNAPSHOT_VERSION = 2;
 
 // Payload-derived parts (directives, steps, results, pending requests) were validated when their
 // events were appended; here they are checked for shape only, loose and without defaults, so a
@@ -76,6 +76,12 @@ const ProgressSnapshotSchema = z.looseObject({
   modelCallBackends: z.array(z.tuple([z.string(), z.string()])),
   history: z.array(HistorySnapshot),
   pendingNotes: z.array(z.string()),
+  parent_task_id: z.string().nullable(),
+  root_task_id: z.string(),
+  depth: z.number().int().nonnegative(),
+  agent: Loose.nullable(),
+  settings: Loose.nullable(),
+  children: z.array(z.tuple([z.string(), z.object({ started: Loose, ended: Loose.nullable() })])),
   meter: MeterSnapshot,
   final: z.object({ stop_reason: StopReason, detail: z.string(), result: z.string().nullable() }).nullable(),
   last_seq: z.number().int().nonnegative(),
@@ -98,6 +104,7 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     })),
     permissionDecisions: [...p.permissionDecisions],
     modelCallBackends: [...p.modelCallBackends],
+    children: [...p.children],
     meter: { ...p.meter, rounds: p.meter.rounds.values() },
   }) as ProgressSnapshot;
 }
@@ -110,8 +117,9 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
   return {
     ...(s as unknown as Omit<
       TaskProgress,
-      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter'
+      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter' | 'children'
     >),
+    children: new Map(s.children as Array<[string, ChildProgress]>),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
     plans: new Map(
       s.plans.map((plan) => [

@@ -1,11 +1,13 @@
 import {
   AcceptCheck,
+  AgentProfile,
   Budgets,
   EventPayload,
   ExecutionDirective,
   PermissionDecision,
   PlanStep,
   Role,
+  RunSettings,
   RuntimeEvent,
   StopReason,
   TaskStatus,
@@ -44,6 +46,12 @@ export interface PlanProgress {
   outcome: 'completed' | 'failed' | null;
 }
 
+/** A delegation of this task: the child it started, and how the child ended (null while it runs). */
+export interface ChildProgress {
+  started: EventPayload<'CHILD_TASK_STARTED'>;
+  ended: EventPayload<'CHILD_TASK_ENDED'> | null;
+}
+
 export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
 export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
 
@@ -57,6 +65,18 @@ export interface TaskProgress {
   input: string;
   budgets: Budgets;
   accept_checks: AcceptCheck[];
+  /** what this process or the recording ran the task under (null: not recorded) */
+  settings: RunSettings | null;
+  /** delegation: the task that started this one, null for a task a person submitted */
+  parent_task_id: string | null;
+  /** the top of the task's tree (the task itself when it has no parent) */
+  root_task_id: string;
+  /** delegations down from the root: 0 for a root */
+  depth: number;
+  /** the agent profile a delegated task runs as; null: the orchestrator's own */
+  agent: AgentProfile | null;
+  /** this task's delegations by call id, in the order they started */
+  children: Map<string, ChildProgress>;
   status: TaskStatus;
   /** the round of the last CONTEXT_BUILT, 0 before the first */
   round: number;
@@ -88,6 +108,12 @@ const initial = (task_id: string): TaskProgress => ({
   input: '',
   budgets: {},
   accept_checks: [],
+  settings: null,
+  parent_task_id: null,
+  root_task_id: task_id,
+  depth: 0,
+  agent: null,
+  children: new Map(),
   status: 'queued',
   round: 0,
   directive: null,
@@ -166,6 +192,13 @@ function closesWithTool(p: TaskProgress, callId: string): boolean {
   return p.directive?.type === 'tool' && callId === callIdFor(p.round, null);
 }
 
+/** How a child's end reads in its parent's context: its result when it completed, else its stop and why. */
+export function childOutcomeText(ended: EventPayload<'CHILD_TASK_ENDED'>): string {
+  if (ended.status === 'completed') return ended.result ?? '';
+  const result = ended.result ? `; its last result: ${ended.result}` : '';
+  return `child task ${ended.child_task_id} ended ${ended.stop_reason}: ${ended.detail}${result}`;
+}
+
 /** evolve: one event into the progress. Mutates and returns `p` (the fold owns it). */
 export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   p.last_seq = e.sequence;
@@ -179,10 +212,23 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         input: e.payload.input,
         budgets: e.payload.budgets,
         accept_checks: e.payload.accept_checks,
+        settings: e.payload.settings ?? null,
+        parent_task_id: e.payload.parent_task_id ?? null,
+        root_task_id: e.payload.root_task_id ?? e.task_id,
+        depth: e.payload.depth ?? 0,
+        agent: e.payload.agent ?? null,
       });
       // the conversation so far comes first, as the oldest history
       p.history = sessionHistoryItems(e.payload.session_history ?? []);
       break;
+    case 'CHILD_TASK_STARTED':
+      p.children.set(e.payload.call_id, { started: e.payload, ended: null });
+      break;
+    case 'CHILD_TASK_ENDED': {
+      const child = p.children.get(e.payload.call_id);
+      if (child) child.ended = e.payload;
+      break;
+    }
     case 'CONTEXT_BUILT':
       if (e.payload.round !== p.round)
         Object.assign(p, { round: e.payload.round, directive: null, roundClosed: false });

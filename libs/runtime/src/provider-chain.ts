@@ -40,6 +40,9 @@ export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
   const labels = c.chain.map((b) => b.label);
   for (let i = c.writer.fold.providers.chainStart(labels, c.role); ; i++) {
     const provider = c.chain[i];
+    // A delegated agent's model for the role is asked of the configured provider; fallbacks keep their own.
+    const agentModel = i === 0 ? c.writer.progress.agent?.models[c.role] : undefined;
+    const request = agentModel ? { ...c.request, model: agentModel } : c.request;
     const out = await runWithRetries(
       (attempt) =>
         c.gateway.call({
@@ -48,7 +51,7 @@ export async function callThroughChain(c: ChainCall): Promise<ChainOutcome> {
           role: c.role,
           round: c.round,
           step_id: c.step_id,
-          request: c.request,
+          request,
           streamRespond: c.streamRespond,
           attempt,
         }),

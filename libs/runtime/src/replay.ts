@@ -28,6 +28,7 @@ import { RecordedClock, RecordedClockEventStore, reproducedInReplay } from './re
 import { runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeModule, RuntimeParts } from './runtime.module';
+import { RecordedChildTasks } from './delegation/child-tasks';
 import { TaskProgress } from './progress';
 import { rawChunksFor } from './respond-stream';
 import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports';
@@ -320,6 +321,8 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
     'request_hash',
     'idempotency_key',
     'forked_from',
+    // a child's id follows from its parent's, and a replay is a task of its own
+    'child_task_id',
     // CRITIC_RESULT names the scored outcome by event id; its call_id is compared
     'target_event_id',
   ]);
@@ -482,6 +485,8 @@ export async function replayTask(
       workspace: new RecordedWorkspaceView(events),
       // a replay writes no checkpoints (and its comparison leaves them out, see replayView)
       checkpoints: null,
+      // children are not run again: each delegation ends as the recording says its child did
+      childTasks: new RecordedChildTasks(events),
     }),
     // the Nest logger stays whatever the process set (overriding it here would override it for everyone)
     { abortOnError: false },

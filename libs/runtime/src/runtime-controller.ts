@@ -26,19 +26,20 @@ import { CheckpointStore } from '@runledger/state-store';
 import { loadProgress } from './checkpoints';
 import { TaskOwnership } from './ownership/task-ownership';
 import { UnfinishedTasks } from './ownership/unfinished-tasks';
+import { ChildEnd, ChildTaskHost, ChildTaskSpec } from './delegation/child-tasks';
 import { LeaseLostSignal, SecretVault, ShutdownSignal } from './ports';
 import type { ReplayRequest, ReplayResult } from './replay';
 import { SessionSecrets } from './session-secrets';
 import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
-import { TaskWriter, WriterLease } from './task-writer';
+import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
 import { elideOutput } from './context-builder';
 import type { SessionTask } from './task-views';
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
-  source: 'api' | 'cli' | 'fork' | 'replay';
+  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation';
   /**
    * The settings recorded for the task: a replay gives its recording's (null: the recording had
    * none, so none are recorded); otherwise those this process runs tasks under.
@@ -118,16 +119,39 @@ export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency
 
 const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
 
+/** a final event as the end its parent records */
+function endOf(e: RuntimeEvent): ChildEnd {
+  switch (e.type) {
+    case 'TASK_COMPLETED':
+      return { status: 'completed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_FAILED':
+      return { status: 'failed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_CANCELLED':
+      return { status: 'cancelled', ...pick(e.payload), result: null };
+    default:
+      throw new Error(`${e.type} is not a final event`);
+  }
+}
+const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: ChildEnd['usage'] }) => ({
+  stop_reason: p.stop_reason,
+  detail: p.detail,
+  usage: p.usage,
+});
+
 /**
  * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns at
  * once and the task runs on an in-process queue; cancel, permission and secret
  * answers, fork, replay, and resume on boot. Stops (in-flight tasks left to
  * resume) when the application shuts down, before the storage closes.
  */
-export class RuntimeController implements OnModuleDestroy {
+export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue: string[] = [];
+  /** cancels under way, so a cascade and a request that meet cancel a task once */
+  private readonly cancelling = new Map<string, Promise<void>>();
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
   private readonly again = new Set<string>();
+  /** running or about to run as a delegation's child */
+  private readonly childTasks = new Set<string>();
   private readonly idle = new EventEmitter();
   private readonly unfinished: UnfinishedTasks;
   /** event ids of the answers this process records: it runs those tasks on itself, noticeCommits skips them */
@@ -257,10 +281,19 @@ export class RuntimeController implements OnModuleDestroy {
     return loadProgress(this.deps.store, this.deps.checkpoints ?? null, taskId);
   }
 
-  async cancel(taskId: string): Promise<void> {
+  /** Ends the task as cancelled, then its unfinished children (and theirs). */
+  cancel(taskId: string): Promise<void> {
+    const under = this.cancelling.get(taskId);
+    if (under) return under;
+    const run = this.cancelOne(taskId).finally(() => this.cancelling.delete(taskId));
+    this.cancelling.set(taskId, run);
+    return run;
+  }
+
+  private async cancelOne(taskId: string): Promise<void> {
     const p = await this.progress(taskId);
     if (p.final) {
-      if (p.status === 'cancelled') return;
+      if (p.status === 'cancelled') return this.cancelChildren(p);
       throw new IllegalStateError(`task ${taskId} already ended (${p.status})`);
     }
     const running = this.active.get(taskId);
@@ -273,7 +306,102 @@ export class RuntimeController implements OnModuleDestroy {
     }
     const writer = await TaskWriter.open(this.deps.store, taskId);
     if (!writer.progress.final)
-      await this.deps.loop.end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null);
+      await this.deps.loop
+        .end(writer, { stop_reason: 'cancelled', detail: 'cancelled by request' }, null)
+        .catch((err: unknown) => {
+          if (!(err instanceof TaskEndedElsewhereError)) throw err;
+        });
+    await this.cancelChildren(writer.progress);
+  }
+
+  /** A task that ended leaves no child running: each unfinished one is cancelled, with its own children. */
+  private async cancelChildren(p: TaskProgress): Promise<void> {
+    const open = [...p.children.values()].filter((c) => !c.ended).map((c) => c.started.child_task_id);
+    await Promise.all(
+      open.map((id) =>
+        this.cancel(id).catch((err: unknown) => {
+          // a child that ended on its own meanwhile is no longer anyone's to cancel
+          if (!(err instanceof IllegalStateError || err instanceof NotFoundError)) throw err;
+        }),
+      ),
+    );
+  }
+
+  /**
+   * A delegation's child: its TASK_RECEIVED unless the stream exists (a
+   * resumed parent starts the child it started before), then it runs at once,
+   * outside the task concurrency: its parent's plan step holds the slot, and
+   * the step concurrency bounds how many children a plan runs together.
+   */
+  async startChild(spec: ChildTaskSpec): Promise<void> {
+    if ((await this.deps.store.streamVersion(spec.task_id)) === 0) {
+      try {
+        await this.deps.store.append(
+          spec.task_id,
+          [
+            {
+              type: 'TASK_RECEIVED',
+              session_id: spec.session_id,
+              payload: {
+                input: spec.input,
+                session_id: spec.session_id,
+                accept_checks: spec.accept_checks,
+                budgets: spec.budgets,
+                idempotency_key: null,
+                request_hash: null,
+                source: 'delegation',
+                forked_from: null,
+                settings: this.deps.runSettings(spec.budgets),
+                parent_task_id: spec.parent_task_id,
+                root_task_id: spec.root_task_id,
+                depth: spec.depth,
+                agent: spec.agent,
+              },
+            },
+          ],
+          { expected: 'no_stream' },
+        );
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError)) throw err;
+      }
+    }
+    if (!this.active.has(spec.task_id)) await this.takeAndEnqueue(spec.task_id, { child: true });
+  }
+
+  /** The child's end from its final event: read from the log, or awaited as it commits. */
+  childEnded(childTaskId: string, signal: AbortSignal): Promise<ChildEnd | null> {
+    return new Promise<ChildEnd | null>((resolve, reject) => {
+      let settled = false;
+      const finish = (end: ChildEnd | null) => {
+        if (settled) return;
+        settled = true;
+        detach();
+        signal.removeEventListener('abort', onAbort);
+        resolve(end);
+      };
+      const onAbort = () => finish(null);
+      // listening before reading: an end committed in between is seen by one or the other
+      const detach = this.deps.store.onCommitted((events) => {
+        for (const e of events) if (e.task_id === childTaskId && isFinalEventType(e.type)) finish(endOf(e));
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) return onAbort();
+      this.deps.store
+        .streamVersion(childTaskId)
+        .then((version) =>
+          version === 0 ? [] : this.deps.store.readStream(childTaskId, { after_seq: version - 1 }),
+        )
+        .then(([last]) => {
+          if (last && isFinalEventType(last.type)) finish(endOf(last));
+        })
+        .catch((err: unknown) => {
+          if (settled) return;
+          settled = true;
+          detach();
+          signal.removeEventListener('abort', onAbort);
+          reject(err as Error);
+        });
+    });
   }
 
   async resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void> {
@@ -326,7 +454,8 @@ export class RuntimeController implements OnModuleDestroy {
     );
     const ownership = this.deps.ownership;
     const free = ownership && !options.force ? new Set(await ownership.claimable(candidates)) : null;
-    const resumed: string[] = [];
+    // every marker is written before any task runs: a resumed parent starts its children itself
+    const resumed: { taskId: string; child: boolean }[] = [];
     for (const taskId of candidates) {
       if (this.closed) break;
       if (free && !free.has(taskId)) continue;
@@ -352,10 +481,10 @@ export class RuntimeController implements OnModuleDestroy {
         );
         if (!marked) continue;
       }
-      resumed.push(taskId);
-      this.enqueue(taskId);
+      resumed.push({ taskId, child: p.parent_task_id !== null });
     }
-    return resumed;
+    for (const { taskId, child } of resumed) this.enqueue(taskId, { child });
+    return resumed.map((r) => r.taskId);
   }
 
   /**
@@ -442,11 +571,11 @@ export class RuntimeController implements OnModuleDestroy {
   }
 
   /** Run the task here if this process may: it claims it first (never from a live owner) when leases are on. */
-  private async takeAndEnqueue(taskId: string): Promise<void> {
+  private async takeAndEnqueue(taskId: string, options: { child?: boolean } = {}): Promise<void> {
     // shutting down: the task is left unclaimed, for recovery to take at once
     if (this.closed) return;
     if (this.deps.ownership && !(await this.deps.ownership.claim(taskId))) return;
-    this.enqueue(taskId);
+    this.enqueue(taskId, options);
   }
 
   /**
@@ -469,7 +598,8 @@ export class RuntimeController implements OnModuleDestroy {
     } finally {
       this.ownAnswers.delete(event_id);
     }
-    if (!ownership || ownership.holds(p.task_id)) this.enqueue(p.task_id);
+    if (!ownership || ownership.holds(p.task_id))
+      this.enqueue(p.task_id, { child: p.parent_task_id !== null });
   }
 
   /**
@@ -512,37 +642,58 @@ export class RuntimeController implements OnModuleDestroy {
     return token ? { token, onLost: () => ownership.lost(taskId, token.epoch) } : null;
   }
 
-  private enqueue(taskId: string): void {
+  /** A child runs outside the task concurrency (see startChild); any other task waits for a slot. */
+  private enqueue(taskId: string, options: { child?: boolean } = {}): void {
     if (this.closed) return;
+    if (options.child) this.childTasks.add(taskId);
     if (this.active.has(taskId)) {
       this.again.add(taskId);
       return;
     }
+    if (this.childTasks.has(taskId)) return this.start(taskId);
     if (!this.queue.includes(taskId)) this.queue.push(taskId);
     this.pump();
   }
 
+  /** tasks running in a slot of the task concurrency: children run outside it */
+  private slotsTaken(): number {
+    let n = 0;
+    for (const id of this.active.keys()) if (!this.childTasks.has(id)) n++;
+    return n;
+  }
+
   private pump(): void {
-    while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
-      const taskId = this.queue.shift()!;
-      const lease = this.writerLease(taskId);
-      if (lease === null) continue;
-      const ctrl = new AbortController();
-      const done = this.deps.loop
-        .runTask(taskId, ctrl.signal, lease)
-        .then(() => undefined)
-        .catch((err: unknown) =>
-          this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
-        )
-        .finally(() => {
-          this.active.delete(taskId);
-          // ended, waiting for a person, or stopped: the lease goes (a waiting task's answer claims it again)
-          if (this.again.delete(taskId) && !this.closed) this.enqueue(taskId);
-          else if (!this.closed) void this.deps.ownership?.release(taskId);
-          this.idle.emit(taskId);
-          this.pump();
-        });
-      this.active.set(taskId, { ctrl, done });
+    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0)
+      this.start(this.queue.shift()!);
+  }
+
+  private start(taskId: string): void {
+    const lease = this.writerLease(taskId);
+    if (lease === null) {
+      this.childTasks.delete(taskId);
+      return;
     }
+    const ctrl = new AbortController();
+    const done = this.deps.loop
+      .runTask(taskId, ctrl.signal, lease)
+      .then(async (p) => {
+        // however it ended (a deadline, a guard, a cancel), a task leaves no child running
+        if (p.final) await this.cancelChildren(p);
+      })
+      .catch((err: unknown) =>
+        this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
+      )
+      .finally(() => {
+        this.active.delete(taskId);
+        if (this.again.delete(taskId) && !this.closed) this.enqueue(taskId);
+        else {
+          this.childTasks.delete(taskId);
+          // ended, waiting for a person, or stopped: the lease goes (a waiting task's answer claims it again)
+          if (!this.closed) void this.deps.ownership?.release(taskId);
+        }
+        this.idle.emit(taskId);
+        this.pump();
+      });
+    this.active.set(taskId, { ctrl, done });
   }
 }

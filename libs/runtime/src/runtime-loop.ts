@@ -12,6 +12,7 @@ import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer'
 import { TaskCheckpoints } from './checkpoints';
 import { describeStop } from './discipline/stop-reasons';
 import { FailureError } from './discipline/failure-policy';
+import { toolsForAgent } from './delegation/agent-catalog';
 
 export interface LoopDeps {
   store: EventStore;
@@ -155,14 +156,16 @@ export class RuntimeLoop {
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
     const toolCalling = this.deps.router.speaksToolCalls();
-    let ctx = await this.deps.context.build(p, round, this.deps.tools.list(), signal, {
+    // a delegated agent is shown only the tools its profile allows
+    const tools = toolsForAgent(this.deps.tools.list(), p.agent);
+    let ctx = await this.deps.context.build(p, round, tools, signal, {
       canCompact: this.deps.router.canCompact(),
       toolCalling,
     });
     if (ctx.compaction) {
       // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
       await this.deps.router.compact(writer, round, ctx.compaction, signal);
-      ctx = await this.deps.context.build(writer.progress, round, this.deps.tools.list(), signal, {
+      ctx = await this.deps.context.build(writer.progress, round, tools, signal, {
         canCompact: false,
         toolCalling,
       });

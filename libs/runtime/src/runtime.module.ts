@@ -1,5 +1,15 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
+import {
+  AgentProfile,
+  ConfigError,
+  ModuleAsyncOptions,
+  RunSettings,
+  forRootAsyncModule,
+} from '@runledger/contracts';
+import { AgentCatalog } from './delegation/agent-catalog';
+import { ChildTaskHost, ChildTasks } from './delegation/child-tasks';
+import { TaskTree } from './delegation/task-tree';
+import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { LeaseStore, STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
@@ -62,6 +72,10 @@ export interface RuntimeSettings {
   secretKey?: Buffer;
   /** lease renewal and expiry of the tasks this process runs (defaults: renew every 5 s, expire after 20 s) */
   leases?: Partial<OwnershipSettings>;
+  /** the agents a task may delegate to, beside the built-in coder (RUNLEDGER_AGENTS) */
+  agents?: AgentProfile[];
+  /** how many delegations down from a root a task may be (default 3) */
+  maxDelegationDepth?: number;
 }
 
 /** What RuntimeModule.forRootAsync's factory returns: settings, and what other libs plug into the loop. */
@@ -74,6 +88,8 @@ export interface RuntimeOptions extends RuntimeSettings {
   memory?: MemoryRecall | null;
   /** checkpoints written by the loop and read by resume and task views; none when absent */
   checkpoints?: CheckpointSettings | null;
+  /** where delegations' child tasks run: this runtime's controller when absent (a replay answers from its recording) */
+  childTasks?: ChildTaskHost;
 }
 
 /** ModelModule's options: the backend serving every role, and the providers that stand in for it. */
@@ -143,6 +159,7 @@ interface ShapingPorts {
   memory: MemoryRecall;
   logger: RuntimeLogger;
   scheduler: ExecutionScheduler;
+  children: ChildTasks;
 }
 
 // The parts of the loop that run settings shape (RunSettings: budgets, prices, retries, guards, prompt
@@ -196,13 +213,21 @@ const newEngine = (
     rng: o.rng,
     redact: o.redact ?? redactSecrets,
     log: (message, err) => p.logger.error({ err }, message),
+    delegation: {
+      agents: agentCatalogOf(o),
+      children: p.children,
+      maxDepth: o.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH,
+      clock: o.clock,
+    },
   });
+const agentCatalogOf = (o: RuntimeOptions) => new AgentCatalog(o.agents ?? []);
 const newContext = (o: RuntimeOptions, memory: MemoryRecall) =>
   new ContextBuilder(
     memory,
     o.sectionBudgets ?? DEFAULT_SECTION_BUDGETS,
     undefined,
     o.discipline?.prompt ?? null,
+    agentCatalogOf(o).list(),
   );
 
 /**
@@ -266,6 +291,12 @@ function runtimeProviders(): Provider[] {
       inject: [RUNTIME_OPTIONS],
     },
     { provide: SecretVault, useFactory: () => new SecretVault() },
+    { provide: ChildTasks, useFactory: () => new ChildTasks() },
+    {
+      provide: TaskTree,
+      useFactory: (store: EventStore, views: TaskViews) => new TaskTree(store, views),
+      inject: [EventStore, TaskViews],
+    },
     {
       provide: SessionSecrets,
       useFactory: (o: RuntimeOptions) => new SessionSecrets(o.secretKey),
@@ -308,10 +339,11 @@ function runtimeProviders(): Provider[] {
         coderFallbacks: ModelBackend[],
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
+        children: ChildTasks,
       ) =>
         newEngine(
           o,
-          { store, tools, permissions, vault, hooks, logger, scheduler },
+          { store, tools, permissions, vault, hooks, logger, scheduler, children },
           gateway,
           coder,
           coderFallbacks,
@@ -328,6 +360,7 @@ function runtimeProviders(): Provider[] {
         FALLBACK_MODELS,
         RuntimeLogger,
         ExecutionScheduler,
+        ChildTasks,
       ],
     },
     {
@@ -354,6 +387,7 @@ function runtimeProviders(): Provider[] {
         memory: MemoryRecall,
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
+        children: ChildTasks,
       ) => {
         const ports: ShapingPorts = {
           store,
@@ -365,6 +399,7 @@ function runtimeProviders(): Provider[] {
           memory,
           logger,
           scheduler,
+          children,
         };
         return new RuntimeLoop({
           store,
@@ -397,6 +432,7 @@ function runtimeProviders(): Provider[] {
         MemoryRecall,
         RuntimeLogger,
         ExecutionScheduler,
+        ChildTasks,
       ],
     },
     {
@@ -416,8 +452,9 @@ function runtimeProviders(): Provider[] {
         sysUtil: ModelBackend,
         views: TaskViews,
         ownership: TaskOwnership | null,
-      ) =>
-        new RuntimeController({
+        children: ChildTasks,
+      ) => {
+        const controller = new RuntimeController({
           ownership,
           store,
           loop,
@@ -440,7 +477,10 @@ function runtimeProviders(): Provider[] {
             ),
           sessionTasks: (sessionId, limit) => views.sessionTasks(sessionId, limit),
           refuseModel: (model) => refuseModel({ orchestrator, fallbacks, sysUtil }, model),
-        }),
+        });
+        children.attach(o.childTasks ?? controller);
+        return controller;
+      },
       inject: [
         RUNTIME_OPTIONS,
         RUNTIME_STORE,
@@ -456,12 +496,13 @@ function runtimeProviders(): Provider[] {
         SYS_UTIL_BACKEND,
         TaskViews,
         TaskOwnership,
+        ChildTasks,
       ],
     },
   ];
 }
 
-const exported = [RuntimeController, TaskViews, RuntimeLoop, SecretVault];
+const exported = [RuntimeController, TaskViews, TaskTree, RuntimeLoop, SecretVault];
 
 /** ModelBackend (the configured model, serving every role) and FALLBACK_MODELS. */
 @Module({})

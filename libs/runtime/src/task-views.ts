@@ -18,6 +18,8 @@ import {
 import { Kysely } from 'kysely';
 
 export interface PendingRequestView {
+  /** the task the request belongs to (and is answered through): this one, or a task it delegated to */
+  task_id: string;
   request_id: string;
   kind: 'permission' | 'secret';
   call_id: string;
@@ -206,6 +208,7 @@ export function taskViewFromState(s: TaskState): TaskView {
     stop_detail: s.stop_detail,
     result: s.result,
     pending: s.pending_requests.map((p) => ({
+      task_id: s.task_id,
       request_id: p.request_id,
       kind: p.kind,
       call_id: p.call_id,

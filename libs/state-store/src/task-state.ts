@@ -7,6 +7,7 @@ import {
   StopReason,
   TaskStatus,
   TaskUsage,
+  addChildUsage,
   addRoleUsage,
   emptyUsage,
   isTerminalStatus,
@@ -158,6 +159,8 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
       return { ...s, status: progressed(s), usage: { ...s.usage, tool_calls: s.usage.tool_calls + 1 } };
     case 'TOOL_FAILED':
       return { ...s, status: progressed(s), usage: { ...s.usage, failures: s.usage.failures + 1 } };
+    case 'CHILD_TASK_ENDED':
+      return { ...s, status: progressed(s), usage: addChildUsage(s.usage, e.payload.usage) };
     case 'TASK_AWAITING_PERMISSION': {
       const { request_id, call_id, tool, args, args_hash, reason, covers } = e.payload;
       return awaiting(s, {
@@ -207,6 +210,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'ACCEPTANCE_DECIDED':
     case 'OUTPUT_CHUNK':
     case 'GUARD_TRIGGERED':
+    case 'CHILD_TASK_STARTED':
       return { ...s, status: progressed(s) };
     case 'CHECKPOINT_SAVED':
       return s;

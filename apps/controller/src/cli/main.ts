@@ -14,6 +14,7 @@ import { MemoryService } from '@runledger/memory';
 import {
   RuntimeController,
   TaskProgress,
+  TaskTree,
   progressContextFold,
   replayDivergence,
   replayView,
@@ -113,32 +114,51 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
   const timer = setInterval(() => void print(), 100);
   const onSigint = () => void runtime.cancel(taskId).catch(() => undefined);
   process.once('SIGINT', onSigint);
+  const tree = app.get(TaskTree);
+  /** answers what `p` waits for (this task, or a task it delegated to); an exit code when a person must do it elsewhere */
+  const answer = async (p: TaskProgress): Promise<number | null> => {
+    if (p.status === 'awaiting_permission') {
+      const req = p.pendingPermission!;
+      if (!o.yes && !o.interactive)
+        return waiting(p, o, `runledger resolve ${p.task_id} ${req.request_id} allow_once|allow_always|deny`);
+      const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
+      await runtime.resolvePermission(p.task_id, req.request_id, decision);
+      return null;
+    }
+    const req = p.pendingSecret!;
+    if (!o.interactive)
+      return waiting(
+        p,
+        o,
+        `POST /tasks/${p.task_id}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`,
+      );
+    await runtime.provideSecret(
+      p.task_id,
+      req.request_id,
+      await o.io.ask(`${req.secret_name} for ${req.tool}: `, true),
+    );
+    return null;
+  };
   try {
     for (;;) {
-      const p = await runtime.settled(taskId);
+      // the task settles, or a task it delegated to waits for a person while it waits for that task
+      let settled = false;
+      const settling = runtime.settled(taskId).finally(() => (settled = true));
+      const below = await Promise.race([
+        settling.then(() => null),
+        childWaiting(tree, taskId, () => settled),
+      ]);
       await print();
-      if (p.final) return summary(p, o, unknownOutcomes(seen));
-      if (p.status === 'awaiting_permission') {
-        const req = p.pendingPermission!;
-        if (!o.yes && !o.interactive)
-          return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
-        const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
-        await runtime.resolvePermission(taskId, req.request_id, decision);
+      if (below) {
+        const code = await answer(await runtime.progress(below));
+        if (code !== null) return code;
         continue;
       }
-      if (p.status === 'awaiting_secret') {
-        const req = p.pendingSecret!;
-        if (!o.interactive)
-          return waiting(
-            p,
-            o,
-            `POST /tasks/${taskId}/secrets/${req.request_id} {"secret": "..."} on a running server (a secret is never read from the command line)`,
-          );
-        await runtime.provideSecret(
-          taskId,
-          req.request_id,
-          await o.io.ask(`${req.secret_name} for ${req.tool}: `, true),
-        );
+      const p = await settling;
+      if (p.final) return summary(p, o, unknownOutcomes(seen));
+      if (p.status === 'awaiting_permission' || p.status === 'awaiting_secret') {
+        const code = await answer(p);
+        if (code !== null) return code;
         continue;
       }
       o.io.progress(
@@ -152,6 +172,16 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
     process.removeListener('SIGINT', onSigint);
     await printing;
   }
+}
+
+/** The first task below `taskId` that waits for a person, polled until there is one or `over` says to stop. */
+async function childWaiting(tree: TaskTree, taskId: string, over: () => boolean): Promise<string | null> {
+  while (!over()) {
+    const [request] = await tree.descendantsPending(taskId);
+    if (request) return request.task_id;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return null;
 }
 
 async function refuseBesideOthers(app: INestApplicationContext, what: string, how: string): Promise<void> {

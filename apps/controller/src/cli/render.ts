@@ -42,7 +42,9 @@ export function eventLine(e: RuntimeEvent): string | null {
             ? `plan of ${d.steps.length} steps`
             : d.type === 'respond'
               ? 'respond'
-              : `fail: ${short(d.reason)}`;
+              : d.type === 'delegate'
+                ? `delegate to ${d.agent}: ${short(d.input, 80)}`
+                : `fail: ${short(d.reason)}`;
       return `→ round ${e.payload.round}: ${what} [${e.payload.source}${e.payload.fallback_reason ? `, fallback: ${short(e.payload.fallback_reason, 80)}` : ''}]`;
     }
     case 'PLAN_STARTED':
@@ -79,6 +81,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· checkpoint ${e.payload.label}`;
     case 'ACCEPTANCE_DECIDED':
       return `${e.payload.passed ? '✓' : '✗'} acceptance: ${e.payload.results.map((r) => `${r.id} ${r.passed ? 'passed' : 'failed'}`).join(', ')}`;
+    case 'CHILD_TASK_STARTED':
+      return `  ⇢ ${e.payload.agent} agent started as task ${e.payload.child_task_id}: ${short(e.payload.input, 80)}`;
+    case 'CHILD_TASK_ENDED':
+      return `  ${e.payload.status === 'completed' ? '✓' : '✗'} task ${e.payload.child_task_id} ${e.payload.stop_reason}: ${short(e.payload.result ?? e.payload.detail, 80)}`;
     case 'GUARD_TRIGGERED':
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':

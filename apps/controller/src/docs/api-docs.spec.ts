@@ -13,7 +13,7 @@ import { MetricsController } from '../metrics/metrics.controller';
 import { MetricsService } from '../metrics/metrics.service';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
-import { RuntimeController, TaskViews } from '@runledger/runtime';
+import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
 import { SessionsController } from '../sessions/sessions.controller';
@@ -84,6 +84,7 @@ describe('buildOpenApiDocument', () => {
       providers: [
         { provide: RuntimeController, useValue: {} },
         { provide: TaskViews, useValue: {} },
+        { provide: TaskTree, useValue: {} },
         { provide: EventStore, useValue: {} },
         { provide: EventBus, useValue: {} },
         { provide: HealthService, useValue: {} },

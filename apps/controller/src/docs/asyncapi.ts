@@ -20,7 +20,8 @@ const CLIENT_MESSAGES: Record<WsClientMessage['type'], { summary: string; reply:
     reply: ['authenticated', 'error'],
   },
   subscribe: {
-    summary: "Follow one task's events after after_seq: replay, then live (scope tasks:read)",
+    summary:
+      "Follow one task's events after after_seq: replay, then live (scope tasks:read); with include_children, also every task it delegated to (and theirs), each from its first event, in order within each task",
     reply: ['subscribed', 'error'],
   },
   subscribe_all: {

@@ -2,7 +2,7 @@ import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
-import { INPUT_LINE_MAX, TaskView } from '@runledger/runtime';
+import { ChildTaskView, INPUT_LINE_MAX, TaskLineage, TaskView } from '@runledger/runtime';
 
 export const CreateTaskBody = UserTask;
 export class CreateTaskDto extends createZodDto(CreateTaskBody) {}
@@ -57,6 +57,9 @@ export const SubmitResponse = z.object({ task_id: z.string(), status: TaskStatus
 export class SubmitResponseDto extends createZodDto(SubmitResponse) {}
 
 export const PendingRequestResponse = z.object({
+  task_id: z
+    .string()
+    .describe('the task the request belongs to and is answered through: this one or one it delegated to'),
   request_id: z.string(),
   kind: z.enum(['permission', 'secret']),
   call_id: z.string(),
@@ -93,6 +96,49 @@ export const TaskResponse = z.object({
 });
 export type TaskResponse = z.infer<typeof TaskResponse>;
 export class TaskResponseDto extends createZodDto(TaskResponse) {}
+
+/** One task with where it stands in its tree; `pending` also lists the requests of the tasks below it. */
+export const TaskDetailResponse = TaskResponse.extend({
+  parent_task_id: z
+    .string()
+    .nullable()
+    .describe('the task that delegated this one; null for a submitted task'),
+  root_task_id: z.string().describe('the top of the tree (this task when it has no parent)'),
+  depth: z.number().int().nonnegative().describe('delegations down from the root'),
+  agent: z.string().nullable().describe('the agent a delegated task runs as'),
+});
+export type TaskDetailResponse = z.infer<typeof TaskDetailResponse>;
+export class TaskDetailResponseDto extends createZodDto(TaskDetailResponse) {}
+
+export const ChildTaskResponse = TaskResponse.extend({
+  agent: z.string().describe('the agent the child runs as'),
+  step_id: z
+    .string()
+    .nullable()
+    .describe("the parent's plan step that delegated (`delegate` for a delegate directive)"),
+});
+export const TaskChildrenResponse = z.object({ task_id: z.string(), children: z.array(ChildTaskResponse) });
+export type TaskChildrenResponse = z.infer<typeof TaskChildrenResponse>;
+export class TaskChildrenResponseDto extends createZodDto(TaskChildrenResponse) {}
+
+export const toTaskDetailResponse = (
+  t: TaskView,
+  lineage: TaskLineage,
+  descendantsPending: TaskView['pending'],
+): TaskDetailResponse => ({
+  ...toTaskResponse(t),
+  pending: [...t.pending, ...descendantsPending],
+  parent_task_id: lineage.parent_task_id,
+  root_task_id: lineage.root_task_id,
+  depth: lineage.depth,
+  agent: lineage.agent,
+});
+
+export const toChildTaskResponse = (c: ChildTaskView) => ({
+  ...toTaskResponse(c),
+  agent: c.agent,
+  step_id: c.step_id,
+});
 
 export const TaskListResponse = z.object({
   tasks: z.array(TaskResponse),

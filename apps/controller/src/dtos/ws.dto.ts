@@ -18,6 +18,8 @@ export const WsClientMessage = z.discriminatedUnion('type', [
       task_id: IdParam,
       after_seq: Cursor.default(0),
       subscription_id: SubscriptionId.optional(),
+      /** also every task it delegated to (and theirs), each from its first event, in order within each task */
+      include_children: z.boolean().default(false),
     })
     .strict(),
   z
@@ -47,6 +49,7 @@ export const WsServerMessages = {
       subscription_id: z.string(),
       task_id: z.string(),
       after_seq: Cursor,
+      include_children: z.boolean().optional(),
     }),
     z.object({ type: z.literal('subscribed'), subscription_id: z.string(), after_position: Cursor }),
   ]),

@@ -30,15 +30,21 @@ import {
   ListTasksQuery,
   ListTasksQueryDto,
   SubmitResponseDto,
+  TaskChildrenResponse,
+  TaskChildrenResponseDto,
+  TaskDetailResponse,
+  TaskDetailResponseDto,
   TaskListResponse,
   TaskListResponseDto,
   TaskResponse,
   TaskResponseDto,
+  toChildTaskResponse,
+  toTaskDetailResponse,
   toTaskResponse,
 } from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
 import { EventStore } from '@runledger/event-store';
-import { RuntimeController, TaskViews } from '@runledger/runtime';
+import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
 import type { z } from 'zod';
 
 const taskIdPipe = new ZodPipe(IdParam, 'task_id');
@@ -53,6 +59,7 @@ export class TasksController {
     @Inject(RuntimeController) private readonly runtime: RuntimeController,
     @Inject(TaskViews) private readonly tasks: TaskViews,
     @Inject(EventStore) private readonly store: EventStore,
+    @Inject(TaskTree) private readonly tree: TaskTree,
   ) {}
 
   @Post()
@@ -98,13 +105,31 @@ export class TasksController {
   @RequireScope('tasks:read')
   @ApiOperation({
     operationId: 'getTask',
-    summary: 'Task state: status, stop reason, result, pending requests, usage',
+    summary:
+      'Task state: status, stop reason, result, pending requests (its own and those of the tasks it delegated to), usage, place in its tree',
   })
   @ApiTaskId()
-  @ApiResponse({ status: 200, description: 'the task', type: TaskResponseDto.Output })
+  @ApiResponse({ status: 200, description: 'the task', type: TaskDetailResponseDto.Output })
   @ApiErrors({ 400: 'invalid task_id', 404: 'no such task' })
-  async get(@Param('task_id', taskIdPipe) taskId: string): Promise<z.infer<typeof TaskResponse>> {
-    return toTaskResponse(await this.requireTask(taskId));
+  async get(@Param('task_id', taskIdPipe) taskId: string): Promise<TaskDetailResponse> {
+    const task = await this.requireTask(taskId);
+    const lineage = await this.tree.lineage(taskId);
+    if (!lineage) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
+    return toTaskDetailResponse(task, lineage, await this.tree.descendantsPending(taskId));
+  }
+
+  @Get(':task_id/children')
+  @RequireScope('tasks:read')
+  @ApiOperation({
+    operationId: 'listTaskChildren',
+    summary: 'The tasks this task delegated to, in the order they started, with their states',
+  })
+  @ApiTaskId()
+  @ApiResponse({ status: 200, description: "the task's children", type: TaskChildrenResponseDto.Output })
+  @ApiErrors({ 400: 'invalid task_id', 404: 'no such task' })
+  async children(@Param('task_id', taskIdPipe) taskId: string): Promise<TaskChildrenResponse> {
+    await this.requireTask(taskId);
+    return { task_id: taskId, children: (await this.tree.children(taskId)).map(toChildTaskResponse) };
   }
 
   @Get(':task_id/events')
@@ -159,7 +184,7 @@ export class TasksController {
   async fork(
     @Param('task_id', taskIdPipe) taskId: string,
     @Body(new ZodPipe(ForkTaskBody, 'body')) body: ForkTaskDto,
-  ): Promise<z.infer<typeof TaskResponse>> {
+  ): Promise<TaskResponse> {
     const { task_id } = await this.runtime.fork(taskId, body.at_sequence, { model: body.model });
     return toTaskResponse(await this.requireTask(task_id));
   }

@@ -176,7 +176,9 @@ export class EventsGateway
           subscription_id: id,
           task_id: msg.task_id,
           after_seq: msg.after_seq,
+          ...(msg.include_children ? { include_children: true } : {}),
         });
+        if (msg.include_children) return this.followTree(client, id, msg.task_id, msg.after_seq);
         return this.follow(client, id, { kind: 'task', task_id: msg.task_id, after_seq: msg.after_seq });
       }
       case 'subscribe_all': {
@@ -251,6 +253,52 @@ export class EventsGateway
       },
     );
     client.subs.set(id, follow);
+  }
+
+  /**
+   * A task and every task below it under one subscription: each task is
+   * followed on its own (replay then live, in order within it), and a child is
+   * followed from its first event once its CHILD_TASK_STARTED is delivered.
+   */
+  private followTree(client: Client, id: string, taskId: string, afterSeq: number): void {
+    if (client.ws.readyState !== WebSocket.OPEN || client.dropped) return;
+    const follows: Follow[] = [];
+    let stopped = false;
+    const stopAll = () => {
+      stopped = true;
+      for (const f of follows) f.stop();
+    };
+    const start = (task_id: string, after_seq: number) => {
+      if (stopped) return;
+      follows.push(
+        followEvents(
+          this.events,
+          { kind: 'task', task_id, after_seq },
+          async (event) => {
+            if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
+            this.send(client, { type: 'event', subscription_id: id, event });
+            if (event.type === 'CHILD_TASK_STARTED') start(event.payload.child_task_id, 0);
+            await this.paced(client);
+          },
+          {
+            onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
+            onError: (err) => {
+              this.log.error({ err }, 'ws subscription failed');
+              this.replyError(client, err);
+              stopAll();
+              client.subs.delete(id);
+            },
+          },
+        ),
+      );
+    };
+    start(taskId, afterSeq);
+    client.subs.set(id, {
+      stop: stopAll,
+      get done() {
+        return Promise.all(follows.map((f) => f.done)).then(() => undefined);
+      },
+    });
   }
 
   /**

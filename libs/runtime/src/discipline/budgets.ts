@@ -7,6 +7,7 @@ import {
   RuntimeEvent,
   TaskUsage,
   TokenUsage,
+  addChildUsage,
   addRoleUsage,
   emptyUsage,
 } from '@runledger/contracts';
@@ -164,6 +165,8 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       return { ...state, usage: { ...u, tool_calls: u.tool_calls + 1 } };
     case 'TOOL_FAILED':
       return { ...state, usage: { ...u, failures: u.failures + 1 } };
+    case 'CHILD_TASK_ENDED':
+      return { ...state, usage: addChildUsage(u, event.payload.usage) };
     case 'PLAN_FAILED':
       // A failed step is already counted by its tool outcome; a plan that failed as a whole (a cycle) is a failure of its own.
       return event.payload.failed_step === null

@@ -19,7 +19,7 @@ const RESULT_TAGS = ['tool_result', 'tool_response', 'tool_output', 'function_re
 /** A line that presents what follows as a tool's output; the block runs to the next blank line. */
 const RESULT_MARKER =
   /^[ \t>*_`[]*(?:TOOL[_ ]RESULT|TOOL[_ ]OUTPUT|TOOL[_ ]RESPONSE|FUNCTION[_ ]RESULT|OBSERVATION)\b[\]*_`]*\s*:?.*$/im;
-const DIRECTIVE_TYPES = ['plan', 'tool', 'respond', 'fail'];
+const DIRECTIVE_TYPES = ['plan', 'tool', 'respond', 'fail', 'delegate'];
 
 function isResultShaped(value: unknown): boolean {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false;

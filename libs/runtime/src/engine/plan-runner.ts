@@ -1,4 +1,6 @@
-import { ModelToolCall, PlanStep } from '@runledger/contracts';
+import { DelegateArgs, ModelToolCall, PlanStep } from '@runledger/contracts';
+import { toolsForAgent } from '../delegation/agent-catalog';
+import { DelegationRunner } from '../delegation/delegation-runner';
 import { ToolRegistry } from '@runledger/tools';
 import {
   ExecutionScheduler,
@@ -32,6 +34,8 @@ export interface PlanDeps {
   scheduler: ExecutionScheduler;
   discipline?: DisciplineSettings;
   rng?: () => number;
+  /** runs agent steps; null: this runtime cannot delegate */
+  delegation: DelegationRunner | null;
 }
 
 const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
@@ -266,6 +270,17 @@ export class PlanRunner {
         return { kind: 'completed', output: args.content ?? substituteOutputs(step.description, outputs) };
       case 'coder':
         return this.coderStep(writer, args, step, round, signal);
+      case 'agent': {
+        if (!this.deps.delegation) return { kind: 'failed', error: 'this runtime cannot delegate' };
+        const delegation = DelegateArgs.safeParse(args);
+        if (!delegation.success)
+          return { kind: 'failed', error: `invalid agent step: ${delegation.error.issues[0].message}` };
+        return this.deps.delegation.run(
+          writer,
+          { call_id: callIdFor(round, step.id), step_id: step.id, args: delegation.data },
+          signal,
+        );
+      }
     }
   }
 
@@ -292,8 +307,11 @@ export class PlanRunner {
       { role: 'system', content: withTools ? CODER_TOOLS_SYSTEM : CODER_SYSTEM },
       { role: 'user', content: prompt },
     ];
+    // a delegated agent's coder is offered only the tools the agent may use
     const tools = withTools
-      ? toolFunctions(this.deps.tools.list()).filter((f) => f.name !== PLAN_FUNCTION)
+      ? toolFunctions(toolsForAgent(this.deps.tools.list(), writer.progress.agent)).filter(
+          (f) => f.name !== PLAN_FUNCTION,
+        )
       : undefined;
     const recorded = withTools ? recordedCoderReplies(writer, round, step.id) : [];
     const maxTurns = this.deps.coderToolTurns ?? DEFAULT_CODER_TOOL_TURNS;

@@ -10,6 +10,7 @@ import { SecretVault, ToolOutcomeHook, isShutdown } from '../ports';
 import { TaskWriter } from '../task-writer';
 import { AllowAlwaysGrants } from './allow-always-grants';
 import { CallOutcome, CallSpec } from './call-types';
+import { AgentToolsGate } from './gates/agent-tools-gate';
 import { BudgetGate } from './gates/budget-gate';
 import { CircuitBreakerGate } from './gates/circuit-breaker-gate';
 import { InterruptedCallGate } from './gates/interrupted-call-gate';
@@ -39,6 +40,7 @@ type AttemptOutcome =
 export function toolGates(deps: ToolCallDeps): ToolGate[] {
   const gates: ToolGate[] = [
     new ValidateGate(deps.tools),
+    new AgentToolsGate(),
     new InterruptedCallGate(),
     new PermissionGate(deps.permissions, deps.grants),
     new SecretGate(deps.permissions, deps.vault),

@@ -68,6 +68,8 @@ export interface ModelRequest {
    * response_format where the server accepts it; the prompt says the same in text.
    */
   response_schema?: { name: string; schema: Record<string, unknown> };
+  /** the model to ask in place of the role's configured one: a delegated agent's own (its profile's models) */
+  model?: string;
 }
 
 export interface ModelResponse {

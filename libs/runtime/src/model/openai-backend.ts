@@ -162,7 +162,8 @@ export class OpenAiBackend extends ModelBackend {
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    const model = this.modelFor(request.role);
+    const model =
+      this.modelFor(request.role) === null ? null : (request.model ?? this.modelFor(request.role));
     if (!model) throw new ModelCallError('provider_error', `no model configured for role ${request.role}`);
     // Layered: the whole request has timeout_ms; a stream also may not go silent for longer than
     // idle_timeout_ms (each chunk is a sign of life); the caller's signal (task deadline, cancel) wins over both.

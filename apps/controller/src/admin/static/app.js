@@ -382,7 +382,13 @@ function requestConcerns(p) {
 
 /** One pending request with its answer controls; `after` runs once an answer was accepted. */
 function pendingCard(task, p, after) {
-  const card = el('div', { class: 'pending', 'data-request': p.request_id, 'data-task': task.task_id });
+  // a request of a task this one delegated to is answered through that task
+  const owner = p.task_id ?? task.task_id;
+  const card = el('div', { class: 'pending', 'data-request': p.request_id, 'data-task': owner });
+  if (owner !== task.task_id)
+    card.append(
+      el('div', { class: 'task' }, 'asked by delegated task ', el('a', { href: taskHref(owner) }, owner)),
+    );
   card.append(
     el(
       'div',
@@ -397,7 +403,7 @@ function pendingCard(task, p, after) {
   if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
   const resolve = (path, body) => async () => {
     try {
-      await api(`/tasks/${encodeURIComponent(task.task_id)}/${path}/${encodeURIComponent(p.request_id)}`, {
+      await api(`/tasks/${encodeURIComponent(owner)}/${path}/${encodeURIComponent(p.request_id)}`, {
         method: 'POST',
         body,
       });
@@ -579,9 +585,12 @@ const taskView = {
     this.renderPlan();
     live.subscribe(
       'task',
-      () => ({ type: 'subscribe', task_id: id, after_seq: after }),
+      // the tasks below this one too: their states and requests show in the tree and pending list
+      () => ({ type: 'subscribe', task_id: id, after_seq: after, include_children: true }),
       (e) => {
-        if (e.task_id !== this.id || e.sequence <= after) return;
+        if (this.id !== id) return;
+        if (e.task_id !== id) return this.reloadSoon();
+        if (e.sequence <= after) return;
         after = e.sequence;
         this.append(e);
         this.reloadSoon();
@@ -630,6 +639,33 @@ const taskView = {
     $('t-result').textContent = t.result ?? '';
     $('t-cancel').hidden = TERMINAL.has(t.status);
     this.renderPending(t);
+    await this.renderTree(t);
+  },
+  /** the whole tree the task belongs to, from its root down, each task linked, this one marked */
+  async renderTree(t) {
+    const box = $('t-tree');
+    const node = async (task, agent, depth) => {
+      const item = el(
+        'li',
+        { 'data-task': task.task_id, class: task.task_id === t.task_id ? 'current' : '' },
+        el('a', { href: taskHref(task.task_id) }, task.input_first_line || task.task_id),
+        agent ? el('span', { class: 'agent' }, `(${agent})`) : '',
+        statusBadge(task.status),
+      );
+      // the depth limit bounds a real tree; this bound only guards the page against a malformed one
+      if (depth < 10) {
+        const { children } = await api(`/tasks/${encodeURIComponent(task.task_id)}/children`);
+        if (children.length)
+          item.append(el('ul', {}, ...(await Promise.all(children.map((c) => node(c, c.agent, depth + 1))))));
+      }
+      return item;
+    };
+    const root = t.root_task_id === t.task_id ? t : await api(`/tasks/${encodeURIComponent(t.root_task_id)}`);
+    const tree = await node(root, root.agent, 0);
+    if (this.id !== t.task_id) return;
+    if (root.task_id === t.task_id && !tree.querySelector('ul'))
+      return box.replaceChildren(el('p', { class: 'muted' }, 'no parent, no children'));
+    box.replaceChildren(el('ul', { class: 'tree' }, tree));
   },
   renderPending(t) {
     const box = $('t-pending');
