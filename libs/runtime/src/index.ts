@@ -16,6 +16,7 @@ export * from './provider-chain';
 export * from './execution-engine';
 export * from './runtime-loop';
 export * from './runtime-controller';
+export * from './backpressure';
 export * from './runtime-logger';
 export * from './runtime.module';
 export * from './task-views';

@@ -6,7 +6,9 @@ import {
   IllegalStateError,
   NewEvent,
   NotFoundError,
+  OverloadedError,
   PermissionDecision,
+  QueueFullError,
   RunSettings,
   TaskStatus,
   UserTask,
@@ -18,6 +20,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
+import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopDelaySource } from './backpressure';
 import { loadProgress } from './checkpoints';
 import { SecretVault, ShutdownSignal } from './ports';
 import type { ReplayRequest, ReplayResult } from './replay';
@@ -52,6 +55,10 @@ export interface RuntimeControllerDeps {
   secrets: SessionSecrets;
   /** tasks run at once in this process */
   concurrency: number;
+  /** when submissions are refused and queued tasks held back; never when null */
+  backpressure?: BackpressureLimits | null;
+  /** the event-loop delay backpressure watches; stopped on close */
+  loopDelay?: LoopDelaySource | null;
   logger: RuntimeLogger;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
@@ -66,9 +73,13 @@ export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency
 
 const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
 
+/** how long queued tasks are held back before the event loop is looked at again */
+const HOLD_BACK_MS = 50;
+
 /**
- * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns at
- * once and the task runs on an in-process queue; cancel, permission and secret
+ * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns once
+ * TASK_RECEIVED is durable and the task runs on an in-process queue, bounded by
+ * the backpressure limits (a refused submission writes nothing); cancel, permission and secret
  * answers, fork, replay, and resume on boot. Stops (in-flight tasks left to
  * resume) when the application shuts down, before the storage closes.
  */
@@ -78,6 +89,9 @@ export class RuntimeController implements OnModuleDestroy {
   private readonly again = new Set<string>();
   private readonly idle = new EventEmitter();
   private closed = false;
+  /** submissions whose TASK_RECEIVED append has not returned yet */
+  private pendingSubmissions = 0;
+  private holdBackTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
@@ -96,6 +110,8 @@ export class RuntimeController implements OnModuleDestroy {
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
+    this.admit();
+    this.pendingSubmissions++;
     try {
       await this.deps.store.append(
         task_id,
@@ -128,6 +144,8 @@ export class RuntimeController implements OnModuleDestroy {
         );
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
+    } finally {
+      this.pendingSubmissions--;
     }
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
@@ -145,6 +163,7 @@ export class RuntimeController implements OnModuleDestroy {
     if (!Number.isInteger(atSequence) || atSequence < 1 || atSequence > events.length) {
       throw new ValidationError(`sequence must be between 1 and ${events.length}`);
     }
+    this.admit();
     const task_id = newId('task');
     const copied = events.slice(1, atSequence).filter((e) => !isFinalEventType(e.type));
     await this.deps.store.append(
@@ -308,9 +327,48 @@ export class RuntimeController implements OnModuleDestroy {
   async close(): Promise<void> {
     this.closed = true;
     this.queue.length = 0;
+    if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
+    this.deps.loopDelay?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
+  }
+
+  /** Refuses a new task, before anything is written, when the queue is full or the process saturated. */
+  private admit(): void {
+    const limits = this.deps.backpressure;
+    if (!limits) return;
+    const waiting = this.queue.length + this.pendingSubmissions;
+    if (waiting >= limits.maxQueued)
+      throw new QueueFullError(
+        `${waiting} tasks already wait to run (at most ${limits.maxQueued}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        { queued: waiting, max_queued: limits.maxQueued },
+      );
+    if (this.pendingSubmissions >= limits.maxPendingSubmissions)
+      throw new OverloadedError(
+        `${this.pendingSubmissions} submissions already wait for the store (at most ${limits.maxPendingSubmissions}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        {
+          pending_submissions: this.pendingSubmissions,
+          max_pending_submissions: limits.maxPendingSubmissions,
+        },
+      );
+    const delay = this.loopDelayMs();
+    if (delay !== null)
+      throw new OverloadedError(
+        `the server is saturated (event loop delay ${Math.round(delay)} ms, at most ${limits.maxLoopDelayMs}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        { loop_delay_ms: Math.round(delay), max_loop_delay_ms: limits.maxLoopDelayMs },
+      );
+  }
+
+  /** The event-loop delay when it is over the limit, else null. */
+  private loopDelayMs(): number | null {
+    const max = this.deps.backpressure?.maxLoopDelayMs ?? 0;
+    if (max <= 0 || !this.deps.loopDelay) return null;
+    const delay = this.deps.loopDelay.delayMs();
+    return delay > max ? delay : null;
   }
 
   private async appendIfUnchanged(
@@ -340,6 +398,11 @@ export class RuntimeController implements OnModuleDestroy {
 
   private pump(): void {
     while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
+      // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
+      if (this.active.size > 0 && this.loopDelayMs() !== null) {
+        this.holdBack();
+        return;
+      }
       const taskId = this.queue.shift()!;
       const ctrl = new AbortController();
       const done = this.deps.loop
@@ -356,5 +419,14 @@ export class RuntimeController implements OnModuleDestroy {
         });
       this.active.set(taskId, { ctrl, done });
     }
+  }
+
+  private holdBack(): void {
+    if (this.holdBackTimer) return;
+    this.holdBackTimer = setTimeout(() => {
+      this.holdBackTimer = null;
+      this.pump();
+    }, HOLD_BACK_MS);
+    this.holdBackTimer.unref();
   }
 }

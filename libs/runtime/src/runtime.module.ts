@@ -27,6 +27,7 @@ import {
 import { replayTask } from './replay';
 import { recordRunSettings, runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
+import { BackpressureLimits, EventLoopDelayMonitor, LoopDelaySource } from './backpressure';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
 import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
@@ -41,6 +42,10 @@ export interface RuntimeSettings {
   maxRounds?: number;
   /** tasks run at once in this process */
   concurrency?: number;
+  /** when submissions are refused and queued tasks held back; none when absent */
+  backpressure?: BackpressureLimits;
+  /** what backpressure reads the event-loop delay from; a monitor of this process when absent */
+  loopDelay?: LoopDelaySource;
   /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
   stepConcurrency?: number;
   modelTimeoutMs?: number;
@@ -383,6 +388,10 @@ function runtimeProviders(): Provider[] {
           vault,
           secrets,
           concurrency: o.concurrency ?? 4,
+          backpressure: o.backpressure ?? null,
+          loopDelay:
+            o.loopDelay ??
+            (o.backpressure && o.backpressure.maxLoopDelayMs > 0 ? new EventLoopDelayMonitor() : null),
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
