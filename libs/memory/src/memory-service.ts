@@ -107,8 +107,9 @@ export class MemoryService {
 
   static async open(o: MemoryServiceOptions): Promise<MemoryService> {
     await MemoryService.reembedStale(o.store, o.embedder);
+    // an empty table has nothing to rebuild: open writes its empty index at once
     const stale =
-      o.indexPath && o.rebuildInBackground
+      o.indexPath && o.rebuildInBackground && (await o.store.stats()).rows > 0
         ? await VectorIndex.unusableBecause(
             o.indexPath,
             o.embedder.model,
