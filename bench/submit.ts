@@ -11,7 +11,7 @@
  *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit.
  */
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +20,15 @@ import { auth, fmt, pct, spawnServer, startServer, stopServer, waitAllFinal } fr
 const RATES = (process.env.BENCH_SUBMIT_RATES ?? '100,250,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 5);
 const TARGET = { rate: 500, p99Ms: 20 };
+
+/** CPU time (user + system) a process has used, ms; null where /proc is not there. */
+function cpuMsOf(pid: number | undefined): number | null {
+  const stat = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(stat)) return null;
+  // fields after the command name (which may hold spaces): utime and stime are the 12th and 13th
+  const fields = readFileSync(stat, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 
 interface PacedResult {
   rate: number;
@@ -30,16 +39,27 @@ interface PacedResult {
   errors: number;
   /** ms from each answered request's due time to the end of its response, sorted */
   latencies: number[];
+  /** server CPU ms per request while this rate ran (its background tasks included), when known */
+  cpuMsPerRequest: number | null;
 }
 
 /** Sends `rate` POST /tasks a second for `seconds`, each at its due time. */
-async function paced(url: string, rate: number, seconds: number): Promise<PacedResult> {
+async function paced(url: string, rate: number, seconds: number, serverPid?: number): Promise<PacedResult> {
+  const cpuBefore = cpuMsOf(serverPid);
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const { hostname, port } = new URL(url);
   const body = JSON.stringify({ input: 'hello from the paced submit bench' });
   const headers = { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
   const total = Math.round(rate * seconds);
-  const result: PacedResult = { rate, offered: total, ok: 0, refused: new Map(), errors: 0, latencies: [] };
+  const result: PacedResult = {
+    rate,
+    offered: total,
+    ok: 0,
+    refused: new Map(),
+    errors: 0,
+    latencies: [],
+    cpuMsPerRequest: null,
+  };
   const start = performance.now() + 20;
   const dueAt = (i: number) => start + (i * 1000) / rate;
   await new Promise<void>((allAnswered) => {
@@ -75,6 +95,8 @@ async function paced(url: string, rate: number, seconds: number): Promise<PacedR
   });
   agent.destroy();
   result.latencies.sort((a, b) => a - b);
+  const cpuAfter = cpuMsOf(serverPid);
+  if (cpuBefore !== null && cpuAfter !== null) result.cpuMsPerRequest = (cpuAfter - cpuBefore) / total;
   return result;
 }
 
@@ -89,6 +111,7 @@ const describeResult = (name: string, r: PacedResult, baseline: PacedResult | nu
     `   2xx ${r.ok}/${r.offered} = ${fmt(r.ok / r.offered, 3)} of offered` +
     (refused ? `   refused ${refused}` : '') +
     (r.errors ? `   ${r.errors} connection errors` : '') +
+    (r.cpuMsPerRequest !== null ? `   server cpu ${fmt(r.cpuMsPerRequest, 2)} ms/request` : '') +
     vsBaseline
   );
 };
@@ -112,14 +135,14 @@ export async function main(): Promise<void> {
     );
     let accepted = 0;
     for (const server of [baseline, runledger]) {
-      const warm = await paced(server.url, 100, 1);
+      const warm = await paced(server.url, 100, 1, server.child.pid);
       if (server === runledger) accepted += warm.ok;
     }
     await waitAllFinal(runledger.url, accepted);
     const atTarget: { baseline?: PacedResult; runledger?: PacedResult } = {};
     for (const rate of RATES) {
-      const base = await paced(baseline.url, rate, SECONDS);
-      const ours = await paced(runledger.url, rate, SECONDS);
+      const base = await paced(baseline.url, rate, SECONDS, baseline.child.pid);
+      const ours = await paced(runledger.url, rate, SECONDS, runledger.child.pid);
       console.log(describeResult('express + 1 insert', base, null));
       console.log(describeResult('runledger', ours, base));
       accepted += ours.ok;

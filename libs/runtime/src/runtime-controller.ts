@@ -354,7 +354,7 @@ export class RuntimeController implements OnModuleDestroy {
           max_pending_submissions: limits.maxPendingSubmissions,
         },
       );
-    const delay = this.loopDelayMs();
+    const delay = this.loopDelayOverLimit();
     if (delay !== null)
       throw new OverloadedError(
         `the server is saturated (event loop delay ${Math.round(delay)} ms, at most ${limits.maxLoopDelayMs}); retry later`,
@@ -364,7 +364,7 @@ export class RuntimeController implements OnModuleDestroy {
   }
 
   /** The event-loop delay when it is over the limit, else null. */
-  private loopDelayMs(): number | null {
+  private loopDelayOverLimit(): number | null {
     const max = this.deps.backpressure?.maxLoopDelayMs ?? 0;
     if (max <= 0 || !this.deps.loopDelay) return null;
     const delay = this.deps.loopDelay.delayMs();
@@ -399,7 +399,7 @@ export class RuntimeController implements OnModuleDestroy {
   private pump(): void {
     while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
       // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
-      if (this.active.size > 0 && this.loopDelayMs() !== null) {
+      if (this.active.size > 0 && this.loopDelayOverLimit() !== null) {
         this.holdBack();
         return;
       }
