@@ -169,6 +169,7 @@ export class CompositionModule {
               maxQueued: c.RUNLEDGER_QUEUE_MAX,
               maxPendingSubmissions: c.RUNLEDGER_SUBMIT_MAX_PENDING,
               maxLoopDelayMs: c.RUNLEDGER_OVERLOAD_LOOP_DELAY_MS,
+              maxLoopUtilization: c.RUNLEDGER_OVERLOAD_LOOP_UTILIZATION,
             },
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,

@@ -112,6 +112,12 @@ export const ConfigSchema = z.object({
   RUNLEDGER_SUBMIT_MAX_PENDING: intFromEnv(1, 10_000_000).default(DEFAULT_BACKPRESSURE.maxPendingSubmissions),
   /** sustained event-loop delay (ms) above which POST /tasks answers 503 and queued tasks wait; 0: not watched */
   RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: intFromEnv(0, 600_000).default(DEFAULT_BACKPRESSURE.maxLoopDelayMs),
+  /** sustained share of time the event loop is busy above which POST /tasks answers 503 and queued tasks wait; 1: not watched */
+  RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: z.coerce
+    .number()
+    .gt(0)
+    .max(1)
+    .default(DEFAULT_BACKPRESSURE.maxLoopUtilization),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   /** tool-call replies a coder step may make before it must answer in text (tools protocol); 8 when unset */
   RUNLEDGER_CODER_TOOL_TURNS: intFromEnv(1, 100).optional(),

@@ -1,16 +1,21 @@
 import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
-import { BackpressureLimits, EventLoopDelayMonitor, LoopDelaySource } from './backpressure';
+import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
 import { ScriptedBackend } from './model/scripted-backend';
 import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
 import { useTempStore } from './testing/temp-store';
 
-/** An event-loop delay the test sets. */
-class FixedLoopDelay implements LoopDelaySource {
+/** An event-loop load the test sets. */
+class FixedLoopLoad implements LoopLoadSource {
   ms = 0;
+  busy = 0;
   stopped = false;
 
   delayMs(): number {
     return this.ms;
+  }
+
+  utilization(): number {
+    return this.busy;
   }
 
   stop(): void {
@@ -33,7 +38,12 @@ const received = (input: string): NewEvent => ({
   },
 });
 
-const LIMITS: BackpressureLimits = { maxQueued: 100, maxPendingSubmissions: 100, maxLoopDelayMs: 200 };
+const LIMITS: BackpressureLimits = {
+  maxQueued: 100,
+  maxPendingSubmissions: 100,
+  maxLoopDelayMs: 200,
+  maxLoopUtilization: 0.9,
+};
 
 describe('RuntimeController backpressure', () => {
   let running: TestRuntime | null = null;
@@ -45,7 +55,7 @@ describe('RuntimeController backpressure', () => {
     limits?: Partial<BackpressureLimits>;
     concurrency?: number;
     model?: ScriptedBackend;
-    loopDelay?: LoopDelaySource;
+    loopLoad?: LoopLoadSource;
     store?: typeof temp.store;
   }) => {
     running = await startTestRuntime({
@@ -55,7 +65,7 @@ describe('RuntimeController backpressure', () => {
       model: o.model ?? new GatedBackend(),
       concurrency: o.concurrency ?? 1,
       backpressure: { ...LIMITS, ...o.limits },
-      loopDelay: o.loopDelay ?? new FixedLoopDelay(),
+      loopLoad: o.loopLoad ?? new FixedLoopLoad(),
     });
     return running.runtime;
   };
@@ -89,8 +99,8 @@ describe('RuntimeController backpressure', () => {
   });
 
   it('refuses a submission (503) while the event loop lags beyond the limit, and takes it again once it recovers', async () => {
-    const loopDelay = new FixedLoopDelay();
-    const sut = await start({ loopDelay });
+    const loopDelay = new FixedLoopLoad();
+    const sut = await start({ loopLoad: loopDelay });
     loopDelay.ms = 450;
     await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
       code: 'overloaded',
@@ -103,6 +113,21 @@ describe('RuntimeController backpressure', () => {
     loopDelay.ms = 150;
     expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
     expect(await receivedCount()).toBe(2);
+  });
+
+  it('refuses a submission (503) while the event loop has no time left, though it is never late by much', async () => {
+    const loopLoad = new FixedLoopLoad();
+    const sut = await start({ loopLoad });
+    loopLoad.ms = 30;
+    loopLoad.busy = 0.97;
+    await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      message: expect.stringMatching(/busy 97% of the time, at most 90%/),
+      details: { loop_utilization: 0.97, max_loop_utilization: 0.9, retry_after_s: 1 },
+    });
+    expect(await receivedCount()).toBe(0);
+    loopLoad.busy = 0.6;
+    expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
   });
 
   it('refuses a submission (503) while too many others still wait for their TASK_RECEIVED to be durable', async () => {
@@ -131,10 +156,10 @@ describe('RuntimeController backpressure', () => {
   it('holds queued tasks back while the loop lags and a task runs, then starts them', async () => {
     await temp.store.append('task_a', [received('a')], { expected: 'no_stream' });
     await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
-    const loopDelay = new FixedLoopDelay();
+    const loopDelay = new FixedLoopLoad();
     loopDelay.ms = 1000;
     const model = new GatedBackend();
-    const sut = await start({ model, loopDelay, concurrency: 2 });
+    const sut = await start({ model, loopLoad: loopDelay, concurrency: 2 });
     expect(await sut.resumeUnfinished()).toEqual(['task_a', 'task_b']);
     // task_a started (one task always runs); task_b waits for the loop to recover
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -164,23 +189,23 @@ describe('RuntimeController backpressure', () => {
   });
 
   it('stops watching the event loop when it closes', async () => {
-    const loopDelay = new FixedLoopDelay();
-    await start({ loopDelay });
+    const loopDelay = new FixedLoopLoad();
+    await start({ loopLoad: loopDelay });
     await running!.close();
     running = null;
     expect(loopDelay.stopped).toBe(true);
   });
 });
 
-describe('EventLoopDelayMonitor', () => {
+describe('EventLoopMonitor', () => {
   const busyFor = (ms: number) => {
     const until = Date.now() + ms;
     while (Date.now() < until);
   };
   const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  it('reads a loop kept busy across windows as delayed, and a lone stall as not', async () => {
-    const sut = new EventLoopDelayMonitor();
+  it('reads a loop kept busy across windows as delayed and fully used, and a lone stall as neither', async () => {
+    const sut = new EventLoopMonitor();
     try {
       expect(sut.delayMs()).toBe(0);
       // saturated: every turn of the loop takes 150 ms for a second
@@ -189,11 +214,13 @@ describe('EventLoopDelayMonitor', () => {
         await new Promise((resolve) => setImmediate(resolve));
       }
       expect(sut.delayMs()).toBeGreaterThanOrEqual(100);
+      expect(sut.utilization()).toBeGreaterThan(0.9);
 
       await tick(350);
       busyFor(400);
       await tick(250);
       expect(sut.delayMs()).toBeLessThan(100);
+      expect(sut.utilization()).toBeLessThan(0.5);
     } finally {
       sut.stop();
     }

@@ -11,21 +11,30 @@ export interface BackpressureLimits {
    * further task starts while one runs; 0: the loop is not watched
    */
   maxLoopDelayMs: number;
+  /**
+   * sustained share of time the event loop is busy (0..1) above which the same happens: a loop
+   * blocked in many short waits (an fsync per commit) is late by little each time yet has no time
+   * left, and requests then queue unseen in the kernel; 1: not watched
+   */
+  maxLoopUtilization: number;
 }
 
 export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
   maxQueued: 10_000,
   maxPendingSubmissions: 1_000,
   maxLoopDelayMs: 250,
+  maxLoopUtilization: 0.9,
 };
 
 /** Retry-After of a refused submission: overload is shed in well under a second once the burst stops. */
 export const BACKPRESSURE_RETRY_AFTER_SECONDS = 1;
 
-/** How long the event loop has lately kept ready callbacks waiting. */
-export interface LoopDelaySource {
-  /** ms */
+/** How loaded the event loop has lately been. */
+export interface LoopLoadSource {
+  /** how late ready callbacks ran, ms */
   delayMs(): number;
+  /** the share of time the loop was busy, 0..1 */
+  utilization(): number;
   stop(): void;
 }
 
@@ -33,27 +42,39 @@ const WINDOW_MS = 100;
 const SAMPLE_MS = 20;
 
 /**
- * How late a 20 ms timer fires, as the largest lateness of each 100 ms window; the reading is the
- * smaller of the last two windows', so a lone stall (a GC pause, one large synchronous read) fills
+ * How late a 20 ms timer fires, as the largest lateness of each 100 ms window, and the loop's
+ * utilization over each window; a reading is the smaller of the last two windows', so a lone stall (a GC pause, one large synchronous read) fills
  * one window and does not count, while a loop given more work than it can take reads high in both.
  * Watching starts at the first reading, so the stalls of booting are not read as overload.
  * (perf_hooks' monitorEventLoopDelay records nothing while every turn of the loop is busy.)
  */
-export class EventLoopDelayMonitor implements LoopDelaySource {
+export class EventLoopMonitor implements LoopLoadSource {
   private timer: NodeJS.Timeout | null = null;
   private due = 0;
   private windowStart = 0;
   private windowMaxMs = 0;
   private previousMaxMs = 0;
   private lastMaxMs = 0;
+  private windowUse = performance.eventLoopUtilization();
+  private previousUtilization = 0;
+  private lastUtilization = 0;
   private stopped = false;
 
   delayMs(): number {
-    if (!this.timer && !this.stopped) {
-      this.windowStart = performance.now();
-      this.schedule(this.windowStart);
-    }
+    this.watch();
     return Math.min(this.previousMaxMs, this.lastMaxMs);
+  }
+
+  utilization(): number {
+    this.watch();
+    return Math.min(this.previousUtilization, this.lastUtilization);
+  }
+
+  private watch(): void {
+    if (this.timer || this.stopped) return;
+    this.windowStart = performance.now();
+    this.windowUse = performance.eventLoopUtilization();
+    this.schedule(this.windowStart);
   }
 
   stop(): void {
@@ -69,6 +90,9 @@ export class EventLoopDelayMonitor implements LoopDelaySource {
       this.lastMaxMs = this.windowMaxMs;
       this.windowMaxMs = 0;
       this.windowStart = now;
+      this.previousUtilization = this.lastUtilization;
+      this.lastUtilization = performance.eventLoopUtilization(this.windowUse).utilization;
+      this.windowUse = performance.eventLoopUtilization();
     }
     if (!this.stopped) this.schedule(now);
   };

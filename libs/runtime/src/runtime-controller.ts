@@ -20,7 +20,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
-import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopDelaySource } from './backpressure';
+import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopLoadSource } from './backpressure';
 import { loadProgress } from './checkpoints';
 import { SecretVault, ShutdownSignal } from './ports';
 import type { ReplayRequest, ReplayResult } from './replay';
@@ -57,8 +57,8 @@ export interface RuntimeControllerDeps {
   concurrency: number;
   /** when submissions are refused and queued tasks held back; never when null */
   backpressure?: BackpressureLimits | null;
-  /** the event-loop delay backpressure watches; stopped on close */
-  loopDelay?: LoopDelaySource | null;
+  /** the event-loop load backpressure watches; stopped on close */
+  loopLoad?: LoopLoadSource | null;
   logger: RuntimeLogger;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
@@ -328,7 +328,7 @@ export class RuntimeController implements OnModuleDestroy {
     this.closed = true;
     this.queue.length = 0;
     if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
-    this.deps.loopDelay?.stop();
+    this.deps.loopLoad?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
@@ -354,21 +354,37 @@ export class RuntimeController implements OnModuleDestroy {
           max_pending_submissions: limits.maxPendingSubmissions,
         },
       );
-    const delay = this.loopDelayOverLimit();
-    if (delay !== null)
+    const load = this.loopOverloaded();
+    if (load)
       throw new OverloadedError(
-        `the server is saturated (event loop delay ${Math.round(delay)} ms, at most ${limits.maxLoopDelayMs}); retry later`,
+        `the server is saturated (event loop ${load.reason}); retry later`,
         BACKPRESSURE_RETRY_AFTER_SECONDS,
-        { loop_delay_ms: Math.round(delay), max_loop_delay_ms: limits.maxLoopDelayMs },
+        load.details,
       );
   }
 
-  /** The event-loop delay when it is over the limit, else null. */
-  private loopDelayOverLimit(): number | null {
-    const max = this.deps.backpressure?.maxLoopDelayMs ?? 0;
-    if (max <= 0 || !this.deps.loopDelay) return null;
-    const delay = this.deps.loopDelay.delayMs();
-    return delay > max ? delay : null;
+  /** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
+  private loopOverloaded(): { reason: string; details: Record<string, number> } | null {
+    const limits = this.deps.backpressure;
+    const loop = this.deps.loopLoad;
+    if (!limits || !loop) return null;
+    if (limits.maxLoopDelayMs > 0) {
+      const delay = Math.round(loop.delayMs());
+      if (delay > limits.maxLoopDelayMs)
+        return {
+          reason: `delay ${delay} ms, at most ${limits.maxLoopDelayMs}`,
+          details: { loop_delay_ms: delay, max_loop_delay_ms: limits.maxLoopDelayMs },
+        };
+    }
+    if (limits.maxLoopUtilization < 1) {
+      const utilization = Math.round(loop.utilization() * 100) / 100;
+      if (utilization > limits.maxLoopUtilization)
+        return {
+          reason: `busy ${Math.round(utilization * 100)}% of the time, at most ${Math.round(limits.maxLoopUtilization * 100)}%`,
+          details: { loop_utilization: utilization, max_loop_utilization: limits.maxLoopUtilization },
+        };
+    }
+    return null;
   }
 
   private async appendIfUnchanged(
@@ -399,7 +415,7 @@ export class RuntimeController implements OnModuleDestroy {
   private pump(): void {
     while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
       // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
-      if (this.active.size > 0 && this.loopDelayOverLimit() !== null) {
+      if (this.active.size > 0 && this.loopOverloaded() !== null) {
         this.holdBack();
         return;
       }

@@ -27,7 +27,7 @@ import {
 import { replayTask } from './replay';
 import { recordRunSettings, runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
-import { BackpressureLimits, EventLoopDelayMonitor, LoopDelaySource } from './backpressure';
+import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
 import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
@@ -44,8 +44,8 @@ export interface RuntimeSettings {
   concurrency?: number;
   /** when submissions are refused and queued tasks held back; none when absent */
   backpressure?: BackpressureLimits;
-  /** what backpressure reads the event-loop delay from; a monitor of this process when absent */
-  loopDelay?: LoopDelaySource;
+  /** what backpressure reads the event loop's load from; a monitor of this process when absent */
+  loopLoad?: LoopLoadSource;
   /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
   stepConcurrency?: number;
   modelTimeoutMs?: number;
@@ -389,9 +389,7 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           backpressure: o.backpressure ?? null,
-          loopDelay:
-            o.loopDelay ??
-            (o.backpressure && o.backpressure.maxLoopDelayMs > 0 ? new EventLoopDelayMonitor() : null),
+          loopLoad: o.loopLoad ?? (o.backpressure ? new EventLoopMonitor() : null),
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>

@@ -262,7 +262,10 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
   const app = await NestFactory.createApplicationContext(
     CliModule.forRoot({
       // one submission from the one person at the terminal: no load to shed
-      config: protectStorage({ ...loadConfig(env), RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0 }, process.cwd()),
+      config: protectStorage(
+        { ...loadConfig(env), RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0, RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1 },
+        process.cwd(),
+      ),
       defaultAllowedRoot: process.cwd(),
     }),
     { logger: false, abortOnError: false },

@@ -62,7 +62,7 @@ export const ApiBackpressure = () => {
     ApiResponse({
       status: 503,
       description:
-        '`overloaded`: the event loop lags beyond RUNLEDGER_OVERLOAD_LOOP_DELAY_MS, or RUNLEDGER_SUBMIT_MAX_PENDING submissions wait for the store; nothing was written',
+        '`overloaded`: the event loop lags beyond RUNLEDGER_OVERLOAD_LOOP_DELAY_MS or is busy beyond RUNLEDGER_OVERLOAD_LOOP_UTILIZATION, or RUNLEDGER_SUBMIT_MAX_PENDING submissions wait for the store; nothing was written',
       type: ErrorResponseDto,
       headers: retryAfter,
     }),
