@@ -26,51 +26,73 @@ interface CannonResult {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<CannonResult>;
 
-const TOKEN = 'bench-admin-token-0123456789abcdef';
-const auth = { authorization: `Bearer ${TOKEN}` };
+export const TOKEN = 'bench-admin-token-0123456789abcdef';
+export const auth = { authorization: `Bearer ${TOKEN}` };
 const SUBMISSIONS = Number(process.env.BENCH_API_TASKS ?? 2000);
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
 
-const pct = (sorted: number[], p: number) =>
+export const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-const fmt = (n: number, digits = 0) =>
+export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-async function startServer(dir: string): Promise<{ child: ChildProcess; url: string }> {
+/**
+ * Runs a TypeScript entry in a child process (as `npm start` would) and resolves with the URL it
+ * prints (the controller prints it on stderr, its stdout carries only JSON log lines).
+ */
+export async function spawnServer(
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; url: string }> {
   const root = resolve(__dirname, '..');
-  const child = spawn(
-    process.execPath,
-    ['-r', '@swc-node/register', join(root, 'apps/controller/src/main.ts')],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        RUNLEDGER_DB: join(dir, 'bench.db'),
-        RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
-        RUNLEDGER_ADMIN_TOKEN: TOKEN,
-        RUNLEDGER_RATE_LIMIT: '0',
-        RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawn(process.execPath, [...nodeArgs, '-r', '@swc-node/register', join(root, entry)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stderr!.pipe(process.stderr);
   const url = await new Promise<string>((resolveUrl, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    const read = (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolveUrl(m[1]);
-    });
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
   });
   return { child, url };
 }
 
+/** The controller in a child process: sys_util model, durable SQLite in `dir`, no rate limit. */
+export function startServer(dir: string, env: Record<string, string> = {}, nodeArgs: string[] = []) {
+  return spawnServer(
+    'apps/controller/src/main.ts',
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      RUNLEDGER_DB: join(dir, 'bench.db'),
+      RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
+      RUNLEDGER_ADMIN_TOKEN: TOKEN,
+      RUNLEDGER_RATE_LIMIT: '0',
+      RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    nodeArgs,
+  );
+}
+
+export async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function json(url: string, init: RequestInit = {}): Promise<any> {
+export async function json(url: string, init: RequestInit = {}): Promise<any> {
   const res = await fetch(url, {
     ...init,
     headers: { ...auth, 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
@@ -80,7 +102,7 @@ async function json(url: string, init: RequestInit = {}): Promise<any> {
 }
 
 /** Counts final events through the admin log (cheap, incremental) until every submitted task has ended. */
-async function waitAllFinal(url: string, expected: number): Promise<void> {
+export async function waitAllFinal(url: string, expected: number): Promise<void> {
   let after = 0;
   let done = 0;
   while (done < expected) {
@@ -207,8 +229,7 @@ export async function main(): Promise<void> {
       `WS per-task replay         p50 ${fmt(pct(perTask, 50), 2)} ms   p99 ${fmt(pct(perTask, 99), 2)} ms (${perTask.length} tasks, subscribe -> final event)`,
     );
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopServer(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }

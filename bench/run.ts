@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   'event-store': () => import('./event-store'),
   memory: () => import('./memory'),
   api: () => import('./api'),
+  submit: () => import('./submit'),
   tools: () => import('./tools'),
   runtime: () => import('./runtime'),
   rounds: () => import('./rounds'),

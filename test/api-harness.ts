@@ -91,6 +91,9 @@ export async function bootApi(
     RUNLEDGER_ALLOWED_ROOT: workspace,
     RUNLEDGER_SQLITE_SYNCHRONOUS: 'NORMAL',
     RUNLEDGER_RATE_LIMIT: '0',
+    // a test machine shared by parallel suites stalls the event loop; the backpressure specs set their own
+    RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
+    RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
     RUNLEDGER_SANDBOX: 'process',
     LOG_LEVEL: 'info',
     ...env,

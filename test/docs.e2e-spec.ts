@@ -90,15 +90,23 @@ describe('API documents (e2e)', () => {
     expect(refs(doc).filter((r) => !r.resolves)).toEqual([]);
   });
 
-  it('documents /health with the same object for 200 and 503, and the SSE stream as RuntimeEvents', async () => {
+  it('documents /health with the same object for 200 and 503, POST /tasks refusals with Retry-After, and the SSE stream as RuntimeEvents', async () => {
     const doc = (await sut.request('GET', '/docs/openapi.json', { token: null })).body as Json;
     const health = doc.paths['/health'].get;
     expect(health.security).toEqual([{}]);
     const healthSchema = health.responses['200'].content['application/json'].schema;
     expect(health.responses['503'].content['application/json'].schema).toEqual(healthSchema);
     const resolved = doc.components.schemas[healthSchema.$ref.split('/').pop()];
-    expect(resolved.required).toEqual(['status', 'db', 'migrations', 'sandbox', 'warnings']);
+    expect(resolved.required).toEqual(['status', 'db', 'migrations', 'sandbox', 'memory', 'warnings']);
     expect(resolved.properties.status.enum).toEqual(['ok', 'degraded']);
+    expect(JSON.stringify(resolved.properties.memory)).toContain('["ready","rebuilding"]');
+
+    const submit = doc.paths['/tasks'].post;
+    for (const status of ['429', '503']) {
+      expect(submit.responses[status].headers['Retry-After'].schema).toEqual({ type: 'integer' });
+      expect(submit.responses[status].content['application/json'].schema.$ref).toMatch(/ErrorResponseDto$/);
+    }
+    expect(submit.responses['503'].description).toMatch(/overloaded/);
 
     const stream = doc.paths['/tasks/{task_id}/stream'].get;
     const event = stream.responses['200'].content['text/event-stream'].schema;

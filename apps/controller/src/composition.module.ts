@@ -165,6 +165,12 @@ export class CompositionModule {
           ): RuntimeOptions => ({
             maxRounds: c.RUNLEDGER_MAX_ROUNDS,
             concurrency: c.RUNLEDGER_CONCURRENCY,
+            backpressure: {
+              maxQueued: c.RUNLEDGER_QUEUE_MAX,
+              maxPendingSubmissions: c.RUNLEDGER_SUBMIT_MAX_PENDING,
+              maxLoopDelayMs: c.RUNLEDGER_OVERLOAD_LOOP_DELAY_MS,
+              maxLoopUtilization: c.RUNLEDGER_OVERLOAD_LOOP_UTILIZATION,
+            },
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,
             agents: c.RUNLEDGER_AGENTS ?? [],

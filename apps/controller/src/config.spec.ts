@@ -39,6 +39,30 @@ describe('leases', () => {
   });
 });
 
+describe('submission backpressure', () => {
+  it('bounds the queue and watches the event loop unless configured; a bad value is refused naming the variable', () => {
+    expect(loadConfig({})).toMatchObject({
+      RUNLEDGER_QUEUE_MAX: 10_000,
+      RUNLEDGER_SUBMIT_MAX_PENDING: 1_000,
+      RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 250,
+      RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 0.9,
+    });
+    expect(
+      loadConfig({ RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0', RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1' }),
+    ).toMatchObject({ RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0, RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1 });
+    expect(() => loadConfig({ RUNLEDGER_QUEUE_MAX: '0' })).toThrow(/RUNLEDGER_QUEUE_MAX/);
+    expect(() => loadConfig({ RUNLEDGER_SUBMIT_MAX_PENDING: 'lots' })).toThrow(
+      /RUNLEDGER_SUBMIT_MAX_PENDING/,
+    );
+    expect(() => loadConfig({ RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1.5' })).toThrow(
+      /RUNLEDGER_OVERLOAD_LOOP_UTILIZATION/,
+    );
+    expect(() => loadConfig({ RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '0' })).toThrow(
+      /RUNLEDGER_OVERLOAD_LOOP_UTILIZATION/,
+    );
+  });
+});
+
 describe('RUNLEDGER_MODEL=openai', () => {
   it('without an orchestrator model name is a configuration error naming the variable, not a silent sys_util run', () => {
     expect(() => loadConfig({ RUNLEDGER_MODEL: 'openai' })).toThrow(

@@ -8,7 +8,7 @@ import {
   PriceTable,
   ROLES,
 } from '@runledger/contracts';
-import { providerLabel } from '@runledger/runtime';
+import { DEFAULT_BACKPRESSURE, providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -113,6 +113,18 @@ export const ConfigSchema = z.object({
   /** bytes of shell output kept per command (the rest is dropped, the result marked truncated) */
   RUNLEDGER_TOOL_OUTPUT_MAX_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(64 * 1024),
   RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(4),
+  /** tasks waiting for a run slot before POST /tasks answers 429 */
+  RUNLEDGER_QUEUE_MAX: intFromEnv(1, 10_000_000).default(DEFAULT_BACKPRESSURE.maxQueued),
+  /** submissions waiting for their TASK_RECEIVED to be durable before POST /tasks answers 503 */
+  RUNLEDGER_SUBMIT_MAX_PENDING: intFromEnv(1, 10_000_000).default(DEFAULT_BACKPRESSURE.maxPendingSubmissions),
+  /** sustained event-loop delay (ms) above which POST /tasks answers 503 and queued tasks wait; 0: not watched */
+  RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: intFromEnv(0, 600_000).default(DEFAULT_BACKPRESSURE.maxLoopDelayMs),
+  /** sustained share of time the event loop is busy above which POST /tasks answers 503 and queued tasks wait; 1: not watched */
+  RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: z.coerce
+    .number()
+    .gt(0)
+    .max(1)
+    .default(DEFAULT_BACKPRESSURE.maxLoopUtilization),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   /** tool-call replies a coder step may make before it must answer in text (tools protocol); 8 when unset */
   RUNLEDGER_CODER_TOOL_TURNS: intFromEnv(1, 100).optional(),

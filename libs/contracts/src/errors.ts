@@ -83,6 +83,30 @@ export class ModelBehaviorError extends RunledgerError {
   readonly code = 'model_behavior_error';
 }
 
+/**
+ * The process takes no new work for now; `retryAfterSeconds` says when to come back
+ * (HTTP: the Retry-After header). Refused before anything is written.
+ */
+export abstract class BackpressureError extends RunledgerError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    details: Record<string, unknown>,
+  ) {
+    super(message, { ...details, retry_after_s: retryAfterSeconds });
+  }
+}
+
+/** Too many tasks already wait for a run slot. HTTP 429. */
+export class QueueFullError extends BackpressureError {
+  readonly code = 'queue_full';
+}
+
+/** The process is saturated (its event loop lags, or submissions wait on the store). HTTP 503. */
+export class OverloadedError extends BackpressureError {
+  readonly code = 'overloaded';
+}
+
 /** Misconfiguration found at boot. */
 export class ConfigError extends RunledgerError {
   readonly code = 'config_error';

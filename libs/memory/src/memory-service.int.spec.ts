@@ -180,6 +180,63 @@ describe('MemoryService on SQLite + HNSW file', () => {
     },
   );
 
+  describe('rebuilding in a worker thread (rebuildInBackground)', () => {
+    // seeding writes an event per entry, and the worker compiles its TypeScript entry on start
+    jest.setTimeout(30_000);
+    const queries = ['which tool compiles typescript', 'nearest vectors search', 'where are events stored'];
+
+    it('scans exactly while a missing index is rebuilt, then loads the rebuilt file with what was written meanwhile', async () => {
+      const first = await openService(env);
+      await seed(first, 200);
+      const before = await Promise.all(queries.map((q) => topIds(first, q)));
+      await first.close();
+      rmSync(env.indexPath);
+
+      const sut = await openService(env, { rebuildInBackground: true });
+      expect(sut.indexStatus).toEqual({ index: 'rebuilding', rebuilt_because: 'missing' });
+      expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(before);
+      const written = await sut.insert({
+        text: 'written while the index was rebuilt',
+        kind: 'fact',
+        source: 'user',
+        weight: 1,
+        reason: 't',
+      });
+      expect(sut.indexStatus.index).toBe('rebuilding');
+      expect(await topIds(sut, 'written while the index was rebuilt', 1)).toEqual([written.id]);
+      expect((await sut.remember({ ...written, source: 'user', reason: 'again' })).op).not.toBe('insert');
+
+      await sut.indexReady();
+      expect(sut.indexStatus).toEqual({ index: 'ready', rebuilt_because: 'missing' });
+      expect(existsSync(env.indexPath)).toBe(true);
+      expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(before);
+      expect(await topIds(sut, 'written while the index was rebuilt', 1)).toEqual([written.id]);
+      await sut.close();
+
+      const reopened = await openService(env, { rebuildInBackground: true });
+      expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
+      expect(await topIds(reopened, 'written while the index was rebuilt', 1)).toEqual([written.id]);
+      await reopened.close();
+    });
+
+    it('closing during the rebuild stops the worker and leaves no file; the next open rebuilds again', async () => {
+      const first = await openService(env);
+      await seed(first, 50);
+      await first.close();
+      rmSync(env.indexPath);
+
+      const sut = await openService(env, { rebuildInBackground: true });
+      await sut.close();
+      expect(existsSync(env.indexPath)).toBe(false);
+
+      const again = await openService(env, { rebuildInBackground: true });
+      expect(again.indexStatus.index).toBe('rebuilding');
+      await again.indexReady();
+      expect(again.indexStatus.index).toBe('ready');
+      await again.close();
+    });
+  });
+
   it('an index file ahead of its table (a database restored from an older backup) is rebuilt', async () => {
     const first = await openService(env);
     const ids = await seed(first, 12);

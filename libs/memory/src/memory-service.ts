@@ -18,6 +18,7 @@ import {
   dedupe,
   looksSecret,
 } from './memory-write-policy';
+import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
 
 /**
@@ -47,6 +48,11 @@ export interface MemoryServiceOptions {
   hnsw?: HnswParams;
   /** a filtered search over at most this many entries scans them exactly instead of asking the index */
   exactScanBelow?: number;
+  /**
+   * a missing or stale index file is rebuilt in a worker thread while searches scan the stored
+   * vectors exactly; otherwise open rebuilds it before it returns
+   */
+  rebuildInBackground?: boolean;
   /** the index file is written at most this often (and on close); a crash loses nothing, open catches up from the table */
   saveIntervalMs?: number;
   log?: (message: string, err?: unknown) => void;
@@ -71,6 +77,13 @@ export interface DirectWrite {
 
 const CACHE_SIZE = 256;
 
+/** Where the vector index stands: `rebuilding` while a worker rebuilds its file (searches scan exactly meanwhile). */
+export interface MemoryIndexStatus {
+  index: 'ready' | 'rebuilding';
+  /** why the file was rebuilt at open (missing, corrupt, another embedder...), null when it was used as it was */
+  rebuilt_because: string | null;
+}
+
 /**
  * Memory as a projection of MEMORY_WRITTEN events. A write is appended to the
  * log first and applied to the table and index by `sync`, which reads the log
@@ -82,16 +95,30 @@ export class MemoryService {
   private syncing: Promise<number> = Promise.resolve(0);
   private readonly cache = new Map<string, Float32Array>();
   private saveTimer: NodeJS.Timeout | null = null;
+  /** the worker rebuilding the index file, while there is one (then `index` is null) */
+  private rebuild: { job: IndexRebuild; ready: Promise<void> } | null = null;
+  private rebuildReason: string | null = null;
 
   private constructor(
     private readonly o: MemoryServiceOptions,
-    private index: VectorIndex,
+    /** null while a worker rebuilds it: searches scan the table exactly meanwhile */
+    private index: VectorIndex | null,
   ) {}
 
   static async open(o: MemoryServiceOptions): Promise<MemoryService> {
     await MemoryService.reembedStale(o.store, o.embedder);
-    const index = await MemoryService.openIndex(o);
-    const svc = new MemoryService(o, index);
+    // an empty table has nothing to rebuild: open writes its empty index at once
+    const stale =
+      o.indexPath && o.rebuildInBackground && (await o.store.stats()).rows > 0
+        ? await VectorIndex.unusableBecause(
+            o.indexPath,
+            o.embedder.model,
+            o.embedder.dim,
+            MemoryService.indexSource(o),
+          )
+        : null;
+    const svc = new MemoryService(o, stale === null ? await MemoryService.openIndex(o) : null);
+    if (stale !== null) svc.rebuildInWorker(stale);
     await svc.sync();
     return svc;
   }
@@ -106,7 +133,61 @@ export class MemoryService {
 
   /** why the index was rebuilt from the table at open, or null when its file was used */
   get indexRebuiltBecause(): string | null {
-    return this.index.rebuiltBecause;
+    return this.rebuildReason ?? this.index?.rebuiltBecause ?? null;
+  }
+
+  get indexStatus(): MemoryIndexStatus {
+    return { index: this.index ? 'ready' : 'rebuilding', rebuilt_because: this.indexRebuiltBecause };
+  }
+
+  /** Resolves once the index is ready (at once when no rebuild runs). */
+  async indexReady(): Promise<void> {
+    await this.rebuild?.ready;
+  }
+
+  /**
+   * The worker writes the file from a snapshot of the table; loading it then catches up with
+   * what was written or deleted meanwhile (the table is the truth, and labels only grow). A
+   * failed worker falls back to rebuilding here, on the event loop, as open would have.
+   */
+  private rebuildInWorker(reason: string): void {
+    const path = this.o.indexPath!;
+    const source = MemoryService.indexSource(this.o);
+    const params = this.o.hnsw ?? DEFAULT_HNSW;
+    const { model, dim } = this.o.embedder;
+    this.rebuildReason = reason;
+    const job = rebuildIndexInWorker({ path, model, dim, params }, source);
+    const ready = job.done
+      .catch((err: unknown) => {
+        if (this.rebuild?.job !== job) throw err;
+        (this.o.log ?? defaultLog)(
+          'memory index rebuild in a worker failed; rebuilding on the main thread',
+          err,
+        );
+        VectorIndex.removeFiles(path);
+      })
+      // in turn with sync: no entry is applied between the catch-up from the table and the swap
+      .then(() => {
+        this.syncing = this.syncing
+          .catch(() => 0)
+          .then(async () => {
+            if (this.rebuild?.job !== job) return 0;
+            this.index = await VectorIndex.open(path, model, dim, source, params);
+            this.rebuild = null;
+            return 0;
+          });
+        return this.syncing;
+      })
+      .then(() => undefined);
+    // a cancelled rebuild (close, rebuildFromLog) is awaited by whoever cancelled it
+    ready.catch(() => undefined);
+    this.rebuild = { job, ready };
+  }
+
+  private async cancelRebuild(): Promise<void> {
+    const rebuild = this.rebuild;
+    this.rebuild = null;
+    await rebuild?.job.cancel();
   }
 
   /** Entries written by another embedder get vectors from this one, so the index holds one model. */
@@ -122,12 +203,16 @@ export class MemoryService {
     }
   }
 
-  private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
-    const source: IndexSource = {
+  private static indexSource(o: MemoryServiceOptions): IndexSource {
+    return {
       pages: () => o.store.vectorPages(),
       deletedLabels: () => o.store.deletedLabels(),
       maxLabel: async () => (await o.store.stats()).max_label,
     };
+  }
+
+  private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
+    const source = MemoryService.indexSource(o);
     const params = o.hnsw ?? DEFAULT_HNSW;
     if (o.indexPath) return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params);
     const index = VectorIndex.create(o.embedder.model, o.embedder.dim, params);
@@ -198,12 +283,12 @@ export class MemoryService {
         updated_at: e.created_at,
       });
       const stored = await this.o.store.get(p.entry_id);
-      if (stored) this.index.add(stored.label, vector);
+      if (stored) this.index?.add(stored.label, vector);
     } else if (p.op === 'reinforce' && existing && !existing.deleted) {
       await this.o.store.setWeight(p.entry_id, p.weight, e.created_at);
     } else if (p.op === 'delete' && existing && !existing.deleted) {
       await this.o.store.tombstone(p.entry_id, e.created_at);
-      this.index.remove(existing.label);
+      this.index?.remove(existing.label);
     }
     await this.o.store.setCheckpoint(e.position);
   }
@@ -213,7 +298,7 @@ export class MemoryService {
     this.saveTimer = setTimeout(() => {
       this.saveTimer = null;
       try {
-        this.index.saveIfDirty();
+        this.index?.saveIfDirty();
       } catch (err) {
         // Never fatal: the next open catches up from the table or rebuilds.
         (this.o.log ?? defaultLog)('memory index save failed', err);
@@ -236,7 +321,8 @@ export class MemoryService {
   async search(query: string, options: MemorySearchOptions): Promise<MemorySearchHit[]> {
     await this.sync();
     const k = Math.max(0, options.k);
-    if (k === 0 || this.index.size === 0) return [];
+    const index = this.index;
+    if (k === 0 || index?.size === 0) return [];
     const q = await this.embed(query);
     const filter: MemoryFilter = {
       kind: options.kind,
@@ -246,13 +332,13 @@ export class MemoryService {
     };
     const filtered = Object.values(filter).some((v) => v !== undefined);
     const limit = this.o.exactScanBelow ?? 2000;
-    const pool = filtered ? await this.o.store.countActive(filter) : this.index.size;
-    if (pool <= limit) return this.exactSearch(q, filter, k, pool);
+    const pool = filtered || !index ? await this.o.store.countActive(filter) : index.size;
+    if (pool <= limit || !index) return this.exactSearch(q, filter, k, pool);
 
     // Over-fetch from the index, then filter and re-rank; widen until k survive or the index is exhausted.
     let fetch = Math.max(k * 10, 100);
     for (;;) {
-      const hits = this.index.search(q, fetch);
+      const hits = index.search(q, fetch);
       const rows = await this.o.store.byLabels(hits.map((h) => h.label));
       const ranked = hits
         .map((h) => ({ entry: rows.get(h.label), similarity: h.similarity }))
@@ -261,7 +347,7 @@ export class MemoryService {
             h.entry !== undefined && !h.entry.deleted && matches(h.entry, filter),
         )
         .map((h) => ({ ...h, score: h.similarity * h.entry.weight }));
-      if (ranked.length >= k || fetch >= this.index.size) return rank(ranked, k);
+      if (ranked.length >= k || fetch >= index.size) return rank(ranked, k);
       fetch *= 4;
     }
   }
@@ -285,6 +371,7 @@ export class MemoryService {
   /** The closest live entry to a vector, for deduplication. */
   async nearest(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
     await this.sync();
+    if (!this.index) return this.nearestByScan(vector, kind);
     const hits = this.index.search(vector, 10);
     const rows = await this.o.store.byLabels(hits.map((h) => h.label));
     for (const h of hits) {
@@ -299,6 +386,18 @@ export class MemoryService {
         };
     }
     return null;
+  }
+
+  /** nearest() while the index is rebuilt: every live entry of the kind, compared exactly. */
+  private async nearestByScan(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
+    const rows = await this.o.store.withVectors({ kind }, await this.o.store.countActive({ kind }));
+    let best: NearestEntry | null = null;
+    for (const { entry, vector: stored } of rows) {
+      const similarity = cosine(vector, stored);
+      if (!best || similarity > best.similarity)
+        best = { entry_id: entry.id, kind: entry.kind, text: entry.text, weight: entry.weight, similarity };
+    }
+    return best;
   }
 
   /** A MEMORY_WRITTEN payload for a new entry (the id is chosen here, so the writer can return it). */
@@ -415,11 +514,14 @@ export class MemoryService {
   /** Drop the table and the index file and apply the whole log again. */
   async rebuildFromLog(): Promise<number> {
     await this.syncing.catch(() => 0);
+    await this.cancelRebuild();
+    this.rebuildReason = null;
     await this.o.store.clear();
     if (this.o.indexPath) VectorIndex.removeFiles(this.o.indexPath);
-    this.index = await MemoryService.openIndex(this.o);
+    const index = await MemoryService.openIndex(this.o);
+    this.index = index;
     const applied = await this.sync();
-    this.index.saveIfDirty();
+    index.saveIfDirty();
     return applied;
   }
 
@@ -427,11 +529,13 @@ export class MemoryService {
   flush(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = null;
-    this.index.saveIfDirty();
+    this.index?.saveIfDirty();
   }
 
+  /** An unfinished rebuild is stopped, not awaited: the next open starts it again. */
   async close(): Promise<void> {
     await this.syncing.catch(() => 0);
+    await this.cancelRebuild();
     this.flush();
   }
 }

@@ -19,6 +19,8 @@ export type MemoryOptions =
       embedder: EmbedderOptions;
       /** the HNSW file; null keeps the index in memory only */
       indexPath: string | null;
+      /** a missing or stale index file is rebuilt in a worker thread (searches scan exactly meanwhile) */
+      rebuildIndexInBackground?: boolean;
       policy: MemoryPolicyConfig;
       log?: (message: string, err?: unknown) => void;
     };
@@ -68,7 +70,14 @@ export class MemoryModule {
           provide: MemoryService,
           useFactory: (o: MemoryOptions, store: MemoryStore, events: EventStore, embedder: Embedder) =>
             o.enabled
-              ? MemoryService.open({ store, events, embedder, indexPath: o.indexPath, log: o.log })
+              ? MemoryService.open({
+                  store,
+                  events,
+                  embedder,
+                  indexPath: o.indexPath,
+                  rebuildInBackground: o.rebuildIndexInBackground,
+                  log: o.log,
+                })
               : null,
           inject: [MEMORY_OPTIONS, MemoryStore, EventStore, Embedder],
         },

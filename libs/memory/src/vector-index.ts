@@ -93,6 +93,11 @@ export class VectorIndex {
     return new VectorIndex(null, model, dim, params, capacity);
   }
 
+  /** Empty, to be filled and saved to `path` (a rebuild, here or in a worker thread). */
+  static empty(path: string, model: string, dim: number, params: HnswParams = DEFAULT_HNSW): VectorIndex {
+    return new VectorIndex(path, model, dim, params, 1024);
+  }
+
   /**
    * Load `path` when its meta names this model and dim and its checksum holds,
    * then catch up with the table (rows added or tombstoned after the last save);
@@ -138,7 +143,8 @@ export class VectorIndex {
     return VectorIndex.rebuild(path, model, dim, source, params, reason);
   }
 
-  private static async unusableBecause(
+  /** Why the file at `path` cannot be loaded as it is (then it is rebuilt from the table), or null. */
+  static async unusableBecause(
     path: string,
     model: string,
     dim: number,
@@ -168,7 +174,7 @@ export class VectorIndex {
     params: HnswParams,
     reason: string,
   ): Promise<VectorIndex> {
-    const vi = new VectorIndex(path, model, dim, params, 1024);
+    const vi = VectorIndex.empty(path, model, dim, params);
     vi.rebuiltBecause = reason;
     for await (const page of source.pages()) for (const v of page) vi.add(v.label, v.vector, v.deleted);
     vi.save();

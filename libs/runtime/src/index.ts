@@ -17,6 +17,7 @@ export * from './execution-engine';
 export * from './runtime-loop';
 export * from './runtime-controller';
 export * from './ownership/task-ownership';
+export * from './backpressure';
 export * from './runtime-logger';
 export * from './runtime.module';
 export * from './task-views';

@@ -8,7 +8,9 @@ import {
   NewEvent,
   RuntimeEvent,
   NotFoundError,
+  OverloadedError,
   PermissionDecision,
+  QueueFullError,
   RunSettings,
   SessionTurn,
   StopReason,
@@ -23,6 +25,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
+import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopLoadSource } from './backpressure';
 import { loadProgress } from './checkpoints';
 import { TaskOwnership } from './ownership/task-ownership';
 import { UnfinishedTasks } from './ownership/unfinished-tasks';
@@ -69,6 +72,10 @@ export interface RuntimeControllerDeps {
   secrets: SessionSecrets;
   /** tasks run at once in this process */
   concurrency: number;
+  /** when submissions are refused and queued tasks held back; never when null */
+  backpressure?: BackpressureLimits | null;
+  /** the event-loop load backpressure watches; stopped on close */
+  loopLoad?: LoopLoadSource | null;
   logger: RuntimeLogger;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
@@ -137,10 +144,13 @@ const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: 
   detail: p.detail,
   usage: p.usage,
 });
+/** how long queued tasks are held back before the event loop is looked at again */
+const HOLD_BACK_MS = 50;
 
 /**
- * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns at
- * once and the task runs on an in-process queue; cancel, permission and secret
+ * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns once
+ * TASK_RECEIVED is durable and the task runs on an in-process queue, bounded by
+ * the backpressure limits (a refused submission writes nothing); cancel, permission and secret
  * answers, fork, replay, and resume on boot. Stops (in-flight tasks left to
  * resume) when the application shuts down, before the storage closes.
  */
@@ -159,6 +169,9 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly detachCommits: () => void;
   private recovery: { timer: NodeJS.Timeout; sweep: Promise<unknown> | null } | null = null;
   private closed = false;
+  /** submissions whose TASK_RECEIVED append has not returned yet */
+  private pendingSubmissions = 0;
+  private holdBackTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
@@ -182,12 +195,14 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
+    this.admit();
     // A new session has no history; a named one is read now and recorded, so the task never reads it again.
     const session_history =
       options.session_history ??
       (task.session_id
         ? sessionTurnsOf(await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ))
         : []);
+    this.pendingSubmissions++;
     try {
       await this.deps.store.append(
         task_id,
@@ -221,6 +236,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         );
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
+    } finally {
+      this.pendingSubmissions--;
     }
     await this.takeAndEnqueue(task_id);
     return { task_id, status: 'queued', created: true };
@@ -243,6 +260,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }
     const refused = options.model === undefined ? null : this.deps.refuseModel(options.model);
     if (refused !== null) throw new ValidationError(refused, { field: 'model' });
+    this.admit();
     const task_id = newId('task');
     const copied = events.slice(1, atSequence).filter((e) => !isFinalEventType(e.type));
     await this.deps.store.append(
@@ -547,11 +565,66 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       clearInterval(this.recovery.timer);
       await this.recovery.sweep;
     }
+    if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
+    this.deps.loopLoad?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
     this.detachCommits();
     await this.deps.ownership?.close();
+  }
+
+  /** Refuses a new task, before anything is written, when the queue is full or the process saturated. */
+  private admit(): void {
+    const limits = this.deps.backpressure;
+    if (!limits) return;
+    const waiting = this.queue.length + this.pendingSubmissions;
+    if (waiting >= limits.maxQueued)
+      throw new QueueFullError(
+        `${waiting} tasks already wait to run (at most ${limits.maxQueued}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        { queued: waiting, max_queued: limits.maxQueued },
+      );
+    if (this.pendingSubmissions >= limits.maxPendingSubmissions)
+      throw new OverloadedError(
+        `${this.pendingSubmissions} submissions already wait for the store (at most ${limits.maxPendingSubmissions}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        {
+          pending_submissions: this.pendingSubmissions,
+          max_pending_submissions: limits.maxPendingSubmissions,
+        },
+      );
+    const load = this.loopOverloaded();
+    if (load)
+      throw new OverloadedError(
+        `the server is saturated (event loop ${load.reason}); retry later`,
+        BACKPRESSURE_RETRY_AFTER_SECONDS,
+        load.details,
+      );
+  }
+
+  /** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
+  private loopOverloaded(): { reason: string; details: Record<string, number> } | null {
+    const limits = this.deps.backpressure;
+    const loop = this.deps.loopLoad;
+    if (!limits || !loop) return null;
+    if (limits.maxLoopDelayMs > 0) {
+      const delay = Math.round(loop.delayMs());
+      if (delay > limits.maxLoopDelayMs)
+        return {
+          reason: `delay ${delay} ms, at most ${limits.maxLoopDelayMs}`,
+          details: { loop_delay_ms: delay, max_loop_delay_ms: limits.maxLoopDelayMs },
+        };
+    }
+    if (limits.maxLoopUtilization < 1) {
+      const utilization = Math.round(loop.utilization() * 100) / 100;
+      if (utilization > limits.maxLoopUtilization)
+        return {
+          reason: `busy ${Math.round(utilization * 100)}% of the time, at most ${Math.round(limits.maxLoopUtilization * 100)}%`,
+          details: { loop_utilization: utilization, max_loop_utilization: limits.maxLoopUtilization },
+        };
+    }
+    return null;
   }
 
   /** Appended under this process's lease on the task when it holds one. */
@@ -663,8 +736,14 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   private pump(): void {
-    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0)
+    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0) {
+      // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
+      if (this.active.size > 0 && this.loopOverloaded() !== null) {
+        this.holdBack();
+        return;
+      }
       this.start(this.queue.shift()!);
+    }
   }
 
   private start(taskId: string): void {
@@ -695,5 +774,14 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.pump();
       });
     this.active.set(taskId, { ctrl, done });
+  }
+
+  private holdBack(): void {
+    if (this.holdBackTimer) return;
+    this.holdBackTimer = setTimeout(() => {
+      this.holdBackTimer = null;
+      this.pump();
+    }, HOLD_BACK_MS);
+    this.holdBackTimer.unref();
   }
 }

@@ -39,6 +39,7 @@ import { replayTask } from './replay';
 import { recordRunSettings, runShapingOf } from './run-settings';
 import { OwnershipSettings, TaskOwnership } from './ownership/task-ownership';
 import { RuntimeController } from './runtime-controller';
+import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
 import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
@@ -53,6 +54,10 @@ export interface RuntimeSettings {
   maxRounds?: number;
   /** tasks run at once in this process */
   concurrency?: number;
+  /** when submissions are refused and queued tasks held back; none when absent */
+  backpressure?: BackpressureLimits;
+  /** what backpressure reads the event loop's load from; a monitor of this process when absent */
+  loopLoad?: LoopLoadSource;
   /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
   stepConcurrency?: number;
   modelTimeoutMs?: number;
@@ -461,6 +466,8 @@ function runtimeProviders(): Provider[] {
           vault,
           secrets,
           concurrency: o.concurrency ?? 4,
+          backpressure: o.backpressure ?? null,
+          loopLoad: o.loopLoad ?? (o.backpressure ? new EventLoopMonitor() : null),
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>

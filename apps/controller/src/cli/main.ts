@@ -291,7 +291,11 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
   const app = await NestFactory.createApplicationContext(
     CliModule.forRoot({
-      config: protectStorage(loadConfig(env), process.cwd()),
+      // one submission from the one person at the terminal: no load to shed
+      config: protectStorage(
+        { ...loadConfig(env), RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0, RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1 },
+        process.cwd(),
+      ),
       defaultAllowedRoot: process.cwd(),
     }),
     { logger: false, abortOnError: false },

@@ -46,6 +46,29 @@ export const ApiScope = (scope: string) =>
     }),
   );
 
+/** Documents the refusals of an operation that takes new work while the server is saturated. */
+export const ApiBackpressure = () => {
+  const retryAfter = {
+    'Retry-After': { description: 'seconds to wait before trying again', schema: { type: 'integer' } },
+  };
+  return applyDecorators(
+    ApiResponse({
+      status: 429,
+      description:
+        'rate limited (RUNLEDGER_RATE_LIMIT per token per minute), or `queue_full`: RUNLEDGER_QUEUE_MAX tasks already wait to run; nothing was written',
+      type: ErrorResponseDto,
+      headers: retryAfter,
+    }),
+    ApiResponse({
+      status: 503,
+      description:
+        '`overloaded`: the event loop lags beyond RUNLEDGER_OVERLOAD_LOOP_DELAY_MS or is busy beyond RUNLEDGER_OVERLOAD_LOOP_UTILIZATION, or RUNLEDGER_SUBMIT_MAX_PENDING submissions wait for the store; nothing was written',
+      type: ErrorResponseDto,
+      headers: retryAfter,
+    }),
+  );
+};
+
 /**
  * Documents what `Public` allows: the empty requirement `{}`, no token needed
  * (an empty `security` list would be dropped by the generator).

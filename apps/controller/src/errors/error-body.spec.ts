@@ -6,9 +6,11 @@ import {
   IdempotencyConflictError,
   IllegalStateError,
   NotFoundError,
+  OverloadedError,
+  QueueFullError,
   ValidationError,
 } from '@runledger/contracts';
-import { toErrorResponse } from './error-body';
+import { retryAfterOf, toErrorResponse } from './error-body';
 
 describe('toErrorResponse', () => {
   it.each<[unknown, number, string]>([
@@ -21,10 +23,19 @@ describe('toErrorResponse', () => {
     [new PayloadTooLargeException(), 413, 'payload_too_large'],
     [new NotFoundException(), 404, 'not_found'],
     [new ThrottlerException(), 429, 'rate_limited'],
+    [new QueueFullError('queue full', 1, {}), 429, 'queue_full'],
+    [new OverloadedError('saturated', 1, {}), 503, 'overloaded'],
   ])('maps %o to %i %s', (err, status, error) => {
     const sut = toErrorResponse(err);
     expect(sut).toMatchObject({ status, fault: false, body: { error } });
     expect(typeof sut.body.message).toBe('string');
+  });
+
+  it('names when to retry a refusal under load, in the details and for the Retry-After header', () => {
+    const sut = new OverloadedError('saturated', 2, { loop_delay_ms: 300 });
+    expect(toErrorResponse(sut).body.details).toEqual({ loop_delay_ms: 300, retry_after_s: 2 });
+    expect(retryAfterOf(sut)).toBe(2);
+    expect(retryAfterOf(new ValidationError('bad'))).toBeNull();
   });
 
   it('hides the message of an unexpected fault', () => {

@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { ZodError } from 'zod';
-import { RunledgerError } from '@runledger/contracts';
+import { BackpressureError, RunledgerError } from '@runledger/contracts';
 
 /** The one error shape of the API, over HTTP and WebSocket. */
 export interface ErrorBody {
@@ -18,6 +18,8 @@ const STATUS_BY_CODE: Record<string, number> = {
   illegal_state: 409,
   idempotency_conflict: 409,
   lease_lost: 409,
+  queue_full: 429,
+  overloaded: 503,
 };
 
 const CODE_BY_STATUS: Record<number, string> = {
@@ -35,9 +37,14 @@ const CODE_BY_STATUS: Record<number, string> = {
 export const zodIssues = (e: ZodError) =>
   e.issues.map((i) => ({ path: i.path.map(String).join('.'), code: i.code, message: i.message }));
 
+/** Seconds a client should wait before trying again (the Retry-After header), when the error says. */
+export const retryAfterOf = (err: unknown): number | null =>
+  err instanceof BackpressureError ? err.retryAfterSeconds : null;
+
 /**
  * Map anything thrown to a status and the error body. Only unknown faults are
- * 500, and their message is not shown: bad input always lands in a 4xx branch.
+ * 500, and their message is not shown: bad input always lands in a 4xx branch
+ * (and a saturated server in a 429 or 503 with Retry-After).
  */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; fault: boolean } {
   if (err instanceof RunledgerError) {

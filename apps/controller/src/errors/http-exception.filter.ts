@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { LOGGER } from '../tokens';
-import { toErrorResponse } from './error-body';
+import { retryAfterOf, toErrorResponse } from './error-body';
 import { methodNotAllowed } from './method-not-allowed';
 
 /** The single HTTP exception filter: every error is `{error, message, details}`. */
@@ -27,6 +27,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
       return;
     }
     if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+    const retryAfter = retryAfterOf(exception);
+    if (retryAfter !== null) res.setHeader('Retry-After', String(retryAfter));
     res.status(status).json(body);
   }
 }

@@ -1,15 +1,26 @@
+import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
 import { HealthReport, SqliteHealthProbe } from './health-probe';
 import { HealthService } from './health.service';
 
-const serviceWith = (report: HealthReport) =>
-  new HealthService({ check: async () => report } as unknown as SqliteHealthProbe);
+const serviceWith = (report: HealthReport, memory: MemoryIndexStatus | null = null) =>
+  new HealthService(
+    { check: async () => report } as unknown as SqliteHealthProbe,
+    memory && ({ indexStatus: memory } as unknown as MemoryService),
+  );
 
 describe('HealthService', () => {
   it('is ok with the OS sandbox and says nothing more', async () => {
     const sut = serviceWith({ db: 'reachable', migrations: 'current', sandbox: 'bwrap' });
     expect(await sut.check()).toEqual({
       ok: true,
-      report: { status: 'ok', db: 'reachable', migrations: 'current', sandbox: 'bwrap', warnings: [] },
+      report: {
+        status: 'ok',
+        db: 'reachable',
+        migrations: 'current',
+        sandbox: 'bwrap',
+        memory: null,
+        warnings: [],
+      },
     });
   });
 
@@ -21,6 +32,18 @@ describe('HealthService', () => {
     }).check();
     expect(ok).toBe(true);
     expect(report.warnings).toEqual([expect.stringMatching(/without the OS sandbox/)]);
+  });
+
+  it('stays ok while the memory index is rebuilt, says so, and says nothing once it is ready', async () => {
+    const report = { db: 'reachable', migrations: 'current', sandbox: 'bwrap' } as const;
+    const rebuilding = await serviceWith(report, { index: 'rebuilding', rebuilt_because: 'missing' }).check();
+    expect(rebuilding.ok).toBe(true);
+    expect(rebuilding.report.memory).toEqual({ index: 'rebuilding', rebuilt_because: 'missing' });
+    expect(rebuilding.report.warnings).toEqual([
+      expect.stringMatching(/memory index is being rebuilt \(missing\)/),
+    ]);
+    const ready = await serviceWith(report, { index: 'ready', rebuilt_because: 'missing' }).check();
+    expect([ready.ok, ready.report.warnings]).toEqual([true, []]);
   });
 
   it.each<[Partial<HealthReport>]>([

@@ -1,24 +1,43 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
 import { HealthReport, SqliteHealthProbe } from './health-probe';
 
-export type HealthResponse = HealthReport & { status: 'ok' | 'degraded'; warnings: string[] };
+export type HealthResponse = HealthReport & {
+  status: 'ok' | 'degraded';
+  /** the vector index of memory; null when memory is off */
+  memory: MemoryIndexStatus | null;
+  warnings: string[];
+};
 
 /** What a healthy service still wants an operator to know. */
-function warningsOf(report: HealthReport): string[] {
-  return report.sandbox === 'process'
-    ? [
-        'shell commands run without the OS sandbox (bubblewrap not in use): process-level confinement only; install bubblewrap or set RUNLEDGER_SANDBOX=bwrap',
-      ]
-    : [];
+function warningsOf(report: HealthReport, memory: MemoryIndexStatus | null): string[] {
+  const warnings: string[] = [];
+  if (report.sandbox === 'process')
+    warnings.push(
+      'shell commands run without the OS sandbox (bubblewrap not in use): process-level confinement only; install bubblewrap or set RUNLEDGER_SANDBOX=bwrap',
+    );
+  if (memory?.index === 'rebuilding')
+    warnings.push(
+      `the memory index is being rebuilt (${memory.rebuilt_because}): recall scans every stored entry until it is ready`,
+    );
+  return warnings;
 }
 
 @Injectable()
 export class HealthService {
-  constructor(@Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe) {}
+  constructor(
+    @Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe,
+    @Inject(MemoryService) private readonly memory: MemoryService | null,
+  ) {}
 
   async check(): Promise<{ ok: boolean; report: HealthResponse }> {
     const report = await this.probe.check();
+    const memory = this.memory?.indexStatus ?? null;
+    // a rebuilding index is no fault: recall still answers, exactly, only slower
     const ok = report.db === 'reachable' && report.migrations === 'current';
-    return { ok, report: { status: ok ? 'ok' : 'degraded', ...report, warnings: warningsOf(report) } };
+    return {
+      ok,
+      report: { status: ok ? 'ok' : 'degraded', ...report, memory, warnings: warningsOf(report, memory) },
+    };
   }
 }

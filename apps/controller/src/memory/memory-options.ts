@@ -74,6 +74,8 @@ export const memoryOptionsFromConfig = (config: AppConfig, log?: Logger): Memory
         enabled: true,
         embedder: embedderOptionsFromConfig(config),
         indexPath: indexPathFor(config),
+        // a missing or stale index is rebuilt off the event loop; /health says so meanwhile
+        rebuildIndexInBackground: true,
         policy: policyFromConfig(config),
         log: log && ((message, err) => log.error({ err }, message)),
       }

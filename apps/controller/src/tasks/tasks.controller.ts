@@ -2,7 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } 
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
-import { ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
+import { ApiBackpressure, ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
 import {
   CancelBody,
   CancelDto,
@@ -64,15 +64,26 @@ export class TasksController {
 
   @Post()
   @HttpCode(202)
+  @ApiBackpressure()
   @RequireScope('tasks:write')
-  @ApiOperation({ operationId: 'submitTask', summary: 'Submit a task; it runs in the background' })
+  @ApiOperation({
+    operationId: 'submitTask',
+    summary: 'Submit a task; it runs in the background',
+    description:
+      'Answers once TASK_RECEIVED is durable; the task then waits for one of RUNLEDGER_CONCURRENCY run slots. ' +
+      'A saturated server refuses at once (429 or 503 with Retry-After) rather than answer late.',
+  })
   @ApiHeader({
     name: 'Idempotency-Key',
     required: false,
     description: 'the same key and body return the same task; the same key with another body is 409',
     schema: jsonSchemaOf(IdempotencyKey),
   })
-  @ApiResponse({ status: 202, description: 'accepted; the task runs', type: SubmitResponseDto.Output })
+  @ApiResponse({
+    status: 202,
+    description: 'accepted: recorded durably, queued to run',
+    type: SubmitResponseDto.Output,
+  })
   @ApiErrors({
     400: 'invalid body or Idempotency-Key',
     409: 'the Idempotency-Key was used with another body',

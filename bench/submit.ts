@@ -1,0 +1,176 @@
+/**
+ * npm run bench -- submit
+ * POST /tasks latency at fixed paced rates, open loop: request i is due at start + i/rate and is
+ * sent then whether or not earlier ones were answered; its latency runs from its due time to the
+ * end of its response, so time spent queued anywhere (client, kernel, server) counts. Against:
+ *   - the controller in a child process (sys_util, durable SQLite, tasks running in the background)
+ *   - baseline: a bare express handler doing one SQLite insert (same pragmas), same run
+ * Each rate runs on both after a 1 s warm-up; the controller's tasks are drained between rates.
+ * Env: BENCH_SUBMIT_RATES (100,250,500 req/s), BENCH_SUBMIT_SECONDS (5),
+ *      RUNLEDGER_SQLITE_SYNCHRONOUS (FULL), RUNLEDGER_CONCURRENCY (8),
+ *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit.
+ */
+import http from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { auth, fmt, pct, spawnServer, startServer, stopServer, waitAllFinal } from './api';
+
+const RATES = (process.env.BENCH_SUBMIT_RATES ?? '100,250,500').split(',').map(Number);
+const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 5);
+const TARGET = { rate: 500, p99Ms: 20 };
+
+/** CPU time (user + system) a process has used, ms; null where /proc is not there. */
+function cpuMsOf(pid: number | undefined): number | null {
+  const stat = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(stat)) return null;
+  // fields after the command name (which may hold spaces): utime and stime are the 12th and 13th
+  const fields = readFileSync(stat, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+interface PacedResult {
+  rate: number;
+  offered: number;
+  ok: number;
+  /** non-2xx answers by status */
+  refused: Map<number, number>;
+  errors: number;
+  /** ms from each answered request's due time to the end of its response, sorted */
+  latencies: number[];
+  /** server CPU ms per request while this rate ran (its background tasks included), when known */
+  cpuMsPerRequest: number | null;
+}
+
+/** Sends `rate` POST /tasks a second for `seconds`, each at its due time. */
+async function paced(url: string, rate: number, seconds: number, serverPid?: number): Promise<PacedResult> {
+  const cpuBefore = cpuMsOf(serverPid);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const { hostname, port } = new URL(url);
+  const body = JSON.stringify({ input: 'hello from the paced submit bench' });
+  const headers = { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  const total = Math.round(rate * seconds);
+  const result: PacedResult = {
+    rate,
+    offered: total,
+    ok: 0,
+    refused: new Map(),
+    errors: 0,
+    latencies: [],
+    cpuMsPerRequest: null,
+  };
+  const start = performance.now() + 20;
+  const dueAt = (i: number) => start + (i * 1000) / rate;
+  await new Promise<void>((allAnswered) => {
+    let answered = 0;
+    const settle = () => {
+      if (++answered === total) allAnswered();
+    };
+    const send = (due: number) => {
+      const req = http.request({ agent, hostname, port, path: '/tasks', method: 'POST', headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            result.ok++;
+            result.latencies.push(performance.now() - due);
+          } else result.refused.set(status, (result.refused.get(status) ?? 0) + 1);
+          settle();
+        });
+      });
+      req.on('error', () => {
+        result.errors++;
+        settle();
+      });
+      req.end(body);
+    };
+    let next = 0;
+    const sendDue = () => {
+      const now = performance.now();
+      for (; next < total && dueAt(next) <= now; next++) send(dueAt(next));
+      if (next < total) setTimeout(sendDue, Math.max(0, dueAt(next) - performance.now()));
+    };
+    setTimeout(sendDue, Math.max(0, start - performance.now()));
+  });
+  agent.destroy();
+  result.latencies.sort((a, b) => a - b);
+  const cpuAfter = cpuMsOf(serverPid);
+  if (cpuBefore !== null && cpuAfter !== null) result.cpuMsPerRequest = (cpuAfter - cpuBefore) / total;
+  return result;
+}
+
+const describeResult = (name: string, r: PacedResult, baseline: PacedResult | null): string => {
+  const p = (q: number) => (r.latencies.length ? pct(r.latencies, q) : NaN);
+  const refused = [...r.refused].map(([status, n]) => `${n}x${status}`).join(' ');
+  const vsBaseline = baseline?.latencies.length
+    ? `   p99 = ${fmt(p(99) / pct(baseline.latencies, 99), 1)}x baseline`
+    : '';
+  return (
+    `${String(r.rate).padStart(4)} req/s  ${name.padEnd(22)} p50 ${fmt(p(50), 2).padStart(7)} ms  p95 ${fmt(p(95), 2).padStart(7)} ms  p99 ${fmt(p(99), 2).padStart(8)} ms` +
+    `   2xx ${r.ok}/${r.offered} = ${fmt(r.ok / r.offered, 3)} of offered` +
+    (refused ? `   refused ${refused}` : '') +
+    (r.errors ? `   ${r.errors} connection errors` : '') +
+    (r.cpuMsPerRequest !== null ? `   server cpu ${fmt(r.cpuMsPerRequest, 2)} ms/request` : '') +
+    vsBaseline
+  );
+};
+
+export async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-submit-'));
+  const profileDir = process.env.BENCH_SUBMIT_CPU_PROF;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const runledger = await startServer(
+    dir,
+    {},
+    profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+  );
+  const baseline = await spawnServer('bench/express-insert-server.ts', {
+    BENCH_BASELINE_DB: join(dir, 'baseline.db'),
+  });
+  try {
+    const synchronous = process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL';
+    console.log(
+      `submit bench: open-loop paced POST /tasks, ${SECONDS} s per rate, latency from each request's due time; SQLite synchronous=${synchronous}; controller RUNLEDGER_CONCURRENCY=${process.env.RUNLEDGER_CONCURRENCY ?? 8}`,
+    );
+    let accepted = 0;
+    for (const server of [baseline, runledger]) {
+      const warm = await paced(server.url, 100, 1, server.child.pid);
+      if (server === runledger) accepted += warm.ok;
+    }
+    await waitAllFinal(runledger.url, accepted);
+    const atTarget: { baseline?: PacedResult; runledger?: PacedResult } = {};
+    for (const rate of RATES) {
+      const base = await paced(baseline.url, rate, SECONDS, baseline.child.pid);
+      const ours = await paced(runledger.url, rate, SECONDS, runledger.child.pid);
+      console.log(describeResult('express + 1 insert', base, null));
+      console.log(describeResult('runledger', ours, base));
+      accepted += ours.ok;
+      const drainStart = Date.now();
+      await waitAllFinal(runledger.url, accepted);
+      console.log(
+        `           (the controller finished the ${ours.ok} accepted tasks ${fmt((Date.now() - drainStart) / 1000, 1)} s after the last answer)`,
+      );
+      if (rate === TARGET.rate) Object.assign(atTarget, { baseline: base, runledger: ours });
+    }
+    const ours = atTarget.runledger;
+    if (ours) {
+      const p99 = ours.latencies.length ? pct(ours.latencies, 99) : Infinity;
+      const met = p99 < TARGET.p99Ms && ours.ok === ours.offered;
+      console.log(
+        `target ${TARGET.rate} req/s paced: p99 < ${TARGET.p99Ms} ms and 2xx == offered: ${met ? 'met' : 'NOT met'} (p99 ${fmt(p99, 2)} ms, 2xx ${ours.ok}/${ours.offered})`,
+      );
+    }
+  } finally {
+    await stopServer(baseline.child);
+    await stopServer(runledger.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,228 @@
+import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
+import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
+import { ScriptedBackend } from './model/scripted-backend';
+import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
+import { useTempStore } from './testing/temp-store';
+
+/** An event-loop load the test sets. */
+class FixedLoopLoad implements LoopLoadSource {
+  ms = 0;
+  busy = 0;
+  stopped = false;
+
+  delayMs(): number {
+    return this.ms;
+  }
+
+  utilization(): number {
+    return this.busy;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}
+
+const received = (input: string): NewEvent => ({
+  type: 'TASK_RECEIVED',
+  session_id: 'sess_1',
+  payload: {
+    input,
+    session_id: 'sess_1',
+    accept_checks: [],
+    budgets: {},
+    idempotency_key: null,
+    request_hash: null,
+    source: 'api',
+    forked_from: null,
+  },
+});
+
+const LIMITS: BackpressureLimits = {
+  maxQueued: 100,
+  maxPendingSubmissions: 100,
+  maxLoopDelayMs: 200,
+  maxLoopUtilization: 0.9,
+};
+
+describe('RuntimeController backpressure', () => {
+  let running: TestRuntime | null = null;
+  const temp = useTempStore('rl-backpressure-', async () => {
+    await running?.close();
+    running = null;
+  });
+  const start = async (o: {
+    limits?: Partial<BackpressureLimits>;
+    concurrency?: number;
+    model?: ScriptedBackend;
+    loopLoad?: LoopLoadSource;
+    store?: typeof temp.store;
+  }) => {
+    running = await startTestRuntime({
+      store: o.store ?? temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new AllowAllPolicy(),
+      model: o.model ?? new GatedBackend(),
+      concurrency: o.concurrency ?? 1,
+      backpressure: { ...LIMITS, ...o.limits },
+      loopLoad: o.loopLoad ?? new FixedLoopLoad(),
+    });
+    return running.runtime;
+  };
+  const receivedCount = async () =>
+    (await temp.store.readAll({ after_position: 0, types: ['TASK_RECEIVED'] })).length;
+  const statusOf = async (runtime: TestRuntime['runtime'], taskId: string) =>
+    (await runtime.progress(taskId)).status;
+
+  it('answers once TASK_RECEIVED is durable, queues beyond the run slots, and refuses a full queue (429) without writing', async () => {
+    const model = new GatedBackend();
+    const sut = await start({ model, limits: { maxQueued: 2 } });
+    const first = await sut.submit({ input: 'one' }, { source: 'api' });
+    const second = await sut.submit({ input: 'two' }, { source: 'api' });
+    const third = await sut.submit({ input: 'three' }, { source: 'api' });
+    expect([first.status, second.status, third.status]).toEqual(['queued', 'queued', 'queued']);
+    expect(await receivedCount()).toBe(3);
+
+    const refused = sut.submit({ input: 'four' }, { source: 'api' });
+    await expect(refused).rejects.toBeInstanceOf(QueueFullError);
+    await expect(refused).rejects.toMatchObject({
+      code: 'queue_full',
+      retryAfterSeconds: 1,
+      details: { queued: 2, max_queued: 2, retry_after_s: 1 },
+    });
+    expect(await receivedCount()).toBe(3);
+
+    model.release();
+    for (const { task_id } of [first, second, third])
+      expect((await sut.settled(task_id)).status).toBe('completed');
+    expect((await sut.submit({ input: 'five' }, { source: 'api' })).status).toBe('queued');
+  });
+
+  it('refuses a submission (503) while the event loop lags beyond the limit, and takes it again once it recovers', async () => {
+    const loopDelay = new FixedLoopLoad();
+    const sut = await start({ loopLoad: loopDelay });
+    loopDelay.ms = 450;
+    await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { loop_delay_ms: 450, max_loop_delay_ms: 200, retry_after_s: 1 },
+    });
+    await temp.store.append('task_src', [received('source')], { expected: 'no_stream' });
+    await expect(sut.fork('task_src', 1)).rejects.toBeInstanceOf(OverloadedError);
+    expect(await receivedCount()).toBe(1);
+
+    loopDelay.ms = 150;
+    expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
+    expect(await receivedCount()).toBe(2);
+  });
+
+  it('refuses a submission (503) while the event loop has no time left, though it is never late by much', async () => {
+    const loopLoad = new FixedLoopLoad();
+    const sut = await start({ loopLoad });
+    loopLoad.ms = 30;
+    loopLoad.busy = 0.97;
+    await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      message: expect.stringMatching(/busy 97% of the time, at most 90%/),
+      details: { loop_utilization: 0.97, max_loop_utilization: 0.9, retry_after_s: 1 },
+    });
+    expect(await receivedCount()).toBe(0);
+    loopLoad.busy = 0.6;
+    expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
+  });
+
+  it('refuses a submission (503) while too many others still wait for their TASK_RECEIVED to be durable', async () => {
+    let commit!: () => void;
+    const slowDisk = new Promise<void>((resolve) => (commit = resolve));
+    const store = temp.store;
+    const append = store.append.bind(store);
+    store.append = async (...args: Parameters<typeof append>) => {
+      await slowDisk;
+      return append(...args);
+    };
+    const sut = await start({ store, limits: { maxPendingSubmissions: 2 } });
+    const pending = [
+      sut.submit({ input: 'a' }, { source: 'api' }),
+      sut.submit({ input: 'b' }, { source: 'api' }),
+    ];
+    await expect(sut.submit({ input: 'c' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { pending_submissions: 2, max_pending_submissions: 2 },
+    });
+    commit();
+    expect((await Promise.all(pending)).map((r) => r.created)).toEqual([true, true]);
+    expect(await receivedCount()).toBe(2);
+  });
+
+  it('holds queued tasks back while the loop lags and a task runs, then starts them', async () => {
+    await temp.store.append('task_a', [received('a')], { expected: 'no_stream' });
+    await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
+    const loopDelay = new FixedLoopLoad();
+    loopDelay.ms = 1000;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad: loopDelay, concurrency: 2 });
+    expect(await sut.resumeUnfinished()).toEqual(['task_a', 'task_b']);
+    // task_a started (one task always runs); task_b waits for the loop to recover
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await temp.store.readWholeStream('task_a')).length).toBeGreaterThan(1);
+    expect((await temp.store.readWholeStream('task_b')).length).toBe(1);
+
+    loopDelay.ms = 0;
+    model.release();
+    expect((await sut.settled('task_b')).status).toBe('completed');
+    expect(await statusOf(sut, 'task_a')).toBe('completed');
+  });
+
+  it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {
+    const first = await start({ model: new GatedBackend() });
+    const ids = [];
+    for (const input of ['a', 'b', 'c']) ids.push((await first.submit({ input }, { source: 'api' })).task_id);
+    const [, ...neverStarted] = ids;
+    for (const id of neverStarted) expect(await temp.store.readWholeStream(id)).toHaveLength(1);
+    await running!.close();
+    running = null;
+
+    const model = new GatedBackend();
+    model.release();
+    const restarted = await start({ model, concurrency: 2 });
+    expect((await restarted.resumeUnfinished()).sort()).toEqual([...ids].sort());
+    for (const id of neverStarted) expect((await restarted.settled(id)).status).toBe('completed');
+  });
+
+  it('stops watching the event loop when it closes', async () => {
+    const loopDelay = new FixedLoopLoad();
+    await start({ loopLoad: loopDelay });
+    await running!.close();
+    running = null;
+    expect(loopDelay.stopped).toBe(true);
+  });
+});
+
+describe('EventLoopMonitor', () => {
+  const busyFor = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until);
+  };
+  const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('reads a loop kept busy across windows as delayed and fully used, and a lone stall as neither', async () => {
+    const sut = new EventLoopMonitor();
+    try {
+      expect(sut.delayMs()).toBe(0);
+      // saturated: every turn of the loop takes 150 ms for a second
+      for (let turn = 0; turn < 7; turn++) {
+        busyFor(150);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(sut.delayMs()).toBeGreaterThanOrEqual(100);
+      expect(sut.utilization()).toBeGreaterThan(0.9);
+
+      await tick(350);
+      busyFor(400);
+      await tick(250);
+      expect(sut.delayMs()).toBeLessThan(100);
+      expect(sut.utilization()).toBeLessThan(0.5);
+    } finally {
+      sut.stop();
+    }
+  });
+});
