@@ -7,3 +7,5 @@ export * from './sqlite/schema';
 export * from './sqlite/open-sqlite';
 export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
+export * from './group-committer';
+export { checkLeaseFence } from './sqlite/lease-fence';
