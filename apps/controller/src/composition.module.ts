@@ -115,6 +115,7 @@ export class CompositionModule {
             driver: 'sqlite',
             path: resolve(c.RUNLEDGER_DB),
             synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
+            writerThread: c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on',
           }),
         }),
         ModelModule.forRootAsync({ inject: [APP_CONFIG, PROCESS_ENV], useFactory: modelOptionsFromConfig }),

@@ -58,6 +58,8 @@ export const ConfigSchema = z.object({
     })
     .default('./data/runledger.db'),
   RUNLEDGER_SQLITE_SYNCHRONOUS: z.enum(['OFF', 'NORMAL', 'FULL', 'EXTRA']).default('FULL'),
+  /** on: appends and their fsyncs run in a worker thread, off the event loop */
+  RUNLEDGER_SQLITE_WRITER_THREAD: z.enum(['on', 'off']).default('on'),
   RUNLEDGER_ADMIN_TOKEN: z.string().min(16).optional(),
   RUNLEDGER_TOKENS_FILE: z.string().optional(),
   RUNLEDGER_ALLOWED_ROOT: z.string().optional(),

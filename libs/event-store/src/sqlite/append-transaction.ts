@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import {
@@ -30,6 +31,30 @@ export const isBusy = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 };
+
+/** The database stayed locked for longer than the retry window. */
+export class StoreBusyError extends Error {
+  override readonly name = 'StoreBusyError';
+}
+
+/**
+ * busy_timeout already waits inside SQLite; this outer loop covers what it
+ * cannot (a busy snapshot, a checkpoint holding the lock past the timeout),
+ * with jittered backoff so writers do not retry in lockstep.
+ */
+export async function withBusyRetry<T>(run: () => T, busyRetryMs: number): Promise<T> {
+  const deadline = Date.now() + busyRetryMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return run();
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+      if (Date.now() >= deadline)
+        throw new StoreBusyError(`database busy for more than ${busyRetryMs} ms`, { cause: err });
+      await sleep(Math.min(1000, 5 * 2 ** Math.min(attempt, 8)) * (0.5 + Math.random()));
+    }
+  }
+}
 
 /**
  * The write side of SqliteEventStore on one connection: a group of appends in
@@ -86,6 +111,7 @@ export class SqliteAppendTransaction {
    * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
    */
   run(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
+    if (requests.length === 1) return [this.runAlone(requests[0])];
     const results: GroupResult<AppendOutcome>[] = [];
     this.stmt.begin.run();
     try {
@@ -111,6 +137,26 @@ export class SqliteAppendTransaction {
       throw err;
     }
     return results;
+  }
+
+  /** A group of one needs no savepoint: its failure rolls back the whole transaction. */
+  private runAlone(request: AppendRequest): GroupResult<AppendOutcome> {
+    this.stmt.begin.run();
+    let outcome: AppendOutcome;
+    try {
+      outcome = this.appendOne(request);
+    } catch (err) {
+      if (this.raw.inTransaction) this.stmt.rollback.run();
+      if (isBusy(err)) throw err;
+      return { ok: false, error: err };
+    }
+    try {
+      this.stmt.commit.run();
+    } catch (err) {
+      if (this.raw.inTransaction) this.stmt.rollback.run();
+      throw err;
+    }
+    return { ok: true, value: outcome };
   }
 
   private appendOne({ taskId, batch, expected, lease }: AppendRequest): AppendOutcome {

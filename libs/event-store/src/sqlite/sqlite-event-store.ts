@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -14,8 +13,15 @@ import {
 } from '../event-store';
 import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import { AppendOutcome, AppendRequest, SqliteAppendTransaction, isBusy } from './append-transaction';
-import { SqliteHandle } from './open-sqlite';
+import { AppendOutcome, AppendRequest } from './append-transaction';
+import {
+  AppendWriter,
+  InlineAppendWriter,
+  ProjectionModule,
+  ThreadAppendWriter,
+  WriterThreadOptions,
+} from './append-writer';
+import { SQLITE_SYNCHRONOUS, SqliteHandle } from './open-sqlite';
 import { EventRow, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
@@ -31,7 +37,17 @@ export interface SqliteEventStoreOptions {
   foreignCommitPollMs?: number;
   /** how appends are grouped into transactions; default: everything queued by the next setImmediate */
   groupCommit?: GroupCommitOptions;
+  /**
+   * Run the write connection in a worker thread: the append transactions,
+   * their inline projections (built there from `projections`, since objects
+   * do not cross threads), the fsync and busy retries never block the event
+   * loop. Reads stay on `handle`. Needs a file (not `:memory:`); the inline
+   * `projections` option is for the in-thread writer only.
+   */
+  writerThread?: { projections?: readonly ProjectionModule[] };
 }
+
+export { StoreBusyError } from './append-transaction';
 
 /** What the store's writes cost so far: the figures the benchmark and the commit-count tests read. */
 export interface CommitStats {
@@ -44,8 +60,24 @@ export interface CommitStats {
 
 const PUBLISH_PAGE = 1000;
 
-/** The database stayed locked for longer than the retry window. */
-export class StoreBusyError extends Error {}
+/** The writer thread opens the same file with the pragmas of the store's own connection. */
+function writerThreadOptions(
+  raw: BetterSqlite3.Database,
+  busyRetryMs: number,
+  options: SqliteEventStoreOptions,
+): WriterThreadOptions {
+  if (raw.memory)
+    throw new Error('a writer thread needs a database file; :memory: is private to its connection');
+  if (options.projections?.length)
+    throw new Error('with a writer thread, projections are given as modules (writerThread.projections)');
+  return {
+    path: raw.name,
+    synchronous: SQLITE_SYNCHRONOUS[Number(raw.pragma('synchronous', { simple: true }))],
+    busyTimeoutMs: Number(raw.pragma('busy_timeout', { simple: true })),
+    busyRetryMs,
+    projections: options.writerThread?.projections ?? [],
+  };
+}
 
 /**
  * EventStore on SQLite. Appends are group-committed: those that arrive
@@ -70,7 +102,7 @@ export class SqliteEventStore extends EventStore {
   private readonly pollMs: number;
   private poll: { timer: NodeJS.Timeout; dataVersion: number } | null = null;
   private listeners = 0;
-  private readonly transaction: SqliteAppendTransaction;
+  private readonly writer: AppendWriter;
   private readonly committer: GroupCommitter<AppendRequest, AppendOutcome>;
   private readonly counts: CommitStats = { commits: 0, appends: 0, events: 0 };
 
@@ -81,6 +113,9 @@ export class SqliteEventStore extends EventStore {
     super();
     this.raw = handle.raw;
     this.busyRetryMs = options.busyRetryMs ?? 60_000;
+    const threadOptions = options.writerThread
+      ? writerThreadOptions(this.raw, this.busyRetryMs, options)
+      : null;
     this.stmt = {
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
       between: this.raw.prepare(
@@ -89,7 +124,9 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     this.pollMs = options.foreignCommitPollMs ?? 200;
-    this.transaction = new SqliteAppendTransaction(this.raw, options.projections ?? []);
+    this.writer = threadOptions
+      ? new ThreadAppendWriter(threadOptions)
+      : new InlineAppendWriter(this.raw, options.projections ?? [], this.busyRetryMs);
     this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
   }
 
@@ -123,7 +160,7 @@ export class SqliteEventStore extends EventStore {
 
   /** One group: its transaction (retried whole while the file is busy), then its events to the listeners. */
   private async commitGroup(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
-    const results = await this.withBusyRetry(() => this.transaction.run(requests));
+    const results = await this.writer.run(requests);
     const written: RuntimeEvent[] = [];
     for (const r of results) if (r.ok && r.value.kind === 'written') written.push(...r.value.events);
     if (written.length > 0) {
@@ -200,25 +237,6 @@ export class SqliteEventStore extends EventStore {
     this.poll = null;
   }
 
-  /**
-   * busy_timeout already waits inside SQLite; this outer loop covers what it
-   * cannot (a busy snapshot, a checkpoint holding the lock past the timeout),
-   * with jittered backoff so writers do not retry in lockstep.
-   */
-  private async withBusyRetry<T>(run: () => T): Promise<T> {
-    const deadline = Date.now() + this.busyRetryMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return run();
-      } catch (err) {
-        if (!isBusy(err)) throw err;
-        if (Date.now() >= deadline)
-          throw new StoreBusyError(`database busy for more than ${this.busyRetryMs} ms`, { cause: err });
-        await sleep(Math.min(1000, 5 * 2 ** Math.min(attempt, 8)) * (0.5 + Math.random()));
-      }
-    }
-  }
-
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
     const rows = await this.handle.db
       .selectFrom('events')
@@ -270,6 +288,8 @@ export class SqliteEventStore extends EventStore {
   /** Waits for queued appends to settle; the store does not own the connection: whoever opened it closes it. */
   async close(): Promise<void> {
     await this.committer.drain();
+    this.stopPolling();
+    await this.writer.close();
   }
 }
 
