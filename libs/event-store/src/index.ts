@@ -9,4 +9,4 @@ export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
 export * from './group-committer';
 export { checkLeaseFence } from './sqlite/lease-fence';
-export type { ProjectionModule } from './sqlite/append-writer';
+export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';

@@ -67,6 +67,13 @@ export type FromWriter =
   | { type: 'closed' };
 
 /**
+ * Whether this code runs from its TypeScript sources (jest, swc-node) rather
+ * than the build: a writer thread then compiles its own copy of the modules it
+ * loads, which costs seconds per start on a loaded machine.
+ */
+export const runningFromSources = (): boolean => extname(__filename) === '.ts';
+
+/**
  * Loads the thread's entry module; TypeScript sources (jest, the benchmarks)
  * need the swc require hook in the thread too, the build's .js does not.
  */
@@ -95,7 +102,7 @@ export class ThreadAppendWriter implements AppendWriter {
 
   constructor(options: WriterThreadOptions) {
     const entry = join(__dirname, `append-writer-thread${extname(__filename)}`);
-    const register = entry.endsWith('.ts') ? require.resolve('@swc-node/register') : null;
+    const register = runningFromSources() ? require.resolve('@swc-node/register') : null;
     // Keep swc's native binding loaded on this thread: on Node 20, a process in which the last thread
     // holding it exited crashes (segfault) when another thread loads it again.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
