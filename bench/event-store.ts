@@ -9,8 +9,10 @@
  * machine noise hits both sides alike; the per-round median ratio is the
  * figure to trust on a shared machine.
  *   - concurrent appenders (1/4/16/64, one event per append, each appender
- *     awaiting its previous append): group commit against one transaction per
- *     append, same store code with maxBatch 1, medians of BENCH_CONCURRENT_ROUNDS
+ *     awaiting its previous append): group commit, on the main thread and in
+ *     the writer thread, against one transaction per append (same store code,
+ *     maxBatch 1), medians of BENCH_CONCURRENT_ROUNDS; with the longest the
+ *     event loop was held during a run
  *   - commits (one fsync each at FULL) per 7-step task, critic and memory off and on
  * Env: BENCH_EVENTS (20000), BENCH_STREAM_LEN (100), BENCH_SYNCHRONOUS (FULL), BENCH_ROUNDS (10),
  * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs),
@@ -19,6 +21,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { NewEvent, newId } from '@runledger/contracts';
 import {
   EventStore,
@@ -200,59 +203,81 @@ async function open(dir: string, file: string): Promise<SqliteHandle> {
   return handle;
 }
 
-/** `appenders` writers on streams of their own, one event per append, each awaiting its last: events/s. */
-async function concurrentRate(store: EventStore, appenders: number, tag: string): Promise<number> {
+/**
+ * `appenders` writers on streams of their own, one event per append, each awaiting its last:
+ * events/s, and the longest the event loop was held meanwhile (an fsync on the main thread holds it).
+ */
+async function concurrentRate(
+  store: EventStore,
+  appenders: number,
+  tag: string,
+): Promise<{ rate: number; maxLoopDelayMs: number }> {
   const each = Math.max(1, Math.floor(CONCURRENT_EVENTS / appenders));
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const t0 = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: appenders }, async (_, a) => {
       for (let i = 0; i < each; i++) await store.append(`${tag}_${a}`, [event(i)], { expected: i });
     }),
   );
-  return (appenders * each) / (Number(process.hrtime.bigint() - t0) / 1e9);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  loop.disable();
+  return { rate: (appenders * each) / seconds, maxLoopDelayMs: loop.max / 1e6 };
 }
 
 async function concurrentAppenders(dir: string): Promise<void> {
   const perAppend = await open(dir, 'per-append.db');
   const grouped = await open(dir, 'grouped.db');
+  const threaded = await open(dir, 'threaded.db');
   const sides = [
     {
       name: 'one transaction per append',
       store: new SqliteEventStore(perAppend, { groupCommit: { maxBatch: 1 } }),
     },
     { name: 'group commit', store: new SqliteEventStore(grouped) },
+    { name: 'group commit, writer thread', store: new SqliteEventStore(threaded, { writerThread: {} }) },
   ];
+  // the thread is started (and, from TypeScript sources, compiled) before anything is timed
+  await sides[2].store.append('warm-up', [event(0)], { expected: 'no_stream' });
   console.log(
     `\nconcurrent appenders, one event per append, synchronous=${SYNCHRONOUS}, ~${CONCURRENT_EVENTS} events per measurement, ` +
       `median of ${CONCURRENT_ROUNDS} alternating rounds`,
   );
   for (const appenders of APPENDERS) {
     const rates: number[][] = sides.map(() => []);
-    const ratios: number[] = [];
+    const ratios: number[][] = sides.map(() => []);
     const commits: number[] = sides.map(() => 0);
+    const loopDelays: number[][] = sides.map(() => []);
     for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
       const roundRates: number[] = [];
       for (let k = 0; k < sides.length; k++) {
         const i = (k + round) % sides.length;
         const before = sides[i].store.commitStats().commits;
-        roundRates[i] = await concurrentRate(sides[i].store, appenders, `c${appenders}_${round}`);
+        const m = await concurrentRate(sides[i].store, appenders, `c${appenders}_${round}`);
+        roundRates[i] = m.rate;
+        loopDelays[i].push(m.maxLoopDelayMs);
         commits[i] += sides[i].store.commitStats().commits - before;
         rates[i].push(roundRates[i]);
       }
-      ratios.push(roundRates[1] / roundRates[0]);
+      for (let i = 0; i < sides.length; i++) ratios[i].push(roundRates[i] / roundRates[0]);
     }
-    const line = sides
-      .map(
-        (side, i) =>
-          `${side.name} ${fmt(median(rates[i])).padStart(7)} events/s (${(commits[i] / CONCURRENT_ROUNDS).toFixed(0)} commits)`,
-      )
-      .join('  |  ');
-    console.log(
-      `  ${String(appenders).padStart(2)} appenders: ${line}  ratio ${median(ratios).toFixed(2)}x (median of per-round ratios)`,
+    console.log(`  ${appenders} appender${appenders === 1 ? '' : 's'}:`);
+    sides.forEach((side, i) =>
+      console.log(
+        `    ${side.name.padEnd(28)} ${fmt(median(rates[i])).padStart(7)} events/s  ` +
+          `${(commits[i] / CONCURRENT_ROUNDS).toFixed(0).padStart(5)} commits per run  ` +
+          `event loop held up to ${median(loopDelays[i]).toFixed(1).padStart(5)} ms` +
+          (i === 0
+            ? '  (baseline)'
+            : `  ratio ${median(ratios[i]).toFixed(2)}x (median of per-round ratios)`),
+      ),
     );
   }
+  for (const side of sides) await side.store.close();
   await perAppend.close();
   await grouped.close();
+  await threaded.close();
 }
 
 /** Commits of one 7-step task (a chain of seven echo tool steps), against the one commit per event it used to cost. */
