@@ -81,10 +81,12 @@ function writerThreadOptions(
 
 /**
  * EventStore on SQLite. Appends are group-committed: those that arrive
- * together share one BEGIN IMMEDIATE transaction of prepared statements on the
- * raw better-sqlite3 connection (one commit, one fsync), each append checked,
- * written and projected in its own savepoint (SqliteAppendTransaction), and
- * every caller's promise settles after the commit. Reads go through kysely.
+ * together share one BEGIN IMMEDIATE transaction of prepared statements (one
+ * commit, one fsync), each append checked, written and projected in its own
+ * savepoint (SqliteAppendTransaction), and every caller's promise settles
+ * after the commit. The transaction runs on the raw better-sqlite3 connection
+ * of `handle`, or with `writerThread` on a connection of its own in a worker
+ * thread. Reads go through kysely on `handle`.
  *
  * Committed events are handed to `onCommitted` listeners (the EventBus) after
  * the commit returns and before any of its callers resume, in position order.
