@@ -91,7 +91,10 @@ export class GroupCommitter<Req, Res> {
       return;
     }
     group.forEach((p, i) => {
-      const r = results[i];
+      const r = results[i] ?? {
+        ok: false,
+        error: new Error(`the group commit returned no result for request ${i}`),
+      };
       if (r.ok) p.resolve(r.value);
       else p.reject(r.error);
     });
