@@ -105,5 +105,17 @@ describe('SqliteEventStore with a writer thread', () => {
     await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
     await sut.close();
     await expect(sut.append('t1', [outputChunk(0)], { expected: 1 })).rejects.toThrow(/writer thread exited/);
+
+    // a projection the thread cannot build fails the appends, never writes without it
+    const missing = new SqliteEventStore(db.handle, {
+      writerThread: {
+        projections: [{ module: join(__dirname, '..', 'testing', 'events.ts'), exportName: 'noSuchFactory' }],
+      },
+    });
+    await expect(missing.append('t2', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow(
+      /has no function export noSuchFactory/,
+    );
+    await missing.close();
+    expect(await sut.streamVersion('t2')).toBe(0);
   }, 60_000);
 });
