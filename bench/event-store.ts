@@ -8,12 +8,20 @@
  * Per-task streams, ~300-byte payloads. Raw and store alternate in rounds so
  * machine noise hits both sides alike; the per-round median ratio is the
  * figure to trust on a shared machine.
+ *   - concurrent appenders (1/4/16/64, one event per append, each appender
+ *     awaiting its previous append): group commit, on the main thread and in
+ *     the writer thread, against one transaction per append (same store code,
+ *     maxBatch 1), medians of BENCH_CONCURRENT_ROUNDS; with the longest the
+ *     event loop was held during a run
+ *   - commits (one fsync each at FULL) per 7-step task, critic and memory off and on
  * Env: BENCH_EVENTS (20000), BENCH_STREAM_LEN (100), BENCH_SYNCHRONOUS (FULL), BENCH_ROUNDS (10),
- * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs).
+ * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs),
+ * BENCH_CONCURRENT_EVENTS (1024 per measurement), BENCH_CONCURRENT_ROUNDS (5).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { NewEvent, newId } from '@runledger/contracts';
 import {
   EventStore,
@@ -23,14 +31,27 @@ import {
   openSqlite,
 } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
+import { HeuristicCritic } from '@runledger/critic';
+import { createCriticMemoryHook, createMemoryEndGuard } from '@runledger/memory';
+import { ScriptedBackend } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
 import type BetterSqlite3 from 'better-sqlite3';
+import {
+  RuleTablePolicy,
+  SEVEN_STEP_PLAN,
+  startTestRuntime,
+  testToolRegistry,
+} from '../libs/runtime/src/testing';
+import { openSqliteWithMemory } from '../libs/runtime/src/testing/sqlite-memory';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const STREAM_LEN = Number(process.env.BENCH_STREAM_LEN ?? 100);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const WITH_PROJECTION = process.env.BENCH_PROJECTION === '1';
+const CONCURRENT_EVENTS = Number(process.env.BENCH_CONCURRENT_EVENTS ?? 1024);
+const CONCURRENT_ROUNDS = Number(process.env.BENCH_CONCURRENT_ROUNDS ?? 5);
+const APPENDERS = [1, 4, 16, 64];
 
 /** ~300 bytes of payload JSON */
 const payload = (i: number) => ({
@@ -182,9 +203,122 @@ async function open(dir: string, file: string): Promise<SqliteHandle> {
   return handle;
 }
 
+/**
+ * `appenders` writers on streams of their own, one event per append, each awaiting its last:
+ * events/s, and the longest the event loop was held meanwhile (an fsync on the main thread holds it).
+ */
+async function concurrentRate(
+  store: EventStore,
+  appenders: number,
+  tag: string,
+): Promise<{ rate: number; maxLoopDelayMs: number }> {
+  const each = Math.max(1, Math.floor(CONCURRENT_EVENTS / appenders));
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: appenders }, async (_, a) => {
+      for (let i = 0; i < each; i++) await store.append(`${tag}_${a}`, [event(i)], { expected: i });
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  loop.disable();
+  return { rate: (appenders * each) / seconds, maxLoopDelayMs: loop.max / 1e6 };
+}
+
+async function concurrentAppenders(dir: string): Promise<void> {
+  const perAppend = await open(dir, 'per-append.db');
+  const grouped = await open(dir, 'grouped.db');
+  const threaded = await open(dir, 'threaded.db');
+  const sides = [
+    {
+      name: 'one transaction per append',
+      store: new SqliteEventStore(perAppend, { groupCommit: { maxBatch: 1 } }),
+    },
+    { name: 'group commit', store: new SqliteEventStore(grouped) },
+    { name: 'group commit, writer thread', store: new SqliteEventStore(threaded, { writerThread: {} }) },
+  ];
+  // the thread is started (and, from TypeScript sources, compiled) before anything is timed
+  await sides[2].store.append('warm-up', [event(0)], { expected: 'no_stream' });
+  console.log(
+    `\nconcurrent appenders, one event per append, synchronous=${SYNCHRONOUS}, ~${CONCURRENT_EVENTS} events per measurement, ` +
+      `median of ${CONCURRENT_ROUNDS} alternating rounds`,
+  );
+  for (const appenders of APPENDERS) {
+    const rates: number[][] = sides.map(() => []);
+    const ratios: number[][] = sides.map(() => []);
+    const commits: number[] = sides.map(() => 0);
+    const loopDelays: number[][] = sides.map(() => []);
+    for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
+      const roundRates: number[] = [];
+      for (let k = 0; k < sides.length; k++) {
+        const i = (k + round) % sides.length;
+        const before = sides[i].store.commitStats().commits;
+        const m = await concurrentRate(sides[i].store, appenders, `c${appenders}_${round}`);
+        roundRates[i] = m.rate;
+        loopDelays[i].push(m.maxLoopDelayMs);
+        commits[i] += sides[i].store.commitStats().commits - before;
+        rates[i].push(roundRates[i]);
+      }
+      for (let i = 0; i < sides.length; i++) ratios[i].push(roundRates[i] / roundRates[0]);
+    }
+    console.log(`  ${appenders} appender${appenders === 1 ? '' : 's'}:`);
+    sides.forEach((side, i) =>
+      console.log(
+        `    ${side.name.padEnd(28)} ${fmt(median(rates[i])).padStart(7)} events/s  ` +
+          `${(commits[i] / CONCURRENT_ROUNDS).toFixed(0).padStart(5)} commits per run  ` +
+          `event loop held up to ${median(loopDelays[i]).toFixed(1).padStart(5)} ms` +
+          (i === 0
+            ? '  (baseline)'
+            : `  ratio ${median(ratios[i]).toFixed(2)}x (median of per-round ratios)`),
+      ),
+    );
+  }
+  for (const side of sides) await side.store.close();
+  await perAppend.close();
+  await grouped.close();
+  await threaded.close();
+}
+
+/** Commits of one 7-step task (a chain of seven echo tool steps), against the one commit per event it used to cost. */
+async function commitsPerTask(dir: string): Promise<void> {
+  console.log('\ncommits (= fsyncs at FULL) per 7-step task');
+  for (const on of [false, true]) {
+    const taskDir = mkdtempSync(join(dir, 'task-'));
+    const opened = await openSqliteWithMemory(taskDir);
+    try {
+      const rt = await startTestRuntime({
+        store: opened.store,
+        tools: testToolRegistry(taskDir),
+        permissions: new RuleTablePolicy({}),
+        model: new ScriptedBackend({
+          orchestrator: [SEVEN_STEP_PLAN, '{"type":"respond","content":"done"}'],
+        }),
+        hooks: on ? [createCriticMemoryHook({ critic: new HeuristicCritic(), memory: opened.memory })] : [],
+        guards: on ? [createMemoryEndGuard(opened.memory)] : [],
+      });
+      const before = opened.store.commitStats().commits;
+      const { task_id } = await rt.runtime.submit({ input: 'seven steps' }, { source: 'cli' });
+      const settled = await rt.runtime.settled(task_id);
+      await rt.close();
+      if (settled.final?.stop_reason !== 'completed') throw new Error('the 7-step task did not complete');
+      const commits = opened.store.commitStats().commits - before;
+      const events = (await opened.store.readWholeStream(task_id)).length;
+      console.log(
+        `  critic and memory ${on ? 'on ' : 'off'}: ${commits} commits for ${events} events ` +
+          `(one commit per event: ${events}; ratio ${(events / commits).toFixed(2)}x fewer)`,
+      );
+    } finally {
+      await opened.close();
+    }
+  }
+}
+
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'runledger-bench-'));
   try {
+    await concurrentAppenders(dir);
+    await commitsPerTask(dir);
     const rawHandle = await open(dir, 'raw.db');
     const storeHandle = await open(dir, 'store.db');
     const sides: Side[] = [

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { DynamicModule, Module, OnApplicationBootstrap, Provider } from '@nestjs/common';
 import { Logger } from 'pino';
 import { Critic, CriticModule } from '@runledger/critic';
+import { runningFromSources } from '@runledger/event-store';
 import {
   MemoryModule,
   MemoryPolicy,
@@ -115,6 +116,9 @@ export class CompositionModule {
             driver: 'sqlite',
             path: resolve(c.RUNLEDGER_DB),
             synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
+            writerThread:
+              c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
+              (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources()),
           }),
         }),
         ModelModule.forRootAsync({ inject: [APP_CONFIG, PROCESS_ENV], useFactory: modelOptionsFromConfig }),

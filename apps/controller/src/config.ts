@@ -65,6 +65,8 @@ export const ConfigSchema = z.object({
     })
     .default('./data/runledger.db'),
   RUNLEDGER_SQLITE_SYNCHRONOUS: z.enum(['OFF', 'NORMAL', 'FULL', 'EXTRA']).default('FULL'),
+  /** on: appends and their fsyncs run in a worker thread, off the event loop; auto: on when running the build */
+  RUNLEDGER_SQLITE_WRITER_THREAD: z.enum(['auto', 'on', 'off']).default('auto'),
   RUNLEDGER_ADMIN_TOKEN: z.string().min(16).optional(),
   RUNLEDGER_TOKENS_FILE: z.string().optional(),
   RUNLEDGER_ALLOWED_ROOT: z.string().optional(),

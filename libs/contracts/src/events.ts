@@ -361,6 +361,21 @@ export type RuntimeEvent<T extends EventType = EventType> = {
   };
 }[T];
 
+/**
+ * A tool outcome (TOOL_COMPLETED / TOOL_FAILED) as the outcome hooks (critic,
+ * memory) see it: before it is stored, so that their events commit with it in
+ * one append. Its event_id is final; sequence, position and time are assigned
+ * by the store. A stored event is one too.
+ */
+export type PendingToolOutcome = {
+  [K in 'TOOL_COMPLETED' | 'TOOL_FAILED']: {
+    event_id: string;
+    task_id: string;
+    type: K;
+    payload: EventPayload<K>;
+  };
+}['TOOL_COMPLETED' | 'TOOL_FAILED'];
+
 export const RuntimeEventEnvelope = z.object({
   event_id: Id,
   task_id: Id,

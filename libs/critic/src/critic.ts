@@ -1,4 +1,4 @@
-import { CriticScore, NewEvent, RuntimeEvent, TokenUsage, newId } from '@runledger/contracts';
+import { CriticScore, NewEvent, PendingToolOutcome, TokenUsage, newId } from '@runledger/contracts';
 
 /** What the critic judges: one tool outcome, as the log recorded it. */
 export interface CriticInput {
@@ -12,8 +12,8 @@ export interface CriticInput {
   metadata: Record<string, unknown>;
 }
 
-/** The tool outcome events a critic scores. */
-export type CriticTarget = Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
+/** The tool outcome events a critic scores (scored before they are stored, to commit with the verdict). */
+export type CriticTarget = PendingToolOutcome;
 
 /** What the critic is shown of a recorded tool outcome (the live hook and a replay build it the same way). */
 export function criticInputOf(event: CriticTarget): CriticInput {

@@ -68,7 +68,10 @@ export abstract class EventStore {
    * Append events to one task's stream atomically. Validates every event
    * against the catalogue before writing anything. Throws ConcurrencyError when
    * `expected` does not hold; an event whose event_id is already stored is not
-   * written again and its original position is returned.
+   * written again and its original position is returned. Appends arriving
+   * together may share one transaction (group commit): each is still checked
+   * and written on its own (a later one sees an earlier one's sequence), fails
+   * alone, and resolves only once its events are durable and published.
    */
   abstract append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult>;
   abstract readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]>;

@@ -7,3 +7,6 @@ export * from './sqlite/schema';
 export * from './sqlite/open-sqlite';
 export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
+export * from './group-committer';
+export { checkLease } from './sqlite/check-lease';
+export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';

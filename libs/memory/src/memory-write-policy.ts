@@ -1,5 +1,6 @@
 import {
   CriticScore,
+  PendingToolOutcome,
   MemoryKind,
   MemorySource,
   PlanStep,
@@ -39,7 +40,8 @@ export const DEFAULT_MEMORY_POLICY: MemoryPolicyConfig = {
   plan_weight: 0.4,
 };
 
-export type ToolOutcomeEvent = Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
+/** A tool outcome the policy judges, stored or about to be stored with the write it decides. */
+export type ToolOutcomeEvent = PendingToolOutcome;
 
 /** What the policy needs to know about the tool that produced the outcome. */
 export interface OutcomeTool {

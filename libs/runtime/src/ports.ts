@@ -1,4 +1,4 @@
-import { NewEvent, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
+import { NewEvent, PendingToolOutcome, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
 import { TaskProgress } from './progress';
 import type { TaskFold } from './task-fold';
 
@@ -22,14 +22,15 @@ export class NoMemoryRecall extends MemoryRecall {
 export interface ToolOutcomeContext {
   task_id: string;
   session_id: string;
-  /** the TOOL_COMPLETED or TOOL_FAILED just recorded */
-  event: Extract<RuntimeEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
+  /** the TOOL_COMPLETED or TOOL_FAILED about to be recorded, in one append with what the hooks return */
+  event: PendingToolOutcome;
   manifest: ToolManifest;
 }
 
 /**
- * Called after every tool outcome (critic, memory write policy); what it
- * returns is appended to the task. A failing hook is logged, never fails the task.
+ * Called on every tool outcome (critic, memory write policy) before it is
+ * stored; what it returns is appended with the outcome, in one commit. A
+ * failing hook is logged, never fails the task (the outcome is stored alone).
  */
 export type ToolOutcomeHook = (ctx: ToolOutcomeContext) => Promise<NewEvent[]>;
 

@@ -25,6 +25,7 @@ export interface WriterLease {
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
+  private readonly deferred: NewEvent[] = [];
   /** what the loop, its guards and the engine's gates read instead of folding the log */
   readonly fold: TaskFold;
   private lost: LeaseLostError | null = null;
@@ -57,10 +58,28 @@ export class TaskWriter {
     return this.fold.log;
   }
 
+  /**
+   * Appends `events` (after any deferred ones, in the same commit) and resolves
+   * with the stored copies of `events`.
+   */
   append(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
-    const run = this.chain.then(() => this.write(events));
+    const deferred = this.deferred.splice(0);
+    const run = this.chain.then(async () => {
+      const stored = await this.write([...deferred, ...events]);
+      return stored.slice(deferred.length, deferred.length + events.length);
+    });
     this.chain = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Events that need not be durable on their own (a plan step's STEP_STARTED):
+   * they ride at the head of this writer's next append, in its commit, and the
+   * fold sees them only then. Defer only what a next append is sure to follow,
+   * and whose loss in a crash changes nothing a resume relies on.
+   */
+  defer(events: readonly NewEvent[]): void {
+    this.deferred.push(...events);
   }
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
@@ -77,7 +96,7 @@ export class TaskWriter {
       });
       for (const e of res.events) this.fold.apply(e);
       await this.checkpoints?.appended(res.events, this.progress);
-      return res.events.slice(0, events.length);
+      return res.events;
     } catch (err) {
       if (err instanceof LeaseLostError && this.lease) {
         this.lost = err;

@@ -13,7 +13,13 @@ import { TaskStateStore } from './task-state-store';
  * (path `:memory:` gives tests a private in-memory database); a PostgreSQL
  * driver becomes another member here and another branch of openStorage.
  */
-export type StorageOptions = { driver: 'sqlite'; path: string; synchronous?: SqliteSynchronous };
+export type StorageOptions = {
+  driver: 'sqlite';
+  path: string;
+  synchronous?: SqliteSynchronous;
+  /** appends in a worker thread (see createSqliteStorage); default false */
+  writerThread?: boolean;
+};
 
 /** The kysely handle of the storage database, for libs that keep their own tables in it (memory). */
 export const STORAGE_DB = Symbol('STORAGE_DB');
@@ -24,7 +30,11 @@ const STORAGE_OPTIONS = Symbol('STORAGE_OPTIONS');
 export function openStorage(options: StorageOptions): Promise<SqliteStorage> {
   switch (options.driver) {
     case 'sqlite':
-      return createSqliteStorage({ path: options.path, synchronous: options.synchronous });
+      return createSqliteStorage({
+        path: options.path,
+        synchronous: options.synchronous,
+        writerThread: options.writerThread,
+      });
   }
 }
 

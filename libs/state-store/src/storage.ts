@@ -10,7 +10,7 @@ import { CheckpointStore } from './checkpoint-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
 import { SQLITE_NOW_MS, SqlLeaseStore } from './sql-lease-store';
-import { TaskStateStore } from './task-state-store';
+import { TASK_STATES_PROJECTION, TaskStateStore } from './task-state-store';
 
 export interface SqliteStorage extends SqliteHandle {
   eventStore: SqliteEventStore;
@@ -23,12 +23,22 @@ export interface SqliteStorage extends SqliteHandle {
   processes: ProcessRegistry;
 }
 
+export interface SqliteStorageOptions extends OpenSqliteOptions {
+  /**
+   * Appends (with the task-state projection) on a connection of their own in a
+   * worker thread, so their fsyncs never block the event loop; reads and the
+   * other tables' writes stay on this thread's connection. Default false here;
+   * the server and the CLI turn it on (RUNLEDGER_SQLITE_WRITER_THREAD).
+   */
+  writerThread?: boolean;
+}
+
 /**
  * Open (creating the file and folder), migrate, and wire the storage layer:
  * the event store with the task-state projection inline, and the bus fed by
  * its commits. `close()` completes the bus and closes the connection.
  */
-export async function createSqliteStorage(options: OpenSqliteOptions): Promise<SqliteStorage> {
+export async function createSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
   const handle = openSqlite(options);
   try {
     await migrateToLatest(handle.db);
@@ -37,7 +47,12 @@ export async function createSqliteStorage(options: OpenSqliteOptions): Promise<S
     throw err;
   }
   const taskStates = new TaskStateStore(handle);
-  const eventStore = new SqliteEventStore(handle, { projections: [taskStates] });
+  const eventStore = new SqliteEventStore(
+    handle,
+    options.writerThread
+      ? { writerThread: { projections: [TASK_STATES_PROJECTION] } }
+      : { projections: [taskStates] },
+  );
   const bus = new EventBus(eventStore);
   const checkpoints = new CheckpointStore(handle, eventStore, taskStates);
   const processes = new ProcessRegistry(handle);
@@ -52,6 +67,7 @@ export async function createSqliteStorage(options: OpenSqliteOptions): Promise<S
     processes,
     async close() {
       await processes.unregister().catch(() => undefined);
+      await eventStore.close();
       bus.close();
       await handle.close();
     },

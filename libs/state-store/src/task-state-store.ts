@@ -9,7 +9,7 @@ import {
   TaskUsage,
   ValidationError,
 } from '@runledger/contracts';
-import { InlineProjection, SqliteHandle, rebuildProjection } from '@runledger/event-store';
+import { InlineProjection, ProjectionModule, SqliteHandle, rebuildProjection } from '@runledger/event-store';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Selectable, sql } from 'kysely';
 import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
@@ -287,3 +287,14 @@ export class TaskStateStore implements InlineProjection {
     }
   }
 }
+
+/** The tasks projection as the writer thread builds it on its own connection (see TASK_STATES_PROJECTION). */
+export function createTaskStateProjection(handle: SqliteHandle): InlineProjection {
+  return new TaskStateStore(handle);
+}
+
+/** Where the writer thread finds the tasks projection: this module, built by createTaskStateProjection. */
+export const TASK_STATES_PROJECTION: ProjectionModule = {
+  module: __filename,
+  exportName: createTaskStateProjection.name,
+};

@@ -1,31 +1,27 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import {
-  StreamHead,
-  UnpositionedEvent,
-  ValidatedEvent,
-  buildEnvelopes,
-  checkExpected,
-  checkOpen,
-  resolveDuplicates,
-  validateBatch,
-} from '../append-batch';
+import { validateBatch } from '../append-batch';
 import {
   AppendOptions,
   AppendResult,
   CommitListener,
   EventStore,
-  ExpectedSequence,
-  LeaseToken,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
+import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import { checkLease } from './check-lease';
-import { SqliteHandle } from './open-sqlite';
+import { AppendOutcome, AppendRequest } from './append-transaction';
+import {
+  AppendWriter,
+  InlineAppendWriter,
+  ProjectionModule,
+  ThreadAppendWriter,
+  WriterThreadOptions,
+} from './append-writer';
+import { SQLITE_SYNCHRONOUS, SqliteHandle } from './open-sqlite';
 import { EventRow, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
@@ -39,42 +35,66 @@ export interface SqliteEventStoreOptions {
    * Default 200 ms; 0 turns it off.
    */
   foreignCommitPollMs?: number;
+  /** how appends are grouped into transactions; default: everything queued by the next setImmediate */
+  groupCommit?: GroupCommitOptions;
+  /**
+   * Run the write connection in a worker thread: the append transactions,
+   * their inline projections (built there from `projections`, since objects
+   * do not cross threads), the fsync and busy retries never block the event
+   * loop. Reads stay on `handle`. Needs a file (not `:memory:`); the inline
+   * `projections` option is for the in-thread writer only.
+   */
+  writerThread?: { projections?: readonly ProjectionModule[] };
+}
+
+export { StoreBusyError } from './append-transaction';
+
+/** What the store's writes cost so far: the figures the benchmark and the commit-count tests read. */
+export interface CommitStats {
+  /** transactions that wrote at least one event: one fsync each at synchronous=FULL */
+  commits: number;
+  /** appends that wrote events (idempotent retries and refused appends not counted) */
+  appends: number;
+  events: number;
 }
 
 const PUBLISH_PAGE = 1000;
 
-/** The database stayed locked for longer than the retry window. */
-export class StoreBusyError extends Error {}
-
-const isBusy = (err: unknown): boolean => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
-};
-
-type AppendOutcome =
-  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+/** The writer thread opens the same file with the pragmas of the store's own connection. */
+function writerThreadOptions(
+  raw: BetterSqlite3.Database,
+  busyRetryMs: number,
+  options: SqliteEventStoreOptions,
+): WriterThreadOptions {
+  if (raw.memory)
+    throw new Error('a writer thread needs a database file; :memory: is private to its connection');
+  if (options.projections?.length)
+    throw new Error('with a writer thread, projections are given as modules (writerThread.projections)');
+  return {
+    path: raw.name,
+    synchronous: SQLITE_SYNCHRONOUS[Number(raw.pragma('synchronous', { simple: true }))],
+    busyTimeoutMs: Number(raw.pragma('busy_timeout', { simple: true })),
+    busyRetryMs,
+    projections: options.writerThread?.projections ?? [],
+  };
+}
 
 /**
- * EventStore on SQLite. The append path is one BEGIN IMMEDIATE transaction of
- * prepared statements on the raw better-sqlite3 connection (a kysely
- * transaction per append costs about 2x); reads go through kysely.
+ * EventStore on SQLite. Appends are group-committed: those that arrive
+ * together share one BEGIN IMMEDIATE transaction of prepared statements (one
+ * commit, one fsync), each append checked, written and projected in its own
+ * savepoint (SqliteAppendTransaction), and every caller's promise settles
+ * after the commit. The transaction runs on the raw better-sqlite3 connection
+ * of `handle`, or with `writerThread` on a connection of its own in a worker
+ * thread. Reads go through kysely on `handle`.
  *
  * Committed events are handed to `onCommitted` listeners (the EventBus) after
- * the commit returns, synchronously, so listeners see them in position order.
+ * the commit returns and before any of its callers resume, in position order.
  */
 export class SqliteEventStore extends EventStore {
   private readonly raw: BetterSqlite3.Database;
-  private readonly projections: readonly InlineProjection[];
   private readonly busyRetryMs: number;
   private readonly stmt: {
-    head: BetterSqlite3.Statement<
-      [string, string, string],
-      { version: number | null; session_id: string | null; last_type: string | null }
-    >;
-    byId: BetterSqlite3.Statement<[string], EventRow>;
-    insert: BetterSqlite3.Statement<
-      [string, string, string, number, string, string, string | null, string, string]
-    >;
     maxPosition: BetterSqlite3.Statement<[], { position: number | null }>;
     /** positions after the first and before the second, at most PUBLISH_PAGE of them */
     between: BetterSqlite3.Statement<[number, number], EventRow>;
@@ -84,12 +104,9 @@ export class SqliteEventStore extends EventStore {
   private readonly pollMs: number;
   private poll: { timer: NodeJS.Timeout; dataVersion: number } | null = null;
   private listeners = 0;
-  private readonly appendTx: (
-    taskId: string,
-    batch: readonly ValidatedEvent[],
-    expected: ExpectedSequence,
-    lease: LeaseToken | undefined,
-  ) => AppendOutcome;
+  private readonly writer: AppendWriter;
+  private readonly committer: GroupCommitter<AppendRequest, AppendOutcome>;
+  private readonly counts: CommitStats = { commits: 0, appends: 0, events: 0 };
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -97,19 +114,11 @@ export class SqliteEventStore extends EventStore {
   ) {
     super();
     this.raw = handle.raw;
-    this.projections = options.projections ?? [];
     this.busyRetryMs = options.busyRetryMs ?? 60_000;
+    const threadOptions = options.writerThread
+      ? writerThreadOptions(this.raw, this.busyRetryMs, options)
+      : null;
     this.stmt = {
-      head: this.raw.prepare(
-        `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
-                (SELECT session_id FROM events WHERE task_id = ? AND sequence = 1) AS session_id,
-                (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
-      ),
-      byId: this.raw.prepare('SELECT * FROM events WHERE event_id = ?'),
-      insert: this.raw.prepare(
-        `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
       between: this.raw.prepare(
         `SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ${PUBLISH_PAGE}`,
@@ -117,16 +126,20 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     this.pollMs = options.foreignCommitPollMs ?? 200;
-    this.appendTx = this.raw.transaction((taskId, batch, expected, lease) =>
-      this.appendInTransaction(taskId, batch, expected, lease),
-    ).immediate;
+    this.writer = threadOptions
+      ? new ThreadAppendWriter(threadOptions)
+      : new InlineAppendWriter(this.raw, options.projections ?? [], this.busyRetryMs);
+    this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
-    const outcome = await this.withBusyRetry(() =>
-      this.appendTx(taskId, batch, options.expected, options.lease),
-    );
+    const outcome = await this.committer.submit({
+      taskId,
+      batch,
+      expected: options.expected,
+      ...(options.lease ? { lease: { owner: options.lease.owner, epoch: options.lease.epoch } } : {}),
+    });
     if (outcome.kind === 'retry') {
       return {
         nextExpectedSequence: outcome.version,
@@ -134,13 +147,31 @@ export class SqliteEventStore extends EventStore {
         events: outcome.originals,
       };
     }
-    this.publish(outcome.events);
     const last = outcome.events[outcome.events.length - 1];
     return {
       nextExpectedSequence: last.sequence,
       positions: outcome.events.map((e) => e.position),
       events: outcome.events,
     };
+  }
+
+  /** Commits and appends made through this store so far. */
+  commitStats(): CommitStats {
+    return { ...this.counts };
+  }
+
+  /** One group: its transaction (retried whole while the file is busy), then its events to the listeners. */
+  private async commitGroup(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
+    const results = await this.writer.run(requests);
+    const written: RuntimeEvent[] = [];
+    for (const r of results) if (r.ok && r.value.kind === 'written') written.push(...r.value.events);
+    if (written.length > 0) {
+      this.counts.commits++;
+      this.counts.appends += results.filter((r) => r.ok && r.value.kind === 'written').length;
+      this.counts.events += written.length;
+      this.publish(written);
+    }
+    return results;
   }
 
   override onCommitted(listener: CommitListener): () => void {
@@ -208,67 +239,6 @@ export class SqliteEventStore extends EventStore {
     this.poll = null;
   }
 
-  private appendInTransaction(
-    taskId: string,
-    batch: readonly ValidatedEvent[],
-    expected: ExpectedSequence,
-    lease: LeaseToken | undefined,
-  ): AppendOutcome {
-    const row = this.stmt.head.get(taskId, taskId, taskId);
-    const head: StreamHead = {
-      version: row?.version ?? 0,
-      session_id: row?.session_id ?? null,
-      last_type: row?.last_type ?? null,
-    };
-    if (batch.some((e) => e.id_supplied)) {
-      const stored = batch.map((e) => (e.id_supplied ? this.stmt.byId.get(e.event_id) : undefined));
-      if (resolveDuplicates(taskId, batch, stored) === 'retry') {
-        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
-      }
-    }
-    checkLease(this.raw, taskId, lease);
-    checkExpected(taskId, expected, head.version);
-    checkOpen(taskId, head);
-    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
-    const written = envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
-    for (const projection of this.projections) projection.apply(this.raw, written);
-    return { kind: 'written', events: written };
-  }
-
-  private insert(e: UnpositionedEvent): number {
-    const info = this.stmt.insert.run(
-      e.event_id,
-      e.task_id,
-      e.session_id,
-      e.sequence,
-      e.type,
-      JSON.stringify(e.payload),
-      e.causation_id,
-      e.correlation_id,
-      e.created_at,
-    );
-    return Number(info.lastInsertRowid);
-  }
-
-  /**
-   * busy_timeout already waits inside SQLite; this outer loop covers what it
-   * cannot (a busy snapshot, a checkpoint holding the lock past the timeout),
-   * with jittered backoff so writers do not retry in lockstep.
-   */
-  private async withBusyRetry<T>(run: () => T): Promise<T> {
-    const deadline = Date.now() + this.busyRetryMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return run();
-      } catch (err) {
-        if (!isBusy(err)) throw err;
-        if (Date.now() >= deadline)
-          throw new StoreBusyError(`database busy for more than ${this.busyRetryMs} ms`, { cause: err });
-        await sleep(Math.min(1000, 5 * 2 ** Math.min(attempt, 8)) * (0.5 + Math.random()));
-      }
-    }
-  }
-
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
     const rows = await this.handle.db
       .selectFrom('events')
@@ -296,12 +266,16 @@ export class SqliteEventStore extends EventStore {
     return rows.map(rowToEvent);
   }
 
+  /**
+   * Without counting: positions come from AUTOINCREMENT, no event is ever
+   * deleted (a trigger refuses it), and a rolled-back append (its savepoint or
+   * its whole transaction) rolls sqlite_sequence back too, so positions have no
+   * gaps and the highest one is the count. max(position) is one seek to the end
+   * of the rowid b-tree.
+   */
   async head(): Promise<StoreHead> {
-    const row = await this.handle.db
-      .selectFrom('events')
-      .select((eb) => [eb.fn.max('position').as('position'), eb.fn.countAll<number>().as('event_count')])
-      .executeTakeFirstOrThrow();
-    return { position: Number(row.position ?? 0), event_count: Number(row.event_count) };
+    const position = this.stmt.maxPosition.get()?.position ?? 0;
+    return { position, event_count: position };
   }
 
   async streamVersion(taskId: string): Promise<number> {
@@ -313,8 +287,12 @@ export class SqliteEventStore extends EventStore {
     return Number(row?.version ?? 0);
   }
 
-  /** The store does not own the connection: whoever opened it closes it. */
-  async close(): Promise<void> {}
+  /** Waits for queued appends to settle; the store does not own the connection: whoever opened it closes it. */
+  async close(): Promise<void> {
+    await this.committer.drain();
+    this.stopPolling();
+    await this.writer.close();
+  }
 }
 
 const REBUILD_PAGE = 1000;

@@ -266,6 +266,99 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
       });
     });
 
+    describe('appends arriving together (group commit)', () => {
+      it('concurrent appends to different streams all commit, each stream gap-free, positions unique', async () => {
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            sut.append(`t${i}`, [taskReceived(), ...chunks(2)], { expected: 'no_stream' }),
+          ),
+        );
+        const positions = results.flatMap((r) => r.positions);
+        expect(new Set(positions).size).toBe(60);
+        for (const [i, r] of results.entries()) {
+          expect(r.events.map((e) => [e.task_id, e.sequence])).toEqual([
+            [`t${i}`, 1],
+            [`t${i}`, 2],
+            [`t${i}`, 3],
+          ]);
+          expect(r.positions).toEqual([r.positions[0], r.positions[0] + 1, r.positions[0] + 2]);
+        }
+        expect(await sut.head()).toEqual({ position: Math.max(...positions), event_count: 60 });
+      });
+
+      it('appends to one stream in the same tick see each other: each expects the sequence the one before left', async () => {
+        await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => sut.append('t1', [outputChunk(i)], { expected: i + 1 })),
+        );
+        expect(results.map((r) => r.nextExpectedSequence)).toEqual(
+          Array.from({ length: 10 }, (_, i) => i + 2),
+        );
+        const stream = await sut.readStream('t1');
+        expect(stream.map((e) => e.sequence)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+        expect(stream.slice(1).map((e) => (e.payload as { index: number }).index)).toEqual(
+          Array.from({ length: 10 }, (_, i) => i),
+        );
+      });
+
+      it('one failing append among many rejects only its caller and writes nothing of its own', async () => {
+        await sut.append('ended', [taskReceived(), taskCompleted()], { expected: 'no_stream' });
+        await sut.append('stale', chunks(2), { expected: 'no_stream' });
+        await sut.append('owner', [outputChunk(0, { event_id: 'evt_taken' })], { expected: 'no_stream' });
+        const before = (await sut.head()).event_count;
+        const settled = await Promise.allSettled([
+          sut.append('a', [taskReceived(), outputChunk(0)], { expected: 'no_stream' }),
+          sut.append('stale', [outputChunk(9, { event_id: 'evt_stale' })], { expected: 1 }),
+          sut.append('b', [taskReceived()], { expected: 'no_stream' }),
+          sut.append('ended', [outputChunk(9, { event_id: 'evt_late' })], { expected: 2 }),
+          sut.append('c', [outputChunk(0, { event_id: 'evt_taken' })], { expected: 'any' }),
+          sut.append('a', [outputChunk(1)], { expected: 2 }),
+          sut.append('a', [outputChunk(2, { event_id: 'evt_race' })], { expected: 2 }),
+        ]);
+        expect(settled.map((s) => s.status)).toEqual([
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'rejected',
+          'rejected',
+          'fulfilled',
+          'rejected',
+        ]);
+        const reasons = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as Error] : []));
+        expect(reasons[0]).toBeInstanceOf(ConcurrencyError);
+        expect(reasons[1]).toBeInstanceOf(IllegalStateError);
+        expect(reasons[2]).toBeInstanceOf(IdempotencyConflictError);
+        expect(reasons[3]).toBeInstanceOf(ConcurrencyError);
+        const all = await sut.readAll();
+        for (const id of ['evt_stale', 'evt_late', 'evt_race'])
+          expect(all.some((e) => e.event_id === id)).toBe(false);
+        expect(await sut.streamVersion('c')).toBe(0);
+        expect((await sut.readStream('a')).map((e) => e.sequence)).toEqual([1, 2, 3]);
+        // refused appends leave no hole: positions stay dense and the head counts what is stored
+        expect(all.map((e) => e.position)).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
+        expect(all).toHaveLength(before + 4);
+        expect(await sut.head()).toEqual({ position: all.length, event_count: all.length });
+      });
+
+      it('a caller resumes only after its events are stored and published: listeners see every commit once, in position order', async () => {
+        const heard: number[] = [];
+        const detach = sut.onCommitted((events) => heard.push(...events.map((e) => e.position)));
+        const checks = Array.from({ length: 12 }, (_, i) =>
+          sut.append(`t${i % 4}`, [outputChunk(i)], { expected: 'any' }).then(async (res) => {
+            // by the time the writer hears back, its events were published and are readable
+            expect(heard).toEqual(expect.arrayContaining(res.positions));
+            const stored = await sut.readStream(`t${i % 4}`);
+            expect(stored.map((e) => e.position)).toEqual(expect.arrayContaining(res.positions));
+          }),
+        );
+        await Promise.all(checks);
+        detach();
+        expect(heard).toHaveLength(12);
+        expect([...heard].sort((a, b) => a - b)).toEqual(heard);
+        expect(new Set(heard).size).toBe(12);
+      });
+    });
+
     describe('read', () => {
       beforeEach(async () => {
         await sut.append('t1', [taskReceived(), ...chunks(4)], { expected: 'no_stream' });

@@ -28,3 +28,13 @@ export async function createTempSqlite(options: Partial<OpenSqliteOptions> = {})
     },
   };
 }
+
+/** The conformance suite's `setLease` for a SQLite file: writes the task's current lease row. */
+export function sqliteLeaseSetter(handle: SqliteHandle) {
+  const upsert = handle.raw.prepare<[string, string, number]>(
+    `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES (?, ?, ?, 0)
+     ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch`,
+  );
+  return async (taskId: string, lease: { owner: string; epoch: number }): Promise<void> =>
+    void upsert.run(taskId, lease.owner, lease.epoch);
+}

@@ -1,3 +1,4 @@
+import { NewEvent } from '@runledger/contracts';
 import { Stop } from '../ports';
 
 /** One tool call as the engine runs it: a plan step's call or a tool directive's. */
@@ -7,13 +8,20 @@ export interface CallSpec {
   args: Record<string, unknown>;
   step_id: string | null;
   requiresConfirmation: boolean;
+  /**
+   * Events the caller records with the call's final outcome, in the same
+   * append (a plan step's STEP_COMPLETED or STEP_FAILED); written alone when
+   * the outcome was already in the log.
+   */
+  closing?: (done: DoneOutcome) => NewEvent[];
 }
 
 /** hard_stop ends the task: permission_denied unless it says otherwise (a budget that ran out) */
 export type HardStop = { kind: 'hard_stop'; reason: string; stop_reason?: Stop['stop_reason'] };
 
-export type CallOutcome =
-  { kind: 'done'; ok: boolean; output: unknown; error: string | null } | { kind: 'suspend' } | HardStop;
+export type DoneOutcome = { kind: 'done'; ok: boolean; output: unknown; error: string | null };
+
+export type CallOutcome = DoneOutcome | { kind: 'suspend' } | HardStop;
 
 export type StepOutcome =
   { kind: 'completed'; output: unknown } | { kind: 'failed'; error: string } | { kind: 'suspend' } | HardStop;

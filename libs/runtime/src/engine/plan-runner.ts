@@ -1,4 +1,4 @@
-import { DelegateArgs, ModelToolCall, PlanStep } from '@runledger/contracts';
+import { DelegateArgs, ModelToolCall, NewEvent, PlanStep } from '@runledger/contracts';
 import { toolsForAgent } from '../delegation/agent-catalog';
 import { DelegationRunner } from '../delegation/delegation-runner';
 import { ToolRegistry } from '@runledger/tools';
@@ -15,7 +15,7 @@ import { FAIL_FUNCTION, PLAN_FUNCTION, argsOf, toolFunctions } from '../native-t
 import { PlanProgress, callIdFor, coderCallIdFor, planIdFor, resultText } from '../progress';
 import { callThroughChain } from '../provider-chain';
 import { TaskWriter } from '../task-writer';
-import { ExecOutcome, HardStop, StepOutcome } from './call-types';
+import { DoneOutcome, ExecOutcome, HardStop, StepOutcome } from './call-types';
 import { ToolCallRunner } from './tool-call-runner';
 
 export interface PlanDeps {
@@ -68,6 +68,20 @@ function recordedCoderReplies(writer: TaskWriter, round: number, stepId: string)
       });
   }
   return replies;
+}
+
+type StepEnd = Extract<StepOutcome, { kind: 'completed' | 'failed' }>;
+
+const stepOutcomeOf = (done: DoneOutcome): StepEnd =>
+  done.ok
+    ? { kind: 'completed', output: done.output }
+    : { kind: 'failed', error: done.error ?? 'tool failed' };
+
+/** The event that ends a step that completed or failed. */
+function stepEnd(plan_id: string, step_id: string, out: StepEnd): NewEvent[] {
+  return out.kind === 'completed'
+    ? [{ type: 'STEP_COMPLETED', payload: { plan_id, step_id, output: out.output ?? null } }]
+    : [{ type: 'STEP_FAILED', payload: { plan_id, step_id, error: out.error, skipped: false } }];
 }
 
 /** A plan ended by a step's hard stop ends the task with that stop. */
@@ -207,8 +221,9 @@ export class PlanRunner {
   ): Promise<StepOutcome> {
     const plan_id = plan.plan_id;
     // A step that waited for a person, or ran when the process stopped, continues: it started once.
+    // Its start needs no commit of its own: it rides with the step's first event (a tool call's intent).
     if (writer.progress.plans.get(plan_id)!.status.get(step.id) !== 'running') {
-      await writer.append([
+      writer.defer([
         { type: 'STEP_STARTED', payload: { plan_id, step_id: step.id, kind: step.kind, attempt: 1 } },
       ]);
     }
@@ -219,14 +234,10 @@ export class PlanRunner {
       if (!(err instanceof UnknownStepReferenceError)) throw err;
       out = { kind: 'failed', error: err.message };
     }
-    if (out.kind === 'completed')
-      await writer.append([
-        { type: 'STEP_COMPLETED', payload: { plan_id, step_id: step.id, output: out.output ?? null } },
-      ]);
-    if (out.kind === 'failed')
-      await writer.append([
-        { type: 'STEP_FAILED', payload: { plan_id, step_id: step.id, error: out.error, skipped: false } },
-      ]);
+    // a step that was one tool call recorded its end with the call's outcome
+    if (out.kind !== 'completed' && out.kind !== 'failed') return out;
+    if (writer.progress.plans.get(plan_id)!.status.get(step.id) === out.kind) return out;
+    await writer.append(stepEnd(plan_id, step.id, out));
     return out;
   }
 
@@ -238,6 +249,7 @@ export class PlanRunner {
     outputs: ReadonlyMap<string, unknown>,
   ): Promise<StepOutcome> {
     const args = substituteOutputs(step.args, outputs);
+    const plan_id = planIdFor(round);
     const call = (tool: string, callArgs: Record<string, unknown>) =>
       this.deps.toolCalls
         .run(
@@ -248,16 +260,11 @@ export class PlanRunner {
             args: callArgs,
             step_id: step.id,
             requiresConfirmation: step.requires_confirmation,
+            closing: (done) => stepEnd(plan_id, step.id, stepOutcomeOf(done)),
           },
           signal,
         )
-        .then((r): StepOutcome =>
-          r.kind === 'done'
-            ? r.ok
-              ? { kind: 'completed', output: r.output }
-              : { kind: 'failed', error: r.error ?? 'tool failed' }
-            : r,
-        );
+        .then((r): StepOutcome => (r.kind === 'done' ? stepOutcomeOf(r) : r));
     switch (step.kind) {
       case 'tool':
         return call(step.tool!, args);

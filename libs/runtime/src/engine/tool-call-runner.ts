@@ -1,4 +1,12 @@
-import { EventPayload, NewEvent, ToolManifest, ToolResult, hashArgs } from '@runledger/contracts';
+import {
+  EventPayload,
+  NewEvent,
+  PendingToolOutcome,
+  ToolManifest,
+  ToolResult,
+  hashArgs,
+  newId,
+} from '@runledger/contracts';
 import { PermissionService } from '@runledger/permissions';
 import { RegisteredTool, ToolRegistry } from '@runledger/tools';
 import { adaptiveToolTimeout, decideFailure, hasExitCode } from '../discipline/failure-policy';
@@ -33,8 +41,24 @@ export interface ToolCallDeps {
 }
 
 type AttemptOutcome =
-  | { ok: boolean; output: unknown; error: string | null; retryable: boolean; timedOut: boolean }
+  | {
+      ok: boolean;
+      output: unknown;
+      error: string | null;
+      retryable: boolean;
+      timedOut: boolean;
+      /** the outcome and its hooks' events, not yet written */
+      record: NewEvent[];
+    }
   | 'interrupted';
+
+/** Where a call ended, and the events to write for it (in one append with the caller's closing events). */
+interface Settled {
+  outcome: CallOutcome;
+  record: NewEvent[];
+}
+
+type ToolOutcomeBody = Extract<NewEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED' }>;
 
 /** The pre-call checks in the order they apply; budgets and the circuit breaker belong to run discipline. */
 export function toolGates(deps: ToolCallDeps): ToolGate[] {
@@ -66,22 +90,40 @@ export class ToolCallRunner {
     this.gates = toolGates(deps);
   }
 
+  /**
+   * The call's outcome is stored in one append with what the outcome hooks
+   * returned and the caller's `closing` events (the plan step's end), so a tool
+   * call costs two commits: the intent, and everything it led to.
+   */
   async run(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<CallOutcome> {
+    const { outcome, record } = await this.decide(writer, spec, signal);
+    const closing = outcome.kind === 'done' ? (spec.closing?.(outcome) ?? []) : [];
+    if (record.length + closing.length > 0) await writer.append([...record, ...closing]);
+    return outcome;
+  }
+
+  /** What the call came to, and the events that say so, not yet written. */
+  private async decide(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<Settled> {
     const p = writer.progress;
     const prior = p.calls.get(spec.call_id);
     if (prior?.outcome)
       return {
-        kind: 'done',
-        ok: prior.outcome === 'completed' && prior.result?.ok !== false,
-        output: prior.result?.output ?? null,
-        error: prior.error ?? prior.result?.error ?? null,
+        outcome: {
+          kind: 'done',
+          ok: prior.outcome === 'completed' && prior.result?.ok !== false,
+          output: prior.result?.output ?? null,
+          error: prior.error ?? prior.result?.error ?? null,
+        },
+        record: [],
       };
     const tool = this.deps.tools.get(spec.tool);
     // Nothing to gate without a tool: the call fails as invalid, with no manifest for the outcome hooks.
     if (!tool) {
       const error = `unknown tool ${spec.tool}`;
-      await this.recordFailure(writer, spec, null, error, 'validation_error');
-      return { kind: 'done', ok: false, output: null, error };
+      return {
+        outcome: { kind: 'done', ok: false, output: null, error },
+        record: await this.failureEvents(writer, spec, null, error, 'validation_error'),
+      };
     }
     const args_hash = hashArgs(spec.tool, spec.args);
     const verdict = await this.judge({ spec, tool, args_hash, progress: p, fold: writer.fold, prior });
@@ -89,15 +131,19 @@ export class ToolCallRunner {
       case 'allow':
         break;
       case 'suspend':
-        await writer.append(verdict.events);
-        return { kind: 'suspend' };
+        return { outcome: { kind: 'suspend' }, record: verdict.events };
       case 'deny':
-        await this.recordFailure(writer, spec, tool.manifest, verdict.error, verdict.error_kind);
-        return { kind: 'done', ok: false, output: null, error: verdict.step_error };
+        return {
+          outcome: { kind: 'done', ok: false, output: null, error: verdict.step_error },
+          record: await this.failureEvents(writer, spec, tool.manifest, verdict.error, verdict.error_kind),
+        };
       case 'hard_stop':
-        if (verdict.recordFailure)
-          await this.recordFailure(writer, spec, tool.manifest, verdict.reason, 'hard_stop');
-        return { kind: 'hard_stop', reason: verdict.reason, stop_reason: verdict.stop_reason };
+        return {
+          outcome: { kind: 'hard_stop', reason: verdict.reason, stop_reason: verdict.stop_reason },
+          record: verdict.recordFailure
+            ? await this.failureEvents(writer, spec, tool.manifest, verdict.reason, 'hard_stop')
+            : [],
+        };
     }
     return this.runAttempts(writer, spec, tool, args_hash, (prior?.attempt ?? 0) + 1, signal);
   }
@@ -118,16 +164,19 @@ export class ToolCallRunner {
     args_hash: string,
     firstAttempt: number,
     signal: AbortSignal,
-  ): Promise<CallOutcome> {
+  ): Promise<Settled> {
     const p = writer.progress;
     const d = this.deps.discipline;
     const held = this.deps.vault.forCall(p.task_id, spec.call_id);
     try {
       for (let attempt = firstAttempt; ; attempt++) {
         const out = await this.runOnce(writer, spec, tool, held, args_hash, attempt, signal);
-        if (out === 'interrupted') return { kind: 'suspend' };
-        if (out.ok || !d || !out.retryable || signal.aborted)
-          return { kind: 'done', ok: out.ok, output: out.output, error: out.error };
+        if (out === 'interrupted') return { outcome: { kind: 'suspend' }, record: [] };
+        const done = (): Settled => ({
+          outcome: { kind: 'done', ok: out.ok, output: out.output, error: out.error },
+          record: out.record,
+        });
+        if (out.ok || !d || !out.retryable || signal.aborted) return done();
         // An idempotent tool that broke (threw, timed out) is tried again under the failure policy.
         const decision = decideFailure(out.timedOut ? 'timeout' : 'tool_error', attempt, {
           subject: 'tool',
@@ -135,9 +184,9 @@ export class ToolCallRunner {
           idempotent: tool.manifest.idempotent,
           rng: this.deps.rng,
         });
-        if (decision.action !== 'retry')
-          return { kind: 'done', ok: false, output: out.output, error: out.error };
+        if (decision.action !== 'retry') return done();
         await writer.append([
+          ...out.record,
           guardEvent('retry', writer.progress.round, `${spec.tool}: ${decision.detail}`, {
             tool: spec.tool,
             call_id: spec.call_id,
@@ -215,26 +264,24 @@ export class ToolCallRunner {
       if (isShutdown(signal)) return 'interrupted';
       if (ran === 'timeout') {
         const error = `timed out after ${timeoutMs} ms`;
-        await this.recordFailure(writer, spec, manifest, error, 'timeout', null, duration_ms);
-        return { ok: false, output: null, error, retryable: true, timedOut: true };
+        const record = await this.failureEvents(writer, spec, manifest, error, 'timeout', null, duration_ms);
+        return { ok: false, output: null, error, retryable: true, timedOut: true, record };
       }
       const result = this.deps.redact(ran, secretValues);
-      if (result.ok) {
-        await this.recordOutcome(writer, manifest, {
-          type: 'TOOL_COMPLETED',
-          payload: { call_id: spec.call_id, tool: spec.tool, result, duration_ms },
-        });
-      } else {
-        await this.recordFailure(
-          writer,
-          spec,
-          manifest,
-          result.error ?? 'tool failed',
-          'tool_error',
-          result,
-          duration_ms,
-        );
-      }
+      const record = result.ok
+        ? await this.outcomeEvents(writer, manifest, {
+            type: 'TOOL_COMPLETED',
+            payload: { call_id: spec.call_id, tool: spec.tool, result, duration_ms },
+          })
+        : await this.failureEvents(
+            writer,
+            spec,
+            manifest,
+            result.error ?? 'tool failed',
+            'tool_error',
+            result,
+            duration_ms,
+          );
       // A command that ran and exited non-zero is an answer, not a breakage: repeating it changes nothing.
       return {
         ok: result.ok,
@@ -242,6 +289,7 @@ export class ToolCallRunner {
         error: result.error,
         retryable: !result.ok && !hasExitCode(result.output),
         timedOut: false,
+        record,
       };
     } catch (err) {
       if (isShutdown(signal)) return 'interrupted';
@@ -255,15 +303,23 @@ export class ToolCallRunner {
         },
         secretValues,
       ).error!;
-      await this.recordFailure(writer, spec, manifest, error, 'tool_error', null, Date.now() - started);
-      return { ok: false, output: null, error, retryable: true, timedOut: false };
+      const record = await this.failureEvents(
+        writer,
+        spec,
+        manifest,
+        error,
+        'tool_error',
+        null,
+        Date.now() - started,
+      );
+      return { ok: false, output: null, error, retryable: true, timedOut: false, record };
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     }
   }
 
-  private recordFailure(
+  private failureEvents(
     writer: TaskWriter,
     spec: CallSpec,
     manifest: ToolManifest | null,
@@ -271,36 +327,41 @@ export class ToolCallRunner {
     error_kind: EventPayload<'TOOL_FAILED'>['error_kind'],
     result: ToolResult | null = null,
     duration_ms = 0,
-  ): Promise<void> {
-    return this.recordOutcome(writer, manifest, {
+  ): Promise<NewEvent[]> {
+    return this.outcomeEvents(writer, manifest, {
       type: 'TOOL_FAILED',
       payload: { call_id: spec.call_id, tool: spec.tool, result, error, error_kind, duration_ms },
     });
   }
 
   /**
-   * The outcome event, then every outcome hook (critic, memory) on it; a failing hook is logged,
-   * not fatal. Model calls a hook made are priced like the runtime's own.
+   * The outcome event, then what every outcome hook (critic, memory) returned
+   * for it, to be appended together; a failing hook is logged, not fatal. The
+   * hooks see the outcome before it is stored, under the event id it will be
+   * stored with. Model calls a hook made are priced like the runtime's own.
    */
-  private async recordOutcome(
+  private async outcomeEvents(
     writer: TaskWriter,
     manifest: ToolManifest | null,
-    event: NewEvent,
-  ): Promise<void> {
-    const [stored] = await writer.append([event]);
-    if (!manifest || (stored.type !== 'TOOL_COMPLETED' && stored.type !== 'TOOL_FAILED')) return;
+    outcome: ToolOutcomeBody,
+  ): Promise<NewEvent[]> {
+    const event = { ...outcome, event_id: newId('evt') } as NewEvent & { event_id: string };
+    if (!manifest) return [event];
+    const pending = { ...outcome, event_id: event.event_id, task_id: writer.taskId } as PendingToolOutcome;
+    const events: NewEvent[] = [event];
     for (const hook of this.deps.hooks) {
       try {
-        const events = await hook({
+        const returned = await hook({
           task_id: writer.taskId,
           session_id: writer.progress.session_id,
-          event: stored,
+          event: pending,
           manifest,
         });
-        await writer.append(priceModelCalls(events, this.deps.discipline?.prices ?? {}));
+        events.push(...priceModelCalls(returned, this.deps.discipline?.prices ?? {}));
       } catch (err) {
-        this.deps.log(`tool outcome hook failed for ${stored.payload.call_id}`, err);
+        this.deps.log(`tool outcome hook failed for ${outcome.payload.call_id}`, err);
       }
     }
+    return events;
   }
 }

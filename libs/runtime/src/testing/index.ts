@@ -2,3 +2,4 @@ export * from './test-tools';
 export * from './test-runtime';
 export * from './temp-store';
 export * from './gated-model';
+export * from './seven-step-plan';

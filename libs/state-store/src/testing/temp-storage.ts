@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { OpenSqliteOptions } from '@runledger/event-store';
-import { SqliteStorage, createSqliteStorage } from '../storage';
+import { SqliteStorage, SqliteStorageOptions, createSqliteStorage } from '../storage';
 
 export interface TempStorage {
   storage: SqliteStorage;
@@ -13,7 +12,7 @@ export interface TempStorage {
 }
 
 /** createSqliteStorage on a file in a fresh temp folder, removed by dispose. */
-export async function createTempStorage(options: Partial<OpenSqliteOptions> = {}): Promise<TempStorage> {
+export async function createTempStorage(options: Partial<SqliteStorageOptions> = {}): Promise<TempStorage> {
   const dir = mkdtempSync(join(tmpdir(), 'runledger-state-'));
   const path = join(dir, 'runledger.db');
   const storage = await createSqliteStorage({ path, synchronous: 'NORMAL', ...options });

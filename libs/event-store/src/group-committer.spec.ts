@@ -1,0 +1,63 @@
+import { GroupCommitter, GroupResult } from './group-committer';
+
+/** A fake adapter: records each group and answers per request (odd numbers fail alone). */
+function recorder(fail?: Error) {
+  const groups: number[][] = [];
+  const commit = async (requests: readonly number[]): Promise<GroupResult<string>[]> => {
+    groups.push([...requests]);
+    await new Promise((r) => setTimeout(r, 5));
+    if (fail) throw fail;
+    return requests.map((n) =>
+      n % 2 ? { ok: false, error: new Error(`odd ${n}`) } : { ok: true, value: `ok ${n}` },
+    );
+  };
+  return { groups, commit };
+}
+
+describe('GroupCommitter', () => {
+  it('commits what is submitted in one tick as one group; each caller gets its own result', async () => {
+    const { groups, commit } = recorder();
+    const sut = new GroupCommitter(commit);
+    const settled = await Promise.allSettled([0, 1, 2, 3].map((n) => sut.submit(n)));
+    expect(groups).toEqual([[0, 1, 2, 3]]);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message))).toEqual([
+      'ok 0',
+      'odd 1',
+      'ok 2',
+      'odd 3',
+    ]);
+  });
+
+  it('gathers what arrives while a group commits into the next group, one transaction at a time', async () => {
+    const { groups, commit } = recorder();
+    const sut = new GroupCommitter(commit);
+    const first = sut.submit(0);
+    await new Promise((r) => setImmediate(r));
+    const later = [2, 4, 6].map((n) => sut.submit(n));
+    await Promise.all([first, ...later]);
+    expect(groups).toEqual([[0], [2, 4, 6]]);
+  });
+
+  it('maxBatch splits a burst; a failed transaction rejects every request of its group', async () => {
+    const bounded = recorder();
+    const sut = new GroupCommitter(bounded.commit, { maxBatch: 2 });
+    await Promise.all([0, 2, 4, 6, 8].map((n) => sut.submit(n)));
+    expect(bounded.groups).toEqual([[0, 2], [4, 6], [8]]);
+
+    const broken = new GroupCommitter(recorder(new Error('disk full')).commit);
+    const settled = await Promise.allSettled([0, 2].map((n) => broken.submit(n)));
+    expect(settled.map((s) => s.status === 'rejected' && (s.reason as Error).message)).toEqual([
+      'disk full',
+      'disk full',
+    ]);
+  });
+
+  it('drain waits for everything submitted', async () => {
+    const { commit } = recorder();
+    const sut = new GroupCommitter(commit, { windowMs: 20 });
+    let done = 0;
+    for (const n of [0, 2]) void sut.submit(n).then(() => done++);
+    await sut.drain();
+    expect(done).toBe(2);
+  });
+});

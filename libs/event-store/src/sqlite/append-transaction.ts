@@ -1,0 +1,198 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RuntimeEvent } from '@runledger/contracts';
+import type BetterSqlite3 from 'better-sqlite3';
+import {
+  StreamHead,
+  UnpositionedEvent,
+  ValidatedEvent,
+  buildEnvelopes,
+  checkExpected,
+  checkOpen,
+  resolveDuplicates,
+} from '../append-batch';
+import { ExpectedSequence, LeaseToken } from '../event-store';
+import { GroupResult } from '../group-committer';
+import { InlineProjection } from '../inline-projection';
+import { checkLease } from './check-lease';
+import { EventRow, rowToEvent } from './rows';
+
+/** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
+export interface AppendRequest {
+  taskId: string;
+  batch: readonly ValidatedEvent[];
+  expected: ExpectedSequence;
+  lease?: LeaseToken;
+}
+
+export type AppendOutcome =
+  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+
+export const isBusy = (err: unknown): boolean => {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+};
+
+/** The database stayed locked for longer than the retry window. */
+export class StoreBusyError extends Error {
+  override readonly name = 'StoreBusyError';
+}
+
+/**
+ * busy_timeout already waits inside SQLite; this outer loop covers what it
+ * cannot (a busy snapshot, a checkpoint holding the lock past the timeout),
+ * with jittered backoff so writers do not retry in lockstep.
+ */
+export async function withBusyRetry<T>(run: () => T, busyRetryMs: number): Promise<T> {
+  const deadline = Date.now() + busyRetryMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return run();
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+      if (Date.now() >= deadline)
+        throw new StoreBusyError(`database busy for more than ${busyRetryMs} ms`, { cause: err });
+      await sleep(Math.min(1000, 5 * 2 ** Math.min(attempt, 8)) * (0.5 + Math.random()));
+    }
+  }
+}
+
+/**
+ * The write side of SqliteEventStore on one connection: a group of appends in
+ * one BEGIN IMMEDIATE transaction of prepared statements, each append in its
+ * own SAVEPOINT (checked, inserted and projected on its own; a failure rolls
+ * back only that append). Synchronous, so it runs the same on the main thread
+ * or in the writer thread.
+ */
+export class SqliteAppendTransaction {
+  private readonly stmt: {
+    head: BetterSqlite3.Statement<
+      [string, string, string],
+      { version: number | null; session_id: string | null; last_type: string | null }
+    >;
+    byId: BetterSqlite3.Statement<[string], EventRow>;
+    insert: BetterSqlite3.Statement<
+      [string, string, string, number, string, string, string | null, string, string]
+    >;
+    begin: BetterSqlite3.Statement<[]>;
+    commit: BetterSqlite3.Statement<[]>;
+    rollback: BetterSqlite3.Statement<[]>;
+    savepoint: BetterSqlite3.Statement<[]>;
+    release: BetterSqlite3.Statement<[]>;
+    rollbackTo: BetterSqlite3.Statement<[]>;
+  };
+
+  constructor(
+    private readonly raw: BetterSqlite3.Database,
+    private readonly projections: readonly InlineProjection[],
+  ) {
+    this.stmt = {
+      head: raw.prepare(
+        `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
+                (SELECT session_id FROM events WHERE task_id = ? AND sequence = 1) AS session_id,
+                (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
+      ),
+      byId: raw.prepare('SELECT * FROM events WHERE event_id = ?'),
+      insert: raw.prepare(
+        `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      begin: raw.prepare('BEGIN IMMEDIATE'),
+      commit: raw.prepare('COMMIT'),
+      rollback: raw.prepare('ROLLBACK'),
+      savepoint: raw.prepare('SAVEPOINT append'),
+      release: raw.prepare('RELEASE append'),
+      rollbackTo: raw.prepare('ROLLBACK TO append'),
+    };
+  }
+
+  /**
+   * One transaction for the whole group. Throws (having rolled everything
+   * back) only when the transaction itself failed: the lock could not be
+   * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
+   */
+  run(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
+    if (requests.length === 1) return [this.runAlone(requests[0])];
+    const results: GroupResult<AppendOutcome>[] = [];
+    this.stmt.begin.run();
+    try {
+      for (const request of requests) {
+        this.stmt.savepoint.run();
+        let outcome: AppendOutcome;
+        try {
+          outcome = this.appendOne(request);
+        } catch (err) {
+          // a busy or broken connection fails the group; an append's own failure only itself
+          if (isBusy(err) || !this.raw.inTransaction) throw err;
+          this.stmt.rollbackTo.run();
+          this.stmt.release.run();
+          results.push({ ok: false, error: err });
+          continue;
+        }
+        this.stmt.release.run();
+        results.push({ ok: true, value: outcome });
+      }
+      this.stmt.commit.run();
+    } catch (err) {
+      if (this.raw.inTransaction) this.stmt.rollback.run();
+      throw err;
+    }
+    return results;
+  }
+
+  /** A group of one needs no savepoint: its failure rolls back the whole transaction. */
+  private runAlone(request: AppendRequest): GroupResult<AppendOutcome> {
+    this.stmt.begin.run();
+    let outcome: AppendOutcome;
+    try {
+      outcome = this.appendOne(request);
+    } catch (err) {
+      if (this.raw.inTransaction) this.stmt.rollback.run();
+      if (isBusy(err)) throw err;
+      return { ok: false, error: err };
+    }
+    try {
+      this.stmt.commit.run();
+    } catch (err) {
+      if (this.raw.inTransaction) this.stmt.rollback.run();
+      throw err;
+    }
+    return { ok: true, value: outcome };
+  }
+
+  private appendOne({ taskId, batch, expected, lease }: AppendRequest): AppendOutcome {
+    checkLease(this.raw, taskId, lease);
+    const row = this.stmt.head.get(taskId, taskId, taskId);
+    const head: StreamHead = {
+      version: row?.version ?? 0,
+      session_id: row?.session_id ?? null,
+      last_type: row?.last_type ?? null,
+    };
+    if (batch.some((e) => e.id_supplied)) {
+      const stored = batch.map((e) => (e.id_supplied ? this.stmt.byId.get(e.event_id) : undefined));
+      if (resolveDuplicates(taskId, batch, stored) === 'retry') {
+        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
+      }
+    }
+    checkExpected(taskId, expected, head.version);
+    checkOpen(taskId, head);
+    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
+    const written = envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+    for (const projection of this.projections) projection.apply(this.raw, written);
+    return { kind: 'written', events: written };
+  }
+
+  private insert(e: UnpositionedEvent): number {
+    const info = this.stmt.insert.run(
+      e.event_id,
+      e.task_id,
+      e.session_id,
+      e.sequence,
+      e.type,
+      JSON.stringify(e.payload),
+      e.causation_id,
+      e.correlation_id,
+      e.created_at,
+    );
+    return Number(info.lastInsertRowid);
+  }
+}

@@ -1,0 +1,163 @@
+import { LeaseLostError, RuntimeEvent } from '@runledger/contracts';
+import { InlineProjection } from '../inline-projection';
+import { outputChunk, taskReceived } from '../testing/events';
+import { TempSqlite, createTempSqlite } from '../testing/sqlite';
+import { openSqlite } from './open-sqlite';
+import { SqliteEventStore } from './sqlite-event-store';
+
+describe('SqliteEventStore group commit', () => {
+  let db: TempSqlite;
+
+  beforeEach(async () => {
+    db = await createTempSqlite();
+  });
+  afterEach(() => db.dispose());
+
+  const concurrent = (sut: SqliteEventStore, n: number) =>
+    Promise.all(
+      Array.from({ length: n }, (_, i) => sut.append(`t${i}`, [taskReceived()], { expected: 'no_stream' })),
+    );
+
+  it('commits appends of the same tick in one transaction', async () => {
+    const sut = new SqliteEventStore(db.handle);
+    await concurrent(sut, 16);
+    expect(sut.commitStats()).toEqual({ commits: 1, appends: 16, events: 16 });
+    await sut.append('t0', [outputChunk(0)], { expected: 1 });
+    expect(sut.commitStats()).toEqual({ commits: 2, appends: 17, events: 17 });
+  });
+
+  it('maxBatch 1 is one transaction per append; maxBatch bounds a group', async () => {
+    const single = new SqliteEventStore(db.handle, { groupCommit: { maxBatch: 1 } });
+    await concurrent(single, 5);
+    expect(single.commitStats().commits).toBe(5);
+    const bounded = new SqliteEventStore(db.handle, { groupCommit: { maxBatch: 4 } });
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        bounded.append(`u${i}`, [taskReceived()], { expected: 'no_stream' }),
+      ),
+    );
+    expect(bounded.commitStats().commits).toBe(3);
+  });
+
+  it('a window gathers appends made across ticks into one transaction', async () => {
+    const sut = new SqliteEventStore(db.handle, { groupCommit: { windowMs: 30 } });
+    const first = sut.append('a', [taskReceived()], { expected: 'no_stream' });
+    await new Promise((r) => setTimeout(r, 5));
+    const second = sut.append('b', [taskReceived()], { expected: 'no_stream' });
+    await Promise.all([first, second]);
+    expect(sut.commitStats().commits).toBe(1);
+  });
+
+  it('refuses a bad group commit configuration', () => {
+    expect(() => new SqliteEventStore(db.handle, { groupCommit: { maxBatch: 0 } })).toThrow(RangeError);
+    expect(() => new SqliteEventStore(db.handle, { groupCommit: { windowMs: -1 } })).toThrow(RangeError);
+  });
+
+  it('a projection failing for one append rolls back that append only, its projection rows included', async () => {
+    const failing: InlineProjection = {
+      name: 'picky',
+      apply: (raw, events) => {
+        for (const e of events) {
+          if (e.task_id === 'bad') throw new Error('projection refused bad');
+          raw.prepare('INSERT INTO projected (position) VALUES (?)').run(e.position);
+        }
+      },
+      reset: () => undefined,
+    };
+    db.handle.raw.exec('CREATE TABLE projected (position INTEGER NOT NULL)');
+    const sut = new SqliteEventStore(db.handle, { projections: [failing] });
+    const heard: RuntimeEvent[] = [];
+    sut.onCommitted((events) => heard.push(...events));
+    const settled = await Promise.allSettled([
+      sut.append('good1', [taskReceived()], { expected: 'no_stream' }),
+      sut.append('bad', [taskReceived()], { expected: 'no_stream' }),
+      sut.append('good2', [taskReceived()], { expected: 'no_stream' }),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(sut.commitStats()).toEqual({ commits: 1, appends: 2, events: 2 });
+    expect(heard.map((e) => [e.task_id, e.position])).toEqual([
+      ['good1', 1],
+      ['good2', 2],
+    ]);
+    expect(db.handle.raw.prepare('SELECT position FROM projected ORDER BY position').all()).toEqual([
+      { position: 1 },
+      { position: 2 },
+    ]);
+  });
+
+  it('positions stay gap-free across rolled-back savepoints, so head() equals count(*) without counting', async () => {
+    const sut = new SqliteEventStore(db.handle);
+    for (let round = 0; round < 3; round++) {
+      await Promise.allSettled([
+        sut.append(`r${round}`, [taskReceived(), outputChunk(0)], { expected: 'no_stream' }),
+        sut.append(`r${round}`, [outputChunk(1)], { expected: 0 }),
+        sut.append(`q${round}`, [taskReceived()], { expected: 'no_stream' }),
+      ]);
+    }
+    const count = db.handle.raw.prepare('SELECT count(*) AS n FROM events').get() as { n: number };
+    expect(count.n).toBe(9);
+    expect(await sut.head()).toEqual({ position: 9, event_count: 9 });
+    const positions = (await sut.readAll()).map((e) => e.position);
+    expect(positions).toEqual(Array.from({ length: 9 }, (_, i) => i + 1));
+  });
+
+  it('an append is durable when its caller resumes: another connection reads it', async () => {
+    const sut = new SqliteEventStore(db.handle);
+    const other = openSqlite({ path: db.path });
+    try {
+      const results = await concurrent(sut, 4);
+      const seen = other.raw.prepare('SELECT count(*) AS n FROM events').get() as { n: number };
+      expect(seen.n).toBe(4);
+      expect(results.map((r) => r.positions[0]).sort()).toEqual([1, 2, 3, 4]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  describe('fencing', () => {
+    const lease = (owner: string, epoch: number) =>
+      db.handle.raw
+        .prepare(
+          `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES ('t1', ?, ?, 0)
+           ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch`,
+        )
+        .run(owner, epoch);
+
+    it('appends with the current lease; a taken-over lease is LeaseLostError and writes nothing, in a group too', async () => {
+      const sut = new SqliteEventStore(db.handle);
+      lease('proc-a', 1);
+      await sut.append('t1', [taskReceived()], {
+        expected: 'no_stream',
+        lease: { owner: 'proc-a', epoch: 1 },
+      });
+      lease('proc-b', 2);
+      const [stale, fresh, other] = await Promise.allSettled([
+        sut.append('t1', [outputChunk(0)], { expected: 1, lease: { owner: 'proc-a', epoch: 1 } }),
+        sut.append('t1', [outputChunk(1)], { expected: 1, lease: { owner: 'proc-b', epoch: 2 } }),
+        sut.append('t2', [taskReceived()], { expected: 'no_stream' }),
+      ]);
+      expect(stale.status).toBe('rejected');
+      const lost = (stale as PromiseRejectedResult).reason as LeaseLostError;
+      expect(lost).toBeInstanceOf(LeaseLostError);
+      expect(lost.details).toEqual({
+        task_id: 't1',
+        held: { owner: 'proc-a', epoch: 1 },
+        current: { owner: 'proc-b', epoch: 2 },
+      });
+      expect(fresh.status).toBe('fulfilled');
+      expect(other.status).toBe('fulfilled');
+      expect((await sut.readStream('t1')).map((e) => (e.payload as { index?: number }).index)).toEqual([
+        undefined,
+        1,
+      ]);
+    });
+
+    it('a lease on a task with no lease row is lost; an append without a lease is not fenced', async () => {
+      const sut = new SqliteEventStore(db.handle);
+      await expect(
+        sut.append('t9', [taskReceived()], { expected: 'no_stream', lease: { owner: 'p', epoch: 1 } }),
+      ).rejects.toMatchObject({ code: 'lease_lost', details: { current: null } });
+      await expect(sut.append('t9', [taskReceived()], { expected: 'no_stream' })).resolves.toBeDefined();
+    });
+  });
+});
