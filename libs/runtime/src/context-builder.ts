@@ -81,11 +81,14 @@ export function elideOutput(text: string, maxChars: number, sourceEventId: strin
   return `${text.slice(0, headEnd)}${note(Buffer.byteLength(text.slice(headEnd, tailStart)))}${text.slice(tailStart)}`;
 }
 
-/** A history item with every result over maxChars elided (citing the event it came from). */
-const elideItem = (h: HistoryItem, maxChars: number): HistoryItem => ({
-  ...h,
-  results: h.results.map((r, i) => elideOutput(r, maxChars, h.sources?.[i] ?? null)),
-});
+/**
+ * A history item with every result over maxChars elided (citing the event it
+ * came from); the item itself when none is, so its cached rendering still serves.
+ */
+function elideItem(h: HistoryItem, maxChars: number): HistoryItem {
+  if (h.results.every((r) => r.length <= maxChars)) return h;
+  return { ...h, results: h.results.map((r, i) => elideOutput(r, maxChars, h.sources?.[i] ?? null)) };
+}
 
 const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
 
@@ -96,12 +99,61 @@ const historyText = (h: HistoryItem): string =>
         '\n',
       );
 
+/** A history item as the prompt shows it, with what the prompt budget weighs of it. */
+interface RenderedHistory {
+  /** the results array rendered, and how many results it held then: the item changes only by appending results */
+  readonly results: readonly string[];
+  readonly count: number;
+  readonly text: string;
+  readonly tokens: number;
+  readonly item: PromptItem;
+}
+
+/**
+ * Renderings of history items, kept across rounds: a round renders only the
+ * items that are new or grew since the last one instead of the task's whole
+ * history, and shows the same text. Keyed by the item itself (the progress
+ * owns them; a compaction replaces them), so items gone are forgotten.
+ */
+class HistoryRenderings {
+  private readonly cache = new WeakMap<HistoryItem, RenderedHistory>();
+
+  of(h: HistoryItem): RenderedHistory {
+    const hit = this.cache.get(h);
+    if (hit && hit.results === h.results && hit.count === h.results.length) return hit;
+    const text = historyText(h);
+    const tokens = tokensOf(text);
+    const rendered: RenderedHistory = {
+      results: h.results,
+      count: h.results.length,
+      text,
+      tokens,
+      item: { id: historyId(h), section: 'history', tokens, elidable: h.results.map(tokensOf) },
+    };
+    this.cache.set(h, rendered);
+    return rendered;
+  }
+
+  text(h: HistoryItem): string {
+    return this.of(h).text;
+  }
+
+  tokens(h: HistoryItem): number {
+    return this.of(h).tokens;
+  }
+}
+
+const HISTORY_ID = 'history:round_';
+const historyId = (h: HistoryItem): string => `${HISTORY_ID}${h.round}`;
+
 /**
  * system + memory + tools + history + user, each within its budget. History
  * over budget loses its oldest rounds first (the newest always stays, clipped
  * if it must); CONTEXT_BUILT records what was cut.
  */
 export class ContextBuilder {
+  private readonly rendered = new HistoryRenderings();
+
   constructor(
     private readonly memory: MemoryRecall,
     private readonly budgets: SectionBudgets = DEFAULT_SECTION_BUDGETS,
@@ -134,6 +186,7 @@ export class ContextBuilder {
       tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'),
     );
 
+    const rendered = this.rendered;
     let kept = [...progress.history];
     let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let trimmedTokens = 0;
@@ -154,12 +207,7 @@ export class ContextBuilder {
           section: 'memory' as const,
           tokens: tokensOf(memoryLine(h)),
         })),
-        ...kept.map((h) => ({
-          id: `history:round_${h.round}`,
-          section: 'history' as const,
-          tokens: tokensOf(historyText(h)),
-          elidable: h.results.map(tokensOf),
-        })),
+        ...kept.map((h) => rendered.of(h).item),
       ];
       const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
       const elided = new Set<number>();
@@ -172,44 +220,51 @@ export class ContextBuilder {
           const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
           kept = kept.map((h) => {
             const shown = elideItem(h, maxChars);
-            if (shown.results.some((r, i) => r !== h.results[i])) elided.add(h.round);
+            if (shown !== h) elided.add(h.round);
             return shown;
           });
         }
       }
+      const compacted = new Set(decision.kind === 'compact' ? decision.compact : []);
       const drop = new Set(
-        decision.kind === 'trim' || decision.kind === 'compact'
-          ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])]
-          : [],
+        decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...compacted] : [],
       );
+      // by round, which names a history item as its id does, without spelling every item's id out
+      const droppedRounds = new Set(
+        [...drop].filter((id) => id.startsWith(HISTORY_ID)).map((id) => Number(id.slice(HISTORY_ID.length))),
+      );
+      const dropped = (h: HistoryItem): boolean => droppedRounds.has(h.round);
       if (decision.kind === 'compact') {
-        const old = kept.filter((h) => drop.has(`history:round_${h.round}`));
+        const old = kept.filter(dropped);
         compaction = {
           rounds: old.map((h) => h.round),
-          text: old.map(historyText).join('\n'),
+          text: old.map((h) => rendered.text(h)).join('\n'),
           summaryTokens: decision.summaryTokens,
         };
       }
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
-      for (const h of kept)
-        if (drop.has(`history:round_${h.round}`)) trimmedTokens += tokensOf(historyText(h));
-      kept = kept.filter((h) => !drop.has(`history:round_${h.round}`));
-      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `history:round_${h.round}:elided`));
-      cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
+      for (const h of kept) if (dropped(h)) trimmedTokens += rendered.tokens(h);
+      kept = kept.filter((h) => !dropped(h));
+      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${historyId(h)}:elided`));
+      cut.push(...[...drop].filter((id) => !compacted.has(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
 
-    // Oldest rounds go first; the trimmed count is in tokens like every other section.
-    while (!this.prompt && kept.length > 1 && kept.map(historyText).join('\n').length > budgetChars) {
-      const dropped = kept.shift()!;
-      trimmedTokens += tokensOf(historyText(dropped));
-      cut.push(`history:round_${dropped.round}`);
+    if (!this.prompt) {
+      // Oldest rounds go first; the trimmed count is in tokens like every other section.
+      let keptChars = kept.reduce((n, h) => n + rendered.text(h).length, 0) + Math.max(0, kept.length - 1);
+      while (kept.length > 1 && keptChars > budgetChars) {
+        const dropped = kept.shift()!;
+        keptChars -= rendered.text(dropped).length + 1;
+        trimmedTokens += rendered.tokens(dropped);
+        cut.push(historyId(dropped));
+      }
     }
     // Rounds decided by native tool calls go back as tool turns, the rest as text.
     const asTurn = (h: HistoryItem): boolean => Boolean(opts.toolCalling && h.tool_calls?.length);
     const historyFull = kept
       .filter((h) => !asTurn(h))
-      .map(historyText)
+      .map((h) => rendered.text(h))
       .join('\n');
     const history = clip(historyFull, budgetChars);
     if (history !== historyFull) {
@@ -217,7 +272,7 @@ export class ContextBuilder {
       trimmedTokens += tokensOf(historyFull) - tokensOf(history);
     }
     // Rounds sent as tool turns count in the history section as their text would.
-    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + tokensOf(historyText(h)), 0);
+    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + rendered.tokens(h), 0);
     sections.history = { tokens: tokensOf(history) + turnTokens, trimmed: trimmedTokens };
     // With run discipline the window decides: the task's input is never cut (too large, the task stops).
     const user = fit('user', progress.input, this.prompt ? Infinity : undefined);
@@ -238,13 +293,14 @@ export class ContextBuilder {
           { role: 'user', content: body.join('\n\n') },
         ];
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
+    const keptRounds = new Set(kept.map((h) => h.round));
     return {
       messages,
       functions: opts.toolCalling ? toolFunctions(tools) : [],
       // sys_util reads the results whole (its answer is the last output), never the elided prompt text
       view: {
         input: progress.input,
-        history: progress.history.filter((h) => kept.some((k) => k.round === h.round)),
+        history: progress.history.filter((h) => keptRounds.has(h.round)),
       },
       event: {
         round,
