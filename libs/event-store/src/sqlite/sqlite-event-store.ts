@@ -18,13 +18,14 @@ import {
   CommitListener,
   EventStore,
   ExpectedSequence,
+  RawEvent,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
 import { InlineProjection } from '../inline-projection';
 import { SqliteHandle } from './open-sqlite';
-import { EventRow, rowToEvent } from './rows';
+import { EventRow, rowToEvent, rowToRawEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -263,7 +264,24 @@ export class SqliteEventStore extends EventStore {
   }
 
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
+    return (await this.streamRows(taskId, options)).map(rowToEvent);
+  }
+
+  /** The stored payload text goes out as it is: no parse, no re-serialisation. */
+  override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
+    return (await this.streamRows(taskId, options)).map(rowToRawEvent);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
+    return (await this.allRows(options)).map(rowToEvent);
+  }
+
+  override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
+    return (await this.allRows(options)).map(rowToRawEvent);
+  }
+
+  private streamRows(taskId: string, options: ReadStreamOptions): Promise<EventRow[]> {
+    return this.handle.db
       .selectFrom('events')
       .selectAll()
       .where('task_id', '=', taskId)
@@ -271,11 +289,10 @@ export class SqliteEventStore extends EventStore {
       .orderBy('sequence')
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute();
-    return rows.map(rowToEvent);
   }
 
-  async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
+  private allRows(options: ReadAllOptions): Promise<EventRow[]> {
+    return this.handle.db
       .selectFrom('events')
       .selectAll()
       .where('position', '>', options.after_position ?? 0)
@@ -286,7 +303,6 @@ export class SqliteEventStore extends EventStore {
       .orderBy('position')
       .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
       .execute();
-    return rows.map(rowToEvent);
   }
 
   async head(): Promise<StoreHead> {
