@@ -104,16 +104,19 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     const follow = followEvents(
       this.events,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
-      async (event) => {
+      async (events) => {
+        // the events up to the task's final one, as one write: the stored JSON text, as it is
+        const end = events.findIndex((e) => isFinalEventType(e.type));
+        const sent = end === -1 ? events : events.slice(0, end + 1);
         const ok = res.write(
-          `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+          sent.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${e.json}\n\n`).join(''),
         );
         if (!ok && !closed)
           await new Promise<void>((resolve) => {
             res.once('drain', resolve);
             res.once('close', resolve);
           });
-        return isFinalEventType(event.type) ? 'stop' : undefined;
+        return end === -1 ? undefined : 'stop';
       },
       { onOverflow: () => res.destroy(), onError: () => res.destroy() },
     );

@@ -1,4 +1,5 @@
 import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import { BeforeApplicationShutdown, Inject } from '@nestjs/common';
 import {
   OnGatewayConnection,
@@ -32,6 +33,8 @@ export const MAX_FRAME_BYTES = 1024 * 1024;
 
 interface Client {
   ws: WebSocket;
+  /** the TCP socket under `ws`: corked while a batch of event frames is written, so they go out in one write */
+  socket: Socket;
   principal: Principal | null;
   subs: Map<string, Follow>;
   alive: boolean;
@@ -107,6 +110,7 @@ export class EventsGateway
     const principal = header === undefined ? null : this.tokens.authenticate(bearerToken(header) ?? '');
     const client: Client = {
       ws,
+      socket: req.socket,
       principal,
       subs: new Map(),
       alive: true,
@@ -236,10 +240,24 @@ export class EventsGateway
     const follow = followEvents(
       this.events,
       cursor,
-      async (event) => {
-        if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
-        this.send(client, { type: 'event', subscription_id: id, event });
-        await this.paced(client);
+      async (events) => {
+        // {type:"event", subscription_id, event} written around the event's stored JSON text
+        const head = `{"type":"event","subscription_id":${JSON.stringify(id)},"event":`;
+        const max = this.config.RUNLEDGER_WS_MAX_BUFFER;
+        client.socket.cork();
+        try {
+          for (const e of events) {
+            if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
+            this.sendText(client, `${head}${e.json}}`);
+            if (client.ws.bufferedAmount > max / 4) {
+              client.socket.uncork();
+              await this.paced(client);
+              client.socket.cork();
+            }
+          }
+        } finally {
+          client.socket.uncork();
+        }
       },
       {
         onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
@@ -272,12 +290,17 @@ export class EventsGateway
 
   /** A client still holding more than the allowed unsent bytes when the next message is due is too slow. */
   private send(client: Client, message: WsServerMessage): void {
+    this.sendText(client, JSON.stringify(message));
+  }
+
+  /** A message already in JSON text (an event frame built around the stored event). */
+  private sendText(client: Client, text: string): void {
     if (client.ws.readyState !== WebSocket.OPEN) return;
     if (client.ws.bufferedAmount > this.config.RUNLEDGER_WS_MAX_BUFFER) {
       this.slowConsumer(client, `more than ${this.config.RUNLEDGER_WS_MAX_BUFFER} bytes unsent`);
       return;
     }
-    client.ws.send(JSON.stringify(message));
+    client.ws.send(text);
   }
 
   private slowConsumer(client: Client, why: string): void {
