@@ -1,6 +1,5 @@
-import { EventType, RuntimeEvent } from '@runledger/contracts';
-import { Selectable } from 'kysely';
-import { RawEvent } from '../event-store';
+import { RuntimeEvent } from '@runledger/contracts';
+import { Selectable, sql } from 'kysely';
 import { EventsTable } from './schema';
 
 export type EventRow = Selectable<EventsTable>;
@@ -19,22 +18,12 @@ export const rowToEvent = (row: EventRow): RuntimeEvent =>
     created_at: row.created_at,
   }) as RuntimeEvent;
 
-const quote = JSON.stringify;
-
 /**
- * A row as a RawEvent: the envelope written around the stored payload text,
- * in rowToEvent's key order, so `json` is what JSON.stringify(rowToEvent(row))
- * gives (the payload column is JSON.stringify's own output, never rewritten)
- * without parsing the payload or serialising it again.
+ * The RuntimeEvent as JSON, built by SQLite around the stored payload text, in
+ * rowToEvent's key order: what JSON.stringify(rowToEvent(row)) gives (the
+ * payload column is JSON.stringify's own output, never rewritten, and
+ * json_quote escapes text as JSON.stringify does), without the payload being
+ * parsed and serialised again, and with one string per row to hand to
+ * JavaScript instead of ten.
  */
-export const rowToRawEvent = (row: EventRow): RawEvent => ({
-  position: row.position,
-  sequence: row.sequence,
-  task_id: row.task_id,
-  type: row.type as EventType,
-  json:
-    `{"event_id":${quote(row.event_id)},"task_id":${quote(row.task_id)},"session_id":${quote(row.session_id)},` +
-    `"sequence":${row.sequence},"position":${row.position},"type":${quote(row.type)},"payload":${row.payload},` +
-    `"causation_id":${quote(row.causation_id)},"correlation_id":${quote(row.correlation_id)},` +
-    `"created_at":${quote(row.created_at)}}`,
-});
+export const RAW_EVENT_JSON = sql<string>`'{"event_id":' || json_quote(event_id) || ',"task_id":' || json_quote(task_id) || ',"session_id":' || json_quote(session_id) || ',"sequence":' || sequence || ',"position":' || position || ',"type":' || json_quote(type) || ',"payload":' || payload || ',"causation_id":' || json_quote(causation_id) || ',"correlation_id":' || json_quote(correlation_id) || ',"created_at":' || json_quote(created_at) || '}'`;

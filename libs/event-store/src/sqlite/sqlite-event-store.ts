@@ -25,7 +25,7 @@ import {
 } from '../event-store';
 import { InlineProjection } from '../inline-projection';
 import { SqliteHandle } from './open-sqlite';
-import { EventRow, rowToEvent, rowToRawEvent } from './rows';
+import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -41,6 +41,9 @@ export interface SqliteEventStoreOptions {
 }
 
 const PUBLISH_PAGE = 1000;
+
+/** A RawEvent's columns: routing fields and the event's JSON built in SQL. */
+const RAW_EVENT_COLUMNS = ['position', 'sequence', 'task_id', 'type', RAW_EVENT_JSON.as('json')] as const;
 
 /** The database stayed locked for longer than the retry window. */
 export class StoreBusyError extends Error {}
@@ -264,45 +267,41 @@ export class SqliteEventStore extends EventStore {
   }
 
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    return (await this.streamRows(taskId, options)).map(rowToEvent);
+    return (await this.streamQuery(taskId, options).selectAll().execute()).map(rowToEvent);
   }
 
-  /** The stored payload text goes out as it is: no parse, no re-serialisation. */
+  /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
   override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
-    return (await this.streamRows(taskId, options)).map(rowToRawEvent);
+    return (await this.streamQuery(taskId, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    return (await this.allRows(options)).map(rowToEvent);
+    return (await this.allQuery(options).selectAll().execute()).map(rowToEvent);
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
-    return (await this.allRows(options)).map(rowToRawEvent);
+    return (await this.allQuery(options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
   }
 
-  private streamRows(taskId: string, options: ReadStreamOptions): Promise<EventRow[]> {
+  private streamQuery(taskId: string, options: ReadStreamOptions) {
     return this.handle.db
       .selectFrom('events')
-      .selectAll()
       .where('task_id', '=', taskId)
       .where('sequence', '>', options.after_seq ?? 0)
       .orderBy('sequence')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
   }
 
-  private allRows(options: ReadAllOptions): Promise<EventRow[]> {
+  private allQuery(options: ReadAllOptions) {
     return this.handle.db
       .selectFrom('events')
-      .selectAll()
       .where('position', '>', options.after_position ?? 0)
       .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
       .$if(options.types !== undefined, (q) =>
         q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
       )
       .orderBy('position')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
   }
 
   async head(): Promise<StoreHead> {
