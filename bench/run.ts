@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   tools: () => import('./tools'),
   runtime: () => import('./runtime'),
   rounds: () => import('./rounds'),
+  replay: () => import('./replay'),
 };
 
 async function run(): Promise<void> {
