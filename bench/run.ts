@@ -11,6 +11,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   runtime: () => import('./runtime'),
   rounds: () => import('./rounds'),
   replay: () => import('./replay'),
+  langgraph: () => import('./langgraph'),
 };
 
 async function run(): Promise<void> {
