@@ -2,15 +2,18 @@
  * npm run bench -- rounds
  * What one round costs as a task grows: a scripted orchestrator calls a cheap
  * in-memory tool (`tick`, new arguments every round, so the repeat detector
- * stays quiet) for N rounds, then responds, with run discipline on and its
- * budgets raised so nothing stops the task early. The tool stamps the time of
- * each call; a round's cost is the time between two calls (context, routing,
- * guards, gates, the events it appends). Printed per task length: the mean
- * round cost of the second tenth of the rounds (the baseline, same run), of
- * the last tenth, and their ratio, then the same for the medians (less moved
- * by a busy machine). Flat per-round cost gives a ratio near 1. A 50-round
- * task runs first, unreported, to warm the JIT up.
- * Env: BENCH_ROUNDS (10,100,1000), BENCH_SYNCHRONOUS (NORMAL).
+ * stays quiet) for N rounds, then responds, with run discipline on, its
+ * budgets raised so nothing stops the task early, and checkpoints as the
+ * server saves them by default. The tool stamps the time (and the process's
+ * CPU time) of each call; a round's cost is the time between two calls
+ * (context, routing, guards, gates, checkpoints, the events it appends).
+ * Printed per task length: the mean round cost of the second tenth of the
+ * rounds (the baseline, same run), of the last tenth, and their ratio, then
+ * the same for the medians and for CPU time (both less moved by a busy
+ * machine). Flat per-round cost gives a ratio near 1. A 50-round task runs
+ * first, unreported, to warm the JIT up.
+ * Env: BENCH_ROUNDS (10,100,1000), BENCH_SYNCHRONOUS (NORMAL),
+ * BENCH_CHECKPOINTS (on; off runs without).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +30,9 @@ import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/
 
 const ROUNDS = (process.env.BENCH_ROUNDS ?? '10,100,1000').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'NORMAL') as SqliteSynchronous;
+const CHECKPOINTS = (process.env.BENCH_CHECKPOINTS ?? 'on') === 'on';
+/** the server's default RUNLEDGER_CHECKPOINT_EVERY_EVENTS */
+const CHECKPOINT_EVERY_EVENTS = 50;
 const WARM_UP_ROUNDS = 50;
 
 /** Budgets no bench task reaches: the rounds, not a limit, end it. */
@@ -43,11 +49,22 @@ function roomyBudgets(rounds: number): ResolvedBudgets {
   };
 }
 
-/** Calls to `tick` as timestamps, one per round. */
-async function runTask(rounds: number): Promise<number[]> {
+interface Ticks {
+  /** wall-clock ms of each call to `tick`, one per round */
+  wall: number[];
+  /** the process's CPU ms (user + system) at each call */
+  cpu: number[];
+}
+
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+async function runTask(rounds: number): Promise<Ticks> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-rounds-'));
   const storage = await createSqliteStorage({ path: join(dir, 'bench.db'), synchronous: SYNCHRONOUS });
-  const ticks: number[] = [];
+  const ticks: Ticks = { wall: [], cpu: [] };
   const tools = new InMemoryToolRegistry().add(
     {
       name: 'tick',
@@ -66,7 +83,8 @@ async function runTask(rounds: number): Promise<number[]> {
       entry: 'index.js',
     },
     async (args) => {
-      ticks.push(performance.now());
+      ticks.wall.push(performance.now());
+      ticks.cpu.push(cpuMs());
       return args.n;
     },
   );
@@ -83,13 +101,15 @@ async function runTask(rounds: number): Promise<number[]> {
     discipline: { ...DEFAULT_DISCIPLINE_SETTINGS, budgetDefaults: budgets, budgetMaximums: budgets },
     maxRounds: rounds + 2,
     concurrency: 1,
+    checkpoints: CHECKPOINTS ? { store: storage.checkpoints, everyEvents: CHECKPOINT_EVERY_EVENTS } : null,
   });
   try {
     const { task_id } = await rt.runtime.submit({ input: `tick ${rounds} times` }, { source: 'api' });
     const final = await rt.runtime.settled(task_id);
     if (final.final?.stop_reason !== 'completed')
       throw new Error(`bench task stopped with ${final.final?.stop_reason}: ${final.final?.detail}`);
-    if (ticks.length !== rounds) throw new Error(`expected ${rounds} tool calls, saw ${ticks.length}`);
+    if (ticks.wall.length !== rounds)
+      throw new Error(`expected ${rounds} tool calls, saw ${ticks.wall.length}`);
     return ticks;
   } finally {
     await rt.close();
@@ -108,6 +128,10 @@ function roundCosts(ticks: readonly number[], k: number): number[] {
   return gaps;
 }
 
+/** Mean cost of a round over the whole task: first call to last. */
+const perRound = (stamps: readonly number[]): number =>
+  (stamps[stamps.length - 1] - stamps[0]) / Math.max(1, stamps.length - 1);
+
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 function median(xs: readonly number[]): number {
@@ -119,7 +143,9 @@ function median(xs: readonly number[]): number {
 
 export async function main(): Promise<void> {
   console.log(
-    `scripted orchestrator calling an in-memory tool once per round, run discipline on, SQLite synchronous=${SYNCHRONOUS}`,
+    `scripted orchestrator calling an in-memory tool once per round, run discipline on, ` +
+      `checkpoints ${CHECKPOINTS ? `on (every round, ${CHECKPOINT_EVERY_EVENTS} events at most)` : 'off'}, ` +
+      `SQLite synchronous=${SYNCHRONOUS}`,
   );
   const bad = ROUNDS.find((n) => !Number.isInteger(n) || n < 10);
   if (bad !== undefined) throw new Error(`BENCH_ROUNDS: ${bad} is not a whole number of at least 10`);
@@ -129,13 +155,16 @@ export async function main(): Promise<void> {
     const started = performance.now();
     const ticks = await runTask(rounds);
     const total = performance.now() - started;
-    const second = roundCosts(ticks, 1);
-    const last = roundCosts(ticks, 9);
+    const [second, last] = [1, 9].map((k) => roundCosts(ticks.wall, k));
+    const [cpuSecond, cpuLast] = [1, 9].map((k) => roundCosts(ticks.cpu, k));
     console.log(
-      `${String(rounds).padStart(5)} rounds: ${total.toFixed(0)} ms total, ${(total / rounds).toFixed(2)} ms/round; ` +
+      `${String(rounds).padStart(5)} rounds: ${total.toFixed(0)} ms total with start and end, ` +
+        `${perRound(ticks.wall).toFixed(2)} ms/round (CPU ${perRound(ticks.cpu).toFixed(2)}); ` +
         `second tenth ${mean(second).toFixed(2)} ms/round (baseline), last tenth ${mean(last).toFixed(2)} ms/round, ` +
         `ratio ${(mean(last) / mean(second)).toFixed(2)}x; medians ${median(second).toFixed(2)} / ` +
-        `${median(last).toFixed(2)} ms/round, ratio ${(median(last) / median(second)).toFixed(2)}x`,
+        `${median(last).toFixed(2)} ms/round, ratio ${(median(last) / median(second)).toFixed(2)}x; ` +
+        `CPU ${mean(cpuSecond).toFixed(2)} / ${mean(cpuLast).toFixed(2)} ms/round, ` +
+        `ratio ${(mean(cpuLast) / mean(cpuSecond)).toFixed(2)}x`,
     );
   }
 }

@@ -11,6 +11,8 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   tools: () => import('./tools'),
   runtime: () => import('./runtime'),
   rounds: () => import('./rounds'),
+  replay: () => import('./replay'),
+  langgraph: () => import('./langgraph'),
 };
 
 async function run(): Promise<void> {

@@ -50,6 +50,29 @@ export interface StoreHead {
   event_count: number;
 }
 
+/**
+ * A stored event as the JSON text a client receives, with what routing it
+ * needs, so a replay can send events on without parsing and re-serialising
+ * them.
+ */
+export interface RawEvent {
+  position: number;
+  sequence: number;
+  task_id: string;
+  type: EventType;
+  /** the RuntimeEvent as JSON: byte for byte `JSON.stringify` of the event `readStream` / `readAll` return */
+  json: string;
+}
+
+/** An event in hand (a live one, or one an adapter without stored text read) as a RawEvent. */
+export const rawEventOf = (e: RuntimeEvent): RawEvent => ({
+  position: e.position,
+  sequence: e.sequence,
+  task_id: e.task_id,
+  type: e.type,
+  json: JSON.stringify(e),
+});
+
 /** Called synchronously right after a transaction commits, with the events it stored, in position order. */
 export type CommitListener = (events: readonly RuntimeEvent[]) => void;
 
@@ -80,6 +103,20 @@ export abstract class EventStore {
   /** current last sequence of a stream, 0 when it does not exist */
   abstract streamVersion(taskId: string): Promise<number>;
   abstract close(): Promise<void>;
+
+  /**
+   * readStream's events as JSON text, for a replay to send on as they are.
+   * This serialises readStream's events; an adapter that stores the event's
+   * text overrides it to skip the parse and the re-serialisation.
+   */
+  async readStreamRaw(taskId: string, options?: ReadStreamOptions): Promise<RawEvent[]> {
+    return (await this.readStream(taskId, options)).map(rawEventOf);
+  }
+
+  /** readAll's events as JSON text; see readStreamRaw. */
+  async readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
+    return (await this.readAll(options)).map(rawEventOf);
+  }
 
   /** Register a listener for committed events; returns the function that removes it. */
   onCommitted(listener: CommitListener): () => void {

@@ -4,6 +4,7 @@ import {
   AppendResult,
   CommitListener,
   EventStore,
+  RawEvent,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
@@ -31,6 +32,14 @@ export abstract class WrappingEventStore extends EventStore {
 
   readAll(options?: ReadAllOptions): Promise<RuntimeEvent[]> {
     return this.inner.readAll(options);
+  }
+
+  override readStreamRaw(taskId: string, options?: ReadStreamOptions): Promise<RawEvent[]> {
+    return this.inner.readStreamRaw(taskId, options);
+  }
+
+  override readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
+    return this.inner.readAllRaw(options);
   }
 
   head(): Promise<StoreHead> {

@@ -5,6 +5,7 @@ import { EventPayload, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { SqliteStorage, createSqliteStorage, foldTaskState } from '@runledger/state-store';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
 import { PermissionService } from '@runledger/permissions';
+import { storesProgress } from './checkpoints';
 import { foldProgress } from './progress';
 import { progressFromSnapshot } from './progress-snapshot';
 import { LogTaskViews, taskViewFromEvents } from './task-views';
@@ -112,12 +113,52 @@ describe('checkpoints of a running task (SQLite)', () => {
         label: e.payload.label,
       })),
     );
+    let lastWithProgress = 0;
     for (const e of saved) {
       const upTo = events.slice(0, e.sequence);
       const checkpoint = await storage.checkpoints.latest(e.task_id, e.sequence);
       expect(checkpoint!.state).toEqual(foldTaskState(upTo));
-      expect(progressFromSnapshot(checkpoint!.context)).toEqual(foldProgress(e.task_id, upTo));
+      if (storesProgress(e.payload.label, e.sequence, lastWithProgress)) {
+        expect(progressFromSnapshot(checkpoint!.context)).toEqual(foldProgress(e.task_id, upTo));
+        lastWithProgress = e.sequence;
+      } else expect(checkpoint!.context).toBeNull();
     }
+    // the first checkpoint always holds the progress, and not every one does
+    expect(storesProgress(saved[0].payload.label, saved[0].sequence, 0)).toBe(true);
+    const held = storage.raw
+      .prepare(`SELECT count(*) FROM checkpoints WHERE context != 'null'`)
+      .pluck()
+      .get();
+    expect(held).toBeLessThan(saved.length);
+  });
+
+  it('a long task stores its progress at doubling sequences only; progress loads from the newest that holds it', async () => {
+    // tool rounds, then the answer: the default cap of 10 rounds
+    const rounds = 9;
+    const script: ModelScript = {
+      orchestrator: [
+        ...Array.from({ length: rounds }, (_, i) =>
+          json({ type: 'tool', tool: 'echo', args: { text: `round ${i + 1}` } }),
+        ),
+        '{"type":"respond","content":"done"}',
+      ],
+    };
+    const rt = await start(script);
+    const { task_id, events, progress } = await run(rt, 'many rounds');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    const withProgress = storage.raw
+      .prepare(`SELECT event_sequence FROM checkpoints WHERE context != 'null' ORDER BY event_sequence`)
+      .pluck()
+      .all() as number[];
+    expect(checkpointsOf(events).length).toBeGreaterThanOrEqual(rounds);
+    // each one at least twice the sequence of the one before: a handful, not one per round
+    for (let i = 1; i < withProgress.length; i++)
+      expect(withProgress[i]).toBeGreaterThanOrEqual(2 * withProgress[i - 1]);
+    expect(withProgress.length).toBeLessThanOrEqual(Math.ceil(Math.log2(events.length)) + 1);
+
+    eventsRead = 0;
+    expect(await rt.runtime.progress(task_id)).toEqual(foldProgress(task_id, events));
+    expect(eventsRead).toBe(events.length - withProgress[withProgress.length - 1]);
   });
 
   it('saves one when the task starts waiting for a person, and every N events in between', async () => {

@@ -40,16 +40,32 @@ export function checkpointLabel(
   return sinceCheckpoint + batch.length >= everyEvents ? `${everyEvents} events` : null;
 }
 
+/** Labels of the checkpoints a person's answer resumes from: they always hold the progress. */
+const WAITING_LABELS: ReadonlySet<string> = new Set(['awaiting permission', 'awaiting secret']);
+
+/**
+ * Whether a checkpoint at `seq` stores the runtime's progress, the last one
+ * that did being at `lastWithProgress` (0: none yet). The progress grows with
+ * the task (every call, every history round), so storing it at every round
+ * would cost O(events) per round; stored once the task has doubled its events
+ * since the last one that holds it, it costs O(1) per event amortised, and
+ * loading folds at most as many events as that snapshot covered.
+ */
+export const storesProgress = (label: string, seq: number, lastWithProgress: number): boolean =>
+  WAITING_LABELS.has(label) || seq >= 2 * lastWithProgress;
+
 /**
  * One task writer's checkpoints: a CHECKPOINT_SAVED goes into the same append
  * as the events that call for it (after a round or a plan step, on waiting for
  * a person, every `everyEvents` events), so a checkpoint costs no commit of its
- * own; its snapshot (task state + the runtime's progress) is stored after the
- * commit. A snapshot that fails to store is reported and skipped: loading falls
- * back to the previous one.
+ * own; its snapshot (task state, plus the runtime's progress when
+ * `storesProgress` says so) is stored after the commit. A snapshot that fails
+ * to store is reported and skipped: loading falls back to the previous one.
  */
 export class TaskCheckpoints {
   private lastCheckpointSeq: number;
+  /** the last checkpoint this writer stored the progress with; a writer opened on a log stores it first */
+  private lastProgressSeq = 0;
 
   constructor(
     private readonly settings: CheckpointSettings,
@@ -82,8 +98,10 @@ export class TaskCheckpoints {
     const saved = events.findLast((e) => e.type === 'CHECKPOINT_SAVED');
     if (!saved) return;
     this.lastCheckpointSeq = saved.sequence;
+    const withProgress = storesProgress(saved.payload.label, saved.sequence, this.lastProgressSeq);
     try {
-      await this.settings.store.record(saved, progressSnapshot(after));
+      await this.settings.store.record(saved, withProgress ? progressSnapshot(after) : null);
+      if (withProgress) this.lastProgressSeq = saved.sequence;
     } catch (err) {
       this.logger.warn(
         { task_id: saved.task_id, checkpoint_id: saved.payload.checkpoint_id, err },
@@ -94,15 +112,15 @@ export class TaskCheckpoints {
 }
 
 /**
- * A task's progress from its latest checkpoint and the events after it (the
- * whole log without a usable checkpoint): the same as a full fold.
+ * A task's progress from its latest checkpoint holding one and the events
+ * after it (the whole log without a usable checkpoint): the same as a full fold.
  */
 export async function loadProgress(
   store: EventStore,
   checkpoints: CheckpointStore | null,
   taskId: string,
 ): Promise<TaskProgress> {
-  const latest = checkpoints ? await checkpoints.latest(taskId) : null;
+  const latest = checkpoints ? await checkpoints.latest(taskId, Number.MAX_SAFE_INTEGER, 'require') : null;
   const base = latest ? progressFromSnapshot(latest.context) : null;
   if (!base || base.last_seq !== latest!.event_sequence) {
     const events = await store.readWholeStream(taskId);

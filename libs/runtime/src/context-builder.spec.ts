@@ -4,7 +4,7 @@ import { promptBudgetTokens } from './discipline/prompt-budget';
 import { DEFAULT_DISCIPLINE_SETTINGS, PromptSettings, disciplineSettingsFrom } from './discipline/settings';
 import { EventLogBuilder } from './discipline/testing-events';
 import { NoMemoryRecall } from './ports';
-import { foldProgress } from './progress';
+import { evolveProgress, foldProgress } from './progress';
 
 const defaults = DEFAULT_DISCIPLINE_SETTINGS.prompt;
 const builder = (prompt: PromptSettings = defaults) =>
@@ -145,6 +145,76 @@ describe('ContextBuilder: any outputs, any window', () => {
       { numRuns: 100 },
     );
   });
+});
+
+describe('ContextBuilder: renderings kept across rounds', () => {
+  const settings = [
+    ['the default window', defaults],
+    ['a small window', { ...defaults, contextWindowTokens: 3_000, maxTokens: 500 }],
+    ['fixed section budgets (no run discipline)', null],
+  ] as const;
+
+  it.each(settings)(
+    'with %s, a builder that built every earlier round gives the context a new builder gives',
+    async (_name, prompt) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.record({
+              output: fc.integer({ min: 0, max: 30_000 }),
+              ok: fc.boolean(),
+              // a note the completion guard adds to a round the builder already rendered
+              note: fc.boolean(),
+              compact: fc.boolean(),
+            }),
+            { minLength: 1, maxLength: 25 },
+          ),
+          fc.boolean(),
+          fc.boolean(),
+          async (rounds, toolCalling, canCompact) => {
+            const log = new EventLogBuilder().received('probe');
+            const progress = progressOf(log);
+            let applied = log.events.length;
+            const catchUp = () => {
+              while (applied < log.events.length) evolveProgress(progress, log.events[applied++]);
+            };
+            const sut = new ContextBuilder(new NoMemoryRecall(), DEFAULT_SECTION_BUDGETS, 5, prompt);
+            for (const [i, r] of rounds.entries()) {
+              log.toolRound('shell_exec', { command: `c${i}` }, shell('o'.repeat(r.output)), r.ok);
+              catchUp();
+              await sut.build(progress, i + 2, [], undefined, { toolCalling, canCompact });
+              if (r.note)
+                log.add('GUARD_TRIGGERED', {
+                  guard: 'completion_reminder',
+                  round: i + 1,
+                  detail: `reminded in round ${i + 1}`,
+                  data: {},
+                });
+              if (r.compact && progress.history.length > 2)
+                log.add('GUARD_TRIGGERED', {
+                  guard: 'compaction',
+                  round: i + 1,
+                  detail: 'compacted',
+                  data: { rounds: progress.history.slice(0, 2).map((h) => h.round), summary: `up to ${i}` },
+                });
+              catchUp();
+
+              const warm = await sut.build(progress, i + 2, [], undefined, { toolCalling, canCompact });
+              const fresh = await new ContextBuilder(
+                new NoMemoryRecall(),
+                DEFAULT_SECTION_BUDGETS,
+                5,
+                prompt,
+              ).build(progress, i + 2, [], undefined, { toolCalling, canCompact });
+
+              expect(warm).toEqual(fresh);
+            }
+          },
+        ),
+        { numRuns: 25 },
+      );
+    },
+  );
 });
 
 describe('elideOutput', () => {

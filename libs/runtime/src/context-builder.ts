@@ -99,11 +99,14 @@ export function elideOutput(text: string, maxChars: number, sourceEventId: strin
   return `${text.slice(0, headEnd)}${note(Buffer.byteLength(text.slice(headEnd, tailStart)))}${text.slice(tailStart)}`;
 }
 
-/** A history item with every result over maxChars elided (citing the event it came from). */
-const elideItem = (h: HistoryItem, maxChars: number): HistoryItem => ({
-  ...h,
-  results: h.results.map((r, i) => elideOutput(r, maxChars, h.sources?.[i] ?? null)),
-});
+/**
+ * A history item with every result over maxChars elided (citing the event it
+ * came from); the item itself when none is, so its cached rendering still serves.
+ */
+function elideItem(h: HistoryItem, maxChars: number): HistoryItem {
+  if (h.results.every((r) => r.length <= maxChars)) return h;
+  return { ...h, results: h.results.map((r, i) => elideOutput(r, maxChars, h.sources?.[i] ?? null)) };
+}
 
 const memoryLine = (h: MemoryHit): string => `- (${h.score.toFixed(2)}) ${h.text}`;
 
@@ -129,12 +132,58 @@ const historyId = (h: HistoryItem): string =>
 const sessionOmittedNote = (n: number): string =>
   `[… ${n} earlier task${n === 1 ? '' : 's'} of this session left out to fit the prompt …]`;
 
+/** A history item as the prompt shows it, with what the prompt budget weighs of it. */
+interface RenderedHistory {
+  /** the results array rendered, and how many results it held then: the item changes only by appending results */
+  readonly results: readonly string[];
+  readonly count: number;
+  readonly text: string;
+  readonly tokens: number;
+  readonly item: PromptItem;
+}
+
+/**
+ * Renderings of history items, kept across rounds: a round renders only the
+ * items that are new or grew since the last one instead of the task's whole
+ * history, and shows the same text. Keyed by the item itself (the progress
+ * owns them; a compaction replaces them), so items gone are forgotten.
+ */
+class HistoryRenderings {
+  private readonly cache = new WeakMap<HistoryItem, RenderedHistory>();
+
+  of(h: HistoryItem): RenderedHistory {
+    const hit = this.cache.get(h);
+    if (hit && hit.results === h.results && hit.count === h.results.length) return hit;
+    const text = historyText(h);
+    const tokens = tokensOf(text);
+    const rendered: RenderedHistory = {
+      results: h.results,
+      count: h.results.length,
+      text,
+      tokens,
+      item: { id: historyId(h), section: 'history', tokens, elidable: h.results.map(tokensOf) },
+    };
+    this.cache.set(h, rendered);
+    return rendered;
+  }
+
+  text(h: HistoryItem): string {
+    return this.of(h).text;
+  }
+
+  tokens(h: HistoryItem): number {
+    return this.of(h).tokens;
+  }
+}
+
 /**
  * system + memory + tools + history + user, each within its budget. History
  * over budget loses its oldest rounds first (the newest always stays, clipped
  * if it must); CONTEXT_BUILT records what was cut.
  */
 export class ContextBuilder {
+  private readonly rendered = new HistoryRenderings();
+
   constructor(
     private readonly memory: MemoryRecall,
     private readonly budgets: SectionBudgets = DEFAULT_SECTION_BUDGETS,
@@ -178,6 +227,7 @@ export class ContextBuilder {
       tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'),
     );
 
+    const rendered = this.rendered;
     let kept = [...progress.history];
     let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let trimmedTokens = 0;
@@ -200,12 +250,7 @@ export class ContextBuilder {
           section: 'memory' as const,
           tokens: tokensOf(memoryLine(h)),
         })),
-        ...kept.map((h) => ({
-          id: historyId(h),
-          section: 'history' as const,
-          tokens: tokensOf(historyText(h)),
-          elidable: h.results.map(tokensOf),
-        })),
+        ...kept.map((h) => rendered.of(h).item),
       ];
       const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
       const elided = new Set<number>();
@@ -218,49 +263,52 @@ export class ContextBuilder {
           const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
           kept = kept.map((h) => {
             const shown = elideItem(h, maxChars);
-            if (shown.results.some((r, i) => r !== h.results[i])) elided.add(h.round);
+            if (shown !== h) elided.add(h.round);
             return shown;
           });
         }
       }
+      const compacted = new Set(decision.kind === 'compact' ? decision.compact : []);
       const drop = new Set(
-        decision.kind === 'trim' || decision.kind === 'compact'
-          ? [...decision.drop, ...(decision.kind === 'compact' ? decision.compact : [])]
-          : [],
+        decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...compacted] : [],
       );
+      const dropped = (h: HistoryItem): boolean => drop.has(historyId(h));
       if (decision.kind === 'compact') {
-        const old = kept.filter((h) => drop.has(historyId(h)));
+        const old = kept.filter(dropped);
         compaction = {
           rounds: old.map((h) => h.round),
-          text: old.map(historyText).join('\n'),
+          text: old.map((h) => rendered.text(h)).join('\n'),
           summaryTokens: decision.summaryTokens,
         };
       }
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
-      const compacted = new Set(decision.kind === 'compact' ? decision.compact : []);
       for (const h of kept)
-        if (drop.has(historyId(h))) {
-          trimmedTokens += tokensOf(historyText(h));
+        if (dropped(h)) {
+          trimmedTokens += rendered.tokens(h);
           if (isSessionItem(h) && !compacted.has(historyId(h))) sessionLeftOut += 1;
         }
-      kept = kept.filter((h) => !drop.has(historyId(h)));
+      kept = kept.filter((h) => !dropped(h));
       cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${historyId(h)}:elided`));
-      cut.push(...[...drop].filter((id) => decision.kind !== 'compact' || !decision.compact.includes(id)));
+      cut.push(...[...drop].filter((id) => !compacted.has(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
 
-    // Oldest rounds go first; the trimmed count is in tokens like every other section.
-    while (!this.prompt && kept.length > 1 && kept.map(historyText).join('\n').length > budgetChars) {
-      const dropped = kept.shift()!;
-      trimmedTokens += tokensOf(historyText(dropped));
-      if (isSessionItem(dropped)) sessionLeftOut += 1;
-      cut.push(historyId(dropped));
+    if (!this.prompt) {
+      // Oldest rounds go first; the trimmed count is in tokens like every other section.
+      let keptChars = kept.reduce((n, h) => n + rendered.text(h).length, 0) + Math.max(0, kept.length - 1);
+      while (kept.length > 1 && keptChars > budgetChars) {
+        const dropped = kept.shift()!;
+        keptChars -= rendered.text(dropped).length + 1;
+        trimmedTokens += rendered.tokens(dropped);
+        if (isSessionItem(dropped)) sessionLeftOut += 1;
+        cut.push(historyId(dropped));
+      }
     }
     // Rounds decided by native tool calls go back as tool turns, the rest as text.
     const asTurn = (h: HistoryItem): boolean => Boolean(opts.toolCalling && h.tool_calls?.length);
     const historyFull = kept
       .filter((h) => !asTurn(h))
-      .map(historyText)
+      .map((h) => rendered.text(h))
       .join('\n');
     const clipped = clip(historyFull, budgetChars);
     if (clipped !== historyFull) {
@@ -271,7 +319,7 @@ export class ContextBuilder {
       .filter(Boolean)
       .join('\n');
     // Rounds sent as tool turns count in the history section as their text would.
-    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + tokensOf(historyText(h)), 0);
+    const turnTokens = kept.filter(asTurn).reduce((n, h) => n + rendered.tokens(h), 0);
     sections.history = { tokens: tokensOf(history) + turnTokens, trimmed: trimmedTokens };
     // With run discipline the window decides: the task's input is never cut (too large, the task stops).
     const user = fit('user', progress.input, this.prompt ? Infinity : undefined);
@@ -292,6 +340,7 @@ export class ContextBuilder {
           { role: 'user', content: body.join('\n\n') },
         ];
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
+    const keptRounds = new Set(kept.map((h) => h.round));
     return {
       messages,
       functions: opts.toolCalling ? [...toolFunctions(tools), ...delegateFunction(this.agents)] : [],
@@ -299,7 +348,7 @@ export class ContextBuilder {
       // the session's earlier tasks are not results of this one
       view: {
         input: progress.input,
-        history: progress.history.filter((h) => !isSessionItem(h) && kept.some((k) => k.round === h.round)),
+        history: progress.history.filter((h) => !isSessionItem(h) && keptRounds.has(h.round)),
       },
       event: {
         round,

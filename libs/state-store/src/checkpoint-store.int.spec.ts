@@ -157,4 +157,24 @@ describe('CheckpointStore on SQLite', () => {
     expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
     expect((await sut.latest('t1'))!.context).toEqual({ seen: 3 });
   });
+
+  it('a checkpoint saved without a context: latest can skip contexts or require one; rebuild leaves it without', async () => {
+    await appendAll(new TaskLog('t1').received().context(1));
+    const withContext = await sut.save('t1', 'first', { seen: 3 });
+    const without = await sut.save('t1', 'second', null);
+    const contextOf = (_: string, events: readonly unknown[]) => ({ seen: events.length });
+
+    expect(await sut.latest('t1')).toMatchObject({ checkpoint_id: without.checkpoint_id, context: null });
+    expect(await sut.latest('t1', Number.MAX_SAFE_INTEGER, 'require')).toMatchObject({
+      checkpoint_id: withContext.checkpoint_id,
+      context: { seen: 3 },
+    });
+    expect(await sut.latest('t1', withContext.event_sequence, 'skip')).toMatchObject({
+      checkpoint_id: withContext.checkpoint_id,
+      context: null,
+      state: withContext.state,
+    });
+    expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 2, changed: [] });
+    expect((await sut.latest('t1'))!.context).toBeNull();
+  });
 });

@@ -109,6 +109,16 @@ export interface CheckpointRebuildReport {
 const PAGE = 1000;
 
 /**
+ * How `latest` treats the caller-defined context: `read` it, `skip` it (the
+ * caller needs only the task state; a context can be large), or `require` it
+ * (the newest checkpoint that holds one: a checkpoint may be saved without).
+ */
+export type CheckpointContextRead = 'read' | 'skip' | 'require';
+
+/** The context column of a checkpoint saved without one. */
+const NO_CONTEXT = JSON.stringify(null);
+
+/**
  * Snapshots of a task's state plus a caller-defined context at milestones.
  * The CHECKPOINT_SAVED event is appended first and the snapshot row second: a
  * crash between the two leaves an event without a snapshot, and loading then
@@ -154,7 +164,7 @@ export class CheckpointStore {
   async record(saved: RuntimeEvent, context: unknown): Promise<Checkpoint> {
     if (saved.type !== 'CHECKPOINT_SAVED')
       throw new TypeError(`a checkpoint is recorded for a CHECKPOINT_SAVED event, not ${saved.type}`);
-    const previous = await this.latest(saved.task_id, saved.sequence - 1);
+    const previous = await this.latest(saved.task_id, saved.sequence - 1, 'skip');
     const tail = await this.readAfter(saved.task_id, previous?.event_sequence ?? 0, saved.sequence);
     const state = foldTaskState(tail, previous?.state ?? null);
     if (!state) throw new NotFoundError(`task ${saved.task_id} not found`, { task_id: saved.task_id });
@@ -164,18 +174,30 @@ export class CheckpointStore {
   /**
    * The newest checkpoint (at or before `atMostSequence`); null when there is
    * none or its snapshot is not of this version (the caller folds the log).
+   * A checkpoint saved without a context has context null.
    */
-  async latest(taskId: string, atMostSequence = Number.MAX_SAFE_INTEGER): Promise<Checkpoint | null> {
+  async latest(
+    taskId: string,
+    atMostSequence = Number.MAX_SAFE_INTEGER,
+    context: CheckpointContextRead = 'read',
+  ): Promise<Checkpoint | null> {
     const row = await this.db
       .selectFrom('checkpoints')
-      .selectAll()
+      .select(['checkpoint_id', 'task_id', 'label', 'at_sequence', 'event_sequence', 'state', 'created_at'])
+      .$if(context !== 'skip', (q) => q.select('context'))
+      .$if(context === 'require', (q) => q.where('context', '!=', NO_CONTEXT))
       .where('task_id', '=', taskId)
       .where('event_sequence', '<=', atMostSequence)
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();
     const state = row ? parseSnapshot(row.state) : null;
-    return row && state ? { ...row, state, context: JSON.parse(row.context) as unknown } : null;
+    if (!row || !state) return null;
+    return {
+      ...row,
+      state,
+      context: row.context === undefined ? null : (JSON.parse(row.context) as unknown),
+    };
   }
 
   /**
@@ -196,10 +218,12 @@ export class CheckpointStore {
       const events = await this.readAfter(row.task_id, 0, row.event_sequence);
       const folded = foldTaskState(events);
       const stored = parseSnapshot(row.state);
-      const context = contextOf ? (contextOf(row.task_id, events) ?? null) : null;
+      // a checkpoint saved without a context keeps none: there is nothing to check it against
+      const checkContext = contextOf !== undefined && row.context !== NO_CONTEXT;
+      const context = checkContext ? (contextOf(row.task_id, events) ?? null) : null;
       const stateDiffers = !folded || !stored || canonicalJson(folded) !== canonicalJson(stored);
       const contextDiffers =
-        contextOf !== undefined && canonicalJson(context) !== canonicalJson(JSON.parse(row.context));
+        checkContext && canonicalJson(context) !== canonicalJson(JSON.parse(row.context));
       if (!stateDiffers && !contextDiffers) continue;
       changed.push(row.checkpoint_id);
       if (!folded) {
@@ -211,7 +235,7 @@ export class CheckpointStore {
         .updateTable('checkpoints')
         .set({
           state: storedSnapshot(folded),
-          ...(contextOf ? { context: JSON.stringify(context) } : {}),
+          ...(checkContext ? { context: JSON.stringify(context) } : {}),
         })
         .where('checkpoint_id', '=', row.checkpoint_id)
         .execute();

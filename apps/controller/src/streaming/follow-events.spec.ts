@@ -1,5 +1,5 @@
-import { EventType, NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { EventBus, InMemoryEventStore } from '@runledger/event-store';
+import { NewEvent } from '@runledger/contracts';
+import { EventBus, InMemoryEventStore, RawEvent } from '@runledger/event-store';
 import { EventSource, FollowCursor, followEvents } from './follow-events';
 
 const chunk = (index: number): NewEvent =>
@@ -10,9 +10,8 @@ const received = (): NewEvent =>
 function sourceOf(store: InMemoryEventStore, bus: EventBus): EventSource {
   return {
     committed$: bus.events$,
-    readStream: (taskId, o) => store.readStream(taskId, o),
-    readAll: (o: { after_position: number; limit: number; types?: EventType[]; task_id?: string }) =>
-      store.readAll(o),
+    readStreamRaw: (taskId, o) => store.readStreamRaw(taskId, o),
+    readAllRaw: (o) => store.readAllRaw(o),
   };
 }
 
@@ -35,7 +34,7 @@ describe('followEvents', () => {
   });
   afterEach(() => bus.close());
 
-  it.each<[string, (t: string) => FollowCursor, (e: RuntimeEvent) => number]>([
+  it.each<[string, (t: string) => FollowCursor, (e: RawEvent) => number]>([
     ['one task from after_seq', (t) => ({ kind: 'task', task_id: t, after_seq: 10 }), (e) => e.sequence],
     ['the global log from after_position', () => ({ kind: 'all', after_position: 10 }), (e) => e.position],
   ])('follows %s across the replay/live seam with no gap and no duplicate', async (_, cursorFor, key) => {
@@ -44,9 +43,9 @@ describe('followEvents', () => {
     const sut = followEvents(
       sourceOf(store, bus),
       cursorFor('task_a'),
-      async (e) => {
-        seen.push(key(e));
-        if (seen.length % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+      async (events) => {
+        seen.push(...events.map(key));
+        if (seen.length % 50 < events.length) await new Promise((r) => setTimeout(r, 1));
       },
       { pageSize: 64, onOverflow: () => fail('overflow'), onError: (e) => fail(e) },
     );
@@ -60,11 +59,11 @@ describe('followEvents', () => {
   it('filters the global log by type and task', async () => {
     await appendChunks(store, 'task_a', 5);
     await appendChunks(store, 'task_b', 5);
-    const seen: RuntimeEvent[] = [];
+    const seen: RawEvent[] = [];
     const sut = followEvents(
       sourceOf(store, bus),
       { kind: 'all', after_position: 0, types: ['TASK_RECEIVED'] },
-      (e) => void seen.push(e),
+      (events) => void seen.push(...events),
       {
         onOverflow: () => undefined,
         onError: () => undefined,
@@ -82,7 +81,12 @@ describe('followEvents', () => {
     const sut = followEvents(
       sourceOf(store, bus),
       { kind: 'task', task_id: 'task_a', after_seq: 0 },
-      (e) => (seen.push(e.sequence), e.sequence === 4 ? 'stop' : undefined),
+      (events) => {
+        for (const e of events) {
+          seen.push(e.sequence);
+          if (e.sequence === 4) return 'stop';
+        }
+      },
       {
         onOverflow: () => undefined,
         onError: () => undefined,
@@ -90,6 +94,25 @@ describe('followEvents', () => {
     );
     await sut.done;
     expect(seen).toEqual([1, 2, 3, 4]);
+  });
+
+  it('replays the stored JSON text a page at a time, then live events as JSON.stringify writes them', async () => {
+    await appendChunks(store, 'task_a', 9);
+    const batches: RawEvent[][] = [];
+    const sut = followEvents(
+      sourceOf(store, bus),
+      { kind: 'task', task_id: 'task_a', after_seq: 0 },
+      (events) => void batches.push([...events]),
+      { pageSize: 4, onOverflow: () => undefined, onError: () => undefined },
+    );
+    while (batches.flat().length < 10) await new Promise((r) => setTimeout(r, 5));
+    await appendChunks(store, 'task_a', 1);
+    while (batches.flat().length < 11) await new Promise((r) => setTimeout(r, 5));
+    sut.stop();
+    await sut.done;
+    expect(batches.map((b) => b.length)).toEqual([4, 4, 2, 1]);
+    const stored = await store.readStream('task_a');
+    expect(batches.flat().map((e) => e.json)).toEqual(stored.map((e) => JSON.stringify(e)));
   });
 
   it('reports overflow when live events pile up behind a stuck consumer, without blocking the writer', async () => {

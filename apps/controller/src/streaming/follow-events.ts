@@ -1,6 +1,6 @@
 import { Observable, Subscription } from 'rxjs';
 import { EventType, RuntimeEvent } from '@runledger/contracts';
-import { EventBus, EventStore } from '@runledger/event-store';
+import { EventBus, EventStore, RawEvent, rawEventOf } from '@runledger/event-store';
 
 export type FollowCursor =
   | { kind: 'task'; task_id: string; after_seq: number }
@@ -14,8 +14,13 @@ export interface FollowOptions {
   onError(err: unknown): void;
 }
 
-/** Return 'stop' to end the follow after this event (e.g. a task's final event). */
-export type Deliver = (event: RuntimeEvent) => Promise<void | 'stop'> | void | 'stop';
+/**
+ * Takes the next events, in order, as the JSON text they are stored as: a
+ * page of the replay, or the live events that arrived while the consumer was
+ * busy. Return 'stop' to end the follow after them (e.g. at a task's final
+ * event).
+ */
+export type Deliver = (events: readonly RawEvent[]) => Promise<void | 'stop'> | void | 'stop';
 
 export interface Follow {
   stop(): void;
@@ -27,22 +32,24 @@ export interface Follow {
  * Replay from the store, then continue live, in order, with no gap and no
  * duplicate at the seam. The live subscription opens before the first read,
  * so anything committed meanwhile is queued and de-duplicated by sequence
- * (or position). Delivery awaits the consumer (backpressure): replay is paced
- * by it, and live events wait in a bounded per-follower queue, so one slow
- * consumer never slows the bus or other followers.
+ * (or position). Replayed events go out as the store's JSON text, never
+ * parsed and serialised again, a page at a time; live events are serialised
+ * once. Delivery awaits the consumer (backpressure): replay is paced by it,
+ * and live events wait in a bounded per-follower queue, so one slow consumer
+ * never slows the bus or other followers.
  */
 export interface EventSource {
   /** every committed event, live, in commit order (hot: no replay) */
   committed$: Observable<RuntimeEvent>;
-  readStream: EventStore['readStream'];
-  readAll: EventStore['readAll'];
+  readStreamRaw: EventStore['readStreamRaw'];
+  readAllRaw: EventStore['readAllRaw'];
 }
 
 /** The store's reads and the bus's live events, as followEvents takes them. */
 export const eventSourceOf = (store: EventStore, bus: EventBus): EventSource => ({
   committed$: bus.events$,
-  readStream: (taskId, options) => store.readStream(taskId, options),
-  readAll: (options) => store.readAll(options),
+  readStreamRaw: (taskId, options) => store.readStreamRaw(taskId, options),
+  readAllRaw: (options) => store.readAllRaw(options),
 });
 
 export function followEvents(
@@ -53,7 +60,7 @@ export function followEvents(
 ): Follow {
   const pageSize = options.pageSize ?? 500;
   const maxQueued = options.maxQueued ?? 10_000;
-  const key = cursor.kind === 'task' ? (e: RuntimeEvent) => e.sequence : (e: RuntimeEvent) => e.position;
+  const key = cursor.kind === 'task' ? (e: RawEvent) => e.sequence : (e: RawEvent) => e.position;
   const matches =
     cursor.kind === 'task'
       ? (e: RuntimeEvent) => e.task_id === cursor.task_id
@@ -87,33 +94,34 @@ export function followEvents(
 
   const readPage = (after: number) =>
     cursor.kind === 'task'
-      ? backend.readStream(cursor.task_id, { after_seq: after, limit: pageSize })
-      : backend.readAll({
+      ? backend.readStreamRaw(cursor.task_id, { after_seq: after, limit: pageSize })
+      : backend.readAllRaw({
           after_position: after,
           limit: pageSize,
           types: cursor.types ? [...cursor.types] : undefined,
           task_id: cursor.task_id,
         });
 
-  const emit = async (e: RuntimeEvent): Promise<void> => {
-    if (key(e) <= last) return;
-    last = key(e);
-    if ((await deliver(e)) === 'stop') stop();
+  /** Events come in key order (a page, or the queue in commit order): only those past `last` go out. */
+  const emit = async (events: readonly RawEvent[]): Promise<void> => {
+    const fresh = events.filter((e) => key(e) > last);
+    if (fresh.length === 0) return;
+    last = key(fresh[fresh.length - 1]);
+    if ((await deliver(fresh)) === 'stop') stop();
   };
 
   const pump = async () => {
     for (;;) {
       const page = await readPage(last);
-      for (const e of page) {
-        if (stopped) return;
-        await emit(e);
-      }
+      if (stopped) return;
+      await emit(page);
       if (page.length < pageSize || stopped) break;
     }
     while (!stopped) {
-      const next = queue.shift();
-      if (next) {
-        await emit(next);
+      if (queue.length > 0) {
+        const next = queue;
+        queue = [];
+        await emit(next.map(rawEventOf));
         continue;
       }
       await new Promise<void>((resolve) => (wake = resolve));

@@ -28,6 +28,8 @@ import { TaskViews } from '@runledger/runtime';
 import { EventSource, Follow, eventSourceOf, followEvents } from '../streaming/follow-events';
 
 const HEARTBEAT_MS = 15_000;
+/** bytes of a stream written and not yet sent before the replay waits for the client to take them */
+const MAX_UNSENT_BYTES = 1024 * 1024;
 
 /** SSE: replay then live; `id:` is the sequence, Last-Event-ID resumes; ends after the final event. */
 @ApiTags('tasks')
@@ -104,16 +106,18 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     const follow = followEvents(
       this.events,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
-      async (event) => {
-        const ok = res.write(
-          `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
-        );
-        if (!ok && !closed)
+      async (events) => {
+        // the events up to the task's final one, as one write: the stored JSON text, as it is
+        const end = events.findIndex((e) => isFinalEventType(e.type));
+        const sent = end === -1 ? events : events.slice(0, end + 1);
+        res.write(sent.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${e.json}\n\n`).join(''));
+        // the next page is read while this one is sent; the client paces the stream past MAX_UNSENT_BYTES
+        if (res.writableLength > MAX_UNSENT_BYTES && !closed)
           await new Promise<void>((resolve) => {
             res.once('drain', resolve);
             res.once('close', resolve);
           });
-        return isFinalEventType(event.type) ? 'stop' : undefined;
+        return end === -1 ? undefined : 'stop';
       },
       { onOverflow: () => res.destroy(), onError: () => res.destroy() },
     );

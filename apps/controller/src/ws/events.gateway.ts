@@ -1,4 +1,5 @@
 import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
 import { BeforeApplicationShutdown, Inject } from '@nestjs/common';
 import {
   OnGatewayConnection,
@@ -8,7 +9,13 @@ import {
 } from '@nestjs/websockets';
 import { Logger } from 'pino';
 import { RawData, ServerOptions, VerifyClientCallbackAsync, WebSocket, WebSocketServer } from 'ws';
-import { IllegalStateError, NotFoundError, UnauthorizedError, ValidationError } from '@runledger/contracts';
+import {
+  IllegalStateError,
+  NotFoundError,
+  RuntimeEvent,
+  UnauthorizedError,
+  ValidationError,
+} from '@runledger/contracts';
 import { requireScope } from '../auth/auth.guard';
 import { Principal, Scope } from '../auth/scopes';
 import { TokenRegistry, bearerToken } from '../auth/token-registry';
@@ -16,7 +23,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { WsClientMessage, WsServerMessage } from '../dtos/ws.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { toErrorResponse } from '../errors/error-body';
-import { EventBus, EventStore } from '@runledger/event-store';
+import { EventBus, EventStore, RawEvent } from '@runledger/event-store';
 import { TaskViews } from '@runledger/runtime';
 import { EventSource, Follow, FollowCursor, eventSourceOf, followEvents } from '../streaming/follow-events';
 import { LOGGER } from '../tokens';
@@ -32,6 +39,8 @@ export const MAX_FRAME_BYTES = 1024 * 1024;
 
 interface Client {
   ws: WebSocket;
+  /** the TCP socket under `ws`: corked while a batch of event frames is written, so they go out in one write */
+  socket: Socket;
   principal: Principal | null;
   subs: Map<string, Follow>;
   alive: boolean;
@@ -107,6 +116,7 @@ export class EventsGateway
     const principal = header === undefined ? null : this.tokens.authenticate(bearerToken(header) ?? '');
     const client: Client = {
       ws,
+      socket: req.socket,
       principal,
       subs: new Map(),
       alive: true,
@@ -235,23 +245,14 @@ export class EventsGateway
   private follow(client: Client, id: string, cursor: FollowCursor): void {
     // the socket may have closed while the subscribe was checked: nothing to follow for
     if (client.ws.readyState !== WebSocket.OPEN || client.dropped) return;
-    const follow = followEvents(
-      this.events,
-      cursor,
-      async (event) => {
-        if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
-        this.send(client, { type: 'event', subscription_id: id, event });
-        await this.paced(client);
+    const follow = followEvents(this.events, cursor, (events) => this.sendEvents(client, id, events), {
+      onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
+      onError: (err) => {
+        this.log.error({ err }, 'ws subscription failed');
+        this.replyError(client, err);
+        client.subs.delete(id);
       },
-      {
-        onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
-        onError: (err) => {
-          this.log.error({ err }, 'ws subscription failed');
-          this.replyError(client, err);
-          client.subs.delete(id);
-        },
-      },
-    );
+    });
     client.subs.set(id, follow);
   }
 
@@ -274,12 +275,11 @@ export class EventsGateway
         followEvents(
           this.events,
           { kind: 'task', task_id, after_seq },
-          async (event) => {
-            if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
-            this.send(client, { type: 'event', subscription_id: id, event });
-            if (event.type === 'CHILD_TASK_STARTED') start(event.payload.child_task_id, 0);
-            await this.paced(client);
-          },
+          (events) =>
+            this.sendEvents(client, id, events, (e) => {
+              if (e.type === 'CHILD_TASK_STARTED')
+                start((JSON.parse(e.json) as RuntimeEvent<'CHILD_TASK_STARTED'>).payload.child_task_id, 0);
+            }),
           {
             onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),
             onError: (err) => {
@@ -302,6 +302,36 @@ export class EventsGateway
   }
 
   /**
+   * A page of events as `{type:"event", subscription_id, event}` frames written around each event's
+   * stored JSON text, corked into one socket write unless the client's buffer asks for pacing.
+   * `sent` hears each event once its frame is written.
+   */
+  private async sendEvents(
+    client: Client,
+    id: string,
+    events: readonly RawEvent[],
+    sent?: (e: RawEvent) => void,
+  ): Promise<'stop' | void> {
+    const head = `{"type":"event","subscription_id":${JSON.stringify(id)},"event":`;
+    const max = this.config.RUNLEDGER_WS_MAX_BUFFER;
+    client.socket.cork();
+    try {
+      for (const e of events) {
+        if (client.ws.readyState !== WebSocket.OPEN) return 'stop';
+        this.sendText(client, `${head}${e.json}}`);
+        sent?.(e);
+        if (client.ws.bufferedAmount > max / 4) {
+          client.socket.uncork();
+          await this.paced(client);
+          client.socket.cork();
+        }
+      }
+    } finally {
+      client.socket.uncork();
+    }
+  }
+
+  /**
    * Replay is paced by the client: wait while the socket holds a quarter of the
    * allowed buffer. A client that does not drain within a heartbeat interval is
    * treated as stuck and dropped.
@@ -320,12 +350,17 @@ export class EventsGateway
 
   /** A client still holding more than the allowed unsent bytes when the next message is due is too slow. */
   private send(client: Client, message: WsServerMessage): void {
+    this.sendText(client, JSON.stringify(message));
+  }
+
+  /** A message already in JSON text (an event frame built around the stored event). */
+  private sendText(client: Client, text: string): void {
     if (client.ws.readyState !== WebSocket.OPEN) return;
     if (client.ws.bufferedAmount > this.config.RUNLEDGER_WS_MAX_BUFFER) {
       this.slowConsumer(client, `more than ${this.config.RUNLEDGER_WS_MAX_BUFFER} bytes unsent`);
       return;
     }
-    client.ws.send(JSON.stringify(message));
+    client.ws.send(text);
   }
 
   private slowConsumer(client: Client, why: string): void {

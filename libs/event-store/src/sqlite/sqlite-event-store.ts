@@ -7,6 +7,7 @@ import {
   AppendResult,
   CommitListener,
   EventStore,
+  RawEvent,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
@@ -22,7 +23,7 @@ import {
   WriterThreadOptions,
 } from './append-writer';
 import { SQLITE_SYNCHRONOUS, SqliteHandle } from './open-sqlite';
-import { EventRow, rowToEvent } from './rows';
+import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -78,6 +79,9 @@ function writerThreadOptions(
     projections: options.writerThread?.projections ?? [],
   };
 }
+
+/** A RawEvent's columns: routing fields and the event's JSON built in SQL. */
+const RAW_EVENT_COLUMNS = ['position', 'sequence', 'task_id', 'type', RAW_EVENT_JSON.as('json')] as const;
 
 /**
  * EventStore on SQLite. Appends are group-committed: those that arrive
@@ -240,30 +244,41 @@ export class SqliteEventStore extends EventStore {
   }
 
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
-      .selectFrom('events')
-      .selectAll()
-      .where('task_id', '=', taskId)
-      .where('sequence', '>', options.after_seq ?? 0)
-      .orderBy('sequence')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
-    return rows.map(rowToEvent);
+    return (await this.streamQuery(taskId, options).selectAll().execute()).map(rowToEvent);
+  }
+
+  /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
+  override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
+    return (await this.streamQuery(taskId, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
+    return (await this.allQuery(options).selectAll().execute()).map(rowToEvent);
+  }
+
+  override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
+    return (await this.allQuery(options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
+  }
+
+  private streamQuery(taskId: string, options: ReadStreamOptions) {
+    return this.handle.db
       .selectFrom('events')
-      .selectAll()
+      .where('task_id', '=', taskId)
+      .where('sequence', '>', options.after_seq ?? 0)
+      .orderBy('sequence')
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
+  }
+
+  private allQuery(options: ReadAllOptions) {
+    return this.handle.db
+      .selectFrom('events')
       .where('position', '>', options.after_position ?? 0)
       .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
       .$if(options.types !== undefined, (q) =>
         q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
       )
       .orderBy('position')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
-    return rows.map(rowToEvent);
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
   }
 
   /**

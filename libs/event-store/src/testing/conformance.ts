@@ -9,7 +9,7 @@ import {
 } from '@runledger/contracts';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { EventBus } from '../event-bus';
-import { EventStore, LeaseToken } from '../event-store';
+import { EventStore, LeaseToken, RawEvent } from '../event-store';
 import { chunks, outputChunk, taskCompleted, taskReceived } from './events';
 
 /** A fresh, empty store per test; `dispose` removes whatever it created. */
@@ -387,6 +387,37 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
         const t2 = await sut.readAll({ task_id: 't2', types: ['TASK_RECEIVED', 'TASK_COMPLETED'], limit: 1 });
         expect(t2.map((e) => [e.task_id, e.type])).toEqual([['t2', 'TASK_RECEIVED']]);
         expect(await sut.readAll({ after_position: all[7].position })).toEqual([]);
+      });
+
+      it('readStreamRaw and readAllRaw give the events of readStream and readAll as JSON.stringify writes them', async () => {
+        // text a JSON encoder must escape, in the envelope and the payload
+        const odd = 'quote " backslash \\ newline \n tab \t nul \u0000 lone \ud800 emoji 😀 é / <';
+        await sut.append('t3', [taskReceived({ correlation_id: odd, causation_id: odd }, odd)], {
+          expected: 'no_stream',
+        });
+        await sut.append('t3', [outputChunk(0, { payload: { call_id: odd, index: 0, delta: odd } })], {
+          expected: 1,
+        });
+        const expectRaw = (raw: readonly RawEvent[], events: readonly RuntimeEvent[]) =>
+          expect(raw).toEqual(
+            events.map((e) => ({
+              position: e.position,
+              sequence: e.sequence,
+              task_id: e.task_id,
+              type: e.type,
+              json: JSON.stringify(e),
+            })),
+          );
+
+        expectRaw(await sut.readStreamRaw('t3'), await sut.readStream('t3'));
+        expectRaw(
+          await sut.readStreamRaw('t1', { after_seq: 2, limit: 3 }),
+          await sut.readStream('t1', { after_seq: 2, limit: 3 }),
+        );
+        expectRaw(await sut.readAllRaw(), await sut.readAll());
+        const filter = { after_position: 2, limit: 4, types: ['TASK_COMPLETED', 'OUTPUT_CHUNK'] } as const;
+        expectRaw(await sut.readAllRaw(filter), await sut.readAll(filter));
+        expect(await sut.readStreamRaw('missing')).toEqual([]);
       });
 
       it('readWholeStream pages through a stream', async () => {

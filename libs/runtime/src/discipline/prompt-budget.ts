@@ -75,10 +75,12 @@ const tokensOf = (items: readonly PromptItem[]): number => sum(items.map((i) => 
 const partsOf = (item: PromptItem): readonly number[] => item.elidable ?? [];
 
 /** An item's tokens once each of its elidable parts keeps at most `cap` tokens. */
-const elidedTokens = (item: PromptItem, cap: number | null): number =>
-  cap === null
-    ? item.tokens
-    : item.tokens - sum(partsOf(item)) + sum(partsOf(item).map((p) => Math.min(p, cap)));
+function elidedTokens(item: PromptItem, cap: number | null): number {
+  if (cap === null) return item.tokens;
+  let tokens = item.tokens;
+  for (const part of partsOf(item)) if (part > cap) tokens -= part - cap;
+  return tokens;
+}
 
 /**
  * The largest cap such that the parts, each cut to at most the cap, take no
@@ -118,7 +120,16 @@ export function decidePrompt(
 ): PromptDecision {
   const available = promptBudgetTokens(s);
   const total = tokensOf(items);
-  const by = (section: PromptSection) => items.filter((i) => i.section === section);
+  // grouped once: a long task's history holds many items, and each section is asked for several times
+  const groups: Record<PromptSection, PromptItem[]> = {
+    system: [],
+    memory: [],
+    history: [],
+    tools: [],
+    user: [],
+  };
+  for (const item of items) groups[item.section].push(item);
+  const by = (section: PromptSection): readonly PromptItem[] => groups[section];
   const fixed = tokensOf(by('system')) + tokensOf(by('tools')) + tokensOf(by('user'));
   const memory = by('memory');
   const history = by('history');
@@ -172,18 +183,19 @@ export function decidePrompt(
 
   // A history over its budget first cuts every tool output down to its share of the section.
   const shareCap = tokensOf(history) > historyBudget ? Math.floor(historyBudget * s.toolOutputShare) : null;
-  const sized = history.map((i): PromptItem => ({ ...i, tokens: elidedTokens(i, shareCap) }));
+  const sized = history.map((i) => elidedTokens(i, shareCap));
   const recentCount = Math.min(s.keepRecentHistory, history.length);
-  const old = sized.slice(0, sized.length - recentCount);
-  const recent = sized.slice(sized.length - recentCount);
+  const oldCount = sized.length - recentCount;
+  const old = history.slice(0, oldCount);
+  const oldTokens = sum(sized.slice(0, oldCount));
+  const recentTokens = sum(sized.slice(oldCount));
 
   // Oldest history first, as few items as needed.
-  let historyTokens = tokensOf(sized);
+  let historyTokens = oldTokens + recentTokens;
   const droppedHistory: string[] = [];
-  for (const item of old) {
-    if (historyTokens <= historyBudget) break;
-    droppedHistory.push(item.id);
-    historyTokens -= item.tokens;
+  for (let k = 0; k < oldCount && historyTokens > historyBudget; k++) {
+    droppedHistory.push(old[k].id);
+    historyTokens -= sized[k];
   }
   const trimFits = historyTokens <= historyBudget;
   const trim = (): PromptDecision => ({
@@ -196,7 +208,7 @@ export function decidePrompt(
   });
   if (trimFits && (droppedHistory.length <= s.maxTrimItems || !canCompact)) return trim();
 
-  const summaryTokens = canCompact && old.length > 0 ? Math.min(s.summaryTokens, tokensOf(old)) : 0;
+  const summaryTokens = canCompact && old.length > 0 ? Math.min(s.summaryTokens, oldTokens) : 0;
   const compact = (elideTo: number | null, tokens: number): PromptDecision => ({
     kind: 'compact',
     available,
@@ -207,8 +219,8 @@ export function decidePrompt(
     elideTo,
     sections: sections(memoryKept, tokens, old.length, historyBudget),
   });
-  if (canCompact && old.length > 0 && summaryTokens + tokensOf(recent) <= historyBudget)
-    return compact(shareCap, summaryTokens + tokensOf(recent));
+  if (canCompact && old.length > 0 && summaryTokens + recentTokens <= historyBudget)
+    return compact(shareCap, summaryTokens + recentTokens);
   // A summary can be larger than what dropping old items leaves; then dropping is the better remedy.
   if (trimFits) return trim();
 

@@ -1,0 +1,288 @@
+/**
+ * npm run bench -- langgraph
+ * The same 7-step task on Runledger and on LangGraph.js with its SQLite
+ * checkpointer (SqliteSaver), in the same run. The task: an orchestrator
+ * (a scripted model, no network) plans 7 tool steps, each using the previous
+ * step's output; the steps run in order; the orchestrator then responds.
+ * Every step runs the same in-memory tool (a SHA-256 chain over its input).
+ * With critic and memory on, each tool outcome is scored by the heuristic
+ * critic and, when the write policy keeps it, embedded (hashing embedder,
+ * 384 dimensions) and stored:
+ *   - Runledger: the server's default composition of those parts (critic and
+ *     memory hook after every tool outcome, the memory end guard, recall into
+ *     the context), checkpoints on, SQLite synchronous=FULL;
+ *   - LangGraph: a StateGraph of plan, 7 step nodes and respond; a step node
+ *     runs the tool, then (when on) the same critic, policy and embedder, and
+ *     keeps what memory keeps in the graph's state, which SqliteSaver
+ *     checkpoints after every node; SqliteSaver as it comes (WAL, the library's
+ *     default durability).
+ * Printed per concurrency (1, 4, 16 tasks at once; BENCH_TASKS tasks per run)
+ * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
+ * alternating runs, and Runledger's ratio to LangGraph.
+ * Env: BENCH_TASKS (32), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
+ * BENCH_SYNCHRONOUS (FULL; Runledger's).
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { HeuristicCritic } from '@runledger/critic';
+import { SqliteSynchronous } from '@runledger/event-store';
+import {
+  DEFAULT_MEMORY_POLICY,
+  HashingEmbedder,
+  MemoryDatabase,
+  MemoryService,
+  MemoryStore,
+  createCriticMemoryHook,
+  ToolOutcomeEvent,
+  createMemoryEndGuard,
+  decide,
+} from '@runledger/memory';
+import { ToolManifest } from '@runledger/contracts';
+import { MemoryRecall, ScriptedBackend } from '@runledger/runtime';
+import { createSqliteStorage } from '@runledger/state-store';
+import { Kysely } from 'kysely';
+import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/runtime/src/testing';
+
+const TASKS = Number(process.env.BENCH_TASKS ?? 32);
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
+const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
+const STEPS = 7;
+/** the server's default RUNLEDGER_CHECKPOINT_EVERY_EVENTS */
+const CHECKPOINT_EVERY_EVENTS = 50;
+const EMBEDDING_DIM = 384;
+
+/** The tool every step runs: a SHA-256 chain over its input, as a line of text. */
+function digestTool(text: string): string {
+  let h = text;
+  for (let i = 0; i < 50; i++) h = createHash('sha256').update(h).digest('hex');
+  return `digest of ${text.length} characters: ${h}`;
+}
+
+const DIGEST: ToolManifest = {
+  name: 'digest',
+  description: 'A SHA-256 chain over text.',
+  args_schema: {
+    type: 'object',
+    properties: { text: { type: 'string' } },
+    required: ['text'],
+    additionalProperties: false,
+  },
+  requires_permission: false,
+  idempotent: true,
+  timeout_ms: 30_000,
+  secrets: [],
+  sensitive_output: false,
+  entry: 'index.js',
+};
+
+const PLAN = {
+  type: 'plan',
+  steps: Array.from({ length: STEPS }, (_, i) => ({
+    id: `s${i + 1}`,
+    kind: 'tool',
+    tool: 'digest',
+    args: { text: i === 0 ? 'the input of the task' : `\${steps.s${i}.output}` },
+    depends_on: i === 0 ? [] : [`s${i}`],
+  })),
+};
+const RESPOND = { type: 'respond', content: 'all seven steps done' };
+
+/** The scripted orchestrator's replies to a task: the plan, then the answer. */
+const ORCHESTRATOR_SCRIPT = [JSON.stringify(PLAN), JSON.stringify(RESPOND)];
+
+/** Recall across sessions, as the server composes it (benchmarks may not import apps/). */
+const recallOver = (service: MemoryService): MemoryRecall => ({
+  async recall(query, { k }) {
+    const hits = await service.search(query, { k });
+    return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, score: h.score }));
+  },
+});
+
+interface Case {
+  concurrency: number;
+  criticAndMemory: boolean;
+}
+
+async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-langgraph-'));
+  try {
+    return await work(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Seconds for TASKS tasks on Runledger, `concurrency` at a time. */
+function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
+  return inTempDir(async (dir) => {
+    const storage = await createSqliteStorage({ path: join(dir, 'runledger.db'), synchronous: SYNCHRONOUS });
+    const memory = criticAndMemory
+      ? await MemoryService.open({
+          store: new MemoryStore(storage.db as unknown as Kysely<MemoryDatabase>),
+          events: storage.eventStore,
+          embedder: new HashingEmbedder(EMBEDDING_DIM),
+          indexPath: join(dir, 'memory.hnsw'),
+        })
+      : null;
+    const tools = new InMemoryToolRegistry().add(DIGEST, async (args) => digestTool(String(args.text)));
+    const rt = await startTestRuntime({
+      store: storage.eventStore,
+      tools,
+      permissions: new AllowAllPolicy(),
+      // a scripted backend answers each task from its own log: every task gets the plan, then the answer
+      model: new ScriptedBackend({ orchestrator: ORCHESTRATOR_SCRIPT }),
+      concurrency,
+      checkpoints: { store: storage.checkpoints, everyEvents: CHECKPOINT_EVERY_EVENTS },
+      hooks: memory
+        ? [createCriticMemoryHook({ critic: new HeuristicCritic(), memory, policy: DEFAULT_MEMORY_POLICY })]
+        : [],
+      guards: memory ? [createMemoryEndGuard(memory, DEFAULT_MEMORY_POLICY)] : [],
+      memory: memory ? recallOver(memory) : null,
+    });
+    try {
+      const started = performance.now();
+      const ids = await Promise.all(
+        Array.from({ length: TASKS }, (_, i) =>
+          rt.runtime.submit({ input: `seven steps, task ${i}` }, { source: 'api' }).then((r) => r.task_id),
+        ),
+      );
+      const finals = await Promise.all(ids.map((id) => rt.runtime.settled(id)));
+      const seconds = (performance.now() - started) / 1000;
+      const bad = finals.find((p) => p.final?.stop_reason !== 'completed');
+      if (bad)
+        throw new Error(`a Runledger task stopped with ${bad.final?.stop_reason}: ${bad.final?.detail}`);
+      return seconds;
+    } finally {
+      await rt.close();
+      await memory?.close();
+      await storage.close();
+    }
+  });
+}
+
+interface StepMemory {
+  text: string;
+  weight: number;
+  embedding: number[];
+}
+
+const GraphState = Annotation.Root({
+  input: Annotation<string>,
+  plan: Annotation<typeof PLAN.steps>,
+  outputs: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  memory: Annotation<StepMemory[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  result: Annotation<string>,
+});
+type GraphStateType = typeof GraphState.State;
+
+/** Seconds for TASKS tasks on LangGraph with SqliteSaver, `concurrency` at a time. */
+function langgraph({ concurrency, criticAndMemory }: Case): Promise<number> {
+  return inTempDir(async (dir) => {
+    const saver = SqliteSaver.fromConnString(join(dir, 'langgraph.db'));
+    // the scripted orchestrator: a task's n-th reply of the script, parsed as Runledger parses a directive
+    const [planReply, respondReply] = ORCHESTRATOR_SCRIPT;
+    const orchestrator = (reply: string) =>
+      JSON.parse(reply) as { steps?: typeof PLAN.steps; content?: string };
+    const critic = new HeuristicCritic();
+    const embedder = new HashingEmbedder(EMBEDDING_DIM);
+
+    const step = (index: number) => async (state: GraphStateType) => {
+      const text = index === 0 ? String(state.plan[0].args.text) : state.outputs[index - 1];
+      const output = digestTool(text);
+      if (!criticAndMemory) return { outputs: [output] };
+      const call_id = `call_${index}`;
+      const result = { tool: DIGEST.name, ok: true, output, error: null, metadata: {} };
+      const verdict = await critic.evaluate({
+        target_event_id: `evt_${index}`,
+        call_id,
+        tool: DIGEST.name,
+        ok: true,
+        output,
+        error: null,
+        metadata: {},
+      });
+      const outcome = {
+        type: 'TOOL_COMPLETED',
+        payload: { call_id, tool: DIGEST.name, result },
+      } as ToolOutcomeEvent;
+      const write = decide(outcome, DIGEST, verdict.score, DEFAULT_MEMORY_POLICY);
+      if (write.op === 'none') return { outputs: [output] };
+      const [embedding] = await embedder.embed([write.text]);
+      return {
+        outputs: [output],
+        memory: [{ text: write.text, weight: write.weight, embedding: [...embedding] }],
+      };
+    };
+
+    let builder = new StateGraph(GraphState).addNode('planner', () => ({
+      plan: orchestrator(planReply).steps!,
+    }));
+    for (let i = 0; i < STEPS; i++) builder = builder.addNode(`s${i + 1}`, step(i)) as typeof builder;
+    builder = builder.addNode('responder', () => ({
+      result: orchestrator(respondReply).content!,
+    })) as typeof builder;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const edges = builder as any;
+    edges.addEdge(START, 'planner');
+    edges.addEdge('planner', 's1');
+    for (let i = 1; i < STEPS; i++) edges.addEdge(`s${i}`, `s${i + 1}`);
+    edges.addEdge(`s${STEPS}`, 'responder');
+    edges.addEdge('responder', END);
+    const graph = builder.compile({ checkpointer: saver });
+
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < TASKS; i = next++) {
+        const out = await graph.invoke(
+          { input: `seven steps, task ${i}` },
+          { configurable: { thread_id: `task_${i}` } },
+        );
+        if (out.result !== RESPOND.content || out.outputs.length !== STEPS)
+          throw new Error(`a LangGraph task ended with ${JSON.stringify(out.result)}`);
+      }
+    };
+    const started = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const seconds = (performance.now() - started) / 1000;
+    saver.db.close();
+    return seconds;
+  });
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+export async function main(): Promise<void> {
+  console.log(
+    `${STEPS}-step task (scripted orchestrator: plan, ${STEPS} chained tool steps, respond), ${TASKS} tasks per run, ` +
+      `median of ${RUNS} alternating runs; Runledger SQLite synchronous=${SYNCHRONOUS} with checkpoints, ` +
+      `LangGraph SqliteSaver at its default`,
+  );
+  // warm-up, not reported: both compile their hot paths on a first run
+  await runledger({ concurrency: 4, criticAndMemory: true });
+  await langgraph({ concurrency: 4, criticAndMemory: true });
+  for (const criticAndMemory of [false, true]) {
+    for (const concurrency of CONCURRENCY) {
+      const ours: number[] = [];
+      const theirs: number[] = [];
+      for (let r = 0; r < RUNS; r++) {
+        ours.push(TASKS / (await runledger({ concurrency, criticAndMemory })));
+        theirs.push(TASKS / (await langgraph({ concurrency, criticAndMemory })));
+      }
+      const [a, b] = [median(ours), median(theirs)];
+      console.log(
+        `critic+memory ${criticAndMemory ? 'on ' : 'off'}  ${String(concurrency).padStart(2)} at once: ` +
+          `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
+          `ratio ${(a / b).toFixed(2)}x`,
+      );
+    }
+  }
+}
