@@ -50,6 +50,15 @@ export const PermissionRulesConfig = z
     protected_paths: z.array(z.string().startsWith('/')).default([]),
     /** file_write inside the allowed root asks first (default) or runs */
     prompt_file_writes: z.boolean().default(true),
+    /**
+     * MCP tools (`mcp__<server>__<tool>`) ask first unless allowed here by server (`github`) or by
+     * tool (`github__search_issues`)
+     */
+    mcp_allow: z.array(z.string().min(1)).default([]),
+    /** MCP servers or tools never called (same forms as mcp_allow); wins over every allow */
+    mcp_deny: z.array(z.string().min(1)).default([]),
+    /** MCP tools their server annotates readOnlyHint run without asking */
+    mcp_allow_read_only: z.boolean().default(false),
   })
   .strict();
 export type PermissionRulesConfig = z.infer<typeof PermissionRulesConfig>;

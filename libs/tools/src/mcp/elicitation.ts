@@ -1,0 +1,64 @@
+import Ajv from 'ajv';
+
+/** What an MCP server asked the user for during a tool call (form mode). */
+export interface ElicitationRequest {
+  message: string;
+  /** a flat JSON Schema object of primitive fields */
+  requested_schema: Record<string, unknown>;
+}
+
+/** The person's answer, as the log holds it: the form's content, or a refusal. */
+export type ElicitationAnswer =
+  { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' };
+
+/**
+ * A tool call stopped because its server asked for input the log does not hold yet: the runtime
+ * records the request (a permission form or a secret), and when it is answered the call is issued
+ * again, the server's same question then answered from the log. `index` is the question's place
+ * among those the server asks during one call (1, 2, ...).
+ */
+export class ToolInputRequired extends Error {
+  constructor(
+    readonly index: number,
+    readonly request: ElicitationRequest,
+    /** the one field of a form that asks for a secret (then it is asked as a secret, never logged) */
+    readonly secretField: string | null,
+  ) {
+    super(`the tool's server asks for input: ${request.message}`);
+    this.name = new.target.name;
+  }
+}
+
+const SECRET_NAME = /pass(word|phrase|code)?|secret|token|api[-_ ]?key|credential|private[-_ ]?key|\bpin\b/i;
+
+/**
+ * A form of exactly one string field whose name or title says it is a secret (a password, a token,
+ * an API key) is asked as a secret: its value must never reach the log. Anything else is a form.
+ */
+export function secretFieldOf(schema: Record<string, unknown>): string | null {
+  const properties = schema.properties;
+  if (!properties || typeof properties !== 'object') return null;
+  const entries = Object.entries(properties as Record<string, Record<string, unknown>>);
+  if (entries.length !== 1) return null;
+  const [name, field] = entries[0];
+  if (field?.type !== 'string') return null;
+  const words = [name, typeof field.title === 'string' ? field.title : ''].join(' ');
+  return SECRET_NAME.test(words) || field.format === 'password' ? name : null;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+
+/** null when `content` fills `schema` (required fields, types, enums), else what is wrong. */
+export function elicitationContentProblem(schema: Record<string, unknown>, content: unknown): string | null {
+  const { $schema: _ignored, ...rest } = schema;
+  let validate;
+  try {
+    validate = ajv.compile(rest);
+  } catch (e) {
+    return `the server's form is not a valid JSON Schema: ${(e as Error).message}`;
+  }
+  if (validate(content)) return null;
+  return (validate.errors ?? [])
+    .map((e) => `${e.instancePath || '(content)'} ${e.message ?? 'invalid'}`)
+    .join('; ');
+}
