@@ -4,6 +4,12 @@ export const PERMISSION_DECISIONS = ['allow_once', 'allow_always', 'deny', 'ask_
 export const PermissionDecision = z.enum(PERMISSION_DECISIONS);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
 
+/**
+ * The rule of a TASK_AWAITING_PERMISSION that is an MCP server's form, not a call's permission: it is
+ * answered allow_once with the form's `content`, or deny.
+ */
+export const MCP_ELICITATION_RULE = 'mcp_elicitation';
+
 /** What a permission rule check says about a tool call before it runs. */
 export const PERMISSION_VERDICTS = ['allow', 'prompt', 'deny', 'hard_stop'] as const;
 export const PermissionVerdict = z.enum(PERMISSION_VERDICTS);

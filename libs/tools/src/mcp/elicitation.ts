@@ -46,19 +46,27 @@ export function secretFieldOf(schema: Record<string, unknown>): string | null {
   return SECRET_NAME.test(words) || field.format === 'password' ? name : null;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, useDefaults: true });
 
-/** null when `content` fills `schema` (required fields, types, enums), else what is wrong. */
-export function elicitationContentProblem(schema: Record<string, unknown>, content: unknown): string | null {
-  const { $schema: _ignored, ...rest } = schema;
+/**
+ * The person's answer to a form, checked against the server's schema (required fields, types,
+ * enums) with the schema's defaults filled in for fields left out; or what is wrong with it.
+ */
+export function checkElicitationContent(
+  schema: Record<string, unknown>,
+  content: Record<string, unknown>,
+): { ok: true; content: Record<string, unknown> } | { ok: false; problem: string } {
+  const { $schema: _draft, ...rest } = schema;
   let validate;
   try {
     validate = ajv.compile(rest);
   } catch (e) {
-    return `the server's form is not a valid JSON Schema: ${(e as Error).message}`;
+    return { ok: false, problem: `the server's form is not a valid JSON Schema: ${(e as Error).message}` };
   }
-  if (validate(content)) return null;
-  return (validate.errors ?? [])
+  const filled = structuredClone(content);
+  if (validate(filled)) return { ok: true, content: filled };
+  const problem = (validate.errors ?? [])
     .map((e) => `${e.instancePath || '(content)'} ${e.message ?? 'invalid'}`)
     .join('; ');
+  return { ok: false, problem };
 }
