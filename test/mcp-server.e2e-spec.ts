@@ -107,7 +107,7 @@ describe('/mcp: Runledger as an MCP server', () => {
     expect((bad.content as Array<{ text: string }>)[0].text).toMatch(/limit/);
   });
 
-  it('without a valid token the connection is refused (401, JSON error body); GET is 405', async () => {
+  it('without a valid token the connection is refused (401, JSON error body); a page of another origin is 403 (DNS rebinding); GET is 405', async () => {
     await expect(connect(h, null)).rejects.toThrow(/"error":"unauthorized","message":"missing bearer token/);
     await expect(connect(h, 'tok-wrong-0123456789abcdef')).rejects.toThrow(/"message":"invalid token"/);
     const res = await h.request('POST', '/mcp', {
@@ -116,6 +116,11 @@ describe('/mcp: Runledger as an MCP server', () => {
     });
     expect(res.status).toBe(401);
     expect(res.body).toMatchObject({ error: 'unauthorized' });
+    const rebound = await h.request('POST', '/mcp', {
+      headers: { origin: 'http://evil.example.com', accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 1, method: 'ping' },
+    });
+    expect([rebound.status, rebound.body.error]).toEqual([403, 'forbidden']);
     const get = await h.request('GET', '/mcp');
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toContain('POST');
