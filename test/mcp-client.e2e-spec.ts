@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { McpClientManager } from '@runledger/tools';
 import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+import { runCli } from './support/cli';
 
 const BIN = resolve(__dirname, '..', 'node_modules', '.bin');
 const tool = (name: string, args: Record<string, unknown> = {}) =>
@@ -188,4 +189,36 @@ describe('MCP servers from npm as the tools of a scripted task', () => {
     expect([everything.state, everything.restarts, everything.pid]).toEqual(['ready', 1, expect.any(Number)]);
     expect(everything.pid).not.toBe(pid);
   }, 120_000);
+});
+
+describe('runledger mcp list', () => {
+  it('starts each configured server and shows its state and tools; exit 1 when one is down', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'rl-mcp-cli-'));
+    try {
+      const servers = JSON.stringify([
+        { name: 'fs', command: join(BIN, 'mcp-server-filesystem'), args: ['.'] },
+        { name: 'missing', command: 'no-such-mcp-server-binary' },
+      ]);
+      const text = await runCli(['mcp', 'list'], { cwd, env: { RUNLEDGER_MCP_SERVERS: servers } });
+      expect(text.code).toBe(1);
+      expect(text.stdout).toMatch(/^fs {2}stdio {2}ready {2}\d+ tool\(s\)$/m);
+      expect(text.stdout).toMatch(
+        /^ {2}mcp__fs__read_text_file \[read-only\] {2}Read the complete contents/m,
+      );
+      expect(text.stdout).toMatch(
+        /^missing {2}stdio {2}failed {2}no-such-mcp-server-binary: not found on PATH$/m,
+      );
+
+      const json = await runCli(['mcp', 'list', '--json'], {
+        cwd,
+        env: { RUNLEDGER_MCP_SERVERS: JSON.stringify([JSON.parse(servers)[0]]) },
+      });
+      expect(json.code).toBe(0);
+      const listed = JSON.parse(json.stdout).mcp;
+      expect(listed).toEqual([expect.objectContaining({ name: 'fs', state: 'ready', error: null })]);
+      expect(listed[0].tools.map((t: { name: string }) => t.name)).toContain('mcp__fs__write_file');
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

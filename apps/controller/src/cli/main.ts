@@ -19,8 +19,10 @@ import {
   replayView,
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
+import { McpClientManager } from '@runledger/tools';
 import { AppConfig, loadConfig } from '../config';
 import { CliModule } from './cli.module';
+import { mcpListing, mcpListingText } from './mcp-list';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -312,6 +314,11 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
       case 'fork': {
         const { task_id } = await runtime.fork(cmd.task_id, cmd.sequence);
         return await follow(app, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+      }
+      case 'mcp_list': {
+        const servers = mcpListing(app.get(McpClientManager));
+        io.answer(cmd.json ? JSON.stringify({ mcp: servers }) : mcpListingText(servers));
+        return servers.every((s) => s.state === 'ready') ? EXIT.completed : EXIT.ended;
       }
       case 'cancel':
         await runtime.cancel(cmd.task_id);
