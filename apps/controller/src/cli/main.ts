@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { dirname, join, resolve, sep } from 'node:path';
 import {
   IllegalStateError,
+  MCP_ELICITATION_RULE,
   PermissionDecision,
   PermissionRulesConfig,
   RuntimeEvent,
@@ -122,6 +123,13 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
       if (p.final) return summary(p, o, unknownOutcomes(seen));
       if (p.status === 'awaiting_permission') {
         const req = p.pendingPermission!;
+        // an MCP server's form needs its fields filled in: neither --yes nor a y/n question can answer it
+        if (req.rule === MCP_ELICITATION_RULE)
+          return waiting(
+            p,
+            o,
+            `POST /tasks/${taskId}/permissions/${req.request_id} {"decision": "allow_once", "content": {...}} on a running server (the form is in the task's pending request), or runledger resolve ${taskId} ${req.request_id} deny`,
+          );
         if (!o.yes && !o.interactive)
           return waiting(p, o, `runledger resolve ${taskId} ${req.request_id} allow_once|allow_always|deny`);
         const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
