@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { join } from 'node:path';
 import { isTerminalStatus } from '@runledger/contracts';
+import { McpClientManager, ToolSandbox } from '@runledger/tools';
 import { ApiHarness, TOKENS, bootApi } from './api-harness';
 
 /** The SDK's own client on /mcp with a bearer token. */
@@ -124,5 +126,71 @@ describe('/mcp: Runledger as an MCP server', () => {
     const get = await h.request('GET', '/mcp');
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toContain('POST');
+  });
+});
+
+describe("Runledger's MCP client over Streamable HTTP (against /mcp)", () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    h = await bootApi();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+  const managerFor = (env: NodeJS.ProcessEnv) =>
+    new McpClientManager({
+      servers: [
+        {
+          name: 'rl',
+          url: `${h.url}/mcp`,
+          headers_from: { Authorization: 'RL_E2E_MCP_AUTH' },
+          timeout_ms: 10_000,
+        },
+      ],
+      sandbox: new ToolSandbox({ allowedRoot: h.workspace, mode: 'process' }),
+      blobDir: join(h.dir, 'mcp-blobs'),
+      env,
+      logger: { warn: () => undefined },
+      backoffMs: 60_000,
+    });
+
+  it('sends the header headers_from names, lists the tools and calls them', async () => {
+    const sut = managerFor({ RL_E2E_MCP_AUTH: `Bearer ${TOKENS.writer}` });
+    try {
+      await sut.start();
+      expect(sut.status()[0]).toMatchObject({ name: 'rl', transport: 'http', state: 'ready', error: null });
+      const submit = sut.get('mcp__rl__submit_task')!;
+      expect(submit.entry.manifest).toMatchObject({ requires_permission: true, read_only: false });
+      expect(sut.get('mcp__rl__get_task')!.entry.manifest.read_only).toBe(true);
+      const ctx = {
+        task_id: 't',
+        session_id: 's',
+        step_id: null,
+        call_id: 'c',
+        signal: new AbortController().signal,
+        secrets: new Map<string, string>(),
+      };
+      const out = await submit.server.call(submit.entry, { input: 'run echo via-http' }, ctx);
+      expect(out.ok).toBe(true);
+      const { structured_content } = out.output as { structured_content: { task_id: string } };
+      expect(structured_content.task_id).toMatch(/^task_/);
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('a server that refuses the token is failed, with its answer as the reason', async () => {
+    const sut = managerFor({ RL_E2E_MCP_AUTH: 'Bearer tok-not-a-valid-token-000' });
+    try {
+      await sut.start();
+      expect(sut.status()[0]).toMatchObject({
+        state: 'failed',
+        tools: [],
+        error: expect.stringContaining('invalid token'),
+      });
+      expect(sut.tools()).toEqual([]);
+    } finally {
+      await sut.close();
+    }
   });
 });

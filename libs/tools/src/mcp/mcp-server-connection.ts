@@ -194,8 +194,9 @@ export class McpServerConnection {
       this.failed(err);
       return;
     }
+    // a close while starting is the start's failure, reported by connect's rejection below
     client.onclose = () => {
-      if (this.client === client) this.died('the connection closed');
+      if (this.client === client && this.state === 'ready') this.died('the connection closed');
     };
     this.client = client;
     this.transport = transport;
