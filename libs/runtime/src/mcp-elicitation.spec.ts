@@ -8,6 +8,7 @@ import {
   secretFieldOf,
 } from '@runledger/tools';
 import { ScriptedBackend } from './model/scripted-backend';
+import { replayDivergence } from './replay';
 import { AllowAllPolicy, RuleTablePolicy, manifestOf, startTestRuntime } from './testing';
 import { useTempStore } from './testing/temp-store';
 
@@ -116,10 +117,15 @@ describe('an MCP server asking the user during a call (elicitation)', () => {
     expect(events.find((e) => e.type === 'TOOL_COMPLETED')?.payload).toMatchObject({
       result: { output: 'got {"name":"Ada","level":3}' },
     });
+    // a replay stops where the recording stopped, answers from its log, and matches it
+    const replay = await second.replay(task_id);
+    expect(replay.progress.final?.stop_reason).toBe('completed');
+    expect(replayDivergence(events, replay.events)).toBeNull();
+    expect(reached).toHaveLength(1);
     await second.close();
   });
 
-  it('deny declines the form', async () => {
+  it('deny declines the form (and replays so)', async () => {
     const reached: ElicitationAnswer[] = [];
     const sut = await runtime(FORM, reached);
     const { task_id } = await sut.submit({ input: 'ask' }, { source: 'api' });
@@ -130,10 +136,12 @@ describe('an MCP server asking the user during a call (elicitation)', () => {
     await sut.resolvePermission(task_id, waiting.pendingPermission!.request_id, 'deny');
     expect((await sut.settled(task_id)).final?.stop_reason).toBe('completed');
     expect(reached).toEqual([{ action: 'decline' }]);
+    const replay = await sut.replay(task_id);
+    expect(replayDivergence(await temp.store.readWholeStream(task_id), replay.events)).toBeNull();
     await sut.close();
   });
 
-  it('a secret field waits as a secret request; the value reaches the server and never the log', async () => {
+  it('a secret field waits as a secret request; the value reaches the server and never the log; the task replays', async () => {
     const reached: ElicitationAnswer[] = [];
     const sut = await runtime(SECRET_FORM, reached);
     const { task_id } = await sut.submit({ input: 'ask' }, { source: 'api' });
@@ -143,8 +151,10 @@ describe('an MCP server asking the user during a call (elicitation)', () => {
     await sut.provideSecret(task_id, waiting.pendingSecret!.request_id, 'sk-elicited-123456');
     expect((await sut.settled(task_id)).final?.stop_reason).toBe('completed');
     expect(reached).toEqual([{ action: 'accept', content: { api_key: 'sk-elicited-123456' } }]);
-    const log = JSON.stringify(await temp.store.readWholeStream(task_id));
-    expect(log).not.toContain('sk-elicited-123456');
+    const recorded = await temp.store.readWholeStream(task_id);
+    expect(JSON.stringify(recorded)).not.toContain('sk-elicited-123456');
+    const replay = await sut.replay(task_id);
+    expect(replayDivergence(recorded, replay.events)).toBeNull();
     await sut.close();
   });
 
