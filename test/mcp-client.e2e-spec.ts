@@ -5,6 +5,7 @@ import { RuntimeEvent } from '@runledger/contracts';
 import { McpClientManager } from '@runledger/tools';
 import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
 import { runCli } from './support/cli';
+import { untilListed } from './support/mcp';
 
 const BIN = resolve(__dirname, '..', 'node_modules', '.bin');
 const tool = (name: string, args: Record<string, unknown> = {}) =>
@@ -62,6 +63,7 @@ describe('MCP servers from npm as the tools of a scripted task', () => {
       }),
     });
     writeFileSync(join(h.workspace, 'seed.txt'), 'seeded line\n');
+    await untilListed(h.app.get(McpClientManager), 'mcp__everything__trigger-elicitation-request');
   }, 60_000);
   afterAll(async () => {
     await h?.close();

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Browser } from 'playwright-core';
 import { RuntimeEvent } from '@runledger/contracts';
+import { McpClientManager } from '@runledger/tools';
 import { ApiHarness, TOKENS, bootApi, launchChromium, waitForTask } from './api-harness';
+import { untilListed } from './support/mcp';
 
 const SERVER = resolve(__dirname, '..', 'node_modules', '.bin', 'mcp-server-everything');
+const ELICITING_TOOL = 'mcp__everything__trigger-elicitation-request';
 
 describe("the dashboard answers an MCP server's form (e2e)", () => {
   let sut: ApiHarness;
@@ -18,7 +21,7 @@ describe("the dashboard answers an MCP server's form (e2e)", () => {
       join(dir, 'script.json'),
       JSON.stringify({
         orchestrator: [
-          JSON.stringify({ type: 'tool', tool: 'mcp__everything__trigger-elicitation-request', args: {} }),
+          JSON.stringify({ type: 'tool', tool: ELICITING_TOOL, args: {} }),
           JSON.stringify({ type: 'respond', content: 'form answered' }),
         ],
       }),
@@ -30,6 +33,7 @@ describe("the dashboard answers an MCP server's form (e2e)", () => {
       RUNLEDGER_PERMISSION_RULES: JSON.stringify({ mcp_allow: ['everything'] }),
     });
     browser = await launchChromium();
+    await untilListed(sut.app.get(McpClientManager), ELICITING_TOOL);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
