@@ -43,6 +43,8 @@ export interface HttpResult {
 }
 
 export interface ApiHarness {
+  /** the Nest application, to reach a provider the HTTP API does not show */
+  app: NestExpressApplication;
   url: string;
   wsUrl: string;
   dir: string;
@@ -106,6 +108,7 @@ export async function bootApi(
   });
   const url = started.url;
   return {
+    app: started.app,
     url,
     wsUrl: `${url.replace(/^http/, 'ws')}/ws`,
     dir,

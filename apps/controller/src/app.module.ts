@@ -21,6 +21,7 @@ import { HealthController } from './health/health.controller';
 import { SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { LoggingModule } from './logging/logging.module';
+import { McpController } from './mcp/mcp.controller';
 import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
@@ -58,6 +59,7 @@ export class AppModule {
         AdminStatsController,
         DashboardController,
         DocsController,
+        McpController,
       ],
       providers: [
         { provide: TokenRegistry, useValue: deps.tokens },

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { DynamicModule, Module, OnApplicationBootstrap, Provider } from '@nestjs/common';
 import { Logger } from 'pino';
 import { Critic, CriticModule } from '@runledger/critic';
@@ -138,12 +138,13 @@ export class CompositionModule {
           }),
         }),
         ToolsModule.forRootAsync({
-          inject: [APP_CONFIG, ALLOWED_ROOT, MemoryService, MemoryPolicy],
+          inject: [APP_CONFIG, ALLOWED_ROOT, MemoryService, MemoryPolicy, PROCESS_ENV],
           useFactory: (
             c: AppConfig,
             allowedRoot: string,
             memory: MemoryService | null,
             policy: MemoryPolicy,
+            env: NodeJS.ProcessEnv,
           ) => ({
             allowedRoot,
             sandbox: c.RUNLEDGER_SANDBOX,
@@ -151,6 +152,12 @@ export class CompositionModule {
             maxOutputBytes: c.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES,
             memory: memory ? toolsOver(memory, policy.config) : null,
             logger: o.log,
+            mcp: {
+              servers: c.RUNLEDGER_MCP_SERVERS ?? [],
+              // beside the database, out of the tools' reach like the database itself
+              blobDir: resolve(dirname(resolve(c.RUNLEDGER_DB)), 'mcp-blobs'),
+              env,
+            },
           }),
         }),
         SchedulerModule.forRootAsync({

@@ -9,6 +9,7 @@ import {
   ROLES,
 } from '@runledger/contracts';
 import { DEFAULT_BACKPRESSURE, providerLabel } from '@runledger/runtime';
+import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -110,6 +111,11 @@ export const ConfigSchema = z.object({
   RUNLEDGER_FALLBACK_MODELS: jsonFromEnv(z.array(FallbackModelConfig).max(10)).optional(),
   RUNLEDGER_SANDBOX: z.enum(['auto', 'bwrap', 'process']).default('auto'),
   RUNLEDGER_PLUGINS: z.string().optional(),
+  /**
+   * JSON [{name, command, args?, env_from?, cwd?, network?, timeout_ms?} | {name, url, headers_from?, timeout_ms?}]:
+   * MCP servers whose tools join the registry as mcp__<server>__<tool>; keys only by variable name
+   */
+  RUNLEDGER_MCP_SERVERS: jsonFromEnv(McpServersConfig).optional(),
   /** JSON PermissionRulesConfig added to the built-in permission rules */
   RUNLEDGER_PERMISSION_RULES: jsonFromEnv(PermissionRulesConfig).optional(),
   /** bytes of shell output kept per command (the rest is dropped, the result marked truncated) */
@@ -266,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...modelProblems(parsed.data),
     ...fallbackModelProblems(parsed.data, env),
     ...leaseProblems(parsed.data),
+    ...mcpServerProblems(parsed.data, env),
   ];
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
@@ -322,4 +329,11 @@ function fallbackModelProblems(config: AppConfig, env: NodeJS.ProcessEnv): strin
     labels.push(label);
   });
   return problems;
+}
+
+/** Every variable an MCP server's env_from or headers_from names must be set: a server without its key would fail later, less clearly. */
+function mcpServerProblems(config: AppConfig, env: NodeJS.ProcessEnv): string[] {
+  return mcpEnvReferences(config.RUNLEDGER_MCP_SERVERS ?? [])
+    .filter((ref) => !env[ref.name])
+    .map((ref) => `RUNLEDGER_MCP_SERVERS.${ref.path}: environment variable ${ref.name} is not set`);
 }

@@ -215,6 +215,8 @@ export const EventPayloads = {
     tool: z.string(),
     /** allow_always only: what the answer covers from now on, as the person was told */
     covers: z.string().optional(),
+    /** an MCP server's form (rule mcp_elicitation) answered allow_once: what the person filled in, returned to the server */
+    content: z.record(z.string(), Json).optional(),
   }),
   TASK_AWAITING_SECRET: z.object({
     request_id: Id,

@@ -8,3 +8,4 @@ export * from './permission';
 export * from './events';
 export * from './ids';
 export * from './module-options';
+export * from './mcp-tool-name';

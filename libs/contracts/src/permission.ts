@@ -4,6 +4,12 @@ export const PERMISSION_DECISIONS = ['allow_once', 'allow_always', 'deny', 'ask_
 export const PermissionDecision = z.enum(PERMISSION_DECISIONS);
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
 
+/**
+ * The rule of a TASK_AWAITING_PERMISSION that is an MCP server's form, not a call's permission: it is
+ * answered allow_once with the form's `content`, or deny.
+ */
+export const MCP_ELICITATION_RULE = 'mcp_elicitation';
+
 /** What a permission rule check says about a tool call before it runs. */
 export const PERMISSION_VERDICTS = ['allow', 'prompt', 'deny', 'hard_stop'] as const;
 export const PermissionVerdict = z.enum(PERMISSION_VERDICTS);
@@ -50,6 +56,15 @@ export const PermissionRulesConfig = z
     protected_paths: z.array(z.string().startsWith('/')).default([]),
     /** file_write inside the allowed root asks first (default) or runs */
     prompt_file_writes: z.boolean().default(true),
+    /**
+     * MCP tools (`mcp__<server>__<tool>`) ask first unless allowed here by server (`github`) or by
+     * tool (`github__search_issues`)
+     */
+    mcp_allow: z.array(z.string().min(1)).default([]),
+    /** MCP servers or tools never called (same forms as mcp_allow); wins over every allow */
+    mcp_deny: z.array(z.string().min(1)).default([]),
+    /** MCP tools their server annotates readOnlyHint run without asking */
+    mcp_allow_read_only: z.boolean().default(false),
   })
   .strict();
 export type PermissionRulesConfig = z.infer<typeof PermissionRulesConfig>;

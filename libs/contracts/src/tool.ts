@@ -29,6 +29,8 @@ export const ToolManifest = z
     secrets: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
     sensitive_output: z.boolean().default(false),
     entry: z.string().default('index.js'),
+    /** the tool only reads (an MCP tool's readOnlyHint): `mcp_allow_read_only` lets such tools run without asking */
+    read_only: z.boolean().optional(),
   })
   .strict();
 export type ToolManifest = z.infer<typeof ToolManifest>;

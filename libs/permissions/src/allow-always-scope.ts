@@ -23,6 +23,7 @@ const RULE_SCOPE: Readonly<Record<string, string>> = {
   git_write: 'any git command that changes the repository or uses the network',
   awk_side_effects: 'awk programs that run commands or write files',
   unknown_program: 'any program that is not known to be read-only',
+  mcp_tool: 'every call of this MCP tool, whatever its arguments',
 };
 
 /** One line for the person asked, the dashboard and PERMISSION_RESOLVED: tool, rule and scope. */

@@ -1,7 +1,14 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { PermissionCheck, PermissionRulesConfig, PermissionVerdict } from '@runledger/contracts';
+import {
+  PermissionCheck,
+  PermissionRulesConfig,
+  PermissionVerdict,
+  isMcpToolName,
+  splitMcpToolName,
+} from '@runledger/contracts';
 import { PermissionService, PermissionSubject } from './permission-service';
+
 import { ALLOW, check, newProgramCall, ProgramCall, unknownProgram } from './programs/program-spec';
 import { programSpec } from './programs/table';
 import { BLOCK_DEVICE, HARMLESS_SINKS, PROCESS_DATA, PROTECTED_WRITE, SYSTEM_TOP } from './system-paths';
@@ -76,10 +83,26 @@ export class RulePermissionPolicy extends PermissionService {
       case 'memory_insert':
         return ALLOW;
       default:
+        if (isMcpToolName(manifest.name))
+          return this.checkMcpTool(manifest.name, manifest.read_only === true);
         return manifest.requires_permission
           ? check('prompt', 'tool_requires_permission', `${manifest.name} asks before it runs`)
           : ALLOW;
     }
+  }
+
+  /**
+   * An MCP tool asks first (its server's code is not ours to judge) unless a rule allows its server,
+   * the tool itself, or tools annotated read-only; a deny rule wins over all of them.
+   */
+  private checkMcpTool(name: string, readOnly: boolean): PermissionCheck {
+    const { server, tool } = splitMcpToolName(name);
+    const names = [server, `${server}__${tool}`, name];
+    if (this.rules.mcp_deny.some((n) => names.includes(n)))
+      return check('deny', 'mcp_deny', `${name} is not allowed`);
+    if (this.rules.mcp_allow.some((n) => names.includes(n))) return ALLOW;
+    if (readOnly && this.rules.mcp_allow_read_only) return ALLOW;
+    return check('prompt', 'mcp_tool', `${name} (MCP server ${server}) asks before it runs`);
   }
 
   requiredSecrets(subject: PermissionSubject): string[] {

@@ -24,6 +24,7 @@ const CallSnapshot = z.object({
   result: Loose.nullable(),
   error: z.string().nullable(),
   error_kind: z.string().nullable(),
+  awaiting_input: z.literal(true).optional(),
 });
 
 const PlanSnapshot = z.object({
@@ -70,7 +71,10 @@ const ProgressSnapshotSchema = z.looseObject({
   pendingPermission: Loose.nullable(),
   pendingSecret: Loose.nullable(),
   permissionDecisions: z.array(
-    z.tuple([z.string(), z.object({ decision: PermissionDecision, args_hash: z.string() })]),
+    z.tuple([
+      z.string(),
+      z.object({ decision: PermissionDecision, args_hash: z.string(), content: Args.optional() }),
+    ]),
   ),
   modelCalls: z.record(z.string(), z.number()),
   modelCallBackends: z.array(z.tuple([z.string(), z.string()])),

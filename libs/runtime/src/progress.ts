@@ -33,6 +33,8 @@ export interface CallProgress {
   result: ToolResult | null;
   error: string | null;
   error_kind: EventPayload<'TOOL_FAILED'>['error_kind'] | null;
+  /** its server asked the user for input during the latest attempt, which stopped for it (see ToolInputRequired) */
+  awaiting_input?: true;
 }
 
 export interface PlanProgress {
@@ -88,7 +90,11 @@ export interface TaskProgress {
   plans: Map<string, PlanProgress>;
   pendingPermission: PendingPermission | null;
   pendingSecret: PendingSecret | null;
-  permissionDecisions: Map<string, { decision: PermissionDecision; args_hash: string }>;
+  /** by call_id; an MCP server's question has its own (elicitationCallId) and may carry the form's content */
+  permissionDecisions: Map<
+    string,
+    { decision: PermissionDecision; args_hash: string; content?: Record<string, unknown> }
+  >;
   /** answered model calls per `${backend}/${role}`: which scripted or replayed item comes next */
   modelCalls: Record<string, number>;
   /** backend of each model call, from MODEL_CALLED */
@@ -185,6 +191,24 @@ function compactHistory(p: TaskProgress, data: Record<string, unknown>): void {
     summary,
     ...p.history.slice(at).filter((h) => !rounds.includes(h.round)),
   ];
+}
+
+/**
+ * The id of the `index`-th question (1, 2, ...) an MCP server asks during call `callId`: its
+ * request and answer are logged under it, apart from the call's own permission decision.
+ */
+export const elicitationCallId = (callId: string, index: number): string => `${callId}.elicit${index}`;
+
+/** The call an elicitation id belongs to, or null for an ordinary call id. */
+export function elicitedCall(id: string): string | null {
+  const m = /^(.+)\.elicit\d+$/.exec(id);
+  return m ? m[1] : null;
+}
+
+/** A request for one of a call's questions: the attempt stopped for it and is issued again once answered. */
+function markAwaitingInput(p: TaskProgress, requestCallId: string): void {
+  const call = p.calls.get(elicitedCall(requestCallId) ?? '');
+  if (call) call.awaiting_input = true;
 }
 
 /** A directive without steps of its own is over once it ran its single tool call. */
@@ -347,11 +371,13 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TASK_AWAITING_PERMISSION':
       p.pendingPermission = e.payload;
       p.status = 'awaiting_permission';
+      markAwaitingInput(p, e.payload.call_id);
       break;
     case 'PERMISSION_RESOLVED':
       p.permissionDecisions.set(e.payload.call_id, {
         decision: e.payload.decision,
         args_hash: e.payload.args_hash,
+        ...(e.payload.content ? { content: e.payload.content } : {}),
       });
       p.pendingPermission = null;
       p.status = 'running';
@@ -359,6 +385,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TASK_AWAITING_SECRET':
       p.pendingSecret = e.payload;
       p.status = 'awaiting_secret';
+      markAwaitingInput(p, e.payload.call_id);
       break;
     case 'SECRET_PROVIDED':
       p.pendingSecret = null;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import {
   IllegalStateError,
@@ -19,7 +20,7 @@ import {
   criticInputOf,
 } from '@runledger/critic';
 import { PermissionService, PermissionSubject } from '@runledger/permissions';
-import { ArgsValidation, RegisteredTool, ToolRegistry } from '@runledger/tools';
+import { ArgsValidation, RegisteredTool, ToolInputRequired, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from './model/scripted-backend';
 import { LabelledBackend, recordedProviderLabels } from './model/providers';
 import { RetrySettings } from './discipline/settings';
@@ -29,7 +30,7 @@ import { runShapingOf } from './run-settings';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeModule, RuntimeParts } from './runtime.module';
 import { RecordedChildTasks } from './delegation/child-tasks';
-import { TaskProgress } from './progress';
+import { TaskProgress, elicitedCall } from './progress';
 import { rawChunksFor } from './respond-stream';
 import { INPUT_REFUSED, MemoryHit, MemoryRecall, ToolOutcomeHook } from './ports';
 
@@ -85,12 +86,49 @@ export class ReplayBackend extends ScriptedBackend {
 
 type RecordedOutcome = { result: ToolResult | null; error: string };
 
+/** The question an attempt of a call stopped for (its server asked the user), as the recording shows it. */
+type RecordedStop = ToolInputRequired;
+
+/** For each call, the attempts in order, each with the question it stopped for, if it did. */
+function recordedStops(events: readonly RuntimeEvent[]): Map<string, Array<RecordedStop | null>> {
+  const attempts = new Map<string, Array<RecordedStop | null>>();
+  for (const e of events) {
+    if (e.type === 'TOOL_CALLED')
+      attempts.set(e.payload.call_id, [...(attempts.get(e.payload.call_id) ?? []), null]);
+    if (e.type !== 'TASK_AWAITING_PERMISSION' && e.type !== 'TASK_AWAITING_SECRET') continue;
+    const callId = elicitedCall(e.payload.call_id);
+    const list = callId ? attempts.get(callId) : undefined;
+    if (!list?.length) continue;
+    const index = Number(/\d+$/.exec(e.payload.call_id)![0]);
+    list[list.length - 1] =
+      e.type === 'TASK_AWAITING_PERMISSION'
+        ? new ToolInputRequired(
+            index,
+            {
+              message: String(e.payload.args.message ?? ''),
+              requested_schema: (e.payload.args.requested_schema ?? {}) as Record<string, unknown>,
+            },
+            null,
+          )
+        : new ToolInputRequired(
+            index,
+            { message: e.payload.reason, requested_schema: {} },
+            e.payload.secret_name,
+          );
+  }
+  return attempts;
+}
+
 /**
  * Tools that answer with the outcome the recorded task got for the same call, never running anything.
- * A call retried (an idempotent tool after a tool_error) gets its recorded outcomes attempt by attempt.
+ * A call retried (an idempotent tool after a tool_error) gets its recorded outcomes attempt by attempt;
+ * an attempt that stopped because its server asked the user stops again at the same question (the
+ * replay then answers it from the log, see replayTask).
  */
 export class ReplayToolRegistry extends ToolRegistry {
   private readonly outcomes = new Map<string, RecordedOutcome[]>();
+  private readonly stops: Map<string, Array<RecordedStop | null>>;
+  private readonly runs = new Map<string, number>();
 
   constructor(
     private readonly live: ToolRegistry,
@@ -104,6 +142,7 @@ export class ReplayToolRegistry extends ToolRegistry {
       if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error')
         add(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
     }
+    this.stops = recordedStops(events);
   }
 
   list(): ToolManifest[] {
@@ -116,6 +155,10 @@ export class ReplayToolRegistry extends ToolRegistry {
     return {
       manifest: this.replayManifest(tool.manifest),
       run: async (_args, ctx) => {
+        const attempt = (this.runs.get(ctx.call_id) ?? 0) + 1;
+        this.runs.set(ctx.call_id, attempt);
+        const stop = this.stops.get(ctx.call_id)?.[attempt - 1];
+        if (stop && !ctx.elicitationAnswer?.(stop.index)) throw stop;
         const queue = this.outcomes.get(ctx.call_id);
         // the last recorded outcome answers any further attempt (the comparison shows an extra one)
         const recorded = queue && queue.length > 1 ? queue.shift() : queue?.[0];
@@ -149,7 +192,14 @@ export class ReplayPermissionPolicy extends PermissionService {
     super();
     const seen = new Set<string>();
     for (const e of events) {
-      if (e.type !== 'TOOL_CALLED' && e.type !== 'TOOL_FAILED' && e.type !== 'TASK_AWAITING_PERMISSION')
+      // A question an MCP server asked (a form or a secret) made the call pass the gates once more.
+      const asked = e.type === 'TASK_AWAITING_SECRET' && elicitedCall(e.payload.call_id) !== null;
+      if (
+        e.type !== 'TOOL_CALLED' &&
+        e.type !== 'TOOL_FAILED' &&
+        e.type !== 'TASK_AWAITING_PERMISSION' &&
+        !asked
+      )
         continue;
       if (seen.has(e.payload.call_id)) continue;
       const refused = e.type === 'TOOL_FAILED' ? e.payload.error_kind : null;
@@ -505,6 +555,13 @@ export async function replayTask(
       { source: 'replay', settings: recordedSettings, session_history: first.payload.session_history ?? [] },
     ));
     progress = await runtime.settled(task_id);
+    // Questions MCP servers asked are answered as the recording answered them; anything else a
+    // person answered was allowed by the replay's policy and never waits.
+    const answers = recordedAnswers(events);
+    for (let answer = answers.next(progress); answer; answer = answers.next(progress)) {
+      await answer(runtime, task_id);
+      progress = await runtime.settled(task_id);
+    }
   } finally {
     await app.close();
   }
@@ -537,3 +594,32 @@ export type ReplayOptions = Omit<
   RuntimeParts,
   'permissions' | 'model' | 'fallbackModels' | 'sysUtil' | 'hooks' | 'memory'
 >;
+
+/**
+ * The recording's answers to the questions MCP servers asked, by elicitation id in order: a form's
+ * decision and content again; a secret, whose value the log never held, as random hex (the replayed
+ * tool answers from the log, so no server sees it; redacted like any secret, it must match nothing).
+ */
+function recordedAnswers(events: readonly RuntimeEvent[]) {
+  const forms = new Map<string, Array<Extract<RuntimeEvent, { type: 'PERMISSION_RESOLVED' }>['payload']>>();
+  for (const e of events)
+    if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
+      forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
+  return {
+    next(p: TaskProgress): ((runtime: RuntimeController, taskId: string) => Promise<void>) | null {
+      if (p.final) return null;
+      const form = p.pendingPermission;
+      if (form && elicitedCall(form.call_id)) {
+        const recorded = forms.get(form.call_id)?.shift();
+        if (!recorded) return null;
+        return (runtime, taskId) =>
+          runtime.resolvePermission(taskId, form.request_id, recorded.decision, recorded.content);
+      }
+      const secret = p.pendingSecret;
+      if (secret && elicitedCall(secret.call_id))
+        return (runtime, taskId) =>
+          runtime.provideSecret(taskId, secret.request_id, randomBytes(24).toString('hex'));
+      return null;
+    },
+  };
+}

@@ -2,7 +2,9 @@ import { EventEmitter } from 'node:events';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
+  EventPayload,
   IdempotencyConflictError,
+  MCP_ELICITATION_RULE,
   IllegalStateError,
   LeaseLostError,
   NewEvent,
@@ -24,6 +26,7 @@ import {
   sha256,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { checkElicitationContent } from '@runledger/tools';
 import { CheckpointStore } from '@runledger/state-store';
 import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopLoadSource } from './backpressure';
 import { loadProgress } from './checkpoints';
@@ -422,11 +425,22 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     });
   }
 
-  async resolvePermission(taskId: string, requestId: string, decision: PermissionDecision): Promise<void> {
+  /**
+   * A decision for the pending permission request. When the request is an MCP server's form
+   * (rule mcp_elicitation), allow_once carries what the person filled in (`content`, checked against
+   * the form, defaults filled in), which the call's server then gets; deny declines the form.
+   */
+  async resolvePermission(
+    taskId: string,
+    requestId: string,
+    decision: PermissionDecision,
+    content?: Record<string, unknown>,
+  ): Promise<void> {
     const p = await this.progress(taskId);
     const pending = p.pendingPermission;
     if (!pending || pending.request_id !== requestId || p.final)
       throw new IllegalStateError(`permission request ${requestId} of task ${taskId} is not pending`);
+    const answer = formAnswer(pending, decision, content);
     await this.recordResolution(p, {
       type: 'PERMISSION_RESOLVED',
       payload: {
@@ -436,6 +450,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         args_hash: pending.args_hash,
         tool: pending.tool,
         ...(decision === 'allow_always' && pending.covers ? { covers: pending.covers } : {}),
+        ...(answer ? { content: answer } : {}),
       },
     });
   }
@@ -784,4 +799,34 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }, HOLD_BACK_MS);
     this.holdBackTimer.unref();
   }
+}
+
+/** The content an answer to a permission request carries: only an MCP server's form takes one, and only when accepted. */
+function formAnswer(
+  pending: EventPayload<'TASK_AWAITING_PERMISSION'>,
+  decision: PermissionDecision,
+  content: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  if (pending.rule !== MCP_ELICITATION_RULE) {
+    if (content !== undefined)
+      throw new ValidationError(
+        "content answers an MCP server's form only; this request asks for a decision",
+      );
+    return undefined;
+  }
+  if (decision === 'deny') {
+    if (content !== undefined) throw new ValidationError('a declined form takes no content');
+    return undefined;
+  }
+  if (decision !== 'allow_once')
+    throw new ValidationError(
+      `an MCP server's form is answered allow_once (with its content) or deny, not ${decision}`,
+    );
+  const schema = (pending.args.requested_schema ?? {}) as Record<string, unknown>;
+  const checked = checkElicitationContent(schema, content ?? {});
+  if (!checked.ok)
+    throw new ValidationError(`the content does not fill the form: ${checked.problem}`, {
+      requested_schema: schema,
+    });
+  return checked.content;
 }

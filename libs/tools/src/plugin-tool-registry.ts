@@ -1,5 +1,5 @@
 import Ajv, { type ValidateFunction } from 'ajv';
-import { ToolManifest, ToolResult } from '@runledger/contracts';
+import { MCP_TOOL_PREFIX, ToolManifest, ToolResult, isMcpToolName } from '@runledger/contracts';
 import {
   BUILTIN_PLUGIN_DIR,
   ToolDiscovery,
@@ -104,6 +104,10 @@ export class PluginToolRegistry extends ToolRegistry {
 
   private add(def: ToolDefinition): void {
     const manifest = ToolManifest.parse(def.manifest);
+    if (isMcpToolName(manifest.name))
+      throw new Error(
+        `${manifest.name}: names starting with ${MCP_TOOL_PREFIX} belong to MCP servers' tools`,
+      );
     if (this.tools.has(manifest.name)) throw new Error(`duplicate tool name ${manifest.name}`);
     if (typeof def.implementation?.run !== 'function')
       throw new Error(`${manifest.name}: implementation has no run()`);

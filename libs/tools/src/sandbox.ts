@@ -85,6 +85,14 @@ const ETC_FILES = [
   '/etc/alternatives',
 ];
 const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
+/** What name resolution and TLS need, visible only to a child given the network. */
+const NETWORK_ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/ssl', '/etc/ca-certificates'];
+
+/** What a confined child may see beyond the root (read-only) and whether it has the network. */
+export interface ConfinedChildOptions {
+  readOnly?: readonly string[];
+  network?: boolean;
+}
 
 const isWithin = (root: string, p: string): boolean =>
   p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
@@ -163,9 +171,10 @@ export class ToolSandbox {
     return null;
   }
 
-  private bwrapArgs(cwd: string, env: Record<string, string>): string[] {
+  private bwrapArgs(cwd: string, env: Record<string, string>, extra: ConfinedChildOptions = {}): string[] {
     const args = [
       '--unshare-all',
+      ...(extra.network ? ['--share-net'] : []),
       '--die-with-parent',
       '--new-session',
       '--clearenv',
@@ -180,6 +189,8 @@ export class ToolSandbox {
       else args.push('--ro-bind', dir, dir);
     }
     for (const f of ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
+    if (extra.network) for (const f of NETWORK_ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
+    for (const p of extra.readOnly ?? []) args.push('--ro-bind', p, p);
     args.push(
       '--proc',
       '/proc',
@@ -343,6 +354,26 @@ export class ToolSandbox {
   /** PATH, HOME (the root) and LANG: nothing of the service's environment (keys, tokens) is inherited. */
   scrubbedEnv(): Record<string, string> {
     return { PATH: SAFE_PATH, HOME: this.root, LANG: 'C.UTF-8' };
+  }
+
+  /**
+   * How to start a long-lived child (an MCP server) confined as a shell command is: under bubblewrap
+   * the root is writable, `readOnly` folders visible, the network cut unless asked for, and the
+   * environment only `env`; in process mode the program runs as is with `env`.
+   */
+  confineChild(
+    command: string,
+    args: readonly string[],
+    options: ConfinedChildOptions & { cwd: string; env: Record<string, string> },
+  ): { command: string; args: string[]; env: Record<string, string> } {
+    if (this.status.effective === 'unavailable')
+      throw new SandboxViolation(this.status.warning ?? 'sandbox unavailable');
+    if (this.status.effective === 'process') return { command, args: [...args], env: options.env };
+    return {
+      command: this.status.bwrap_path!,
+      args: [...this.bwrapArgs(options.cwd, options.env, options), command, ...args],
+      env: { PATH: SAFE_PATH },
+    };
   }
 
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {

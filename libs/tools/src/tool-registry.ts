@@ -1,5 +1,6 @@
 import { ToolManifest, ToolResult } from '@runledger/contracts';
 import { redactSecrets } from './redact';
+import type { ElicitationAnswer } from './mcp/elicitation';
 
 /** What a tool gets besides its validated args. */
 export interface ToolExecutionContext {
@@ -11,6 +12,12 @@ export interface ToolExecutionContext {
   signal: AbortSignal;
   /** secrets resolved for this call only (name -> value); never persisted */
   secrets: ReadonlyMap<string, string>;
+  /**
+   * The logged answer to the `index`-th question (1, 2, ...) the tool's server asks the user during
+   * this call, undefined while there is none (the tool then throws ToolInputRequired). Absent: the
+   * caller cannot ask anyone, and every question is declined.
+   */
+  elicitationAnswer?: (index: number) => ElicitationAnswer | undefined;
 }
 
 export interface RegisteredTool {

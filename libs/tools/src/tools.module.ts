@@ -6,6 +6,9 @@ import { PluginToolRegistry } from './plugin-tool-registry';
 import { ToolSandbox, type SandboxMode } from './sandbox';
 import { ToolRegistry } from './tool-registry';
 import { stderrToolLogger } from './stderr-tool-logger';
+import { McpClientManager } from './mcp/mcp-client-manager';
+import type { McpServerConfig } from './mcp/mcp-config';
+import { McpToolRegistry } from './mcp/mcp-tool-registry';
 
 export interface ToolsOptions {
   allowedRoot: string;
@@ -18,6 +21,8 @@ export interface ToolsOptions {
   /** what the memory_* tools call; null when memory is off */
   memory?: MemoryToolService | null;
   logger?: ToolLogger;
+  /** RUNLEDGER_MCP_SERVERS, where their binaries are stored, and the environment env_from reads */
+  mcp?: { servers: readonly McpServerConfig[]; blobDir: string; env: NodeJS.ProcessEnv };
 }
 
 const TOOLS_OPTIONS = Symbol('TOOLS_OPTIONS');
@@ -47,20 +52,38 @@ export class ToolsModule {
           inject: [TOOLS_OPTIONS],
         },
         {
+          provide: McpClientManager,
+          // started before the registry is handed out: the first round already sees the servers' tools
+          useFactory: async (o: ToolsOptions, sandbox: ToolSandbox) => {
+            const manager = new McpClientManager({
+              servers: o.mcp?.servers ?? [],
+              blobDir: o.mcp?.blobDir ?? '',
+              env: o.mcp?.env ?? {},
+              sandbox,
+              logger: loggerOf(o),
+            });
+            await manager.start();
+            return manager;
+          },
+          inject: [TOOLS_OPTIONS, ToolSandbox],
+        },
+        {
           provide: ToolRegistry,
-          useFactory: (o: ToolsOptions, sandbox: ToolSandbox): ToolRegistry =>
-            PluginToolRegistry.load({
+          useFactory: (o: ToolsOptions, sandbox: ToolSandbox, mcp: McpClientManager): ToolRegistry => {
+            const plugins = PluginToolRegistry.load({
               services: { sandbox, memory: o.memory ?? null },
               pluginDirs:
                 typeof o.plugins === 'string' || o.plugins === undefined
                   ? parsePluginDirs(o.plugins)
                   : o.plugins,
               logger: loggerOf(o),
-            }),
-          inject: [TOOLS_OPTIONS, ToolSandbox],
+            });
+            return o.mcp?.servers.length ? new McpToolRegistry(plugins, mcp) : plugins;
+          },
+          inject: [TOOLS_OPTIONS, ToolSandbox, McpClientManager],
         },
       ],
-      exports: [ToolSandbox, ToolRegistry],
+      exports: [ToolSandbox, ToolRegistry, McpClientManager],
     });
   }
 }

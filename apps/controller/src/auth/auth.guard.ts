@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ForbiddenError, UnauthorizedError } from '@runledger/contracts';
-import { PUBLIC_KEY, Principal, SCOPE_KEY, Scope, hasScope } from './scopes';
+import { ANY_SCOPE_KEY, PUBLIC_KEY, Principal, SCOPE_KEY, Scope, hasScope } from './scopes';
 import { TokenRegistry, bearerToken } from './token-registry';
 
 export type AuthenticatedRequest = {
@@ -25,6 +25,10 @@ export class AuthGuard implements CanActivate {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    if (this.reflector.getAllAndOverride<boolean>(ANY_SCOPE_KEY, targets)) {
+      req.principal = authenticate(this.tokens, bearerToken(req.headers.authorization));
+      return true;
+    }
     const needed = this.reflector.getAllAndOverride<Scope>(SCOPE_KEY, targets) ?? 'admin';
     req.principal = authorize(this.tokens, bearerToken(req.headers.authorization), needed);
     return true;
@@ -33,10 +37,16 @@ export class AuthGuard implements CanActivate {
 
 /** Shared by HTTP, SSE and WebSocket: the principal of a token that holds `needed`, or a typed 401/403. */
 export function authorize(tokens: TokenRegistry, token: string | null, needed: Scope): Principal {
+  const principal = authenticate(tokens, token);
+  requireScope(principal, needed);
+  return principal;
+}
+
+/** The principal of a valid token, whatever its scopes (each operation then checks its own), or a typed 401. */
+export function authenticate(tokens: TokenRegistry, token: string | null): Principal {
   if (!token) throw new UnauthorizedError('missing bearer token (Authorization: Bearer <token>)');
   const principal = tokens.authenticate(token);
   if (!principal) throw new UnauthorizedError('invalid token');
-  requireScope(principal, needed);
   return principal;
 }
 

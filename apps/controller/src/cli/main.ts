@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { dirname, join, resolve, sep } from 'node:path';
 import {
   IllegalStateError,
+  MCP_ELICITATION_RULE,
   PermissionDecision,
   PermissionRulesConfig,
   RuntimeEvent,
@@ -20,8 +21,10 @@ import {
   replayView,
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
+import { McpClientManager } from '@runledger/tools';
 import { AppConfig, loadConfig } from '../config';
 import { CliModule } from './cli.module';
+import { mcpListing, mcpListingText } from './mcp-list';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -119,6 +122,13 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
   const answer = async (p: TaskProgress): Promise<number | null> => {
     if (p.status === 'awaiting_permission') {
       const req = p.pendingPermission!;
+      // an MCP server's form needs its fields filled in: neither --yes nor a y/n question can answer it
+      if (req.rule === MCP_ELICITATION_RULE)
+        return waiting(
+          p,
+          o,
+          `POST /tasks/${p.task_id}/permissions/${req.request_id} {"decision": "allow_once", "content": {...}} on a running server (the form is in the task's pending request), or runledger resolve ${p.task_id} ${req.request_id} deny`,
+        );
       if (!o.yes && !o.interactive)
         return waiting(p, o, `runledger resolve ${p.task_id} ${req.request_id} allow_once|allow_always|deny`);
       const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
@@ -346,6 +356,11 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
       case 'fork': {
         const { task_id } = await runtime.fork(cmd.task_id, cmd.sequence);
         return await follow(app, task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+      }
+      case 'mcp_list': {
+        const servers = mcpListing(app.get(McpClientManager));
+        io.answer(cmd.json ? JSON.stringify({ mcp: servers }) : mcpListingText(servers));
+        return servers.every((s) => s.state === 'ready') ? EXIT.completed : EXIT.ended;
       }
       case 'cancel':
         await runtime.cancel(cmd.task_id);

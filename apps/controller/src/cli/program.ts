@@ -32,6 +32,7 @@ export type CliCommand =
   | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'serve' }
+  | { kind: 'mcp_list'; json: boolean }
   /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
   | { kind: 'help'; text: string };
 
@@ -248,6 +249,14 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .action((f: Flags) => done({ kind: 'rebuild', json: Boolean(f.json), force: Boolean(f.force) }));
 
   program
+    .command('mcp')
+    .description('the MCP servers of RUNLEDGER_MCP_SERVERS')
+    .command('list')
+    .description('start each configured MCP server and show its state and its tools')
+    .addOption(new Option('--json', 'print the servers as one JSON line on stdout'))
+    .action((f: Flags) => done({ kind: 'mcp_list', json: Boolean(f.json) }));
+
+  program
     .command('serve')
     .description('run the HTTP server (configured through the environment)')
     .action(() => done({ kind: 'serve' }));
@@ -303,7 +312,8 @@ export function parseArgs(argv: readonly string[]): CliCommand {
     .hook('preSubcommand', (_root, sub) => {
       command = sub;
     });
-  for (const sub of program.commands) sub.exitOverride().configureOutput(program.configureOutput());
+  for (const sub of program.commands)
+    for (const c of [sub, ...sub.commands]) c.exitOverride().configureOutput(program.configureOutput());
   try {
     program.parse(argv.length ? [...argv] : ['--help'], { from: 'user' });
   } catch (e) {

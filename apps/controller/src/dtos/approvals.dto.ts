@@ -2,7 +2,15 @@ import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { PermissionDecision, TaskStatus } from '@runledger/contracts';
 
-export const ResolvePermissionBody = z.object({ decision: PermissionDecision }).strict();
+export const ResolvePermissionBody = z
+  .object({
+    decision: PermissionDecision,
+    content: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("an MCP server's form (rule mcp_elicitation) answered allow_once: the fields filled in"),
+  })
+  .strict();
 export class ResolvePermissionDto extends createZodDto(ResolvePermissionBody) {}
 
 /** The value is handed to the runtime for one step and never stored, logged or echoed. */

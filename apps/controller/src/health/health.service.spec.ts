@@ -1,4 +1,5 @@
 import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
+import { McpClientManager } from '@runledger/tools';
 import { HealthReport, SqliteHealthProbe } from './health-probe';
 import { HealthService } from './health.service';
 
@@ -57,5 +58,42 @@ describe('HealthService', () => {
       ...over,
     }).check();
     expect([ok, report.status]).toEqual([false, 'degraded']);
+  });
+
+  it('stays ok but warns for each MCP server that is not ready, naming why', async () => {
+    const mcp = {
+      status: () => [
+        {
+          name: 'up',
+          transport: 'stdio',
+          state: 'ready',
+          tools: ['mcp__up__x'],
+          error: null,
+          restarts: 0,
+          pid: 1,
+        },
+        {
+          name: 'gone',
+          transport: 'stdio',
+          state: 'failed',
+          tools: [],
+          error: 'gone: not found on PATH',
+          restarts: 3,
+          pid: null,
+        },
+      ],
+    } as unknown as McpClientManager;
+    const sut = new HealthService(
+      {
+        check: async () => ({ db: 'reachable', migrations: 'current', sandbox: 'bwrap' }),
+      } as unknown as SqliteHealthProbe,
+      null,
+      mcp,
+    );
+    const { ok, report } = await sut.check();
+    expect(ok).toBe(true);
+    expect(report.warnings).toEqual([
+      'MCP server gone is failed (gone: not found on PATH): its tools are absent',
+    ]);
   });
 });

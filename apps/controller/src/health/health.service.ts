@@ -1,5 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
+import { McpClientManager, McpServerStatus } from '@runledger/tools';
 import { HealthReport, SqliteHealthProbe } from './health-probe';
 
 export type HealthResponse = HealthReport & {
@@ -10,7 +11,11 @@ export type HealthResponse = HealthReport & {
 };
 
 /** What a healthy service still wants an operator to know. */
-function warningsOf(report: HealthReport, memory: MemoryIndexStatus | null): string[] {
+function warningsOf(
+  report: HealthReport,
+  memory: MemoryIndexStatus | null,
+  mcp: readonly McpServerStatus[],
+): string[] {
   const warnings: string[] = [];
   if (report.sandbox === 'process')
     warnings.push(
@@ -20,6 +25,12 @@ function warningsOf(report: HealthReport, memory: MemoryIndexStatus | null): str
     warnings.push(
       `the memory index is being rebuilt (${memory.rebuilt_because}): recall scans every stored entry until it is ready`,
     );
+  // a server that is down leaves the service up, without that server's tools
+  for (const s of mcp)
+    if (s.state !== 'ready')
+      warnings.push(
+        `MCP server ${s.name} is ${s.state}${s.error ? ` (${s.error})` : ''}: its tools are absent`,
+      );
   return warnings;
 }
 
@@ -28,6 +39,7 @@ export class HealthService {
   constructor(
     @Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe,
     @Inject(MemoryService) private readonly memory: MemoryService | null,
+    @Optional() @Inject(McpClientManager) private readonly mcp: McpClientManager | null = null,
   ) {}
 
   async check(): Promise<{ ok: boolean; report: HealthResponse }> {
@@ -35,9 +47,7 @@ export class HealthService {
     const memory = this.memory?.indexStatus ?? null;
     // a rebuilding index is no fault: recall still answers, exactly, only slower
     const ok = report.db === 'reachable' && report.migrations === 'current';
-    return {
-      ok,
-      report: { status: ok ? 'ok' : 'degraded', ...report, memory, warnings: warningsOf(report, memory) },
-    };
+    const warnings = warningsOf(report, memory, this.mcp?.status() ?? []);
+    return { ok, report: { status: ok ? 'ok' : 'degraded', ...report, memory, warnings } };
   }
 }

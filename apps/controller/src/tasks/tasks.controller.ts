@@ -222,7 +222,7 @@ export class TasksController {
     @Param('request_id', requestIdPipe) requestId: string,
     @Body(new ZodPipe(ResolvePermissionBody, 'body')) body: ResolvePermissionDto,
   ): Promise<z.infer<typeof ResolutionResponse>> {
-    await this.runtime.resolvePermission(taskId, requestId, body.decision);
+    await this.runtime.resolvePermission(taskId, requestId, body.decision, body.content);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };
   }
 

@@ -1,5 +1,6 @@
 import {
   EventPayload,
+  MCP_ELICITATION_RULE,
   NewEvent,
   PendingToolOutcome,
   ToolManifest,
@@ -8,7 +9,7 @@ import {
   newId,
 } from '@runledger/contracts';
 import { PermissionService } from '@runledger/permissions';
-import { RegisteredTool, ToolRegistry } from '@runledger/tools';
+import { ElicitationAnswer, RegisteredTool, ToolInputRequired, ToolRegistry } from '@runledger/tools';
 import { adaptiveToolTimeout, decideFailure, hasExitCode } from '../discipline/failure-policy';
 import { guardEvent } from '../discipline/retry-runner';
 import { priceModelCalls } from '../discipline/budgets';
@@ -16,11 +17,13 @@ import { DisciplineSettings } from '../discipline/settings';
 import { sleep } from '../model/model-backend';
 import { SecretVault, ToolOutcomeHook, isShutdown } from '../ports';
 import { TaskWriter } from '../task-writer';
+import { elicitationCallId } from '../progress';
 import { AllowAlwaysGrants } from './allow-always-grants';
 import { CallOutcome, CallSpec } from './call-types';
 import { AgentToolsGate } from './gates/agent-tools-gate';
 import { BudgetGate } from './gates/budget-gate';
 import { CircuitBreakerGate } from './gates/circuit-breaker-gate';
+import { ElicitationGate } from './gates/elicitation-gate';
 import { InterruptedCallGate } from './gates/interrupted-call-gate';
 import { PermissionGate } from './gates/permission-gate';
 import { SecretGate } from './gates/secret-gate';
@@ -65,6 +68,7 @@ export function toolGates(deps: ToolCallDeps): ToolGate[] {
   const gates: ToolGate[] = [
     new ValidateGate(deps.tools),
     new AgentToolsGate(),
+    new ElicitationGate(),
     new InterruptedCallGate(),
     new PermissionGate(deps.permissions, deps.grants),
     new SecretGate(deps.permissions, deps.vault),
@@ -168,10 +172,15 @@ export class ToolCallRunner {
     const p = writer.progress;
     const d = this.deps.discipline;
     const held = this.deps.vault.forCall(p.task_id, spec.call_id);
+    const answers = new LoggedAnswers(writer, this.deps.vault, spec.call_id);
+    let suspended = false;
     try {
       for (let attempt = firstAttempt; ; attempt++) {
-        const out = await this.runOnce(writer, spec, tool, held, args_hash, attempt, signal);
-        if (out === 'interrupted') return { outcome: { kind: 'suspend' }, record: [] };
+        const out = await this.runOnce(writer, spec, tool, held, answers, args_hash, attempt, signal);
+        if (out === 'interrupted') {
+          suspended = true;
+          return { outcome: { kind: 'suspend' }, record: [] };
+        }
         const done = (): Settled => ({
           outcome: { kind: 'done', ok: out.ok, output: out.output, error: out.error },
           record: out.record,
@@ -198,6 +207,8 @@ export class ToolCallRunner {
       }
     } finally {
       this.deps.vault.drop(p.task_id, spec.call_id);
+      // a secret the server asked for is kept until the call it was for has its outcome
+      if (!suspended) for (const id of answers.secretIds) this.deps.vault.drop(p.task_id, id);
     }
   }
 
@@ -207,6 +218,7 @@ export class ToolCallRunner {
     spec: CallSpec,
     tool: RegisteredTool,
     held: ReadonlyMap<string, string>,
+    answers: LoggedAnswers,
     args_hash: string,
     attempt: number,
     signal: AbortSignal,
@@ -243,7 +255,9 @@ export class ToolCallRunner {
     const onAbort = () => ctrl.abort();
     signal.addEventListener('abort', onAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
+    // the secrets its server asked for join these as they are handed to it
     const secretValues = [...held.values()];
+    answers.onSecret = (value) => secretValues.push(value);
     try {
       const timeout = new Promise<'timeout'>(
         (resolve) => (timer = setTimeout(() => (ctrl.abort(), resolve('timeout')), timeoutMs)),
@@ -256,6 +270,7 @@ export class ToolCallRunner {
           call_id: spec.call_id,
           signal: ctrl.signal,
           secrets: held,
+          elicitationAnswer: (index) => answers.answer(index),
         }),
         timeout,
       ]);
@@ -292,6 +307,10 @@ export class ToolCallRunner {
         record,
       };
     } catch (err) {
+      if (err instanceof ToolInputRequired) {
+        await writer.append([inputRequest(spec, err)]);
+        return 'interrupted';
+      }
       if (isShutdown(signal)) return 'interrupted';
       const error = this.deps.redact(
         {
@@ -364,4 +383,65 @@ export class ToolCallRunner {
     }
     return events;
   }
+}
+
+/**
+ * The answers the log holds to the questions a call's server asks, by their place in the call: a
+ * form's decision and content from PERMISSION_RESOLVED, a secret from the vault (in memory only;
+ * after a restart it is asked for again).
+ */
+class LoggedAnswers {
+  /** the elicitation ids whose secrets were handed over, dropped once the call has its outcome */
+  readonly secretIds: string[] = [];
+  onSecret: (value: string) => void = () => undefined;
+
+  constructor(
+    private readonly writer: TaskWriter,
+    private readonly vault: SecretVault,
+    private readonly callId: string,
+  ) {}
+
+  answer(index: number): ElicitationAnswer | undefined {
+    const id = elicitationCallId(this.callId, index);
+    const decided = this.writer.progress.permissionDecisions.get(id);
+    if (decided)
+      return decided.decision === 'deny'
+        ? { action: 'decline' }
+        : { action: 'accept', content: decided.content ?? {} };
+    const secrets = this.vault.forCall(this.writer.taskId, id);
+    if (secrets.size === 0) return undefined;
+    this.secretIds.push(id);
+    for (const value of secrets.values()) this.onSecret(value);
+    return { action: 'accept', content: Object.fromEntries(secrets) };
+  }
+}
+
+/** The request for the person a server's question becomes: a secret (never logged) or a form. */
+function inputRequest(spec: CallSpec, needed: ToolInputRequired): NewEvent {
+  const call_id = elicitationCallId(spec.call_id, needed.index);
+  const reason = `${spec.tool} asks: ${needed.request.message}`;
+  if (needed.secretField)
+    return {
+      type: 'TASK_AWAITING_SECRET',
+      payload: {
+        request_id: newId('sec'),
+        call_id,
+        tool: spec.tool,
+        secret_name: needed.secretField,
+        reason,
+      },
+    };
+  const args = { message: needed.request.message, requested_schema: needed.request.requested_schema };
+  return {
+    type: 'TASK_AWAITING_PERMISSION',
+    payload: {
+      request_id: newId('perm'),
+      call_id,
+      tool: spec.tool,
+      args,
+      args_hash: hashArgs(spec.tool, args),
+      rule: MCP_ELICITATION_RULE,
+      reason,
+    },
+  };
 }

@@ -380,6 +380,51 @@ function requestConcerns(p) {
   return p.args ? JSON.stringify(p.args) : '';
 }
 
+/**
+ * The inputs of an MCP server's form (a permission request whose args hold its requested_schema):
+ * one per field, prefilled with its default; `read()` gives the content to send (empty optional
+ * fields left out).
+ */
+function formFields(schema) {
+  const required = new Set(schema.required ?? []);
+  const fields = Object.entries(schema.properties ?? {}).map(([name, f]) => {
+    const many = f.type === 'array';
+    const of = many ? (f.items ?? {}) : f;
+    const choices = of.enum ?? (of.oneOf ?? of.anyOf ?? []).map((o) => o.const);
+    const input =
+      f.type === 'boolean'
+        ? el('input', { type: 'checkbox', name })
+        : choices.length
+          ? el(
+              'select',
+              many ? { name, multiple: '' } : { name },
+              ...(many ? [] : [el('option', { value: '' }, '')]),
+              ...choices.map((c) => el('option', { value: c }, c)),
+            )
+          : el('input', { type: f.type === 'number' || f.type === 'integer' ? 'number' : 'text', name });
+    if (f.type === 'boolean') input.checked = f.default === true;
+    else if (many) for (const o of input.options ?? []) o.selected = (f.default ?? []).includes(o.value);
+    else if (f.default !== undefined) input.value = String(f.default);
+    const read = () => {
+      if (f.type === 'boolean') return input.checked;
+      if (many) return [...input.selectedOptions].map((o) => o.value);
+      if (input.value === '') return undefined;
+      return f.type === 'number' || f.type === 'integer' ? Number(input.value) : input.value;
+    };
+    const label = el(
+      'label',
+      { class: 'form-field' },
+      `${f.title ?? name}${required.has(name) ? ' *' : ''} `,
+      input,
+    );
+    return { name, label, read };
+  });
+  return {
+    labels: fields.map((f) => f.label),
+    read: () => Object.fromEntries(fields.map((f) => [f.name, f.read()]).filter(([, v]) => v !== undefined)),
+  };
+}
+
 /** One pending request with its answer controls; `after` runs once an answer was accepted. */
 function pendingCard(task, p, after) {
   // a request of a task this one delegated to is answered through that task
@@ -397,7 +442,8 @@ function pendingCard(task, p, after) {
       ` for ${p.tool}: ${p.reason}`,
     ),
   );
-  const concerns = p.kind === 'permission' ? requestConcerns(p) : '';
+  const form = p.kind === 'permission' && p.args?.requested_schema ? p.args : null;
+  const concerns = p.kind === 'permission' && !form ? requestConcerns(p) : '';
   if (concerns) card.append(el('code', { class: 'concerns' }, concerns));
   // "Always allow" lets more through than this one call: say what before it is pressed
   if (p.covers) card.append(el('p', { class: 'covers' }, p.covers));
@@ -412,7 +458,28 @@ function pendingCard(task, p, after) {
       flash(e.message);
     }
   };
-  if (p.kind === 'permission') {
+  if (form) {
+    // an MCP server asks the person to fill in a form: sent back as the answer's content, or declined
+    const fields = formFields(form.requested_schema);
+    card.append(
+      el('p', { class: 'form-message' }, form.message ?? ''),
+      ...fields.labels,
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'send-form',
+          onclick: () => void resolve('permissions', { decision: 'allow_once', content: fields.read() })(),
+        },
+        'Send',
+      ),
+      el(
+        'button',
+        { type: 'button', class: 'deny', onclick: resolve('permissions', { decision: 'deny' }) },
+        'Decline',
+      ),
+    );
+  } else if (p.kind === 'permission') {
     card.append(
       el(
         'button',

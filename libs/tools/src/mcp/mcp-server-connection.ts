@@ -1,0 +1,419 @@
+import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ValidateFunction } from 'ajv';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  ElicitRequestSchema,
+  ToolListChangedNotificationSchema,
+  type ElicitResult,
+  type Tool as McpToolDescription,
+} from '@modelcontextprotocol/sdk/types.js';
+import { ToolManifest, mcpToolName } from '@runledger/contracts';
+import type { ToolLogger, ToolOutcome } from '../discovery';
+import { findOnPath, type ToolSandbox } from '../sandbox';
+import type { ToolExecutionContext } from '../tool-registry';
+import { ElicitationAnswer, ToolInputRequired, secretFieldOf } from './elicitation';
+import { McpServerConfig, isStdioServer } from './mcp-config';
+import { McpBlobStore, McpCallResult, toToolOutcome } from './mcp-results';
+
+export type McpServerState = 'starting' | 'ready' | 'restarting' | 'failed' | 'stopped';
+
+/** One configured server as /health, the CLI and the tests see it. */
+export interface McpServerStatus {
+  name: string;
+  transport: 'stdio' | 'http';
+  state: McpServerState;
+  /** the registry names of its tools (none unless ready) */
+  tools: string[];
+  /** why it is not ready, the last failure */
+  error: string | null;
+  /** times it was started again after it died or failed */
+  restarts: number;
+  /** the child process (stdio), null otherwise or while it is down */
+  pid: number | null;
+}
+
+/** A tool of a server as the registry holds it. */
+export interface McpToolEntry {
+  manifest: ToolManifest;
+  /** the server's own name for it */
+  remoteName: string;
+  validate: ValidateFunction | null;
+}
+
+export interface McpConnectionDeps {
+  sandbox: ToolSandbox;
+  blobs: McpBlobStore;
+  /** the service's environment as read at boot: env_from and headers_from are looked up here */
+  env: NodeJS.ProcessEnv;
+  logger: ToolLogger;
+  /** called after the server's tool list changed (connected, re-listed, or gone) */
+  onToolsChanged: () => void;
+  /** first restart delay; doubled per failure up to maxBackoffMs */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** how long a start (spawn or connect, initialize, tools/list) may take */
+  startTimeoutMs?: number;
+}
+
+/** A call in flight, to which a question from the server belongs. */
+interface ActiveCall {
+  asked: number;
+  answer: ToolExecutionContext['elicitationAnswer'];
+  inputRequired: (e: ToolInputRequired) => void;
+}
+
+const VERSION = '1.0.0';
+/** A connection that stayed up this long was healthy: the next failure starts the backoff again. */
+const STABLE_AFTER_MS = 10_000;
+const MAX_NAME = 64;
+/** characters of a child's stderr kept to explain why it stopped */
+const STDERR_TAIL = 1000;
+
+/**
+ * The registry's name of a server's tool: `mcp__<server>__<tool>` with characters a model's function
+ * name cannot hold replaced; a name too long is cut and given a hash of the whole so two stay apart.
+ */
+export function registryToolName(server: string, tool: string): string {
+  const name = mcpToolName(server, tool.replace(/[^A-Za-z0-9_-]/g, '_'));
+  if (name.length <= MAX_NAME) return name;
+  const hash = createHash('sha256').update(tool).digest('hex').slice(0, 8);
+  return `${name.slice(0, MAX_NAME - 9)}_${hash}`;
+}
+
+/**
+ * One MCP server: started (a child process, or a Streamable HTTP session), its tools listed again
+ * on tools/list_changed, restarted with backoff when it dies or fails to start. A server that is
+ * not ready has no tools; a call to it then fails as a tool error.
+ */
+export class McpServerConnection {
+  private client: Client | null = null;
+  private transport: Transport | null = null;
+  private entries = new Map<string, McpToolEntry>();
+  private readonly active = new Set<ActiveCall>();
+  private state: McpServerState = 'starting';
+  private error: string | null = null;
+  private restarts = 0;
+  private failures = 0;
+  private connectedAt = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private stderrTail = '';
+  private readonly ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+
+  constructor(
+    readonly config: McpServerConfig,
+    private readonly deps: McpConnectionDeps,
+  ) {}
+
+  status(): McpServerStatus {
+    return {
+      name: this.config.name,
+      transport: isStdioServer(this.config) ? 'stdio' : 'http',
+      state: this.state,
+      tools: [...this.entries.keys()],
+      error: this.error,
+      restarts: this.restarts,
+      pid: this.transport instanceof StdioClientTransport ? this.transport.pid : null,
+    };
+  }
+
+  tools(): McpToolEntry[] {
+    return [...this.entries.values()];
+  }
+
+  /** The first start; a failure leaves the server `failed`, retried with backoff, and never throws. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  async close(): Promise<void> {
+    this.state = 'stopped';
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const client = this.client;
+    this.client = null;
+    this.transport = null;
+    this.entries.clear();
+    await client?.close().catch(() => undefined);
+  }
+
+  async call(
+    entry: McpToolEntry,
+    args: Record<string, unknown>,
+    ctx: ToolExecutionContext,
+  ): Promise<ToolOutcome> {
+    const client = this.client;
+    if (!client || this.state !== 'ready')
+      throw new Error(
+        `MCP server ${this.config.name} is not connected (${this.state}${this.error ? `: ${this.error}` : ''})`,
+      );
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let inputRequired!: (e: ToolInputRequired) => void;
+    const needsInput = new Promise<never>((_, reject) => (inputRequired = reject));
+    const call: ActiveCall = { asked: 0, answer: ctx.elicitationAnswer, inputRequired };
+    this.active.add(call);
+    try {
+      const request = client.callTool({ name: entry.remoteName, arguments: args }, undefined, {
+        signal: stop.signal,
+        timeout: this.config.timeout_ms,
+      });
+      // the call that lost the race (cancelled below) must not surface as an unhandled rejection
+      request.catch(() => undefined);
+      const result = await Promise.race([request, needsInput]);
+      return toToolOutcome(result as McpCallResult, this.deps.blobs);
+    } finally {
+      this.active.delete(call);
+      ctx.signal.removeEventListener('abort', onAbort);
+      stop.abort();
+    }
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  private async connect(): Promise<void> {
+    this.stderrTail = '';
+    const client = new Client(
+      { name: 'runledger', version: VERSION },
+      { capabilities: { elicitation: { form: {} } } },
+    );
+    client.setRequestHandler(ElicitRequestSchema, (request) => this.elicit(request.params));
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (this.client === client)
+        void this.listTools(client).catch((err) => this.warn('tools/list failed', err));
+    });
+    let transport: Transport;
+    try {
+      transport = this.newTransport();
+    } catch (err) {
+      this.failed(err);
+      return;
+    }
+    // a close while starting is the start's failure, reported by connect's rejection below
+    client.onclose = () => {
+      if (this.client === client && this.state === 'ready') this.died('the connection closed');
+    };
+    this.client = client;
+    this.transport = transport;
+    try {
+      const timeout = this.deps.startTimeoutMs ?? 15_000;
+      await client.connect(transport, { timeout });
+      await this.listTools(client, timeout);
+      this.state = 'ready';
+      this.error = null;
+      this.connectedAt = Date.now();
+      this.deps.logger.info?.({ mcp_server: this.config.name, tools: this.entries.size }, 'MCP server ready');
+    } catch (err) {
+      if (this.client !== client) return;
+      this.client = null;
+      this.transport = null;
+      await client.close().catch(() => undefined);
+      this.failed(err);
+    }
+  }
+
+  private newTransport(): Transport {
+    const c = this.config;
+    if (!isStdioServer(c)) {
+      const headers = Object.fromEntries(
+        Object.entries(c.headers_from).map(([header, name]) => [header, this.deps.env[name] ?? '']),
+      );
+      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers } });
+    }
+    const sandbox = this.deps.sandbox;
+    const cwd = c.cwd ? path.resolve(sandbox.root, c.cwd) : sandbox.root;
+    const env = {
+      ...sandbox.scrubbedEnv(),
+      ...Object.fromEntries(
+        Object.entries(c.env_from).map(([key, name]) => [key, this.deps.env[name] ?? '']),
+      ),
+    };
+    const program = resolveProgram(c.command, cwd);
+    const child = sandbox.confineChild(program, c.args, {
+      cwd,
+      env,
+      network: c.network,
+      readOnly: visibleFolders(program, cwd, sandbox.root),
+    });
+    const transport = new StdioClientTransport({ ...child, cwd, stderr: 'pipe' });
+    // drained (a full pipe would stall the child); its tail explains a failed start
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    return transport;
+  }
+
+  /** Pages through tools/list; the registry then holds exactly these. */
+  private async listTools(client: Client, timeout?: number): Promise<void> {
+    const listed: McpToolDescription[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined, timeout ? { timeout } : undefined);
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const entries = new Map<string, McpToolEntry>();
+    for (const tool of listed) {
+      const entry = this.entryFor(tool);
+      if (entries.has(entry.manifest.name))
+        this.deps.logger.warn(
+          { mcp_server: this.config.name, tool: tool.name },
+          'MCP tool skipped: its name collides',
+        );
+      else entries.set(entry.manifest.name, entry);
+    }
+    if (this.client !== client) return;
+    this.entries = entries;
+    this.deps.onToolsChanged();
+  }
+
+  private entryFor(tool: McpToolDescription): McpToolEntry {
+    const { $schema: _draft, ...schema } = tool.inputSchema as Record<string, unknown>;
+    let validate: ValidateFunction | null = null;
+    try {
+      validate = this.ajv.compile(schema);
+    } catch (err) {
+      // the server validates its own input: a schema ajv cannot compile is left to it
+      this.warn(`input schema of ${tool.name} not checked here`, err);
+    }
+    const a = tool.annotations ?? {};
+    return {
+      remoteName: tool.name,
+      validate,
+      manifest: {
+        name: registryToolName(this.config.name, tool.name),
+        description: (
+          tool.description ||
+          tool.title ||
+          a.title ||
+          `${tool.name} (MCP server ${this.config.name})`
+        ).slice(0, 2000),
+        args_schema: schema,
+        requires_permission: true,
+        idempotent: a.idempotentHint === true,
+        timeout_ms: this.config.timeout_ms,
+        secrets: [],
+        sensitive_output: false,
+        entry: 'index.js',
+        read_only: a.readOnlyHint === true,
+      },
+    };
+  }
+
+  private died(reason: string): void {
+    if (this.state === 'stopped') return;
+    const stable = this.state === 'ready' && Date.now() - this.connectedAt >= STABLE_AFTER_MS;
+    if (stable) this.failures = 0;
+    this.client = null;
+    this.transport = null;
+    this.entries.clear();
+    this.deps.onToolsChanged();
+    this.error = reason;
+    this.state = 'restarting';
+    this.deps.logger.warn(
+      { mcp_server: this.config.name, error: reason },
+      'MCP server stopped; restarting it',
+    );
+    this.scheduleRestart();
+  }
+
+  private failed(err: unknown): void {
+    if (this.state === 'stopped') return;
+    const said = this.stderrTail.trim();
+    this.error = `${err instanceof Error ? err.message : String(err)}${said ? ` (stderr: ${said})` : ''}`;
+    this.stderrTail = '';
+    this.state = 'failed';
+    this.entries.clear();
+    this.deps.onToolsChanged();
+    this.deps.logger.warn(
+      { mcp_server: this.config.name, error: this.error },
+      'MCP server failed to start; its tools are absent',
+    );
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    if (this.timer || this.state === 'stopped') return;
+    const base = this.deps.backoffMs ?? 500;
+    const delay = Math.min(this.deps.maxBackoffMs ?? 30_000, base * 2 ** this.failures);
+    this.failures++;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.state === 'stopped') return;
+      this.restarts++;
+      void this.connect();
+    }, delay);
+    this.timer.unref();
+  }
+
+  /**
+   * A question from the server belongs to the one call in flight (stdio carries no link between
+   * them): answered from the log when it holds the answer; else the call stops with
+   * ToolInputRequired and the server is told the question was cancelled.
+   */
+  private async elicit(params: Record<string, unknown>): Promise<ElicitResult> {
+    if (params.mode === 'url') return { action: 'decline' };
+    const calls = [...this.active];
+    if (calls.length !== 1) {
+      this.deps.logger.warn(
+        { mcp_server: this.config.name, calls_in_flight: calls.length },
+        'MCP server asked for input with no single call in flight; declined',
+      );
+      return { action: 'decline' };
+    }
+    const call = calls[0];
+    if (!call.answer) return { action: 'decline' };
+    const index = ++call.asked;
+    const answer: ElicitationAnswer | undefined = call.answer(index);
+    if (answer)
+      return answer.action === 'accept'
+        ? { action: 'accept', content: answer.content as ElicitResult['content'] }
+        : { action: 'decline' };
+    const schema = (params.requestedSchema ?? {}) as Record<string, unknown>;
+    call.inputRequired(
+      new ToolInputRequired(
+        index,
+        { message: String(params.message ?? ''), requested_schema: schema },
+        secretFieldOf(schema),
+      ),
+    );
+    return { action: 'cancel' };
+  }
+
+  private warn(msg: string, err: unknown): void {
+    this.deps.logger.warn(
+      { mcp_server: this.config.name, error: err instanceof Error ? err.message : String(err) },
+      msg,
+    );
+  }
+}
+
+/** The program's real path: a bare name is looked up on PATH, a relative path taken from `cwd`. */
+function resolveProgram(command: string, cwd: string): string {
+  const found = command.includes('/') ? path.resolve(cwd, command) : findOnPath(command);
+  if (!found) throw new Error(`${command}: not found on PATH`);
+  try {
+    return realpathSync(found);
+  } catch {
+    throw new Error(`${command}: not found (${found})`);
+  }
+}
+
+/**
+ * What the confined child must see to start at all: the node_modules folder its program lives in
+ * (a Node server loads its dependencies from there) and its working folder when outside the root.
+ */
+function visibleFolders(program: string, cwd: string, root: string): string[] {
+  const folders: string[] = [];
+  const at = program.indexOf(`${path.sep}node_modules${path.sep}`);
+  if (at !== -1) folders.push(program.slice(0, at + `${path.sep}node_modules`.length));
+  else folders.push(path.dirname(program));
+  const inside = (p: string, dir: string) => p === dir || p.startsWith(dir + path.sep);
+  if (!inside(cwd, root)) folders.push(cwd);
+  return folders.filter((f) => !inside(f, root) && !inside(f, '/usr'));
+}
