@@ -7,3 +7,6 @@ export * from './sqlite/schema';
 export * from './sqlite/open-sqlite';
 export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
+export * from './postgres/open-postgres';
+export * from './postgres/pg-event-store';
+export * from './postgres/group-committer';

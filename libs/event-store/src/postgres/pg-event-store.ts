@@ -1,0 +1,435 @@
+import { LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { sql } from 'kysely';
+import type { Pool, PoolClient } from 'pg';
+import {
+  StreamHead,
+  UnpositionedEvent,
+  ValidatedEvent,
+  buildEnvelopes,
+  checkExpected,
+  checkOpen,
+  resolveDuplicates,
+  validateBatch,
+} from '../append-batch';
+import {
+  AppendOptions,
+  AppendResult,
+  CommitListener,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoreHead,
+} from '../event-store';
+import { EventRow, rowToEvent } from '../sqlite/rows';
+import { GroupCommitter, JobOutcome } from './group-committer';
+import { PostgresHandle } from './open-postgres';
+
+/**
+ * A read model kept in the append transaction on PostgreSQL (the counterpart of
+ * InlineProjection): `apply` runs on the transaction's client after the
+ * events are inserted; throwing rolls that append back.
+ */
+export interface PgInlineProjection {
+  readonly name: string;
+  apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void>;
+  /** empty the read model, before a rebuild refolds the whole log into it */
+  reset(client: PoolClient): Promise<void>;
+}
+
+export interface PgEventStoreOptions {
+  /** read models updated inside every append transaction, in this order */
+  projections?: readonly PgInlineProjection[];
+  /** appends committed in one transaction at most; default 256 */
+  maxGroup?: number;
+  /**
+   * While someone listens to commits, how often to read what other instances
+   * committed in case a notification was missed (a dropped LISTEN connection).
+   * Default 1000 ms; 0 relies on notifications alone.
+   */
+  pollMs?: number;
+}
+
+/** The channel appends notify on commit: it only wakes readers, who read the log from the table. */
+export const EVENTS_CHANNEL = 'runledger_events';
+
+/**
+ * Serialises the position-allocating part of every append transaction (held to
+ * commit): positions then become visible in order, so a reader of the global
+ * log never passes a position that a slower transaction commits later.
+ */
+export const APPEND_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('runledger.events:' || current_schema()))`;
+
+const PUBLISH_PAGE = 1000;
+const REBUILD_PAGE = 1000;
+
+interface AppendJob {
+  taskId: string;
+  batch: readonly ValidatedEvent[];
+  options: AppendOptions;
+}
+
+type AppendOutcome =
+  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+
+const COLUMNS = 9;
+const insertSql = (rows: number): string =>
+  `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+   VALUES ${Array.from(
+     { length: rows },
+     (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
+   ).join(', ')}
+   RETURNING position`;
+
+/**
+ * EventStore on PostgreSQL. Appends are group-committed: those arriving
+ * together run in one transaction (one commit, one WAL flush), each under its
+ * own SAVEPOINT, so each is checked (version, final event, lease, duplicate
+ * ids) and fails on its own. The transaction takes the append lock first
+ * (APPEND_LOCK_SQL), which makes every check exact and keeps positions in
+ * commit order. Reads go through kysely.
+ *
+ * Commit listeners get every committed event in position order, once: those
+ * this instance wrote right after their commit, and those other instances
+ * wrote when a NOTIFY on EVENTS_CHANNEL (or the fallback poll) says there are
+ * some.
+ */
+export class PgEventStore extends EventStore {
+  private readonly pool: Pool;
+  private readonly projections: readonly PgInlineProjection[];
+  private readonly committer: GroupCommitter<AppendJob, AppendOutcome>;
+  private readonly pollMs: number;
+  /** last position handed to commit listeners */
+  private published = 0;
+  private publishing: Promise<void> = Promise.resolve();
+  private listeners = 0;
+  private listenClient: PoolClient | null = null;
+  private connecting = false;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private unlistening: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly handle: PostgresHandle,
+    options: PgEventStoreOptions = {},
+  ) {
+    super();
+    this.pool = handle.pool;
+    this.projections = options.projections ?? [];
+    this.pollMs = options.pollMs ?? 1000;
+    this.committer = new GroupCommitter((jobs) => this.flush(jobs), options.maxGroup ?? 256);
+  }
+
+  async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    const batch = validateBatch(taskId, events, options.expected);
+    const outcome = await this.committer.submit({ taskId, batch, options });
+    if (outcome.kind === 'retry') {
+      return {
+        nextExpectedSequence: outcome.version,
+        positions: outcome.originals.map((e) => e.position),
+        events: outcome.originals,
+      };
+    }
+    await this.publish(outcome.events);
+    const last = outcome.events[outcome.events.length - 1];
+    return {
+      nextExpectedSequence: last.sequence,
+      positions: outcome.events.map((e) => e.position),
+      events: outcome.events,
+    };
+  }
+
+  /** One transaction for the group; a SAVEPOINT per append when there are several. */
+  private async flush(jobs: readonly AppendJob[]): Promise<JobOutcome<AppendOutcome>[]> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      await client.query(APPEND_LOCK_SQL);
+      const outcomes: JobOutcome<AppendOutcome>[] = [];
+      const alone = jobs.length === 1;
+      for (const job of jobs) {
+        if (!alone) await client.query('SAVEPOINT append');
+        try {
+          const value = await this.appendInTransaction(client, job);
+          if (!alone) await client.query('RELEASE SAVEPOINT append');
+          outcomes.push({ ok: true, value });
+        } catch (error) {
+          if (alone) throw error;
+          await client.query('ROLLBACK TO SAVEPOINT append');
+          outcomes.push({ ok: false, error });
+        }
+      }
+      const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
+      if (written) await client.query(`SELECT pg_notify('${EVENTS_CHANNEL}', '')`);
+      await client.query('COMMIT');
+      return outcomes;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async appendInTransaction(client: PoolClient, job: AppendJob): Promise<AppendOutcome> {
+    const { taskId, batch, options } = job;
+    if (options.lease) await this.checkLease(client, taskId, options.lease);
+    const { rows } = await client.query<{
+      version: number | null;
+      session_id: string | null;
+      last_type: string | null;
+    }>(
+      `SELECT (SELECT max(sequence) FROM events WHERE task_id = $1) AS version,
+              (SELECT session_id FROM events WHERE task_id = $1 AND sequence = 1) AS session_id,
+              (SELECT type FROM events WHERE task_id = $1 ORDER BY sequence DESC LIMIT 1) AS last_type`,
+      [taskId],
+    );
+    const head: StreamHead = {
+      version: rows[0]?.version ?? 0,
+      session_id: rows[0]?.session_id ?? null,
+      last_type: rows[0]?.last_type ?? null,
+    };
+    const supplied = batch.filter((e) => e.id_supplied).map((e) => e.event_id);
+    if (supplied.length > 0) {
+      const found = await client.query<EventRow>('SELECT * FROM events WHERE event_id = ANY($1)', [supplied]);
+      const byId = new Map(found.rows.map((r) => [r.event_id, r]));
+      const stored = batch.map((e) => byId.get(e.event_id));
+      if (resolveDuplicates(taskId, batch, stored) === 'retry')
+        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
+    }
+    checkExpected(taskId, options.expected, head.version);
+    checkOpen(taskId, head);
+    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
+    const inserted = await client.query<{ position: number }>(
+      insertSql(envelopes.length),
+      envelopes.flatMap(insertValues),
+    );
+    const written = envelopes.map((e, i) => ({ ...e, position: inserted.rows[i].position }) as RuntimeEvent);
+    for (const projection of this.projections) await projection.apply(client, written);
+    return { kind: 'written', events: written };
+  }
+
+  /**
+   * Fencing. FOR SHARE holds the lease row until this transaction ends, so a
+   * claim that takes the task over waits for this append, and this append
+   * never commits after a takeover it did not see.
+   */
+  private async checkLease(client: PoolClient, taskId: string, held: { owner: string; epoch: number }) {
+    const { rows } = await client.query<{ owner: string; epoch: number }>(
+      'SELECT owner, epoch FROM task_leases WHERE task_id = $1 FOR SHARE',
+      [taskId],
+    );
+    const current = rows[0] ?? null;
+    if (!current || current.owner !== held.owner || current.epoch !== held.epoch)
+      throw new LeaseLostError(taskId, { owner: held.owner, epoch: held.epoch }, current);
+  }
+
+  override onCommitted(listener: CommitListener): () => void {
+    const remove = super.onCommitted(listener);
+    if (++this.listeners === 1) this.startListening();
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      remove();
+      if (--this.listeners === 0) this.stopListening();
+    };
+  }
+
+  /** Serialised: listeners get positions in order, each once. */
+  private publish(events: readonly RuntimeEvent[]): Promise<void> {
+    const run = this.publishing.then(async () => {
+      const fresh = events.filter((e) => e.position > this.published);
+      if (fresh.length === 0) return;
+      // everything below our positions committed before us (the append lock): publish what we have not
+      if (this.listeners > 0) await this.publishBelow(fresh[0].position);
+      this.emitCommitted(fresh);
+      this.published = fresh[fresh.length - 1].position;
+    });
+    this.publishing = run.catch((err: unknown) =>
+      process.emitWarning(`PgEventStore could not publish committed events: ${(err as Error).message}`),
+    );
+    return this.publishing;
+  }
+
+  /** Read and publish what other instances committed after the last published position and before `before`. */
+  private async publishBelow(before: number): Promise<void> {
+    for (;;) {
+      const { rows } = await this.pool.query<EventRow>(
+        'SELECT * FROM events WHERE position > $1 AND position < $2 ORDER BY position LIMIT $3',
+        [this.published, before, PUBLISH_PAGE],
+      );
+      if (rows.length === 0) return;
+      const page = rows.map(rowToEvent);
+      this.emitCommitted(page);
+      this.published = page[page.length - 1].position;
+    }
+  }
+
+  /** What other instances committed: everything after the last published position. */
+  private catchUp(): Promise<void> {
+    if (this.listeners === 0 || this.closed) return Promise.resolve();
+    const run = this.publishing.then(() => this.publishBelow(Number.MAX_SAFE_INTEGER));
+    this.publishing = run.catch(() => undefined);
+    return this.publishing;
+  }
+
+  private startListening(): void {
+    // a first listener hears from now on: what was committed before is for it to read
+    const start = this.publishing.then(async () => {
+      const { rows } = await this.pool.query<{ position: number | null }>(
+        'SELECT max(position) AS position FROM events',
+      );
+      this.published = Math.max(this.published, rows[0]?.position ?? 0);
+    });
+    this.publishing = start.catch(() => undefined);
+    if (this.pollMs > 0) {
+      this.pollTimer = setInterval(() => {
+        void this.catchUp();
+        void this.connectListener();
+      }, this.pollMs);
+      this.pollTimer.unref();
+    }
+    void this.connectListener();
+  }
+
+  /** A pool client kept for LISTEN; after it drops, the poll reconnects it. */
+  private async connectListener(): Promise<void> {
+    if (this.listenClient || this.connecting || this.listeners === 0 || this.closed) return;
+    this.connecting = true;
+    try {
+      const client = await this.pool.connect();
+      if (this.listeners === 0 || this.closed) return client.release();
+      client.on('notification', () => void this.catchUp());
+      client.on('error', () => {
+        if (this.listenClient !== client) return;
+        this.listenClient = null;
+        client.release(true);
+      });
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      this.listenClient = client;
+      // what was committed while nobody listened
+      void this.catchUp();
+    } catch (err) {
+      process.emitWarning(`PgEventStore cannot LISTEN, polling: ${(err as Error).message}`);
+    } finally {
+      this.connecting = false;
+    }
+  }
+
+  private stopListening(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+    const client = this.listenClient;
+    this.listenClient = null;
+    if (!client) return;
+    client.removeAllListeners('notification');
+    this.unlistening = client.query(`UNLISTEN ${EVENTS_CHANNEL}`).then(
+      () => client.release(),
+      () => client.release(true),
+    );
+  }
+
+  async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
+    const rows = await this.handle.db
+      .selectFrom('events')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .where('sequence', '>', options.after_seq ?? 0)
+      .orderBy('sequence')
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
+      .execute();
+    return rows.map(rowToEvent);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
+    const rows = await this.handle.db
+      .selectFrom('events')
+      .selectAll()
+      .where('position', '>', options.after_position ?? 0)
+      .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
+      .$if(options.types !== undefined, (q) =>
+        q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
+      )
+      .orderBy('position')
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
+      .execute();
+    return rows.map(rowToEvent);
+  }
+
+  async head(): Promise<StoreHead> {
+    const row = await this.handle.db
+      .selectFrom('events')
+      .select((eb) => [eb.fn.max('position').as('position'), eb.fn.countAll<number>().as('event_count')])
+      .executeTakeFirstOrThrow();
+    return { position: Number(row.position ?? 0), event_count: Number(row.event_count) };
+  }
+
+  async streamVersion(taskId: string): Promise<number> {
+    const row = await this.handle.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('sequence').as('version'))
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
+    return Number(row?.version ?? 0);
+  }
+
+  /** Stops listening; the pool belongs to whoever opened it. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopListening();
+    await Promise.all([this.publishing, this.unlistening]);
+  }
+}
+
+const insertValues = (e: UnpositionedEvent): unknown[] => [
+  e.event_id,
+  e.task_id,
+  e.session_id,
+  e.sequence,
+  e.type,
+  JSON.stringify(e.payload),
+  e.causation_id,
+  e.correlation_id,
+  e.created_at,
+];
+
+/**
+ * Empty a projection and refold the whole log into it in one transaction that
+ * holds the append lock, so appends wait and nobody sees it half built.
+ * Returns the number of events folded. `before`/`after` run in the same
+ * transaction (a rebuild report compares the two pictures).
+ */
+export async function rebuildPgProjection(
+  pool: Pool,
+  projection: PgInlineProjection,
+  around: { before?: (c: PoolClient) => Promise<void>; after?: (c: PoolClient) => Promise<void> } = {},
+): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(APPEND_LOCK_SQL);
+    await around.before?.(client);
+    await projection.reset(client);
+    let count = 0;
+    for (let after = 0; ;) {
+      const { rows } = await client.query<EventRow>(
+        'SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2',
+        [after, REBUILD_PAGE],
+      );
+      if (rows.length === 0) break;
+      const events = rows.map(rowToEvent);
+      await projection.apply(client, events);
+      count += events.length;
+      after = events[events.length - 1].position;
+    }
+    await around.after?.(client);
+    await client.query('COMMIT');
+    return count;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
