@@ -7,7 +7,7 @@ import {
   canonicalJson,
   newId,
 } from '@runledger/contracts';
-import { EventStore, SqliteHandle } from '@runledger/event-store';
+import { Database, EventStore } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { z } from 'zod';
 import { StateStoreDatabase, StateStoreTables } from './schema';
@@ -118,7 +118,7 @@ export class CheckpointStore {
   private readonly db: Kysely<StateStoreDatabase>;
 
   constructor(
-    handle: SqliteHandle,
+    handle: { db: Kysely<Database> },
     private readonly events: EventStore,
     private readonly taskStates: TaskStateStore,
   ) {
@@ -165,12 +165,13 @@ export class CheckpointStore {
    * The newest checkpoint (at or before `atMostSequence`); null when there is
    * none or its snapshot is not of this version (the caller folds the log).
    */
-  async latest(taskId: string, atMostSequence = Number.MAX_SAFE_INTEGER): Promise<Checkpoint | null> {
+  async latest(taskId: string, atMostSequence?: number): Promise<Checkpoint | null> {
     const row = await this.db
       .selectFrom('checkpoints')
       .selectAll()
       .where('task_id', '=', taskId)
-      .where('event_sequence', '<=', atMostSequence)
+      // no bound when none is asked for: a sequence column is a 32-bit integer on PostgreSQL
+      .$if(atMostSequence !== undefined, (q) => q.where('event_sequence', '<=', atMostSequence!))
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();

@@ -75,6 +75,6 @@ export function openPostgres<DB = Database>(options: OpenPostgresOptions): Postg
 }
 
 /** Create the handle's schema when it does not exist yet (before migrating into it). */
-export async function createSchemaIfMissing(handle: PostgresHandle<unknown>): Promise<void> {
+export async function createSchemaIfMissing<DB>(handle: PostgresHandle<DB>): Promise<void> {
   await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(handle.schema)}`.execute(handle.db);
 }

@@ -1,7 +1,7 @@
 import { ConcurrencyError, LeaseLostError, RuntimeEvent } from '@runledger/contracts';
 import { EventBus } from '../event-bus';
 import { chunks, outputChunk, taskReceived } from '../testing/events';
-import { TempPostgres, describePostgres, useTestPostgres } from '../testing/postgres';
+import { TempPostgres, describePostgres, useTestPostgres } from '@runledger/testing';
 import { openPostgres } from './open-postgres';
 import { PgEventStore } from './pg-event-store';
 

@@ -1,5 +1,5 @@
 import { runEventStoreConformance } from '../testing/conformance';
-import { describePostgres, useTestPostgres } from '../testing/postgres';
+import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { PgEventStore } from './pg-event-store';
 
 describePostgres('PgEventStore', () => {

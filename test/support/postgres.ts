@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrateToLatest } from '@runledger/migrations';
 import { Client } from 'pg';
-import { PostgresHandle, createSchemaIfMissing, openPostgres } from '../postgres/open-postgres';
+import { PostgresHandle, createSchemaIfMissing, openPostgres } from '@runledger/event-store';
 
 /**
  * The PostgreSQL the PG suites run against: RUNLEDGER_TEST_PG_URL, else the
