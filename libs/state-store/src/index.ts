@@ -7,3 +7,5 @@ export * from './process-registry';
 export * from './storage.module';
 export * from './task-stats';
 export * from './lease-store';
+export * from './postgres/pg-task-state-store';
+export * from './postgres/pg-lease-store';

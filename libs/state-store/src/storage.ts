@@ -15,6 +15,7 @@ import {
 import { migrateToLatest } from '@runledger/migrations';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
+import { PgLeaseStore } from './postgres/pg-lease-store';
 import { PgTaskStateStore } from './postgres/pg-task-state-store';
 import { ProcessRegistry } from './process-registry';
 import { SqliteTaskStateStore, TaskStateStore } from './task-state-store';
@@ -42,6 +43,7 @@ export interface PostgresStorage extends Storage, PostgresHandle {
   driver: 'postgres';
   eventStore: PgEventStore;
   taskStates: PgTaskStateStore;
+  leases: PgLeaseStore;
 }
 
 /** Migrate a freshly opened handle; a failure closes it before rethrowing. */
@@ -108,7 +110,8 @@ export async function createPostgresStorage(options: OpenPostgresOptions): Promi
   const eventStore = new PgEventStore(handle, { projections: [taskStates] });
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
-  return { ...handle, driver: 'postgres', eventStore, taskStates, ...wired };
+  const leases = new PgLeaseStore(handle);
+  return { ...handle, driver: 'postgres', eventStore, taskStates, leases, ...wired };
 }
 
 const redactPassword = (url: string): string => {
