@@ -24,7 +24,7 @@ import {
 import { SchedulerModule } from '@runledger/scheduler';
 import { CheckpointStore, StorageModule } from '@runledger/state-store';
 import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
-import { APP_CONFIG, AppConfig, providerKeyNames } from './config';
+import { APP_CONFIG, AppConfig, dataDirOf, providerKeyNames, storageOptionsFrom } from './config';
 import {
   criticOptionsFromConfig,
   memoryOptionsFromConfig,
@@ -111,11 +111,7 @@ export class CompositionModule {
         AppCoreModule.forRoot(o),
         StorageModule.forRootAsync({
           inject: [APP_CONFIG],
-          useFactory: (c: AppConfig) => ({
-            driver: 'sqlite',
-            path: resolve(c.RUNLEDGER_DB),
-            synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
-          }),
+          useFactory: storageOptionsFrom,
         }),
         ModelModule.forRootAsync({ inject: [APP_CONFIG, PROCESS_ENV], useFactory: modelOptionsFromConfig }),
         CriticModule.forRootAsync({
@@ -176,7 +172,7 @@ export class CompositionModule {
             memory: memory ? recallOver(memory) : null,
             // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
             workspace: new LiveWorkspaceView(sandbox),
-            secretKey: loadOrCreateSecretsKey(secretsKeyFile(c.RUNLEDGER_DB)),
+            secretKey: loadOrCreateSecretsKey(secretsKeyFile(dataDirOf(c))),
             checkpoints:
               c.RUNLEDGER_CHECKPOINTS === 'on'
                 ? { store: checkpoints, everyEvents: c.RUNLEDGER_CHECKPOINT_EVERY_EVENTS }

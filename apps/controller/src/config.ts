@@ -1,6 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { Budgets, ConfigError, PermissionRulesConfig, PriceTable, ROLES } from '@runledger/contracts';
+import { isPostgresUrl } from '@runledger/event-store';
+import { StorageOptions } from '@runledger/state-store';
 import { providerLabel } from '@runledger/runtime';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -50,13 +53,26 @@ export type FallbackModelConfig = z.infer<typeof FallbackModelConfig>;
 export const ConfigSchema = z.object({
   PORT: intFromEnv(0, 65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
+  /** a SQLite file path, or a postgres:// URL (several instances on one database) */
   RUNLEDGER_DB: z
     .string()
     .min(1)
-    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
-      error: 'must be a SQLite file path; database URLs (postgres://...) are not supported yet',
+    .refine((v) => isPostgresUrl(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
+      error: 'must be a SQLite file path or a postgres:// (postgresql://) URL',
     })
+    .refine((v) => !isPostgresUrl(v) || URL.canParse(v), { error: 'is not a valid PostgreSQL URL' })
     .default('./data/runledger.db'),
+  /** the tables' schema on PostgreSQL */
+  RUNLEDGER_PG_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .default('public'),
+  RUNLEDGER_PG_POOL_SIZE: intFromEnv(2, 200).default(10),
+  /**
+   * Where admin.token, secrets.key and the memory index file live: beside the
+   * SQLite file by default; `./data` with PostgreSQL.
+   */
+  RUNLEDGER_DATA_DIR: z.string().min(1).optional(),
   RUNLEDGER_SQLITE_SYNCHRONOUS: z.enum(['OFF', 'NORMAL', 'FULL', 'EXTRA']).default('FULL'),
   RUNLEDGER_ADMIN_TOKEN: z.string().min(16).optional(),
   RUNLEDGER_TOKENS_FILE: z.string().optional(),
@@ -201,6 +217,25 @@ export type AppConfig = z.infer<typeof ConfigSchema>;
 
 /** Injection token for the parsed config. */
 export const APP_CONFIG = Symbol('APP_CONFIG');
+
+/** The storage driver RUNLEDGER_DB selects, with its settings. */
+export const storageOptionsFrom = (c: AppConfig): StorageOptions =>
+  isPostgresUrl(c.RUNLEDGER_DB)
+    ? {
+        driver: 'postgres',
+        url: c.RUNLEDGER_DB,
+        schema: c.RUNLEDGER_PG_SCHEMA,
+        maxConnections: c.RUNLEDGER_PG_POOL_SIZE,
+      }
+    : { driver: 'sqlite', path: resolve(c.RUNLEDGER_DB), synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS };
+
+/** The folder of the files kept outside the database (admin.token, secrets.key, the memory index). */
+export const dataDirOf = (c: AppConfig, cwd = process.cwd()): string =>
+  resolve(
+    cwd,
+    c.RUNLEDGER_DATA_DIR ??
+      (isPostgresUrl(c.RUNLEDGER_DB) ? './data' : dirname(resolve(cwd, c.RUNLEDGER_DB))),
+  );
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   let fileValues: Record<string, unknown> = {};

@@ -1,8 +1,8 @@
-import { HealthReport, SqliteHealthProbe } from './health-probe';
+import { HealthReport, HealthProbe } from './health-probe';
 import { HealthService } from './health.service';
 
 const serviceWith = (report: HealthReport) =>
-  new HealthService({ check: async () => report } as unknown as SqliteHealthProbe);
+  new HealthService({ check: async () => report } as unknown as HealthProbe);
 
 describe('HealthService', () => {
   it('is ok with the OS sandbox and says nothing more', async () => {

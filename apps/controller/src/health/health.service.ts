@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { HealthReport, SqliteHealthProbe } from './health-probe';
+import { HealthReport, HealthProbe } from './health-probe';
 
 export type HealthResponse = HealthReport & { status: 'ok' | 'degraded'; warnings: string[] };
 
@@ -14,7 +14,7 @@ function warningsOf(report: HealthReport): string[] {
 
 @Injectable()
 export class HealthService {
-  constructor(@Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe) {}
+  constructor(@Inject(HealthProbe) private readonly probe: HealthProbe) {}
 
   async check(): Promise<{ ok: boolean; report: HealthResponse }> {
     const report = await this.probe.check();
