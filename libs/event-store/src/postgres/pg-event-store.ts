@@ -78,7 +78,7 @@ const insertSql = (rows: number): string =>
      { length: rows },
      (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
    ).join(', ')}
-   RETURNING position`;
+   RETURNING event_id, position`;
 
 /**
  * EventStore on PostgreSQL. Appends are group-committed: those arriving
@@ -138,31 +138,25 @@ export class PgEventStore extends EventStore {
     };
   }
 
-  /** One transaction for the group; a SAVEPOINT per append when there are several. */
+  /**
+   * One transaction for the group. First all appends at once: their stream
+   * heads, stored ids and leases read in one query each, every append decided
+   * on its own in order, the accepted events inserted in one statement and
+   * projected together. When the database refuses that (a projection's unique
+   * key, say), the group is redone one append per SAVEPOINT, so only the
+   * append at fault fails.
+   */
   private async flush(jobs: readonly AppendJob[]): Promise<JobOutcome<AppendOutcome>[]> {
     const client = await this.pool.connect();
     let broken = false;
     try {
-      await client.query('BEGIN');
-      await client.query(APPEND_LOCK_SQL);
-      const outcomes: JobOutcome<AppendOutcome>[] = [];
-      const alone = jobs.length === 1;
-      for (const job of jobs) {
-        if (!alone) await client.query('SAVEPOINT append');
-        try {
-          const value = await this.appendInTransaction(client, job);
-          if (!alone) await client.query('RELEASE SAVEPOINT append');
-          outcomes.push({ ok: true, value });
-        } catch (error) {
-          if (alone) throw error;
-          await client.query('ROLLBACK TO SAVEPOINT append');
-          outcomes.push({ ok: false, error });
-        }
+      try {
+        return await this.commitTogether(client, jobs);
+      } catch (error) {
+        await client.query('ROLLBACK');
+        if (jobs.length === 1) throw error;
+        return await this.commitOneByOne(client, jobs);
       }
-      const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
-      if (written) await client.query(`SELECT pg_notify('${EVENTS_CHANNEL}', '')`);
-      await client.query('COMMIT');
-      return outcomes;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => (broken = true));
       throw error;
@@ -171,57 +165,73 @@ export class PgEventStore extends EventStore {
     }
   }
 
-  private async appendInTransaction(client: PoolClient, job: AppendJob): Promise<AppendOutcome> {
-    const { taskId, batch, options } = job;
-    if (options.lease) await this.checkLease(client, taskId, options.lease);
-    const { rows } = await client.query<{
-      version: number | null;
-      session_id: string | null;
-      last_type: string | null;
-    }>(
-      `SELECT (SELECT max(sequence) FROM events WHERE task_id = $1) AS version,
-              (SELECT session_id FROM events WHERE task_id = $1 AND sequence = 1) AS session_id,
-              (SELECT type FROM events WHERE task_id = $1 ORDER BY sequence DESC LIMIT 1) AS last_type`,
-      [taskId],
+  private async commitTogether(client: PoolClient, jobs: readonly AppendJob[]) {
+    await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
+    const supplied = jobs.flatMap((j) => j.batch.filter((e) => e.id_supplied).map((e) => e.event_id));
+    if (new Set(supplied).size !== supplied.length) throw new Error('one event id in two appends of a group');
+    const heads = await loadHeads(client, [...new Set(jobs.map((j) => j.taskId))]);
+    const stored = await loadByIds(client, supplied);
+    const leases = await loadLeases(client, [
+      ...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId)),
+    ]);
+    const decided = jobs.map((job): JobOutcome<Decision> => {
+      try {
+        const decision = decide(job, heads.get(job.taskId)!, stored, leases);
+        if (decision.kind === 'write')
+          heads.set(job.taskId, headAfter(heads.get(job.taskId)!, decision.envelopes));
+        return { ok: true, value: decision };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+    const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
+    const positions = await this.write(client, envelopes);
+    await client.query(envelopes.length > 0 ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    return decided.map((d): JobOutcome<AppendOutcome> =>
+      d.ok ? { ok: true, value: outcomeOf(d.value, positions) } : d,
     );
-    const head: StreamHead = {
-      version: rows[0]?.version ?? 0,
-      session_id: rows[0]?.session_id ?? null,
-      last_type: rows[0]?.last_type ?? null,
-    };
-    const supplied = batch.filter((e) => e.id_supplied).map((e) => e.event_id);
-    if (supplied.length > 0) {
-      const found = await client.query<EventRow>('SELECT * FROM events WHERE event_id = ANY($1)', [supplied]);
-      const byId = new Map(found.rows.map((r) => [r.event_id, r]));
-      const stored = batch.map((e) => byId.get(e.event_id));
-      if (resolveDuplicates(taskId, batch, stored) === 'retry')
-        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
+  }
+
+  private async commitOneByOne(client: PoolClient, jobs: readonly AppendJob[]) {
+    await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
+    const outcomes: JobOutcome<AppendOutcome>[] = [];
+    for (const job of jobs) {
+      await client.query('SAVEPOINT append');
+      try {
+        const supplied = job.batch.filter((e) => e.id_supplied).map((e) => e.event_id);
+        const decision = decide(
+          job,
+          (await loadHeads(client, [job.taskId])).get(job.taskId)!,
+          await loadByIds(client, supplied),
+          await loadLeases(client, job.options.lease ? [job.taskId] : []),
+        );
+        const positions = await this.write(client, decision.kind === 'write' ? decision.envelopes : []);
+        await client.query('RELEASE SAVEPOINT append');
+        outcomes.push({ ok: true, value: outcomeOf(decision, positions) });
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT append');
+        outcomes.push({ ok: false, error });
+      }
     }
-    checkExpected(taskId, options.expected, head.version);
-    checkOpen(taskId, head);
-    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
-    const inserted = await client.query<{ position: number }>(
+    const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
+    await client.query(written ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    return outcomes;
+  }
+
+  /** Insert the envelopes in one statement and run the projections over them; their positions by event id. */
+  private async write(
+    client: PoolClient,
+    envelopes: readonly UnpositionedEvent[],
+  ): Promise<Map<string, number>> {
+    if (envelopes.length === 0) return new Map();
+    const inserted = await client.query<{ event_id: string; position: number }>(
       insertSql(envelopes.length),
       envelopes.flatMap(insertValues),
     );
-    const written = envelopes.map((e, i) => ({ ...e, position: inserted.rows[i].position }) as RuntimeEvent);
+    const positions = new Map(inserted.rows.map((r) => [r.event_id, r.position]));
+    const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
     for (const projection of this.projections) await projection.apply(client, written);
-    return { kind: 'written', events: written };
-  }
-
-  /**
-   * Fencing. FOR SHARE holds the lease row until this transaction ends, so a
-   * claim that takes the task over waits for this append, and this append
-   * never commits after a takeover it did not see.
-   */
-  private async checkLease(client: PoolClient, taskId: string, held: { owner: string; epoch: number }) {
-    const { rows } = await client.query<{ owner: string; epoch: number }>(
-      'SELECT owner, epoch FROM task_leases WHERE task_id = $1 FOR SHARE',
-      [taskId],
-    );
-    const current = rows[0] ?? null;
-    if (!current || current.owner !== held.owner || current.epoch !== held.epoch)
-      throw new LeaseLostError(taskId, { owner: held.owner, epoch: held.epoch }, current);
+    return positions;
   }
 
   override onCommitted(listener: CommitListener): () => void {
@@ -380,6 +390,98 @@ export class PgEventStore extends EventStore {
     this.stopListening();
     await Promise.all([this.publishing, this.unlistening]);
   }
+}
+
+/** What an append comes to once checked: its stored originals (a retry), or the events to write. */
+type Decision =
+  | { kind: 'retry'; originals: RuntimeEvent[]; version: number }
+  | { kind: 'write'; envelopes: UnpositionedEvent[] };
+
+/**
+ * The checks of one append against its stream's head, the stored events with
+ * its ids and its task's lease (fencing first: a process that lost the task
+ * learns that before anything else).
+ */
+function decide(
+  job: AppendJob,
+  head: StreamHead,
+  stored: ReadonlyMap<string, EventRow>,
+  leases: ReadonlyMap<string, { owner: string; epoch: number }>,
+): Decision {
+  const { taskId, batch, options } = job;
+  if (options.lease) {
+    const current = leases.get(taskId) ?? null;
+    if (!current || current.owner !== options.lease.owner || current.epoch !== options.lease.epoch)
+      throw new LeaseLostError(taskId, { owner: options.lease.owner, epoch: options.lease.epoch }, current);
+  }
+  if (batch.some((e) => e.id_supplied)) {
+    const found = batch.map((e) => (e.id_supplied ? stored.get(e.event_id) : undefined));
+    if (resolveDuplicates(taskId, batch, found) === 'retry')
+      return { kind: 'retry', originals: (found as EventRow[]).map(rowToEvent), version: head.version };
+  }
+  checkExpected(taskId, options.expected, head.version);
+  checkOpen(taskId, head);
+  return { kind: 'write', envelopes: buildEnvelopes(taskId, batch, head, new Date().toISOString()) };
+}
+
+/** The head of a stream after `envelopes` were appended to it, for the next append of the group. */
+const headAfter = (head: StreamHead, envelopes: readonly UnpositionedEvent[]): StreamHead => ({
+  version: envelopes[envelopes.length - 1].sequence,
+  session_id: head.session_id ?? envelopes[0].session_id,
+  last_type: envelopes[envelopes.length - 1].type,
+});
+
+const outcomeOf = (d: Decision, positions: ReadonlyMap<string, number>): AppendOutcome =>
+  d.kind === 'retry'
+    ? d
+    : {
+        kind: 'written',
+        events: d.envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent),
+      };
+
+async function loadHeads(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, StreamHead>> {
+  const { rows } = await client.query<{
+    task_id: string;
+    version: number | null;
+    session_id: string | null;
+    last_type: string | null;
+  }>(
+    `SELECT t.task_id,
+            (SELECT max(sequence) FROM events e WHERE e.task_id = t.task_id) AS version,
+            (SELECT session_id FROM events e WHERE e.task_id = t.task_id AND e.sequence = 1) AS session_id,
+            (SELECT type FROM events e WHERE e.task_id = t.task_id ORDER BY e.sequence DESC LIMIT 1) AS last_type
+     FROM unnest($1::text[]) AS t(task_id)`,
+    [taskIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.task_id,
+      { version: r.version ?? 0, session_id: r.session_id, last_type: r.last_type },
+    ]),
+  );
+}
+
+async function loadByIds(client: PoolClient, eventIds: readonly string[]): Promise<Map<string, EventRow>> {
+  if (eventIds.length === 0) return new Map();
+  const { rows } = await client.query<EventRow>('SELECT * FROM events WHERE event_id = ANY($1)', [eventIds]);
+  return new Map(rows.map((r) => [r.event_id, r]));
+}
+
+/**
+ * Fencing reads the leases FOR SHARE: the rows stay locked until the
+ * transaction ends, so a claim that takes a task over waits for this append,
+ * which never commits after a takeover it did not see.
+ */
+async function loadLeases(
+  client: PoolClient,
+  taskIds: readonly string[],
+): Promise<Map<string, { owner: string; epoch: number }>> {
+  if (taskIds.length === 0) return new Map();
+  const { rows } = await client.query<{ task_id: string; owner: string; epoch: number }>(
+    'SELECT task_id, owner, epoch FROM task_leases WHERE task_id = ANY($1) FOR SHARE',
+    [taskIds],
+  );
+  return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
 }
 
 const insertValues = (e: UnpositionedEvent): unknown[] => [

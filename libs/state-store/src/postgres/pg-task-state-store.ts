@@ -1,7 +1,6 @@
 import { IdempotencyConflictError, RuntimeEvent } from '@runledger/contracts';
 import { PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
 import type { PoolClient } from 'pg';
-import { TaskState } from '../task-state';
 import {
   RebuildReport,
   TASK_COLUMNS,
@@ -25,12 +24,23 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
     super(handle.db);
   }
 
+  /** Every task of the group read in one query, folded in memory, the changed rows written in one upsert. */
   async apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void> {
-    for (const run of taskRuns(events)) {
-      const { rows } = await client.query<TaskRow>('SELECT * FROM tasks WHERE task_id = $1', [run.task_id]);
-      const state = foldRun(rows[0], run.events);
-      if (state) await write(client, rows[0], state);
+    const runs = taskRuns(events);
+    const { rows } = await client.query<TaskRow>('SELECT * FROM tasks WHERE task_id = ANY($1)', [
+      [...new Set(runs.map((r) => r.task_id))],
+    ]);
+    const stored = new Map(rows.map((r) => [r.task_id, r]));
+    const current = new Map<string, TaskRow>();
+    for (const run of runs) {
+      const state = foldRun(current.get(run.task_id) ?? stored.get(run.task_id), run.events);
+      if (state) current.set(run.task_id, stateToRow(state));
     }
+    const changed = [...current.values()].filter((row) => {
+      const before = stored.get(row.task_id);
+      return !before || changedColumns(before, row).length > 0;
+    });
+    if (changed.length > 0) await upsert(client, changed);
   }
 
   async reset(client: PoolClient): Promise<void> {
@@ -58,28 +68,27 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
   }
 }
 
-async function write(client: PoolClient, before: TaskRow | undefined, state: TaskState): Promise<void> {
-  const row = stateToRow(state);
+const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
+  .map((c) => `${c} = excluded.${c}`)
+  .join(', ');
+
+async function upsert(client: PoolClient, rows: readonly TaskRow[]): Promise<void> {
+  const width = TASK_COLUMNS.length;
+  const values = rows
+    .map((_, r) => `(${TASK_COLUMNS.map((_, c) => `$${r * width + c + 1}`).join(', ')})`)
+    .join(', ');
   try {
-    if (!before) {
-      await client.query(
-        `INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${TASK_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`,
-        TASK_COLUMNS.map((c) => row[c]),
-      );
-      return;
-    }
-    const changed = changedColumns(before, row);
-    if (changed.length === 0) return;
     await client.query(
-      `UPDATE tasks SET ${changed.map((c, i) => `${c} = $${i + 2}`).join(', ')} WHERE task_id = $1`,
-      [row.task_id, ...changed.map((c) => row[c])],
+      `INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES ${values}
+       ON CONFLICT (task_id) DO UPDATE SET ${UPSERT_SET}`,
+      rows.flatMap((row) => TASK_COLUMNS.map((c) => row[c])),
     );
   } catch (err) {
     // the unique index is the race-free guard: two submissions with one key cannot both create a task
     const pgErr = err as { code?: string; constraint?: string };
     if (pgErr.code === UNIQUE_VIOLATION && /idempotency_key/.test(pgErr.constraint ?? '')) {
       throw new IdempotencyConflictError(`idempotency key already used by another task`, {
-        idempotency_key: state.idempotency_key,
+        idempotency_key: rows.length === 1 ? rows[0].idempotency_key : null,
       });
     }
     throw err;
