@@ -10,6 +10,7 @@
  * figure to trust on a shared machine.
  * Env: BENCH_EVENTS (20000), BENCH_STREAM_LEN (100), BENCH_SYNCHRONOUS (FULL), BENCH_ROUNDS (10),
  * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs).
+ * Then PostgreSQL: PgEventStore against raw pg inserts (./event-store-pg.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,7 @@ import {
 import { migrateToLatest } from '@runledger/migrations';
 import { createSqliteStorage } from '@runledger/state-store';
 import type BetterSqlite3 from 'better-sqlite3';
+import { main as postgresMain } from './event-store-pg';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const STREAM_LEN = Number(process.env.BENCH_STREAM_LEN ?? 100);
@@ -228,4 +230,5 @@ export async function main(): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  await postgresMain();
 }
