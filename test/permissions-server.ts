@@ -46,6 +46,11 @@ export class ServerProcess {
     });
   }
 
+  /** Another server process on the same data folder and database (another instance), with `extraEnv` on top. */
+  static beside(other: ServerProcess, extraEnv: Record<string, string> = {}): ServerProcess {
+    return new ServerProcess(other.dir, { ...other.env, ...extraEnv });
+  }
+
   /** One server per describe block: started before, killed and removed after. */
   static forSuite(extraEnv: Record<string, string> = {}): () => ServerProcess {
     let server: ServerProcess;
@@ -57,6 +62,11 @@ export class ServerProcess {
       await server.dispose();
     });
     return () => server;
+  }
+
+  /** the running server's process id (leases name their owner by it) */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   get workspace(): string {

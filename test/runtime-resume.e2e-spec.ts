@@ -16,6 +16,8 @@ const json = (v: unknown) => JSON.stringify(v);
 
 jest.setTimeout(30_000);
 
+const LEASE_TTL_MS = 800;
+
 describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
   let dir: string;
   let env: Record<string, string>;
@@ -27,6 +29,9 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     env = {
       RUNLEDGER_DB: join(dir, 'runledger.db'),
       RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
+      // a killed process's leases run out soon, so resume may take its tasks
+      RUNLEDGER_LEASE_RENEW_MS: '100',
+      RUNLEDGER_LEASE_TTL_MS: String(LEASE_TTL_MS),
     };
   });
   afterEach(async () => {
@@ -65,6 +70,8 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     child.kill('SIGKILL');
     const res = await done;
     expect(res.signal).toBe('SIGKILL');
+    // nothing released the dead process's lease: resume may take the task once it expired
+    await new Promise((r) => setTimeout(r, LEASE_TTL_MS + 100));
     return events();
   }
 
@@ -143,23 +150,33 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect(lines()).not.toContain('three');
   });
 
-  it('resume and rebuild are refused while another runledger process has the database open: it may be running those tasks', async () => {
+  it('resume leaves a task another live process runs to it, naming that process; rebuild is refused beside it', async () => {
     writeFileSync(
       join(dir, 'script.json'),
       json({
-        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 8000 }],
+        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 20_000 }],
       }),
     );
     const running = spawnCli(['run', 'think slowly'], { cwd: dir, env });
     for (let i = 0; i < 800 && !(await events()).some((e) => e.type === 'MODEL_CALLED'); i++)
       await new Promise((r) => setTimeout(r, 25));
+    const taskId = (await events())[0].task_id;
+    // longer than the lease's TTL: the running process's heartbeat keeps it
+    await new Promise((r) => setTimeout(r, LEASE_TTL_MS * 2));
 
-    const refused = await runCli(['resume', '--yes'], { cwd: dir, env });
+    // at once: each CLI takes seconds to boot, and the running task must still be running for all three
+    const [all, refused, rebuild] = await Promise.all([
+      runCli(['resume', '--yes'], { cwd: dir, env }),
+      runCli(['resume', taskId, '--yes'], { cwd: dir, env }),
+      runCli(['rebuild'], { cwd: dir, env }),
+    ]);
+    expect(all.code).toBe(0);
+    expect(all.stderr).toContain('resuming 0 unfinished task(s)');
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('not resuming: another runledger process has this database open');
-    expect(refused.stderr).toContain(`pid ${running.child.pid} `);
+    expect(refused.stderr).toContain(`not resuming ${taskId}: runledger process `);
+    expect(refused.stderr).toContain(`:${running.child.pid}:`);
+    expect(refused.stderr).toContain('pass --force to take the task over');
     expect((await events()).some((e) => e.type === 'GUARD_TRIGGERED')).toBe(false);
-    const rebuild = await runCli(['rebuild'], { cwd: dir, env });
     expect(rebuild.code).toBe(1);
     expect(rebuild.stderr).toContain('not rebuilding: another runledger process has this database open');
 
@@ -171,5 +188,5 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     const after = await runCli(['resume'], { cwd: dir, env });
     expect(after.stderr).toContain('resuming 0 unfinished task(s)');
     expect(after.code).toBe(0);
-  });
+  }, 90_000);
 });

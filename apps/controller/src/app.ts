@@ -43,7 +43,8 @@ export interface StartedApp {
 /**
  * Boot the controller on config HOST/PORT (tests pass PORT 0 and a temp DB):
  * tokens, the runtime's modules and the API under NestJS over express, JSON
- * body limit, request logs, then listen and resume unfinished tasks.
+ * body limit, request logs, then listen, and only then take over the
+ * unfinished tasks nobody runs (at once, and every lease renewal interval).
  */
 export async function startApp(config: AppConfig, options: StartOptions = {}): Promise<StartedApp> {
   const log = options.log ?? createLogger(config.LOG_LEVEL, options.logDestination);
@@ -87,7 +88,8 @@ export async function startApp(config: AppConfig, options: StartOptions = {}): P
   const address = app.getHttpServer().address() as { port: number };
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   const url = `http://${host}:${address.port}`;
-  await app.get(RuntimeController).resumeUnfinished();
+  // only once the port is bound: a process that cannot serve (EADDRINUSE) never claims or writes a task
+  await app.get(RuntimeController).startRecovery();
   log.info({ url }, 'runledger listening');
   return {
     app,

@@ -173,6 +173,7 @@ export class CompositionModule {
             // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
             workspace: new LiveWorkspaceView(sandbox),
             secretKey: loadOrCreateSecretsKey(secretsKeyFile(dataDirOf(c))),
+            leases: { renewMs: c.RUNLEDGER_LEASE_RENEW_MS, ttlMs: c.RUNLEDGER_LEASE_TTL_MS },
             checkpoints:
               c.RUNLEDGER_CHECKPOINTS === 'on'
                 ? { store: checkpoints, everyEvents: c.RUNLEDGER_CHECKPOINT_EVERY_EVENTS }

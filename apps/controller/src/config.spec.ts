@@ -51,6 +51,20 @@ describe('checkpoints', () => {
   });
 });
 
+describe('leases', () => {
+  it('renew every 5 s and expire after 20 s unless configured; a TTL not longer than the renewal is refused', () => {
+    expect(loadConfig({})).toMatchObject({ RUNLEDGER_LEASE_RENEW_MS: 5_000, RUNLEDGER_LEASE_TTL_MS: 20_000 });
+    expect(loadConfig({ RUNLEDGER_LEASE_RENEW_MS: '200', RUNLEDGER_LEASE_TTL_MS: '1000' })).toMatchObject({
+      RUNLEDGER_LEASE_RENEW_MS: 200,
+      RUNLEDGER_LEASE_TTL_MS: 1000,
+    });
+    expect(() => loadConfig({ RUNLEDGER_LEASE_RENEW_MS: '5000', RUNLEDGER_LEASE_TTL_MS: '5000' })).toThrow(
+      /RUNLEDGER_LEASE_TTL_MS: 5000 must be longer than RUNLEDGER_LEASE_RENEW_MS/,
+    );
+    expect(() => loadConfig({ RUNLEDGER_LEASE_TTL_MS: 'soon' })).toThrow(/RUNLEDGER_LEASE_TTL_MS/);
+  });
+});
+
 describe('RUNLEDGER_MODEL=openai', () => {
   it('without an orchestrator model name is a configuration error naming the variable, not a silent sys_util run', () => {
     expect(() => loadConfig({ RUNLEDGER_MODEL: 'openai' })).toThrow(

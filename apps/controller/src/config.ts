@@ -172,6 +172,10 @@ export const ConfigSchema = z.object({
   RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
+  /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */
+  RUNLEDGER_LEASE_RENEW_MS: intFromEnv(50, 3_600_000).default(5_000),
+  /** how long a task's lease lasts without renewal: after that another process takes the task over */
+  RUNLEDGER_LEASE_TTL_MS: intFromEnv(100, 86_400_000).default(20_000),
   // Critic and memory (libs/critic, libs/memory).
   /** auto: the critic model when RUNLEDGER_MODEL_CRITIC (or a scripted critic) is set, else the heuristic critic */
   RUNLEDGER_CRITIC: z.enum(['auto', 'model', 'heuristic', 'off']).default('auto'),
@@ -257,7 +261,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`, parsed.error.issues);
   }
-  const problems = [...modelProblems(parsed.data), ...fallbackModelProblems(parsed.data, env)];
+  const problems = [
+    ...modelProblems(parsed.data),
+    ...fallbackModelProblems(parsed.data, env),
+    ...leaseProblems(parsed.data),
+  ];
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
 }
@@ -281,6 +289,14 @@ function modelProblems(config: AppConfig): string[] {
   if (config.RUNLEDGER_MODEL !== 'openai' || config.RUNLEDGER_MODEL_ORCHESTRATOR) return [];
   return [
     'RUNLEDGER_MODEL_ORCHESTRATOR: RUNLEDGER_MODEL is openai but no orchestrator model is named; set RUNLEDGER_MODEL_ORCHESTRATOR to the model the server serves (e.g. gpt-4o-mini, llama3.1)',
+  ];
+}
+
+/** A lease renewed less often than it expires would lapse between two beats and hand a live task over. */
+function leaseProblems(config: AppConfig): string[] {
+  if (config.RUNLEDGER_LEASE_RENEW_MS < config.RUNLEDGER_LEASE_TTL_MS) return [];
+  return [
+    `RUNLEDGER_LEASE_TTL_MS: ${config.RUNLEDGER_LEASE_TTL_MS} must be longer than RUNLEDGER_LEASE_RENEW_MS (${config.RUNLEDGER_LEASE_RENEW_MS}), or leases lapse between two renewals; a few renewals' worth (the defaults: 20000 and 5000) rides out a slow one`,
   ];
 }
 

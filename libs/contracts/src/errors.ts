@@ -45,7 +45,6 @@ export class IllegalStateError extends RunledgerError {
   readonly code = 'illegal_state';
 }
 
-/** A request reused an idempotency key with a different body. HTTP 409. */
 /**
  * Fencing: an append carried a lease that is no longer the task's current one
  * (another process claimed the task, bumping its epoch). The writer must stop
@@ -66,6 +65,7 @@ export class LeaseLostError extends RunledgerError {
   }
 }
 
+/** A request reused an idempotency key with a different body. HTTP 409. */
 export class IdempotencyConflictError extends RunledgerError {
   readonly code = 'idempotency_conflict';
 }

@@ -3,6 +3,7 @@ import {
   EventType,
   IdempotencyConflictError,
   IllegalStateError,
+  LeaseLostError,
   NewEvent,
   RuntimeEvent,
   ValidationError,
@@ -10,7 +11,7 @@ import {
   newId,
   parseEventBody,
 } from '@runledger/contracts';
-import { ExpectedSequence } from './event-store';
+import { ExpectedSequence, LeaseToken } from './event-store';
 
 /** An event whose type and payload passed the catalogue, envelope fields not yet assigned. */
 export interface ValidatedEvent {
@@ -101,6 +102,29 @@ export function checkExpected(taskId: string, expected: ExpectedSequence, versio
     (expected === 'stream_exists' && version > 0) ||
     expected === version;
   if (!ok) throw new ConcurrencyError(taskId, expected, version);
+}
+
+/**
+ * Fencing, inside the append transaction: an append that carries a lease is
+ * written only while that lease (same owner, same epoch) is still the task's
+ * current one; a claim by another process bumped the epoch, so the old holder
+ * gets LeaseLostError and writes nothing. An append without a lease (a
+ * submission, a resolution recorded by an instance that does not own the task)
+ * is not fenced. Checked before `checkExpected`: a fenced writer learns that it
+ * lost the task, not that the stream moved on (the new owner's appends moved it).
+ */
+export function checkLeaseHeld(
+  taskId: string,
+  held: LeaseToken | undefined,
+  current: LeaseToken | null,
+): void {
+  if (held === undefined) return;
+  if (current !== null && current.owner === held.owner && current.epoch === held.epoch) return;
+  throw new LeaseLostError(
+    taskId,
+    { owner: held.owner, epoch: held.epoch },
+    current && { owner: current.owner, epoch: current.epoch },
+  );
 }
 
 /**

@@ -1,22 +1,42 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { buildEnvelopes, checkExpected, checkOpen, resolveDuplicates, validateBatch } from './append-batch';
+import {
+  buildEnvelopes,
+  checkExpected,
+  checkLeaseHeld,
+  checkOpen,
+  resolveDuplicates,
+  validateBatch,
+} from './append-batch';
 import {
   AppendOptions,
   AppendResult,
   EventStore,
+  LeaseToken,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from './event-store';
 
+/** Where the in-memory store reads a task's current lease for fencing (the in-memory LeaseStore). */
+export interface CurrentLeases {
+  /** the task's lease row (owner and epoch), null when it never had one */
+  current(taskId: string): LeaseToken | null;
+}
+
 /**
  * Reference adapter: the semantics every other adapter must match, kept in
  * memory. Stored events are copied in and out so callers cannot mutate the log.
+ * Fenced appends are checked against `leases`; without it no task has a lease,
+ * so an append that carries one is refused.
  */
 export class InMemoryEventStore extends EventStore {
   private readonly log: RuntimeEvent[] = [];
   private readonly streams = new Map<string, RuntimeEvent[]>();
   private readonly byId = new Map<string, RuntimeEvent>();
+
+  constructor(private readonly leases: CurrentLeases | null = null) {
+    super();
+  }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
@@ -31,6 +51,7 @@ export class InMemoryEventStore extends EventStore {
         events: originals.map((e) => structuredClone(e)),
       };
     }
+    checkLeaseHeld(taskId, options.lease, this.leases?.current(taskId) ?? null);
     checkExpected(taskId, options.expected, version);
     const head = {
       version,

@@ -16,6 +16,7 @@ export * from './provider-chain';
 export * from './execution-engine';
 export * from './runtime-loop';
 export * from './runtime-controller';
+export * from './ownership/task-ownership';
 export * from './runtime-logger';
 export * from './runtime.module';
 export * from './task-views';

@@ -108,13 +108,20 @@ export class SecretVault {
 
 /** detail prefix of a task whose input the permission policy hard-stopped */
 export const INPUT_REFUSED = 'input refused: ';
-/** Abort reason of a process shutting down: the task is left as it is, to resume on the next boot. */
+/**
+ * Abort reason that leaves the task as it is, for whoever runs it next: this
+ * process shutting down (it resumes on the next boot), or, as LeaseLostSignal,
+ * another process now owning the task. Nothing is recorded for the interruption.
+ */
 export class ShutdownSignal extends Error {
-  constructor() {
-    super('shutting down');
+  constructor(message = 'shutting down') {
+    super(message);
   }
 }
 
-/** The abort came from a shutdown, not from a cancel. */
+/** Abort reason of a task whose lease this process lost (taken over, or the task ended elsewhere). */
+export class LeaseLostSignal extends ShutdownSignal {}
+
+/** The abort leaves the task as it is (shutdown, lease lost), not a cancel. */
 export const isShutdown = (signal: AbortSignal): boolean =>
   signal.aborted && signal.reason instanceof ShutdownSignal;

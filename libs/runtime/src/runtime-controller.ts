@@ -4,7 +4,9 @@ import {
   ConcurrencyError,
   IdempotencyConflictError,
   IllegalStateError,
+  LeaseLostError,
   NewEvent,
+  RuntimeEvent,
   NotFoundError,
   PermissionDecision,
   RunSettings,
@@ -19,13 +21,15 @@ import {
 import { EventStore } from '@runledger/event-store';
 import { CheckpointStore } from '@runledger/state-store';
 import { loadProgress } from './checkpoints';
-import { SecretVault, ShutdownSignal } from './ports';
+import { TaskOwnership } from './ownership/task-ownership';
+import { UnfinishedTasks } from './ownership/unfinished-tasks';
+import { LeaseLostSignal, SecretVault, ShutdownSignal } from './ports';
 import type { ReplayRequest, ReplayResult } from './replay';
 import { SessionSecrets } from './session-secrets';
 import { TaskProgress } from './progress';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop } from './runtime-loop';
-import { TaskWriter } from './task-writer';
+import { TaskWriter, WriterLease } from './task-writer';
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
@@ -59,6 +63,12 @@ export interface RuntimeControllerDeps {
   runSettings: (budgets: UserTask['budgets']) => RunSettings;
   /** re-runs a recorded task offline as a new task (see replayTask) */
   replay: (sourceTaskId: string, options: ReplayRequest) => Promise<ReplayResult>;
+  /**
+   * The leases of the tasks this process runs: claimed before a task runs here, carried by every
+   * append of its run (fencing). Absent where no other process can write the log (a replay's own
+   * log in memory): then every task runs here, unfenced.
+   */
+  ownership?: TaskOwnership | null;
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
@@ -77,10 +87,20 @@ export class RuntimeController implements OnModuleDestroy {
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
   private readonly again = new Set<string>();
   private readonly idle = new EventEmitter();
+  private readonly unfinished: UnfinishedTasks;
+  /** event ids of the answers this process records: it runs those tasks on itself, noticeCommits skips them */
+  private readonly ownAnswers = new Set<string>();
+  private readonly detachCommits: () => void;
+  private recovery: { timer: NodeJS.Timeout; sweep: Promise<unknown> | null } | null = null;
   private closed = false;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
+    this.unfinished = new UnfinishedTasks(deps.store);
+    deps.ownership?.onLost((taskId) => this.abandon(taskId));
+    this.detachCommits = deps.ownership
+      ? deps.store.onCommitted((events) => this.noticeCommits(events))
+      : () => undefined;
   }
 
   async submit(input: UserTask, options: SubmitOptions): Promise<SubmitResult> {
@@ -129,7 +149,7 @@ export class RuntimeController implements OnModuleDestroy {
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
     }
-    this.enqueue(task_id);
+    await this.takeAndEnqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
 
@@ -173,7 +193,7 @@ export class RuntimeController implements OnModuleDestroy {
       ],
       { expected: 'no_stream' },
     );
-    this.enqueue(task_id);
+    await this.takeAndEnqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
 
@@ -206,7 +226,7 @@ export class RuntimeController implements OnModuleDestroy {
     const pending = p.pendingPermission;
     if (!pending || pending.request_id !== requestId || p.final)
       throw new IllegalStateError(`permission request ${requestId} of task ${taskId} is not pending`);
-    await this.appendIfUnchanged(p, {
+    await this.recordResolution(p, {
       type: 'PERMISSION_RESOLVED',
       payload: {
         request_id: requestId,
@@ -217,7 +237,6 @@ export class RuntimeController implements OnModuleDestroy {
         ...(decision === 'allow_always' && pending.covers ? { covers: pending.covers } : {}),
       },
     });
-    this.enqueue(taskId);
   }
 
   /**
@@ -231,7 +250,7 @@ export class RuntimeController implements OnModuleDestroy {
       throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
     this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
     const fingerprint = this.deps.secrets.remember(p.session_id, secret);
-    await this.appendIfUnchanged(p, {
+    await this.recordResolution(p, {
       type: 'SECRET_PROVIDED',
       payload: {
         request_id: requestId,
@@ -240,33 +259,27 @@ export class RuntimeController implements OnModuleDestroy {
         fingerprint,
       },
     });
-    this.enqueue(taskId);
   }
 
-  /** Every task the log shows unfinished and not waiting for a person is queued again. */
-  async resumeUnfinished(): Promise<string[]> {
-    const received = new Set<string>();
-    let after = 0;
-    for (;;) {
-      const page = await this.deps.store.readAll({
-        after_position: after,
-        limit: 1000,
-        types: ['TASK_RECEIVED', 'TASK_COMPLETED', 'TASK_FAILED', 'TASK_CANCELLED'],
-      });
-      for (const e of page) {
-        if (e.type === 'TASK_RECEIVED') received.add(e.task_id);
-        else received.delete(e.task_id);
-      }
-      if (page.length < 1000) break;
-      after = page[page.length - 1].position;
-    }
+  /**
+   * Every task the log shows unfinished, not waiting for a person and not run by a live owner is
+   * claimed and queued again (`force`: taken even from a live owner, bumping its lease's epoch).
+   */
+  async resumeUnfinished(options: { force?: boolean } = {}): Promise<string[]> {
+    const candidates = (await this.unfinished.list()).filter(
+      (taskId) => !this.active.has(taskId) && !this.queue.includes(taskId),
+    );
+    const ownership = this.deps.ownership;
+    const free = ownership && !options.force ? new Set(await ownership.claimable(candidates)) : null;
     const resumed: string[] = [];
-    for (const taskId of received) {
-      if (this.active.has(taskId) || this.queue.includes(taskId)) continue;
+    for (const taskId of candidates) {
+      if (this.closed) break;
+      if (free && !free.has(taskId)) continue;
       const p = await this.progress(taskId);
       if (p.final || SUSPENDED.includes(p.status)) continue;
+      if (ownership && !(await ownership.claim(taskId, { force: options.force }))) continue;
       if (p.last_seq > 1) {
-        await this.appendIfUnchanged(p, {
+        const marked = await this.appendIfUnchanged(p, {
           type: 'GUARD_TRIGGERED',
           payload: {
             guard: 'resumed',
@@ -274,14 +287,49 @@ export class RuntimeController implements OnModuleDestroy {
             detail: 'resumed from the log after a restart',
             data: { at_sequence: p.last_seq },
           },
-        }).catch((err: unknown) =>
-          this.deps.logger.warn({ task_id: taskId, err }, 'resume marker not written'),
+        }).then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof LeaseLostError) return false;
+            this.deps.logger.warn({ task_id: taskId, err }, 'resume marker not written');
+            return true;
+          },
         );
+        if (!marked) continue;
       }
       resumed.push(taskId);
       this.enqueue(taskId);
     }
     return resumed;
+  }
+
+  /**
+   * A server's crash recovery: resume what nobody runs now, then look again every lease renewal
+   * interval, so the tasks of a process that died are taken over once their leases expire.
+   */
+  async startRecovery(): Promise<string[]> {
+    const resumed = await this.resumeUnfinished();
+    const ownership = this.deps.ownership;
+    if (ownership && !this.closed && !this.recovery) {
+      const recovery = {
+        sweep: null as Promise<unknown> | null,
+        timer: setInterval(() => {
+          recovery.sweep ??= this.resumeUnfinished()
+            .catch((err: unknown) => this.deps.logger.warn({ err }, 'recovery sweep failed; trying again'))
+            .finally(() => (recovery.sweep = null));
+        }, ownership.settings.renewMs),
+      };
+      recovery.timer.unref();
+      this.recovery = recovery;
+    }
+    return resumed;
+  }
+
+  /** The owner id of another process that holds a live lease on the task, null when none does. */
+  async ownedElsewhere(taskId: string): Promise<string | null> {
+    const ownership = this.deps.ownership;
+    if (!ownership || ownership.holds(taskId)) return null;
+    return (await ownership.liveLease(taskId))?.owner ?? null;
   }
 
   /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
@@ -304,28 +352,106 @@ export class RuntimeController implements OnModuleDestroy {
     return this.close();
   }
 
-  /** Stop taking work; in-flight tasks are aborted and left for resumeUnfinished. */
+  /**
+   * Stop taking work; in-flight tasks are aborted and left for resumeUnfinished, and their leases
+   * released so another process (or this one restarted) resumes them at once.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.queue.length = 0;
+    if (this.recovery) {
+      clearInterval(this.recovery.timer);
+      await this.recovery.sweep;
+    }
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
+    this.detachCommits();
+    await this.deps.ownership?.close();
   }
 
-  private async appendIfUnchanged(
-    p: TaskProgress,
-    event: Parameters<EventStore['append']>[1][number],
-  ): Promise<void> {
+  /** Appended under this process's lease on the task when it holds one. */
+  private async appendIfUnchanged(p: TaskProgress, event: NewEvent): Promise<void> {
+    const lease = this.deps.ownership?.tokenOf(p.task_id);
     try {
       await this.deps.store.append(p.task_id, [{ ...event, session_id: p.session_id }], {
         expected: p.last_seq,
+        ...(lease ? { lease } : {}),
       });
     } catch (err) {
       if (err instanceof ConcurrencyError)
         throw new IllegalStateError(`task ${p.task_id} changed meanwhile; try again`);
+      if (err instanceof LeaseLostError && lease) this.deps.ownership!.lost(p.task_id, lease.epoch);
       throw err;
     }
+  }
+
+  /** Run the task here if this process may: it claims it first (never from a live owner) when leases are on. */
+  private async takeAndEnqueue(taskId: string): Promise<void> {
+    if (this.deps.ownership && !(await this.deps.ownership.claim(taskId))) return;
+    this.enqueue(taskId);
+  }
+
+  /**
+   * A person's answer to a waiting task. The instance that gets it takes the task when nobody runs
+   * it (a waiting task holds no lease) and records the answer under that lease; when a live owner
+   * holds the task it is recorded without a lease and the owner, which follows the log's commits,
+   * runs on.
+   */
+  private async recordResolution(p: TaskProgress, event: NewEvent): Promise<void> {
+    const ownership = this.deps.ownership;
+    const claimed = ownership ? !ownership.holds(p.task_id) && (await ownership.claim(p.task_id)) : false;
+    const event_id = newId('evt');
+    this.ownAnswers.add(event_id);
+    try {
+      await this.appendIfUnchanged(p, { ...event, event_id });
+    } catch (err) {
+      if (claimed) await ownership!.release(p.task_id);
+      throw err;
+    } finally {
+      this.ownAnswers.delete(event_id);
+    }
+    if (!ownership || ownership.holds(p.task_id)) this.enqueue(p.task_id);
+  }
+
+  /**
+   * Commits of every writer, other processes' included: an answer to a task this process holds
+   * runs it on; a task that ended elsewhere (cancelled through another instance) stops here.
+   */
+  private noticeCommits(events: readonly RuntimeEvent[]): void {
+    for (const e of events) {
+      if (isFinalEventType(e.type)) {
+        this.active.get(e.task_id)?.ctrl.abort(new LeaseLostSignal(`task ${e.task_id} ended`));
+      } else if (
+        (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
+        !this.ownAnswers.has(e.event_id) &&
+        this.deps.ownership?.holds(e.task_id)
+      ) {
+        this.enqueue(e.task_id);
+      }
+    }
+  }
+
+  /** The lease was lost: no more work on the task here, quietly (its new owner carries on). */
+  private abandon(taskId: string): void {
+    this.again.delete(taskId);
+    const queued = this.queue.indexOf(taskId);
+    if (queued !== -1) this.queue.splice(queued, 1);
+    const running = this.active.get(taskId);
+    running?.ctrl.abort(new LeaseLostSignal(`lease on task ${taskId} lost`));
+    if (!running) this.idle.emit(taskId);
+    this.deps.logger.warn(
+      { task_id: taskId, owner: this.deps.ownership?.owner },
+      'lease lost: another process runs the task now; stopped working on it here',
+    );
+  }
+
+  /** What the task's run appends under: undefined without leases, null when the lease is gone. */
+  private writerLease(taskId: string): WriterLease | undefined | null {
+    const ownership = this.deps.ownership;
+    if (!ownership) return undefined;
+    const token = ownership.tokenOf(taskId);
+    return token ? { token, onLost: () => ownership.lost(taskId, token.epoch) } : null;
   }
 
   private enqueue(taskId: string): void {
@@ -341,16 +467,20 @@ export class RuntimeController implements OnModuleDestroy {
   private pump(): void {
     while (!this.closed && this.active.size < this.deps.concurrency && this.queue.length > 0) {
       const taskId = this.queue.shift()!;
+      const lease = this.writerLease(taskId);
+      if (lease === null) continue;
       const ctrl = new AbortController();
       const done = this.deps.loop
-        .runTask(taskId, ctrl.signal)
+        .runTask(taskId, ctrl.signal, lease)
         .then(() => undefined)
         .catch((err: unknown) =>
           this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
         )
         .finally(() => {
           this.active.delete(taskId);
-          if (this.again.delete(taskId)) this.enqueue(taskId);
+          // ended, waiting for a person, or stopped: the lease goes (a waiting task's answer claims it again)
+          if (this.again.delete(taskId) && !this.closed) this.enqueue(taskId);
+          else if (!this.closed) void this.deps.ownership?.release(taskId);
           this.idle.emit(taskId);
           this.pump();
         });

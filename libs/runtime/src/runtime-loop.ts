@@ -1,4 +1,4 @@
-import { RunSettings } from '@runledger/contracts';
+import { LeaseLostError, RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -8,7 +8,7 @@ import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
 import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from './ports';
 import { TaskProgress } from './progress';
-import { TaskEndedElsewhereError, TaskWriter } from './task-writer';
+import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
 import { TaskCheckpoints } from './checkpoints';
 import { describeStop } from './discipline/stop-reasons';
 import { FailureError } from './discipline/failure-policy';
@@ -48,8 +48,9 @@ const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by reques
 export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
 
-  async runTask(taskId: string, signal: AbortSignal): Promise<TaskProgress> {
-    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints ?? undefined);
+  /** With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner. */
+  async runTask(taskId: string, signal: AbortSignal, lease?: WriterLease): Promise<TaskProgress> {
+    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease);
     // A fork continues under the settings its source recorded, not under this process's.
     const [first] = writer.log;
     if (first?.type === 'TASK_RECEIVED' && first.payload.source === 'fork' && first.payload.settings) {
@@ -79,7 +80,7 @@ export class RuntimeLoop {
     try {
       await this.drive(writer, ctrl.signal);
     } catch (err) {
-      if (!(err instanceof TaskEndedElsewhereError)) throw err;
+      if (!(err instanceof TaskEndedElsewhereError || err instanceof LeaseLostError)) throw err;
     } finally {
       cancelTimer?.();
       signal.removeEventListener('abort', onAbort);

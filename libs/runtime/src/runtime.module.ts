@@ -2,7 +2,7 @@ import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
-import { STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
+import { LeaseStore, STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
 import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { Kysely } from 'kysely';
@@ -26,6 +26,7 @@ import {
 } from './ports';
 import { replayTask } from './replay';
 import { recordRunSettings, runShapingOf } from './run-settings';
+import { OwnershipSettings, TaskOwnership } from './ownership/task-ownership';
 import { RuntimeController } from './runtime-controller';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
@@ -58,6 +59,8 @@ export interface RuntimeSettings {
   workspace?: WorkspaceView | null;
   /** key of the secrets' fingerprints in the log (beside the database); random: recognised by this process only */
   secretKey?: Buffer;
+  /** lease renewal and expiry of the tasks this process runs (defaults: renew every 5 s, expire after 20 s) */
+  leases?: Partial<OwnershipSettings>;
 }
 
 /** What RuntimeModule.forRootAsync's factory returns: settings, and what other libs plug into the loop. */
@@ -92,6 +95,8 @@ export interface RuntimeParts extends RuntimeOptions, ModelOptions {
   logger: RuntimeLogger;
   /** the fallback orchestrator; sys_util unless replaying */
   sysUtil?: ModelBackend;
+  /** task ownership, when other processes may write `store` too; without it every task runs here, unfenced */
+  leaseStore?: LeaseStore | null;
 }
 
 /** ModelBackend[]: RUNLEDGER_FALLBACK_MODELS, in order */
@@ -242,6 +247,12 @@ function runtimeProviders(): Provider[] {
       inject: [RUNTIME_OPTIONS],
     },
     {
+      provide: TaskOwnership,
+      useFactory: (o: RuntimeOptions, leases: LeaseStore | null, logger: RuntimeLogger) =>
+        leases ? new TaskOwnership(leases, logger, o.leases) : null,
+      inject: [RUNTIME_OPTIONS, LeaseStore, RuntimeLogger],
+    },
+    {
       provide: RUNTIME_STORE,
       useFactory: (store: EventStore, secrets: SessionSecrets) => new RedactingEventStore(store, secrets),
       inject: [EventStore, SessionSecrets],
@@ -376,8 +387,10 @@ function runtimeProviders(): Provider[] {
         rawStore: EventStore,
         scheduler: ExecutionScheduler,
         orchestrator: ModelBackend,
+        ownership: TaskOwnership | null,
       ) =>
         new RuntimeController({
+          ownership,
           store,
           loop,
           vault,
@@ -409,6 +422,7 @@ function runtimeProviders(): Provider[] {
         EventStore,
         ExecutionScheduler,
         ModelBackend,
+        TaskOwnership,
       ],
     },
   ];
@@ -469,6 +483,7 @@ export class RuntimeModule {
         ...modelProviders,
         { provide: SYS_UTIL_BACKEND, useValue: parts.sysUtil ?? new SysUtilBackend() },
         { provide: EventStore, useValue: parts.store },
+        { provide: LeaseStore, useValue: parts.leaseStore ?? null },
         { provide: ToolRegistry, useValue: parts.tools },
         { provide: PermissionService, useValue: parts.permissions },
         { provide: RuntimeLogger, useValue: parts.logger },

@@ -1,5 +1,5 @@
-import { ConcurrencyError, NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { EventStore } from '@runledger/event-store';
+import { ConcurrencyError, LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { EventStore, LeaseToken } from '@runledger/event-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
@@ -7,24 +7,34 @@ import { TaskFold } from './task-fold';
 /** Someone else ended the task (cancel from another path) while the loop was writing. */
 export class TaskEndedElsewhereError extends Error {}
 
+/** The lease a writer appends under (fencing): every append carries `token`; `onLost` hears once when the store refuses it. */
+export interface WriterLease {
+  token: LeaseToken;
+  onLost(err: LeaseLostError): void;
+}
+
 /**
  * The single writer of one task's stream while the loop runs it: appends in
  * order (concurrent plan steps queue up), with the expected sequence, and keeps
  * the task's fold current: the log is folded once when the writer opens, then
  * every event it appends (or finds appended by someone else) is applied. With
  * checkpoints, an append that calls for one carries its CHECKPOINT_SAVED, and
- * the snapshot is stored after the commit.
+ * the snapshot is stored after the commit. Under a lease, the first append the
+ * store refuses for a lost lease ends the writer: it reports the loss and
+ * refuses every later append itself, so nothing more reaches the log.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
   /** what the loop, its guards and the engine's gates read instead of folding the log */
   readonly fold: TaskFold;
+  private lost: LeaseLostError | null = null;
 
   private constructor(
     private readonly store: EventStore,
     readonly taskId: string,
     events: readonly RuntimeEvent[],
     private readonly checkpoints: TaskCheckpoints | null,
+    private readonly lease: WriterLease | null,
   ) {
     this.fold = new TaskFold(taskId, events);
   }
@@ -32,10 +42,11 @@ export class TaskWriter {
   static async open(
     store: EventStore,
     taskId: string,
-    checkpoints?: (log: readonly RuntimeEvent[]) => TaskCheckpoints,
+    checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null,
+    lease?: WriterLease | null,
   ): Promise<TaskWriter> {
     const log = await store.readWholeStream(taskId);
-    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null);
   }
 
   get progress(): TaskProgress {
@@ -53,6 +64,7 @@ export class TaskWriter {
   }
 
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
+    if (this.lost) throw this.lost;
     if (events.length === 0) return [];
     const batch = this.checkpoints?.extend(this.progress, events) ?? events;
     const withSession = batch.map(
@@ -61,11 +73,16 @@ export class TaskWriter {
     try {
       const res = await this.store.append(this.taskId, withSession, {
         expected: this.progress.last_seq === 0 ? 'no_stream' : this.progress.last_seq,
+        ...(this.lease ? { lease: this.lease.token } : {}),
       });
       for (const e of res.events) this.fold.apply(e);
       await this.checkpoints?.appended(res.events, this.progress);
       return res.events.slice(0, events.length);
     } catch (err) {
+      if (err instanceof LeaseLostError && this.lease) {
+        this.lost = err;
+        this.lease.onLost(err);
+      }
       if (!(err instanceof ConcurrencyError)) throw err;
       const missed = await this.store.readStream(this.taskId, { after_seq: this.progress.last_seq });
       for (const e of missed) this.fold.apply(e);

@@ -8,4 +8,5 @@ export * from './storage.module';
 export * from './task-stats';
 export * from './lease-store';
 export * from './postgres/pg-task-state-store';
-export * from './postgres/pg-lease-store';
+export * from './in-memory-lease-store';
+export * from './sql-lease-store';

@@ -5,6 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { Kysely, sql } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
+import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
 import { STORAGE_DB, StorageModule } from './storage.module';
 import { TaskStateStore } from './task-state-store';
@@ -32,6 +33,18 @@ describe('StorageModule', () => {
     expect(sut.get(EventBus)).toBeInstanceOf(EventBus);
     expect(sut.get(CheckpointStore)).toBeInstanceOf(CheckpointStore);
     expect(await sut.get(ProcessRegistry).others()).toEqual([]);
+    // the exported LeaseStore is the one the event store fences against
+    const lease = (await sut.get(LeaseStore).claim('task_1', 'me', { ttlMs: 60_000 }))!;
+    await expect(
+      store.append(
+        'task_1',
+        [{ type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 0, delta: 'd' } } as never],
+        {
+          expected: 1,
+          lease: { owner: 'me', epoch: lease.epoch + 1 },
+        },
+      ),
+    ).rejects.toMatchObject({ code: 'lease_lost' });
     const db = sut.get<Kysely<unknown>>(STORAGE_DB);
     expect((await sql<{ n: number }>`SELECT count(*) AS n FROM events`.execute(db)).rows).toEqual([{ n: 1 }]);
     await sut.close();

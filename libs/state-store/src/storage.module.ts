@@ -3,6 +3,7 @@ import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { EventBus, EventStore, SqliteSynchronous } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
+import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
 import { Storage, createPostgresStorage, createSqliteStorage } from './storage';
 import { TaskStateStore } from './task-state-store';
@@ -52,13 +53,21 @@ const fromStorage = (token: InjectionToken, pick: (s: Storage) => unknown): Prov
 
 /**
  * The storage ports under their abstract-class tokens: EventStore, EventBus,
- * TaskStateStore, CheckpointStore, ProcessRegistry, and the kysely handle
+ * TaskStateStore, CheckpointStore, LeaseStore, ProcessRegistry, and the kysely handle
  * (STORAGE_DB). Global: every lib module injects them.
  */
 @Module({})
 export class StorageModule {
   static forRootAsync(options: ModuleAsyncOptions<StorageOptions>): DynamicModule {
-    const exported = [EventStore, EventBus, TaskStateStore, CheckpointStore, ProcessRegistry, STORAGE_DB];
+    const exported = [
+      EventStore,
+      EventBus,
+      TaskStateStore,
+      CheckpointStore,
+      LeaseStore,
+      ProcessRegistry,
+      STORAGE_DB,
+    ];
     return forRootAsyncModule(StorageModule, options, {
       provide: STORAGE_OPTIONS,
       providers: [
@@ -71,6 +80,7 @@ export class StorageModule {
         fromStorage(EventBus, (s) => s.bus),
         fromStorage(TaskStateStore, (s) => s.taskStates),
         fromStorage(CheckpointStore, (s) => s.checkpoints),
+        fromStorage(LeaseStore, (s) => s.leases),
         fromStorage(ProcessRegistry, (s) => s.processes),
         fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
       ],

@@ -15,9 +15,10 @@ import {
 import { migrateToLatest } from '@runledger/migrations';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
-import { PgLeaseStore } from './postgres/pg-lease-store';
 import { PgTaskStateStore } from './postgres/pg-task-state-store';
+import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
+import { POSTGRES_NOW_MS, SQLITE_NOW_MS, SqlLeaseStore } from './sql-lease-store';
 import { SqliteTaskStateStore, TaskStateStore } from './task-state-store';
 
 /** The storage ports over one database, whatever the driver. */
@@ -28,6 +29,8 @@ export interface Storage {
   bus: EventBus;
   taskStates: TaskStateStore;
   checkpoints: CheckpointStore;
+  /** who runs which task; the event store fences leased appends against the same table */
+  leases: LeaseStore;
   /** runledger processes with this database open; this one is registered until close() */
   processes: ProcessRegistry;
   /** completes the bus and closes the connection(s) */
@@ -43,7 +46,6 @@ export interface PostgresStorage extends Storage, PostgresHandle {
   driver: 'postgres';
   eventStore: PgEventStore;
   taskStates: PgTaskStateStore;
-  leases: PgLeaseStore;
 }
 
 /** Migrate a freshly opened handle; a failure closes it before rethrowing. */
@@ -95,7 +97,8 @@ export async function createSqliteStorage(options: OpenSqliteOptions): Promise<S
   const taskStates = new SqliteTaskStateStore(handle);
   const eventStore = new SqliteEventStore(handle, { projections: [taskStates] });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
-  return { ...handle, driver: 'sqlite', eventStore, taskStates, ...wired };
+  const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
+  return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, ...wired };
 }
 
 /**
@@ -110,7 +113,7 @@ export async function createPostgresStorage(options: OpenPostgresOptions): Promi
   const eventStore = new PgEventStore(handle, { projections: [taskStates] });
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
-  const leases = new PgLeaseStore(handle);
+  const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);
   return { ...handle, driver: 'postgres', eventStore, taskStates, leases, ...wired };
 }
 

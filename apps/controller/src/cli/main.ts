@@ -289,17 +289,17 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
       }
       case 'resume': {
         if (cmd.task_id) await runtime.progress(cmd.task_id); // an unknown task is refused before anything runs
-        // Another process with the database open may be running these tasks right now: resuming one it runs
-        // would run its tool calls a second time. Its own restart resumes them.
-        if (!cmd.force)
-          await refuseBesideOthers(
-            app,
-            'not resuming: another runledger process has this database open and may be running these tasks',
-            'Stop it first (it resumes its own tasks when it starts again), or pass --force.',
+        // A task another process runs right now (its lease is live) is left to it: resuming it here would run
+        // its tool calls a second time. --force takes it over anyway, fencing the other process off.
+        const owner = cmd.task_id && !cmd.force ? await runtime.ownedElsewhere(cmd.task_id) : null;
+        if (owner)
+          throw new IllegalStateError(
+            `not resuming ${cmd.task_id}: runledger process ${owner} is running it (its lease is live). ` +
+              'Wait for it, or pass --force to take the task over.',
           );
-        // A restart resumes every unfinished task; each is followed to its end (or until it waits for a
+        // Every unfinished task nobody runs is taken; each is followed to its end (or until it waits for a
         // person) before this process exits, so none is cut off in the middle of a tool call.
-        const resumed = await runtime.resumeUnfinished();
+        const resumed = await runtime.resumeUnfinished({ force: cmd.force });
         const ids = cmd.task_id ? [cmd.task_id, ...resumed.filter((id) => id !== cmd.task_id)] : resumed;
         if (!cmd.json)
           io.progress(

@@ -101,8 +101,7 @@ const option = {
   json: () => new Option('--json', 'print every event and a summary as JSON lines on stdout'),
   model: () =>
     new Option('--model <model>', 'sys_util, openai or scripted:<path> (default: RUNLEDGER_MODEL)'),
-  force: (what: string) =>
-    new Option('--force', `${what} even while another runledger process has the database open`),
+  force: (description: string) => new Option('--force', description),
 };
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -159,13 +158,17 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .command('resume')
     .summary('continue unfinished tasks from the log')
     .description(
-      'Continue every unfinished task from the log, following each to its end (or until it waits for a person). Refused while another runledger process has the database open: it may be running them.',
+      'Continue every unfinished task that no other runledger process runs (its lease expired, or it never had one), following each to its end (or until it waits for a person).',
     )
     .argument('[task_id]', 'follow this task first (every unfinished task is resumed)')
     .addOption(option.model())
     .addOption(option.yes())
     .addOption(option.json())
-    .addOption(option.force('resume'))
+    .addOption(
+      option.force(
+        'take the tasks over even from a live runledger process (its lease is stolen: it can write no more to them)',
+      ),
+    )
     .action((taskId: string | undefined, f: Flags) =>
       done({
         kind: 'resume',
@@ -241,7 +244,7 @@ function buildProgram(done: (command: CliCommand) => void): Command {
       'Recompute task states, checkpoints and memory from the log and name what differed. Refused while another runledger process has the database open: it keeps the memory index open.',
     )
     .addOption(option.json())
-    .addOption(option.force('rebuild'))
+    .addOption(option.force('rebuild even while another runledger process has the database open'))
     .action((f: Flags) => done({ kind: 'rebuild', json: Boolean(f.json), force: Boolean(f.force) }));
 
   program

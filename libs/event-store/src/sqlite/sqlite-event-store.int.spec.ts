@@ -4,5 +4,13 @@ import { SqliteEventStore } from './sqlite-event-store';
 
 runEventStoreConformance('SqliteEventStore', async () => {
   const db = await createTempSqlite();
-  return { store: new SqliteEventStore(db.handle), dispose: db.dispose };
+  const upsertLease = db.handle.raw.prepare<[string, string, number]>(
+    `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES (?, ?, ?, 0)
+     ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch`,
+  );
+  return {
+    store: new SqliteEventStore(db.handle),
+    setLease: async (taskId, lease) => void upsertLease.run(taskId, lease.owner, lease.epoch),
+    dispose: db.dispose,
+  };
 });

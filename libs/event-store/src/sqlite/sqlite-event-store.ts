@@ -18,11 +18,13 @@ import {
   CommitListener,
   EventStore,
   ExpectedSequence,
+  LeaseToken,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
 import { InlineProjection } from '../inline-projection';
+import { checkLease } from './check-lease';
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, rowToEvent } from './rows';
 
@@ -86,6 +88,7 @@ export class SqliteEventStore extends EventStore {
     taskId: string,
     batch: readonly ValidatedEvent[],
     expected: ExpectedSequence,
+    lease: LeaseToken | undefined,
   ) => AppendOutcome;
 
   constructor(
@@ -114,14 +117,16 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     this.pollMs = options.foreignCommitPollMs ?? 200;
-    this.appendTx = this.raw.transaction((taskId, batch, expected) =>
-      this.appendInTransaction(taskId, batch, expected),
+    this.appendTx = this.raw.transaction((taskId, batch, expected, lease) =>
+      this.appendInTransaction(taskId, batch, expected, lease),
     ).immediate;
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
-    const outcome = await this.withBusyRetry(() => this.appendTx(taskId, batch, options.expected));
+    const outcome = await this.withBusyRetry(() =>
+      this.appendTx(taskId, batch, options.expected, options.lease),
+    );
     if (outcome.kind === 'retry') {
       return {
         nextExpectedSequence: outcome.version,
@@ -207,6 +212,7 @@ export class SqliteEventStore extends EventStore {
     taskId: string,
     batch: readonly ValidatedEvent[],
     expected: ExpectedSequence,
+    lease: LeaseToken | undefined,
   ): AppendOutcome {
     const row = this.stmt.head.get(taskId, taskId, taskId);
     const head: StreamHead = {
@@ -220,6 +226,7 @@ export class SqliteEventStore extends EventStore {
         return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
       }
     }
+    checkLease(this.raw, taskId, lease);
     checkExpected(taskId, expected, head.version);
     checkOpen(taskId, head);
     const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());

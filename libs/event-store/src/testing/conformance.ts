@@ -2,18 +2,21 @@ import {
   ConcurrencyError,
   IdempotencyConflictError,
   IllegalStateError,
+  LeaseLostError,
   NewEvent,
   RuntimeEvent,
   ValidationError,
 } from '@runledger/contracts';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { EventBus } from '../event-bus';
-import { EventStore } from '../event-store';
+import { EventStore, LeaseToken } from '../event-store';
 import { chunks, outputChunk, taskCompleted, taskReceived } from './events';
 
 /** A fresh, empty store per test; `dispose` removes whatever it created. */
 export interface ConformanceSubject {
   store: EventStore;
+  /** make `lease` the task's current lease, as a claim would (the row the store fences appends against) */
+  setLease(taskId: string, lease: LeaseToken): Promise<void>;
   dispose?: () => Promise<void>;
 }
 
@@ -198,6 +201,68 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
           sut.append('t2', [outputChunk(0, { event_id: 'evt_a' })], { expected: 'any' }),
         ).rejects.toBeInstanceOf(IdempotencyConflictError);
         expect((await sut.head()).event_count).toBe(1);
+      });
+    });
+
+    describe('fencing', () => {
+      const current = { owner: 'host-a:1:aa', epoch: 3 };
+
+      it("appends with the task's current lease", async () => {
+        await subject.setLease('t1', current);
+        await sut.append('t1', [taskReceived()], { expected: 'no_stream', lease: current });
+        await sut.append('t1', chunks(2), { expected: 1, lease: { ...current } });
+        expect(await sut.streamVersion('t1')).toBe(3);
+      });
+
+      it.each([
+        ['an older epoch of the same owner', { owner: 'host-a:1:aa', epoch: 2 }],
+        ['the same epoch of another owner', { owner: 'host-b:2:bb', epoch: 3 }],
+        ['a newer epoch than the row', { owner: 'host-a:1:aa', epoch: 4 }],
+      ])('refuses %s with LeaseLostError and writes nothing', async (_label, stale) => {
+        await subject.setLease('t1', current);
+        await sut.append('t1', [taskReceived()], { expected: 'no_stream', lease: current });
+        const before = await sut.head();
+        const attempt = sut.append('t1', chunks(3), { expected: 1, lease: stale });
+        await expect(attempt).rejects.toBeInstanceOf(LeaseLostError);
+        await expect(attempt).rejects.toMatchObject({ taskId: 't1', held: stale, current });
+        expect(await sut.head()).toEqual(before);
+        expect(await sut.readStream('t1')).toHaveLength(1);
+      });
+
+      it('refuses a lease on a task that has none, and says a fenced writer lost the task before that the stream moved', async () => {
+        await expect(
+          sut.append('t1', [taskReceived()], { expected: 'no_stream', lease: current }),
+        ).rejects.toMatchObject({
+          current: null,
+        });
+        await sut.append('t2', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
+        await subject.setLease('t2', { owner: 'host-b:2:bb', epoch: 4 });
+        // the new owner moved the stream on; the old one, still expecting 1, hears of the lease
+        await expect(sut.append('t2', chunks(1), { expected: 1, lease: current })).rejects.toBeInstanceOf(
+          LeaseLostError,
+        );
+        expect((await sut.head()).event_count).toBe(3);
+      });
+
+      it('does not fence an append without a lease, whoever holds the task', async () => {
+        await subject.setLease('t1', current);
+        await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
+        await sut.append('t1', chunks(1), { expected: 'any' });
+        expect(await sut.streamVersion('t1')).toBe(2);
+      });
+
+      it('publishes nothing for a fenced append', async () => {
+        const bus = new EventBus(sut);
+        const seen: RuntimeEvent[] = [];
+        const sub = bus.events$.subscribe((e) => seen.push(e));
+        await subject.setLease('t1', current);
+        await sut.append('t1', [taskReceived()], { expected: 'no_stream', lease: current });
+        await expect(
+          sut.append('t1', chunks(1), { expected: 1, lease: { ...current, epoch: 1 } }),
+        ).rejects.toBeInstanceOf(LeaseLostError);
+        sub.unsubscribe();
+        bus.close();
+        expect(seen.map((e) => e.type)).toEqual(['TASK_RECEIVED']);
       });
     });
 

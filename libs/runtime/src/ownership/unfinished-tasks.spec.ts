@@ -1,0 +1,42 @@
+import { NewEvent, emptyUsage } from '@runledger/contracts';
+import { InMemoryEventStore } from '@runledger/event-store';
+import { UnfinishedTasks } from './unfinished-tasks';
+
+const received = { type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 's' } } as NewEvent;
+const awaiting = {
+  type: 'TASK_AWAITING_PERMISSION',
+  payload: {
+    request_id: 'perm_1',
+    call_id: 'call_1',
+    tool: 'echo',
+    args: {},
+    args_hash: 'h',
+    reason: 'r',
+  },
+} as NewEvent;
+const resolved = {
+  type: 'PERMISSION_RESOLVED',
+  payload: { request_id: 'perm_1', call_id: 'call_1', decision: 'allow_once', args_hash: 'h', tool: 'echo' },
+} as NewEvent;
+const completed = {
+  type: 'TASK_COMPLETED',
+  payload: { stop_reason: 'completed', detail: 'ok', usage: emptyUsage(), result: '' },
+} as NewEvent;
+
+describe('UnfinishedTasks', () => {
+  it('lists received tasks until they end, leaving out those waiting for a person until answered', async () => {
+    const store = new InMemoryEventStore();
+    const sut = new UnfinishedTasks(store);
+    await store.append('t1', [received], { expected: 'no_stream' });
+    await store.append('t2', [received, awaiting], { expected: 'no_stream' });
+    expect(await sut.list()).toEqual(['t1']);
+    await store.append('t2', [resolved], { expected: 2 });
+    await store.append('t1', [completed], { expected: 1 });
+    expect(await sut.list()).toEqual(['t2']);
+    // later looks read only what was appended since
+    const readAll = jest.spyOn(store, 'readAll');
+    await store.append('t3', [received], { expected: 'no_stream' });
+    expect(await sut.list()).toEqual(['t2', 't3']);
+    expect(readAll).toHaveBeenCalledWith(expect.objectContaining({ after_position: 5 }));
+  });
+});

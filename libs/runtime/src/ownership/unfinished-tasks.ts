@@ -1,0 +1,57 @@
+import { EventType } from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+
+const PAGE = 1000;
+
+/** What moves a task in or out of the set: received, waiting for a person, answered, ended. */
+const TRACKED: readonly EventType[] = [
+  'TASK_RECEIVED',
+  'TASK_AWAITING_PERMISSION',
+  'TASK_AWAITING_SECRET',
+  'PERMISSION_RESOLVED',
+  'SECRET_PROVIDED',
+  'TASK_COMPLETED',
+  'TASK_FAILED',
+  'TASK_CANCELLED',
+];
+
+/**
+ * The tasks the log shows received, not ended and not waiting for a person:
+ * what crash recovery looks at. The first look reads the whole log (those
+ * event types only); every later one reads only what was appended since, so a
+ * periodic sweep stays cheap on a long log, and tasks waiting for an answer
+ * cost nothing until it comes.
+ */
+export class UnfinishedTasks {
+  private readonly open = new Set<string>();
+  private readonly waiting = new Set<string>();
+  private after = 0;
+
+  constructor(private readonly store: EventStore) {}
+
+  async list(): Promise<string[]> {
+    for (;;) {
+      const page = await this.store.readAll({ after_position: this.after, limit: PAGE, types: TRACKED });
+      for (const e of page) {
+        switch (e.type) {
+          case 'TASK_RECEIVED':
+            this.open.add(e.task_id);
+            break;
+          case 'TASK_AWAITING_PERMISSION':
+          case 'TASK_AWAITING_SECRET':
+            this.waiting.add(e.task_id);
+            break;
+          case 'PERMISSION_RESOLVED':
+          case 'SECRET_PROVIDED':
+            this.waiting.delete(e.task_id);
+            break;
+          default:
+            this.open.delete(e.task_id);
+            this.waiting.delete(e.task_id);
+        }
+      }
+      if (page.length > 0) this.after = page[page.length - 1].position;
+      if (page.length < PAGE) return [...this.open].filter((taskId) => !this.waiting.has(taskId));
+    }
+  }
+}
