@@ -9,4 +9,3 @@ export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
 export * from './postgres/open-postgres';
 export * from './postgres/pg-event-store';
-export * from './postgres/group-committer';

@@ -1,33 +1,38 @@
-/** What became of one job of a flushed group. */
-export type JobOutcome<R> = { ok: true; value: R } | { ok: false; error: unknown };
+/** One queued request's result from a group transaction: its own value, or its own error. */
+export type GroupResult<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+export interface GroupCommitOptions {
+  /** most requests per transaction (default 512) */
+  maxBatch?: number;
+}
 
 /**
- * Group commit: jobs submitted while nothing is being flushed, or while a flush
- * runs, are handed to `flush` together (at most `maxGroup` at a time), so one
- * transaction and one commit serve all of them. `flush` returns one outcome per
- * job, in order; a flush that throws fails every job of its group. One flush
- * runs at a time.
+ * Group commit for PgEventStore: requests submitted in the same tick, or while
+ * a group commits, are handed to `commitGroup` together (at most `maxBatch`),
+ * so one transaction and one commit serve all of them. `commitGroup` returns
+ * one result per request, in order; when it throws, every request of its group
+ * fails. One group commits at a time. The same shape (names, options, results)
+ * as the adapter-neutral GroupCommitter of the SQLite append path on the
+ * `append` branch, so the two become one by swapping the import.
  */
-export class GroupCommitter<J, R> {
-  private queue: { job: J; resolve: (value: R) => void; reject: (error: unknown) => void }[] = [];
+export class GroupCommitter<Req, Res> {
+  private queue: { request: Req; resolve: (value: Res) => void; reject: (error: unknown) => void }[] = [];
   private running = false;
+  private readonly maxBatch: number;
 
   constructor(
-    private readonly flush: (jobs: readonly J[]) => Promise<JobOutcome<R>[]>,
-    private readonly maxGroup = 256,
-  ) {}
+    private readonly commitGroup: (requests: readonly Req[]) => Promise<GroupResult<Res>[]>,
+    options: GroupCommitOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 512;
+  }
 
-  submit(job: J): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      this.queue.push({ job, resolve, reject });
+  submit(request: Req): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      this.queue.push({ request, resolve, reject });
       // setImmediate: appends made in the same turn of the event loop join one group
       if (!this.running && this.queue.length === 1) setImmediate(() => void this.drain());
     });
-  }
-
-  /** jobs waiting for a flush */
-  get pending(): number {
-    return this.queue.length;
   }
 
   private async drain(): Promise<void> {
@@ -35,17 +40,17 @@ export class GroupCommitter<J, R> {
     this.running = true;
     try {
       while (this.queue.length > 0) {
-        const group = this.queue.splice(0, this.maxGroup);
-        let outcomes: JobOutcome<R>[];
+        const group = this.queue.splice(0, this.maxBatch);
+        let results: GroupResult<Res>[];
         try {
-          outcomes = await this.flush(group.map((g) => g.job));
+          results = await this.commitGroup(group.map((g) => g.request));
         } catch (error) {
-          outcomes = group.map(() => ({ ok: false, error }));
+          results = group.map(() => ({ ok: false, error }));
         }
         group.forEach((g, i) => {
-          const o = outcomes[i];
-          if (o.ok) g.resolve(o.value);
-          else g.reject(o.error);
+          const r = results[i];
+          if (r.ok) g.resolve(r.value);
+          else g.reject(r.error);
         });
       }
     } finally {

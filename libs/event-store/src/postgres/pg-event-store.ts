@@ -21,7 +21,7 @@ import {
   StoreHead,
 } from '../event-store';
 import { EventRow, rowToEvent } from '../sqlite/rows';
-import { GroupCommitter, JobOutcome } from './group-committer';
+import { GroupCommitter, GroupResult } from './group-committer';
 import { PostgresHandle } from './open-postgres';
 
 /**
@@ -39,8 +39,8 @@ export interface PgInlineProjection {
 export interface PgEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
   projections?: readonly PgInlineProjection[];
-  /** appends committed in one transaction at most; default 256 */
-  maxGroup?: number;
+  /** appends committed in one transaction at most; default 512 */
+  maxBatch?: number;
   /**
    * While someone listens to commits, how often to read what other instances
    * committed in case a notification was missed (a dropped LISTEN connection).
@@ -116,7 +116,7 @@ export class PgEventStore extends EventStore {
     this.pool = handle.pool;
     this.projections = options.projections ?? [];
     this.pollMs = options.pollMs ?? 1000;
-    this.committer = new GroupCommitter((jobs) => this.flush(jobs), options.maxGroup ?? 256);
+    this.committer = new GroupCommitter((jobs) => this.flush(jobs), { maxBatch: options.maxBatch });
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -146,7 +146,7 @@ export class PgEventStore extends EventStore {
    * key, say), the group is redone one append per SAVEPOINT, so only the
    * append at fault fails.
    */
-  private async flush(jobs: readonly AppendJob[]): Promise<JobOutcome<AppendOutcome>[]> {
+  private async flush(jobs: readonly AppendJob[]): Promise<GroupResult<AppendOutcome>[]> {
     const client = await this.pool.connect();
     let broken = false;
     try {
@@ -174,7 +174,7 @@ export class PgEventStore extends EventStore {
     const leases = await loadLeases(client, [
       ...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId)),
     ]);
-    const decided = jobs.map((job): JobOutcome<Decision> => {
+    const decided = jobs.map((job): GroupResult<Decision> => {
       try {
         const decision = decide(job, heads.get(job.taskId)!, stored, leases);
         if (decision.kind === 'write')
@@ -187,14 +187,14 @@ export class PgEventStore extends EventStore {
     const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
     const positions = await this.write(client, envelopes);
     await client.query(envelopes.length > 0 ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
-    return decided.map((d): JobOutcome<AppendOutcome> =>
+    return decided.map((d): GroupResult<AppendOutcome> =>
       d.ok ? { ok: true, value: outcomeOf(d.value, positions) } : d,
     );
   }
 
   private async commitOneByOne(client: PoolClient, jobs: readonly AppendJob[]) {
     await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
-    const outcomes: JobOutcome<AppendOutcome>[] = [];
+    const outcomes: GroupResult<AppendOutcome>[] = [];
     for (const job of jobs) {
       await client.query('SAVEPOINT append');
       try {
