@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isTerminalStatus } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
-import { ServerProcess } from './permissions-server';
+import { ADMIN, ServerProcess } from './permissions-server';
 
 /**
  * Two server processes on one PostgreSQL database, as behind a load balancer: 100 tasks submitted
@@ -159,5 +159,26 @@ describePostgres('leases: two servers on one PostgreSQL database', () => {
     } finally {
       await again.kill();
     }
+  });
+
+  it('an SSE stream opened on B follows live, to its final event, a task that A runs', async () => {
+    await a.start();
+    await b.start();
+    const { body } = await a.request('POST', '/tasks', { input: 'run sleep 2' });
+    const opened = Date.now();
+    const res = await fetch(`${b.url}/tasks/${body.task_id}/stream`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    expect(res.status).toBe(200);
+    const streamed = (await res.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => JSON.parse(line.slice(5)) as Ev);
+    // the command takes two seconds: the stream was open while A wrote, not a replay of a finished task
+    expect(Date.now() - opened).toBeGreaterThan(1_500);
+    expect(streamed.at(-1)?.type).toBe('TASK_COMPLETED');
+    expect(streamed.map((e) => e.event_id)).toEqual(
+      ((await a.events(body.task_id)) as unknown as Ev[]).map((e) => e.event_id),
+    );
   });
 });
