@@ -17,6 +17,7 @@
  * Env: BENCH_EVENTS (20000), BENCH_STREAM_LEN (100), BENCH_SYNCHRONOUS (FULL), BENCH_ROUNDS (10),
  * BENCH_PROJECTION=1 adds the store with the task-state projection inline (what the server runs),
  * BENCH_CONCURRENT_EVENTS (1024 per measurement), BENCH_CONCURRENT_ROUNDS (5).
+ * Then PostgreSQL: PgEventStore against raw pg inserts (./event-store-pg.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,6 +44,7 @@ import {
   testToolRegistry,
 } from '../libs/runtime/src/testing';
 import { openSqliteWithMemory } from '../libs/runtime/src/testing/sqlite-memory';
+import { main as postgresMain } from './event-store-pg';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
 const STREAM_LEN = Number(process.env.BENCH_STREAM_LEN ?? 100);
@@ -362,4 +364,5 @@ export async function main(): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  await postgresMain();
 }

@@ -15,7 +15,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('text', 'text', (c) => c.notNull())
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('source', 'text', (c) => c.notNull())
-    .addColumn('weight', 'real', (c) => c.notNull())
+    .addColumn('weight', isPostgres(db) ? 'double precision' : 'real', (c) => c.notNull())
     .addColumn('task_id', 'text')
     .addColumn('session_id', 'text')
     .addColumn('metadata', 'text', (c) => c.notNull())

@@ -1,4 +1,4 @@
-import { Kysely, Migration, MigrationProvider, MigrationResultSet, Migrator } from 'kysely';
+import { Kysely, Migration, MigrationProvider, MigrationResultSet, Migrator, sql } from 'kysely';
 import * as createEvents from './1795334683648-CreateEvents';
 import * as createTasks from './1795334683649-CreateTasks';
 import * as createCheckpoints from './1795334683650-CreateCheckpoints';
@@ -6,7 +6,12 @@ import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
 import * as createProcesses from './1795334683670-CreateProcesses';
 import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 
+import { isPostgres } from './dialect';
+
 export { isPostgres, isSqlite } from './dialect';
+
+const currentSchema = async <DB>(db: Kysely<DB>): Promise<string> =>
+  (await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db)).rows[0].schema;
 
 /**
  * Every migration, by file name (`<epoch-ms>-<VerbNoun>`). Listed statically so
@@ -39,6 +44,8 @@ export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResu
     db,
     provider: new StaticMigrationProvider(),
     allowUnorderedMigrations: true,
+    // kysely looks for its own tables in every schema; on PostgreSQL each schema keeps its own
+    ...(isPostgres(db) ? { migrationTableSchema: await currentSchema(db) } : {}),
   });
   const result = await migrator.migrateToLatest();
   if (result.error) {

@@ -2,7 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { Logger } from 'pino';
-import { EventStore } from '@runledger/event-store';
+import { EventStore, isPostgresUrl } from '@runledger/event-store';
 import { STORAGE_DB, StateStoreDatabase, TaskStatsRepository } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { ToolSandbox } from '@runledger/tools';
@@ -18,7 +18,7 @@ import { CompositionModule, CompositionOptions } from './composition.module';
 import { DocsController } from './docs/docs.controller';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { HealthController } from './health/health.controller';
-import { SqliteHealthProbe } from './health/health-probe';
+import { HealthProbe, PostgresHealthProbe, SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { LoggingModule } from './logging/logging.module';
 import { McpController } from './mcp/mcp.controller';
@@ -64,11 +64,13 @@ export class AppModule {
       providers: [
         { provide: TokenRegistry, useValue: deps.tokens },
         {
-          provide: SqliteHealthProbe,
+          provide: HealthProbe,
           // EventStore first: the storage has created and migrated the file the probe opens read-only
-          useFactory: (config: AppConfig, sandbox: ToolSandbox) =>
-            new SqliteHealthProbe(config.RUNLEDGER_DB, () => sandbox.sandboxStatus().effective),
-          inject: [APP_CONFIG, ToolSandbox, EventStore],
+          useFactory: (config: AppConfig, sandbox: ToolSandbox, _events: EventStore, db: Kysely<unknown>) =>
+            isPostgresUrl(config.RUNLEDGER_DB)
+              ? new PostgresHealthProbe(db, () => sandbox.sandboxStatus().effective)
+              : new SqliteHealthProbe(config.RUNLEDGER_DB, () => sandbox.sandboxStatus().effective),
+          inject: [APP_CONFIG, ToolSandbox, EventStore, STORAGE_DB],
         },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: TokenThrottlerGuard },

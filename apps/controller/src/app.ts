@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
 import { Server } from 'node:http';
-import { dirname, resolve } from 'node:path';
 import { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -9,7 +8,7 @@ import { DestinationStream, Logger } from 'pino';
 import { RuntimeController } from '@runledger/runtime';
 import { AppModule } from './app.module';
 import { resolveTokens } from './auth/token-registry';
-import { AppConfig } from './config';
+import { AppConfig, dataDirOf } from './config';
 import { mountApiDocs } from './docs/api-docs';
 import { answerClientError } from './errors/client-error';
 import { createLogger } from './logging/logger';
@@ -49,7 +48,7 @@ export interface StartedApp {
  */
 export async function startApp(config: AppConfig, options: StartOptions = {}): Promise<StartedApp> {
   const log = options.log ?? createLogger(config.LOG_LEVEL, options.logDestination);
-  mkdirSync(dirname(resolve(config.RUNLEDGER_DB)), { recursive: true });
+  mkdirSync(dataDirOf(config), { recursive: true });
   const { registry, generatedAdminToken } = resolveTokens(config);
   const cors = config.RUNLEDGER_CORS_ORIGIN
     ? {

@@ -25,7 +25,7 @@ import {
 import { SchedulerModule } from '@runledger/scheduler';
 import { CheckpointStore, StorageModule } from '@runledger/state-store';
 import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
-import { APP_CONFIG, AppConfig, providerKeyNames } from './config';
+import { APP_CONFIG, AppConfig, dataDirOf, providerKeyNames, storageOptionsFrom } from './config';
 import {
   criticOptionsFromConfig,
   memoryOptionsFromConfig,
@@ -112,14 +112,7 @@ export class CompositionModule {
         AppCoreModule.forRoot(o),
         StorageModule.forRootAsync({
           inject: [APP_CONFIG],
-          useFactory: (c: AppConfig) => ({
-            driver: 'sqlite',
-            path: resolve(c.RUNLEDGER_DB),
-            synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
-            writerThread:
-              c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
-              (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources()),
-          }),
+          useFactory: storageOptionsFrom,
         }),
         ModelModule.forRootAsync({ inject: [APP_CONFIG, PROCESS_ENV], useFactory: modelOptionsFromConfig }),
         CriticModule.forRootAsync({
@@ -195,7 +188,7 @@ export class CompositionModule {
             memory: memory ? recallOver(memory) : null,
             // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
             workspace: new LiveWorkspaceView(sandbox),
-            secretKey: loadOrCreateSecretsKey(secretsKeyFile(c.RUNLEDGER_DB)),
+            secretKey: loadOrCreateSecretsKey(secretsKeyFile(dataDirOf(c))),
             leases: { renewMs: c.RUNLEDGER_LEASE_RENEW_MS, ttlMs: c.RUNLEDGER_LEASE_TTL_MS },
             checkpoints:
               c.RUNLEDGER_CHECKPOINTS === 'on'

@@ -1,11 +1,37 @@
-import { loadConfig } from './config';
+import { resolve } from 'node:path';
+import { dataDirOf, loadConfig, storageOptionsFrom } from './config';
 
 describe('RUNLEDGER_DB', () => {
-  it('a database URL is refused at boot, naming the variable, instead of becoming a folder called "postgres:"', () => {
-    expect(() => loadConfig({ RUNLEDGER_DB: 'postgres://u:p@localhost/runledger' })).toThrow(
-      /RUNLEDGER_DB.*SQLite file path/s,
+  it('a file path selects SQLite, a postgres:// URL PostgreSQL; another URL is refused naming the variable', () => {
+    expect(storageOptionsFrom(loadConfig({ RUNLEDGER_DB: './data/x.db' }))).toEqual({
+      driver: 'sqlite',
+      path: resolve('./data/x.db'),
+      synchronous: 'FULL',
+    });
+    expect(
+      storageOptionsFrom(
+        loadConfig({ RUNLEDGER_DB: 'postgresql://u:p@db:5432/runledger', RUNLEDGER_PG_SCHEMA: 'rl' }),
+      ),
+    ).toEqual({
+      driver: 'postgres',
+      url: 'postgresql://u:p@db:5432/runledger',
+      schema: 'rl',
+      maxConnections: 10,
+    });
+    expect(() => loadConfig({ RUNLEDGER_DB: 'mysql://u:p@localhost/runledger' })).toThrow(
+      /RUNLEDGER_DB.*SQLite file path or a postgres:\/\//s,
     );
-    expect(loadConfig({ RUNLEDGER_DB: './data/x.db' }).RUNLEDGER_DB).toBe('./data/x.db');
+    expect(() =>
+      loadConfig({ RUNLEDGER_DB: 'postgres://u:p@localhost/x', RUNLEDGER_PG_SCHEMA: 'Bad-Name' }),
+    ).toThrow(/RUNLEDGER_PG_SCHEMA/);
+  });
+
+  it('keeps the files outside the database beside the SQLite file, in ./data with PostgreSQL, or in RUNLEDGER_DATA_DIR', () => {
+    expect(dataDirOf(loadConfig({ RUNLEDGER_DB: '/srv/rl/runledger.db' }))).toBe('/srv/rl');
+    expect(dataDirOf(loadConfig({ RUNLEDGER_DB: 'postgres://u:p@localhost/x' }))).toBe(resolve('./data'));
+    expect(
+      dataDirOf(loadConfig({ RUNLEDGER_DB: 'postgres://u:p@localhost/x', RUNLEDGER_DATA_DIR: '/var/rl' })),
+    ).toBe('/var/rl');
   });
 });
 

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   AgentProfile,
@@ -10,6 +11,8 @@ import {
 } from '@runledger/contracts';
 import { DEFAULT_BACKPRESSURE, providerLabel } from '@runledger/runtime';
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
+import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
+import { StorageOptions } from '@runledger/state-store';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -58,13 +61,26 @@ export type FallbackModelConfig = z.infer<typeof FallbackModelConfig>;
 export const ConfigSchema = z.object({
   PORT: intFromEnv(0, 65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
+  /** a SQLite file path, or a postgres:// URL (several instances on one database) */
   RUNLEDGER_DB: z
     .string()
     .min(1)
-    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
-      error: 'must be a SQLite file path; database URLs (postgres://...) are not supported yet',
+    .refine((v) => isPostgresUrl(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
+      error: 'must be a SQLite file path or a postgres:// (postgresql://) URL',
     })
+    .refine((v) => !isPostgresUrl(v) || URL.canParse(v), { error: 'is not a valid PostgreSQL URL' })
     .default('./data/runledger.db'),
+  /** the tables' schema on PostgreSQL */
+  RUNLEDGER_PG_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .default('public'),
+  RUNLEDGER_PG_POOL_SIZE: intFromEnv(2, 200).default(10),
+  /**
+   * Where admin.token, secrets.key and the memory index file live: beside the
+   * SQLite file by default; `./data` with PostgreSQL.
+   */
+  RUNLEDGER_DATA_DIR: z.string().min(1).optional(),
   RUNLEDGER_SQLITE_SYNCHRONOUS: z.enum(['OFF', 'NORMAL', 'FULL', 'EXTRA']).default('FULL'),
   /** on: appends and their fsyncs run in a worker thread, off the event loop; auto: on when running the build */
   RUNLEDGER_SQLITE_WRITER_THREAD: z.enum(['auto', 'on', 'off']).default('auto'),
@@ -247,6 +263,32 @@ export type AppConfig = z.infer<typeof ConfigSchema>;
 
 /** Injection token for the parsed config. */
 export const APP_CONFIG = Symbol('APP_CONFIG');
+
+/** The storage driver RUNLEDGER_DB selects, with its settings. */
+export const storageOptionsFrom = (c: AppConfig): StorageOptions =>
+  isPostgresUrl(c.RUNLEDGER_DB)
+    ? {
+        driver: 'postgres',
+        url: c.RUNLEDGER_DB,
+        schema: c.RUNLEDGER_PG_SCHEMA,
+        maxConnections: c.RUNLEDGER_PG_POOL_SIZE,
+      }
+    : {
+        driver: 'sqlite',
+        path: resolve(c.RUNLEDGER_DB),
+        synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
+        writerThread:
+          c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
+          (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources()),
+      };
+
+/** The folder of the files kept outside the database (admin.token, secrets.key, the memory index). */
+export const dataDirOf = (c: AppConfig, cwd = process.cwd()): string =>
+  resolve(
+    cwd,
+    c.RUNLEDGER_DATA_DIR ??
+      (isPostgresUrl(c.RUNLEDGER_DB) ? './data' : dirname(resolve(cwd, c.RUNLEDGER_DB))),
+  );
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   let fileValues: Record<string, unknown> = {};

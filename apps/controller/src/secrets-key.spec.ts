@@ -9,7 +9,7 @@ describe('secrets key beside the database', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('is created once (mode 0600) and the same key is read on the next boot', () => {
-    const file = secretsKeyFile(join(dir, 'runledger.db'));
+    const file = secretsKeyFile(dir);
     expect(file).toBe(join(dir, 'secrets.key'));
     const first = loadOrCreateSecretsKey(file);
     expect(first).toHaveLength(32);

@@ -1,9 +1,9 @@
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ConfigError } from '@runledger/contracts';
 import { readOrCreateRandomFile } from './random-file';
 
-/** Where the key of the secrets' fingerprints lives: beside the database, like admin.token. */
-export const secretsKeyFile = (dbPath: string): string => join(dirname(resolve(dbPath)), 'secrets.key');
+/** Where the key of the secrets' fingerprints lives: in the data folder (beside a SQLite file), like admin.token. */
+export const secretsKeyFile = (dataDir: string): string => join(dataDir, 'secrets.key');
 
 const KEY_BYTES = 32;
 

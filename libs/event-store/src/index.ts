@@ -10,3 +10,5 @@ export { rowToEvent } from './sqlite/rows';
 export * from './group-committer';
 export { checkLease } from './sqlite/check-lease';
 export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';
+export * from './postgres/open-postgres';
+export * from './postgres/pg-event-store';

@@ -93,6 +93,12 @@ export interface MemoryIndexStatus {
  */
 export class MemoryService {
   private syncing: Promise<number> = Promise.resolve(0);
+  /**
+   * The log position this instance's index has applied. Its own, not the
+   * table's checkpoint: instances sharing a PostgreSQL database share the
+   * table, but each keeps its own index in step from the log.
+   */
+  private indexedThrough: number;
   private readonly cache = new Map<string, Float32Array>();
   private saveTimer: NodeJS.Timeout | null = null;
   /** the worker rebuilding the index file, while there is one (then `index` is null) */
@@ -103,7 +109,10 @@ export class MemoryService {
     private readonly o: MemoryServiceOptions,
     /** null while a worker rebuilds it: searches scan the table exactly meanwhile */
     private index: VectorIndex | null,
-  ) {}
+    indexedThrough: number,
+  ) {
+    this.indexedThrough = indexedThrough;
+  }
 
   static async open(o: MemoryServiceOptions): Promise<MemoryService> {
     await MemoryService.reembedStale(o.store, o.embedder);
@@ -117,7 +126,14 @@ export class MemoryService {
             MemoryService.indexSource(o),
           )
         : null;
-    const svc = new MemoryService(o, stale === null ? await MemoryService.openIndex(o) : null);
+    // read before the index is built from the table: the table holds every entry up to it,
+    // and whatever another instance applies meanwhile is applied again here (idempotent)
+    const indexedThrough = await o.store.checkpoint();
+    const svc = new MemoryService(
+      o,
+      stale === null ? await MemoryService.openIndex(o) : null,
+      indexedThrough,
+    );
     if (stale !== null) svc.rebuildInWorker(stale);
     await svc.sync();
     return svc;
@@ -238,9 +254,8 @@ export class MemoryService {
   private async applyPending(): Promise<number> {
     let applied = 0;
     for (;;) {
-      const after = await this.o.store.checkpoint();
       const page = await this.o.events.readAll({
-        after_position: after,
+        after_position: this.indexedThrough,
         types: ['MEMORY_WRITTEN'],
         limit: 500,
       });
@@ -256,12 +271,19 @@ export class MemoryService {
 
   /**
    * Idempotent, one statement per step, no transaction: replaying an event
-   * after a crash between the entry write and the checkpoint changes nothing.
+   * after a crash between the entry write and the checkpoint changes nothing,
+   * and neither does applying one another instance already wrote to the
+   * table (only this instance's index learns of it).
    */
   private async apply(e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>): Promise<void> {
     const p = e.payload;
     const existing = await this.o.store.get(p.entry_id);
-    if (p.op === 'insert' && !existing) {
+    if (p.op === 'insert' && existing) {
+      // while a worker rebuilds the index there is none to add to: the rebuilt file is caught up from the table
+      const index = this.index;
+      const vector = !index || index.has(existing.label) ? null : await this.o.store.vector(existing.id);
+      if (vector) this.index?.add(existing.label, vector, existing.deleted);
+    } else if (p.op === 'insert') {
       const vector = await this.embed(p.text);
       const system = e.task_id === MEMORY_SYSTEM_STREAM;
       const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
@@ -286,11 +308,12 @@ export class MemoryService {
       if (stored) this.index?.add(stored.label, vector);
     } else if (p.op === 'reinforce' && existing && !existing.deleted) {
       await this.o.store.setWeight(p.entry_id, p.weight, e.created_at);
-    } else if (p.op === 'delete' && existing && !existing.deleted) {
-      await this.o.store.tombstone(p.entry_id, e.created_at);
+    } else if (p.op === 'delete' && existing) {
+      if (!existing.deleted) await this.o.store.tombstone(p.entry_id, e.created_at);
       this.index?.remove(existing.label);
     }
     await this.o.store.setCheckpoint(e.position);
+    this.indexedThrough = e.position;
   }
 
   private scheduleSave(): void {
@@ -520,6 +543,7 @@ export class MemoryService {
     if (this.o.indexPath) VectorIndex.removeFiles(this.o.indexPath);
     const index = await MemoryService.openIndex(this.o);
     this.index = index;
+    this.indexedThrough = 0;
     const applied = await this.sync();
     index.saveIfDirty();
     return applied;

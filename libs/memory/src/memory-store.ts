@@ -1,5 +1,6 @@
 import { Insertable, Kysely, Selectable, sql } from 'kysely';
 import { MemoryEntry, MemoryKind, MemorySource } from '@runledger/contracts';
+import { isPostgres } from '@runledger/migrations';
 
 export interface MemoryEntriesTable {
   id: string;
@@ -77,6 +78,16 @@ export function toEntry(row: MemoryRow): StoredMemoryEntry {
 }
 
 const PROJECTION = 'memory';
+const LABEL_ATTEMPTS = 20;
+
+/** A unique-constraint failure on `label` (SQLite or PostgreSQL), not on the id. */
+const isLabelConflict = (err: unknown): boolean => {
+  const e = err as { code?: string; constraint?: string; message?: string };
+  return (
+    (e.code === '23505' && /label/.test(e.constraint ?? '')) ||
+    (e.code === 'SQLITE_CONSTRAINT_UNIQUE' && /label/.test(e.message ?? ''))
+  );
+};
 const ENTRY_COLUMNS = [
   'id',
   'label',
@@ -212,13 +223,32 @@ export class MemoryStore {
   /**
    * Insert unless the id exists; the label is the next one, assigned inside the
    * statement so no transaction spans awaits (the SQLite connection is shared with the append path).
+   * On PostgreSQL two instances may pick the same next label at once: the loser
+   * of the unique label picks again.
    */
   async insertIfAbsent(row: Omit<Insertable<MemoryEntriesTable>, 'label'>): Promise<void> {
-    await this.db
-      .insertInto('memory_entries')
-      .values({ ...row, label: sql<number>`(select coalesce(max(label), -1) + 1 from memory_entries)` })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.db
+          .insertInto('memory_entries')
+          .values({ ...row, label: sql<number>`(select coalesce(max(label), -1) + 1 from memory_entries)` })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .execute();
+        return;
+      } catch (err) {
+        if (attempt >= LABEL_ATTEMPTS || !isLabelConflict(err)) throw err;
+      }
+    }
+  }
+
+  /** The stored vector of an entry, null when there is no such entry. */
+  async vector(id: string): Promise<Float32Array | null> {
+    const row = await this.db
+      .selectFrom('memory_entries')
+      .select('vector')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? bufferToVector(row.vector) : null;
   }
 
   async setWeight(id: string, weight: number, at: string): Promise<void> {
@@ -254,11 +284,15 @@ export class MemoryStore {
     return row ? Number(row.position) : 0;
   }
 
+  /** Never moves back: instances sharing a database each apply the log in order, the furthest one counts. */
   async setCheckpoint(position: number): Promise<void> {
+    const furthest = isPostgres(this.db)
+      ? sql<number>`greatest(memory_projection.position, excluded.position)`
+      : sql<number>`max(memory_projection.position, excluded.position)`;
     await this.db
       .insertInto('memory_projection')
       .values({ name: PROJECTION, position })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ position }))
+      .onConflict((oc) => oc.column('name').doUpdateSet({ position: furthest }))
       .execute();
   }
 

@@ -206,6 +206,18 @@ export class VectorIndex {
     if (deleted) this.remove(label);
   }
 
+  /** Whether `label` was added (live or deleted): another instance's entry may already be here. */
+  has(label: number): boolean {
+    if (this.deleted.has(label)) return true;
+    if (label > this.maxLabel) return false;
+    try {
+      this.index.getPoint(label);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   remove(label: number): void {
     if (this.deleted.has(label) || label > this.maxLabel) return;
     try {

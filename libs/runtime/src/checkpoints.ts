@@ -120,7 +120,7 @@ export async function loadProgress(
   checkpoints: CheckpointStore | null,
   taskId: string,
 ): Promise<TaskProgress> {
-  const latest = checkpoints ? await checkpoints.latest(taskId, Number.MAX_SAFE_INTEGER, 'require') : null;
+  const latest = checkpoints ? await checkpoints.latest(taskId, undefined, 'require') : null;
   const base = latest ? progressFromSnapshot(latest.context) : null;
   if (!base || base.last_seq !== latest!.event_sequence) {
     const events = await store.readWholeStream(taskId);

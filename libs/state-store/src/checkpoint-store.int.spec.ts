@@ -2,17 +2,34 @@ import { ConcurrencyError, NotFoundError } from '@runledger/contracts';
 import { CheckpointStore } from './checkpoint-store';
 import { foldTaskState } from './task-state';
 import { TaskLog } from './testing/task-events';
-import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
+import { sql } from 'kysely';
+import { Storage } from './storage';
+import { TempStorage, asNew, describeEachStorage } from './testing/temp-storage';
 
-describe('CheckpointStore on SQLite', () => {
-  let tmp: TempStorage;
+describeEachStorage('CheckpointStore', (openStorage) => {
+  let tmp: TempStorage<Storage>;
   let sut: CheckpointStore;
 
   beforeEach(async () => {
-    tmp = await createTempStorage();
+    tmp = await openStorage();
     sut = tmp.storage.checkpoints;
   });
   afterEach(() => tmp.dispose());
+
+  /** rewrite every stored snapshot as `edit` changes it, behind the store's back */
+  const editSnapshots = async (edit: (snapshot: Record<string, unknown>) => void) => {
+    const { rows } = await sql<{
+      checkpoint_id: string;
+      state: string;
+    }>`SELECT checkpoint_id, state FROM checkpoints`.execute(tmp.storage.db);
+    for (const row of rows) {
+      const snapshot = JSON.parse(row.state) as Record<string, unknown>;
+      edit(snapshot);
+      await sql`UPDATE checkpoints SET state = ${JSON.stringify(snapshot)} WHERE checkpoint_id = ${row.checkpoint_id}`.execute(
+        tmp.storage.db,
+      );
+    }
+  };
 
   const appendAll = async (log: TaskLog) => {
     const version = await tmp.storage.eventStore.streamVersion(log.taskId);
@@ -89,11 +106,11 @@ describe('CheckpointStore on SQLite', () => {
     const saved = await sut.save('t1', 'after round 1', { round: 1 });
     expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [] });
 
-    tmp.storage.raw
-      .prepare(
-        "UPDATE checkpoints SET state = json_set(state, '$.state.status', 'completed', '$.state.rounds', 9)",
-      )
-      .run();
+    await editSnapshots((snapshot) => {
+      const state = snapshot.state as Record<string, unknown>;
+      state.status = 'completed';
+      state.rounds = 9;
+    });
     expect((await sut.latest('t1'))!.state.status).toBe('completed');
     expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
     const rebuilt = await sut.latest('t1');
@@ -107,9 +124,9 @@ describe('CheckpointStore on SQLite', () => {
   it('a snapshot of an unknown schema version is ignored: load falls back to the full fold, rebuild names and rewrites it', async () => {
     await appendAll(new TaskLog('t1').received().context(1).decided(1));
     const saved = await sut.save('t1', 'after round 1', null);
-    tmp.storage.raw
-      .prepare('UPDATE checkpoints SET state = json_set(state, \'$."$schema_version"\', 99)')
-      .run();
+    await editSnapshots((snapshot) => {
+      snapshot.$schema_version = 99;
+    });
     expect(await sut.latest('t1')).toBeNull();
     const loaded = await sut.load('t1');
     expect(loaded!.checkpoint).toBeNull();
@@ -153,7 +170,7 @@ describe('CheckpointStore on SQLite', () => {
     const saved = await sut.save('t1', 'first', { seen: 3 });
     const contextOf = (_: string, events: readonly unknown[]) => ({ seen: events.length });
     expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 1, changed: [] });
-    tmp.storage.raw.prepare(`UPDATE checkpoints SET context = '{"seen":1}'`).run();
+    await sql`UPDATE checkpoints SET context = '{"seen":1}'`.execute(tmp.storage.db);
     expect(await sut.rebuild(contextOf)).toEqual({ checkpoints: 1, changed: [saved.checkpoint_id] });
     expect((await sut.latest('t1'))!.context).toEqual({ seen: 3 });
   });

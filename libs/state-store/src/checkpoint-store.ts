@@ -7,7 +7,7 @@ import {
   canonicalJson,
   newId,
 } from '@runledger/contracts';
-import { EventStore, SqliteHandle } from '@runledger/event-store';
+import { Database, EventStore } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { z } from 'zod';
 import { StateStoreDatabase, StateStoreTables } from './schema';
@@ -128,7 +128,7 @@ export class CheckpointStore {
   private readonly db: Kysely<StateStoreDatabase>;
 
   constructor(
-    handle: SqliteHandle,
+    handle: { db: Kysely<Database> },
     private readonly events: EventStore,
     private readonly taskStates: TaskStateStore,
   ) {
@@ -178,7 +178,7 @@ export class CheckpointStore {
    */
   async latest(
     taskId: string,
-    atMostSequence = Number.MAX_SAFE_INTEGER,
+    atMostSequence?: number,
     context: CheckpointContextRead = 'read',
   ): Promise<Checkpoint | null> {
     const row = await this.db
@@ -187,7 +187,8 @@ export class CheckpointStore {
       .$if(context !== 'skip', (q) => q.select('context'))
       .$if(context === 'require', (q) => q.where('context', '!=', NO_CONTEXT))
       .where('task_id', '=', taskId)
-      .where('event_sequence', '<=', atMostSequence)
+      // no bound when none is asked for: a sequence column is a 32-bit integer on PostgreSQL
+      .$if(atMostSequence !== undefined, (q) => q.where('event_sequence', '<=', atMostSequence!))
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();

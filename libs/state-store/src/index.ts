@@ -7,5 +7,6 @@ export * from './process-registry';
 export * from './storage.module';
 export * from './task-stats';
 export * from './lease-store';
+export * from './postgres/pg-task-state-store';
 export * from './in-memory-lease-store';
 export * from './sql-lease-store';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { SqliteHandle } from '@runledger/event-store';
+import { Database } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from './schema';
 
@@ -49,14 +49,16 @@ const SELF: RunledgerProcess = {
  * that are gone are removed by whoever reads them.
  */
 export class ProcessRegistry {
-  /** registrations per database file in this process: the row goes when the last one closes */
+  /** registrations per database in this process: the row goes when the last one closes */
   private static readonly opened = new Map<string, number>();
   private readonly db: Kysely<StateStoreDatabase>;
-  private readonly file: string;
 
-  constructor(handle: SqliteHandle) {
+  /** `database` names the database (its file, or URL and schema), so registrations on one are counted together */
+  constructor(
+    handle: { db: Kysely<Database> },
+    private readonly database: string,
+  ) {
     this.db = handle.db.withTables<StateStoreTables>();
-    this.file = handle.raw.name;
   }
 
   get self(): RunledgerProcess {
@@ -64,7 +66,7 @@ export class ProcessRegistry {
   }
 
   async register(): Promise<void> {
-    ProcessRegistry.opened.set(this.file, (ProcessRegistry.opened.get(this.file) ?? 0) + 1);
+    ProcessRegistry.opened.set(this.database, (ProcessRegistry.opened.get(this.database) ?? 0) + 1);
     await this.db
       .insertInto('processes')
       .values(SELF)
@@ -75,9 +77,9 @@ export class ProcessRegistry {
   }
 
   async unregister(): Promise<void> {
-    const left = (ProcessRegistry.opened.get(this.file) ?? 1) - 1;
-    if (left > 0) return void ProcessRegistry.opened.set(this.file, left);
-    ProcessRegistry.opened.delete(this.file);
+    const left = (ProcessRegistry.opened.get(this.database) ?? 1) - 1;
+    if (left > 0) return void ProcessRegistry.opened.set(this.database, left);
+    ProcessRegistry.opened.delete(this.database);
     await this.db
       .deleteFrom('processes')
       .where('hostname', '=', SELF.hostname)

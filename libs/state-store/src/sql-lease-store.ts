@@ -5,6 +5,8 @@ import { StateStoreDatabase, StateStoreTables, TaskLeasesTable } from './schema'
 
 /** SQLite's clock in epoch milliseconds; stable within one statement, so a claim compares and sets with one "now". */
 export const SQLITE_NOW_MS = sql<number>`CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
+/** PostgreSQL's, likewise stable within one statement; every instance judges expiry by the server's clock */
+export const POSTGRES_NOW_MS = sql<number>`(extract(epoch from statement_timestamp()) * 1000)::bigint`;
 
 /** expires_at of a released lease: expired for everyone, and not renewable by its last owner */
 const RELEASED = 0;

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
+import { LeaseLostError } from '@runledger/contracts';
 import { EventBus, EventStore } from '@runledger/event-store';
+import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { Kysely, sql } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
 import { LeaseStore } from './lease-store';
@@ -53,6 +55,48 @@ describe('StorageModule', () => {
   it('closes the database on application shutdown', async () => {
     const sut = await boot(':memory:');
     const db = sut.get<Kysely<unknown>>(STORAGE_DB);
+    await sut.close();
+    await expect(sql`SELECT 1`.execute(db)).rejects.toThrow();
+  });
+});
+
+describePostgres('StorageModule on PostgreSQL', () => {
+  const pg = useTestPostgres();
+
+  it("opens, creates the schema and migrates; the ports share the pool, the projection and the leases' fencing inline", async () => {
+    const sut = await NestFactory.createApplicationContext(
+      StorageModule.forRootAsync({
+        useFactory: async () => ({
+          driver: 'postgres' as const,
+          url: pg.url,
+          schema: 'app',
+          maxConnections: 3,
+        }),
+      }),
+      { logger: false, abortOnError: false },
+    );
+    const store = sut.get(EventStore);
+    const lease = (await sut.get(LeaseStore).claim('task_1', 'me', { ttlMs: 10_000 }))!;
+    await store.append(
+      'task_1',
+      [{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 'sess_1' } } as never],
+      { expected: 'no_stream', lease },
+    );
+    expect(await sut.get(TaskStateStore).get('task_1')).toMatchObject({ status: 'queued' });
+    await expect(
+      store.append(
+        'task_1',
+        [{ type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 0, delta: 'd' } } as never],
+        {
+          expected: 1,
+          lease: { ...lease, epoch: lease.epoch - 1 },
+        },
+      ),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    const db = sut.get<Kysely<unknown>>(STORAGE_DB);
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM app.events`.execute(db)).rows).toEqual([
+      { n: 1 },
+    ]);
     await sut.close();
     await expect(sql`SELECT 1`.execute(db)).rejects.toThrow();
   });

@@ -5,21 +5,23 @@ import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
-import { SqliteStorage, createSqliteStorage } from './storage';
+import { Storage, createPostgresStorage, createSqliteStorage } from './storage';
 import { TaskStateStore } from './task-state-store';
 
 /**
- * Which storage adapter backs the ports. SQLite is the only driver today
- * (path `:memory:` gives tests a private in-memory database); a PostgreSQL
- * driver becomes another member here and another branch of openStorage.
+ * Which storage adapter backs the ports: SQLite (one process; path `:memory:`
+ * gives tests a private in-memory database) or PostgreSQL (several instances
+ * on one database).
  */
-export type StorageOptions = {
-  driver: 'sqlite';
-  path: string;
-  synchronous?: SqliteSynchronous;
-  /** appends in a worker thread (see createSqliteStorage); default false */
-  writerThread?: boolean;
-};
+export type StorageOptions =
+  | {
+      driver: 'sqlite';
+      path: string;
+      synchronous?: SqliteSynchronous;
+      /** appends in a worker thread (see createSqliteStorage); default false */
+      writerThread?: boolean;
+    }
+  | { driver: 'postgres'; url: string; schema?: string; maxConnections?: number };
 
 /** The kysely handle of the storage database, for libs that keep their own tables in it (memory). */
 export const STORAGE_DB = Symbol('STORAGE_DB');
@@ -27,7 +29,7 @@ export const STORAGE_DB = Symbol('STORAGE_DB');
 const STORAGE_OPTIONS = Symbol('STORAGE_OPTIONS');
 
 /** The one place an adapter is chosen: open, migrate and wire the storage for its driver. */
-export function openStorage(options: StorageOptions): Promise<SqliteStorage> {
+export function openStorage(options: StorageOptions): Promise<Storage> {
   switch (options.driver) {
     case 'sqlite':
       return createSqliteStorage({
@@ -35,19 +37,25 @@ export function openStorage(options: StorageOptions): Promise<SqliteStorage> {
         synchronous: options.synchronous,
         writerThread: options.writerThread,
       });
+    case 'postgres':
+      return createPostgresStorage({
+        url: options.url,
+        schema: options.schema,
+        maxConnections: options.maxConnections,
+      });
   }
 }
 
 /** Holds the opened storage; closes it last, once everything that writes to it has stopped. */
 export class OpenedStorage implements OnApplicationShutdown {
-  constructor(readonly storage: SqliteStorage) {}
+  constructor(readonly storage: Storage) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.storage.close();
   }
 }
 
-const fromStorage = (token: InjectionToken, pick: (s: SqliteStorage) => unknown): Provider => ({
+const fromStorage = (token: InjectionToken, pick: (s: Storage) => unknown): Provider => ({
   provide: token,
   useFactory: (opened: OpenedStorage) => pick(opened.storage),
   inject: [OpenedStorage],

@@ -1,19 +1,31 @@
 import {
+  Database,
   EventBus,
+  EventStore,
+  OpenPostgresOptions,
   OpenSqliteOptions,
+  PgEventStore,
+  PostgresHandle,
   SqliteEventStore,
   SqliteHandle,
+  createSchemaIfMissing,
+  openPostgres,
   openSqlite,
 } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
+import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
+import { PgTaskStateStore } from './postgres/pg-task-state-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
-import { SQLITE_NOW_MS, SqlLeaseStore } from './sql-lease-store';
-import { TASK_STATES_PROJECTION, TaskStateStore } from './task-state-store';
+import { POSTGRES_NOW_MS, SQLITE_NOW_MS, SqlLeaseStore } from './sql-lease-store';
+import { SqliteTaskStateStore, TASK_STATES_PROJECTION, TaskStateStore } from './task-state-store';
 
-export interface SqliteStorage extends SqliteHandle {
-  eventStore: SqliteEventStore;
+/** The storage ports over one database, whatever the driver. */
+export interface Storage {
+  driver: 'sqlite' | 'postgres';
+  db: Kysely<Database>;
+  eventStore: EventStore;
   bus: EventBus;
   taskStates: TaskStateStore;
   checkpoints: CheckpointStore;
@@ -21,6 +33,59 @@ export interface SqliteStorage extends SqliteHandle {
   leases: LeaseStore;
   /** runledger processes with this database open; this one is registered until close() */
   processes: ProcessRegistry;
+  /** completes the bus and closes the connection(s) */
+  close(): Promise<void>;
+}
+
+export interface SqliteStorage extends Storage, SqliteHandle {
+  driver: 'sqlite';
+  eventStore: SqliteEventStore;
+}
+
+export interface PostgresStorage extends Storage, PostgresHandle {
+  driver: 'postgres';
+  eventStore: PgEventStore;
+  taskStates: PgTaskStateStore;
+}
+
+/** Migrate a freshly opened handle; a failure closes it before rethrowing. */
+async function migrated<H extends { db: Kysely<Database>; close(): Promise<void> }>(
+  handle: H,
+  prepare: () => Promise<void> = async () => undefined,
+): Promise<H> {
+  try {
+    await prepare();
+    await migrateToLatest(handle.db);
+    return handle;
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/** What every driver wires the same way over its event store and task states. */
+async function wire(
+  handle: { db: Kysely<Database>; close(): Promise<void> },
+  eventStore: EventStore,
+  taskStates: TaskStateStore,
+  database: string,
+) {
+  const bus = new EventBus(eventStore);
+  const checkpoints = new CheckpointStore(handle, eventStore, taskStates);
+  const processes = new ProcessRegistry(handle, database);
+  await processes.register();
+  return {
+    bus,
+    checkpoints,
+    processes,
+    async close() {
+      await processes.unregister().catch(() => undefined);
+      // the writer thread (when there is one) commits what it holds before the bus completes
+      await eventStore.close();
+      bus.close();
+      await handle.close();
+    },
+  };
 }
 
 export interface SqliteStorageOptions extends OpenSqliteOptions {
@@ -39,37 +104,37 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
  * its commits. `close()` completes the bus and closes the connection.
  */
 export async function createSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
-  const handle = openSqlite(options);
-  try {
-    await migrateToLatest(handle.db);
-  } catch (err) {
-    await handle.close();
-    throw err;
-  }
-  const taskStates = new TaskStateStore(handle);
+  const handle = await migrated(openSqlite(options));
+  const taskStates = new SqliteTaskStateStore(handle);
   const eventStore = new SqliteEventStore(
     handle,
     options.writerThread
       ? { writerThread: { projections: [TASK_STATES_PROJECTION] } }
       : { projections: [taskStates] },
   );
-  const bus = new EventBus(eventStore);
-  const checkpoints = new CheckpointStore(handle, eventStore, taskStates);
-  const processes = new ProcessRegistry(handle);
-  await processes.register();
-  return {
-    ...handle,
-    eventStore,
-    bus,
-    taskStates,
-    checkpoints,
-    leases: new SqlLeaseStore(handle.db, SQLITE_NOW_MS),
-    processes,
-    async close() {
-      await processes.unregister().catch(() => undefined);
-      await eventStore.close();
-      bus.close();
-      await handle.close();
-    },
-  };
+  const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
+  const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
+  return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, ...wired };
 }
+
+/**
+ * The same on PostgreSQL: open a pool, create the schema if missing, migrate,
+ * and wire the PgEventStore with the task-state projection inline. Several
+ * instances may do this on one database at once (the migrator locks).
+ */
+export async function createPostgresStorage(options: OpenPostgresOptions): Promise<PostgresStorage> {
+  const handle = openPostgres(options);
+  await migrated(handle, () => createSchemaIfMissing(handle));
+  const taskStates = new PgTaskStateStore(handle);
+  const eventStore = new PgEventStore(handle, { projections: [taskStates] });
+  const database = `${redactPassword(options.url)}#${handle.schema}`;
+  const wired = await wire(handle, eventStore, taskStates, database);
+  const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);
+  return { ...handle, driver: 'postgres', eventStore, taskStates, leases, ...wired };
+}
+
+const redactPassword = (url: string): string => {
+  const u = new URL(url);
+  u.password = '';
+  return u.toString();
+};

@@ -2,14 +2,16 @@ import { IdempotencyConflictError, ValidationError } from '@runledger/contracts'
 import { TaskStateStore } from './task-state-store';
 import { foldTaskState } from './task-state';
 import { TaskLog } from './testing/task-events';
-import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
+import { sql } from 'kysely';
+import { Storage } from './storage';
+import { TempStorage, asNew, describeEachStorage } from './testing/temp-storage';
 
-describe('TaskStateStore on SQLite', () => {
-  let tmp: TempStorage;
+describeEachStorage('TaskStateStore', (openStorage) => {
+  let tmp: TempStorage<Storage>;
   let sut: TaskStateStore;
 
   beforeEach(async () => {
-    tmp = await createTempStorage();
+    tmp = await openStorage();
     sut = tmp.storage.taskStates;
   });
   afterEach(() => tmp.dispose());
@@ -141,12 +143,10 @@ describe('TaskStateStore on SQLite', () => {
       'queued',
     ]);
     // corrupt the read model so the rebuild has something to fix
-    tmp.storage.raw.prepare("UPDATE tasks SET status = 'running', usage = '{}'").run();
-    tmp.storage.raw
-      .prepare(
-        "INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'",
-      )
-      .run();
+    await sql`UPDATE tasks SET status = 'running', usage = '{}'`.execute(tmp.storage.db);
+    await sql`INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'`.execute(
+      tmp.storage.db,
+    );
 
     const folded = await sut.rebuild();
     expect(folded).toBe(logs.reduce((n, l) => n + l.events.length, 0));
@@ -158,12 +158,10 @@ describe('TaskStateStore on SQLite', () => {
     await append(new TaskLog('b').received().context(1));
     expect(await sut.rebuildReport()).toEqual({ events: 6, tasks: 2, changed: [] });
 
-    tmp.storage.raw.prepare("UPDATE tasks SET status = 'failed' WHERE task_id = 'b'").run();
-    tmp.storage.raw
-      .prepare(
-        "INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'",
-      )
-      .run();
+    await sql`UPDATE tasks SET status = 'failed' WHERE task_id = 'b'`.execute(tmp.storage.db);
+    await sql`INSERT INTO tasks SELECT 'ghost', status, session_id, input, last_directive, pending_requests, stop_reason, stop_detail, result, usage, rounds, last_seq, NULL, request_hash, accept_checks, budgets, created_at, updated_at FROM tasks WHERE task_id = 'a'`.execute(
+      tmp.storage.db,
+    );
     expect(await sut.rebuildReport()).toEqual({ events: 6, tasks: 2, changed: ['b', 'ghost'] });
     expect(await sut.get('b')).toMatchObject({ status: 'running' });
     expect(await sut.get('ghost')).toBeNull();

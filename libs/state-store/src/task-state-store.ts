@@ -9,7 +9,14 @@ import {
   TaskUsage,
   ValidationError,
 } from '@runledger/contracts';
-import { InlineProjection, ProjectionModule, SqliteHandle, rebuildProjection } from '@runledger/event-store';
+import {
+  Database,
+  InlineProjection,
+  ProjectionModule,
+  SqliteHandle,
+  rebuildProjection,
+} from '@runledger/event-store';
+import { isPostgres } from '@runledger/migrations';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Selectable, sql } from 'kysely';
 import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
@@ -18,7 +25,7 @@ import { PendingRequest, TaskState, evolve } from './task-state';
 export interface ListTasksOptions {
   status?: TaskStatus;
   session_id?: string;
-  /** a substring of the input, case-insensitive for ASCII letters (SQLite LIKE) */
+  /** a substring of the input, case-insensitive for ASCII letters */
   q?: string;
   /** 1..500, default 50 */
   limit?: number;
@@ -41,9 +48,9 @@ export interface TaskPage {
   next_cursor: string | null;
 }
 
-type TaskRow = Selectable<TasksTable>;
+export type TaskRow = Selectable<TasksTable>;
 
-const COLUMNS = [
+export const TASK_COLUMNS = [
   'task_id',
   'status',
   'session_id',
@@ -106,6 +113,36 @@ export const rowToState = (r: TaskRow): TaskState => ({
   updated_at: r.updated_at,
 });
 
+/** An append's events cut into runs of one task each, in order (a batch is one task; a rebuild page is many). */
+export function taskRuns(events: readonly RuntimeEvent[]): { task_id: string; events: RuntimeEvent[] }[] {
+  const runs: { task_id: string; events: RuntimeEvent[] }[] = [];
+  for (const e of events) {
+    const last = runs[runs.length - 1];
+    if (last?.task_id === e.task_id) last.events.push(e);
+    else runs.push({ task_id: e.task_id, events: [e] });
+  }
+  return runs;
+}
+
+/**
+ * A task's row after a run of its events, folded with `evolve` onto the row
+ * before it; null when the stream is not a task: only a stream opened by
+ * TASK_RECEIVED is one (system streams such as system:memory are not listed
+ * or resumed).
+ */
+export function foldRun(before: TaskRow | undefined, events: readonly RuntimeEvent[]): TaskState | null {
+  let current = before ? rowToState(before) : null;
+  for (const e of events) {
+    if (current === null && e.type !== 'TASK_RECEIVED') continue;
+    current = evolve(current, e);
+  }
+  return current;
+}
+
+/** Columns whose value the new row changes: an UPDATE of only these rewrites only the indexes they are in. */
+export const changedColumns = (before: TaskRow, row: TaskRow): (keyof TaskRow)[] =>
+  TASK_COLUMNS.filter((c) => c !== 'task_id' && row[c] !== before[c]);
+
 /** The pattern characters of LIKE taken literally: a search for `50%` finds "50%", not "50 anything". */
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -131,39 +168,29 @@ interface Statements {
 }
 
 /**
- * The `tasks` read model: an inline projection of the event log (so it is
- * written in the append transaction and never drifts) plus its queries.
- * Register it with `new SqliteEventStore(handle, { projections: [taskStates] })`.
+ * The `tasks` read model: a projection of the event log written inside the
+ * append transaction (so it never drifts), and its queries. The queries are
+ * kysely and serve every dialect; each storage driver supplies the projection
+ * (SqliteTaskStateStore here, PgTaskStateStore in ./postgres), both folding
+ * with the same pure `evolve` and writing `stateToRow`.
  */
-export class TaskStateStore implements InlineProjection {
+export abstract class TaskStateStore {
   readonly name = 'tasks';
-  private readonly db: Kysely<StateStoreDatabase>;
-  private statements: Statements | null = null;
+  protected readonly db: Kysely<StateStoreDatabase>;
 
-  constructor(private readonly handle: SqliteHandle) {
-    this.db = handle.db.withTables<StateStoreTables>();
+  constructor(db: Kysely<Database>) {
+    this.db = db.withTables<StateStoreTables>();
   }
 
-  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void {
-    const stmt = this.prepare(raw);
-    let before: TaskRow | undefined;
-    let current: TaskState | null = null;
-    for (const e of events) {
-      if (current?.task_id !== e.task_id) {
-        if (current) this.write(raw, stmt, before, current);
-        before = stmt.get.get(e.task_id);
-        current = before ? rowToState(before) : null;
-      }
-      // Only a stream opened by TASK_RECEIVED is a task; system streams (system:memory) are not listed or resumed.
-      if (current === null && e.type !== 'TASK_RECEIVED') continue;
-      current = evolve(current, e);
-    }
-    if (current) this.write(raw, stmt, before, current);
-  }
+  /** Drop every row and refold every stream from the log. Returns the number of events folded. */
+  abstract rebuild(): Promise<number>;
 
-  reset(raw: BetterSqlite3.Database): void {
-    raw.prepare('DELETE FROM tasks').run();
-  }
+  /**
+   * rebuild(), and which rows the refold changed: a task whose row differed
+   * from the fold of its log (drift), appeared or disappeared. One write
+   * transaction, so an append cannot land between the two pictures.
+   */
+  abstract rebuildReport(): Promise<RebuildReport>;
 
   async get(taskId: string): Promise<TaskState | null> {
     const row = await this.db
@@ -194,9 +221,7 @@ export class TaskStateStore implements InlineProjection {
       .selectAll()
       .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
       .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
-      .$if(options.q !== undefined, (q) =>
-        q.where(sql<boolean>`input LIKE ${`%${escapeLike(options.q!)}%`} ESCAPE '\\'`),
-      )
+      .$if(options.q !== undefined, (q) => q.where(this.inputContains(options.q!)))
       .$if(after !== null, (q) =>
         q.where((eb) =>
           eb.or([
@@ -211,6 +236,43 @@ export class TaskStateStore implements InlineProjection {
       .execute();
     const items = rows.slice(0, limit).map(rowToState);
     return { items, next_cursor: rows.length > limit ? encodeCursor(items[items.length - 1]) : null };
+  }
+
+  /** `input` contains `text`, ASCII letters folded (SQLite's LIKE; PostgreSQL's LIKE is made to match). */
+  private inputContains(text: string) {
+    const pattern = `%${escapeLike(text)}%`;
+    return isPostgres(this.db)
+      ? sql<boolean>`translate(input, ${ASCII_UPPER}, ${ASCII_LOWER}) LIKE translate(${pattern}, ${ASCII_UPPER}, ${ASCII_LOWER}) ESCAPE '\\'`
+      : sql<boolean>`input LIKE ${pattern} ESCAPE '\\'`;
+  }
+}
+
+const ASCII_UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+const ASCII_LOWER = 'abcdefghijklmnopqrstuvwxyz';
+
+/**
+ * The task-state projection on SQLite: prepared statements on the raw
+ * connection, inside the SqliteEventStore's append transaction. Register it
+ * with `new SqliteEventStore(handle, { projections: [taskStates] })`.
+ */
+export class SqliteTaskStateStore extends TaskStateStore implements InlineProjection {
+  private statements: Statements | null = null;
+
+  constructor(private readonly handle: SqliteHandle) {
+    super(handle.db);
+  }
+
+  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void {
+    const stmt = this.prepare(raw);
+    for (const run of taskRuns(events)) {
+      const before = stmt.get.get(run.task_id);
+      const state = foldRun(before, run.events);
+      if (state) this.write(raw, stmt, before, state);
+    }
+  }
+
+  reset(raw: BetterSqlite3.Database): void {
+    raw.prepare('DELETE FROM tasks').run();
   }
 
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */
@@ -243,7 +305,7 @@ export class TaskStateStore implements InlineProjection {
     this.statements ??= {
       get: raw.prepare('SELECT * FROM tasks WHERE task_id = ?'),
       insert: raw.prepare(
-        `INSERT INTO tasks (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`,
+        `INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${TASK_COLUMNS.map((c) => `@${c}`).join(', ')})`,
       ),
       updates: new Map(),
     };
@@ -262,7 +324,7 @@ export class TaskStateStore implements InlineProjection {
         stmt.insert.run(row);
         return;
       }
-      const changed = COLUMNS.filter((c) => c !== 'task_id' && row[c] !== before[c]);
+      const changed = changedColumns(before, row);
       if (changed.length === 0) return;
       const key = changed.join(',');
       let update = stmt.updates.get(key);
@@ -290,7 +352,7 @@ export class TaskStateStore implements InlineProjection {
 
 /** The tasks projection as the writer thread builds it on its own connection (see TASK_STATES_PROJECTION). */
 export function createTaskStateProjection(handle: SqliteHandle): InlineProjection {
-  return new TaskStateStore(handle);
+  return new SqliteTaskStateStore(handle);
 }
 
 /** Where the writer thread finds the tasks projection: this module, built by createTaskStateProjection. */

@@ -1,14 +1,15 @@
 import { StateStoreTables } from './schema';
 import { TaskStatsRepository } from './task-stats';
 import { TaskLog } from './testing/task-events';
-import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
+import { Storage } from './storage';
+import { TempStorage, asNew, describeEachStorage } from './testing/temp-storage';
 
-describe('TaskStatsRepository on SQLite', () => {
-  let tmp: TempStorage;
+describeEachStorage('TaskStatsRepository', (openStorage) => {
+  let tmp: TempStorage<Storage>;
   let sut: TaskStatsRepository;
 
   beforeEach(async () => {
-    tmp = await createTempStorage();
+    tmp = await openStorage();
     sut = new TaskStatsRepository(tmp.storage.db.withTables<StateStoreTables>());
   });
   afterEach(() => tmp.dispose());

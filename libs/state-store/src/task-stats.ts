@@ -1,4 +1,5 @@
 import { TERMINAL_STATUSES } from '@runledger/contracts';
+import { isPostgres } from '@runledger/migrations';
 import { Kysely, sql } from 'kysely';
 import { StateStoreDatabase } from './schema';
 
@@ -37,17 +38,24 @@ export class TaskStatsRepository {
 
   /** Tokens and cost per UTC day and model, from model answers recorded at or after `since`. */
   async modelUsagePerDay(since: string): Promise<ModelUsageRow[]> {
-    const field = (path: string) => sql<number>`coalesce(sum(json_extract(payload, ${path})), 0)`;
+    const pg = isPostgres(this.db);
+    /** a JSON field of the payload (text on both dialects), by its path of keys */
+    const json = (...keys: string[]) =>
+      pg
+        ? sql`(payload::jsonb #>> ${`{${keys.join(',')}}`})`
+        : sql`json_extract(payload, ${`$.${keys.join('.')}`})`;
+    const field = (...keys: string[]) =>
+      sql<number>`coalesce(sum(${pg ? sql`${json(...keys)}::double precision` : json(...keys)}), 0)`;
     const rows = await this.db
       .selectFrom('events')
       .select([
         sql<string>`substr(created_at, 1, 10)`.as('day'),
-        sql<string>`json_extract(payload, '$.model')`.as('model'),
+        sql<string>`${json('model')}`.as('model'),
         (eb) => eb.fn.countAll<number>().as('model_calls'),
-        field('$.usage.prompt_tokens').as('prompt_tokens'),
-        field('$.usage.completion_tokens').as('completion_tokens'),
-        field('$.usage.total_tokens').as('total_tokens'),
-        field('$.cost_usd').as('cost_usd'),
+        field('usage', 'prompt_tokens').as('prompt_tokens'),
+        field('usage', 'completion_tokens').as('completion_tokens'),
+        field('usage', 'total_tokens').as('total_tokens'),
+        field('cost_usd').as('cost_usd'),
       ])
       .where('type', '=', 'MODEL_RESPONDED')
       .where('created_at', '>=', since)

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '@runledger/contracts';
-import { AppConfig } from '../config';
+import { AppConfig, dataDirOf } from '../config';
 import { readOrCreateRandomFile } from '../random-file';
 import { Principal, Scope } from './scopes';
 
@@ -57,9 +57,8 @@ export interface ResolvedTokens {
   generatedAdminToken: { token: string; file: string; created: boolean } | null;
 }
 
-/** Where a generated admin token lives: beside the database file. */
-export const adminTokenFile = (config: AppConfig): string =>
-  join(dirname(resolve(config.RUNLEDGER_DB)), 'admin.token');
+/** Where a generated admin token lives: in the data folder (beside a SQLite file). */
+export const adminTokenFile = (config: AppConfig): string => join(dataDirOf(config), 'admin.token');
 
 /**
  * RUNLEDGER_ADMIN_TOKEN and RUNLEDGER_TOKENS_FILE, or, with neither, a random

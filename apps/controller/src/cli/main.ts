@@ -10,7 +10,7 @@ import {
 } from '@runledger/contracts';
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { EventStore } from '@runledger/event-store';
+import { EventStore, isPostgresUrl } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
 import {
   RuntimeController,
@@ -22,7 +22,7 @@ import {
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
 import { McpClientManager } from '@runledger/tools';
-import { AppConfig, loadConfig } from '../config';
+import { AppConfig, dataDirOf, loadConfig } from '../config';
 import { CliModule } from './cli.module';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { CliOutput } from './output';
@@ -74,15 +74,19 @@ async function askPermission(io: CliOutput, p: TaskProgress, json: boolean): Pro
  * file becomes a protected path: writing or deleting it is a hard stop.
  */
 export function protectStorage(config: AppConfig, cwd: string): AppConfig {
-  const db = resolve(cwd, config.RUNLEDGER_DB);
   const root = resolve(cwd, config.RUNLEDGER_ALLOWED_ROOT ?? cwd);
-  const folder = dirname(db);
+  const folder = dataDirOf(config, cwd);
   const inside = (p: string, parent: string) => p.startsWith(parent + sep);
-  const paths = inside(folder, root)
-    ? [folder]
-    : ['', '-wal', '-shm', '-journal', '.memory.hnsw', '.memory.hnsw.meta.json']
-        .map((suffix) => db + suffix)
-        .concat(join(folder, 'admin.token'), join(folder, 'secrets.key'));
+  // on PostgreSQL the log is out of the tools' reach; the files beside it are not
+  const db = isPostgresUrl(config.RUNLEDGER_DB) ? null : resolve(cwd, config.RUNLEDGER_DB);
+  const files = [
+    ...(db
+      ? ['', '-wal', '-shm', '-journal', '.memory.hnsw', '.memory.hnsw.meta.json'].map((s) => db + s)
+      : []),
+    join(folder, 'admin.token'),
+    join(folder, 'secrets.key'),
+  ];
+  const paths = inside(folder, root) && (!db || dirname(db) === folder) ? [folder] : files;
   const rules = PermissionRulesConfig.parse(config.RUNLEDGER_PERMISSION_RULES ?? {});
   return {
     ...config,

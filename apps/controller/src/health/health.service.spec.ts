@@ -1,11 +1,11 @@
 import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
 import { McpClientManager } from '@runledger/tools';
-import { HealthReport, SqliteHealthProbe } from './health-probe';
+import { HealthReport, HealthProbe } from './health-probe';
 import { HealthService } from './health.service';
 
 const serviceWith = (report: HealthReport, memory: MemoryIndexStatus | null = null) =>
   new HealthService(
-    { check: async () => report } as unknown as SqliteHealthProbe,
+    { check: async () => report } as unknown as HealthProbe,
     memory && ({ indexStatus: memory } as unknown as MemoryService),
   );
 
@@ -86,7 +86,7 @@ describe('HealthService', () => {
     const sut = new HealthService(
       {
         check: async () => ({ db: 'reachable', migrations: 'current', sandbox: 'bwrap' }),
-      } as unknown as SqliteHealthProbe,
+      } as unknown as HealthProbe,
       null,
       mcp,
     );

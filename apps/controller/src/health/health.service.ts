@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { MemoryIndexStatus, MemoryService } from '@runledger/memory';
 import { McpClientManager, McpServerStatus } from '@runledger/tools';
-import { HealthReport, SqliteHealthProbe } from './health-probe';
+import { HealthReport, HealthProbe } from './health-probe';
 
 export type HealthResponse = HealthReport & {
   status: 'ok' | 'degraded';
@@ -37,7 +37,7 @@ function warningsOf(
 @Injectable()
 export class HealthService {
   constructor(
-    @Inject(SqliteHealthProbe) private readonly probe: SqliteHealthProbe,
+    @Inject(HealthProbe) private readonly probe: HealthProbe,
     @Inject(MemoryService) private readonly memory: MemoryService | null,
     @Optional() @Inject(McpClientManager) private readonly mcp: McpClientManager | null = null,
   ) {}

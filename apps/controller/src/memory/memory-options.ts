@@ -12,6 +12,7 @@ import {
 import { MemoryRecall, ModelBackend } from '@runledger/runtime';
 import { MemoryToolService } from '@runledger/tools';
 import { AppConfig } from '../config';
+import { isPostgresUrl } from '@runledger/event-store';
 
 /** RUNLEDGER_CRITIC and the critic role of the configured model -> CriticModule's options (auto: the model when one serves the role). */
 export function criticOptionsFromConfig(config: AppConfig, model: ModelBackend): CriticOptions {
@@ -61,8 +62,14 @@ export function policyFromConfig(config: AppConfig): MemoryPolicyConfig {
   };
 }
 
-const indexPathFor = (config: AppConfig): string => {
+/**
+ * The HNSW file beside a SQLite file. With PostgreSQL each instance keeps its
+ * index in memory (built from the table at boot, then kept in step from the
+ * log), unless RUNLEDGER_MEMORY_INDEX names a file of its own.
+ */
+const indexPathFor = (config: AppConfig): string | null => {
   if (config.RUNLEDGER_MEMORY_INDEX) return resolve(config.RUNLEDGER_MEMORY_INDEX);
+  if (isPostgresUrl(config.RUNLEDGER_DB)) return null;
   const db = resolve(config.RUNLEDGER_DB);
   return join(dirname(db), `${basename(db)}.memory.hnsw`);
 };

@@ -2,10 +2,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { SqliteStorage, SqliteStorageOptions, createSqliteStorage } from '../storage';
+import { TestPostgres, describePostgres, useTestPostgres } from '@runledger/testing';
+import {
+  PostgresStorage,
+  SqliteStorage,
+  SqliteStorageOptions,
+  Storage,
+  createPostgresStorage,
+  createSqliteStorage,
+} from '../storage';
 
-export interface TempStorage {
-  storage: SqliteStorage;
+export interface TempStorage<S extends Storage = SqliteStorage> {
+  storage: S;
   dir: string;
   path: string;
   dispose(): Promise<void>;
@@ -25,6 +33,38 @@ export async function createTempStorage(options: Partial<SqliteStorageOptions> =
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** createPostgresStorage on a fresh schema of the test file's database, dropped by dispose. */
+export async function createTempPgStorage(pg: TestPostgres): Promise<TempStorage<PostgresStorage>> {
+  const schema = await pg.freshSchema({ migrate: false });
+  await schema.handle.close();
+  const storage = await createPostgresStorage({ url: schema.url, schema: schema.schema, maxConnections: 5 });
+  return {
+    storage,
+    dir: schema.schema,
+    path: schema.url,
+    async dispose() {
+      await storage.close();
+      await schema.dispose();
+    },
+  };
+}
+
+/**
+ * A storage spec, run on SQLite and on PostgreSQL (skipped with one line
+ * where PostgreSQL is unreachable; see describePostgres): the same
+ * behaviour, whichever driver.
+ */
+export function describeEachStorage(
+  name: string,
+  body: (open: () => Promise<TempStorage<Storage>>) => void,
+): void {
+  describe(`${name} on SQLite`, () => body(() => createTempStorage()));
+  describePostgres(`${name} on PostgreSQL`, () => {
+    const pg = useTestPostgres();
+    body(() => createTempPgStorage(pg));
+  });
 }
 
 /** Strip the envelope so prebuilt events (TaskLog) can be appended for real. */

@@ -1,0 +1,80 @@
+import { ValidationError } from '@runledger/contracts';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Pool, PoolConfig, types } from 'pg';
+import { Database } from '../sqlite/schema';
+
+export interface OpenPostgresOptions {
+  /** `postgres://user:password@host:port/database` */
+  url: string;
+  /** tables live in this schema (created if missing); default `public` */
+  schema?: string;
+  /** pool size; default 10 */
+  maxConnections?: number;
+}
+
+export interface PostgresHandle<DB = Database> {
+  db: Kysely<DB>;
+  pool: Pool;
+  /** the schema every connection of the pool works in */
+  schema: string;
+  close(): Promise<void>;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** A `postgres://` or `postgresql://` URL: what selects the PostgreSQL driver. */
+export const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\//i.test(value);
+
+/**
+ * bigint (positions, epochs, times in ms) as a JS number: every value this
+ * schema stores in one stays far below 2^53, and the rows then read the same
+ * as from better-sqlite3. Per pool, never pg's global parser.
+ */
+const INT8_OID = 20;
+const typeParsers = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => Number(value)
+      : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
+};
+
+/**
+ * A pool on a PostgreSQL database, shared by kysely (schema, migrations,
+ * reads) and the raw clients of the append path.
+ */
+export function openPostgres<DB = Database>(options: OpenPostgresOptions): PostgresHandle<DB> {
+  if (!isPostgresUrl(options.url))
+    throw new ValidationError('a PostgreSQL URL starts with postgres:// or postgresql://', { field: 'url' });
+  const schema = options.schema ?? 'public';
+  if (!SCHEMA_NAME.test(schema))
+    throw new ValidationError(`schema must match ${SCHEMA_NAME}, got ${JSON.stringify(schema)}`, {
+      field: 'schema',
+    });
+  const config: PoolConfig = {
+    connectionString: options.url,
+    max: options.maxConnections ?? 10,
+    types: typeParsers,
+    options: `-c search_path=${schema}`,
+  };
+  const pool = new Pool(config);
+  // an idle client losing its server (a restart) must not crash the process; the next query reconnects
+  pool.on('error', () => undefined);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  let closed = false;
+  return {
+    db,
+    pool,
+    schema,
+    async close() {
+      if (closed) return;
+      closed = true;
+      // kysely's destroy ends the pool too
+      await db.destroy();
+    },
+  };
+}
+
+/** Create the handle's schema when it does not exist yet (before migrating into it). */
+export async function createSchemaIfMissing<DB>(handle: PostgresHandle<DB>): Promise<void> {
+  await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(handle.schema)}`.execute(handle.db);
+}

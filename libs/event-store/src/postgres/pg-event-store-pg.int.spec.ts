@@ -1,0 +1,126 @@
+import { ConcurrencyError, LeaseLostError, RuntimeEvent } from '@runledger/contracts';
+import { EventBus } from '../event-bus';
+import { chunks, outputChunk, taskReceived } from '../testing/events';
+import { TempPostgres, describePostgres, useTestPostgres } from '@runledger/testing';
+import { openPostgres } from './open-postgres';
+import { PgEventStore } from './pg-event-store';
+
+const waitFor = async (check: () => boolean, ms = 5000): Promise<void> => {
+  for (const start = Date.now(); !check();) {
+    if (Date.now() - start > ms) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describePostgres('PgEventStore on PostgreSQL', () => {
+  const pg = useTestPostgres();
+  let db: TempPostgres;
+  let sut: PgEventStore;
+
+  beforeEach(async () => {
+    db = await pg.freshSchema();
+    sut = new PgEventStore(db.handle);
+  });
+  afterEach(async () => {
+    await sut.close();
+    await db.dispose();
+  });
+
+  /** a second instance: its own pool on the same schema */
+  const otherInstance = () => {
+    const handle = openPostgres({ url: db.url, schema: db.schema, maxConnections: 3 });
+    return { handle, store: new PgEventStore(handle, { pollMs: 0 }) };
+  };
+
+  it('commits appends that arrive together in one transaction, each checked on its own', async () => {
+    await sut.append('t0', [taskReceived()], { expected: 'no_stream' });
+    // a flush checks out one client for its transaction; nothing else uses the pool meanwhile
+    const connect = jest.spyOn(db.handle.pool, 'connect');
+    const results = await Promise.allSettled([
+      ...Array.from({ length: 10 }, (_, i) =>
+        sut.append(`t${i + 1}`, [taskReceived()], { expected: 'no_stream' }),
+      ),
+      sut.append('t0', [outputChunk(0)], { expected: 5 }),
+      sut.append('t0', [outputChunk(1)], { expected: 1 }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([...Array(10).fill('fulfilled'), 'rejected', 'fulfilled']);
+    expect((results[10] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrencyError);
+    expect(connect).toHaveBeenCalledTimes(1);
+    connect.mockRestore();
+    expect((await sut.readStream('t0')).map((e) => e.sequence)).toEqual([1, 2]);
+    expect((await sut.head()).event_count).toBe(12);
+  });
+
+  it('fences: an append with a lease that is not the current one is refused and writes nothing', async () => {
+    await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
+    await db.handle.pool.query(
+      `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES ('t1', 'proc-b', 2, $1)`,
+      [Date.now() + 20_000],
+    );
+    const stale = sut.append('t1', [outputChunk(0)], { expected: 1, lease: { owner: 'proc-a', epoch: 1 } });
+    await expect(stale).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(
+      sut.append('t1', [outputChunk(0)], { expected: 1, lease: { owner: 'proc-b', epoch: 1 } }),
+    ).rejects.toThrow('now epoch 2, owner proc-b');
+    await expect(
+      sut.append('t2', [taskReceived()], { expected: 'no_stream', lease: { owner: 'proc-b', epoch: 2 } }),
+    ).rejects.toThrow('(no lease now)');
+    expect(await sut.streamVersion('t1')).toBe(1);
+    await expect(
+      sut.append('t1', [outputChunk(0)], { expected: 1, lease: { owner: 'proc-b', epoch: 2 } }),
+    ).resolves.toMatchObject({ nextExpectedSequence: 2 });
+  });
+
+  it("a subscriber on another instance sees this instance's commits live, in order, once", async () => {
+    const b = otherInstance();
+    const bus = new EventBus(b.store);
+    const seen: RuntimeEvent[] = [];
+    const sub = bus.subscribe({}).subscribe((e) => seen.push(e));
+    try {
+      await sut.append('t1', [taskReceived(), ...chunks(3)], { expected: 'no_stream' });
+      await b.store.append('t2', [taskReceived()], { expected: 'no_stream' });
+      await sut.append('t1', chunks(2, 3), { expected: 4 });
+      await waitFor(() => seen.length === 7);
+      const all = await sut.readAll();
+      expect(seen.map((e) => e.position)).toEqual(all.map((e) => e.position));
+      expect(seen.map((e) => e.event_id)).toEqual(all.map((e) => e.event_id));
+    } finally {
+      sub.unsubscribe();
+      bus.close();
+      await b.store.close();
+      await b.handle.close();
+    }
+  });
+
+  it('a reader tailing the global log while four instances append never skips a position', async () => {
+    const writers = Array.from({ length: 4 }, () => otherInstance());
+    const tailed: number[] = [];
+    let writing = true;
+    const tail = (async () => {
+      let cursor = 0;
+      while (writing || (await sut.head()).position > cursor) {
+        const page = await sut.readAll({ after_position: cursor, limit: 50 });
+        for (const e of page) tailed.push(e.position);
+        if (page.length > 0) cursor = page[page.length - 1].position;
+      }
+    })();
+    try {
+      await Promise.all(
+        writers.map(async (w, i) => {
+          for (let n = 0; n < 25; n++)
+            await Promise.all([
+              w.store.append(`w${i}-${n}`, [taskReceived(), ...chunks(2)], { expected: 'no_stream' }),
+              w.store.append(`x${i}-${n}`, [taskReceived()], { expected: 'no_stream' }),
+            ]);
+        }),
+      );
+    } finally {
+      writing = false;
+      await tail;
+      for (const w of writers) await w.handle.close();
+    }
+    const all = (await sut.readAll()).map((e) => e.position);
+    expect(all).toHaveLength(4 * 25 * 4);
+    expect(tailed).toEqual(all);
+  }, 60_000);
+});

@@ -1,0 +1,537 @@
+import { LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { sql } from 'kysely';
+import type { Pool, PoolClient } from 'pg';
+import {
+  StreamHead,
+  UnpositionedEvent,
+  ValidatedEvent,
+  buildEnvelopes,
+  checkExpected,
+  checkOpen,
+  resolveDuplicates,
+  validateBatch,
+} from '../append-batch';
+import {
+  AppendOptions,
+  AppendResult,
+  CommitListener,
+  EventStore,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoreHead,
+} from '../event-store';
+import { EventRow, rowToEvent } from '../sqlite/rows';
+import { GroupCommitter, GroupResult } from './group-committer';
+import { PostgresHandle } from './open-postgres';
+
+/**
+ * A read model kept in the append transaction on PostgreSQL (the counterpart of
+ * InlineProjection): `apply` runs on the transaction's client after the
+ * events are inserted; throwing rolls that append back.
+ */
+export interface PgInlineProjection {
+  readonly name: string;
+  apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void>;
+  /** empty the read model, before a rebuild refolds the whole log into it */
+  reset(client: PoolClient): Promise<void>;
+}
+
+export interface PgEventStoreOptions {
+  /** read models updated inside every append transaction, in this order */
+  projections?: readonly PgInlineProjection[];
+  /** appends committed in one transaction at most; default 512 */
+  maxBatch?: number;
+  /**
+   * While someone listens to commits, how often to read what other instances
+   * committed in case a notification was missed (a dropped LISTEN connection).
+   * Default 1000 ms; 0 relies on notifications alone.
+   */
+  pollMs?: number;
+}
+
+/** The channel appends notify on commit: it only wakes readers, who read the log from the table. */
+export const EVENTS_CHANNEL = 'runledger_events';
+
+/**
+ * Serialises the position-allocating part of every append transaction (held to
+ * commit): positions then become visible in order, so a reader of the global
+ * log never passes a position that a slower transaction commits later.
+ */
+export const APPEND_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('runledger.events:' || current_schema()))`;
+
+const PUBLISH_PAGE = 1000;
+const REBUILD_PAGE = 1000;
+
+interface AppendJob {
+  taskId: string;
+  batch: readonly ValidatedEvent[];
+  options: AppendOptions;
+}
+
+type AppendOutcome =
+  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+
+const COLUMNS = 9;
+const insertSql = (rows: number): string =>
+  `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+   VALUES ${Array.from(
+     { length: rows },
+     (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
+   ).join(', ')}
+   RETURNING event_id, position`;
+
+/**
+ * EventStore on PostgreSQL. Appends are group-committed: those arriving
+ * together run in one transaction (one commit, one WAL flush), each under its
+ * own SAVEPOINT, so each is checked (version, final event, lease, duplicate
+ * ids) and fails on its own. The transaction takes the append lock first
+ * (APPEND_LOCK_SQL), which makes every check exact and keeps positions in
+ * commit order. Reads go through kysely.
+ *
+ * Commit listeners get every committed event in position order, once: those
+ * this instance wrote right after their commit, and those other instances
+ * wrote when a NOTIFY on EVENTS_CHANNEL (or the fallback poll) says there are
+ * some.
+ */
+export class PgEventStore extends EventStore {
+  private readonly pool: Pool;
+  private readonly projections: readonly PgInlineProjection[];
+  private readonly committer: GroupCommitter<AppendJob, AppendOutcome>;
+  private readonly pollMs: number;
+  /** last position handed to commit listeners */
+  private published = 0;
+  private publishing: Promise<void> = Promise.resolve();
+  private listeners = 0;
+  private listenClient: PoolClient | null = null;
+  private connecting = false;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private unlistening: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly handle: PostgresHandle,
+    options: PgEventStoreOptions = {},
+  ) {
+    super();
+    this.pool = handle.pool;
+    this.projections = options.projections ?? [];
+    this.pollMs = options.pollMs ?? 1000;
+    this.committer = new GroupCommitter((jobs) => this.flush(jobs), { maxBatch: options.maxBatch });
+  }
+
+  async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    const batch = validateBatch(taskId, events, options.expected);
+    const outcome = await this.committer.submit({ taskId, batch, options });
+    if (outcome.kind === 'retry') {
+      return {
+        nextExpectedSequence: outcome.version,
+        positions: outcome.originals.map((e) => e.position),
+        events: outcome.originals,
+      };
+    }
+    await this.publish(outcome.events);
+    const last = outcome.events[outcome.events.length - 1];
+    return {
+      nextExpectedSequence: last.sequence,
+      positions: outcome.events.map((e) => e.position),
+      events: outcome.events,
+    };
+  }
+
+  /**
+   * One transaction for the group. First all appends at once: their stream
+   * heads, stored ids and leases read in one query each, every append decided
+   * on its own in order, the accepted events inserted in one statement and
+   * projected together. When the database refuses that (a projection's unique
+   * key, say), the group is redone one append per SAVEPOINT, so only the
+   * append at fault fails.
+   */
+  private async flush(jobs: readonly AppendJob[]): Promise<GroupResult<AppendOutcome>[]> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      try {
+        return await this.commitTogether(client, jobs);
+      } catch (error) {
+        await client.query('ROLLBACK');
+        if (jobs.length === 1) throw error;
+        return await this.commitOneByOne(client, jobs);
+      }
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async commitTogether(client: PoolClient, jobs: readonly AppendJob[]) {
+    await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
+    const supplied = jobs.flatMap((j) => j.batch.filter((e) => e.id_supplied).map((e) => e.event_id));
+    if (new Set(supplied).size !== supplied.length) throw new Error('one event id in two appends of a group');
+    const heads = await loadHeads(client, [...new Set(jobs.map((j) => j.taskId))]);
+    const stored = await loadByIds(client, supplied);
+    const leases = await loadLeases(client, [
+      ...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId)),
+    ]);
+    const decided = jobs.map((job): GroupResult<Decision> => {
+      try {
+        const decision = decide(job, heads.get(job.taskId)!, stored, leases);
+        if (decision.kind === 'write')
+          heads.set(job.taskId, headAfter(heads.get(job.taskId)!, decision.envelopes));
+        return { ok: true, value: decision };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+    const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
+    const positions = await this.write(client, envelopes);
+    await client.query(envelopes.length > 0 ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    return decided.map((d): GroupResult<AppendOutcome> =>
+      d.ok ? { ok: true, value: outcomeOf(d.value, positions) } : d,
+    );
+  }
+
+  private async commitOneByOne(client: PoolClient, jobs: readonly AppendJob[]) {
+    await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
+    const outcomes: GroupResult<AppendOutcome>[] = [];
+    for (const job of jobs) {
+      await client.query('SAVEPOINT append');
+      try {
+        const supplied = job.batch.filter((e) => e.id_supplied).map((e) => e.event_id);
+        const decision = decide(
+          job,
+          (await loadHeads(client, [job.taskId])).get(job.taskId)!,
+          await loadByIds(client, supplied),
+          await loadLeases(client, job.options.lease ? [job.taskId] : []),
+        );
+        const positions = await this.write(client, decision.kind === 'write' ? decision.envelopes : []);
+        await client.query('RELEASE SAVEPOINT append');
+        outcomes.push({ ok: true, value: outcomeOf(decision, positions) });
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT append');
+        outcomes.push({ ok: false, error });
+      }
+    }
+    const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
+    await client.query(written ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    return outcomes;
+  }
+
+  /** Insert the envelopes in one statement and run the projections over them; their positions by event id. */
+  private async write(
+    client: PoolClient,
+    envelopes: readonly UnpositionedEvent[],
+  ): Promise<Map<string, number>> {
+    if (envelopes.length === 0) return new Map();
+    const inserted = await client.query<{ event_id: string; position: number }>(
+      insertSql(envelopes.length),
+      envelopes.flatMap(insertValues),
+    );
+    const positions = new Map(inserted.rows.map((r) => [r.event_id, r.position]));
+    const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
+    for (const projection of this.projections) await projection.apply(client, written);
+    return positions;
+  }
+
+  override onCommitted(listener: CommitListener): () => void {
+    const remove = super.onCommitted(listener);
+    if (++this.listeners === 1) this.startListening();
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      remove();
+      if (--this.listeners === 0) this.stopListening();
+    };
+  }
+
+  /** Serialised: listeners get positions in order, each once. */
+  private publish(events: readonly RuntimeEvent[]): Promise<void> {
+    const run = this.publishing.then(async () => {
+      const fresh = events.filter((e) => e.position > this.published);
+      if (fresh.length === 0) return;
+      // everything below our positions committed before us (the append lock): publish what we have not
+      if (this.listeners > 0) await this.publishBelow(fresh[0].position);
+      this.emitCommitted(fresh);
+      this.published = fresh[fresh.length - 1].position;
+    });
+    this.publishing = run.catch((err: unknown) =>
+      process.emitWarning(`PgEventStore could not publish committed events: ${(err as Error).message}`),
+    );
+    return this.publishing;
+  }
+
+  /** Read and publish what other instances committed after the last published position and before `before`. */
+  private async publishBelow(before: number): Promise<void> {
+    for (;;) {
+      const { rows } = await this.pool.query<EventRow>(
+        'SELECT * FROM events WHERE position > $1 AND position < $2 ORDER BY position LIMIT $3',
+        [this.published, before, PUBLISH_PAGE],
+      );
+      if (rows.length === 0) return;
+      const page = rows.map(rowToEvent);
+      this.emitCommitted(page);
+      this.published = page[page.length - 1].position;
+    }
+  }
+
+  /** What other instances committed: everything after the last published position. */
+  private catchUp(): Promise<void> {
+    if (this.listeners === 0 || this.closed) return Promise.resolve();
+    const run = this.publishing.then(() => this.publishBelow(Number.MAX_SAFE_INTEGER));
+    this.publishing = run.catch(() => undefined);
+    return this.publishing;
+  }
+
+  private startListening(): void {
+    // a first listener hears from now on: what was committed before is for it to read
+    const start = this.publishing.then(async () => {
+      const { rows } = await this.pool.query<{ position: number | null }>(
+        'SELECT max(position) AS position FROM events',
+      );
+      this.published = Math.max(this.published, rows[0]?.position ?? 0);
+    });
+    this.publishing = start.catch(() => undefined);
+    if (this.pollMs > 0) {
+      this.pollTimer = setInterval(() => {
+        void this.catchUp();
+        void this.connectListener();
+      }, this.pollMs);
+      this.pollTimer.unref();
+    }
+    void this.connectListener();
+  }
+
+  /** A pool client kept for LISTEN; after it drops, the poll reconnects it. */
+  private async connectListener(): Promise<void> {
+    if (this.listenClient || this.connecting || this.listeners === 0 || this.closed) return;
+    this.connecting = true;
+    try {
+      const client = await this.pool.connect();
+      if (this.listeners === 0 || this.closed) return client.release();
+      client.on('notification', () => void this.catchUp());
+      client.on('error', () => {
+        if (this.listenClient !== client) return;
+        this.listenClient = null;
+        client.release(true);
+      });
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      this.listenClient = client;
+      // what was committed while nobody listened
+      void this.catchUp();
+    } catch (err) {
+      process.emitWarning(`PgEventStore cannot LISTEN, polling: ${(err as Error).message}`);
+    } finally {
+      this.connecting = false;
+    }
+  }
+
+  private stopListening(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+    const client = this.listenClient;
+    this.listenClient = null;
+    if (!client) return;
+    client.removeAllListeners('notification');
+    this.unlistening = client.query(`UNLISTEN ${EVENTS_CHANNEL}`).then(
+      () => client.release(),
+      () => client.release(true),
+    );
+  }
+
+  async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
+    const rows = await this.handle.db
+      .selectFrom('events')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .where('sequence', '>', options.after_seq ?? 0)
+      .orderBy('sequence')
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
+      .execute();
+    return rows.map(rowToEvent);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
+    const rows = await this.handle.db
+      .selectFrom('events')
+      .selectAll()
+      .where('position', '>', options.after_position ?? 0)
+      .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
+      .$if(options.types !== undefined, (q) =>
+        q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
+      )
+      .orderBy('position')
+      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
+      .execute();
+    return rows.map(rowToEvent);
+  }
+
+  async head(): Promise<StoreHead> {
+    const row = await this.handle.db
+      .selectFrom('events')
+      .select((eb) => [eb.fn.max('position').as('position'), eb.fn.countAll<number>().as('event_count')])
+      .executeTakeFirstOrThrow();
+    return { position: Number(row.position ?? 0), event_count: Number(row.event_count) };
+  }
+
+  async streamVersion(taskId: string): Promise<number> {
+    const row = await this.handle.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('sequence').as('version'))
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
+    return Number(row?.version ?? 0);
+  }
+
+  /** Stops listening; the pool belongs to whoever opened it. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopListening();
+    await Promise.all([this.publishing, this.unlistening]);
+  }
+}
+
+/** What an append comes to once checked: its stored originals (a retry), or the events to write. */
+type Decision =
+  | { kind: 'retry'; originals: RuntimeEvent[]; version: number }
+  | { kind: 'write'; envelopes: UnpositionedEvent[] };
+
+/**
+ * The checks of one append against its stream's head, the stored events with
+ * its ids and its task's lease (fencing first: a process that lost the task
+ * learns that before anything else).
+ */
+function decide(
+  job: AppendJob,
+  head: StreamHead,
+  stored: ReadonlyMap<string, EventRow>,
+  leases: ReadonlyMap<string, { owner: string; epoch: number }>,
+): Decision {
+  const { taskId, batch, options } = job;
+  if (options.lease) {
+    const current = leases.get(taskId) ?? null;
+    if (!current || current.owner !== options.lease.owner || current.epoch !== options.lease.epoch)
+      throw new LeaseLostError(taskId, { owner: options.lease.owner, epoch: options.lease.epoch }, current);
+  }
+  if (batch.some((e) => e.id_supplied)) {
+    const found = batch.map((e) => (e.id_supplied ? stored.get(e.event_id) : undefined));
+    if (resolveDuplicates(taskId, batch, found) === 'retry')
+      return { kind: 'retry', originals: (found as EventRow[]).map(rowToEvent), version: head.version };
+  }
+  checkExpected(taskId, options.expected, head.version);
+  checkOpen(taskId, head);
+  return { kind: 'write', envelopes: buildEnvelopes(taskId, batch, head, new Date().toISOString()) };
+}
+
+/** The head of a stream after `envelopes` were appended to it, for the next append of the group. */
+const headAfter = (head: StreamHead, envelopes: readonly UnpositionedEvent[]): StreamHead => ({
+  version: envelopes[envelopes.length - 1].sequence,
+  session_id: head.session_id ?? envelopes[0].session_id,
+  last_type: envelopes[envelopes.length - 1].type,
+});
+
+const outcomeOf = (d: Decision, positions: ReadonlyMap<string, number>): AppendOutcome =>
+  d.kind === 'retry'
+    ? d
+    : {
+        kind: 'written',
+        events: d.envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent),
+      };
+
+async function loadHeads(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, StreamHead>> {
+  const { rows } = await client.query<{
+    task_id: string;
+    version: number | null;
+    session_id: string | null;
+    last_type: string | null;
+  }>(
+    `SELECT t.task_id,
+            (SELECT max(sequence) FROM events e WHERE e.task_id = t.task_id) AS version,
+            (SELECT session_id FROM events e WHERE e.task_id = t.task_id AND e.sequence = 1) AS session_id,
+            (SELECT type FROM events e WHERE e.task_id = t.task_id ORDER BY e.sequence DESC LIMIT 1) AS last_type
+     FROM unnest($1::text[]) AS t(task_id)`,
+    [taskIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.task_id,
+      { version: r.version ?? 0, session_id: r.session_id, last_type: r.last_type },
+    ]),
+  );
+}
+
+async function loadByIds(client: PoolClient, eventIds: readonly string[]): Promise<Map<string, EventRow>> {
+  if (eventIds.length === 0) return new Map();
+  const { rows } = await client.query<EventRow>('SELECT * FROM events WHERE event_id = ANY($1)', [eventIds]);
+  return new Map(rows.map((r) => [r.event_id, r]));
+}
+
+/**
+ * Fencing reads the leases FOR SHARE: the rows stay locked until the
+ * transaction ends, so a claim that takes a task over waits for this append,
+ * which never commits after a takeover it did not see.
+ */
+async function loadLeases(
+  client: PoolClient,
+  taskIds: readonly string[],
+): Promise<Map<string, { owner: string; epoch: number }>> {
+  if (taskIds.length === 0) return new Map();
+  const { rows } = await client.query<{ task_id: string; owner: string; epoch: number }>(
+    'SELECT task_id, owner, epoch FROM task_leases WHERE task_id = ANY($1) FOR SHARE',
+    [taskIds],
+  );
+  return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
+}
+
+const insertValues = (e: UnpositionedEvent): unknown[] => [
+  e.event_id,
+  e.task_id,
+  e.session_id,
+  e.sequence,
+  e.type,
+  JSON.stringify(e.payload),
+  e.causation_id,
+  e.correlation_id,
+  e.created_at,
+];
+
+/**
+ * Empty a projection and refold the whole log into it in one transaction that
+ * holds the append lock, so appends wait and nobody sees it half built.
+ * Returns the number of events folded. `before`/`after` run in the same
+ * transaction (a rebuild report compares the two pictures).
+ */
+export async function rebuildPgProjection(
+  pool: Pool,
+  projection: PgInlineProjection,
+  around: { before?: (c: PoolClient) => Promise<void>; after?: (c: PoolClient) => Promise<void> } = {},
+): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(APPEND_LOCK_SQL);
+    await around.before?.(client);
+    await projection.reset(client);
+    let count = 0;
+    for (let after = 0; ;) {
+      const { rows } = await client.query<EventRow>(
+        'SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2',
+        [after, REBUILD_PAGE],
+      );
+      if (rows.length === 0) break;
+      const events = rows.map(rowToEvent);
+      await projection.apply(client, events);
+      count += events.length;
+      after = events[events.length - 1].position;
+    }
+    await around.after?.(client);
+    await client.query('COMMIT');
+    return count;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

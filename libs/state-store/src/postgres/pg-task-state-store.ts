@@ -1,0 +1,96 @@
+import { IdempotencyConflictError, RuntimeEvent } from '@runledger/contracts';
+import { PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
+import type { PoolClient } from 'pg';
+import {
+  RebuildReport,
+  TASK_COLUMNS,
+  TaskRow,
+  TaskStateStore,
+  changedColumns,
+  foldRun,
+  stateToRow,
+  taskRuns,
+} from '../task-state-store';
+
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * The task-state projection on PostgreSQL, run by PgEventStore inside its
+ * append transaction (which holds the append lock, so no other writer touches
+ * a task row meanwhile). Same fold and row shape as SQLite's; only the SQL differs.
+ */
+export class PgTaskStateStore extends TaskStateStore implements PgInlineProjection {
+  constructor(private readonly handle: PostgresHandle) {
+    super(handle.db);
+  }
+
+  /** Every task of the group read in one query, folded in memory, the changed rows written in one upsert. */
+  async apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void> {
+    const runs = taskRuns(events);
+    const { rows } = await client.query<TaskRow>('SELECT * FROM tasks WHERE task_id = ANY($1)', [
+      [...new Set(runs.map((r) => r.task_id))],
+    ]);
+    const stored = new Map(rows.map((r) => [r.task_id, r]));
+    const current = new Map<string, TaskRow>();
+    for (const run of runs) {
+      const state = foldRun(current.get(run.task_id) ?? stored.get(run.task_id), run.events);
+      if (state) current.set(run.task_id, stateToRow(state));
+    }
+    const changed = [...current.values()].filter((row) => {
+      const before = stored.get(row.task_id);
+      return !before || changedColumns(before, row).length > 0;
+    });
+    if (changed.length > 0) await upsert(client, changed);
+  }
+
+  async reset(client: PoolClient): Promise<void> {
+    await client.query('DELETE FROM tasks');
+  }
+
+  async rebuild(): Promise<number> {
+    return rebuildPgProjection(this.handle.pool, this);
+  }
+
+  async rebuildReport(): Promise<RebuildReport> {
+    const picture = async (c: PoolClient) =>
+      new Map(
+        (await c.query<TaskRow>('SELECT * FROM tasks')).rows.map((r) => [r.task_id, JSON.stringify(r)]),
+      );
+    let before = new Map<string, string>();
+    let after = new Map<string, string>();
+    const events = await rebuildPgProjection(this.handle.pool, this, {
+      before: async (c) => void (before = await picture(c)),
+      after: async (c) => void (after = await picture(c)),
+    });
+    const ids = new Set([...before.keys(), ...after.keys()]);
+    const changed = [...ids].filter((id) => before.get(id) !== after.get(id)).sort();
+    return { events, tasks: after.size, changed };
+  }
+}
+
+const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
+  .map((c) => `${c} = excluded.${c}`)
+  .join(', ');
+
+async function upsert(client: PoolClient, rows: readonly TaskRow[]): Promise<void> {
+  const width = TASK_COLUMNS.length;
+  const values = rows
+    .map((_, r) => `(${TASK_COLUMNS.map((_, c) => `$${r * width + c + 1}`).join(', ')})`)
+    .join(', ');
+  try {
+    await client.query(
+      `INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES ${values}
+       ON CONFLICT (task_id) DO UPDATE SET ${UPSERT_SET}`,
+      rows.flatMap((row) => TASK_COLUMNS.map((c) => row[c])),
+    );
+  } catch (err) {
+    // the unique index is the race-free guard: two submissions with one key cannot both create a task
+    const pgErr = err as { code?: string; constraint?: string };
+    if (pgErr.code === UNIQUE_VIOLATION && /idempotency_key/.test(pgErr.constraint ?? '')) {
+      throw new IdempotencyConflictError(`idempotency key already used by another task`, {
+        idempotency_key: rows.length === 1 ? rows[0].idempotency_key : null,
+      });
+    }
+    throw err;
+  }
+}
