@@ -190,20 +190,10 @@ export class ToolSandbox {
     }
     for (const f of ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
     if (extra.network) for (const f of NETWORK_ETC_FILES) if (existsSync(f)) args.push('--ro-bind', f, f);
+    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+    // after the fresh /tmp, so a read-only folder that lives under /tmp (a checkout there) stays visible
     for (const p of extra.readOnly ?? []) args.push('--ro-bind', p, p);
-    args.push(
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-      '--tmpfs',
-      '/tmp',
-      '--bind',
-      this.root,
-      this.root,
-      '--chdir',
-      cwd,
-    );
+    args.push('--bind', this.root, this.root, '--chdir', cwd);
     for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
     return args;
   }
