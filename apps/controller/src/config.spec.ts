@@ -7,7 +7,12 @@ describe('RUNLEDGER_DB', () => {
       driver: 'sqlite',
       path: resolve('./data/x.db'),
       synchronous: 'FULL',
+      // auto: the writer thread runs under the build, not under the TypeScript sources jest runs
+      writerThread: false,
     });
+    expect(
+      storageOptionsFrom(loadConfig({ RUNLEDGER_DB: './data/x.db', RUNLEDGER_SQLITE_WRITER_THREAD: 'on' })),
+    ).toMatchObject({ driver: 'sqlite', writerThread: true });
     expect(
       storageOptionsFrom(
         loadConfig({ RUNLEDGER_DB: 'postgresql://u:p@db:5432/runledger', RUNLEDGER_PG_SCHEMA: 'rl' }),
