@@ -41,12 +41,19 @@ export type UnpositionedEvent = Omit<RuntimeEvent, 'position'>;
 
 const MAX_ID = 200;
 
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkId(name: string, value: unknown): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID) {
     throw new ValidationError(`${name} must be a non-empty string of at most ${MAX_ID} characters`, {
       field: name,
     });
   }
+  // ids are stored as text columns: PostgreSQL refuses NUL there, and a lone surrogate cannot be encoded
+  if (value.includes('\u0000') || UNPAIRED_SURROGATE.test(value))
+    throw new ValidationError(`${name} must not contain NUL or unpaired surrogate characters`, {
+      field: name,
+    });
 }
 
 /**
@@ -69,6 +76,9 @@ export function validateBatch(
     const body = parseEventBody({ type: e?.type, payload: e?.payload });
     if (i > 0 && isFinalEventType(events[i - 1].type))
       throw new ValidationError(`events[${i}] follows the final event ${events[i - 1].type} of its batch`);
+    // a TASK_RECEIVED's session becomes the stream's session column
+    if (body.type === 'TASK_RECEIVED')
+      checkId(`events[${i}].payload.session_id`, (body.payload as { session_id: unknown }).session_id);
     const eventId = e.event_id ?? newId('evt');
     checkId(`events[${i}].event_id`, eventId);
     if (seen.has(eventId))

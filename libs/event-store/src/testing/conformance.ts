@@ -180,6 +180,17 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
         expect((await sut.head()).event_count).toBe(0);
       });
 
+      it.each([
+        ['a NUL in the task id', 't\u0000', {}],
+        ['an unpaired surrogate in the correlation id', 't1', { correlation_id: 'c\ud800' }],
+        ['a NUL in the event id', 't1', { event_id: 'e\u0000' }],
+      ])('rejects %s with ValidationError, writing nothing', async (_label, taskId, envelope) => {
+        await expect(
+          sut.append(taskId, [taskReceived(envelope)], { expected: 'no_stream' }),
+        ).rejects.toBeInstanceOf(ValidationError);
+        expect((await sut.head()).event_count).toBe(0);
+      });
+
       it('is idempotent by event_id: a retried batch returns the original positions and writes nothing', async () => {
         const batch = [taskReceived({ event_id: 'evt_a' }), outputChunk(0, { event_id: 'evt_b' })];
         const first = await sut.append('t1', batch, { expected: 'no_stream' });
@@ -392,7 +403,9 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
       it('readStreamRaw and readAllRaw give the events of readStream and readAll as JSON.stringify writes them', async () => {
         // text a JSON encoder must escape, in the envelope and the payload
         const odd = 'quote " backslash \\ newline \n tab \t nul \u0000 lone \ud800 emoji 😀 é / <';
-        await sut.append('t3', [taskReceived({ correlation_id: odd, causation_id: odd }, odd)], {
+        // ids are text columns: NUL and unpaired surrogates are refused there (see the validation cases)
+        const oddId = 'quote " backslash \\ newline \n tab \t emoji 😀 é / <';
+        await sut.append('t3', [taskReceived({ correlation_id: oddId, causation_id: oddId }, oddId)], {
           expected: 'no_stream',
         });
         await sut.append('t3', [outputChunk(0, { payload: { call_id: odd, index: 0, delta: odd } })], {
