@@ -101,6 +101,8 @@ export class PgEventStore extends EventStore {
   /** last position handed to commit listeners */
   private published = 0;
   private publishing: Promise<void> = Promise.resolve();
+  /** while a first listener reads where the log stands (see append) */
+  private listenStart: Promise<void> | null = null;
   private listeners = 0;
   private listenClient: PoolClient | null = null;
   private connecting = false;
@@ -121,6 +123,9 @@ export class PgEventStore extends EventStore {
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
+    // a listener that just subscribed reads where the log stands first: an append it should hear of
+    // must not commit before that read, or its events would count as committed before it listened
+    if (this.listenStart) await this.listenStart;
     const outcome = await this.committer.submit({ taskId, batch, options });
     if (outcome.kind === 'retry') {
       return {
@@ -293,6 +298,10 @@ export class PgEventStore extends EventStore {
       this.published = Math.max(this.published, rows[0]?.position ?? 0);
     });
     this.publishing = start.catch(() => undefined);
+    const listenStart = this.publishing.finally(() => {
+      if (this.listenStart === listenStart) this.listenStart = null;
+    });
+    this.listenStart = listenStart;
     if (this.pollMs > 0) {
       this.pollTimer = setInterval(() => {
         void this.catchUp();
