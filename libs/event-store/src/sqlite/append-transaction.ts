@@ -1,20 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
-import {
-  StreamHead,
-  UnpositionedEvent,
-  ValidatedEvent,
-  buildEnvelopes,
-  checkExpected,
-  checkOpen,
-  resolveDuplicates,
-} from '../append-batch';
+import { StreamHead, UnpositionedEvent, ValidatedEvent, decideAppend } from '../append-batch';
 import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { checkLease } from './check-lease';
-import { EventRow, rowToEvent } from './rows';
+import { EventRow } from './rows';
 
 /** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
 export interface AppendRequest {
@@ -167,16 +159,9 @@ export class SqliteAppendTransaction {
       session_id: row?.session_id ?? null,
       last_type: row?.last_type ?? null,
     };
-    if (batch.some((e) => e.id_supplied)) {
-      const stored = batch.map((e) => (e.id_supplied ? this.stmt.byId.get(e.event_id) : undefined));
-      if (resolveDuplicates(taskId, batch, stored) === 'retry') {
-        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
-      }
-    }
-    checkExpected(taskId, expected, head.version);
-    checkOpen(taskId, head);
-    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
-    const written = envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+    const decision = decideAppend(taskId, batch, expected, head, (id) => this.stmt.byId.get(id));
+    if (decision.kind === 'retry') return decision;
+    const written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
     for (const projection of this.projections) projection.apply(this.raw, written);
     return { kind: 'written', events: written };
   }
