@@ -1,6 +1,7 @@
 import { Role, ValidationError } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
+import { taskReceivedPayload } from './discipline/testing-events';
 import { ChatMessage, ModelBackend, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
 import { replayDivergence, replayTask } from './replay';
 import { SESSION_HISTORY_MAX_TASKS, sessionTurnsOf } from './runtime-controller';
@@ -226,17 +227,12 @@ describe('fork with another model', () => {
         {
           type: 'TASK_RECEIVED',
           session_id: 'sess_fork',
-          payload: {
-            input: 'run echo hi',
+          payload: taskReceivedPayload('run echo hi', {
             session_id: 'sess_fork',
-            accept_checks: [],
-            budgets: {},
-            idempotency_key: null,
-            request_hash: null,
             source: 'fork',
             forked_from: { task_id: 'task_gone', sequence: 1 },
             model: 'gpt-4o',
-          },
+          }),
         },
       ],
       { expected: 'no_stream' },
