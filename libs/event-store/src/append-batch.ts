@@ -232,3 +232,22 @@ export function decideAppend(
   checkOpen(taskId, head);
   return { kind: 'write', envelopes: buildEnvelopes(taskId, batch, head, new Date().toISOString()) };
 }
+
+/** The events table's columns an append inserts (the store assigns `position`), in the order of `eventRowValues`. */
+export const EVENT_INSERT_COLUMNS =
+  'event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at';
+
+export type EventRowValues = [string, string, string, number, string, string, string | null, string, string];
+
+/** An envelope's values for an INSERT into EVENT_INSERT_COLUMNS, the payload as JSON text. */
+export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
+  e.event_id,
+  e.task_id,
+  e.session_id,
+  e.sequence,
+  e.type,
+  JSON.stringify(e.payload),
+  e.causation_id,
+  e.correlation_id,
+  e.created_at,
+];

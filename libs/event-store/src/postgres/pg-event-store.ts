@@ -2,11 +2,13 @@ import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type { Pool, PoolClient } from 'pg';
 import {
   AppendDecision,
+  EVENT_INSERT_COLUMNS,
   StreamHead,
   UnpositionedEvent,
   ValidatedEvent,
   checkLeaseHeld,
   decideAppend,
+  eventRowValues,
   validateBatch,
 } from '../append-batch';
 import {
@@ -71,9 +73,9 @@ interface AppendJob {
 type AppendOutcome =
   { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
 
-const COLUMNS = 9;
+const COLUMNS = EVENT_INSERT_COLUMNS.split(',').length;
 const insertSql = (rows: number): string =>
-  `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+  `INSERT INTO events (${EVENT_INSERT_COLUMNS})
    VALUES ${Array.from(
      { length: rows },
      (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
@@ -226,7 +228,7 @@ export class PgEventStore extends EventStore {
     if (envelopes.length === 0) return new Map();
     const inserted = await client.query<{ event_id: string; position: number }>(
       insertSql(envelopes.length),
-      envelopes.flatMap(insertValues),
+      envelopes.flatMap(eventRowValues),
     );
     const positions = new Map(inserted.rows.map((r) => [r.event_id, r.position]));
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
@@ -440,18 +442,6 @@ async function loadLeases(client: PoolClient, taskIds: readonly string[]): Promi
   );
   return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
 }
-
-const insertValues = (e: UnpositionedEvent): unknown[] => [
-  e.event_id,
-  e.task_id,
-  e.session_id,
-  e.sequence,
-  e.type,
-  JSON.stringify(e.payload),
-  e.causation_id,
-  e.correlation_id,
-  e.created_at,
-];
 
 /**
  * Empty a projection and refold the whole log into it in one transaction that

@@ -1,7 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
-import { StreamHead, UnpositionedEvent, ValidatedEvent, decideAppend } from '../append-batch';
+import {
+  EVENT_INSERT_COLUMNS,
+  EventRowValues,
+  StreamHead,
+  UnpositionedEvent,
+  ValidatedEvent,
+  decideAppend,
+  eventRowValues,
+} from '../append-batch';
 import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
@@ -62,9 +70,7 @@ export class SqliteAppendTransaction {
       { version: number | null; session_id: string | null; last_type: string | null }
     >;
     byId: BetterSqlite3.Statement<[string], EventRow>;
-    insert: BetterSqlite3.Statement<
-      [string, string, string, number, string, string, string | null, string, string]
-    >;
+    insert: BetterSqlite3.Statement<EventRowValues>;
     begin: BetterSqlite3.Statement<[]>;
     commit: BetterSqlite3.Statement<[]>;
     rollback: BetterSqlite3.Statement<[]>;
@@ -84,10 +90,7 @@ export class SqliteAppendTransaction {
                 (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
       ),
       byId: raw.prepare('SELECT * FROM events WHERE event_id = ?'),
-      insert: raw.prepare(
-        `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
+      insert: raw.prepare(`INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),
       rollback: raw.prepare('ROLLBACK'),
@@ -167,17 +170,7 @@ export class SqliteAppendTransaction {
   }
 
   private insert(e: UnpositionedEvent): number {
-    const info = this.stmt.insert.run(
-      e.event_id,
-      e.task_id,
-      e.session_id,
-      e.sequence,
-      e.type,
-      JSON.stringify(e.payload),
-      e.causation_id,
-      e.correlation_id,
-      e.created_at,
-    );
+    const info = this.stmt.insert.run(...eventRowValues(e));
     return Number(info.lastInsertRowid);
   }
 }
