@@ -186,16 +186,13 @@ describe('fork with another model', () => {
   let rt: TestRuntime;
   const temp = useTempStore('rl-fork-model-');
   afterEach(() => rt?.close());
+  const start = (model: ModelBackend) =>
+    startTestRuntime({ store, tools: testToolRegistry(temp.dir), permissions: new AllowAllPolicy(), model });
 
   it('a fork may run on sys_util; a model the backend cannot serve is refused before anything is written', async () => {
     store = new InMemoryEventStore();
     const model = new AnsweringBackend();
-    rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new AllowAllPolicy(),
-      model,
-    });
+    rt = await start(model);
     const { task_id } = await rt.runtime.submit({ input: 'run echo forked' }, { source: 'api' });
     await rt.runtime.settled(task_id);
     const asked = model.requests.length;
@@ -238,12 +235,7 @@ describe('fork with another model', () => {
       { expected: 'no_stream' },
     );
     const model = new AnsweringBackend();
-    rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new AllowAllPolicy(),
-      model,
-    });
+    rt = await start(model);
 
     expect(await rt.runtime.resumeUnfinished()).toEqual(['task_fork_elsewhere']);
     const p = await rt.runtime.settled('task_fork_elsewhere');
