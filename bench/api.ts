@@ -9,11 +9,12 @@
  *      paging the same log through GET /admin/events (baseline)
  *   4. per-task WS replay latency (subscribe -> final event), p50/p99
  */
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import WebSocket from 'ws';
+import { fmt } from './bench-support';
+import { benchAuth as auth, startController } from './controller-process';
 
 // autocannon ships no types; this is the part of its result used here
 interface CannonResult {
@@ -26,69 +27,20 @@ interface CannonResult {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<CannonResult>;
 
-export const TOKEN = 'bench-admin-token-0123456789abcdef';
-export const auth = { authorization: `Bearer ${TOKEN}` };
 const SUBMISSIONS = Number(process.env.BENCH_API_TASKS ?? 2000);
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
 
 export const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-export const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-/**
- * Runs a TypeScript entry in a child process (as `npm start` would) and resolves with the URL it
- * prints (the controller prints it on stderr, its stdout carries only JSON log lines).
- */
-export async function spawnServer(
-  entry: string,
-  env: Record<string, string>,
-  nodeArgs: string[] = [],
-): Promise<{ child: ChildProcess; url: string }> {
-  const root = resolve(__dirname, '..');
-  const child = spawn(process.execPath, [...nodeArgs, '-r', '@swc-node/register', join(root, entry)], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stderr!.pipe(process.stderr);
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    let out = '';
-    const read = (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolveUrl(m[1]);
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-  return { child, url };
-}
-
-/** The controller in a child process: sys_util model, durable SQLite in `dir`, no rate limit. */
+/** The controller in a child process: sys_util model, durable SQLite in `dir`, no rate limit, its stderr echoed. */
 export function startServer(dir: string, env: Record<string, string> = {}, nodeArgs: string[] = []) {
-  return spawnServer(
-    'apps/controller/src/main.ts',
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      RUNLEDGER_DB: join(dir, 'bench.db'),
-      RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
-      RUNLEDGER_ADMIN_TOKEN: TOKEN,
-      RUNLEDGER_RATE_LIMIT: '0',
-      RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    nodeArgs,
+  return startController(
+    join(dir, 'bench.db'),
+    join(dir, 'workspace'),
+    { RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8', ...env },
+    { nodeArgs, echoStderr: true },
   );
-}
-
-export async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -180,7 +132,7 @@ async function perTaskReplay(url: string, taskIds: string[]): Promise<number[]> 
 
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-api-'));
-  const { child, url } = await startServer(dir);
+  const { url, stop } = await startServer(dir);
   try {
     console.log(
       `api bench: controller child process at ${url} (sys_util, SQLite synchronous=${process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL'}), ${CONNECTIONS} connections`,
@@ -229,7 +181,7 @@ export async function main(): Promise<void> {
       `WS per-task replay         p50 ${fmt(pct(perTask, 50), 2)} ms   p99 ${fmt(pct(perTask, 99), 2)} ms (${perTask.length} tasks, subscribe -> final event)`,
     );
   } finally {
-    await stopServer(child);
+    await stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

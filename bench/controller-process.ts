@@ -1,6 +1,6 @@
 /**
- * The controller in a child process, as `npm start` runs it, for benchmarks
- * that load it from this process over loopback.
+ * The controller (or another server entry) in a child process, as `npm start`
+ * runs it, for benchmarks that load it from this process over loopback.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -8,40 +8,38 @@ import { join, resolve } from 'node:path';
 export const BENCH_TOKEN = 'bench-admin-token-0123456789abcdef';
 export const benchAuth = { authorization: `Bearer ${BENCH_TOKEN}` };
 
-export interface ControllerProcess {
+export interface ServerProcess {
   child: ChildProcess;
   url: string;
   /** SIGTERM, then wait for it to exit */
   stop(): Promise<void>;
 }
 
-/** Boots the controller on a free port over the SQLite file `db`; extra `env` wins over the defaults. */
-export async function startController(
-  db: string,
-  workspace: string,
-  env: Record<string, string> = {},
-): Promise<ControllerProcess> {
+export interface SpawnOptions {
+  /** node flags before the entry (e.g. --cpu-prof) */
+  nodeArgs?: string[];
+  /** copy the child's stderr (its warnings, the banner) to ours */
+  echoStderr?: boolean;
+}
+
+/**
+ * Runs a TypeScript entry of this repository in a child process and resolves
+ * with the URL it prints (the controller prints it on stderr, its stdout
+ * carries only JSON log lines); `env` is laid over ours.
+ */
+export async function spawnServer(
+  entry: string,
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): Promise<ServerProcess> {
   const root = resolve(__dirname, '..');
   const child = spawn(
     process.execPath,
-    ['-r', '@swc-node/register', join(root, 'apps/controller/src/main.ts')],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        RUNLEDGER_DB: db,
-        RUNLEDGER_ALLOWED_ROOT: workspace,
-        RUNLEDGER_ADMIN_TOKEN: BENCH_TOKEN,
-        RUNLEDGER_RATE_LIMIT: '0',
-        LOG_LEVEL: 'warn',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    [...(options.nodeArgs ?? []), '-r', '@swc-node/register', join(root, entry)],
+    { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  // the address is in the banner on stderr
+  if (options.echoStderr) child.stderr!.pipe(process.stderr);
+  const exited = new Promise((r) => child.once('exit', r));
   const url = await new Promise<string>((resolveUrl, reject) => {
     let out = '';
     const read = (d: Buffer) => {
@@ -53,13 +51,35 @@ export async function startController(
     child.stderr!.on('data', read);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
   });
-  const exited = new Promise((r) => child.once('exit', r));
   return {
     child,
     url,
     stop: async () => {
-      child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
+}
+
+/** Boots the controller on a free port over the SQLite file `db`; extra `env` wins over the defaults. */
+export function startController(
+  db: string,
+  workspace: string,
+  env: Record<string, string> = {},
+  options: SpawnOptions = {},
+): Promise<ServerProcess> {
+  return spawnServer(
+    'apps/controller/src/main.ts',
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      RUNLEDGER_DB: db,
+      RUNLEDGER_ALLOWED_ROOT: workspace,
+      RUNLEDGER_ADMIN_TOKEN: BENCH_TOKEN,
+      RUNLEDGER_RATE_LIMIT: '0',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    options,
+  );
 }

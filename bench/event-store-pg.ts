@@ -11,10 +11,10 @@
  * BENCH_PG_ROUNDS (3). Skipped with one line when PostgreSQL cannot be reached.
  */
 import { randomBytes } from 'node:crypto';
-import { NewEvent, newId } from '@runledger/contracts';
 import { PgEventStore, PostgresHandle, openPostgres } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { Client } from 'pg';
+import { chunkEvent, chunkPayload, fmt, rawChunkRow } from './bench-support';
 
 const URL_ =
   process.env.BENCH_PG_URL ??
@@ -23,12 +23,6 @@ const URL_ =
 const EVENTS = Number(process.env.BENCH_PG_EVENTS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_PG_ROUNDS ?? 3);
 const CONCURRENCY = 16;
-
-const payload = (i: number) => ({
-  call_id: 'call_bench',
-  index: i,
-  delta: `chunk ${i} `.padEnd(250, 'lorem ipsum dolor sit amet '),
-});
 
 interface Side {
   name: string;
@@ -47,17 +41,7 @@ function rawSide(handle: PostgresHandle): Side {
           await client.query(
             `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-            [
-              newId('evt'),
-              taskId,
-              taskId,
-              s,
-              'OUTPUT_CHUNK',
-              JSON.stringify(payload(s)),
-              null,
-              taskId,
-              new Date().toISOString(),
-            ],
+            rawChunkRow(taskId, s, new Date().toISOString()),
           );
           await client.query('COMMIT');
         } finally {
@@ -73,14 +57,13 @@ function storeSide(store: PgEventStore): Side {
     name: 'PgEventStore (group commit)',
     async appendOneByOne(taskId, count) {
       for (let s = 0; s < count; s++)
-        await store.append(taskId, [{ type: 'OUTPUT_CHUNK', payload: payload(s + 1) } as NewEvent], {
+        await store.append(taskId, [chunkEvent(s + 1)], {
           expected: s,
         });
     },
   };
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function admin(url: string, statement: string): Promise<void> {
@@ -141,7 +124,7 @@ export async function main(): Promise<void> {
     const store = new PgEventStore(storeHandle);
     const sides = [rawSide(rawHandle), storeSide(store)];
     console.log(
-      `\nPgEventStore vs raw pg: ${fmt(EVENTS)} one-event appends per workload, ~${JSON.stringify(payload(0)).length}-byte payloads, ` +
+      `\nPgEventStore vs raw pg: ${fmt(EVENTS)} one-event appends per workload, ~${JSON.stringify(chunkPayload(0)).length}-byte payloads, ` +
         `${ROUNDS} alternating rounds, synchronous_commit as the server has it`,
     );
     for (const writers of [1, CONCURRENCY]) {

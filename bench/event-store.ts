@@ -23,7 +23,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { NewEvent, newId } from '@runledger/contracts';
 import {
   EventStore,
   SqliteEventStore,
@@ -44,6 +43,7 @@ import {
   testToolRegistry,
 } from '../libs/runtime/src/testing';
 import { openSqliteWithMemory } from '../libs/runtime/src/testing/sqlite-memory';
+import { chunkEvent, chunkPayload, fmt, rawChunkRow } from './bench-support';
 import { main as postgresMain } from './event-store-pg';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
@@ -54,14 +54,6 @@ const WITH_PROJECTION = process.env.BENCH_PROJECTION === '1';
 const CONCURRENT_EVENTS = Number(process.env.BENCH_CONCURRENT_EVENTS ?? 1024);
 const CONCURRENT_ROUNDS = Number(process.env.BENCH_CONCURRENT_ROUNDS ?? 5);
 const APPENDERS = [1, 4, 16, 64];
-
-/** ~300 bytes of payload JSON */
-const payload = (i: number) => ({
-  call_id: 'call_bench',
-  index: i,
-  delta: `chunk ${i} `.padEnd(250, 'lorem ipsum dolor sit amet '),
-});
-const event = (i: number): NewEvent => ({ type: 'OUTPUT_CHUNK', payload: payload(i) }) as NewEvent;
 
 interface Side {
   name: string;
@@ -79,18 +71,7 @@ function rawSide(handle: SqliteHandle): Side {
   );
   const writeBatch = raw.transaction((taskId: string, from: number, n: number) => {
     const now = new Date().toISOString();
-    for (let s = from; s < from + n; s++)
-      insert.run(
-        newId('evt'),
-        taskId,
-        taskId,
-        s,
-        'OUTPUT_CHUNK',
-        JSON.stringify(payload(s)),
-        null,
-        taskId,
-        now,
-      );
+    for (let s = from; s < from + n; s++) insert.run(...rawChunkRow(taskId, s, now));
   });
   const read = raw.prepare('SELECT * FROM events WHERE task_id = ? AND sequence > ? ORDER BY sequence');
   return {
@@ -116,7 +97,7 @@ function storeSide(name: string, store: EventStore, close: () => Promise<void>):
         const n = Math.min(perTx, after + count - s);
         await store.append(
           taskId,
-          Array.from({ length: n }, (_, i) => event(s + i + 1)),
+          Array.from({ length: n }, (_, i) => chunkEvent(s + i + 1)),
           { expected: s },
         );
       }
@@ -154,7 +135,6 @@ interface Comparison {
 }
 
 const rate = (m: Measure) => m.events / m.seconds;
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
@@ -220,7 +200,7 @@ async function concurrentRate(
   const t0 = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: appenders }, async (_, a) => {
-      for (let i = 0; i < each; i++) await store.append(`${tag}_${a}`, [event(i)], { expected: i });
+      for (let i = 0; i < each; i++) await store.append(`${tag}_${a}`, [chunkEvent(i)], { expected: i });
     }),
   );
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -241,7 +221,7 @@ async function concurrentAppenders(dir: string): Promise<void> {
     { name: 'group commit, writer thread', store: new SqliteEventStore(threaded, { writerThread: {} }) },
   ];
   // the thread is started (and, from TypeScript sources, compiled) before anything is timed
-  await sides[2].store.append('warm-up', [event(0)], { expected: 'no_stream' });
+  await sides[2].store.append('warm-up', [chunkEvent(0)], { expected: 'no_stream' });
   console.log(
     `\nconcurrent appenders, one event per append, synchronous=${SYNCHRONOUS}, ~${CONCURRENT_EVENTS} events per measurement, ` +
       `median of ${CONCURRENT_ROUNDS} alternating rounds`,
@@ -338,7 +318,7 @@ export async function main(): Promise<void> {
     const streams = Math.max(1, Math.floor(perRound / STREAM_LEN));
     console.log(
       `SqliteEventStore vs raw better-sqlite3: ${fmt(perRound * ROUNDS)} events per workload, streams of ${STREAM_LEN}, ` +
-        `~${JSON.stringify(payload(0)).length}-byte payloads, synchronous=${SYNCHRONOUS}, WAL, ${ROUNDS} alternating rounds, node ${process.version}`,
+        `~${JSON.stringify(chunkPayload(0)).length}-byte payloads, synchronous=${SYNCHRONOUS}, WAL, ${ROUNDS} alternating rounds, node ${process.version}`,
     );
 
     const single = await compare(sides, async (side, round) => {

@@ -45,7 +45,13 @@ import { ToolManifest } from '@runledger/contracts';
 import { MemoryRecall, ScriptedBackend } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
 import { Kysely } from 'kysely';
-import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/runtime/src/testing';
+import {
+  AllowAllPolicy,
+  InMemoryToolRegistry,
+  manifestOf,
+  startTestRuntime,
+} from '../libs/runtime/src/testing';
+import { median } from './bench-support';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -63,8 +69,7 @@ function digestTool(text: string): string {
   return `digest of ${text.length} characters: ${h}`;
 }
 
-const DIGEST: ToolManifest = {
-  name: 'digest',
+const DIGEST: ToolManifest = manifestOf('digest', {
   description: 'A SHA-256 chain over text.',
   args_schema: {
     type: 'object',
@@ -72,13 +77,9 @@ const DIGEST: ToolManifest = {
     required: ['text'],
     additionalProperties: false,
   },
-  requires_permission: false,
   idempotent: true,
   timeout_ms: 30_000,
-  secrets: [],
-  sensitive_output: false,
-  entry: 'index.js',
-};
+});
 
 const PLAN = {
   type: 'plan',
@@ -252,12 +253,6 @@ function langgraph({ concurrency, criticAndMemory }: Case): Promise<number> {
     saver.db.close();
     return seconds;
   });
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 export async function main(): Promise<void> {

@@ -20,21 +20,13 @@ import Database from 'better-sqlite3';
 import WebSocket from 'ws';
 import { NewEvent, emptyUsage } from '@runledger/contracts';
 import { createSqliteStorage } from '@runledger/state-store';
+import { fmt, median } from './bench-support';
 import { benchAuth, startController } from './controller-process';
 
 const EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 10_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const TASK_ID = 'task_bench_replay';
 const BATCH = 1000;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
-
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** The task's events: received, EVENTS - 2 output chunks, completed. */
 function taskEvents(): NewEvent[] {

@@ -26,7 +26,13 @@ import {
   ScriptedBackend,
 } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { AllowAllPolicy, InMemoryToolRegistry, startTestRuntime } from '../libs/runtime/src/testing';
+import {
+  AllowAllPolicy,
+  InMemoryToolRegistry,
+  manifestOf,
+  startTestRuntime,
+} from '../libs/runtime/src/testing';
+import { median } from './bench-support';
 
 const ROUNDS = (process.env.BENCH_ROUNDS ?? '10,100,1000').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'NORMAL') as SqliteSynchronous;
@@ -66,8 +72,7 @@ async function runTask(rounds: number): Promise<Ticks> {
   const storage = await createSqliteStorage({ path: join(dir, 'bench.db'), synchronous: SYNCHRONOUS });
   const ticks: Ticks = { wall: [], cpu: [] };
   const tools = new InMemoryToolRegistry().add(
-    {
-      name: 'tick',
+    manifestOf('tick', {
       description: 'Returns its number.',
       args_schema: {
         type: 'object',
@@ -75,13 +80,9 @@ async function runTask(rounds: number): Promise<Ticks> {
         required: ['n'],
         additionalProperties: false,
       },
-      requires_permission: false,
       idempotent: true,
       timeout_ms: 30_000,
-      secrets: [],
-      sensitive_output: false,
-      entry: 'index.js',
-    },
+    }),
     async (args) => {
       ticks.wall.push(performance.now());
       ticks.cpu.push(cpuMs());
@@ -133,13 +134,6 @@ const perRound = (stamps: readonly number[]): number =>
   (stamps[stamps.length - 1] - stamps[0]) / Math.max(1, stamps.length - 1);
 
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return 0;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 export async function main(): Promise<void> {
   console.log(

@@ -15,7 +15,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { auth, fmt, pct, spawnServer, startServer, stopServer, waitAllFinal } from './api';
+import { pct, startServer, waitAllFinal } from './api';
+import { fmt } from './bench-support';
+import { benchAuth as auth, spawnServer } from './controller-process';
 
 const RATES = (process.env.BENCH_SUBMIT_RATES ?? '100,250,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 5);
@@ -125,9 +127,11 @@ export async function main(): Promise<void> {
     {},
     profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
   );
-  const baseline = await spawnServer('bench/express-insert-server.ts', {
-    BENCH_BASELINE_DB: join(dir, 'baseline.db'),
-  });
+  const baseline = await spawnServer(
+    'bench/express-insert-server.ts',
+    { BENCH_BASELINE_DB: join(dir, 'baseline.db') },
+    { echoStderr: true },
+  );
   try {
     const synchronous = process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL';
     console.log(
@@ -162,8 +166,8 @@ export async function main(): Promise<void> {
       );
     }
   } finally {
-    await stopServer(baseline.child);
-    await stopServer(runledger.child);
+    await baseline.stop();
+    await runledger.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -12,6 +12,7 @@ import {
   parseEventBody,
 } from '@runledger/contracts';
 import { ExpectedSequence, LeaseToken } from './event-store';
+import { EventRow, rowToEvent } from './sqlite/rows';
 
 /** An event whose type and payload passed the catalogue, envelope fields not yet assigned. */
 export interface ValidatedEvent {
@@ -212,3 +213,51 @@ export function buildEnvelopes(
     } as UnpositionedEvent;
   });
 }
+
+/** What an append comes to once checked: its stored originals (a retry), or the events to write. */
+export type AppendDecision =
+  | { kind: 'retry'; originals: RuntimeEvent[]; version: number }
+  | { kind: 'write'; envelopes: UnpositionedEvent[] };
+
+/**
+ * The checks of one append inside its transaction, after fencing, for every
+ * adapter: a batch whose supplied ids are all stored is a retry and gets its
+ * originals back; otherwise the expected version must hold and the stream be
+ * open, and the envelopes follow the head. `storedById` looks up an event id
+ * in the log; it is only asked for ids the caller supplied.
+ */
+export function decideAppend(
+  taskId: string,
+  batch: readonly ValidatedEvent[],
+  expected: ExpectedSequence,
+  head: StreamHead,
+  storedById: (eventId: string) => EventRow | undefined,
+): AppendDecision {
+  if (batch.some((e) => e.id_supplied)) {
+    const stored = batch.map((e) => (e.id_supplied ? storedById(e.event_id) : undefined));
+    if (resolveDuplicates(taskId, batch, stored) === 'retry')
+      return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
+  }
+  checkExpected(taskId, expected, head.version);
+  checkOpen(taskId, head);
+  return { kind: 'write', envelopes: buildEnvelopes(taskId, batch, head, new Date().toISOString()) };
+}
+
+/** The events table's columns an append inserts (the store assigns `position`), in the order of `eventRowValues`. */
+export const EVENT_INSERT_COLUMNS =
+  'event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at';
+
+export type EventRowValues = [string, string, string, number, string, string, string | null, string, string];
+
+/** An envelope's values for an INSERT into EVENT_INSERT_COLUMNS, the payload as JSON text. */
+export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
+  e.event_id,
+  e.task_id,
+  e.session_id,
+  e.sequence,
+  e.type,
+  JSON.stringify(e.payload),
+  e.causation_id,
+  e.correlation_id,
+  e.created_at,
+];

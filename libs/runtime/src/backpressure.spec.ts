@@ -1,5 +1,6 @@
 import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
 import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
+import { taskReceivedPayload } from './discipline/testing-events';
 import { ScriptedBackend } from './model/scripted-backend';
 import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
 import { useTempStore } from './testing/temp-store';
@@ -26,16 +27,7 @@ class FixedLoopLoad implements LoopLoadSource {
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',
   session_id: 'sess_1',
-  payload: {
-    input,
-    session_id: 'sess_1',
-    accept_checks: [],
-    budgets: {},
-    idempotency_key: null,
-    request_hash: null,
-    source: 'api',
-    forked_from: null,
-  },
+  payload: taskReceivedPayload(input, { session_id: 'sess_1' }),
 });
 
 const LIMITS: BackpressureLimits = {

@@ -244,15 +244,7 @@ describe('elideOutput', () => {
 describe("ContextBuilder: the session's earlier tasks", () => {
   const withSession = (answers: string[]) => {
     const log = new EventLogBuilder();
-    log.add('TASK_RECEIVED', {
-      input: 'and now?',
-      session_id: 'ses_1',
-      accept_checks: [],
-      budgets: {},
-      idempotency_key: null,
-      request_hash: null,
-      source: 'api',
-      forked_from: null,
+    log.received('and now?', {
       session_history: answers.map((answer, i) => ({
         task_id: `task_${i + 1}`,
         input: `question ${i + 1}`,

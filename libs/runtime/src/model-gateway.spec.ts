@@ -1,5 +1,6 @@
 import { InMemoryEventStore } from '@runledger/event-store';
 import { FailureError } from './discipline/failure-policy';
+import { taskReceivedPayload } from './discipline/testing-events';
 import { ModelGateway } from './model-gateway';
 import { ChatMessage } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
@@ -7,16 +8,7 @@ import { TaskWriter } from './task-writer';
 
 async function newWriter(): Promise<TaskWriter> {
   const store = new InMemoryEventStore();
-  const received = {
-    input: 'x',
-    session_id: 'sess_1',
-    accept_checks: [],
-    budgets: {},
-    idempotency_key: null,
-    request_hash: null,
-    source: 'api' as const,
-    forked_from: null,
-  };
+  const received = taskReceivedPayload('x', { session_id: 'sess_1' });
   await store.append('task_1', [{ type: 'TASK_RECEIVED', payload: received }], { expected: 'no_stream' });
   return TaskWriter.open(store, 'task_1');
 }

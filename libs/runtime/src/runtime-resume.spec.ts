@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NewEvent, ToolManifest, hashArgs } from '@runledger/contracts';
 import { ContextBuilder } from './context-builder';
+import { taskReceivedPayload } from './discipline/testing-events';
 import { ScriptedBackend } from './model/scripted-backend';
 import { MemoryRecall } from './ports';
 import { foldProgress } from './progress';
@@ -11,16 +12,7 @@ import { useTempStore } from './testing/temp-store';
 const received = (input: string): NewEvent => ({
   type: 'TASK_RECEIVED',
   session_id: 'sess_1',
-  payload: {
-    input,
-    session_id: 'sess_1',
-    accept_checks: [],
-    budgets: {},
-    idempotency_key: null,
-    request_hash: null,
-    source: 'cli',
-    forked_from: null,
-  },
+  payload: taskReceivedPayload(input, { session_id: 'sess_1', source: 'cli' }),
 });
 const context = (round: number): NewEvent => ({
   type: 'CONTEXT_BUILT',

@@ -1,6 +1,7 @@
 import { Role, ValidationError } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './discipline/settings';
+import { taskReceivedPayload } from './discipline/testing-events';
 import { ChatMessage, ModelBackend, ModelRequest, ModelResponse, zeroUsage } from './model/model-backend';
 import { replayDivergence, replayTask } from './replay';
 import { SESSION_HISTORY_MAX_TASKS, sessionTurnsOf } from './runtime-controller';
@@ -185,16 +186,13 @@ describe('fork with another model', () => {
   let rt: TestRuntime;
   const temp = useTempStore('rl-fork-model-');
   afterEach(() => rt?.close());
+  const start = (model: ModelBackend) =>
+    startTestRuntime({ store, tools: testToolRegistry(temp.dir), permissions: new AllowAllPolicy(), model });
 
   it('a fork may run on sys_util; a model the backend cannot serve is refused before anything is written', async () => {
     store = new InMemoryEventStore();
     const model = new AnsweringBackend();
-    rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new AllowAllPolicy(),
-      model,
-    });
+    rt = await start(model);
     const { task_id } = await rt.runtime.submit({ input: 'run echo forked' }, { source: 'api' });
     await rt.runtime.settled(task_id);
     const asked = model.requests.length;
@@ -226,28 +224,18 @@ describe('fork with another model', () => {
         {
           type: 'TASK_RECEIVED',
           session_id: 'sess_fork',
-          payload: {
-            input: 'run echo hi',
+          payload: taskReceivedPayload('run echo hi', {
             session_id: 'sess_fork',
-            accept_checks: [],
-            budgets: {},
-            idempotency_key: null,
-            request_hash: null,
             source: 'fork',
             forked_from: { task_id: 'task_gone', sequence: 1 },
             model: 'gpt-4o',
-          },
+          }),
         },
       ],
       { expected: 'no_stream' },
     );
     const model = new AnsweringBackend();
-    rt = await startTestRuntime({
-      store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new AllowAllPolicy(),
-      model,
-    });
+    rt = await start(model);
 
     expect(await rt.runtime.resumeUnfinished()).toEqual(['task_fork_elsewhere']);
     const p = await rt.runtime.settled('task_fork_elsewhere');

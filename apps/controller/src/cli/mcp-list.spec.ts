@@ -1,19 +1,10 @@
+import { manifestOf } from '@runledger/testing';
 import { McpClientManager } from '@runledger/tools';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { parseArgs } from './program';
 
-const manifest = (name: string, description: string, read_only: boolean) => ({
-  name,
-  description,
-  args_schema: {},
-  requires_permission: true,
-  idempotent: false,
-  timeout_ms: 1000,
-  secrets: [],
-  sensitive_output: false,
-  entry: 'index.js',
-  read_only,
-});
+const manifest = (name: string, description: string, read_only: boolean) =>
+  manifestOf(name, { description, args_schema: {}, requires_permission: true, read_only });
 const manager = {
   status: () => [
     {

@@ -1,14 +1,14 @@
-import { LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
-import { sql } from 'kysely';
+import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type { Pool, PoolClient } from 'pg';
 import {
+  AppendDecision,
+  EVENT_INSERT_COLUMNS,
   StreamHead,
   UnpositionedEvent,
   ValidatedEvent,
-  buildEnvelopes,
-  checkExpected,
-  checkOpen,
-  resolveDuplicates,
+  checkLeaseHeld,
+  decideAppend,
+  eventRowValues,
   validateBatch,
 } from '../append-batch';
 import {
@@ -16,12 +16,14 @@ import {
   AppendResult,
   CommitListener,
   EventStore,
+  LeaseToken,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
 import { EventRow, rowToEvent } from '../sqlite/rows';
-import { GroupCommitter, GroupResult } from './group-committer';
+import { allQuery, streamQuery, streamVersion } from '../event-queries';
+import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
 
 /**
@@ -71,9 +73,9 @@ interface AppendJob {
 type AppendOutcome =
   { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
 
-const COLUMNS = 9;
+const COLUMNS = EVENT_INSERT_COLUMNS.split(',').length;
 const insertSql = (rows: number): string =>
-  `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
+  `INSERT INTO events (${EVENT_INSERT_COLUMNS})
    VALUES ${Array.from(
      { length: rows },
      (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
@@ -179,7 +181,7 @@ export class PgEventStore extends EventStore {
     const leases = await loadLeases(client, [
       ...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId)),
     ]);
-    const decided = jobs.map((job): GroupResult<Decision> => {
+    const decided = jobs.map((job): GroupResult<AppendDecision> => {
       try {
         const decision = decide(job, heads.get(job.taskId)!, stored, leases);
         if (decision.kind === 'write')
@@ -231,7 +233,7 @@ export class PgEventStore extends EventStore {
     if (envelopes.length === 0) return new Map();
     const inserted = await client.query<{ event_id: string; position: number }>(
       insertSql(envelopes.length),
-      envelopes.flatMap(insertValues),
+      envelopes.flatMap(eventRowValues),
     );
     const positions = new Map(inserted.rows.map((r) => [r.event_id, r.position]));
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
@@ -350,30 +352,11 @@ export class PgEventStore extends EventStore {
   }
 
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
-      .selectFrom('events')
-      .selectAll()
-      .where('task_id', '=', taskId)
-      .where('sequence', '>', options.after_seq ?? 0)
-      .orderBy('sequence')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
-    return rows.map(rowToEvent);
+    return (await streamQuery(this.handle.db, taskId, options).selectAll().execute()).map(rowToEvent);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await this.handle.db
-      .selectFrom('events')
-      .selectAll()
-      .where('position', '>', options.after_position ?? 0)
-      .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
-      .$if(options.types !== undefined, (q) =>
-        q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
-      )
-      .orderBy('position')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!))
-      .execute();
-    return rows.map(rowToEvent);
+    return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
   }
 
   async head(): Promise<StoreHead> {
@@ -385,12 +368,7 @@ export class PgEventStore extends EventStore {
   }
 
   async streamVersion(taskId: string): Promise<number> {
-    const row = await this.handle.db
-      .selectFrom('events')
-      .select((eb) => eb.fn.max('sequence').as('version'))
-      .where('task_id', '=', taskId)
-      .executeTakeFirst();
-    return Number(row?.version ?? 0);
+    return streamVersion(this.handle.db, taskId);
   }
 
   /** Stops listening; the pool belongs to whoever opened it. */
@@ -401,36 +379,20 @@ export class PgEventStore extends EventStore {
   }
 }
 
-/** What an append comes to once checked: its stored originals (a retry), or the events to write. */
-type Decision =
-  | { kind: 'retry'; originals: RuntimeEvent[]; version: number }
-  | { kind: 'write'; envelopes: UnpositionedEvent[] };
-
 /**
- * The checks of one append against its stream's head, the stored events with
- * its ids and its task's lease (fencing first: a process that lost the task
- * learns that before anything else).
+ * One append checked against its task's lease (fencing first: a process that
+ * lost the task learns that before anything else), then against its stream's
+ * head and the stored events with its ids.
  */
 function decide(
   job: AppendJob,
   head: StreamHead,
   stored: ReadonlyMap<string, EventRow>,
-  leases: ReadonlyMap<string, { owner: string; epoch: number }>,
-): Decision {
+  leases: ReadonlyMap<string, LeaseToken>,
+): AppendDecision {
   const { taskId, batch, options } = job;
-  if (options.lease) {
-    const current = leases.get(taskId) ?? null;
-    if (!current || current.owner !== options.lease.owner || current.epoch !== options.lease.epoch)
-      throw new LeaseLostError(taskId, { owner: options.lease.owner, epoch: options.lease.epoch }, current);
-  }
-  if (batch.some((e) => e.id_supplied)) {
-    const found = batch.map((e) => (e.id_supplied ? stored.get(e.event_id) : undefined));
-    if (resolveDuplicates(taskId, batch, found) === 'retry')
-      return { kind: 'retry', originals: (found as EventRow[]).map(rowToEvent), version: head.version };
-  }
-  checkExpected(taskId, options.expected, head.version);
-  checkOpen(taskId, head);
-  return { kind: 'write', envelopes: buildEnvelopes(taskId, batch, head, new Date().toISOString()) };
+  checkLeaseHeld(taskId, options.lease, leases.get(taskId) ?? null);
+  return decideAppend(taskId, batch, options.expected, head, (id) => stored.get(id));
 }
 
 /** The head of a stream after `envelopes` were appended to it, for the next append of the group. */
@@ -440,7 +402,7 @@ const headAfter = (head: StreamHead, envelopes: readonly UnpositionedEvent[]): S
   last_type: envelopes[envelopes.length - 1].type,
 });
 
-const outcomeOf = (d: Decision, positions: ReadonlyMap<string, number>): AppendOutcome =>
+const outcomeOf = (d: AppendDecision, positions: ReadonlyMap<string, number>): AppendOutcome =>
   d.kind === 'retry'
     ? d
     : {
@@ -481,10 +443,7 @@ async function loadByIds(client: PoolClient, eventIds: readonly string[]): Promi
  * transaction ends, so a claim that takes a task over waits for this append,
  * which never commits after a takeover it did not see.
  */
-async function loadLeases(
-  client: PoolClient,
-  taskIds: readonly string[],
-): Promise<Map<string, { owner: string; epoch: number }>> {
+async function loadLeases(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, LeaseToken>> {
   if (taskIds.length === 0) return new Map();
   const { rows } = await client.query<{ task_id: string; owner: string; epoch: number }>(
     'SELECT task_id, owner, epoch FROM task_leases WHERE task_id = ANY($1) FOR SHARE',
@@ -492,18 +451,6 @@ async function loadLeases(
   );
   return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
 }
-
-const insertValues = (e: UnpositionedEvent): unknown[] => [
-  e.event_id,
-  e.task_id,
-  e.session_id,
-  e.sequence,
-  e.type,
-  JSON.stringify(e.payload),
-  e.causation_id,
-  e.correlation_id,
-  e.created_at,
-];
 
 /**
  * Empty a projection and refold the whole log into it in one transaction that

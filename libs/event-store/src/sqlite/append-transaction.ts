@@ -2,19 +2,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import {
+  EVENT_INSERT_COLUMNS,
+  EventRowValues,
   StreamHead,
   UnpositionedEvent,
   ValidatedEvent,
-  buildEnvelopes,
-  checkExpected,
-  checkOpen,
-  resolveDuplicates,
+  decideAppend,
+  eventRowValues,
 } from '../append-batch';
 import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { checkLease } from './check-lease';
-import { EventRow, rowToEvent } from './rows';
+import { EventRow } from './rows';
 
 /** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
 export interface AppendRequest {
@@ -70,9 +70,7 @@ export class SqliteAppendTransaction {
       { version: number | null; session_id: string | null; last_type: string | null }
     >;
     byId: BetterSqlite3.Statement<[string], EventRow>;
-    insert: BetterSqlite3.Statement<
-      [string, string, string, number, string, string, string | null, string, string]
-    >;
+    insert: BetterSqlite3.Statement<EventRowValues>;
     begin: BetterSqlite3.Statement<[]>;
     commit: BetterSqlite3.Statement<[]>;
     rollback: BetterSqlite3.Statement<[]>;
@@ -92,10 +90,7 @@ export class SqliteAppendTransaction {
                 (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
       ),
       byId: raw.prepare('SELECT * FROM events WHERE event_id = ?'),
-      insert: raw.prepare(
-        `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
+      insert: raw.prepare(`INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),
       rollback: raw.prepare('ROLLBACK'),
@@ -167,32 +162,15 @@ export class SqliteAppendTransaction {
       session_id: row?.session_id ?? null,
       last_type: row?.last_type ?? null,
     };
-    if (batch.some((e) => e.id_supplied)) {
-      const stored = batch.map((e) => (e.id_supplied ? this.stmt.byId.get(e.event_id) : undefined));
-      if (resolveDuplicates(taskId, batch, stored) === 'retry') {
-        return { kind: 'retry', originals: (stored as EventRow[]).map(rowToEvent), version: head.version };
-      }
-    }
-    checkExpected(taskId, expected, head.version);
-    checkOpen(taskId, head);
-    const envelopes = buildEnvelopes(taskId, batch, head, new Date().toISOString());
-    const written = envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+    const decision = decideAppend(taskId, batch, expected, head, (id) => this.stmt.byId.get(id));
+    if (decision.kind === 'retry') return decision;
+    const written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
     for (const projection of this.projections) projection.apply(this.raw, written);
     return { kind: 'written', events: written };
   }
 
   private insert(e: UnpositionedEvent): number {
-    const info = this.stmt.insert.run(
-      e.event_id,
-      e.task_id,
-      e.session_id,
-      e.sequence,
-      e.type,
-      JSON.stringify(e.payload),
-      e.causation_id,
-      e.correlation_id,
-      e.created_at,
-    );
+    const info = this.stmt.insert.run(...eventRowValues(e));
     return Number(info.lastInsertRowid);
   }
 }

@@ -1,6 +1,5 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
-import { sql } from 'kysely';
 import { validateBatch } from '../append-batch';
 import {
   AppendOptions,
@@ -12,6 +11,7 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
+import { allQuery, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { AppendOutcome, AppendRequest } from './append-transaction';
@@ -244,41 +244,22 @@ export class SqliteEventStore extends EventStore {
   }
 
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    return (await this.streamQuery(taskId, options).selectAll().execute()).map(rowToEvent);
+    return (await streamQuery(this.handle.db, taskId, options).selectAll().execute()).map(rowToEvent);
   }
 
   /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
   override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
-    return (await this.streamQuery(taskId, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
+    return (await streamQuery(this.handle.db, taskId, options)
+      .select(RAW_EVENT_COLUMNS)
+      .execute()) as RawEvent[];
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    return (await this.allQuery(options).selectAll().execute()).map(rowToEvent);
+    return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
-    return (await this.allQuery(options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
-  }
-
-  private streamQuery(taskId: string, options: ReadStreamOptions) {
-    return this.handle.db
-      .selectFrom('events')
-      .where('task_id', '=', taskId)
-      .where('sequence', '>', options.after_seq ?? 0)
-      .orderBy('sequence')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
-  }
-
-  private allQuery(options: ReadAllOptions) {
-    return this.handle.db
-      .selectFrom('events')
-      .where('position', '>', options.after_position ?? 0)
-      .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
-      .$if(options.types !== undefined, (q) =>
-        q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
-      )
-      .orderBy('position')
-      .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
+    return (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
   }
 
   /**
@@ -294,12 +275,7 @@ export class SqliteEventStore extends EventStore {
   }
 
   async streamVersion(taskId: string): Promise<number> {
-    const row = await this.handle.db
-      .selectFrom('events')
-      .select((eb) => eb.fn.max('sequence').as('version'))
-      .where('task_id', '=', taskId)
-      .executeTakeFirst();
-    return Number(row?.version ?? 0);
+    return streamVersion(this.handle.db, taskId);
   }
 
   /** Waits for queued appends to settle; the store does not own the connection: whoever opened it closes it. */

@@ -16,16 +16,7 @@ function given(
   opts: { budgets?: Budgets; accept_checks?: AcceptCheck[] } = {},
 ) {
   const log = new EventLogBuilder();
-  log.add('TASK_RECEIVED', {
-    input: 'x',
-    session_id: 'ses_1',
-    accept_checks: opts.accept_checks ?? [],
-    budgets: opts.budgets ?? {},
-    idempotency_key: null,
-    request_hash: null,
-    source: 'api',
-    forked_from: null,
-  });
+  log.received('x', { accept_checks: opts.accept_checks ?? [], budgets: opts.budgets ?? {} });
   build(log);
   const events: RuntimeEvent[] = log.events;
   const round = events.filter((e) => e.type === 'ROUTER_DECIDED').length + 1;

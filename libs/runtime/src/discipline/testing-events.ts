@@ -1,5 +1,21 @@
 import { AcceptCheck, EventPayload, EventType, RuntimeEvent, hashArgs } from '@runledger/contracts';
 
+/** A TASK_RECEIVED payload as a submission over the API records it, with `extra` over the defaults. */
+export const taskReceivedPayload = (
+  input: string,
+  extra: Partial<EventPayload<'TASK_RECEIVED'>> = {},
+): EventPayload<'TASK_RECEIVED'> => ({
+  input,
+  session_id: 'ses_1',
+  accept_checks: [],
+  budgets: {},
+  idempotency_key: null,
+  request_hash: null,
+  source: 'api',
+  forked_from: null,
+  ...extra,
+});
+
 /**
  * Builds a task's event log for the guards' unit tests, envelopes filled in
  * and sequence gap-free, so each test reads as the log it judges.
@@ -31,17 +47,8 @@ export class EventLogBuilder {
     return this;
   }
 
-  received(input = 'do it'): this {
-    return this.add('TASK_RECEIVED', {
-      input,
-      session_id: 'ses_1',
-      accept_checks: [],
-      budgets: {},
-      idempotency_key: null,
-      request_hash: null,
-      source: 'api',
-      forked_from: null,
-    });
+  received(input = 'do it', extra: Partial<EventPayload<'TASK_RECEIVED'>> = {}): this {
+    return this.add('TASK_RECEIVED', taskReceivedPayload(input, extra));
   }
 
   decided(directive: EventPayload<'ROUTER_DECIDED'>['directive']): this {

@@ -11,16 +11,7 @@ describe('BudgetGate', () => {
   /** a task with these budgets whose orchestrator replied once with this usage and (recorded) cost */
   const given = (budgets: Budgets, usage = { prompt_tokens: 400, completion_tokens: 200 }, cost_usd = 0) => {
     const log = new EventLogBuilder();
-    log.add('TASK_RECEIVED', {
-      input: 'spend',
-      session_id: 'ses_1',
-      accept_checks: [],
-      budgets,
-      idempotency_key: null,
-      request_hash: null,
-      source: 'api',
-      forked_from: null,
-    });
+    log.received('spend', { budgets });
     const call_id = `mc_${++modelCalls}`;
     log.add('MODEL_CALLED', {
       call_id,

@@ -1,0 +1,37 @@
+import { Kysely, sql } from 'kysely';
+import { ReadAllOptions, ReadStreamOptions } from './event-store';
+import { Database } from './sqlite/schema';
+
+/** The read queries every SQL adapter shares (kysely speaks each dialect); callers pick the columns. */
+
+/** One task's events after `after_seq`, in sequence order. */
+export const streamQuery = (db: Kysely<Database>, taskId: string, options: ReadStreamOptions) =>
+  db
+    .selectFrom('events')
+    .where('task_id', '=', taskId)
+    .where('sequence', '>', options.after_seq ?? 0)
+    .orderBy('sequence')
+    .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
+
+/** The global log after `after_position`, in position order, filtered by task and types. */
+export const allQuery = (db: Kysely<Database>, options: ReadAllOptions) =>
+  db
+    .selectFrom('events')
+    .where('position', '>', options.after_position ?? 0)
+    .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
+    // an empty type list matches nothing (`IN (NULL)`), not everything
+    .$if(options.types !== undefined, (q) =>
+      q.where('type', 'in', options.types!.length > 0 ? [...options.types!] : [sql<string>`NULL`]),
+    )
+    .orderBy('position')
+    .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
+
+/** A stream's last sequence, 0 when it has no event. */
+export async function streamVersion(db: Kysely<Database>, taskId: string): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('sequence').as('version'))
+    .where('task_id', '=', taskId)
+    .executeTakeFirst();
+  return Number(row?.version ?? 0);
+}
