@@ -242,7 +242,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     } finally {
       this.pendingSubmissions--;
     }
-    await this.takeAndEnqueue(task_id);
+    this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
 
@@ -293,7 +293,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       ],
       { expected: 'no_stream' },
     );
-    await this.takeAndEnqueue(task_id);
+    this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
 
@@ -386,7 +386,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         if (!(err instanceof ConcurrencyError)) throw err;
       }
     }
-    if (!this.active.has(spec.task_id)) await this.takeAndEnqueue(spec.task_id, { child: true });
+    if (!this.active.has(spec.task_id)) this.enqueue(spec.task_id, { child: true });
   }
 
   /** The child's end from its final event: read from the log, or awaited as it commits. */
@@ -658,14 +658,6 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }
   }
 
-  /** Run the task here if this process may: it claims it first (never from a live owner) when leases are on. */
-  private async takeAndEnqueue(taskId: string, options: { child?: boolean } = {}): Promise<void> {
-    // shutting down: the task is left unclaimed, for recovery to take at once
-    if (this.closed) return;
-    if (this.deps.ownership && !(await this.deps.ownership.claim(taskId))) return;
-    this.enqueue(taskId, options);
-  }
-
   /**
    * A person's answer to a waiting task. The instance that gets it takes the task when nobody runs
    * it (a waiting task holds no lease) and records the answer under that lease; when a live owner
@@ -722,6 +714,17 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     );
   }
 
+  /**
+   * A task is claimed when it starts, not when it is queued: submission writes only its
+   * TASK_RECEIVED, and a task waiting here unclaimed may be taken by another instance, whose live
+   * lease then makes this claim fail (null: not run here). Undefined without leases.
+   */
+  private async claimToRun(taskId: string): Promise<WriterLease | undefined | null> {
+    const ownership = this.deps.ownership;
+    if (ownership && !ownership.holds(taskId) && !(await ownership.claim(taskId))) return null;
+    return this.writerLease(taskId);
+  }
+
   /** What the task's run appends under: undefined without leases, null when the lease is gone. */
   private writerLease(taskId: string): WriterLease | undefined | null {
     const ownership = this.deps.ownership;
@@ -762,15 +765,12 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   private start(taskId: string): void {
-    const lease = this.writerLease(taskId);
-    if (lease === null) {
-      this.childTasks.delete(taskId);
-      return;
-    }
     const ctrl = new AbortController();
-    const done = this.deps.loop
-      .runTask(taskId, ctrl.signal, lease)
-      .then(async (p) => {
+    const done = this.claimToRun(taskId)
+      .then(async (lease) => {
+        // another process runs it (it claimed the task while it waited here)
+        if (lease === null) return;
+        const p = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
         if (p.final) await this.cancelChildren(p);
       })
