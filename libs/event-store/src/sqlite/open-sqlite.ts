@@ -11,7 +11,12 @@ export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 export interface OpenSqliteOptions {
   /** file path; its folder is created. `:memory:` works for tests that need no second connection. */
   path: string;
-  /** FULL (default) makes an acknowledged append durable across power loss; NORMAL in WAL only risks the last transactions */
+  /**
+   * The appends' durability: FULL (default) makes an acknowledged append
+   * durable across power loss; NORMAL in WAL only risks the last transactions.
+   * The connection's other writes (checkpoint snapshots, memory entries,
+   * leases, the process registry) run at NORMAL at most: see openSqlite.
+   */
   synchronous?: SqliteSynchronous;
   busyTimeoutMs?: number;
   /** WAL bytes kept after a checkpoint; bounds the -wal file on disk */
@@ -21,8 +26,24 @@ export interface OpenSqliteOptions {
 export interface SqliteHandle<DB = Database> {
   db: Kysely<DB>;
   raw: BetterSqlite3.Database;
+  /** what appends commit at (OpenSqliteOptions.synchronous); the connection's own level is `connectionSynchronous` of it */
+  appendSynchronous: SqliteSynchronous;
   close(): Promise<void>;
 }
+
+/**
+ * The level of the connection's writes other than appends: at most NORMAL.
+ * Those tables are derived from the log (checkpoint snapshots, memory
+ * entries) or only matter while this process lives (leases, the process
+ * registry), so losing their last transactions to a power cut loses nothing
+ * the log cannot rebuild. In WAL, NORMAL is still atomic and survives a
+ * process crash, and the next append's fsync of the WAL makes every frame
+ * before it durable too; an fsync of their own would double a step's commits.
+ */
+export const connectionSynchronous = (appendSynchronous: SqliteSynchronous): SqliteSynchronous =>
+  SQLITE_SYNCHRONOUS.indexOf(appendSynchronous) > SQLITE_SYNCHRONOUS.indexOf('NORMAL')
+    ? 'NORMAL'
+    : appendSynchronous;
 
 /**
  * One connection, shared by kysely (schema, migrations, reads) and the raw
@@ -43,7 +64,7 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path, { timeout: busyTimeoutMs });
   raw.pragma('journal_mode = WAL');
-  raw.pragma(`synchronous = ${synchronous}`);
+  raw.pragma(`synchronous = ${connectionSynchronous(synchronous)}`);
   raw.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma(`journal_size_limit = ${Math.trunc(journalSizeLimitBytes)}`);
@@ -52,6 +73,7 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
   return {
     db,
     raw,
+    appendSynchronous: synchronous,
     async close() {
       if (closed) return;
       closed = true;
