@@ -176,7 +176,9 @@ export class RuntimeLoop {
         { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', ctx.overBudget) },
         null,
       );
-    await writer.append([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
+    // The round's first commit is the router's (MODEL_CALLED, or its decision): the context rides in it. A crash
+    // before then loses nothing a resume needs, since a round with no decision is built again.
+    writer.defer([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
     const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
       if (signal.aborted) return null;
       throw err;
@@ -217,6 +219,8 @@ export class RuntimeLoop {
 
   /** The one place a task ends: guards may record evidence and change the stop; then the final event with usage. */
   async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
+    // the guards and the usage of the final event see every event of the task, a deferred CONTEXT_BUILT too
+    await writer.flush();
     let final = stop;
     for (const guard of this.deps.guards) {
       const verdict =
