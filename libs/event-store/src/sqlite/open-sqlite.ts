@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { ValidationError } from '@runledger/contracts';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDatabase, SqliteDialect } from 'kysely';
 import { Database } from './schema';
 
 export const SQLITE_SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const;
@@ -45,6 +45,38 @@ export const connectionSynchronous = (appendSynchronous: SqliteSynchronous): Sql
     ? 'NORMAL'
     : appendSynchronous;
 
+/** Most distinct SQL texts whose prepared statements kysely's side of the connection keeps. */
+export const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * The connection as kysely sees it, keeping its prepared statements by SQL
+ * text (least recently used out first): kysely prepares every query it runs,
+ * and for the short queries of a task's step (memory, checkpoints, task
+ * state) compiling the SQL again costs more than running it. A cached
+ * statement that is still executing (an iterator a stream left open) is not
+ * handed out twice: that query gets a fresh statement.
+ */
+export function withStatementCache(raw: BetterSqlite3.Database, size = STATEMENT_CACHE_SIZE): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare(sql) {
+      const cached = cache.get(sql);
+      if (cached && !cached.busy) {
+        cache.delete(sql);
+        cache.set(sql, cached);
+        return cached;
+      }
+      const statement = raw.prepare(sql);
+      if (!cached) {
+        cache.set(sql, statement);
+        if (cache.size > size) cache.delete(cache.keys().next().value!);
+      }
+      return statement;
+    },
+  };
+}
+
 /**
  * One connection, shared by kysely (schema, migrations, reads) and the raw
  * prepared statements of the append path. better-sqlite3 is synchronous, so a
@@ -68,7 +100,7 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
   raw.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma(`journal_size_limit = ${Math.trunc(journalSizeLimitBytes)}`);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   let closed = false;
   return {
     db,
