@@ -49,7 +49,7 @@ describe('commits per step (SQLite log, group commit)', () => {
       'critic and memory on',
       true,
       ['TOOL_COMPLETED', 'CRITIC_RESULT', 'MEMORY_WRITTEN', 'STEP_COMPLETED'],
-      26,
+      25,
     ],
   ])('a 7-step task, %s: two commits per tool step', async (_label, on, outcome, total) => {
     const { settled, events, groups, commits } = await runSevenSteps(on as boolean);
@@ -71,5 +71,10 @@ describe('commits per step (SQLite log, group commit)', () => {
     const contexts = groups.filter((g) => g.includes('CONTEXT_BUILT'));
     expect(contexts).toHaveLength(2);
     for (const g of contexts) expect(g.slice(0, 2)).toEqual(['CONTEXT_BUILT', 'MODEL_CALLED']);
+    // what the memory end guard records commits with the final event
+    const last = groups[groups.length - 1];
+    expect(last[last.length - 1]).toBe('TASK_COMPLETED');
+    expect(last.slice(0, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
+    expect(last.length > 1).toBe(on);
   });
 });
