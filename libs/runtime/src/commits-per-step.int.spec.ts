@@ -44,12 +44,12 @@ describe('commits per step (SQLite log, group commit)', () => {
   }
 
   it.each([
-    ['critic and memory off', false, ['TOOL_COMPLETED', 'STEP_COMPLETED'], 27],
+    ['critic and memory off', false, ['TOOL_COMPLETED', 'STEP_COMPLETED'], 25],
     [
       'critic and memory on',
       true,
       ['TOOL_COMPLETED', 'CRITIC_RESULT', 'MEMORY_WRITTEN', 'STEP_COMPLETED'],
-      28,
+      25,
     ],
   ])('a 7-step task, %s: two commits per tool step', async (_label, on, outcome, total) => {
     const { settled, events, groups, commits } = await runSevenSteps(on as boolean);
@@ -67,5 +67,14 @@ describe('commits per step (SQLite log, group commit)', () => {
     expect(scored).toEqual(on ? outcomes : []);
     // before group commit and step batching: one commit per event (41 and 57 events)
     expect(commits).toBe(total);
+    // a round's context commits with the router's first event, never alone
+    const contexts = groups.filter((g) => g.includes('CONTEXT_BUILT'));
+    expect(contexts).toHaveLength(2);
+    for (const g of contexts) expect(g.slice(0, 2)).toEqual(['CONTEXT_BUILT', 'MODEL_CALLED']);
+    // what the memory end guard records commits with the final event
+    const last = groups[groups.length - 1];
+    expect(last[last.length - 1]).toBe('TASK_COMPLETED');
+    expect(last.slice(0, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
+    expect(last.length > 1).toBe(on);
   });
 });

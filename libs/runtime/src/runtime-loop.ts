@@ -2,7 +2,7 @@ import { ConfigError, LeaseLostError, RunSettings } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
-import { RuntimeEvent } from '@runledger/contracts';
+import { EventType, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
@@ -39,6 +39,16 @@ export type ShapedLoopParts = Pick<LoopDeps, 'context' | 'router' | 'engine' | '
 export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
+
+/**
+ * What the last end guard may record in the final event's commit: events the
+ * usage meter does not count, since the final event's usage is read from the
+ * fold before that commit. A guard's other events commit on their own first.
+ */
+const UNMETERED_CLOSING_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  'MEMORY_WRITTEN',
+  'ACCEPTANCE_DECIDED',
+]);
 
 /**
  * Runs one task from wherever its log says it is. Each turn decides the next
@@ -176,7 +186,9 @@ export class RuntimeLoop {
         { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', ctx.overBudget) },
         null,
       );
-    await writer.append([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
+    // The round's first commit is the router's (MODEL_CALLED, or its decision): the context rides in it. A crash
+    // before then loses nothing a resume needs, since a round with no decision is built again.
+    writer.defer([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
     const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
       if (signal.aborted) return null;
       throw err;
@@ -217,8 +229,15 @@ export class RuntimeLoop {
 
   /** The one place a task ends: guards may record evidence and change the stop; then the final event with usage. */
   async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
+    // the guards and the usage of the final event see every event of the task, a deferred CONTEXT_BUILT too
+    await writer.flush();
     let final = stop;
+    // the last guard's events ride in the final event's commit; an earlier guard's are appended before the
+    // next guard runs, so that one sees them in the log
+    let closing: readonly NewEvent[] = [];
     for (const guard of this.deps.guards) {
+      if (closing.length) await writer.append(closing);
+      closing = [];
       const verdict =
         (await guard.beforeEnd?.({
           progress: writer.progress,
@@ -228,9 +247,11 @@ export class RuntimeLoop {
           stop: final,
           result,
         })) ?? {};
-      if (verdict.events?.length) await writer.append(verdict.events);
+      if (verdict.events?.length) closing = verdict.events;
       if (verdict.stop) final = verdict.stop;
     }
+    if (closing.some((e) => !UNMETERED_CLOSING_TYPES.has(e.type))) await writer.append(closing);
+    else writer.defer(closing);
     const usage = structuredClone(writer.progress.usage);
     if (final.stop_reason === 'completed') {
       await writer.append([

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EventType, RuntimeEvent } from '@runledger/contracts';
+import { EventType, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { PermissionService } from '@runledger/permissions';
 import { ModelBackend } from './model/model-backend';
 import { ModelScript, ScriptedBackend } from './model/scripted-backend';
@@ -348,6 +348,56 @@ describe('RuntimeController with the in-memory store', () => {
         fields: { task_id, err: expect.objectContaining({ message: 'guard broke' }) },
       }),
     ]);
+  });
+
+  it("end guards: an earlier guard's events are in the log the next one sees; the last guard's unmetered events commit with the final event, metered ones on their own", async () => {
+    const seen: EventType[][] = [];
+    const note = (n: number): NewEvent => ({
+      type: 'ACCEPTANCE_DECIDED' as const,
+      payload: {
+        passed: true,
+        results: [
+          { id: `c${n}`, kind: 'output_only' as const, required: true, passed: true, detail: 'noted' },
+        ],
+      },
+    });
+    const metered: NewEvent = {
+      type: 'TOOL_FAILED',
+      payload: {
+        call_id: 'call_end',
+        tool: 'x',
+        result: null,
+        error: 'no',
+        error_kind: 'tool_error',
+        duration_ms: 1,
+      },
+    };
+    let last: NewEvent[] = [note(2)];
+    await build(new SysUtilBackend(), new AllowAllPolicy(), {
+      guards: [
+        { beforeEnd: async () => ({ events: [note(1)] }) },
+        {
+          beforeEnd: async (ctx: { events: readonly RuntimeEvent[] }) => {
+            seen.push(types([...ctx.events]).slice(-1));
+            return { events: last };
+          },
+        },
+      ],
+    });
+    const commits: EventType[][] = [];
+    const detach = temp.store.onCommitted((events) => commits.push(types([...events])));
+    const first = await run('hello');
+    expect(first.progress.final).toMatchObject({ stop_reason: 'completed' });
+    expect(seen).toEqual([['ACCEPTANCE_DECIDED']]);
+    expect(commits.slice(-2)).toEqual([['ACCEPTANCE_DECIDED'], ['ACCEPTANCE_DECIDED', 'TASK_COMPLETED']]);
+
+    last = [metered];
+    const second = await run('hello again');
+    detach();
+    expect(commits.slice(-2)).toEqual([['TOOL_FAILED'], ['TASK_COMPLETED']]);
+    // the metered event counts in the final usage
+    const completed = second.events[second.events.length - 1];
+    expect(completed.type === 'TASK_COMPLETED' && completed.payload.usage.failures).toBe(1);
   });
 
   it('idempotency: the same key and body return the same task, a different body conflicts, racing submits create one task', async () => {

@@ -38,4 +38,17 @@ describe('TaskWriter.defer', () => {
       1,
     ]);
   });
+
+  it('flush writes what is deferred in a commit of its own, and nothing when nothing is', async () => {
+    const store = new InMemoryEventStore();
+    const commits: number[][] = [];
+    store.onCommitted((events) => commits.push(events.map((e) => e.sequence)));
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    await sut.flush();
+    sut.defer([chunk(0), chunk(1)]);
+    await sut.flush();
+    expect(commits).toEqual([[1], [2, 3]]);
+    expect(sut.progress.last_seq).toBe(3);
+  });
 });

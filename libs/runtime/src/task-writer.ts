@@ -82,6 +82,11 @@ export class TaskWriter {
     this.deferred.push(...events);
   }
 
+  /** Appends the deferred events, if any, on their own. */
+  async flush(): Promise<void> {
+    if (this.deferred.length > 0) await this.append([]);
+  }
+
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (this.lost) throw this.lost;
     if (events.length === 0) return [];

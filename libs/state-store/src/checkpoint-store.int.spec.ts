@@ -135,7 +135,7 @@ describeEachStorage('CheckpointStore', (openStorage) => {
     expect((await sut.latest('t1'))!.state).toEqual(saved.state);
   });
 
-  it('record stores the snapshot of a CHECKPOINT_SAVED appended with other events, from the previous checkpoint and the tail', async () => {
+  it('record stores the snapshot of a CHECKPOINT_SAVED appended with other events, from the previous checkpoint and the tail once the task moved on', async () => {
     const log = new TaskLog('t1').received().context(1);
     await appendAll(log);
     await sut.save('t1', 'first', null);
@@ -150,11 +150,19 @@ describeEachStorage('CheckpointStore', (openStorage) => {
       ],
       { expected: 3 },
     );
+    // the task moved on past the checkpoint: its projection row is no longer the state at it
+    await tmp.storage.eventStore.append(
+      't1',
+      asNew(new TaskLog('t1').received().context(2).events.slice(1)),
+      {
+        expected: 5,
+      },
+    );
     const readStream = jest.spyOn(tmp.storage.eventStore, 'readStream');
     const recorded = await sut.record(events[events.length - 1], { mine: true });
     // only the events after the first checkpoint were read
     expect(readStream.mock.calls.map(([, o]) => o)).toEqual([{ after_seq: 3, limit: 2 }]);
-    const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'));
+    const full = foldTaskState((await tmp.storage.eventStore.readStream('t1')).slice(0, 5));
     expect(recorded).toMatchObject({
       checkpoint_id: 'ckpt_batch',
       at_sequence: 4,
@@ -163,6 +171,27 @@ describeEachStorage('CheckpointStore', (openStorage) => {
     });
     expect(await sut.latest('t1')).toMatchObject({ checkpoint_id: 'ckpt_batch', context: { mine: true } });
     expect(await sut.latest('t1', 4)).toMatchObject({ event_sequence: 3 });
+  });
+
+  it('record right after the append that ended with the CHECKPOINT_SAVED takes the projection row: no event is read', async () => {
+    await appendAll(new TaskLog('t1').received().context(1));
+    const { events } = await tmp.storage.eventStore.append(
+      't1',
+      [
+        ...asNew(new TaskLog('t1').received().context(1).decided(1).events.slice(2)),
+        {
+          type: 'CHECKPOINT_SAVED',
+          payload: { checkpoint_id: 'ckpt_row', label: 'round 1', at_sequence: 3 },
+        },
+      ],
+      { expected: 2 },
+    );
+    const readStream = jest.spyOn(tmp.storage.eventStore, 'readStream');
+    const recorded = await sut.record(events[events.length - 1], null);
+    expect(readStream).not.toHaveBeenCalled();
+    const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'));
+    expect(recorded).toMatchObject({ checkpoint_id: 'ckpt_row', event_sequence: 4, state: full });
+    expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [] });
   });
 
   it("rebuild with a context fold names a checkpoint whose context differs from the log's and rewrites it", async () => {

@@ -164,6 +164,10 @@ export class CheckpointStore {
   async record(saved: RuntimeEvent, context: unknown): Promise<Checkpoint> {
     if (saved.type !== 'CHECKPOINT_SAVED')
       throw new TypeError(`a checkpoint is recorded for a CHECKPOINT_SAVED event, not ${saved.type}`);
+    // The task-state projection is written in the append's own transaction, so right after the append that
+    // ended with this CHECKPOINT_SAVED (the writer's case) its row is the state through it: nothing to fold.
+    const current = await this.taskStates.get(saved.task_id);
+    if (current?.last_seq === saved.sequence) return this.insert(saved, current, context);
     const previous = await this.latest(saved.task_id, saved.sequence - 1, 'skip');
     const tail = await this.readAfter(saved.task_id, previous?.event_sequence ?? 0, saved.sequence);
     const state = foldTaskState(tail, previous?.state ?? null);

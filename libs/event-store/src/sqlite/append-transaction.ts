@@ -14,6 +14,7 @@ import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { checkLease } from './check-lease';
+import { SqliteSynchronous, connectionSynchronous } from './open-sqlite';
 import { EventRow } from './rows';
 
 /** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
@@ -78,11 +79,27 @@ export class SqliteAppendTransaction {
     release: BetterSqlite3.Statement<[]>;
     rollbackTo: BetterSqlite3.Statement<[]>;
   };
+  /**
+   * Set the appends' level before BEGIN and the connection's back after the
+   * transaction (SQLite refuses the pragma inside one); null when they match.
+   * Run with exec, not kept prepared: SQLite applies this pragma when it
+   * compiles the statement, so a prepared copy's first run would do nothing.
+   */
+  private readonly level: { append: string; connection: string } | null;
 
   constructor(
     private readonly raw: BetterSqlite3.Database,
     private readonly projections: readonly InlineProjection[],
+    appendSynchronous: SqliteSynchronous,
   ) {
+    const connection = connectionSynchronous(appendSynchronous);
+    this.level =
+      connection === appendSynchronous
+        ? null
+        : {
+            append: `PRAGMA synchronous = ${appendSynchronous}`,
+            connection: `PRAGMA synchronous = ${connection}`,
+          };
     this.stmt = {
       head: raw.prepare(
         `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
@@ -106,6 +123,16 @@ export class SqliteAppendTransaction {
    * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
    */
   run(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
+    if (!this.level) return this.runGroup(requests);
+    this.raw.exec(this.level.append);
+    try {
+      return this.runGroup(requests);
+    } finally {
+      this.raw.exec(this.level.connection);
+    }
+  }
+
+  private runGroup(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
     if (requests.length === 1) return [this.runAlone(requests[0])];
     const results: GroupResult<AppendOutcome>[] = [];
     this.stmt.begin.run();

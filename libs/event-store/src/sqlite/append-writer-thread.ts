@@ -35,6 +35,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
     transaction = new SqliteAppendTransaction(
       handle.raw,
       options.projections.map((p) => loadProjection(p, handle)),
+      handle.appendSynchronous,
     );
   } catch (err) {
     post({ type: 'init_failed', error: toThreadError(err) });

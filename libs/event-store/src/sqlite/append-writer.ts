@@ -1,10 +1,9 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type BetterSqlite3 from 'better-sqlite3';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { AppendOutcome, AppendRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
-import { SqliteSynchronous } from './open-sqlite';
+import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
 import { ThreadError, fromThreadError } from './thread-errors';
 
 /** Runs one group of appends as one transaction: on the caller's connection, or in the writer thread. */
@@ -18,11 +17,11 @@ export class InlineAppendWriter implements AppendWriter {
   private readonly transaction: SqliteAppendTransaction;
 
   constructor(
-    raw: BetterSqlite3.Database,
+    handle: Pick<SqliteHandle, 'raw' | 'appendSynchronous'>,
     projections: readonly InlineProjection[],
     private readonly busyRetryMs: number,
   ) {
-    this.transaction = new SqliteAppendTransaction(raw, projections);
+    this.transaction = new SqliteAppendTransaction(handle.raw, projections, handle.appendSynchronous);
   }
 
   run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {

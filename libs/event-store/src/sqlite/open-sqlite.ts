@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { ValidationError } from '@runledger/contracts';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDatabase, SqliteDialect } from 'kysely';
 import { Database } from './schema';
 
 export const SQLITE_SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const;
@@ -11,7 +11,12 @@ export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 export interface OpenSqliteOptions {
   /** file path; its folder is created. `:memory:` works for tests that need no second connection. */
   path: string;
-  /** FULL (default) makes an acknowledged append durable across power loss; NORMAL in WAL only risks the last transactions */
+  /**
+   * The appends' durability: FULL (default) makes an acknowledged append
+   * durable across power loss; NORMAL in WAL only risks the last transactions.
+   * The connection's other writes (checkpoint snapshots, memory entries,
+   * leases, the process registry) run at NORMAL at most: see openSqlite.
+   */
   synchronous?: SqliteSynchronous;
   busyTimeoutMs?: number;
   /** WAL bytes kept after a checkpoint; bounds the -wal file on disk */
@@ -21,7 +26,55 @@ export interface OpenSqliteOptions {
 export interface SqliteHandle<DB = Database> {
   db: Kysely<DB>;
   raw: BetterSqlite3.Database;
+  /** what appends commit at (OpenSqliteOptions.synchronous); the connection's own level is `connectionSynchronous` of it */
+  appendSynchronous: SqliteSynchronous;
   close(): Promise<void>;
+}
+
+/**
+ * The level of the connection's writes other than appends: at most NORMAL.
+ * Those tables are derived from the log (checkpoint snapshots, memory
+ * entries) or only matter while this process lives (leases, the process
+ * registry), so losing their last transactions to a power cut loses nothing
+ * the log cannot rebuild. In WAL, NORMAL is still atomic and survives a
+ * process crash, and the next append's fsync of the WAL makes every frame
+ * before it durable too; an fsync of their own would double a step's commits.
+ */
+export const connectionSynchronous = (appendSynchronous: SqliteSynchronous): SqliteSynchronous =>
+  SQLITE_SYNCHRONOUS.indexOf(appendSynchronous) > SQLITE_SYNCHRONOUS.indexOf('NORMAL')
+    ? 'NORMAL'
+    : appendSynchronous;
+
+/** Most distinct SQL texts whose prepared statements kysely's side of the connection keeps. */
+export const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * The connection as kysely sees it, keeping its prepared statements by SQL
+ * text (least recently used out first): kysely prepares every query it runs,
+ * and for the short queries of a task's step (memory, checkpoints, task
+ * state) compiling the SQL again costs more than running it. A cached
+ * statement that is still executing (an iterator a stream left open) is not
+ * handed out twice: that query gets a fresh statement.
+ */
+export function withStatementCache(raw: BetterSqlite3.Database, size = STATEMENT_CACHE_SIZE): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare(sql) {
+      const cached = cache.get(sql);
+      if (cached && !cached.busy) {
+        cache.delete(sql);
+        cache.set(sql, cached);
+        return cached;
+      }
+      const statement = raw.prepare(sql);
+      if (!cached) {
+        cache.set(sql, statement);
+        if (cache.size > size) cache.delete(cache.keys().next().value!);
+      }
+      return statement;
+    },
+  };
 }
 
 /**
@@ -43,15 +96,16 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path, { timeout: busyTimeoutMs });
   raw.pragma('journal_mode = WAL');
-  raw.pragma(`synchronous = ${synchronous}`);
+  raw.pragma(`synchronous = ${connectionSynchronous(synchronous)}`);
   raw.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma(`journal_size_limit = ${Math.trunc(journalSizeLimitBytes)}`);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
   let closed = false;
   return {
     db,
     raw,
+    appendSynchronous: synchronous,
     async close() {
       if (closed) return;
       closed = true;

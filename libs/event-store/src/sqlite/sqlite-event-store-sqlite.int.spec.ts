@@ -31,6 +31,31 @@ describe('SqliteEventStore on a real file', () => {
     expect(db.handle.raw.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 
+  it('commits appends at FULL while the connection writes derived tables at NORMAL', async () => {
+    const full = await createTempSqlite({ synchronous: 'FULL' });
+    try {
+      const levels: number[] = [];
+      const spy: InlineProjection = {
+        name: 'synchronous-spy',
+        apply: (raw) => void levels.push(Number(raw.pragma('synchronous', { simple: true }))),
+        reset: () => undefined,
+      };
+      const store = new SqliteEventStore(full.handle, { projections: [spy] });
+      // one append alone, then two in one group
+      await store.append('t1', [taskReceived()], { expected: 'no_stream' });
+      await Promise.all([
+        store.append('t1', chunks(1), { expected: 1 }),
+        store.append('t2', [taskReceived()], { expected: 'no_stream' }),
+      ]);
+      expect(levels).toEqual([2, 2, 2]); // FULL inside every append transaction
+      expect(full.handle.raw.pragma('synchronous', { simple: true })).toBe(1); // NORMAL outside them
+      expect(full.handle.appendSynchronous).toBe('FULL');
+      await store.close();
+    } finally {
+      await full.dispose();
+    }
+  });
+
   it('refuses UPDATE and DELETE on events issued directly through SQL', async () => {
     await sut.append('t1', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
     expect(() =>

@@ -22,7 +22,7 @@ import {
   ThreadAppendWriter,
   WriterThreadOptions,
 } from './append-writer';
-import { SQLITE_SYNCHRONOUS, SqliteHandle } from './open-sqlite';
+import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
@@ -63,17 +63,18 @@ const PUBLISH_PAGE = 1000;
 
 /** The writer thread opens the same file with the pragmas of the store's own connection. */
 function writerThreadOptions(
-  raw: BetterSqlite3.Database,
+  handle: SqliteHandle,
   busyRetryMs: number,
   options: SqliteEventStoreOptions,
 ): WriterThreadOptions {
+  const raw = handle.raw;
   if (raw.memory)
     throw new Error('a writer thread needs a database file; :memory: is private to its connection');
   if (options.projections?.length)
     throw new Error('with a writer thread, projections are given as modules (writerThread.projections)');
   return {
     path: raw.name,
-    synchronous: SQLITE_SYNCHRONOUS[Number(raw.pragma('synchronous', { simple: true }))],
+    synchronous: handle.appendSynchronous,
     busyTimeoutMs: Number(raw.pragma('busy_timeout', { simple: true })),
     busyRetryMs,
     projections: options.writerThread?.projections ?? [],
@@ -120,7 +121,7 @@ export class SqliteEventStore extends EventStore {
     this.raw = handle.raw;
     this.busyRetryMs = options.busyRetryMs ?? 60_000;
     const threadOptions = options.writerThread
-      ? writerThreadOptions(this.raw, this.busyRetryMs, options)
+      ? writerThreadOptions(handle, this.busyRetryMs, options)
       : null;
     this.stmt = {
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
@@ -132,7 +133,7 @@ export class SqliteEventStore extends EventStore {
     this.pollMs = options.foreignCommitPollMs ?? 200;
     this.writer = threadOptions
       ? new ThreadAppendWriter(threadOptions)
-      : new InlineAppendWriter(this.raw, options.projections ?? [], this.busyRetryMs);
+      : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
     this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
   }
 
