@@ -43,15 +43,15 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
       NEEDS_PERMISSION,
     );
 
-    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
+    await page.waitForSelector('#t-pending .pending button.approve', { timeout: 15_000 });
     expect(await page.textContent('#t-status')).toBe('awaiting_permission');
     // before "Always allow" is pressed, the card says what it would let through
-    const covers = await page.textContent('.pending .covers');
+    const covers = await page.textContent('#t-pending .pending .covers');
     expect(covers).toMatch(/^allow always: shell_exec, .+, for this session \(rule [a-z_]+\)$/);
-    expect(await page.getAttribute('.pending button.approve-always', 'title')).toBe(covers);
+    expect(await page.getAttribute('#t-pending .pending button.approve-always', 'title')).toBe(covers);
     // live events are appended to the timeline: the items already shown stay the same nodes
     await page.$eval('#t-timeline li', (li) => li.setAttribute('data-probe', 'kept'));
-    await page.click('.pending button.approve');
+    await page.click('#t-pending .pending button.approve');
 
     await page.waitForFunction(
       () => document.querySelector('#t-status')?.textContent === 'completed',
@@ -110,14 +110,14 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.fill('#submit-input', 'run sudo -n true');
     await page.click('#submit-button');
-    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
-    await page.click('.pending button.approve');
-    await page.waitForSelector('.pending button.provide-secret', { timeout: 15_000 });
+    await page.waitForSelector('#t-pending .pending button.approve', { timeout: 15_000 });
+    await page.click('#t-pending .pending button.approve');
+    await page.waitForSelector('#t-pending .pending button.provide-secret', { timeout: 15_000 });
     expect(await page.textContent('#t-status')).toBe('awaiting_secret');
-    expect(await page.textContent('.pending')).toContain('sudo_password');
-    const requestId = await page.getAttribute('.pending', 'data-request');
-    await page.fill('.pending input[type=password]', secret);
-    await page.click('.pending button.provide-secret');
+    expect(await page.textContent('#t-pending .pending')).toContain('sudo_password');
+    const requestId = await page.getAttribute('#t-pending .pending', 'data-request');
+    await page.fill('#t-pending .pending input[type=password]', secret);
+    await page.click('#t-pending .pending button.provide-secret');
     const taskId = (await page.textContent('#t-id'))!.trim();
     await page.waitForFunction(
       () =>
@@ -148,9 +148,9 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.fill('#submit-input', 'run touch denied-by-browser.txt');
     await page.click('#submit-button');
-    await page.waitForSelector('.pending button.deny', { timeout: 15_000 });
+    await page.waitForSelector('#t-pending .pending button.deny', { timeout: 15_000 });
     const denied = (await page.textContent('#t-id'))!.trim();
-    await page.click('.pending button.deny');
+    await page.click('#t-pending .pending button.deny');
     const deniedTask = await waitForTask(sut, denied);
     expect(existsSync(join(sut.workspace, 'denied-by-browser.txt'))).toBe(false);
     const resolution = (await sut.request('GET', `/admin/events?type=PERMISSION_RESOLVED&task_id=${denied}`))
@@ -164,7 +164,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.click('#nav-tasks');
     await page.fill('#submit-input', 'run touch cancelled-by-browser.txt');
     await page.click('#submit-button');
-    await page.waitForSelector('.pending button.approve', { timeout: 15_000 });
+    await page.waitForSelector('#t-pending .pending button.approve', { timeout: 15_000 });
     const cancelled = (await page.textContent('#t-id'))!.trim();
     await page.click('#t-cancel');
     await page.waitForFunction(

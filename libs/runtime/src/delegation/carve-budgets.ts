@@ -38,8 +38,14 @@ export function carveBudgets(
     if (limit === null) continue;
     const reserved = key === 'timeout_ms' ? 0 : running.reduce((n, b) => n + (b[key] ?? 0), 0);
     const left = limit - used[key] - reserved;
-    // a child may be given no tool calls (it can still answer), but it cannot run without tokens, cost or time
-    const value = key === 'max_cost_usd' ? left : Math.floor(left);
+    // a child may be given no tool calls (it can still answer), but it cannot run without tokens, cost or time;
+    // time goes in whole seconds: a replay judges it by the recorded clock, a few ms from the live one
+    const value =
+      key === 'max_cost_usd'
+        ? left
+        : key === 'timeout_ms'
+          ? Math.floor(left / 1000) * 1000
+          : Math.floor(left);
     if (key === 'max_tool_calls' ? value < 0 : value <= 0)
       return {
         ok: false,
