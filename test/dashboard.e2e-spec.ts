@@ -223,6 +223,8 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     }, source);
     const fork = (await page.textContent('#t-id'))!.trim();
     await page.waitForFunction(() => document.querySelector('#t-status')?.textContent === 'completed');
+    // the state and the events load one after the other: the link comes with the events
+    await page.waitForSelector('#t-forked:not([hidden])');
     expect(await page.textContent('#t-forked')).toBe(`${source} at event ${at}`);
     const [received] = (await sut.request('GET', `/tasks/${fork}/events?limit=1`)).body.events;
     expect(received.payload).toMatchObject({

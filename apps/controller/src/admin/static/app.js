@@ -627,6 +627,8 @@ function timelineItem(e) {
 const taskView = {
   id: null,
   events: [],
+  /** the last sequence the shown state (status, pending, usage) was read at */
+  stateSeq: 0,
   /** index in events of the oldest event in the timeline */
   firstShown: 0,
   async open(id) {
@@ -650,6 +652,8 @@ const taskView = {
     $('t-timeline').replaceChildren(...this.events.slice(this.firstShown).map(timelineItem));
     this.renderFacts();
     this.renderPlan();
+    // the task moved on between reading its state and reading its events: the state is read again
+    if (after > this.stateSeq) this.reloadSoon();
     live.subscribe(
       'task',
       // the tasks below this one too: their states and requests show in the tree and pending list
@@ -698,6 +702,7 @@ const taskView = {
   reloadSoon: coalesced(150, () => taskView.loadState()),
   async loadState() {
     const t = await api(`/tasks/${encodeURIComponent(this.id)}`);
+    this.stateSeq = t.last_seq;
     $('t-status').replaceChildren(statusBadge(t.status));
     $('t-stop').textContent = t.stop_reason ?? '—';
     $('t-usage').textContent =
