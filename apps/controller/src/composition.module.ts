@@ -3,7 +3,6 @@ import { dirname, resolve } from 'node:path';
 import { DynamicModule, Module, OnApplicationBootstrap, Provider } from '@nestjs/common';
 import { Logger } from 'pino';
 import { Critic, CriticModule } from '@runledger/critic';
-import { runningFromSources } from '@runledger/event-store';
 import {
   MemoryModule,
   MemoryPolicy,
