@@ -93,15 +93,23 @@ export class TaskCheckpoints {
     ];
   }
 
-  /** After the append committed; `after` is the progress folded through the whole batch. */
+  /**
+   * After the append committed; `after` is the progress folded through the
+   * whole batch, read now (the snapshot is taken before this returns). The
+   * writer need not wait for the returned promise: the snapshot's statements
+   * are issued before its next append can commit (that waits for a later tick,
+   * and the writer thread runs statements in order), so the task-state row
+   * read is the one of this commit.
+   */
   async appended(events: readonly RuntimeEvent[], after: TaskProgress): Promise<void> {
     const saved = events.findLast((e) => e.type === 'CHECKPOINT_SAVED');
     if (!saved) return;
     this.lastCheckpointSeq = saved.sequence;
     const withProgress = storesProgress(saved.payload.label, saved.sequence, this.lastProgressSeq);
+    // a snapshot that fails to store leaves an older one holding the progress: loading folds a little more
+    if (withProgress) this.lastProgressSeq = saved.sequence;
     try {
       await this.settings.store.record(saved, withProgress ? progressSnapshot(after) : null);
-      if (withProgress) this.lastProgressSeq = saved.sequence;
     } catch (err) {
       this.logger.warn(
         { task_id: saved.task_id, checkpoint_id: saved.payload.checkpoint_id, err },

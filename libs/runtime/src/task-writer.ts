@@ -100,7 +100,8 @@ export class TaskWriter {
         ...(this.lease ? { lease: this.lease.token } : {}),
       });
       for (const e of res.events) this.fold.apply(e);
-      await this.checkpoints?.appended(res.events, this.progress);
+      // not waited for: the snapshot is taken now and stored before anything this writer appends next commits
+      void this.checkpoints?.appended(res.events, this.progress);
       return res.events;
     } catch (err) {
       if (err instanceof LeaseLostError && this.lease) {

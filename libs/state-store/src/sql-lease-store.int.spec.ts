@@ -10,3 +10,13 @@ runLeaseStoreConformance('SqlLeaseStore on SQLite', async () => {
     dispose: temp.dispose,
   };
 });
+
+// the server's composition: the lease writes go to the writer thread's connection with the appends they fence
+runLeaseStoreConformance('SqlLeaseStore on SQLite with the writer thread', async () => {
+  const temp = await createTempStorage({ writerThread: true });
+  return {
+    leases: new SqlLeaseStore(temp.storage.db, SQLITE_NOW_MS),
+    events: temp.storage.eventStore,
+    dispose: temp.dispose,
+  };
+});

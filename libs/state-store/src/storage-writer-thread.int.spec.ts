@@ -1,3 +1,4 @@
+import BetterSqlite3 from 'better-sqlite3';
 import { IdempotencyConflictError } from '@runledger/contracts';
 import { TaskLog } from './testing/task-events';
 import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
@@ -25,5 +26,33 @@ describe('createSqliteStorage with a writer thread', () => {
     expect(await tmp.storage.eventStore.streamVersion('t2')).toBe(0);
     const report = await sut.rebuildReport();
     expect(report).toEqual({ events: 2, tasks: 1, changed: [] });
+  }, 60_000);
+
+  it("sends the main connection's writes to the thread: a locked file never blocks the event loop, and the write lands once the lock is gone", async () => {
+    await append(new TaskLog('t1').received('a'));
+    // another connection holds the write lock, as another process's long transaction would
+    const other = new BetterSqlite3(tmp.path);
+    other.exec('BEGIN IMMEDIATE');
+    const claimed = tmp.storage.leases.claim('t1', 'owner-a', { ttlMs: 20_000 });
+    let ticks = 0;
+    const ticking = setInterval(() => ticks++, 5);
+    await new Promise((r) => setTimeout(r, 300));
+    clearInterval(ticking);
+    // run on this thread, the claim would have slept in SQLite's busy handler with the loop stopped
+    expect(ticks).toBeGreaterThan(10);
+    other.exec('COMMIT');
+    other.close();
+    expect(await claimed).toMatchObject({ owner: 'owner-a' });
+    expect(await tmp.storage.leases.get('t1')).toMatchObject({ owner: 'owner-a' });
+    // nothing on this connection ever took the write lock
+    expect(tmp.storage.raw.inTransaction).toBe(false);
+  }, 60_000);
+
+  it('refuses a kysely transaction on the main connection, whose statements would run on two connections', async () => {
+    await expect(
+      tmp.storage.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('events').where('task_id', '=', 'none').execute();
+      }),
+    ).rejects.toThrow(/writer thread/);
   }, 60_000);
 });

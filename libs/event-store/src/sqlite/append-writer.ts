@@ -1,9 +1,11 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { RuntimeEvent } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { AppendOutcome, AppendRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
 import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
+import { RoutedWriteResult } from './routed-sqlite-dialect';
 import { ThreadError, fromThreadError } from './thread-errors';
 
 /** Runs one group of appends as one transaction: on the caller's connection, or in the writer thread. */
@@ -51,7 +53,64 @@ export interface WriterThreadOptions {
 }
 
 /** What the main thread sends the writer thread. */
-export type ToWriter = { type: 'run'; id: number; requests: readonly AppendRequest[] } | { type: 'close' };
+export type ToWriter =
+  | { type: 'run'; id: number; requests: readonly AppendRequest[] }
+  /** one statement of the main connection's kysely writes (WriteRouting), run on its own */
+  | { type: 'exec'; id: number; sql: string; parameters: readonly unknown[] }
+  | { type: 'close' };
+
+/**
+ * A written append as the thread reports it: only what the transaction
+ * assigned to each event. The main thread still holds the batch it sent and
+ * puts the events back together from it, so payloads never travel back.
+ */
+export interface WrittenReply {
+  kind: 'written';
+  /** per event of the batch, in order */
+  assigned: Array<
+    Pick<RuntimeEvent, 'session_id' | 'sequence' | 'correlation_id' | 'created_at' | 'position'>
+  >;
+}
+
+export type OutcomeReply = Extract<AppendOutcome, { kind: 'retry' }> | WrittenReply;
+
+/** The thread's side: a written outcome without what the sender already has. */
+export function toReply(outcome: AppendOutcome): OutcomeReply {
+  if (outcome.kind === 'retry') return outcome;
+  return {
+    kind: 'written',
+    assigned: outcome.events.map(({ session_id, sequence, correlation_id, created_at, position }) => ({
+      session_id,
+      sequence,
+      correlation_id,
+      created_at,
+      position,
+    })),
+  };
+}
+
+/** The main thread's side: the stored events from the request's batch and what the thread assigned. */
+export function fromReply(request: AppendRequest, reply: OutcomeReply): AppendOutcome {
+  if (reply.kind === 'retry') return reply;
+  return {
+    kind: 'written',
+    events: reply.assigned.map((a, i) => {
+      const e = request.batch[i];
+      return {
+        event_id: e.event_id,
+        task_id: request.taskId,
+        session_id: a.session_id,
+        sequence: a.sequence,
+        type: e.type,
+        payload: e.payload,
+        causation_id: e.causation_id,
+        correlation_id: a.correlation_id,
+        created_at: a.created_at,
+        position: a.position,
+      } as RuntimeEvent;
+    }),
+  };
+}
 
 /** What the writer thread answers. */
 export type FromWriter =
@@ -60,8 +119,9 @@ export type FromWriter =
   | {
       type: 'done';
       id: number;
-      results: Array<{ ok: true; value: AppendOutcome } | { ok: false; error: ThreadError }>;
+      results: Array<{ ok: true; value: OutcomeReply } | { ok: false; error: ThreadError }>;
     }
+  | { type: 'executed'; id: number; result: RoutedWriteResult }
   | { type: 'failed'; id: number; error: ThreadError }
   | { type: 'closed' };
 
@@ -82,6 +142,16 @@ if (workerData.register) require(workerData.register);
 require(workerData.entry);
 `;
 
+/** A message out to the thread, waiting for its answer: a group (with its requests, to rebuild the events) or a statement. */
+type Pending =
+  | {
+      kind: 'group';
+      requests: readonly AppendRequest[];
+      resolve: (r: GroupResult<AppendOutcome>[]) => void;
+      reject: (e: unknown) => void;
+    }
+  | { kind: 'exec'; resolve: (r: RoutedWriteResult) => void; reject: (e: unknown) => void };
+
 /**
  * The write connection in a worker thread (append-writer-thread): the
  * transaction, its fsync and busy retries run there, so they never block the
@@ -90,10 +160,7 @@ require(workerData.entry);
  */
 export class ThreadAppendWriter implements AppendWriter {
   private readonly worker: Worker;
-  private readonly pending = new Map<
-    number,
-    { resolve: (r: GroupResult<AppendOutcome>[]) => void; reject: (e: unknown) => void }
-  >();
+  private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   /** set once the thread failed or stopped: every later group fails with it */
   private broken: Error | null = null;
@@ -117,13 +184,27 @@ export class ThreadAppendWriter implements AppendWriter {
   }
 
   run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
-    if (this.broken) return Promise.reject(this.broken);
+    return new Promise((resolve, reject) =>
+      this.send({ kind: 'group', requests, resolve, reject }, (id) => ({ type: 'run', id, requests })),
+    );
+  }
+
+  /**
+   * One write statement of the main connection, run on the thread's connection
+   * (at its level for writes other than appends), in order with the groups.
+   */
+  execute(sql: string, parameters: readonly unknown[]): Promise<RoutedWriteResult> {
+    return new Promise((resolve, reject) =>
+      this.send({ kind: 'exec', resolve, reject }, (id) => ({ type: 'exec', id, sql, parameters })),
+    );
+  }
+
+  private send(pending: Pending, message: (id: number) => ToWriter): void {
+    if (this.broken) return pending.reject(this.broken);
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) this.worker.ref();
-      this.worker.postMessage({ type: 'run', id, requests } satisfies ToWriter);
-    });
+    this.pending.set(id, pending);
+    if (this.pending.size === 1) this.worker.ref();
+    this.worker.postMessage(message(id));
   }
 
   /** Closes the thread's connection and ends the thread; call once nothing is pending. */
@@ -145,18 +226,29 @@ export class ThreadAppendWriter implements AppendWriter {
       case 'init_failed':
         return this.fail(fromThreadError(m.error));
       case 'done':
-        return this.settle(m.id, (p) =>
-          p.resolve(m.results.map((r) => (r.ok ? r : { ok: false, error: fromThreadError(r.error) }))),
-        );
+        return this.settle(m.id, (p) => {
+          if (p.kind !== 'group')
+            return p.reject(new Error('the writer thread answered a statement as a group'));
+          p.resolve(
+            m.results.map((r, i) =>
+              r.ok
+                ? { ok: true, value: fromReply(p.requests[i], r.value) }
+                : { ok: false, error: fromThreadError(r.error) },
+            ),
+          );
+        });
+      case 'executed':
+        return this.settle(m.id, (p) => {
+          if (p.kind !== 'exec')
+            return p.reject(new Error('the writer thread answered a group as a statement'));
+          p.resolve(m.result);
+        });
       case 'failed':
         return this.settle(m.id, (p) => p.reject(fromThreadError(m.error)));
     }
   }
 
-  private settle(
-    id: number,
-    how: (p: { resolve: (r: GroupResult<AppendOutcome>[]) => void; reject: (e: unknown) => void }) => void,
-  ): void {
+  private settle(id: number, how: (p: Pending) => void): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);

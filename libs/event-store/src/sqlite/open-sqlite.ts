@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { ValidationError } from '@runledger/contracts';
-import { Kysely, SqliteDatabase, SqliteDialect } from 'kysely';
+import { Kysely } from 'kysely';
+import { RoutedSqliteDialect, WriteRoute, WriteRouting } from './routed-sqlite-dialect';
 import { Database } from './schema';
 
 export const SQLITE_SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const;
@@ -28,6 +29,12 @@ export interface SqliteHandle<DB = Database> {
   raw: BetterSqlite3.Database;
   /** what appends commit at (OpenSqliteOptions.synchronous); the connection's own level is `connectionSynchronous` of it */
   appendSynchronous: SqliteSynchronous;
+  /**
+   * Send `db`'s writing statements to `route` (the writer thread's connection)
+   * instead of running them here; null runs them here again. Reads and the raw
+   * connection are not affected.
+   */
+  routeWrites(route: WriteRoute | null): void;
   close(): Promise<void>;
 }
 
@@ -56,7 +63,10 @@ export const STATEMENT_CACHE_SIZE = 256;
  * statement that is still executing (an iterator a stream left open) is not
  * handed out twice: that query gets a fresh statement.
  */
-export function withStatementCache(raw: BetterSqlite3.Database, size = STATEMENT_CACHE_SIZE): SqliteDatabase {
+export function withStatementCache(
+  raw: BetterSqlite3.Database,
+  size = STATEMENT_CACHE_SIZE,
+): { prepare(sql: string): BetterSqlite3.Statement; close(): void } {
   const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     close: () => raw.close(),
@@ -100,12 +110,23 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
   raw.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   raw.pragma('foreign_keys = ON');
   raw.pragma(`journal_size_limit = ${Math.trunc(journalSizeLimitBytes)}`);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const statements = withStatementCache(raw);
+  const routing = new WriteRouting();
+  const db = new Kysely<DB>({
+    dialect: new RoutedSqliteDialect(
+      (sql) => statements.prepare(sql),
+      () => statements.close(),
+      routing,
+    ),
+  });
   let closed = false;
   return {
     db,
     raw,
     appendSynchronous: synchronous,
+    routeWrites(route) {
+      routing.route = route;
+    },
     async close() {
       if (closed) return;
       closed = true;

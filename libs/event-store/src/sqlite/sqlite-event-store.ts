@@ -131,10 +131,18 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     this.pollMs = options.foreignCommitPollMs ?? 200;
-    this.writer = threadOptions
-      ? new ThreadAppendWriter(threadOptions)
-      : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
-    this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
+    if (threadOptions) {
+      const thread = new ThreadAppendWriter(threadOptions);
+      // the handle's other writes take the thread's connection too: two writing connections would wait on
+      // each other's locks, this one in a busy handler that sleeps on the event loop
+      handle.routeWrites((sql, parameters) => thread.execute(sql, parameters));
+      this.writer = thread;
+    } else this.writer = new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
+    // the thread runs its groups in the order sent: the next one can travel while one commits
+    this.committer = new GroupCommitter((requests) => this.commitGroup(requests), {
+      maxInFlight: threadOptions ? 2 : 1,
+      ...options.groupCommit,
+    });
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -283,6 +291,7 @@ export class SqliteEventStore extends EventStore {
   async close(): Promise<void> {
     await this.committer.drain();
     this.stopPolling();
+    this.handle.routeWrites(null);
     await this.writer.close();
   }
 }
