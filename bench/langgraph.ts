@@ -10,7 +10,8 @@
  * 384 dimensions) and stored:
  *   - Runledger: the server's default composition of those parts (critic and
  *     memory hook after every tool outcome, the memory end guard, recall into
- *     the context), checkpoints on, SQLite synchronous=FULL;
+ *     the context), checkpoints on, SQLite synchronous=FULL, appends on the
+ *     writer thread as the server runs them;
  *   - LangGraph: a StateGraph of plan, 7 step nodes and respond; a step node
  *     runs the tool, then (when on) the same critic, policy and embedder, and
  *     keeps what memory keeps in the graph's state, which SqliteSaver
@@ -20,7 +21,7 @@
  * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
  * alternating runs, and Runledger's ratio to LangGraph.
  * Env: BENCH_TASKS (32), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
- * BENCH_SYNCHRONOUS (FULL; Runledger's).
+ * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -57,6 +58,8 @@ const TASKS = Number(process.env.BENCH_TASKS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
+/** appends on the SQLite writer thread, as `npm start` runs them (RUNLEDGER_SQLITE_WRITER_THREAD) */
+const WRITER_THREAD = (process.env.BENCH_WRITER_THREAD ?? 'on') !== 'off';
 const STEPS = 7;
 /** the server's default RUNLEDGER_CHECKPOINT_EVERY_EVENTS */
 const CHECKPOINT_EVERY_EVENTS = 50;
@@ -121,7 +124,13 @@ async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
 /** Seconds for TASKS tasks on Runledger, `concurrency` at a time. */
 function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
   return inTempDir(async (dir) => {
-    const storage = await createSqliteStorage({ path: join(dir, 'runledger.db'), synchronous: SYNCHRONOUS });
+    const storage = await createSqliteStorage({
+      path: join(dir, 'runledger.db'),
+      synchronous: SYNCHRONOUS,
+      writerThread: WRITER_THREAD,
+    });
+    // the server opens its writer thread once at boot; here every run opens a fresh database, so wait for it
+    await storage.eventStore.ready();
     const memory = criticAndMemory
       ? await MemoryService.open({
           store: new MemoryStore(storage.db as unknown as Kysely<MemoryDatabase>),
@@ -259,6 +268,7 @@ export async function main(): Promise<void> {
   console.log(
     `${STEPS}-step task (scripted orchestrator: plan, ${STEPS} chained tool steps, respond), ${TASKS} tasks per run, ` +
       `median of ${RUNS} alternating runs; Runledger SQLite synchronous=${SYNCHRONOUS} with checkpoints, ` +
+      `writer thread ${WRITER_THREAD ? 'on' : 'off'}, ` +
       `LangGraph SqliteSaver at its default`,
   );
   // warm-up, not reported: both compile their hot paths on a first run

@@ -11,6 +11,8 @@ import { ThreadError, fromThreadError } from './thread-errors';
 /** Runs one group of appends as one transaction: on the caller's connection, or in the writer thread. */
 export interface AppendWriter {
   run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]>;
+  /** resolves once the writer can commit (the thread opened its connection); rejects if it cannot */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,8 @@ export class InlineAppendWriter implements AppendWriter {
   run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
     return withBusyRetry(() => this.transaction.run(requests), this.busyRetryMs);
   }
+
+  async ready(): Promise<void> {}
 
   async close(): Promise<void> {}
 }
@@ -142,6 +146,15 @@ if (workerData.register) require(workerData.register);
 require(workerData.entry);
 `;
 
+/** A promise with its settle functions; a rejection nobody awaits is not reported as unhandled. */
+function settleable(): { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void } {
+  let resolve!: () => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
 /** A message out to the thread, waiting for its answer: a group (with its requests, to rebuild the events) or a statement. */
 type Pending =
   | {
@@ -165,6 +178,7 @@ export class ThreadAppendWriter implements AppendWriter {
   /** set once the thread failed or stopped: every later group fails with it */
   private broken: Error | null = null;
   private closing: Promise<void> | null = null;
+  private readonly started = settleable();
 
   constructor(options: WriterThreadOptions) {
     const entry = join(__dirname, `append-writer-thread${extname(__filename)}`);
@@ -221,6 +235,7 @@ export class ThreadAppendWriter implements AppendWriter {
   private receive(m: FromWriter): void {
     switch (m.type) {
       case 'ready':
+        return this.started.resolve();
       case 'closed':
         return;
       case 'init_failed':
@@ -256,7 +271,12 @@ export class ThreadAppendWriter implements AppendWriter {
     how(p);
   }
 
+  ready(): Promise<void> {
+    return this.started.promise;
+  }
+
   private fail(err: Error): void {
+    this.started.reject(err);
     this.broken ??= err;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();

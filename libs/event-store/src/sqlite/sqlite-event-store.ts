@@ -168,6 +168,15 @@ export class SqliteEventStore extends EventStore {
     };
   }
 
+  /**
+   * Resolves once appends can commit: at once on this thread's connection,
+   * once the writer thread opened its own otherwise (appends made before then
+   * wait for it). Rejects when the thread could not start.
+   */
+  ready(): Promise<void> {
+    return this.writer.ready();
+  }
+
   /** Commits and appends made through this store so far. */
   commitStats(): CommitStats {
     return { ...this.counts };

@@ -102,6 +102,7 @@ describe('SqliteEventStore with a writer thread', () => {
         }),
     ).toThrow(/projections are given as modules/);
     const sut = new SqliteEventStore(db.handle, { writerThread: {} });
+    await expect(sut.ready()).resolves.toBeUndefined();
     await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
     await sut.close();
     await expect(sut.append('t1', [outputChunk(0)], { expected: 1 })).rejects.toThrow(/writer thread exited/);
@@ -112,6 +113,7 @@ describe('SqliteEventStore with a writer thread', () => {
         projections: [{ module: join(__dirname, '..', 'testing', 'events.ts'), exportName: 'noSuchFactory' }],
       },
     });
+    await expect(missing.ready()).rejects.toThrow(/has no function export noSuchFactory/);
     await expect(missing.append('t2', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow(
       /has no function export noSuchFactory/,
     );
