@@ -14,19 +14,42 @@ import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { checkLease } from './check-lease';
-import { SqliteSynchronous, connectionSynchronous } from './open-sqlite';
+import { STATEMENT_CACHE_SIZE, SqliteSynchronous, connectionSynchronous } from './open-sqlite';
+import { RoutedWriteResult } from './routed-sqlite-dialect';
 import { EventRow } from './rows';
 
 /** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
 export interface AppendRequest {
+  kind?: 'append';
   taskId: string;
   batch: readonly ValidatedEvent[];
   expected: ExpectedSequence;
   lease?: LeaseToken;
 }
 
+/**
+ * A writing statement of the handle's kysely side, routed to the writer
+ * thread (WriteRouting): it rides in the next group's transaction, in order
+ * with the appends, so the thread is woken once per group, not per statement.
+ */
+export interface StatementRequest {
+  kind: 'statement';
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+export type GroupRequest = AppendRequest | StatementRequest;
+
 export type AppendOutcome =
   { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+
+export type GroupOutcome = AppendOutcome | { kind: 'executed'; result: RoutedWriteResult };
+
+const isStatement = (r: GroupRequest): r is StatementRequest => r.kind === 'statement';
+
+/** Buffers arrive as plain Uint8Arrays after the structured clone; SQLite binds them as blobs again. */
+const asParameter = (v: unknown): unknown =>
+  v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
 
 export const isBusy = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
@@ -86,6 +109,8 @@ export class SqliteAppendTransaction {
    * compiles the statement, so a prepared copy's first run would do nothing.
    */
   private readonly level: { append: string; connection: string } | null;
+  /** prepared routed statements by SQL text */
+  private readonly routed = new Map<string, BetterSqlite3.Statement>();
 
   constructor(
     private readonly raw: BetterSqlite3.Database,
@@ -122,8 +147,9 @@ export class SqliteAppendTransaction {
    * back) only when the transaction itself failed: the lock could not be
    * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
    */
-  run(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
-    if (!this.level) return this.runGroup(requests);
+  run(requests: readonly GroupRequest[]): GroupResult<GroupOutcome>[] {
+    // routed statements alone commit at the connection's level: they are derived writes, not appends
+    if (!this.level || requests.every(isStatement)) return this.runGroup(requests);
     this.raw.exec(this.level.append);
     try {
       return this.runGroup(requests);
@@ -132,16 +158,16 @@ export class SqliteAppendTransaction {
     }
   }
 
-  private runGroup(requests: readonly AppendRequest[]): GroupResult<AppendOutcome>[] {
+  private runGroup(requests: readonly GroupRequest[]): GroupResult<GroupOutcome>[] {
     if (requests.length === 1) return [this.runAlone(requests[0])];
-    const results: GroupResult<AppendOutcome>[] = [];
+    const results: GroupResult<GroupOutcome>[] = [];
     this.stmt.begin.run();
     try {
       for (const request of requests) {
         this.stmt.savepoint.run();
-        let outcome: AppendOutcome;
+        let outcome: GroupOutcome;
         try {
-          outcome = this.appendOne(request);
+          outcome = this.runOne(request);
         } catch (err) {
           // a busy or broken connection fails the group; an append's own failure only itself
           if (isBusy(err) || !this.raw.inTransaction) throw err;
@@ -162,11 +188,11 @@ export class SqliteAppendTransaction {
   }
 
   /** A group of one needs no savepoint: its failure rolls back the whole transaction. */
-  private runAlone(request: AppendRequest): GroupResult<AppendOutcome> {
+  private runAlone(request: GroupRequest): GroupResult<GroupOutcome> {
     this.stmt.begin.run();
-    let outcome: AppendOutcome;
+    let outcome: GroupOutcome;
     try {
-      outcome = this.appendOne(request);
+      outcome = this.runOne(request);
     } catch (err) {
       if (this.raw.inTransaction) this.stmt.rollback.run();
       if (isBusy(err)) throw err;
@@ -179,6 +205,24 @@ export class SqliteAppendTransaction {
       throw err;
     }
     return { ok: true, value: outcome };
+  }
+
+  private runOne(request: GroupRequest): GroupOutcome {
+    return isStatement(request) ? this.runStatement(request) : this.appendOne(request);
+  }
+
+  /** A routed statement, as kysely's SQLite driver would have run it on the main connection. */
+  private runStatement({ sql, parameters }: StatementRequest): GroupOutcome {
+    let stmt = this.routed.get(sql);
+    if (!stmt) {
+      stmt = this.raw.prepare(sql);
+      if (this.routed.size >= STATEMENT_CACHE_SIZE) this.routed.delete(this.routed.keys().next().value!);
+      this.routed.set(sql, stmt);
+    }
+    const args = parameters.map(asParameter);
+    if (stmt.reader) return { kind: 'executed', result: { rows: stmt.all(args) } };
+    const { changes, lastInsertRowid } = stmt.run(args);
+    return { kind: 'executed', result: { rows: [], changes, lastInsertRowid } };
   }
 
   private appendOne({ taskId, batch, expected, lease }: AppendRequest): AppendOutcome {

@@ -7,9 +7,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { InlineProjection } from '../inline-projection';
 import { SqliteAppendTransaction, withBusyRetry } from './append-transaction';
 import { FromWriter, ToWriter, WriterThreadOptions, toReply } from './append-writer';
-import type BetterSqlite3 from 'better-sqlite3';
-import { STATEMENT_CACHE_SIZE, SqliteHandle, openSqlite } from './open-sqlite';
-import { RoutedWriteResult } from './routed-sqlite-dialect';
+import { SqliteHandle, openSqlite } from './open-sqlite';
 import { toThreadError } from './thread-errors';
 
 function loadProjection(
@@ -22,30 +20,6 @@ function loadProjection(
   if (typeof make !== 'function')
     throw new Error(`projection module ${spec.module} has no function export ${spec.exportName}`);
   return (make as (h: SqliteHandle) => InlineProjection)(handle);
-}
-
-/** Buffers arrive as plain Uint8Arrays after the structured clone; SQLite binds them as blobs again. */
-const asParameter = (v: unknown): unknown =>
-  v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
-
-const statements = new Map<string, BetterSqlite3.Statement>();
-
-/** A routed statement of the main connection, as kysely's SQLite driver would run it there. */
-function runStatement(
-  raw: BetterSqlite3.Database,
-  sql: string,
-  parameters: readonly unknown[],
-): RoutedWriteResult {
-  let stmt = statements.get(sql);
-  if (!stmt) {
-    stmt = raw.prepare(sql);
-    if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
-    statements.set(sql, stmt);
-  }
-  const args = parameters.map(asParameter);
-  if (stmt.reader) return { rows: stmt.all(args) };
-  const { changes, lastInsertRowid } = stmt.run(args);
-  return { rows: [], changes, lastInsertRowid };
 }
 
 function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions): void {
@@ -73,13 +47,6 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
         post({ type: 'closed' });
         port.close();
       });
-      return;
-    }
-    if (m.type === 'exec') {
-      withBusyRetry(() => runStatement(handle.raw, m.sql, m.parameters), options.busyRetryMs).then(
-        (result) => post({ type: 'executed', id: m.id, result }),
-        (err: unknown) => post({ type: 'failed', id: m.id, error: toThreadError(err) }),
-      );
       return;
     }
     withBusyRetry(() => transaction.run(m.requests), options.busyRetryMs).then(

@@ -3,14 +3,18 @@ import { Worker } from 'node:worker_threads';
 import { RuntimeEvent } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import { AppendOutcome, AppendRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
+import {
+  GroupOutcome,
+  GroupRequest,
+  SqliteAppendTransaction,
+  withBusyRetry,
+} from './append-transaction';
 import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
-import { RoutedWriteResult } from './routed-sqlite-dialect';
 import { ThreadError, fromThreadError } from './thread-errors';
 
 /** Runs one group of appends as one transaction: on the caller's connection, or in the writer thread. */
 export interface AppendWriter {
-  run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]>;
+  run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]>;
   /** resolves once the writer can commit (the thread opened its connection); rejects if it cannot */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -28,7 +32,7 @@ export class InlineAppendWriter implements AppendWriter {
     this.transaction = new SqliteAppendTransaction(handle.raw, projections, handle.appendSynchronous);
   }
 
-  run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
+  run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
     return withBusyRetry(() => this.transaction.run(requests), this.busyRetryMs);
   }
 
@@ -57,11 +61,7 @@ export interface WriterThreadOptions {
 }
 
 /** What the main thread sends the writer thread. */
-export type ToWriter =
-  | { type: 'run'; id: number; requests: readonly AppendRequest[] }
-  /** one statement of the main connection's kysely writes (WriteRouting), run on its own */
-  | { type: 'exec'; id: number; sql: string; parameters: readonly unknown[] }
-  | { type: 'close' };
+export type ToWriter = { type: 'run'; id: number; requests: readonly GroupRequest[] } | { type: 'close' };
 
 /**
  * A written append as the thread reports it: only what the transaction
@@ -76,11 +76,11 @@ export interface WrittenReply {
   >;
 }
 
-export type OutcomeReply = Extract<AppendOutcome, { kind: 'retry' }> | WrittenReply;
+export type OutcomeReply = Exclude<GroupOutcome, { kind: 'written' }> | WrittenReply;
 
 /** The thread's side: a written outcome without what the sender already has. */
-export function toReply(outcome: AppendOutcome): OutcomeReply {
-  if (outcome.kind === 'retry') return outcome;
+export function toReply(outcome: GroupOutcome): OutcomeReply {
+  if (outcome.kind !== 'written') return outcome;
   return {
     kind: 'written',
     assigned: outcome.events.map(({ session_id, sequence, correlation_id, created_at, position }) => ({
@@ -94,8 +94,9 @@ export function toReply(outcome: AppendOutcome): OutcomeReply {
 }
 
 /** The main thread's side: the stored events from the request's batch and what the thread assigned. */
-export function fromReply(request: AppendRequest, reply: OutcomeReply): AppendOutcome {
-  if (reply.kind === 'retry') return reply;
+export function fromReply(request: GroupRequest, reply: OutcomeReply): GroupOutcome {
+  if (reply.kind !== 'written') return reply;
+  if (request.kind === 'statement') throw new Error('the writer thread answered a statement with events');
   return {
     kind: 'written',
     events: reply.assigned.map((a, i) => {
@@ -125,7 +126,6 @@ export type FromWriter =
       id: number;
       results: Array<{ ok: true; value: OutcomeReply } | { ok: false; error: ThreadError }>;
     }
-  | { type: 'executed'; id: number; result: RoutedWriteResult }
   | { type: 'failed'; id: number; error: ThreadError }
   | { type: 'closed' };
 
@@ -155,15 +155,11 @@ function settleable(): { promise: Promise<void>; resolve: () => void; reject: (e
   return { promise, resolve, reject };
 }
 
-/** A message out to the thread, waiting for its answer: a group (with its requests, to rebuild the events) or a statement. */
-type Pending =
-  | {
-      kind: 'group';
-      requests: readonly AppendRequest[];
-      resolve: (r: GroupResult<AppendOutcome>[]) => void;
-      reject: (e: unknown) => void;
-    }
-  | { kind: 'exec'; resolve: (r: RoutedWriteResult) => void; reject: (e: unknown) => void };
+interface PendingGroup {
+  requests: readonly GroupRequest[];
+  resolve: (r: GroupResult<GroupOutcome>[]) => void;
+  reject: (e: unknown) => void;
+}
 
 /**
  * The write connection in a worker thread (append-writer-thread): the
@@ -173,7 +169,7 @@ type Pending =
  */
 export class ThreadAppendWriter implements AppendWriter {
   private readonly worker: Worker;
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new Map<number, PendingGroup>();
   private nextId = 1;
   /** set once the thread failed or stopped: every later group fails with it */
   private broken: Error | null = null;
@@ -197,28 +193,14 @@ export class ThreadAppendWriter implements AppendWriter {
     );
   }
 
-  run(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
-    return new Promise((resolve, reject) =>
-      this.send({ kind: 'group', requests, resolve, reject }, (id) => ({ type: 'run', id, requests })),
-    );
-  }
-
-  /**
-   * One write statement of the main connection, run on the thread's connection
-   * (at its level for writes other than appends), in order with the groups.
-   */
-  execute(sql: string, parameters: readonly unknown[]): Promise<RoutedWriteResult> {
-    return new Promise((resolve, reject) =>
-      this.send({ kind: 'exec', resolve, reject }, (id) => ({ type: 'exec', id, sql, parameters })),
-    );
-  }
-
-  private send(pending: Pending, message: (id: number) => ToWriter): void {
-    if (this.broken) return pending.reject(this.broken);
+  run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
+    if (this.broken) return Promise.reject(this.broken);
     const id = this.nextId++;
-    this.pending.set(id, pending);
-    if (this.pending.size === 1) this.worker.ref();
-    this.worker.postMessage(message(id));
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { requests, resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
+      this.worker.postMessage({ type: 'run', id, requests } satisfies ToWriter);
+    });
   }
 
   /** Closes the thread's connection and ends the thread; call once nothing is pending. */
@@ -241,29 +223,21 @@ export class ThreadAppendWriter implements AppendWriter {
       case 'init_failed':
         return this.fail(fromThreadError(m.error));
       case 'done':
-        return this.settle(m.id, (p) => {
-          if (p.kind !== 'group')
-            return p.reject(new Error('the writer thread answered a statement as a group'));
+        return this.settle(m.id, (p) =>
           p.resolve(
             m.results.map((r, i) =>
               r.ok
                 ? { ok: true, value: fromReply(p.requests[i], r.value) }
                 : { ok: false, error: fromThreadError(r.error) },
             ),
-          );
-        });
-      case 'executed':
-        return this.settle(m.id, (p) => {
-          if (p.kind !== 'exec')
-            return p.reject(new Error('the writer thread answered a group as a statement'));
-          p.resolve(m.result);
-        });
+          ),
+        );
       case 'failed':
         return this.settle(m.id, (p) => p.reject(fromThreadError(m.error)));
     }
   }
 
-  private settle(id: number, how: (p: Pending) => void): void {
+  private settle(id: number, how: (p: PendingGroup) => void): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);

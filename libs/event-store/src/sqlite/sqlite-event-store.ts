@@ -14,7 +14,7 @@ import {
 import { allQuery, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import { AppendOutcome, AppendRequest } from './append-transaction';
+import { GroupOutcome, GroupRequest, StatementRequest } from './append-transaction';
 import {
   AppendWriter,
   InlineAppendWriter,
@@ -110,7 +110,7 @@ export class SqliteEventStore extends EventStore {
   private poll: { timer: NodeJS.Timeout; dataVersion: number } | null = null;
   private listeners = 0;
   private readonly writer: AppendWriter;
-  private readonly committer: GroupCommitter<AppendRequest, AppendOutcome>;
+  private readonly committer: GroupCommitter<GroupRequest, GroupOutcome>;
   private readonly counts: CommitStats = { commits: 0, appends: 0, events: 0 };
 
   constructor(
@@ -131,28 +131,30 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     this.pollMs = options.foreignCommitPollMs ?? 200;
-    if (threadOptions) {
-      const thread = new ThreadAppendWriter(threadOptions);
-      // the handle's other writes take the thread's connection too: two writing connections would wait on
-      // each other's locks, this one in a busy handler that sleeps on the event loop
-      handle.routeWrites((sql, parameters) => thread.execute(sql, parameters));
-      this.writer = thread;
-    } else this.writer = new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
+    this.writer = threadOptions
+      ? new ThreadAppendWriter(threadOptions)
+      : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
     // the thread runs its groups in the order sent: the next one can travel while one commits
     this.committer = new GroupCommitter((requests) => this.commitGroup(requests), {
       maxInFlight: threadOptions ? 2 : 1,
       ...options.groupCommit,
     });
+    // the handle's other writes take the thread's connection too, riding in its groups: two writing
+    // connections would wait on each other's locks, this one in a busy handler that sleeps on the event loop
+    if (threadOptions)
+      handle.routeWrites((sql, parameters) => this.routed({ kind: 'statement', sql, parameters }));
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     const batch = validateBatch(taskId, events, options.expected);
     const outcome = await this.committer.submit({
+      kind: 'append',
       taskId,
       batch,
       expected: options.expected,
       ...(options.lease ? { lease: { owner: options.lease.owner, epoch: options.lease.epoch } } : {}),
     });
+    if (outcome.kind === 'executed') throw new Error('the store answered an append as a statement');
     if (outcome.kind === 'retry') {
       return {
         nextExpectedSequence: outcome.version,
@@ -177,13 +179,19 @@ export class SqliteEventStore extends EventStore {
     return this.writer.ready();
   }
 
+  private async routed(statement: StatementRequest) {
+    const outcome = await this.committer.submit(statement);
+    if (outcome.kind !== 'executed') throw new Error('the store answered a statement as an append');
+    return outcome.result;
+  }
+
   /** Commits and appends made through this store so far. */
   commitStats(): CommitStats {
     return { ...this.counts };
   }
 
   /** One group: its transaction (retried whole while the file is busy), then its events to the listeners. */
-  private async commitGroup(requests: readonly AppendRequest[]): Promise<GroupResult<AppendOutcome>[]> {
+  private async commitGroup(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
     const results = await this.writer.run(requests);
     const written: RuntimeEvent[] = [];
     for (const r of results) if (r.ok && r.value.kind === 'written') written.push(...r.value.events);
