@@ -30,6 +30,8 @@ describe('leases: two servers on one SQLite file', () => {
       RUNLEDGER_LEASE_RENEW_MS: String(RENEW_MS),
       RUNLEDGER_LEASE_TTL_MS: String(TTL_MS),
       RUNLEDGER_MEMORY: 'off',
+      // as `npm start` runs: appends, leases and every other write on each server's writer thread
+      RUNLEDGER_SQLITE_WRITER_THREAD: 'on',
     });
     countFile = join(a.dir, 'side-effects.txt');
     // a tool whose side effect can be counted: one line per run, naming its task and call

@@ -46,14 +46,18 @@ const outcomeWrites = (events: Ev[]) =>
 
 describe('memory through the API with a scripted model', () => {
   it('a second task recalls what the first stored, reinforces it, and an admin can search and delete it', async () => {
-    const { h, dispose } = await withScript({
-      // each task's orchestrator calls are numbered from 0, so both tasks follow this script
-      orchestrator: [
-        JSON.stringify({ type: 'tool', tool: 'file_read', args: { path: 'facts.txt' } }),
-        JSON.stringify({ type: 'respond', content: 'noted' }),
-      ],
-      critic: [score(0.6), score(0.6)],
-    });
+    const { h, dispose } = await withScript(
+      {
+        // each task's orchestrator calls are numbered from 0, so both tasks follow this script
+        orchestrator: [
+          JSON.stringify({ type: 'tool', tool: 'file_read', args: { path: 'facts.txt' } }),
+          JSON.stringify({ type: 'respond', content: 'noted' }),
+        ],
+        critic: [score(0.6), score(0.6)],
+      },
+      // as `npm start` runs: the memory rows are written on the writer thread's connection
+      { RUNLEDGER_SQLITE_WRITER_THREAD: 'on' },
+    );
     try {
       writeFileSync(join(h.workspace, 'facts.txt'), FACT);
       const first = await runTask(h, `remember this: ${FACT}`, 'session-a');
