@@ -1,6 +1,6 @@
 import { NewEvent, NotFoundError, RuntimeEvent, isFinalEventType, newId } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { CheckpointStore } from '@runledger/state-store';
+import { CheckpointStore, TaskState } from '@runledger/state-store';
 import { TaskProgress, callIdFor, evolveProgress, foldProgress } from './progress';
 import { progressFromSnapshot, progressSnapshot } from './progress-snapshot';
 import { RuntimeLogger } from './runtime-logger';
@@ -95,13 +95,18 @@ export class TaskCheckpoints {
 
   /**
    * After the append committed; `after` is the progress folded through the
-   * whole batch, read now (the snapshot is taken before this returns). The
+   * whole batch, read now (the snapshot is taken before this returns), and
+   * `state` the task state through it when the writer folds one. The
    * writer need not wait for the returned promise: the snapshot's statements
    * are issued before its next append can commit (that waits for a later tick,
    * and the writer thread runs statements in order), so the task-state row
    * read is the one of this commit.
    */
-  async appended(events: readonly RuntimeEvent[], after: TaskProgress): Promise<void> {
+  async appended(
+    events: readonly RuntimeEvent[],
+    after: TaskProgress,
+    state?: TaskState | null,
+  ): Promise<void> {
     const saved = events.findLast((e) => e.type === 'CHECKPOINT_SAVED');
     if (!saved) return;
     this.lastCheckpointSeq = saved.sequence;
@@ -109,7 +114,7 @@ export class TaskCheckpoints {
     // a snapshot that fails to store leaves an older one holding the progress: loading folds a little more
     if (withProgress) this.lastProgressSeq = saved.sequence;
     try {
-      await this.settings.store.record(saved, withProgress ? progressSnapshot(after) : null);
+      await this.settings.store.record(saved, withProgress ? progressSnapshot(after) : null, state);
     } catch (err) {
       this.logger.warn(
         { task_id: saved.task_id, checkpoint_id: saved.payload.checkpoint_id, err },

@@ -1,5 +1,6 @@
 import { ConcurrencyError, LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { EventStore, LeaseToken } from '@runledger/event-store';
+import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
@@ -29,6 +30,8 @@ export class TaskWriter {
   /** what the loop, its guards and the engine's gates read instead of folding the log */
   readonly fold: TaskFold;
   private lost: LeaseLostError | null = null;
+  /** the task-state projection's own fold of what this writer saw committed: a checkpoint's state, unread */
+  private taskState: TaskState | null;
 
   private constructor(
     private readonly store: EventStore,
@@ -38,6 +41,7 @@ export class TaskWriter {
     private readonly lease: WriterLease | null,
   ) {
     this.fold = new TaskFold(taskId, events);
+    this.taskState = foldTaskState(events);
   }
 
   static async open(
@@ -87,6 +91,13 @@ export class TaskWriter {
     if (this.deferred.length > 0) await this.append([]);
   }
 
+  private applyCommitted(events: readonly RuntimeEvent[]): void {
+    for (const e of events) {
+      this.fold.apply(e);
+      this.taskState = evolve(this.taskState, e);
+    }
+  }
+
   private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
     if (this.lost) throw this.lost;
     if (events.length === 0) return [];
@@ -99,9 +110,9 @@ export class TaskWriter {
         expected: this.progress.last_seq === 0 ? 'no_stream' : this.progress.last_seq,
         ...(this.lease ? { lease: this.lease.token } : {}),
       });
-      for (const e of res.events) this.fold.apply(e);
-      // not waited for: the snapshot is taken now and stored before anything this writer appends next commits
-      void this.checkpoints?.appended(res.events, this.progress);
+      this.applyCommitted(res.events);
+      // not waited for: the snapshot is taken now (its state and progress are this commit's)
+      void this.checkpoints?.appended(res.events, this.progress, this.taskState);
       return res.events;
     } catch (err) {
       if (err instanceof LeaseLostError && this.lease) {
@@ -110,7 +121,7 @@ export class TaskWriter {
       }
       if (!(err instanceof ConcurrencyError)) throw err;
       const missed = await this.store.readStream(this.taskId, { after_seq: this.progress.last_seq });
-      for (const e of missed) this.fold.apply(e);
+      this.applyCommitted(missed);
       if (this.progress.final) throw new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
       return this.write(events);
     }

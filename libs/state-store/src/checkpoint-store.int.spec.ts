@@ -194,6 +194,36 @@ describeEachStorage('CheckpointStore', (openStorage) => {
     expect(await sut.rebuild()).toEqual({ checkpoints: 1, changed: [] });
   });
 
+  it("record with the writer's own state through the CHECKPOINT_SAVED reads nothing; a state of another sequence is not taken", async () => {
+    await appendAll(new TaskLog('t1').received().context(1));
+    const { events } = await tmp.storage.eventStore.append(
+      't1',
+      [
+        {
+          type: 'CHECKPOINT_SAVED',
+          payload: { checkpoint_id: 'ckpt_own', label: 'round 1', at_sequence: 2 },
+        },
+      ],
+      { expected: 2 },
+    );
+    const full = foldTaskState(await tmp.storage.eventStore.readStream('t1'))!;
+    const readStream = jest.spyOn(tmp.storage.eventStore, 'readStream');
+    const get = jest.spyOn(tmp.storage.taskStates, 'get');
+    expect(await sut.record(events[0], null, full)).toMatchObject({ checkpoint_id: 'ckpt_own', state: full });
+    expect(readStream).not.toHaveBeenCalled();
+    expect(get).not.toHaveBeenCalled();
+    // a state one event behind is not this checkpoint's: the store works it out itself
+    const stale = foldTaskState((await tmp.storage.eventStore.readStream('t1')).slice(0, 2))!;
+    const { events: again } = await tmp.storage.eventStore.append(
+      't1',
+      [{ type: 'CHECKPOINT_SAVED', payload: { checkpoint_id: 'ckpt_stale', label: 'x', at_sequence: 3 } }],
+      { expected: 3 },
+    );
+    const recorded = await sut.record(again[0], null, stale);
+    expect(recorded.state).toEqual(foldTaskState(await tmp.storage.eventStore.readStream('t1')));
+    expect(await sut.rebuild()).toEqual({ checkpoints: 2, changed: [] });
+  });
+
   it("rebuild with a context fold names a checkpoint whose context differs from the log's and rewrites it", async () => {
     await appendAll(new TaskLog('t1').received().context(1));
     const saved = await sut.save('t1', 'first', { seen: 3 });

@@ -159,13 +159,17 @@ export class CheckpointStore {
   /**
    * Stores the snapshot of a CHECKPOINT_SAVED the task's writer appended with
    * the events that triggered it: the state is the previous checkpoint plus the
-   * events after it up to this one, `context` is the writer's own.
+   * events after it up to this one, `context` is the writer's own. A writer
+   * that folds the task state itself passes it as `stateAt` (the state through
+   * `saved`): nothing is read then.
    */
-  async record(saved: RuntimeEvent, context: unknown): Promise<Checkpoint> {
+  async record(saved: RuntimeEvent, context: unknown, stateAt?: TaskState | null): Promise<Checkpoint> {
     if (saved.type !== 'CHECKPOINT_SAVED')
       throw new TypeError(`a checkpoint is recorded for a CHECKPOINT_SAVED event, not ${saved.type}`);
+    if (stateAt?.task_id === saved.task_id && stateAt.last_seq === saved.sequence)
+      return this.insert(saved, stateAt, context);
     // The task-state projection is written in the append's own transaction, so right after the append that
-    // ended with this CHECKPOINT_SAVED (the writer's case) its row is the state through it: nothing to fold.
+    // ended with this CHECKPOINT_SAVED its row is the state through it: nothing to fold.
     const current = await this.taskStates.get(saved.task_id);
     if (current?.last_seq === saved.sequence) return this.insert(saved, current, context);
     const previous = await this.latest(saved.task_id, saved.sequence - 1, 'skip');
