@@ -36,13 +36,23 @@ interface PacedResult {
   rate: number;
   offered: number;
   ok: number;
-  /** non-2xx answers by status */
-  refused: Map<number, number>;
+  /** non-2xx answers by status and, for a backpressure refusal, the limit it names (its details' first key) */
+  refused: Map<string, number>;
   errors: number;
   /** ms from each answered request's due time to the end of its response, sorted */
   latencies: number[];
   /** server CPU ms per request while this rate ran (its background tasks included), when known */
   cpuMsPerRequest: number | null;
+}
+
+/** Which limit a refusal's error body names (e.g. loop_utilization), '' when it names none. */
+function refusalLimit(body: string): string {
+  try {
+    const details = (JSON.parse(body) as { details?: unknown }).details;
+    return details && typeof details === 'object' ? (Object.keys(details)[0] ?? '') : '';
+  } catch {
+    return '';
+  }
 }
 
 /** Sends `rate` POST /tasks a second for `seconds`, each at its due time. */
@@ -71,13 +81,17 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     };
     const send = (due: number) => {
       const req = http.request({ agent, hostname, port, path: '/tasks', method: 'POST', headers }, (res) => {
-        res.resume();
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             result.ok++;
             result.latencies.push(performance.now() - due);
-          } else result.refused.set(status, (result.refused.get(status) ?? 0) + 1);
+          } else {
+            const why = `${status} ${refusalLimit(Buffer.concat(chunks).toString())}`.trim();
+            result.refused.set(why, (result.refused.get(why) ?? 0) + 1);
+          }
           settle();
         });
       });
@@ -104,7 +118,7 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
 
 const describeResult = (name: string, r: PacedResult, baseline: PacedResult | null): string => {
   const p = (q: number) => (r.latencies.length ? pct(r.latencies, q) : NaN);
-  const refused = [...r.refused].map(([status, n]) => `${n}x${status}`).join(' ');
+  const refused = [...r.refused].map(([why, n]) => `${n}x${why}`).join(', ');
   const vsBaseline = baseline?.latencies.length
     ? `   p99 = ${fmt(p(99) / pct(baseline.latencies, 99), 1)}x baseline`
     : '';

@@ -35,6 +35,7 @@ const LIMITS: BackpressureLimits = {
   maxPendingSubmissions: 100,
   maxLoopDelayMs: 200,
   maxLoopUtilization: 0.9,
+  maxLoopUtilizationForStarts: 0.5,
 };
 
 describe('RuntimeController backpressure', () => {
@@ -162,6 +163,36 @@ describe('RuntimeController backpressure', () => {
     model.release();
     expect((await sut.settled('task_b')).status).toBe('completed');
     expect(await statusOf(sut, 'task_a')).toBe('completed');
+  });
+
+  it('holds queued tasks back while submissions arrive and the loop is busier than the start limit, and starts them while it is not', async () => {
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad, concurrency: 3 });
+    const [a, b] = [
+      await sut.submit({ input: 'a' }, { source: 'api' }),
+      await sut.submit({ input: 'b' }, { source: 'api' }),
+    ];
+    // task a started (one task always runs); b waits: the submissions keep the loop's headroom
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await temp.store.readWholeStream(a.task_id)).length).toBeGreaterThan(1);
+    expect((await temp.store.readWholeStream(b.task_id)).length).toBe(1);
+
+    loopLoad.busy = 0.4;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await temp.store.readWholeStream(b.task_id)).length).toBeGreaterThan(1);
+
+    // as busy, but no submission arrives any more: a resumed task starts
+    await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
+    loopLoad.busy = 0.7;
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await sut.resumeUnfinished()).toContain('task_c');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await temp.store.readWholeStream('task_c')).length).toBeGreaterThan(1);
+    model.release();
+    for (const id of [a.task_id, b.task_id, 'task_c'])
+      expect((await sut.settled(id)).status).toBe('completed');
   });
 
   it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
@@ -149,6 +150,8 @@ const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: 
 });
 /** how long queued tasks are held back before the event loop is looked at again */
 const HOLD_BACK_MS = 50;
+/** submissions this recent still have the loop first (see startsHeldBack): a few 100 ms load windows */
+const SUBMISSIONS_RECENT_MS = 500;
 
 /**
  * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns once
@@ -158,7 +161,8 @@ const HOLD_BACK_MS = 50;
  * resume) when the application shuts down, before the storage closes.
  */
 export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
-  private readonly queue: string[] = [];
+  /** tasks waiting for a run slot, in arrival order (a Set: a long queue is looked up and taken from often) */
+  private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
@@ -175,6 +179,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** submissions whose TASK_RECEIVED append has not returned yet */
   private pendingSubmissions = 0;
   private holdBackTimer: NodeJS.Timeout | null = null;
+  /** performance.now() of the latest submission that asked to be admitted */
+  private lastSubmissionAt = -Infinity;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
@@ -318,8 +324,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       throw new IllegalStateError(`task ${taskId} already ended (${p.status})`);
     }
     const running = this.active.get(taskId);
-    const queued = this.queue.indexOf(taskId);
-    if (queued !== -1) this.queue.splice(queued, 1);
+    this.queue.delete(taskId);
     this.again.delete(taskId);
     if (running) {
       running.ctrl.abort();
@@ -483,7 +488,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async resumeUnfinished(options: { force?: boolean } = {}): Promise<string[]> {
     const candidates = (await this.unfinished.list()).filter(
-      (taskId) => !this.active.has(taskId) && !this.queue.includes(taskId),
+      (taskId) => !this.active.has(taskId) && !this.queue.has(taskId),
     );
     const ownership = this.deps.ownership;
     const free = ownership && !options.force ? new Set(await ownership.claimable(candidates)) : null;
@@ -551,7 +556,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
   async settled(taskId: string): Promise<TaskProgress> {
-    while (this.active.has(taskId) || this.queue.includes(taskId)) {
+    while (this.active.has(taskId) || this.queue.has(taskId)) {
       await new Promise((resolve) => this.idle.once(taskId, resolve));
     }
     return this.progress(taskId);
@@ -575,7 +580,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.queue.length = 0;
+    this.queue.clear();
     if (this.recovery) {
       clearInterval(this.recovery.timer);
       await this.recovery.sweep;
@@ -593,7 +598,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private admit(): void {
     const limits = this.deps.backpressure;
     if (!limits) return;
-    const waiting = this.queue.length + this.pendingSubmissions;
+    this.lastSubmissionAt = performance.now();
+    const waiting = this.queue.size + this.pendingSubmissions;
     if (waiting >= limits.maxQueued)
       throw new QueueFullError(
         `${waiting} tasks already wait to run (at most ${limits.maxQueued}); retry later`,
@@ -703,8 +709,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** The lease was lost: no more work on the task here, quietly (its new owner carries on). */
   private abandon(taskId: string): void {
     this.again.delete(taskId);
-    const queued = this.queue.indexOf(taskId);
-    if (queued !== -1) this.queue.splice(queued, 1);
+    this.queue.delete(taskId);
     const running = this.active.get(taskId);
     running?.ctrl.abort(new LeaseLostSignal(`lease on task ${taskId} lost`));
     if (!running) this.idle.emit(taskId);
@@ -742,7 +747,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       return;
     }
     if (this.childTasks.has(taskId)) return this.start(taskId);
-    if (!this.queue.includes(taskId)) this.queue.push(taskId);
+    this.queue.add(taskId);
     this.pump();
   }
 
@@ -754,14 +759,30 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   private pump(): void {
-    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0) {
-      // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
-      if (this.active.size > 0 && this.loopOverloaded() !== null) {
+    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.size > 0) {
+      // one task always runs, so the queue drains
+      if (this.active.size > 0 && this.startsHeldBack()) {
         this.holdBack();
         return;
       }
-      this.start(this.queue.shift()!);
+      const next = this.queue.values().next().value!;
+      this.queue.delete(next);
+      this.start(next);
     }
+  }
+
+  /**
+   * Whether a queued task waits before it starts: submissions and the running tasks get the loop
+   * first. It waits while the loop is saturated, and while submissions arrive and the loop is
+   * busier than the start limit, since a task started then takes the time their answers need.
+   */
+  private startsHeldBack(): boolean {
+    if (this.loopOverloaded() !== null) return true;
+    const limits = this.deps.backpressure;
+    const loop = this.deps.loopLoad;
+    if (!limits || !loop || limits.maxLoopUtilizationForStarts >= 1) return false;
+    const submissionsArrive = performance.now() - this.lastSubmissionAt < SUBMISSIONS_RECENT_MS;
+    return submissionsArrive && loop.utilization() > limits.maxLoopUtilizationForStarts;
   }
 
   private start(taskId: string): void {
