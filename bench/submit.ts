@@ -8,8 +8,12 @@
  * Each rate runs on both after a 1 s warm-up; the controller's tasks are drained between rates.
  * Env: BENCH_SUBMIT_RATES (100,250,500 req/s), BENCH_SUBMIT_SECONDS (5),
  *      RUNLEDGER_SQLITE_SYNCHRONOUS (FULL), RUNLEDGER_CONCURRENCY (8),
- *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit.
+ *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit,
+ *      BENCH_SUBMIT_CONTROLLER (sources): `sources` runs the TypeScript sources through swc-node;
+ *      `build` runs `npm run build`, then the build, as `npm start` does (measured alike: the
+ *      sources are compiled at boot, before the warm-up).
  */
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,11 +21,24 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pct, startServer, waitAllFinal } from './api';
 import { fmt } from './bench-support';
-import { benchAuth as auth, spawnServer } from './controller-process';
+import { CONTROLLER_BUILD, CONTROLLER_SOURCES, benchAuth as auth, spawnServer } from './controller-process';
 
 const RATES = (process.env.BENCH_SUBMIT_RATES ?? '100,250,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 5);
 const TARGET = { rate: 500, p99Ms: 20 };
+const CONTROLLER = process.env.BENCH_SUBMIT_CONTROLLER ?? 'sources';
+if (CONTROLLER !== 'build' && CONTROLLER !== 'sources')
+  throw new Error(`BENCH_SUBMIT_CONTROLLER must be build or sources, not ${CONTROLLER}`);
+
+/** The controller's entry: the build is made fresh first, so it runs what the sources say now. */
+function controllerEntry(): string {
+  if (CONTROLLER === 'sources') return CONTROLLER_SOURCES;
+  execFileSync('npm', ['run', '-s', 'build'], {
+    cwd: join(__dirname, '..'),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return CONTROLLER_BUILD;
+}
 
 /** CPU time (user + system) a process has used, ms; null where /proc is not there. */
 function cpuMsOf(pid: number | undefined): number | null {
@@ -139,7 +156,10 @@ export async function main(): Promise<void> {
   const runledger = await startServer(
     dir,
     {},
-    profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    {
+      controllerEntry: controllerEntry(),
+      nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    },
   );
   const baseline = await spawnServer(
     'bench/express-insert-server.ts',
@@ -149,7 +169,7 @@ export async function main(): Promise<void> {
   try {
     const synchronous = process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL';
     console.log(
-      `submit bench: open-loop paced POST /tasks, ${SECONDS} s per rate, latency from each request's due time; SQLite synchronous=${synchronous}; controller RUNLEDGER_CONCURRENCY=${process.env.RUNLEDGER_CONCURRENCY ?? 8}`,
+      `submit bench: open-loop paced POST /tasks, ${SECONDS} s per rate, latency from each request's due time; SQLite synchronous=${synchronous}; controller (${CONTROLLER}) RUNLEDGER_CONCURRENCY=${process.env.RUNLEDGER_CONCURRENCY ?? 8}`,
     );
     let accepted = 0;
     for (const server of [baseline, runledger]) {
