@@ -148,6 +148,8 @@ const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: 
   detail: p.detail,
   usage: p.usage,
 });
+/** Resolves once this turn of the event loop is done: its I/O callbacks and the promise jobs they started. */
+const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** how long queued tasks are held back before the event loop is looked at again */
 const HOLD_BACK_MS = 50;
 /** submissions this recent still have the loop first (see startsHeldBack): a few 100 ms load windows */
@@ -767,7 +769,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       }
       const next = this.queue.values().next().value!;
       this.queue.delete(next);
-      this.start(next);
+      this.start(next, { afterThisTurn: true });
     }
   }
 
@@ -785,11 +787,20 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     return submissionsArrive && loop.utilization() > limits.maxLoopUtilizationForStarts;
   }
 
-  private start(taskId: string): void {
+  /**
+   * The task takes its slot now. A queued task's work (the lease claim, its first reads, the
+   * beginning of its run) waits `afterThisTurn` of the event loop, so the answer to the submission
+   * that queued it is written first; stopped meanwhile (cancelled, shut down), it does not start. A
+   * delegation's child starts at once, in step with its parent (a replay depends on that order).
+   */
+  private start(taskId: string, options: { afterThisTurn?: boolean } = {}): void {
     const ctrl = new AbortController();
-    const done = this.claimToRun(taskId)
+    const claimed = options.afterThisTurn
+      ? afterThisTurn().then(() => (ctrl.signal.aborted ? null : this.claimToRun(taskId)))
+      : this.claimToRun(taskId);
+    const done = claimed
       .then(async (lease) => {
-        // another process runs it (it claimed the task while it waited here)
+        // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
         const p = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
