@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pct, startServer, waitAllFinal } from './api';
+import { json, pct, startServer, waitAllFinal } from './api';
 import { fmt } from './bench-support';
 import { CONTROLLER_BUILD, CONTROLLER_SOURCES, benchAuth as auth, spawnServer } from './controller-process';
 
@@ -51,6 +51,8 @@ function cpuMsOf(pid: number | undefined): number | null {
 
 interface PacedResult {
   rate: number;
+  /** wall clock (ms since the epoch) when the first request was due and when the last was answered */
+  window: { from: number; to: number };
   offered: number;
   ok: number;
   /** non-2xx answers by status and, for a backpressure refusal, the limit it names (its details' first key) */
@@ -88,6 +90,7 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     errors: 0,
     latencies: [],
     cpuMsPerRequest: null,
+    window: { from: Date.now() + 20, to: 0 },
   };
   const start = performance.now() + 20;
   const dueAt = (i: number) => start + (i * 1000) / rate;
@@ -126,11 +129,38 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     };
     setTimeout(sendDue, Math.max(0, start - performance.now()));
   });
+  result.window.to = Date.now();
   agent.destroy();
   result.latencies.sort((a, b) => a - b);
   const cpuAfter = cpuMsOf(serverPid);
   if (cpuBefore !== null && cpuAfter !== null) result.cpuMsPerRequest = (cpuAfter - cpuBefore) / total;
   return result;
+}
+
+/**
+ * The task work the controller committed while submissions came in: events after `afterPosition`
+ * other than TASK_RECEIVED created within `window` (the submissions get the loop first, so this stays
+ * low while they arrive). Also where the log ends now.
+ */
+async function taskEventsWithin(
+  url: string,
+  afterPosition: number,
+  window: PacedResult['window'],
+): Promise<{ events: number; head: number }> {
+  let head = afterPosition;
+  let events = 0;
+  for (;;) {
+    const page = (await json(`${url}/admin/events?after_position=${head}&limit=1000`)) as {
+      events: { type: string; created_at: string }[];
+      next_after_position: number;
+    };
+    for (const e of page.events) {
+      const at = Date.parse(e.created_at);
+      if (e.type !== 'TASK_RECEIVED' && at >= window.from && at <= window.to) events++;
+    }
+    head = page.next_after_position;
+    if (page.events.length < 1000) return { events, head };
+  }
 }
 
 const describeResult = (name: string, r: PacedResult, baseline: PacedResult | null): string => {
@@ -177,6 +207,7 @@ export async function main(): Promise<void> {
       if (server === runledger) accepted += warm.ok;
     }
     await waitAllFinal(runledger.url, accepted);
+    let head = (await taskEventsWithin(runledger.url, 0, { from: 0, to: 0 })).head;
     const atTarget: { baseline?: PacedResult; runledger?: PacedResult } = {};
     for (const rate of RATES) {
       const base = await paced(baseline.url, rate, SECONDS, baseline.child.pid);
@@ -186,8 +217,11 @@ export async function main(): Promise<void> {
       accepted += ours.ok;
       const drainStart = Date.now();
       await waitAllFinal(runledger.url, accepted);
+      const drainSeconds = (Date.now() - drainStart) / 1000;
+      const during = await taskEventsWithin(runledger.url, head, ours.window);
+      head = during.head;
       console.log(
-        `           (the controller finished the ${ours.ok} accepted tasks ${fmt((Date.now() - drainStart) / 1000, 1)} s after the last answer)`,
+        `           (the controller committed ${during.events} task events while the submissions came in, and finished the ${ours.ok} accepted tasks ${fmt(drainSeconds, 1)} s after the last answer)`,
       );
       if (rate === TARGET.rate) Object.assign(atTarget, { baseline: base, runledger: ours });
     }
