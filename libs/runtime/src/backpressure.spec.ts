@@ -166,30 +166,33 @@ describe('RuntimeController backpressure', () => {
   });
 
   it('holds queued tasks back while submissions arrive and the loop is busier than the start limit, and starts them while it is not', async () => {
+    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+    const eventually = async (taskId: string) => {
+      for (const until = Date.now() + 5_000; !(await started(taskId));) {
+        if (Date.now() > until) throw new Error(`${taskId} did not start`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
     const loopLoad = new FixedLoopLoad();
     loopLoad.busy = 0.7;
     const model = new GatedBackend();
     const sut = await start({ model, loopLoad, concurrency: 3 });
-    const [a, b] = [
-      await sut.submit({ input: 'a' }, { source: 'api' }),
-      await sut.submit({ input: 'b' }, { source: 'api' }),
-    ];
-    // task a started (one task always runs); b waits: the submissions keep the loop's headroom
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect((await temp.store.readWholeStream(a.task_id)).length).toBeGreaterThan(1);
-    expect((await temp.store.readWholeStream(b.task_id)).length).toBe(1);
+    const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const b = await sut.submit({ input: 'b' }, { source: 'api' });
+    // task a starts (one task always runs); b waits: the submissions keep the loop's headroom
+    await eventually(a.task_id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await started(b.task_id)).toBe(false);
 
     loopLoad.busy = 0.4;
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect((await temp.store.readWholeStream(b.task_id)).length).toBeGreaterThan(1);
+    await eventually(b.task_id);
 
-    // as busy, but no submission arrives any more: a resumed task starts
-    await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
+    // as busy as before, but no submission came for a while: a resumed task starts
     loopLoad.busy = 0.7;
+    await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
     await new Promise((resolve) => setTimeout(resolve, 600));
-    expect(await sut.resumeUnfinished()).toContain('task_c');
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect((await temp.store.readWholeStream('task_c')).length).toBeGreaterThan(1);
+    expect(await sut.resumeUnfinished()).toEqual(['task_c']);
+    await eventually('task_c');
     model.release();
     for (const id of [a.task_id, b.task_id, 'task_c'])
       expect((await sut.settled(id)).status).toBe('completed');
