@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { fmt } from './bench-support';
-import { benchAuth as auth, startController } from './controller-process';
+import { SpawnOptions, benchAuth as auth, startController } from './controller-process';
 
 // autocannon ships no types; this is the part of its result used here
 interface CannonResult {
@@ -34,12 +34,16 @@ export const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** The controller in a child process: sys_util model, durable SQLite in `dir`, no rate limit, its stderr echoed. */
-export function startServer(dir: string, env: Record<string, string> = {}, nodeArgs: string[] = []) {
+export function startServer(
+  dir: string,
+  env: Record<string, string> = {},
+  options: Omit<SpawnOptions, 'echoStderr'> = {},
+) {
   return startController(
     join(dir, 'bench.db'),
     join(dir, 'workspace'),
     { RUNLEDGER_CONCURRENCY: process.env.RUNLEDGER_CONCURRENCY ?? '8', ...env },
-    { nodeArgs, echoStderr: true },
+    { ...options, echoStderr: true },
   );
 }
 

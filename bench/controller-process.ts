@@ -15,16 +15,23 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** The controller's entry in its TypeScript sources (run through swc-node, compiled as it loads). */
+export const CONTROLLER_SOURCES = 'apps/controller/src/main.ts';
+/** The controller as `npm start` runs it: the build of `npm run build`. */
+export const CONTROLLER_BUILD = 'dist/apps/controller/src/main.js';
+
 export interface SpawnOptions {
   /** node flags before the entry (e.g. --cpu-prof) */
   nodeArgs?: string[];
+  /** the controller's entry (startController): CONTROLLER_SOURCES unless said */
+  controllerEntry?: string;
   /** copy the child's stderr (its warnings, the banner) to ours */
   echoStderr?: boolean;
 }
 
 /**
- * Runs a TypeScript entry of this repository in a child process and resolves
- * with the URL it prints (the controller prints it on stderr, its stdout
+ * Runs an entry of this repository in a child process (a TypeScript one through
+ * the swc require hook, a built .js one as it is) and resolves with the URL it prints (the controller prints it on stderr, its stdout
  * carries only JSON log lines); `env` is laid over ours.
  */
 export async function spawnServer(
@@ -35,17 +42,27 @@ export async function spawnServer(
   const root = resolve(__dirname, '..');
   const child = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), '-r', '@swc-node/register', join(root, entry)],
+    [
+      ...(options.nodeArgs ?? []),
+      ...(entry.endsWith('.ts') ? ['-r', '@swc-node/register'] : []),
+      join(root, entry),
+    ],
     { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   if (options.echoStderr) child.stderr!.pipe(process.stderr);
   const exited = new Promise((r) => child.once('exit', r));
   const url = await new Promise<string>((resolveUrl, reject) => {
     let out = '';
+    let listening = false;
+    // once the URL is known, the output is still drained (a full pipe would block the server's logging) but no longer kept
     const read = (d: Buffer) => {
+      if (listening) return;
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolveUrl(m[1]);
+      if (m) {
+        listening = true;
+        resolveUrl(m[1]);
+      }
     };
     child.stdout!.on('data', read);
     child.stderr!.on('data', read);
@@ -69,7 +86,7 @@ export function startController(
   options: SpawnOptions = {},
 ): Promise<ServerProcess> {
   return spawnServer(
-    'apps/controller/src/main.ts',
+    options.controllerEntry ?? CONTROLLER_SOURCES,
     {
       PORT: '0',
       HOST: '127.0.0.1',

@@ -8,20 +8,37 @@
  * Each rate runs on both after a 1 s warm-up; the controller's tasks are drained between rates.
  * Env: BENCH_SUBMIT_RATES (100,250,500 req/s), BENCH_SUBMIT_SECONDS (5),
  *      RUNLEDGER_SQLITE_SYNCHRONOUS (FULL), RUNLEDGER_CONCURRENCY (8),
- *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit.
+ *      BENCH_SUBMIT_CPU_PROF=<dir>: the controller writes a --cpu-prof profile there on exit,
+ *      BENCH_SUBMIT_CONTROLLER (sources): `sources` runs the TypeScript sources through swc-node;
+ *      `build` runs `npm run build`, then the build, as `npm start` does (measured alike: the
+ *      sources are compiled at boot, before the warm-up).
  */
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pct, startServer, waitAllFinal } from './api';
+import { json, pct, startServer, waitAllFinal } from './api';
 import { fmt } from './bench-support';
-import { benchAuth as auth, spawnServer } from './controller-process';
+import { CONTROLLER_BUILD, CONTROLLER_SOURCES, benchAuth as auth, spawnServer } from './controller-process';
 
 const RATES = (process.env.BENCH_SUBMIT_RATES ?? '100,250,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SUBMIT_SECONDS ?? 5);
 const TARGET = { rate: 500, p99Ms: 20 };
+const CONTROLLER = process.env.BENCH_SUBMIT_CONTROLLER ?? 'sources';
+if (CONTROLLER !== 'build' && CONTROLLER !== 'sources')
+  throw new Error(`BENCH_SUBMIT_CONTROLLER must be build or sources, not ${CONTROLLER}`);
+
+/** The controller's entry: the build is made fresh first, so it runs what the sources say now. */
+function controllerEntry(): string {
+  if (CONTROLLER === 'sources') return CONTROLLER_SOURCES;
+  execFileSync('npm', ['run', '-s', 'build'], {
+    cwd: join(__dirname, '..'),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return CONTROLLER_BUILD;
+}
 
 /** CPU time (user + system) a process has used, ms; null where /proc is not there. */
 function cpuMsOf(pid: number | undefined): number | null {
@@ -34,15 +51,27 @@ function cpuMsOf(pid: number | undefined): number | null {
 
 interface PacedResult {
   rate: number;
+  /** wall clock (ms since the epoch) when the first request was due and when the last was answered */
+  window: { from: number; to: number };
   offered: number;
   ok: number;
-  /** non-2xx answers by status */
-  refused: Map<number, number>;
+  /** non-2xx answers by status and, for a backpressure refusal, the limit it names (its details' first key) */
+  refused: Map<string, number>;
   errors: number;
   /** ms from each answered request's due time to the end of its response, sorted */
   latencies: number[];
   /** server CPU ms per request while this rate ran (its background tasks included), when known */
   cpuMsPerRequest: number | null;
+}
+
+/** Which limit a refusal's error body names (e.g. loop_utilization), '' when it names none. */
+function refusalLimit(body: string): string {
+  try {
+    const details = (JSON.parse(body) as { details?: unknown }).details;
+    return details && typeof details === 'object' ? (Object.keys(details)[0] ?? '') : '';
+  } catch {
+    return '';
+  }
 }
 
 /** Sends `rate` POST /tasks a second for `seconds`, each at its due time. */
@@ -61,6 +90,7 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     errors: 0,
     latencies: [],
     cpuMsPerRequest: null,
+    window: { from: Date.now() + 20, to: 0 },
   };
   const start = performance.now() + 20;
   const dueAt = (i: number) => start + (i * 1000) / rate;
@@ -71,13 +101,17 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     };
     const send = (due: number) => {
       const req = http.request({ agent, hostname, port, path: '/tasks', method: 'POST', headers }, (res) => {
-        res.resume();
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             result.ok++;
             result.latencies.push(performance.now() - due);
-          } else result.refused.set(status, (result.refused.get(status) ?? 0) + 1);
+          } else {
+            const why = `${status} ${refusalLimit(Buffer.concat(chunks).toString())}`.trim();
+            result.refused.set(why, (result.refused.get(why) ?? 0) + 1);
+          }
           settle();
         });
       });
@@ -95,6 +129,7 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
     };
     setTimeout(sendDue, Math.max(0, start - performance.now()));
   });
+  result.window.to = Date.now();
   agent.destroy();
   result.latencies.sort((a, b) => a - b);
   const cpuAfter = cpuMsOf(serverPid);
@@ -102,9 +137,35 @@ async function paced(url: string, rate: number, seconds: number, serverPid?: num
   return result;
 }
 
+/**
+ * The task work the controller committed while submissions came in: events after `afterPosition`
+ * other than TASK_RECEIVED created within `window` (the submissions get the loop first, so this stays
+ * low while they arrive). Also where the log ends now.
+ */
+async function taskEventsWithin(
+  url: string,
+  afterPosition: number,
+  window: PacedResult['window'],
+): Promise<{ events: number; head: number }> {
+  let head = afterPosition;
+  let events = 0;
+  for (;;) {
+    const page = (await json(`${url}/admin/events?after_position=${head}&limit=1000`)) as {
+      events: { type: string; created_at: string }[];
+      next_after_position: number;
+    };
+    for (const e of page.events) {
+      const at = Date.parse(e.created_at);
+      if (e.type !== 'TASK_RECEIVED' && at >= window.from && at <= window.to) events++;
+    }
+    head = page.next_after_position;
+    if (page.events.length < 1000) return { events, head };
+  }
+}
+
 const describeResult = (name: string, r: PacedResult, baseline: PacedResult | null): string => {
   const p = (q: number) => (r.latencies.length ? pct(r.latencies, q) : NaN);
-  const refused = [...r.refused].map(([status, n]) => `${n}x${status}`).join(' ');
+  const refused = [...r.refused].map(([why, n]) => `${n}x${why}`).join(', ');
   const vsBaseline = baseline?.latencies.length
     ? `   p99 = ${fmt(p(99) / pct(baseline.latencies, 99), 1)}x baseline`
     : '';
@@ -125,7 +186,10 @@ export async function main(): Promise<void> {
   const runledger = await startServer(
     dir,
     {},
-    profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    {
+      controllerEntry: controllerEntry(),
+      nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    },
   );
   const baseline = await spawnServer(
     'bench/express-insert-server.ts',
@@ -135,7 +199,7 @@ export async function main(): Promise<void> {
   try {
     const synchronous = process.env.RUNLEDGER_SQLITE_SYNCHRONOUS ?? 'FULL';
     console.log(
-      `submit bench: open-loop paced POST /tasks, ${SECONDS} s per rate, latency from each request's due time; SQLite synchronous=${synchronous}; controller RUNLEDGER_CONCURRENCY=${process.env.RUNLEDGER_CONCURRENCY ?? 8}`,
+      `submit bench: open-loop paced POST /tasks, ${SECONDS} s per rate, latency from each request's due time; SQLite synchronous=${synchronous}; controller (${CONTROLLER}) RUNLEDGER_CONCURRENCY=${process.env.RUNLEDGER_CONCURRENCY ?? 8}`,
     );
     let accepted = 0;
     for (const server of [baseline, runledger]) {
@@ -143,6 +207,7 @@ export async function main(): Promise<void> {
       if (server === runledger) accepted += warm.ok;
     }
     await waitAllFinal(runledger.url, accepted);
+    let head = (await taskEventsWithin(runledger.url, 0, { from: 0, to: 0 })).head;
     const atTarget: { baseline?: PacedResult; runledger?: PacedResult } = {};
     for (const rate of RATES) {
       const base = await paced(baseline.url, rate, SECONDS, baseline.child.pid);
@@ -152,8 +217,11 @@ export async function main(): Promise<void> {
       accepted += ours.ok;
       const drainStart = Date.now();
       await waitAllFinal(runledger.url, accepted);
+      const drainSeconds = (Date.now() - drainStart) / 1000;
+      const during = await taskEventsWithin(runledger.url, head, ours.window);
+      head = during.head;
       console.log(
-        `           (the controller finished the ${ours.ok} accepted tasks ${fmt((Date.now() - drainStart) / 1000, 1)} s after the last answer)`,
+        `           (the controller committed ${during.events} task events while the submissions came in, and finished the ${ours.ok} accepted tasks ${fmt(drainSeconds, 1)} s after the last answer)`,
       );
       if (rate === TARGET.rate) Object.assign(atTarget, { baseline: base, runledger: ours });
     }

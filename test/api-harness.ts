@@ -96,6 +96,7 @@ export async function bootApi(
     // a test machine shared by parallel suites stalls the event loop; the backpressure specs set their own
     RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
     RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
+    RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
     RUNLEDGER_SANDBOX: 'process',
     LOG_LEVEL: 'info',
     ...env,

@@ -173,6 +173,7 @@ export class CompositionModule {
               maxPendingSubmissions: c.RUNLEDGER_SUBMIT_MAX_PENDING,
               maxLoopDelayMs: c.RUNLEDGER_OVERLOAD_LOOP_DELAY_MS,
               maxLoopUtilization: c.RUNLEDGER_OVERLOAD_LOOP_UTILIZATION,
+              maxLoopUtilizationForStarts: c.RUNLEDGER_TASK_START_LOOP_UTILIZATION,
             },
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,

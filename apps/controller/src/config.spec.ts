@@ -77,6 +77,7 @@ describe('submission backpressure', () => {
       RUNLEDGER_SUBMIT_MAX_PENDING: 1_000,
       RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 250,
       RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 0.9,
+      RUNLEDGER_TASK_START_LOOP_UTILIZATION: 0.5,
     });
     expect(
       loadConfig({ RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0', RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1' }),
@@ -90,6 +91,12 @@ describe('submission backpressure', () => {
     );
     expect(() => loadConfig({ RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '0' })).toThrow(
       /RUNLEDGER_OVERLOAD_LOOP_UTILIZATION/,
+    );
+    expect(loadConfig({ RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1' })).toMatchObject({
+      RUNLEDGER_TASK_START_LOOP_UTILIZATION: 1,
+    });
+    expect(() => loadConfig({ RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1.2' })).toThrow(
+      /RUNLEDGER_TASK_START_LOOP_UTILIZATION/,
     );
   });
 });

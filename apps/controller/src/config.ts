@@ -149,6 +149,12 @@ export const ConfigSchema = z.object({
     .gt(0)
     .max(1)
     .default(DEFAULT_BACKPRESSURE.maxLoopUtilization),
+  /** share of time the event loop is busy above which, while submissions arrive, queued tasks wait to start; 1: not held */
+  RUNLEDGER_TASK_START_LOOP_UTILIZATION: z.coerce
+    .number()
+    .gt(0)
+    .max(1)
+    .default(DEFAULT_BACKPRESSURE.maxLoopUtilizationForStarts),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   /** tool-call replies a coder step may make before it must answer in text (tools protocol); 8 when unset */
   RUNLEDGER_CODER_TOOL_TURNS: intFromEnv(1, 100).optional(),

@@ -35,6 +35,7 @@ const LIMITS: BackpressureLimits = {
   maxPendingSubmissions: 100,
   maxLoopDelayMs: 200,
   maxLoopUtilization: 0.9,
+  maxLoopUtilizationForStarts: 0.5,
 };
 
 describe('RuntimeController backpressure', () => {
@@ -162,6 +163,39 @@ describe('RuntimeController backpressure', () => {
     model.release();
     expect((await sut.settled('task_b')).status).toBe('completed');
     expect(await statusOf(sut, 'task_a')).toBe('completed');
+  });
+
+  it('holds queued tasks back while submissions arrive and the loop is busier than the start limit, and starts them while it is not', async () => {
+    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+    const eventually = async (taskId: string) => {
+      for (const until = Date.now() + 5_000; !(await started(taskId));) {
+        if (Date.now() > until) throw new Error(`${taskId} did not start`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad, concurrency: 3 });
+    const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const b = await sut.submit({ input: 'b' }, { source: 'api' });
+    // task a starts (one task always runs); b waits: the submissions keep the loop's headroom
+    await eventually(a.task_id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await started(b.task_id)).toBe(false);
+
+    loopLoad.busy = 0.4;
+    await eventually(b.task_id);
+
+    // as busy as before, but no submission came for a while: a resumed task starts
+    loopLoad.busy = 0.7;
+    await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await sut.resumeUnfinished()).toEqual(['task_c']);
+    await eventually('task_c');
+    model.release();
+    for (const id of [a.task_id, b.task_id, 'task_c'])
+      expect((await sut.settled(id)).status).toBe('completed');
   });
 
   it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {

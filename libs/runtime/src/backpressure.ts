@@ -17,6 +17,12 @@ export interface BackpressureLimits {
    * left, and requests then queue unseen in the kernel; 1: not watched
    */
   maxLoopUtilization: number;
+  /**
+   * share of time the event loop is busy (0..1) above which, while submissions arrive, a queued task
+   * waits to start (beyond the one that always runs): the submissions' answers keep that headroom,
+   * and the queue drains once they stop; 1: tasks start up to the overload limits
+   */
+  maxLoopUtilizationForStarts: number;
 }
 
 export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
@@ -24,6 +30,7 @@ export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
   maxPendingSubmissions: 1_000,
   maxLoopDelayMs: 250,
   maxLoopUtilization: 0.9,
+  maxLoopUtilizationForStarts: 0.5,
 };
 
 /** Retry-After of a refused submission: overload is shed in well under a second once the burst stops. */

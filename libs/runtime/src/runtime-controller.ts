@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
@@ -147,8 +148,12 @@ const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: 
   detail: p.detail,
   usage: p.usage,
 });
+/** Resolves once this turn of the event loop is done: its I/O callbacks and the promise jobs they started. */
+const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** how long queued tasks are held back before the event loop is looked at again */
 const HOLD_BACK_MS = 50;
+/** submissions this recent still have the loop first (see startsHeldBack): a few 100 ms load windows */
+const SUBMISSIONS_RECENT_MS = 500;
 
 /**
  * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns once
@@ -158,7 +163,8 @@ const HOLD_BACK_MS = 50;
  * resume) when the application shuts down, before the storage closes.
  */
 export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
-  private readonly queue: string[] = [];
+  /** tasks waiting for a run slot, in arrival order (a Set: a long queue is looked up and taken from often) */
+  private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
   private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
@@ -175,6 +181,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** submissions whose TASK_RECEIVED append has not returned yet */
   private pendingSubmissions = 0;
   private holdBackTimer: NodeJS.Timeout | null = null;
+  /** performance.now() of the latest submission that asked to be admitted */
+  private lastSubmissionAt = -Infinity;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
@@ -318,8 +326,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       throw new IllegalStateError(`task ${taskId} already ended (${p.status})`);
     }
     const running = this.active.get(taskId);
-    const queued = this.queue.indexOf(taskId);
-    if (queued !== -1) this.queue.splice(queued, 1);
+    this.queue.delete(taskId);
     this.again.delete(taskId);
     if (running) {
       running.ctrl.abort();
@@ -483,7 +490,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async resumeUnfinished(options: { force?: boolean } = {}): Promise<string[]> {
     const candidates = (await this.unfinished.list()).filter(
-      (taskId) => !this.active.has(taskId) && !this.queue.includes(taskId),
+      (taskId) => !this.active.has(taskId) && !this.queue.has(taskId),
     );
     const ownership = this.deps.ownership;
     const free = ownership && !options.force ? new Set(await ownership.claimable(candidates)) : null;
@@ -551,7 +558,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
   async settled(taskId: string): Promise<TaskProgress> {
-    while (this.active.has(taskId) || this.queue.includes(taskId)) {
+    while (this.active.has(taskId) || this.queue.has(taskId)) {
       await new Promise((resolve) => this.idle.once(taskId, resolve));
     }
     return this.progress(taskId);
@@ -575,7 +582,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.queue.length = 0;
+    this.queue.clear();
     if (this.recovery) {
       clearInterval(this.recovery.timer);
       await this.recovery.sweep;
@@ -593,7 +600,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private admit(): void {
     const limits = this.deps.backpressure;
     if (!limits) return;
-    const waiting = this.queue.length + this.pendingSubmissions;
+    this.lastSubmissionAt = performance.now();
+    const waiting = this.queue.size + this.pendingSubmissions;
     if (waiting >= limits.maxQueued)
       throw new QueueFullError(
         `${waiting} tasks already wait to run (at most ${limits.maxQueued}); retry later`,
@@ -703,8 +711,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** The lease was lost: no more work on the task here, quietly (its new owner carries on). */
   private abandon(taskId: string): void {
     this.again.delete(taskId);
-    const queued = this.queue.indexOf(taskId);
-    if (queued !== -1) this.queue.splice(queued, 1);
+    this.queue.delete(taskId);
     const running = this.active.get(taskId);
     running?.ctrl.abort(new LeaseLostSignal(`lease on task ${taskId} lost`));
     if (!running) this.idle.emit(taskId);
@@ -742,7 +749,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       return;
     }
     if (this.childTasks.has(taskId)) return this.start(taskId);
-    if (!this.queue.includes(taskId)) this.queue.push(taskId);
+    this.queue.add(taskId);
     this.pump();
   }
 
@@ -754,21 +761,46 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   private pump(): void {
-    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.length > 0) {
-      // A saturated loop serves submissions and the running tasks first; one task always runs, so the queue drains.
-      if (this.active.size > 0 && this.loopOverloaded() !== null) {
+    while (!this.closed && this.slotsTaken() < this.deps.concurrency && this.queue.size > 0) {
+      // one task always runs, so the queue drains
+      if (this.active.size > 0 && this.startsHeldBack()) {
         this.holdBack();
         return;
       }
-      this.start(this.queue.shift()!);
+      const next = this.queue.values().next().value!;
+      this.queue.delete(next);
+      this.start(next, { afterThisTurn: true });
     }
   }
 
-  private start(taskId: string): void {
+  /**
+   * Whether a queued task waits before it starts: submissions and the running tasks get the loop
+   * first. It waits while the loop is saturated, and while submissions arrive and the loop is
+   * busier than the start limit, since a task started then takes the time their answers need.
+   */
+  private startsHeldBack(): boolean {
+    if (this.loopOverloaded() !== null) return true;
+    const limits = this.deps.backpressure;
+    const loop = this.deps.loopLoad;
+    if (!limits || !loop || limits.maxLoopUtilizationForStarts >= 1) return false;
+    const submissionsArrive = performance.now() - this.lastSubmissionAt < SUBMISSIONS_RECENT_MS;
+    return submissionsArrive && loop.utilization() > limits.maxLoopUtilizationForStarts;
+  }
+
+  /**
+   * The task takes its slot now. A queued task's work (the lease claim, its first reads, the
+   * beginning of its run) waits `afterThisTurn` of the event loop, so the answer to the submission
+   * that queued it is written first; stopped meanwhile (cancelled, shut down), it does not start. A
+   * delegation's child starts at once, in step with its parent (a replay depends on that order).
+   */
+  private start(taskId: string, options: { afterThisTurn?: boolean } = {}): void {
     const ctrl = new AbortController();
-    const done = this.claimToRun(taskId)
+    const claimed = options.afterThisTurn
+      ? afterThisTurn().then(() => (ctrl.signal.aborted ? null : this.claimToRun(taskId)))
+      : this.claimToRun(taskId);
+    const done = claimed
       .then(async (lease) => {
-        // another process runs it (it claimed the task while it waited here)
+        // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
         const p = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running

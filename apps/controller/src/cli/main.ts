@@ -307,7 +307,12 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
     CliModule.forRoot({
       // one submission from the one person at the terminal: no load to shed
       config: protectStorage(
-        { ...loadConfig(env), RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0, RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1 },
+        {
+          ...loadConfig(env),
+          RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0,
+          RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1,
+          RUNLEDGER_TASK_START_LOOP_UTILIZATION: 1,
+        },
         process.cwd(),
       ),
       defaultAllowedRoot: process.cwd(),

@@ -37,9 +37,18 @@ function requestFields(incoming: IncomingMessage, res: ServerResponse, responseT
   };
 }
 
+/** The level of the request lines. */
+const REQUEST_LINE_LEVEL = 'info';
+
 /**
  * pino-http over the app's own pino instance: one 'request' line per response, once it ended or was
  * dropped, bound to correlation_id like every line logged while serving it.
+ *
+ * Per request it costs only what the line needs: the request line carries its own fields (never the
+ * `req` object), so the logger pino-http binds `req` to is never used and `req` is not serialized
+ * for it (with the redaction that entails); and below the line's level (LOG_LEVEL=warn) the line's
+ * fields are not gathered at all. A refused submission costs half an accepted one: under overload
+ * this is time given back to the accepted ones.
  */
 export function requestLogOptions(logger: Logger): Options {
   return {
@@ -48,6 +57,9 @@ export function requestLogOptions(logger: Logger): Options {
     customAttributeKeys: { reqId: 'correlation_id' },
     quietReqLogger: true,
     quietResLogger: true,
+    wrapSerializers: false,
+    serializers: { req: () => undefined },
+    customLogLevel: () => (logger.isLevelEnabled(REQUEST_LINE_LEVEL) ? REQUEST_LINE_LEVEL : 'silent'),
     customSuccessMessage: () => 'request',
     customErrorMessage: () => 'request',
     customSuccessObject: (req, res, { responseTime }: { responseTime: number }) =>
