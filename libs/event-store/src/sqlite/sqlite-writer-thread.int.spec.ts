@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { ConcurrencyError, LeaseLostError } from '@runledger/contracts';
@@ -87,6 +88,23 @@ describe('SqliteEventStore with a writer thread', () => {
       other.close();
       await sut.close();
       await handle.close();
+    }
+  }, 60_000);
+
+  it('copies the WAL into the database file once idle, not in a later commit', async () => {
+    const sut = new SqliteEventStore(db.handle, { writerThread: {} });
+    try {
+      const marker = `idle-checkpoint-${Date.now()}`;
+      await sut.append('t1', [{ type: 'TASK_RECEIVED', payload: { input: marker, session_id: 's' } }], {
+        expected: 'no_stream',
+      });
+      // one small append is far below SQLite's own checkpoint (1,000 pages): only the idle pass copies it
+      const inFile = () => readFileSync(db.path).includes(marker);
+      const deadline = Date.now() + 5_000;
+      while (!inFile() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(inFile()).toBe(true);
+    } finally {
+      await sut.close();
     }
   }, 60_000);
 
