@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { ConcurrencyError, LeaseLostError } from '@runledger/contracts';
+import { ConcurrencyError, LeaseLostError, NewEvent } from '@runledger/contracts';
 import { outputChunk, taskReceived } from '../testing/events';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
 import { openSqlite } from './open-sqlite';
@@ -95,9 +95,13 @@ describe('SqliteEventStore with a writer thread', () => {
     const sut = new SqliteEventStore(db.handle, { writerThread: {} });
     try {
       const marker = `idle-checkpoint-${Date.now()}`;
-      await sut.append('t1', [{ type: 'TASK_RECEIVED', payload: { input: marker, session_id: 's' } }], {
-        expected: 'no_stream',
-      });
+      await sut.append(
+        't1',
+        [taskReceived({ payload: { input: marker, session_id: 's' } } as Partial<NewEvent>)],
+        {
+          expected: 'no_stream',
+        },
+      );
       // one small append is far below SQLite's own checkpoint (1,000 pages): only the idle pass copies it
       const inFile = () => readFileSync(db.path).includes(marker);
       const deadline = Date.now() + 5_000;
