@@ -84,6 +84,7 @@ export class TaskCheckpoints {
       this.settings.everyEvents,
     );
     if (label === null) return batch;
+    this.lastCheckpointSeq = before.last_seq + batch.length + 1;
     return [
       ...batch,
       {
@@ -94,27 +95,28 @@ export class TaskCheckpoints {
   }
 
   /**
-   * After the append committed; `after` is the progress folded through the
-   * whole batch, read now (the snapshot is taken before this returns), and
-   * `state` the task state through it when the writer folds one. The
-   * writer need not wait for the returned promise: the snapshot's statements
-   * are issued before its next append can commit (that waits for a later tick,
-   * and the writer thread runs statements in order), so the task-state row
-   * read is the one of this commit.
+   * The context a CHECKPOINT_SAVED's snapshot stores, taken when `progress` is
+   * folded through it: the runtime's progress when `storesProgress` says so,
+   * else null.
    */
-  async appended(
-    events: readonly RuntimeEvent[],
-    after: TaskProgress,
-    state?: TaskState | null,
-  ): Promise<void> {
-    const saved = events.findLast((e) => e.type === 'CHECKPOINT_SAVED');
-    if (!saved) return;
-    this.lastCheckpointSeq = saved.sequence;
+  context(saved: RuntimeEvent, progress: TaskProgress): unknown {
+    if (saved.type !== 'CHECKPOINT_SAVED') return null;
     const withProgress = storesProgress(saved.payload.label, saved.sequence, this.lastProgressSeq);
     // a snapshot that fails to store leaves an older one holding the progress: loading folds a little more
-    if (withProgress) this.lastProgressSeq = saved.sequence;
+    if (!withProgress) return null;
+    this.lastProgressSeq = saved.sequence;
+    return progressSnapshot(progress);
+  }
+
+  /**
+   * Stores the snapshot of a committed CHECKPOINT_SAVED: `context` as taken
+   * when it was folded, `state` the task state through it. A failure is
+   * reported, never thrown: loading falls back to the previous checkpoint.
+   */
+  async store(saved: RuntimeEvent, context: unknown, state: TaskState | null): Promise<void> {
+    if (saved.type !== 'CHECKPOINT_SAVED') return;
     try {
-      await this.settings.store.record(saved, withProgress ? progressSnapshot(after) : null, state);
+      await this.settings.store.record(saved, context, state);
     } catch (err) {
       this.logger.warn(
         { task_id: saved.task_id, checkpoint_id: saved.payload.checkpoint_id, err },

@@ -44,37 +44,34 @@ describe('commits per step (SQLite log, group commit)', () => {
   }
 
   it.each([
-    ['critic and memory off', false, ['TOOL_COMPLETED', 'STEP_COMPLETED'], 25],
-    [
-      'critic and memory on',
-      true,
-      ['TOOL_COMPLETED', 'CRITIC_RESULT', 'MEMORY_WRITTEN', 'STEP_COMPLETED'],
-      25,
-    ],
-  ])('a 7-step task, %s: two commits per tool step', async (_label, on, outcome, total) => {
+    ['critic and memory off', false, ['TOOL_COMPLETED', 'STEP_COMPLETED']],
+    ['critic and memory on', true, ['TOOL_COMPLETED', 'CRITIC_RESULT', 'MEMORY_WRITTEN', 'STEP_COMPLETED']],
+  ])('a 7-step task, %s: one commit per tool step', async (_label, on, outcome) => {
     const { settled, events, groups, commits } = await runSevenSteps(on as boolean);
     expect(settled.final?.stop_reason).toBe('completed');
     expect(commits).toBe(groups.length);
-    const stepGroups = groups.filter((g) => g.some((t) => t.startsWith('STEP_') || t.startsWith('TOOL_')));
-    // the intent is durable before the tool runs; everything the outcome led to commits at once
-    expect(stepGroups).toEqual(
-      Array.from({ length: 7 }, () => [['STEP_STARTED', 'TOOL_CALLED'], outcome]).flat(),
-    );
+    const intents = groups.filter((g) => g.includes('TOOL_CALLED'));
+    // each intent is durable before its tool runs, in a commit of its own step's start and what led to it:
+    // the model's reply and the router's decision for the first, the previous step's whole outcome after that
+    expect(intents).toEqual([
+      ['MODEL_RESPONDED', 'ROUTER_DECIDED', 'PLAN_STARTED', 'STEP_STARTED', 'TOOL_CALLED'],
+      ...Array.from({ length: 6 }, () => [...(outcome as string[]), 'STEP_STARTED', 'TOOL_CALLED']),
+    ]);
+    // the last outcome and the plan's end ride with the next round's model call
+    const nextCall = groups[groups.indexOf(intents[6]) + 1];
+    expect(nextCall).toEqual([...(outcome as string[]), 'PLAN_COMPLETED', 'CONTEXT_BUILT', 'MODEL_CALLED']);
     expect(events.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(7);
     // the hooks scored the outcome under the id it was then stored with
     const outcomes = events.filter((e) => e.type === 'TOOL_COMPLETED').map((e) => e.event_id);
     const scored = events.flatMap((e) => (e.type === 'CRITIC_RESULT' ? [e.payload.target_event_id] : []));
     expect(scored).toEqual(on ? outcomes : []);
-    // before group commit and step batching: one commit per event (41 and 57 events)
-    expect(commits).toBe(total);
-    // a round's context commits with the router's first event, never alone
-    const contexts = groups.filter((g) => g.includes('CONTEXT_BUILT'));
-    expect(contexts).toHaveLength(2);
-    for (const g of contexts) expect(g.slice(0, 2)).toEqual(['CONTEXT_BUILT', 'MODEL_CALLED']);
-    // what the memory end guard records commits with the final event
+    // one commit per event before group commit and step batching (41 and 57 events), 25 with two per step
+    expect(commits).toBe(12);
+    // what the memory end guard records commits with the reply that ended the task and the final event
     const last = groups[groups.length - 1];
+    expect(last.slice(0, 2)).toEqual(['MODEL_RESPONDED', 'ROUTER_DECIDED']);
     expect(last[last.length - 1]).toBe('TASK_COMPLETED');
-    expect(last.slice(0, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
-    expect(last.length > 1).toBe(on);
+    expect(last.slice(2, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
+    expect(last.length > 3).toBe(on);
   });
 });

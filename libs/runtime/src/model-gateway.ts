@@ -95,7 +95,8 @@ export class ModelGateway {
       });
       emit(safe.flush());
       await Promise.all(chunks);
-      await c.writer.append([
+      // the reply rides with what the task does with it next (a tool's intent, the next call, the end)
+      c.writer.defer([
         {
           type: 'MODEL_RESPONDED',
           payload: {

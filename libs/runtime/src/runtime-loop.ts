@@ -197,7 +197,8 @@ export class RuntimeLoop {
     if (decision.kind === 'stop') return this.end(writer, decision.stop, null);
     // Reminded (GUARD_TRIGGERED closed the round): the next round asks again.
     if (decision.kind === 'no_directive') return;
-    await writer.append([
+    // follows from the reply by computation alone: it rides with whatever the directive does first
+    writer.defer([
       {
         type: 'ROUTER_DECIDED',
         payload: {
@@ -229,8 +230,7 @@ export class RuntimeLoop {
 
   /** The one place a task ends: guards may record evidence and change the stop; then the final event with usage. */
   async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
-    // the guards and the usage of the final event see every event of the task, a deferred CONTEXT_BUILT too
-    await writer.flush();
+    // the guards and the usage of the final event see every event of the task (a deferred one is folded too)
     let final = stop;
     // the last guard's events ride in the final event's commit; an earlier guard's are appended before the
     // next guard runs, so that one sees them in the log

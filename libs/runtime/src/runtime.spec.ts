@@ -389,7 +389,11 @@ describe('RuntimeController with the in-memory store', () => {
     const first = await run('hello');
     expect(first.progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(seen).toEqual([['ACCEPTANCE_DECIDED']]);
-    expect(commits.slice(-2)).toEqual([['ACCEPTANCE_DECIDED'], ['ACCEPTANCE_DECIDED', 'TASK_COMPLETED']]);
+    // the reply and the decision that ended the task ride with the first guard's events
+    expect(commits.slice(-2)).toEqual([
+      ['MODEL_RESPONDED', 'ROUTER_DECIDED', 'ACCEPTANCE_DECIDED'],
+      ['ACCEPTANCE_DECIDED', 'TASK_COMPLETED'],
+    ]);
 
     last = [metered];
     const second = await run('hello again');

@@ -17,7 +17,9 @@ describe('TaskWriter.defer', () => {
     const sut = await TaskWriter.open(store, 'task_1');
     await sut.append([received]);
     sut.defer([chunk(0)]);
-    expect(sut.progress.last_seq).toBe(1);
+    // folded at once, stored with the next append
+    expect(sut.progress.last_seq).toBe(2);
+    expect(await store.streamVersion('task_1')).toBe(1);
     const mine = await sut.append([chunk(1)]);
     expect(mine.map((e) => (e.payload as { index: number }).index)).toEqual([1]);
     expect(commits).toEqual([[1], [2, 3]]);
@@ -50,5 +52,59 @@ describe('TaskWriter.defer', () => {
     await sut.flush();
     expect(commits).toEqual([[1], [2, 3]]);
     expect(sut.progress.last_seq).toBe(3);
+  });
+
+  it('the fold holds what the log holds once committed: same envelopes, positions filled in, defaults as stored', async () => {
+    const store = new InMemoryEventStore();
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    sut.defer([chunk(0)]);
+    await sut.append([chunk(1)]);
+    const log = await store.readStream('task_1');
+    expect(sut.log).toEqual(log);
+    // TASK_RECEIVED's defaults (accept_checks, budgets, source...) were in the fold before the store filled them
+    expect(sut.log[0].payload).toMatchObject({ accept_checks: [], source: 'api' });
+  });
+});
+
+describe('TaskWriter when the store refuses', () => {
+  it('another writer appended in between: the fold starts again from the log, and the pending events follow it', async () => {
+    const store = new InMemoryEventStore();
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    // another process answers something on the same stream
+    await store.append('task_1', [chunk(7)], { expected: 1 });
+    sut.defer([chunk(0)]);
+    const mine = await sut.append([chunk(1)]);
+    expect(mine.map((e) => e.sequence)).toEqual([4]);
+    const log = await store.readStream('task_1');
+    expect(log.map((e) => (e.payload as { index?: number }).index ?? null)).toEqual([null, 7, 0, 1]);
+    expect(sut.log).toEqual(log);
+    expect(sut.progress.last_seq).toBe(4);
+  });
+
+  it('an invalid event is refused before anything is folded; the writer goes on', async () => {
+    const store = new InMemoryEventStore();
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    await expect(
+      sut.append([chunk(0), { type: 'OUTPUT_CHUNK', payload: { index: 'x' } } as unknown as NewEvent]),
+    ).rejects.toThrow(/invalid OUTPUT_CHUNK payload/);
+    expect(sut.progress.last_seq).toBe(1);
+    await sut.append([chunk(1)]);
+    expect((await store.readStream('task_1')).map((e) => e.sequence)).toEqual([1, 2]);
+  });
+
+  it('any other failure ends the writer: its deferred events and every later append get that error', async () => {
+    const store = new InMemoryEventStore();
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    const broken = new Error('disk gone');
+    jest.spyOn(store, 'append').mockRejectedValueOnce(broken);
+    sut.defer([chunk(0)]);
+    await expect(sut.append([chunk(1)])).rejects.toBe(broken);
+    await expect(sut.append([chunk(2)])).rejects.toBe(broken);
+    expect(() => sut.defer([chunk(3)])).toThrow(broken);
+    expect(await store.streamVersion('task_1')).toBe(1);
   });
 });

@@ -1,4 +1,11 @@
-import { ConcurrencyError, LeaseLostError, NewEvent, RuntimeEvent } from '@runledger/contracts';
+import {
+  ConcurrencyError,
+  LeaseLostError,
+  NewEvent,
+  RuntimeEvent,
+  newId,
+  parseEventBody,
+} from '@runledger/contracts';
 import { EventStore, LeaseToken } from '@runledger/event-store';
 import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
@@ -14,22 +21,46 @@ export interface WriterLease {
   onLost(err: LeaseLostError): void;
 }
 
+/** One event handed to the writer: as it will be appended, as the fold already has it, and when it is stored. */
+interface Submitted {
+  event: NewEvent;
+  /** the envelope the store will give it, folded at once; its position is filled in at the commit */
+  folded: RuntimeEvent;
+  /** a CHECKPOINT_SAVED's snapshot context, taken when it was folded */
+  context: unknown;
+  stored: Promise<RuntimeEvent>;
+  settle: { resolve: (e: RuntimeEvent) => void; reject: (err: unknown) => void };
+}
+
 /**
- * The single writer of one task's stream while the loop runs it: appends in
- * order (concurrent plan steps queue up), with the expected sequence, and keeps
- * the task's fold current: the log is folded once when the writer opens, then
- * every event it appends (or finds appended by someone else) is applied. With
- * checkpoints, an append that calls for one carries its CHECKPOINT_SAVED, and
- * the snapshot is stored after the commit. Under a lease, the first append the
- * store refuses for a lost lease ends the writer: it reports the loss and
- * refuses every later append itself, so nothing more reaches the log.
+ * The single writer of one task's stream while the loop runs it. Every event
+ * handed to it is folded at once, with the envelope the store will give it
+ * (its sequence follows the events handed over before it; its id and time
+ * are chosen here), so the loop, its guards and the engine's gates read the
+ * current state without folding the log. `append` resolves once its events
+ * are durable; `defer` hands over events that need no commit of their own:
+ * they ride in the next append's commit. What needs durability before it
+ * (a tool's intent, a model call, a wait for a person, the final event) is
+ * appended; what follows from it by computation alone (a model's reply, the
+ * router's decision, a tool's outcome and what is judged of it) is deferred.
+ * A crash before the next commit loses only those, as if it had come a
+ * moment earlier. Appends go in order (concurrent plan steps queue up) with
+ * the expected sequence; if another writer got in between, the fold is
+ * rebuilt from the log with its events first and the pending events after.
+ * Any other failure ends the writer: its fold holds events the log does not,
+ * so every later append is refused with that error (the task resumes from
+ * the log). With checkpoints, a CHECKPOINT_SAVED joins the events that call
+ * for one, and its snapshot is stored after the commit. Under a lease, the
+ * first append the store refuses for a lost lease ends the writer too.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
-  private readonly deferred: NewEvent[] = [];
-  /** what the loop, its guards and the engine's gates read instead of folding the log */
-  readonly fold: TaskFold;
-  private lost: LeaseLostError | null = null;
+  /** handed over, not yet sent to the store, in order */
+  private staged: Submitted[] = [];
+  private current: TaskFold;
+  /** the last sequence known committed */
+  private committedSeq: number;
+  private failed: unknown = null;
   /** the task-state projection's own fold of what this writer saw committed: a checkpoint's state, unread */
   private taskState: TaskState | null;
 
@@ -40,7 +71,8 @@ export class TaskWriter {
     private readonly checkpoints: TaskCheckpoints | null,
     private readonly lease: WriterLease | null,
   ) {
-    this.fold = new TaskFold(taskId, events);
+    this.current = new TaskFold(taskId, events);
+    this.committedSeq = this.current.progress.last_seq;
     this.taskState = foldTaskState(events);
   }
 
@@ -54,76 +86,173 @@ export class TaskWriter {
     return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null);
   }
 
+  /** what the loop, its guards and the engine's gates read instead of folding the log */
+  get fold(): TaskFold {
+    return this.current;
+  }
+
   get progress(): TaskProgress {
-    return this.fold.progress;
+    return this.current.progress;
   }
 
   get log(): readonly RuntimeEvent[] {
-    return this.fold.log;
+    return this.current.log;
   }
 
   /**
    * Appends `events` (after any deferred ones, in the same commit) and resolves
-   * with the stored copies of `events`.
+   * with their stored copies once they are durable.
    */
   append(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
-    const deferred = this.deferred.splice(0);
-    const run = this.chain.then(async () => {
-      const stored = await this.write([...deferred, ...events]);
-      return stored.slice(deferred.length, deferred.length + events.length);
-    });
+    let mine: Submitted[];
+    try {
+      mine = this.submit(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const run = this.chain.then(() => this.sendStaged());
     this.chain = run.catch(() => undefined);
-    return run;
+    return run.then(() => Promise.all(mine.map((s) => s.stored)));
   }
 
   /**
-   * Events that need not be durable on their own (a plan step's STEP_STARTED):
-   * they ride at the head of this writer's next append, in its commit, and the
-   * fold sees them only then. Defer only what a next append is sure to follow,
-   * and whose loss in a crash changes nothing a resume relies on.
+   * Events that need no commit of their own: folded now, they ride in this
+   * writer's next append. Defer only what a next append is sure to follow.
    */
   defer(events: readonly NewEvent[]): void {
-    this.deferred.push(...events);
+    this.submit(events);
   }
 
   /** Appends the deferred events, if any, on their own. */
   async flush(): Promise<void> {
-    if (this.deferred.length > 0) await this.append([]);
+    if (this.staged.length > 0) await this.append([]);
   }
 
-  private applyCommitted(events: readonly RuntimeEvent[]): void {
-    for (const e of events) {
-      this.fold.apply(e);
-      this.taskState = evolve(this.taskState, e);
-    }
-  }
-
-  private async write(events: readonly NewEvent[]): Promise<RuntimeEvent[]> {
-    if (this.lost) throw this.lost;
+  /** Validates, completes and folds `events` (with a CHECKPOINT_SAVED when they call for one). */
+  private submit(events: readonly NewEvent[]): Submitted[] {
+    if (this.failed) throw this.failed;
     if (events.length === 0) return [];
     const batch = this.checkpoints?.extend(this.progress, events) ?? events;
-    const withSession = batch.map(
-      (e) => ({ session_id: this.progress.session_id || undefined, ...e }) as NewEvent,
+    const now = new Date().toISOString();
+    // the store validates again; the fold must see each payload as it will be stored (defaults filled), and a
+    // batch with an invalid event must change nothing
+    const validated = batch.map(
+      (e) =>
+        ({
+          ...e,
+          payload: parseEventBody({ type: e.type, payload: e.payload }).payload,
+          event_id: e.event_id ?? newId('evt'),
+          session_id: e.session_id ?? (this.progress.session_id || undefined),
+          created_at: e.created_at ?? now,
+        }) as NewEvent,
     );
+    const handed = validated.map((event) => {
+      const submitted = this.track(event);
+      this.current.apply(submitted.folded);
+      if (event.type === 'CHECKPOINT_SAVED')
+        submitted.context = this.checkpoints?.context(submitted.folded, this.progress) ?? null;
+      return submitted;
+    });
+    this.staged.push(...handed);
+    return handed;
+  }
+
+  /** The envelope the store gives `event` as the next of the stream (buildEnvelopes), before its position. */
+  private track(event: NewEvent): Submitted {
+    let settle!: Submitted['settle'];
+    const stored = new Promise<RuntimeEvent>((resolve, reject) => (settle = { resolve, reject }));
+    // its caller may be gone (a deferred event, an append whose turn failed first): never unhandled
+    stored.catch(() => undefined);
+    const folded = {
+      event_id: event.event_id!,
+      task_id: this.taskId,
+      session_id: event.session_id ?? this.taskId,
+      sequence: this.progress.last_seq + 1,
+      type: event.type,
+      payload: event.payload,
+      causation_id: event.causation_id ?? null,
+      correlation_id: event.correlation_id ?? this.taskId,
+      created_at: event.created_at!,
+      position: 0,
+    } as RuntimeEvent;
+    return { event, folded, context: null, stored, settle };
+  }
+
+  /** One turn of the chain: everything handed over so far, in one append. */
+  private async sendStaged(): Promise<void> {
+    if (this.failed) throw this.failed;
+    const batch = this.staged.splice(0);
+    if (batch.length === 0) return;
     try {
-      const res = await this.store.append(this.taskId, withSession, {
-        expected: this.progress.last_seq === 0 ? 'no_stream' : this.progress.last_seq,
-        ...(this.lease ? { lease: this.lease.token } : {}),
-      });
-      this.applyCommitted(res.events);
-      // not waited for: the snapshot is taken now (its state and progress are this commit's)
-      void this.checkpoints?.appended(res.events, this.progress, this.taskState);
-      return res.events;
+      const res = await this.store.append(
+        this.taskId,
+        batch.map((s) => s.event),
+        {
+          expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
+          ...(this.lease ? { lease: this.lease.token } : {}),
+        },
+      );
+      this.committed(batch, res.events);
     } catch (err) {
-      if (err instanceof LeaseLostError && this.lease) {
-        this.lost = err;
-        this.lease.onLost(err);
+      if (err instanceof ConcurrencyError && !this.failed) {
+        await this.rebase(batch);
+        return this.sendStaged();
       }
-      if (!(err instanceof ConcurrencyError)) throw err;
-      const missed = await this.store.readStream(this.taskId, { after_seq: this.progress.last_seq });
-      this.applyCommitted(missed);
-      if (this.progress.final) throw new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
-      return this.write(events);
+      this.fail(err, batch);
+      throw err;
     }
+  }
+
+  private committed(batch: readonly Submitted[], stored: readonly RuntimeEvent[]): void {
+    batch.forEach((s, i) => {
+      const e = stored[i];
+      if (e?.event_id !== s.folded.event_id || e.sequence !== s.folded.sequence) {
+        const err = new Error(
+          `task ${this.taskId}: the store wrote ${e?.event_id}@${e?.sequence} where ${s.folded.event_id}@${s.folded.sequence} was folded`,
+        );
+        this.fail(err, batch);
+        throw err;
+      }
+      // the folded copy is the one the log holds: it gets what only the store could assign
+      Object.assign(s.folded, { position: e.position, session_id: e.session_id, created_at: e.created_at });
+      this.taskState = evolve(this.taskState, e);
+      this.committedSeq = e.sequence;
+      // not waited for: the snapshot's context and state are this checkpoint's
+      if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.taskState);
+      s.settle.resolve(e);
+    });
+  }
+
+  /**
+   * Another writer appended in between: the fold starts again from the log,
+   * its events first, then ours (the batch that was refused, then whatever
+   * was handed over since) with the sequences that now follow.
+   */
+  private async rebase(batch: readonly Submitted[]): Promise<void> {
+    const missed = await this.store.readStream(this.taskId, { after_seq: this.committedSeq });
+    const committed = this.current.log.filter((e) => e.sequence <= this.committedSeq);
+    const pending = [...batch, ...this.staged];
+    this.current = new TaskFold(this.taskId, [...committed, ...missed]);
+    for (const e of missed) this.taskState = evolve(this.taskState, e);
+    this.committedSeq = this.current.progress.last_seq;
+    if (this.progress.final) {
+      const err = new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
+      this.fail(err, pending);
+      throw err;
+    }
+    for (const s of pending) {
+      s.folded.sequence = this.progress.last_seq + 1;
+      if (s.event.type === 'CHECKPOINT_SAVED')
+        Object.assign(s.event.payload as object, { at_sequence: s.folded.sequence - 1 });
+      this.current.apply(s.folded);
+    }
+    this.staged = pending;
+  }
+
+  /** The fold holds events the log may never get: no later append is taken. */
+  private fail(err: unknown, batch: readonly Submitted[]): void {
+    this.failed ??= err;
+    if (err instanceof LeaseLostError && this.lease) this.lease.onLost(err);
+    for (const s of [...batch, ...this.staged.splice(0)]) s.settle.reject(err);
   }
 }

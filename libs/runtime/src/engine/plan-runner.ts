@@ -119,7 +119,8 @@ export class PlanRunner {
         ]);
         return { kind: 'continue' };
       }
-      await writer.append([{ type: 'PLAN_STARTED', payload: { plan_id, steps } }]);
+      // rides with the first step's intent
+      writer.defer([{ type: 'PLAN_STARTED', payload: { plan_id, steps } }]);
     }
     const plan = writer.progress.plans.get(plan_id)!;
     const status = new Map<string, StepStatus>(
@@ -184,7 +185,8 @@ export class PlanRunner {
       ]);
       return { kind: 'continue' };
     }
-    await writer.append([
+    // rides with what the task does next: the next round's model call, or its end
+    writer.defer([
       { type: 'PLAN_COMPLETED', payload: { plan_id, step_results: this.stepResults(writer, plan_id) } },
     ]);
     const answer = [...plan.steps].reverse().find((s) => s.kind === 'respond');

@@ -95,14 +95,20 @@ export class ToolCallRunner {
   }
 
   /**
-   * The call's outcome is stored in one append with what the outcome hooks
-   * returned and the caller's `closing` events (the plan step's end), so a tool
-   * call costs two commits: the intent, and everything it led to.
+   * The call's outcome goes in one batch with what the outcome hooks returned
+   * and the caller's `closing` events (the plan step's end). A finished call's
+   * batch needs no commit of its own: it rides with the task's next append
+   * (the next call's intent, the next model call, the end), so a tool call
+   * costs one commit, its intent, made durable before the tool runs. A call
+   * that waits for a person is appended at once.
    */
   async run(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<CallOutcome> {
     const { outcome, record } = await this.decide(writer, spec, signal);
     const closing = outcome.kind === 'done' ? (spec.closing?.(outcome) ?? []) : [];
-    if (record.length + closing.length > 0) await writer.append([...record, ...closing]);
+    const batch = [...record, ...closing];
+    if (batch.length === 0) return outcome;
+    if (outcome.kind === 'done') writer.defer(batch);
+    else await writer.append(batch);
     return outcome;
   }
 
