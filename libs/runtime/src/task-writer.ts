@@ -99,6 +99,11 @@ export class TaskWriter {
     return this.current.log;
   }
 
+  /** the last sequence known to be in the log; the fold may be ahead of it by what is not committed yet */
+  get committedThrough(): number {
+    return this.committedSeq;
+  }
+
   /**
    * Appends `events` (after any deferred ones, in the same commit) and resolves
    * with their stored copies once they are durable.

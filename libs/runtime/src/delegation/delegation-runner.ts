@@ -114,7 +114,14 @@ export class DelegationRunner {
       return `unknown agent ${args.agent}; the agents are: ${this.deps.agents.names().join(', ')}`;
     if (p.depth + 1 > this.deps.maxDepth)
       return `delegation depth limit reached: task ${p.task_id} is ${p.depth} delegation(s) down and the limit is ${this.deps.maxDepth}`;
-    const running = [...p.children.values()].filter((c) => !c.ended).map((c) => c.started.budgets);
+    // children whose start is committed hold their budgets; those starting together with this one (handed to
+    // the writer, not yet committed: the steps of one plan) each carve from the same remainder
+    const startedAt = new Map(
+      writer.log.flatMap((e) => (e.type === 'CHILD_TASK_STARTED' ? [[e.payload.call_id, e.sequence]] : [])),
+    );
+    const running = [...p.children.entries()]
+      .filter(([call_id, c]) => !c.ended && (startedAt.get(call_id) ?? Infinity) <= writer.committedThrough)
+      .map(([, c]) => c.started.budgets);
     const now = (this.deps.clock ?? WALL_CLOCK).now();
     const carve = carveBudgets(
       args.budgets,
