@@ -24,50 +24,79 @@ export const rankHits = (hits: MemorySearchHit[], k: number): MemorySearchHit[] 
  * its holder.
  */
 export class LiveEntries {
-  private readonly byId = new Map<string, { entry: StoredMemoryEntry; vector: Float32Array }>();
+  private readonly byLabel = new Map<number, { entry: StoredMemoryEntry; vector: Float32Array }>();
+  private readonly labelOf = new Map<string, number>();
 
   constructor(readonly limit: number) {}
 
   get size(): number {
-    return this.byId.size;
+    return this.byLabel.size;
   }
 
   has(id: string): boolean {
-    return this.byId.has(id);
+    return this.labelOf.has(id);
   }
 
   /** Adds (or replaces) a live entry; false when that would exceed the limit (nothing is added then). */
   put(entry: StoredMemoryEntry, vector: Float32Array): boolean {
-    if (!this.byId.has(entry.id) && this.byId.size >= this.limit) return false;
-    this.byId.set(entry.id, { entry, vector });
+    if (!this.labelOf.has(entry.id) && this.labelOf.size >= this.limit) return false;
+    this.labelOf.set(entry.id, entry.label);
+    this.byLabel.set(entry.label, { entry, vector });
     return true;
   }
 
   setWeight(id: string, weight: number, updatedAt: string): void {
-    const live = this.byId.get(id);
+    const label = this.labelOf.get(id);
+    const live = label === undefined ? undefined : this.byLabel.get(label);
     if (live)
-      this.byId.set(id, { entry: { ...live.entry, weight, updated_at: updatedAt }, vector: live.vector });
+      this.byLabel.set(live.entry.label, {
+        entry: { ...live.entry, weight, updated_at: updatedAt },
+        vector: live.vector,
+      });
   }
 
   remove(id: string): void {
-    this.byId.delete(id);
+    const label = this.labelOf.get(id);
+    if (label === undefined) return;
+    this.labelOf.delete(id);
+    this.byLabel.delete(label);
   }
 
-  /** Every live entry passing the filter, ranked by similarity x weight: the exact scan. */
+  /** The live entries among `labels`: what MemoryStore.byLabels reads, less the tombstones. */
+  byLabels(labels: readonly number[]): Map<number, StoredMemoryEntry> {
+    const out = new Map<number, StoredMemoryEntry>();
+    for (const label of labels) {
+      const live = this.byLabel.get(label);
+      if (live) out.set(label, live.entry);
+    }
+    return out;
+  }
+
+  /**
+   * Every live entry passing the filter, ranked by similarity x weight: the exact scan. Only the
+   * best k are kept while it scans, in rankHits' order (a total one: labels are unique).
+   */
   search(q: Float32Array, filter: MemoryFilter, k: number): MemorySearchHit[] {
-    const hits: MemorySearchHit[] = [];
-    for (const { entry, vector } of this.byId.values()) {
+    const top: MemorySearchHit[] = [];
+    if (k <= 0) return top;
+    const ahead = (score: number, label: number, of: MemorySearchHit): boolean =>
+      score > of.score || (score === of.score && label < of.entry.label);
+    for (const { entry, vector } of this.byLabel.values()) {
       if (!matchesFilter(entry, filter)) continue;
       const similarity = cosine(q, vector);
-      hits.push({ entry, similarity, score: similarity * entry.weight });
+      const score = similarity * entry.weight;
+      if (top.length === k && !ahead(score, entry.label, top[k - 1])) continue;
+      let at = Math.min(top.length, k - 1);
+      for (; at > 0 && ahead(score, entry.label, top[at - 1]); at--) top[at] = top[at - 1];
+      top[at] = { entry, similarity, score };
     }
-    return rankHits(hits, k);
+    return top;
   }
 
   /** The most similar live entry of a kind (the lowest label among equals), or null when there is none. */
   nearest(vector: Float32Array, kind: MemoryKind): NearestEntry | null {
     let best: { entry: StoredMemoryEntry; similarity: number } | null = null;
-    for (const { entry, vector: stored } of this.byId.values()) {
+    for (const { entry, vector: stored } of this.byLabel.values()) {
       if (entry.kind !== kind) continue;
       const similarity = cosine(vector, stored);
       if (

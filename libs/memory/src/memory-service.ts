@@ -489,10 +489,11 @@ export class MemoryService {
   /** The closest live entry to a vector, for deduplication. */
   async nearest(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
     await this.sync();
-    if (this.live) return this.live.nearest(vector, kind);
-    if (!this.index) return this.nearestByScan(vector, kind);
+    if (!this.index) return this.live ? this.live.nearest(vector, kind) : this.nearestByScan(vector, kind);
     const hits = this.index.search(vector, 10);
-    const rows = await this.o.store.byLabels(hits.map((h) => h.label));
+    const labels = hits.map((h) => h.label);
+    // below the exact-scan limit the live entries are in memory: no table to read
+    const rows = this.live ? this.live.byLabels(labels) : await this.o.store.byLabels(labels);
     for (const h of hits) {
       const entry = rows.get(h.label);
       if (entry && !entry.deleted && entry.kind === kind)
