@@ -314,6 +314,38 @@ describe('MemoryService sync and apply', () => {
     await sut.close();
   });
 
+  it('searches arriving together share one pass over the log, and a write committed while it runs is found by the next', async () => {
+    const sut = await openService(env);
+    await sut.insert({
+      text: 'the cache is flushed nightly',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.5,
+      reason: 't',
+    });
+    const readAll = jest.spyOn(env.events, 'readAll');
+    const together = await Promise.all(
+      Array.from({ length: 5 }, () => sut.search('cache flushed', { k: 1 })),
+    );
+    expect(together.map((hits) => hits.map((h) => h.entry.text))).toEqual(
+      Array(5).fill(['the cache is flushed nightly']),
+    );
+    expect(readAll).toHaveBeenCalledTimes(1);
+
+    const running = sut.search('cache flushed', { k: 5 });
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload: payload(sut, 'the cache lives on the ssd') }],
+      { expected: 'any' },
+    );
+    await running;
+    expect((await sut.search('cache', { k: 5 })).map((h) => h.entry.text).sort()).toEqual([
+      'the cache is flushed nightly',
+      'the cache lives on the ssd',
+    ]);
+    await sut.close();
+  });
+
   it("another process's write on the same file is found by the next search, before its commit is published here", async () => {
     const sut = await openService(env);
     // a second connection to the file, as another process has: its commits reach this one's listener only by polling

@@ -109,6 +109,8 @@ export interface MemoryIndexStatus {
  */
 export class MemoryService {
   private syncing: Promise<number> = Promise.resolve(0);
+  /** the pass queued behind the running one, not started yet */
+  private waitingPass: Promise<number> | null = null;
   /**
    * The log position this instance's index has applied. Its own, not the
    * table's checkpoint: instances sharing a PostgreSQL database share the
@@ -300,10 +302,22 @@ export class MemoryService {
     return v;
   }
 
-  /** Apply every MEMORY_WRITTEN after the checkpoint. Serialised: concurrent callers share one pass. */
+  /**
+   * Apply every MEMORY_WRITTEN after the checkpoint. Serialised: callers arriving while a pass waits
+   * for the running one share the waiting pass, which starts after all of them called, so each
+   * still sees everything committed before its call.
+   */
   sync(): Promise<number> {
-    this.syncing = this.syncing.catch(() => 0).then(() => this.applyPending());
-    return this.syncing;
+    if (this.waitingPass) return this.waitingPass;
+    const pass = this.syncing
+      .catch(() => 0)
+      .then(() => {
+        this.waitingPass = null;
+        return this.applyPending();
+      });
+    this.waitingPass = pass;
+    this.syncing = pass;
+    return pass;
   }
 
   /**
