@@ -5,6 +5,7 @@ import * as createCheckpoints from './1795334683650-CreateCheckpoints';
 import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
 import * as createProcesses from './1795334683670-CreateProcesses';
 import * as createTaskLeases from './1795334683680-CreateTaskLeases';
+import * as createEventLogHead from './1795334683690-CreateEventLogHead';
 
 import { isPostgres } from './dialect';
 
@@ -24,6 +25,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683660-CreateMemoryEntries': createMemoryEntries,
   '1795334683670-CreateProcesses': createProcesses,
   '1795334683680-CreateTaskLeases': createTaskLeases,
+  '1795334683690-CreateEventLogHead': createEventLogHead,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

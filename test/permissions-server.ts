@@ -41,6 +41,10 @@ export class ServerProcess {
       RUNLEDGER_ALLOWED_ROOT: workspace,
       RUNLEDGER_SANDBOX: 'process',
       RUNLEDGER_RATE_LIMIT: '0',
+      // a test machine shared by parallel suites stalls the event loop; the backpressure specs set their own
+      RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
+      RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
+      RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
       LOG_LEVEL: 'debug',
       ...extraEnv,
     });

@@ -52,48 +52,6 @@ describe('GroupCommitter', () => {
     ]);
   });
 
-  it('maxInFlight 2: the next group is handed over while one commits, and results come back in order', async () => {
-    const { groups, commit } = recorder();
-    let inFlight = 0;
-    let most = 0;
-    const sut = new GroupCommitter(
-      async (requests: readonly number[]) => {
-        most = Math.max(most, ++inFlight);
-        try {
-          return await commit(requests);
-        } finally {
-          inFlight--;
-        }
-      },
-      { maxInFlight: 2 },
-    );
-    const first = sut.submit(0);
-    await new Promise((r) => setImmediate(r));
-    const second = sut.submit(2);
-    await new Promise((r) => setImmediate(r));
-    const third = sut.submit(4);
-    expect(await Promise.all([first, second, third])).toEqual(['ok 0', 'ok 2', 'ok 4']);
-    expect(groups).toEqual([[0], [2], [4]]);
-    expect(most).toBe(2);
-  });
-
-  it('maxInFlight 2: callers of a group coming back one by one are split, so the halves alternate', async () => {
-    const { groups, commit } = recorder();
-    const sut = new GroupCommitter(commit, { maxInFlight: 2 });
-    await Promise.all([0, 2, 4, 6].map((n) => sut.submit(n)));
-    // each caller appends again as soon as its first append settled, as a task's steps do
-    await Promise.all([0, 2, 4, 6].map((n) => sut.submit(n + 10)));
-    expect(groups[0]).toEqual([0, 2, 4, 6]);
-    expect(groups.slice(1)).toEqual([
-      [10, 12],
-      [14, 16],
-    ]);
-  });
-
-  it('refuses a maxInFlight that is not a positive integer', () => {
-    expect(() => new GroupCommitter(recorder().commit, { maxInFlight: 0 })).toThrow(RangeError);
-  });
-
   it('drain waits for everything submitted', async () => {
     const { commit } = recorder();
     const sut = new GroupCommitter(commit, { windowMs: 20 });

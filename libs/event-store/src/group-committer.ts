@@ -18,14 +18,6 @@ export interface GroupCommitOptions {
   windowMs?: number;
   /** Most requests per transaction (default 512); 1 is one transaction per request. */
   maxBatch?: number;
-  /**
-   * Groups handed to the adapter before the first of them settled (default 1).
-   * Only for an adapter that runs its groups one after another in the order
-   * given (the SQLite writer thread): with 2, the next group travels to the
-   * thread while the previous one commits, and the callers of the group that
-   * just settled run on the event loop while the thread commits the next.
-   */
-  maxInFlight?: number;
 }
 
 interface Pending<Req, Res> {
@@ -43,12 +35,9 @@ interface Pending<Req, Res> {
 export class GroupCommitter<Req, Res> {
   private queue: Pending<Req, Res>[] = [];
   private scheduled = false;
-  /** groups handed to the adapter and not settled yet, oldest first */
-  private inFlight: Promise<void>[] = [];
+  private inFlight: Promise<void> | null = null;
   private readonly windowMs: number;
   private readonly maxBatch: number;
-  private readonly maxInFlight: number;
-  private lastGroupSize = 0;
 
   constructor(
     private readonly commitGroup: CommitGroup<Req, Res>,
@@ -56,13 +45,10 @@ export class GroupCommitter<Req, Res> {
   ) {
     this.windowMs = options.windowMs ?? 0;
     this.maxBatch = options.maxBatch ?? 512;
-    this.maxInFlight = options.maxInFlight ?? 1;
     if (!Number.isFinite(this.windowMs) || this.windowMs < 0)
       throw new RangeError(`group commit windowMs must be >= 0, got ${options.windowMs}`);
     if (!Number.isInteger(this.maxBatch) || this.maxBatch < 1)
       throw new RangeError(`group commit maxBatch must be a positive integer, got ${options.maxBatch}`);
-    if (!Number.isInteger(this.maxInFlight) || this.maxInFlight < 1)
-      throw new RangeError(`group commit maxInFlight must be a positive integer, got ${options.maxInFlight}`);
   }
 
   /** Queue one request; settles with its own result once its group committed. */
@@ -75,46 +61,24 @@ export class GroupCommitter<Req, Res> {
 
   /** Resolves once everything submitted so far has settled. */
   async drain(): Promise<void> {
-    while (this.inFlight.length > 0 || this.queue.length > 0) {
-      if (this.inFlight.length > 0) await this.inFlight[0];
+    while (this.inFlight || this.queue.length > 0) {
+      if (this.inFlight) await this.inFlight;
       else await new Promise<void>((r) => setImmediate(r));
     }
   }
 
   private schedule(): void {
-    if (this.inFlight.length >= this.maxInFlight || this.queue.length === 0) return;
-    if (
-      this.maxInFlight > 1 &&
-      this.inFlight.length === 0 &&
-      this.queue.length * 2 >= this.lastGroupSize &&
-      this.lastGroupSize > 1
-    ) {
-      // the callers of the last group are coming back one by one: send the first half of them now, so the
-      // thread commits it while the rest still run here, and the two halves keep alternating
-      this.scheduled = false;
-      this.startFlush();
-      return;
-    }
-    if (this.scheduled) return;
+    if (this.scheduled || this.inFlight || this.queue.length === 0) return;
     this.scheduled = true;
     const flush = () => {
-      if (!this.scheduled) return;
       this.scheduled = false;
-      this.startFlush();
+      this.inFlight = this.flush().finally(() => {
+        this.inFlight = null;
+        this.schedule();
+      });
     };
     if (this.windowMs > 0) setTimeout(flush, this.windowMs);
     else setImmediate(flush);
-  }
-
-  private startFlush(): void {
-    if (this.queue.length === 0) return;
-    this.lastGroupSize = Math.min(this.queue.length, this.maxBatch);
-    const group = this.flush().finally(() => {
-      this.inFlight.splice(this.inFlight.indexOf(group), 1);
-      this.schedule();
-    });
-    this.inFlight.push(group);
-    this.schedule();
   }
 
   private async flush(): Promise<void> {

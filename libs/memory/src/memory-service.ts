@@ -10,7 +10,15 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { Embedder, cosine } from './embedder';
-import { MemoryFilter, MemoryStore, StoredMemoryEntry, vectorToBuffer } from './memory-store';
+import { LiveEntries, matchesFilter, rankHits } from './live-entries';
+import {
+  MemoryFilter,
+  MemoryRow,
+  MemoryStore,
+  StoredMemoryEntry,
+  toEntry,
+  vectorToBuffer,
+} from './memory-store';
 import {
   DEFAULT_MEMORY_POLICY,
   MemoryPolicyConfig,
@@ -49,6 +57,11 @@ export interface MemoryServiceOptions {
   /** a filtered search over at most this many entries scans them exactly instead of asking the index */
   exactScanBelow?: number;
   /**
+   * While there are at most `exactScanBelow` live entries, keep them with their vectors in memory
+   * so an exact scan (search, nearest) reads no table (default true; false reads the table each time).
+   */
+  keepLiveEntries?: boolean;
+  /**
    * a missing or stale index file is rebuilt in a worker thread while searches scan the stored
    * vectors exactly; otherwise open rebuilds it before it returns
    */
@@ -76,6 +89,9 @@ export interface DirectWrite {
 }
 
 const CACHE_SIZE = 256;
+const DEFAULT_EXACT_SCAN_BELOW = 2000;
+/** MEMORY_WRITTEN events read from the log per statement while syncing */
+const SYNC_PAGE = 500;
 
 /** Where the vector index stands: `rebuilding` while a worker rebuilds its file (searches scan exactly meanwhile). */
 export interface MemoryIndexStatus {
@@ -93,6 +109,8 @@ export interface MemoryIndexStatus {
  */
 export class MemoryService {
   private syncing: Promise<number> = Promise.resolve(0);
+  /** the pass queued behind the running one, not started yet */
+  private waitingPass: Promise<number> | null = null;
   /**
    * The log position this instance's index has applied. Its own, not the
    * table's checkpoint: instances sharing a PostgreSQL database share the
@@ -104,14 +122,24 @@ export class MemoryService {
   /** the worker rebuilding the index file, while there is one (then `index` is null) */
   private rebuild: { job: IndexRebuild; ready: Promise<void> } | null = null;
   private rebuildReason: string | null = null;
+  /**
+   * What the event store has published to this instance's commit listener: every event from
+   * `first` through `through` (adapters publish in position order without a gap, other instances'
+   * commits included once they learn of them), and the newest MEMORY_WRITTEN among them.
+   */
+  private readonly heard = { first: 0, through: 0, newestMemory: 0 };
+  private readonly stopListening: () => void;
 
   private constructor(
     private readonly o: MemoryServiceOptions,
     /** null while a worker rebuilds it: searches scan the table exactly meanwhile */
     private index: VectorIndex | null,
     indexedThrough: number,
+    /** the live entries while there are few enough to scan exactly; null above that (or when not kept) */
+    private live: LiveEntries | null,
   ) {
     this.indexedThrough = indexedThrough;
+    this.stopListening = o.events.onCommitted((events) => this.hear(events));
   }
 
   static async open(o: MemoryServiceOptions): Promise<MemoryService> {
@@ -133,10 +161,39 @@ export class MemoryService {
       o,
       stale === null ? await MemoryService.openIndex(o) : null,
       indexedThrough,
+      await MemoryService.loadLive(o),
     );
     if (stale !== null) svc.rebuildInWorker(stale);
     await svc.sync();
     return svc;
+  }
+
+  private static exactScanLimit(o: MemoryServiceOptions): number {
+    return o.exactScanBelow ?? DEFAULT_EXACT_SCAN_BELOW;
+  }
+
+  /** The table's live entries in memory, or null when there are more than an exact scan takes (or none are kept). */
+  private static async loadLive(o: MemoryServiceOptions): Promise<LiveEntries | null> {
+    if (o.keepLiveEntries === false) return null;
+    const limit = MemoryService.exactScanLimit(o);
+    const rows = await o.store.withVectors({}, limit + 1);
+    if (rows.length > limit) return null;
+    const live = new LiveEntries(limit);
+    for (const { entry, vector } of rows) live.put(entry, vector);
+    return live;
+  }
+
+  /** Keeps a live entry in memory; past the exact-scan limit the copy is dropped and searches read the table. */
+  private keepLive(entry: StoredMemoryEntry, vector: Float32Array): void {
+    if (this.live && !this.live.put(entry, vector)) this.live = null;
+  }
+
+  private hear(events: readonly RuntimeEvent[]): void {
+    if (this.heard.first === 0) this.heard.first = events[0].position;
+    for (const e of events)
+      if (e.type === 'MEMORY_WRITTEN')
+        this.heard.newestMemory = Math.max(this.heard.newestMemory, e.position);
+    this.heard.through = Math.max(this.heard.through, events[events.length - 1].position);
   }
 
   get embeddingModel(): string {
@@ -245,27 +302,60 @@ export class MemoryService {
     return v;
   }
 
-  /** Apply every MEMORY_WRITTEN after the checkpoint. Serialised: concurrent callers share one pass. */
+  /**
+   * Apply every MEMORY_WRITTEN after the checkpoint. Serialised: callers arriving while a pass waits
+   * for the running one share the waiting pass, which starts after all of them called, so each
+   * still sees everything committed before its call.
+   */
   sync(): Promise<number> {
-    this.syncing = this.syncing.catch(() => 0).then(() => this.applyPending());
-    return this.syncing;
+    if (this.waitingPass) return this.waitingPass;
+    const pass = this.syncing
+      .catch(() => 0)
+      .then(() => {
+        this.waitingPass = null;
+        return this.applyPending();
+      });
+    this.waitingPass = pass;
+    this.syncing = pass;
+    return pass;
   }
 
+  /**
+   * Reads the log from where the applied MEMORY_WRITTEN events end. When every
+   * event committed since then reached the commit listener and none of them is
+   * a MEMORY_WRITTEN, only what was committed and not heard yet (another
+   * instance's commit the store has not published here) can hold a new one, so
+   * the read starts after what was heard: one short statement that finds
+   * nothing when nothing new was written.
+   */
   private async applyPending(): Promise<number> {
+    const heard = this.heard.through;
+    const nothingNewHeard =
+      this.heard.first > 0 &&
+      this.indexedThrough >= this.heard.first - 1 &&
+      this.heard.newestMemory <= this.indexedThrough;
+    let after = nothingNewHeard ? Math.max(this.indexedThrough, heard) : this.indexedThrough;
     let applied = 0;
     for (;;) {
       const page = await this.o.events.readAll({
-        after_position: this.indexedThrough,
+        after_position: after,
         types: ['MEMORY_WRITTEN'],
-        limit: 500,
+        limit: SYNC_PAGE,
       });
-      if (page.length === 0) break;
       for (const e of page) {
         if (e.type === 'MEMORY_WRITTEN') await this.apply(e);
+        after = this.indexedThrough = e.position;
         applied++;
       }
+      if (page.length < SYNC_PAGE) break;
     }
-    if (applied > 0) this.scheduleSave();
+    // the pass read past every event heard before it began: none of them is left to apply
+    this.indexedThrough = Math.max(this.indexedThrough, heard);
+    if (applied > 0) {
+      // once per pass: a crash before it only applies the pass again, which changes nothing (see apply)
+      await this.o.store.setCheckpoint(after);
+      this.scheduleSave();
+    }
     return applied;
   }
 
@@ -273,21 +363,16 @@ export class MemoryService {
    * Idempotent, one statement per step, no transaction: replaying an event
    * after a crash between the entry write and the checkpoint changes nothing,
    * and neither does applying one another instance already wrote to the
-   * table (only this instance's index learns of it).
+   * table (only this instance's index and live entries learn of it).
    */
   private async apply(e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>): Promise<void> {
     const p = e.payload;
-    const existing = await this.o.store.get(p.entry_id);
-    if (p.op === 'insert' && existing) {
-      // while a worker rebuilds the index there is none to add to: the rebuilt file is caught up from the table
-      const index = this.index;
-      const vector = !index || index.has(existing.label) ? null : await this.o.store.vector(existing.id);
-      if (vector) this.index?.add(existing.label, vector, existing.deleted);
-    } else if (p.op === 'insert') {
+    let existing = await this.o.store.get(p.entry_id);
+    if (p.op === 'insert' && !existing) {
       const vector = await this.embed(p.text);
       const system = e.task_id === MEMORY_SYSTEM_STREAM;
       const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
-      await this.o.store.insertIfAbsent({
+      const row: Omit<MemoryRow, 'label'> = {
         id: p.entry_id,
         text: p.text,
         kind: p.kind,
@@ -303,17 +388,39 @@ export class MemoryService {
         written_by: e.event_id,
         created_at: e.created_at,
         updated_at: e.created_at,
-      });
-      const stored = await this.o.store.get(p.entry_id);
-      if (stored) this.index?.add(stored.label, vector);
+      };
+      const label = await this.o.store.insertIfAbsent(row);
+      if (label !== null) {
+        this.index?.add(label, vector);
+        this.keepLive(toEntry({ ...row, label }), vector);
+        return;
+      }
+      // another instance inserted it between the read and the insert
+      existing = await this.o.store.get(p.entry_id);
+      if (!existing) throw new Error(`memory entry ${p.entry_id} was neither inserted nor found`);
+    }
+    if (p.op === 'insert' && existing) {
+      await this.learnStored(existing);
     } else if (p.op === 'reinforce' && existing && !existing.deleted) {
       await this.o.store.setWeight(p.entry_id, p.weight, e.created_at);
+      this.live?.setWeight(p.entry_id, p.weight, e.created_at);
     } else if (p.op === 'delete' && existing) {
       if (!existing.deleted) await this.o.store.tombstone(p.entry_id, e.created_at);
       this.index?.remove(existing.label);
+      this.live?.remove(existing.id);
     }
-    await this.o.store.setCheckpoint(e.position);
-    this.indexedThrough = e.position;
+  }
+
+  /** An entry already in the table (applied before a crash, or by another instance): the index and live entries learn it. */
+  private async learnStored(entry: StoredMemoryEntry): Promise<void> {
+    // while a worker rebuilds the index there is none to add to: the rebuilt file is caught up from the table
+    const toIndex = this.index !== null && !this.index.has(entry.label);
+    const toLive = this.live !== null && !entry.deleted && !this.live.has(entry.id);
+    if (!toIndex && !toLive) return;
+    const vector = await this.o.store.vector(entry.id);
+    if (!vector) return;
+    if (toIndex) this.index?.add(entry.label, vector, entry.deleted);
+    if (toLive) this.keepLive(entry, vector);
   }
 
   private scheduleSave(): void {
@@ -344,8 +451,7 @@ export class MemoryService {
   async search(query: string, options: MemorySearchOptions): Promise<MemorySearchHit[]> {
     await this.sync();
     const k = Math.max(0, options.k);
-    const index = this.index;
-    if (k === 0 || index?.size === 0) return [];
+    if (k === 0 || this.live?.size === 0 || this.index?.size === 0) return [];
     const q = await this.embed(query);
     const filter: MemoryFilter = {
       kind: options.kind,
@@ -353,8 +459,11 @@ export class MemoryService {
       task_id: options.task_id,
       min_weight: options.min_weight,
     };
+    // read after the embedding: an entry applied meanwhile is in the copy, and a dropped copy is not used
+    if (this.live) return this.live.search(q, filter, k);
+    const index = this.index;
     const filtered = Object.values(filter).some((v) => v !== undefined);
-    const limit = this.o.exactScanBelow ?? 2000;
+    const limit = MemoryService.exactScanLimit(this.o);
     const pool = filtered || !index ? await this.o.store.countActive(filter) : index.size;
     if (pool <= limit || !index) return this.exactSearch(q, filter, k, pool);
 
@@ -367,10 +476,10 @@ export class MemoryService {
         .map((h) => ({ entry: rows.get(h.label), similarity: h.similarity }))
         .filter(
           (h): h is { entry: StoredMemoryEntry; similarity: number } =>
-            h.entry !== undefined && !h.entry.deleted && matches(h.entry, filter),
+            h.entry !== undefined && !h.entry.deleted && matchesFilter(h.entry, filter),
         )
         .map((h) => ({ ...h, score: h.similarity * h.entry.weight }));
-      if (ranked.length >= k || fetch >= index.size) return rank(ranked, k);
+      if (ranked.length >= k || fetch >= index.size) return rankHits(ranked, k);
       fetch *= 4;
     }
   }
@@ -382,7 +491,7 @@ export class MemoryService {
     pool: number,
   ): Promise<MemorySearchHit[]> {
     const rows = await this.o.store.withVectors(filter, pool);
-    return rank(
+    return rankHits(
       rows.map(({ entry, vector }) => {
         const similarity = cosine(q, vector);
         return { entry, similarity, score: similarity * entry.weight };
@@ -394,9 +503,11 @@ export class MemoryService {
   /** The closest live entry to a vector, for deduplication. */
   async nearest(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
     await this.sync();
-    if (!this.index) return this.nearestByScan(vector, kind);
+    if (!this.index) return this.live ? this.live.nearest(vector, kind) : this.nearestByScan(vector, kind);
     const hits = this.index.search(vector, 10);
-    const rows = await this.o.store.byLabels(hits.map((h) => h.label));
+    const labels = hits.map((h) => h.label);
+    // below the exact-scan limit the live entries are in memory: no table to read
+    const rows = this.live ? this.live.byLabels(labels) : await this.o.store.byLabels(labels);
     for (const h of hits) {
       const entry = rows.get(h.label);
       if (entry && !entry.deleted && entry.kind === kind)
@@ -414,13 +525,9 @@ export class MemoryService {
   /** nearest() while the index is rebuilt: every live entry of the kind, compared exactly. */
   private async nearestByScan(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
     const rows = await this.o.store.withVectors({ kind }, await this.o.store.countActive({ kind }));
-    let best: NearestEntry | null = null;
-    for (const { entry, vector: stored } of rows) {
-      const similarity = cosine(vector, stored);
-      if (!best || similarity > best.similarity)
-        best = { entry_id: entry.id, kind: entry.kind, text: entry.text, weight: entry.weight, similarity };
-    }
-    return best;
+    const scanned = new LiveEntries(rows.length);
+    for (const { entry, vector: stored } of rows) scanned.put(entry, stored);
+    return scanned.nearest(vector, kind);
   }
 
   /** A MEMORY_WRITTEN payload for a new entry (the id is chosen here, so the writer can return it). */
@@ -543,6 +650,7 @@ export class MemoryService {
     if (this.o.indexPath) VectorIndex.removeFiles(this.o.indexPath);
     const index = await MemoryService.openIndex(this.o);
     this.index = index;
+    this.live = await MemoryService.loadLive(this.o);
     this.indexedThrough = 0;
     const applied = await this.sync();
     index.saveIfDirty();
@@ -558,18 +666,9 @@ export class MemoryService {
 
   /** An unfinished rebuild is stopped, not awaited: the next open starts it again. */
   async close(): Promise<void> {
+    this.stopListening();
     await this.syncing.catch(() => 0);
     await this.cancelRebuild();
     this.flush();
   }
 }
-
-const matches = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
-  (f.kind === undefined || e.kind === f.kind) &&
-  (f.session_id === undefined || e.session_id === f.session_id) &&
-  (f.task_id === undefined || e.task_id === f.task_id) &&
-  (f.min_weight === undefined || e.weight >= f.min_weight);
-
-/** Highest score first; ties by label so the order is stable across index rebuilds. */
-const rank = (hits: MemorySearchHit[], k: number): MemorySearchHit[] =>
-  hits.sort((a, b) => b.score - a.score || a.entry.label - b.entry.label).slice(0, k);

@@ -224,17 +224,19 @@ export class MemoryStore {
    * Insert unless the id exists; the label is the next one, assigned inside the
    * statement so no transaction spans awaits (the SQLite connection is shared with the append path).
    * On PostgreSQL two instances may pick the same next label at once: the loser
-   * of the unique label picks again.
+   * of the unique label picks again. Returns the label it was given (RETURNING, on SQLite
+   * >= 3.35 and PostgreSQL), or null when the id was already there and nothing was written.
    */
-  async insertIfAbsent(row: Omit<Insertable<MemoryEntriesTable>, 'label'>): Promise<void> {
+  async insertIfAbsent(row: Omit<Insertable<MemoryEntriesTable>, 'label'>): Promise<number | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.db
+        const inserted = await this.db
           .insertInto('memory_entries')
           .values({ ...row, label: sql<number>`(select coalesce(max(label), -1) + 1 from memory_entries)` })
           .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
+          .returning('label')
+          .executeTakeFirst();
+        return inserted ? Number(inserted.label) : null;
       } catch (err) {
         if (attempt >= LABEL_ATTEMPTS || !isLabelConflict(err)) throw err;
       }

@@ -74,13 +74,19 @@ type AppendOutcome =
   { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
 
 const COLUMNS = EVENT_INSERT_COLUMNS.split(',').length;
+/** The insert, and the log's event count moved on by as many rows in the same statement. */
 const insertSql = (rows: number): string =>
-  `INSERT INTO events (${EVENT_INSERT_COLUMNS})
-   VALUES ${Array.from(
-     { length: rows },
-     (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
-   ).join(', ')}
-   RETURNING event_id, position`;
+  `WITH inserted AS (
+     INSERT INTO events (${EVENT_INSERT_COLUMNS})
+     VALUES ${Array.from(
+       { length: rows },
+       (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
+     ).join(', ')}
+     RETURNING event_id, position
+   ), counted AS (
+     UPDATE event_log_head SET event_count = event_count + ${rows} WHERE id = 1
+   )
+   SELECT event_id, position FROM inserted`;
 
 /**
  * EventStore on PostgreSQL. Appends are group-committed: those arriving
@@ -359,12 +365,12 @@ export class PgEventStore extends EventStore {
     return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
   }
 
+  /** Two index reads: the highest position, and the count every append keeps (event_log_head). */
   async head(): Promise<StoreHead> {
-    const row = await this.handle.db
-      .selectFrom('events')
-      .select((eb) => [eb.fn.max('position').as('position'), eb.fn.countAll<number>().as('event_count')])
-      .executeTakeFirstOrThrow();
-    return { position: Number(row.position ?? 0), event_count: Number(row.event_count) };
+    const { rows } = await this.pool.query<{ position: string | null; event_count: string }>(
+      'SELECT (SELECT max(position) FROM events) AS position, (SELECT event_count FROM event_log_head WHERE id = 1) AS event_count',
+    );
+    return { position: Number(rows[0].position ?? 0), event_count: Number(rows[0].event_count) };
   }
 
   async streamVersion(taskId: string): Promise<number> {

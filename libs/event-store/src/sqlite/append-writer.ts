@@ -3,12 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { RuntimeEvent } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import {
-  GroupOutcome,
-  GroupRequest,
-  SqliteAppendTransaction,
-  withBusyRetry,
-} from './append-transaction';
+import { GroupOutcome, GroupRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
 import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
 import { ThreadError, fromThreadError } from './thread-errors';
 

@@ -134,11 +134,7 @@ export class SqliteEventStore extends EventStore {
     this.writer = threadOptions
       ? new ThreadAppendWriter(threadOptions)
       : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
-    // the thread runs its groups in the order sent: the next one can travel while one commits
-    this.committer = new GroupCommitter((requests) => this.commitGroup(requests), {
-      maxInFlight: threadOptions ? 2 : 1,
-      ...options.groupCommit,
-    });
+    this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
     // the handle's other writes take the thread's connection too, riding in its groups: two writing
     // connections would wait on each other's locks, this one in a busy handler that sleeps on the event loop
     if (threadOptions)

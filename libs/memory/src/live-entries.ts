@@ -1,0 +1,119 @@
+import { MemoryKind } from '@runledger/contracts';
+import { cosine } from './embedder';
+import { MemoryFilter, StoredMemoryEntry } from './memory-store';
+import type { MemorySearchHit } from './memory-service';
+import { NearestEntry } from './memory-write-policy';
+
+/** Whether a live entry passes a search filter: the same conditions as MemoryStore's SQL for active rows. */
+export const matchesFilter = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
+  (f.kind === undefined || e.kind === f.kind) &&
+  (f.session_id === undefined || e.session_id === f.session_id) &&
+  (f.task_id === undefined || e.task_id === f.task_id) &&
+  (f.min_weight === undefined || e.weight >= f.min_weight);
+
+/** Highest score first; ties by label so the order is stable across index rebuilds. */
+export const rankHits = (hits: MemorySearchHit[], k: number): MemorySearchHit[] =>
+  hits.sort((a, b) => b.score - a.score || a.entry.label - b.entry.label).slice(0, k);
+
+/**
+ * The live (not deleted) entries with their vectors, held in memory while there
+ * are at most `limit` of them: what an exact scan reads, without reading the
+ * table for every search. MemoryService fills it from the table at open and
+ * keeps it in step as it applies MEMORY_WRITTEN events; entries are replaced,
+ * never changed in place, so a hit handed out earlier does not change under
+ * its holder.
+ */
+export class LiveEntries {
+  private readonly byLabel = new Map<number, { entry: StoredMemoryEntry; vector: Float32Array }>();
+  private readonly labelOf = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  get size(): number {
+    return this.byLabel.size;
+  }
+
+  has(id: string): boolean {
+    return this.labelOf.has(id);
+  }
+
+  /** Adds (or replaces) a live entry; false when that would exceed the limit (nothing is added then). */
+  put(entry: StoredMemoryEntry, vector: Float32Array): boolean {
+    if (!this.labelOf.has(entry.id) && this.labelOf.size >= this.limit) return false;
+    this.labelOf.set(entry.id, entry.label);
+    this.byLabel.set(entry.label, { entry, vector });
+    return true;
+  }
+
+  setWeight(id: string, weight: number, updatedAt: string): void {
+    const label = this.labelOf.get(id);
+    const live = label === undefined ? undefined : this.byLabel.get(label);
+    if (live)
+      this.byLabel.set(live.entry.label, {
+        entry: { ...live.entry, weight, updated_at: updatedAt },
+        vector: live.vector,
+      });
+  }
+
+  remove(id: string): void {
+    const label = this.labelOf.get(id);
+    if (label === undefined) return;
+    this.labelOf.delete(id);
+    this.byLabel.delete(label);
+  }
+
+  /** The live entries among `labels`: what MemoryStore.byLabels reads, less the tombstones. */
+  byLabels(labels: readonly number[]): Map<number, StoredMemoryEntry> {
+    const out = new Map<number, StoredMemoryEntry>();
+    for (const label of labels) {
+      const live = this.byLabel.get(label);
+      if (live) out.set(label, live.entry);
+    }
+    return out;
+  }
+
+  /**
+   * Every live entry passing the filter, ranked by similarity x weight: the exact scan. Only the
+   * best k are kept while it scans, in rankHits' order (a total one: labels are unique).
+   */
+  search(q: Float32Array, filter: MemoryFilter, k: number): MemorySearchHit[] {
+    const top: MemorySearchHit[] = [];
+    if (k <= 0) return top;
+    const ahead = (score: number, label: number, of: MemorySearchHit): boolean =>
+      score > of.score || (score === of.score && label < of.entry.label);
+    for (const { entry, vector } of this.byLabel.values()) {
+      if (!matchesFilter(entry, filter)) continue;
+      const similarity = cosine(q, vector);
+      const score = similarity * entry.weight;
+      if (top.length === k && !ahead(score, entry.label, top[k - 1])) continue;
+      let at = Math.min(top.length, k - 1);
+      for (; at > 0 && ahead(score, entry.label, top[at - 1]); at--) top[at] = top[at - 1];
+      top[at] = { entry, similarity, score };
+    }
+    return top;
+  }
+
+  /** The most similar live entry of a kind (the lowest label among equals), or null when there is none. */
+  nearest(vector: Float32Array, kind: MemoryKind): NearestEntry | null {
+    let best: { entry: StoredMemoryEntry; similarity: number } | null = null;
+    for (const { entry, vector: stored } of this.byLabel.values()) {
+      if (entry.kind !== kind) continue;
+      const similarity = cosine(vector, stored);
+      if (
+        !best ||
+        similarity > best.similarity ||
+        (similarity === best.similarity && entry.label < best.entry.label)
+      )
+        best = { entry, similarity };
+    }
+    return best
+      ? {
+          entry_id: best.entry.id,
+          kind: best.entry.kind,
+          text: best.entry.text,
+          weight: best.entry.weight,
+          similarity: best.similarity,
+        }
+      : null;
+  }
+}
