@@ -118,6 +118,20 @@ export abstract class EventStore {
     return (await this.readAll(options)).map(rawEventOf);
   }
 
+  /**
+   * What an append of `events` will store, for a writer that folds events
+   * before it appends them: a store in front of another that changes events on
+   * their way in (redaction, a replay's clock) changes them the same way here,
+   * so the writer folds what the log will hold. Synchronous; call
+   * `readyToPrepare` once first. The default changes nothing.
+   */
+  prepareAppend(_taskId: string, events: readonly NewEvent[]): readonly NewEvent[] {
+    return events;
+  }
+
+  /** Loads what `prepareAppend` needs (a wrapper's secrets, say). */
+  async readyToPrepare(): Promise<void> {}
+
   /** Register a listener for committed events; returns the function that removes it. */
   onCommitted(listener: CommitListener): () => void {
     this.commitListeners.add(listener);

@@ -26,6 +26,14 @@ export abstract class WrappingEventStore extends EventStore {
     options: AppendOptions,
   ): Promise<AppendResult>;
 
+  override prepareAppend(taskId: string, events: readonly NewEvent[]): readonly NewEvent[] {
+    return this.inner.prepareAppend(taskId, events);
+  }
+
+  override readyToPrepare(): Promise<void> {
+    return this.inner.readyToPrepare();
+  }
+
   readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {
     return this.inner.readStream(taskId, options);
   }

@@ -17,7 +17,20 @@ export class RedactingEventStore extends WrappingEventStore {
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
-    await this.secrets.load(() => this.inner.readAll({ types: ['SECRET_PROVIDED'] }));
+    await this.loadSecrets();
     return this.inner.append(taskId, this.secrets.redactEvents(events), options);
+  }
+
+  override prepareAppend(taskId: string, events: readonly NewEvent[]): readonly NewEvent[] {
+    return this.inner.prepareAppend(taskId, this.secrets.redactEvents(events));
+  }
+
+  override async readyToPrepare(): Promise<void> {
+    await this.loadSecrets();
+    await this.inner.readyToPrepare();
+  }
+
+  private loadSecrets(): Promise<void> {
+    return this.secrets.load(() => this.inner.readAll({ types: ['SECRET_PROVIDED'] }));
   }
 }

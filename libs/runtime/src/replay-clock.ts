@@ -107,14 +107,31 @@ export class RecordedClockEventStore extends WrappingEventStore {
     super(new InMemoryEventStore());
   }
 
+  /** ids of events stamped when a writer folded them (it names its events): their append keeps the stamp */
+  private readonly stamped = new Set<string>();
+
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
-    const stamps = this.clock.stamps(events.length);
+    const isStamped = (e: NewEvent) => e.event_id !== undefined && this.stamped.has(e.event_id);
+    const fresh = events.filter((e) => !isStamped(e)).length;
+    const stamps = this.clock.stamps(fresh);
+    let next = 0;
     const result = await this.inner.append(
       taskId,
-      events.map((e, i) => ({ ...e, created_at: stamps[i] })),
+      events.map((e) => (isStamped(e) ? e : { ...e, created_at: stamps[next++] })),
       options,
     );
-    this.clock.advance(events.length);
+    for (const e of events) if (e.event_id !== undefined) this.stamped.delete(e.event_id);
+    this.clock.advance(fresh);
     return result;
+  }
+
+  /** Stamped now, in the order the writer hands them over: the order they will be written in. */
+  override prepareAppend(taskId: string, events: readonly NewEvent[]): readonly NewEvent[] {
+    const stamps = this.clock.stamps(events.length);
+    this.clock.advance(events.length);
+    return this.inner.prepareAppend(taskId, events).map((e, i) => {
+      if (e.event_id !== undefined) this.stamped.add(e.event_id);
+      return { ...e, created_at: stamps[i] } as NewEvent;
+    });
   }
 }

@@ -1,5 +1,8 @@
 import { NewEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
+import { randomBytes } from 'node:crypto';
+import { RedactingEventStore } from './redacting-event-store';
+import { SessionSecrets } from './session-secrets';
 import { TaskWriter } from './task-writer';
 
 const received: NewEvent = {
@@ -106,5 +109,25 @@ describe('TaskWriter when the store refuses', () => {
     await expect(sut.append([chunk(2)])).rejects.toBe(broken);
     expect(() => sut.defer([chunk(3)])).toThrow(broken);
     expect(await store.streamVersion('task_1')).toBe(1);
+  });
+
+  it('folds what the stores in front of the log will write: a secret of the session never reaches the fold', async () => {
+    const inner = new InMemoryEventStore();
+    const secrets = new SessionSecrets(randomBytes(32));
+    const store = new RedactingEventStore(inner, secrets);
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    secrets.remember('ses_1', 'hunter2-the-secret');
+    sut.defer([
+      {
+        type: 'OUTPUT_CHUNK',
+        payload: { call_id: 'c', index: 0, delta: 'pw hunter2-the-secret' },
+      } as NewEvent,
+    ]);
+    expect(JSON.stringify(sut.log)).not.toContain('hunter2-the-secret');
+    await sut.flush();
+    const log = await inner.readStream('task_1');
+    expect(JSON.stringify(log)).not.toContain('hunter2-the-secret');
+    expect(sut.log).toEqual(log);
   });
 });

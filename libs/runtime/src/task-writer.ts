@@ -82,7 +82,7 @@ export class TaskWriter {
     checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null,
     lease?: WriterLease | null,
   ): Promise<TaskWriter> {
-    const log = await store.readWholeStream(taskId);
+    const [log] = await Promise.all([store.readWholeStream(taskId), store.readyToPrepare()]);
     return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null);
   }
 
@@ -139,17 +139,20 @@ export class TaskWriter {
     if (events.length === 0) return [];
     const batch = this.checkpoints?.extend(this.progress, events) ?? events;
     const now = new Date().toISOString();
-    // the store validates again; the fold must see each payload as it will be stored (defaults filled), and a
-    // batch with an invalid event must change nothing
-    const validated = batch.map(
-      (e) =>
-        ({
-          ...e,
-          payload: parseEventBody({ type: e.type, payload: e.payload }).payload,
-          event_id: e.event_id ?? newId('evt'),
-          session_id: e.session_id ?? (this.progress.session_id || undefined),
-          created_at: e.created_at ?? now,
-        }) as NewEvent,
+    // the store validates again; the fold must see each event as it will be stored: payload defaults filled,
+    // and whatever the stores in front of the log change on the way in (secrets redacted, a replay's clock)
+    const validated = this.store.prepareAppend(
+      this.taskId,
+      batch.map(
+        (e) =>
+          ({
+            ...e,
+            payload: parseEventBody({ type: e.type, payload: e.payload }).payload,
+            event_id: e.event_id ?? newId('evt'),
+            session_id: e.session_id ?? (this.progress.session_id || undefined),
+            created_at: e.created_at ?? now,
+          }) as NewEvent,
+      ),
     );
     const handed = validated.map((event) => {
       const submitted = this.track(event);
