@@ -133,6 +133,14 @@ async function write(sut: MemoryService, live: string[], o: Op): Promise<void> {
 const comparable = (hits: MemorySearchHit[]) =>
   hits.map((h) => ({ entry: h.entry, similarity: h.similarity, score: h.score }));
 
+const CACHE_FACT = {
+  text: 'the cache is flushed nightly',
+  kind: 'fact',
+  source: 'user',
+  weight: 0.5,
+  reason: 't',
+} as const;
+
 describe('live entries in memory (the exact scan without SQL)', () => {
   let env: Env;
   beforeEach(async () => {
@@ -295,13 +303,7 @@ describe('MemoryService sync and apply', () => {
 
   it('a sync with nothing new committed reads the log only after the last event it heard of', async () => {
     const sut = await openService(env);
-    await sut.insert({
-      text: 'the cache is flushed nightly',
-      kind: 'fact',
-      source: 'user',
-      weight: 0.5,
-      reason: 't',
-    });
+    await sut.insert(CACHE_FACT);
     const { positions } = await env.events.append(
       'task_x',
       [{ type: 'TASK_RECEIVED', session_id: 'sx', payload: { input: 'hello', session_id: 'sx' } as never }],
@@ -316,13 +318,7 @@ describe('MemoryService sync and apply', () => {
 
   it('searches arriving together share one pass over the log, and a write committed while it runs is found by the next', async () => {
     const sut = await openService(env);
-    await sut.insert({
-      text: 'the cache is flushed nightly',
-      kind: 'fact',
-      source: 'user',
-      weight: 0.5,
-      reason: 't',
-    });
+    await sut.insert(CACHE_FACT);
     const readAll = jest.spyOn(env.events, 'readAll');
     const together = await Promise.all(
       Array.from({ length: 5 }, () => sut.search('cache flushed', { k: 1 })),
