@@ -14,7 +14,7 @@ import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { checkLease } from './check-lease';
-import { STATEMENT_CACHE_SIZE, SqliteSynchronous, connectionSynchronous } from './open-sqlite';
+import { SqliteSynchronous, connectionSynchronous, withStatementCache } from './open-sqlite';
 import { RoutedWriteResult } from './routed-sqlite-dialect';
 import { EventRow } from './rows';
 
@@ -109,8 +109,8 @@ export class SqliteAppendTransaction {
    * compiles the statement, so a prepared copy's first run would do nothing.
    */
   private readonly level: { append: string; connection: string } | null;
-  /** prepared routed statements by SQL text */
-  private readonly routed = new Map<string, BetterSqlite3.Statement>();
+  /** prepared routed statements by SQL text, kept as kysely's side of a connection keeps them */
+  private readonly routed: { prepare(sql: string): BetterSqlite3.Statement };
 
   constructor(
     private readonly raw: BetterSqlite3.Database,
@@ -125,6 +125,7 @@ export class SqliteAppendTransaction {
             append: `PRAGMA synchronous = ${appendSynchronous}`,
             connection: `PRAGMA synchronous = ${connection}`,
           };
+    this.routed = withStatementCache(raw);
     this.stmt = {
       head: raw.prepare(
         `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
@@ -213,12 +214,7 @@ export class SqliteAppendTransaction {
 
   /** A routed statement, as kysely's SQLite driver would have run it on the main connection. */
   private runStatement({ sql, parameters }: StatementRequest): GroupOutcome {
-    let stmt = this.routed.get(sql);
-    if (!stmt) {
-      stmt = this.raw.prepare(sql);
-      if (this.routed.size >= STATEMENT_CACHE_SIZE) this.routed.delete(this.routed.keys().next().value!);
-      this.routed.set(sql, stmt);
-    }
+    const stmt = this.routed.prepare(sql);
     const args = parameters.map(asParameter);
     if (stmt.reader) return { kind: 'executed', result: { rows: stmt.all(args) } };
     const { changes, lastInsertRowid } = stmt.run(args);
