@@ -122,7 +122,7 @@ async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
 }
 
 /** Seconds for TASKS tasks on Runledger, `concurrency` at a time. */
-function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
+export function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
   return inTempDir(async (dir) => {
     const storage = await createSqliteStorage({
       path: join(dir, 'runledger.db'),
@@ -133,7 +133,10 @@ function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
     await storage.eventStore.ready();
     const memory = criticAndMemory
       ? await MemoryService.open({
-          store: new MemoryStore(storage.db as unknown as Kysely<MemoryDatabase>),
+          store: new MemoryStore(
+            storage.db as unknown as Kysely<MemoryDatabase>,
+            storage.lazyDb as unknown as Kysely<MemoryDatabase>,
+          ),
           events: storage.eventStore,
           embedder: new HashingEmbedder(EMBEDDING_DIM),
           indexPath: join(dir, 'memory.hnsw'),

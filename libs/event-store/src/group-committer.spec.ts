@@ -60,4 +60,37 @@ describe('GroupCommitter', () => {
     await sut.drain();
     expect(done).toBe(2);
   });
+
+  it('a rider starts no group: it joins the next one, in order, or commits alone after rideMaxWaitMs', async () => {
+    const { groups, commit } = recorder();
+    const sut = new GroupCommitter(commit, { rideMaxWaitMs: 1_000 });
+    const rider = sut.submit(10, { ride: true });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(groups).toEqual([]);
+    await Promise.all([rider, sut.submit(0), sut.submit(2)]);
+    expect(groups).toEqual([[10, 0, 2]]);
+
+    const prompt = new GroupCommitter(recorder().commit, { rideMaxWaitMs: 15 });
+    const started = performance.now();
+    await expect(prompt.submit(4, { ride: true })).resolves.toBe('ok 4');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(14);
+  });
+
+  it('a rider submitted while a group commits waits for the next eager request, not the commit; drain takes it', async () => {
+    const { groups, commit } = recorder();
+    const sut = new GroupCommitter(commit, { rideMaxWaitMs: 60_000 });
+    const first = sut.submit(0);
+    await new Promise((r) => setImmediate(r));
+    const rider = sut.submit(12, { ride: true });
+    await first;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(groups).toEqual([[0]]);
+    await sut.drain();
+    await expect(rider).resolves.toBe('ok 12');
+    expect(groups).toEqual([[0], [12]]);
+  });
+
+  it('refuses a negative rideMaxWaitMs', () => {
+    expect(() => new GroupCommitter(recorder().commit, { rideMaxWaitMs: -1 })).toThrow(RangeError);
+  });
 });

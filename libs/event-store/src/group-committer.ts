@@ -18,10 +18,26 @@ export interface GroupCommitOptions {
   windowMs?: number;
   /** Most requests per transaction (default 512); 1 is one transaction per request. */
   maxBatch?: number;
+  /**
+   * How long a rider (`submit(r, { ride: true })`) waits for a group to join
+   * before it is committed without one (default 10 ms).
+   */
+  rideMaxWaitMs?: number;
+}
+
+export interface SubmitOptions {
+  /**
+   * Starts no group: the request joins the next group other requests start,
+   * or commits on its own after `rideMaxWaitMs`. For writes nobody waits on
+   * promptly, which then cost no commit (nor, with a writer thread, no round
+   * trip) of their own.
+   */
+  ride?: boolean;
 }
 
 interface Pending<Req, Res> {
   request: Req;
+  ride: boolean;
   resolve: (value: Res) => void;
   reject: (error: unknown) => void;
 }
@@ -38,6 +54,11 @@ export class GroupCommitter<Req, Res> {
   private inFlight: Promise<void> | null = null;
   private readonly windowMs: number;
   private readonly maxBatch: number;
+  private readonly rideMaxWaitMs: number;
+  /** queued requests that are not riders: a group starts for them, or once riders waited long enough */
+  private eager = 0;
+  private rideTimer: NodeJS.Timeout | null = null;
+  private ridersDue = false;
 
   constructor(
     private readonly commitGroup: CommitGroup<Req, Res>,
@@ -45,30 +66,48 @@ export class GroupCommitter<Req, Res> {
   ) {
     this.windowMs = options.windowMs ?? 0;
     this.maxBatch = options.maxBatch ?? 512;
+    this.rideMaxWaitMs = options.rideMaxWaitMs ?? 10;
     if (!Number.isFinite(this.windowMs) || this.windowMs < 0)
       throw new RangeError(`group commit windowMs must be >= 0, got ${options.windowMs}`);
     if (!Number.isInteger(this.maxBatch) || this.maxBatch < 1)
       throw new RangeError(`group commit maxBatch must be a positive integer, got ${options.maxBatch}`);
+    if (!Number.isFinite(this.rideMaxWaitMs) || this.rideMaxWaitMs < 0)
+      throw new RangeError(`group commit rideMaxWaitMs must be >= 0, got ${options.rideMaxWaitMs}`);
   }
 
   /** Queue one request; settles with its own result once its group committed. */
-  submit(request: Req): Promise<Res> {
+  submit(request: Req, options: SubmitOptions = {}): Promise<Res> {
+    const ride = options.ride === true;
     return new Promise<Res>((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
+      this.queue.push({ request, ride, resolve, reject });
+      if (ride) this.armRideTimer();
+      else this.eager++;
       this.schedule();
     });
   }
 
-  /** Resolves once everything submitted so far has settled. */
+  /** Resolves once everything submitted so far has settled; riders do not wait for company. */
   async drain(): Promise<void> {
     while (this.inFlight || this.queue.length > 0) {
+      this.ridersDue = true;
+      this.schedule();
       if (this.inFlight) await this.inFlight;
       else await new Promise<void>((r) => setImmediate(r));
     }
   }
 
+  private armRideTimer(): void {
+    if (this.rideTimer) return;
+    this.rideTimer = setTimeout(() => {
+      this.rideTimer = null;
+      this.ridersDue = true;
+      this.schedule();
+    }, this.rideMaxWaitMs);
+  }
+
   private schedule(): void {
     if (this.scheduled || this.inFlight || this.queue.length === 0) return;
+    if (this.eager === 0 && !this.ridersDue) return;
     this.scheduled = true;
     const flush = () => {
       this.scheduled = false;
@@ -83,6 +122,12 @@ export class GroupCommitter<Req, Res> {
 
   private async flush(): Promise<void> {
     const group = this.queue.splice(0, this.maxBatch);
+    for (const p of group) if (!p.ride) this.eager--;
+    if (this.eager === this.queue.length) {
+      this.ridersDue = false;
+      if (this.rideTimer) clearTimeout(this.rideTimer);
+      this.rideTimer = null;
+    }
     let results: GroupResult<Res>[];
     try {
       results = await this.commitGroup(group.map((p) => p.request));

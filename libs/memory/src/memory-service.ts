@@ -128,6 +128,8 @@ export class MemoryService {
    * commits included once they learn of them), and the newest MEMORY_WRITTEN among them.
    */
   private readonly heard = { first: 0, through: 0, newestMemory: 0 };
+  /** the last pass's write of the projection position, which no pass waits for */
+  private positionSaved: Promise<void> = Promise.resolve();
   private readonly stopListening: () => void;
 
   private constructor(
@@ -352,8 +354,11 @@ export class MemoryService {
     // the pass read past every event heard before it began: none of them is left to apply
     this.indexedThrough = Math.max(this.indexedThrough, heard);
     if (applied > 0) {
-      // once per pass: a crash before it only applies the pass again, which changes nothing (see apply)
-      await this.o.store.setCheckpoint(after);
+      // Once per pass, and not waited for: a crash before it lands only applies the pass again, which
+      // changes nothing (see apply). With a SQLite writer thread it rides in the next commit (lazyDb).
+      this.positionSaved = this.o.store.setCheckpoint(after).catch((err: unknown) => {
+        (this.o.log ?? defaultLog)('memory projection position not saved', err);
+      });
       this.scheduleSave();
     }
     return applied;
@@ -644,6 +649,8 @@ export class MemoryService {
   /** Drop the table and the index file and apply the whole log again. */
   async rebuildFromLog(): Promise<number> {
     await this.syncing.catch(() => 0);
+    // a position still on its way must not land after the clear
+    await this.positionSaved;
     await this.cancelRebuild();
     this.rebuildReason = null;
     await this.o.store.clear();
@@ -653,6 +660,7 @@ export class MemoryService {
     this.live = await MemoryService.loadLive(this.o);
     this.indexedThrough = 0;
     const applied = await this.sync();
+    await this.positionSaved;
     index.saveIfDirty();
     return applied;
   }
@@ -668,6 +676,7 @@ export class MemoryService {
   async close(): Promise<void> {
     this.stopListening();
     await this.syncing.catch(() => 0);
+    await this.positionSaved;
     await this.cancelRebuild();
     this.flush();
   }

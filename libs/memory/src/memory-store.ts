@@ -108,7 +108,11 @@ const ENTRY_COLUMNS = [
 
 /** Reads and writes memory_entries and the projection checkpoint. Holds no decisions. */
 export class MemoryStore {
-  constructor(readonly db: Kysely<MemoryDatabase>) {}
+  /** `lazyDb`: the same database, for the projection position, which may ride in the next commit */
+  constructor(
+    readonly db: Kysely<MemoryDatabase>,
+    private readonly lazyDb: Kysely<MemoryDatabase> = db,
+  ) {}
 
   async get(id: string): Promise<StoredMemoryEntry | null> {
     const row = await this.db
@@ -291,7 +295,7 @@ export class MemoryStore {
     const furthest = isPostgres(this.db)
       ? sql<number>`greatest(memory_projection.position, excluded.position)`
       : sql<number>`max(memory_projection.position, excluded.position)`;
-    await this.db
+    await this.lazyDb
       .insertInto('memory_projection')
       .values({ name: PROJECTION, position })
       .onConflict((oc) => oc.column('name').doUpdateSet({ position: furthest }))

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, DynamicModule, Module } from '@nestjs/common';
 import { ModuleAsyncOptions, forRootAsyncModule } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { STORAGE_DB } from '@runledger/state-store';
+import { STORAGE_DB, STORAGE_LAZY_DB } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { Embedder, HashingEmbedder, OpenAIEmbedder, OpenAIEmbedderOptions } from './embedder';
 import { MemoryPolicy } from './memory-policy';
@@ -58,8 +58,9 @@ export class MemoryModule {
         },
         {
           provide: MemoryStore,
-          useFactory: (db: Kysely<unknown>) => new MemoryStore(db as Kysely<MemoryDatabase>),
-          inject: [STORAGE_DB],
+          useFactory: (db: Kysely<unknown>, lazyDb: Kysely<unknown>) =>
+            new MemoryStore(db as Kysely<MemoryDatabase>, lazyDb as Kysely<MemoryDatabase>),
+          inject: [STORAGE_DB, STORAGE_LAZY_DB],
         },
         {
           provide: MemoryPolicy,

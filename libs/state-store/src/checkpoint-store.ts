@@ -126,13 +126,16 @@ const NO_CONTEXT = JSON.stringify(null);
  */
 export class CheckpointStore {
   private readonly db: Kysely<StateStoreDatabase>;
+  /** for the snapshots of a writer's own checkpoints, which nothing waits on: see record */
+  private readonly lazyDb: Kysely<StateStoreDatabase>;
 
   constructor(
-    handle: { db: Kysely<Database> },
+    handle: { db: Kysely<Database>; lazyDb?: Kysely<Database> },
     private readonly events: EventStore,
     private readonly taskStates: TaskStateStore,
   ) {
     this.db = handle.db.withTables<StateStoreTables>();
+    this.lazyDb = (handle.lazyDb ?? handle.db).withTables<StateStoreTables>();
   }
 
   /**
@@ -161,22 +164,25 @@ export class CheckpointStore {
    * the events that triggered it: the state is the previous checkpoint plus the
    * events after it up to this one, `context` is the writer's own. A writer
    * that folds the task state itself passes it as `stateAt` (the state through
-   * `saved`): nothing is read then.
+   * `saved`): nothing is read then. The row is written through `lazyDb`: with
+   * a SQLite writer thread it rides in the task's next commit instead of
+   * taking a commit (and a round trip to the thread) of its own; the promise
+   * settles once it is written.
    */
   async record(saved: RuntimeEvent, context: unknown, stateAt?: TaskState | null): Promise<Checkpoint> {
     if (saved.type !== 'CHECKPOINT_SAVED')
       throw new TypeError(`a checkpoint is recorded for a CHECKPOINT_SAVED event, not ${saved.type}`);
     if (stateAt?.task_id === saved.task_id && stateAt.last_seq === saved.sequence)
-      return this.insert(saved, stateAt, context);
+      return this.insert(saved, stateAt, context, this.lazyDb);
     // The task-state projection is written in the append's own transaction, so right after the append that
     // ended with this CHECKPOINT_SAVED its row is the state through it: nothing to fold.
     const current = await this.taskStates.get(saved.task_id);
-    if (current?.last_seq === saved.sequence) return this.insert(saved, current, context);
+    if (current?.last_seq === saved.sequence) return this.insert(saved, current, context, this.lazyDb);
     const previous = await this.latest(saved.task_id, saved.sequence - 1, 'skip');
     const tail = await this.readAfter(saved.task_id, previous?.event_sequence ?? 0, saved.sequence);
     const state = foldTaskState(tail, previous?.state ?? null);
     if (!state) throw new NotFoundError(`task ${saved.task_id} not found`, { task_id: saved.task_id });
-    return this.insert(saved, state, context);
+    return this.insert(saved, state, context, this.lazyDb);
   }
 
   /**
@@ -260,7 +266,12 @@ export class CheckpointStore {
     return state ? { state, checkpoint, events_after: eventsAfter } : null;
   }
 
-  private async insert(saved: RuntimeEvent, state: TaskState, context: unknown): Promise<Checkpoint> {
+  private async insert(
+    saved: RuntimeEvent,
+    state: TaskState,
+    context: unknown,
+    db = this.db,
+  ): Promise<Checkpoint> {
     if (saved.type !== 'CHECKPOINT_SAVED') throw new TypeError(`not a CHECKPOINT_SAVED: ${saved.type}`);
     const checkpoint: Checkpoint = {
       checkpoint_id: saved.payload.checkpoint_id,
@@ -272,7 +283,7 @@ export class CheckpointStore {
       context: context ?? null,
       created_at: saved.created_at,
     };
-    await this.db
+    await db
       .insertInto('checkpoints')
       .values({
         ...checkpoint,

@@ -1,5 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { IdempotencyConflictError } from '@runledger/contracts';
+import { StateStoreTables } from './schema';
 import { TaskLog } from './testing/task-events';
 import { TempStorage, asNew, createTempStorage } from './testing/temp-storage';
 
@@ -54,5 +55,53 @@ describe('createSqliteStorage with a writer thread', () => {
         await trx.deleteFrom('events').where('task_id', '=', 'none').execute();
       }),
     ).rejects.toThrow(/writer thread/);
+  }, 60_000);
+
+  it('a lazyDb write rides in the next append’s commit, or commits alone a few milliseconds later', async () => {
+    await append(new TaskLog('t1').received('a'));
+    const db = tmp.storage.db.withTables<StateStoreTables>();
+    const lazyDb = tmp.storage.lazyDb.withTables<StateStoreTables>();
+    const registered = () =>
+      db
+        .selectFrom('processes')
+        .select('pid')
+        .where('hostname', '=', 'rider')
+        .execute()
+        .then((rows) => rows.map((r) => r.pid));
+    const commits = tmp.storage.eventStore.commitStats().commits;
+    const rider = lazyDb
+      .insertInto('processes')
+      .values({ hostname: 'rider', pid: 1, started_at: new Date(0).toISOString(), command: 'test' })
+      .execute();
+    await new Promise((r) => setImmediate(r));
+    expect(await registered()).toEqual([]);
+    await append(new TaskLog('t2').received('b'));
+    // the append's commit held the rider: it was written before the append resolved
+    expect(await registered()).toEqual([1]);
+    await rider;
+    expect(tmp.storage.eventStore.commitStats().commits).toBe(commits + 1);
+
+    const alone = lazyDb
+      .insertInto('processes')
+      .values({ hostname: 'rider', pid: 2, started_at: new Date(0).toISOString(), command: 'test' })
+      .execute();
+    await alone;
+    expect(await registered()).toEqual([1, 2]);
+  }, 60_000);
+
+  it('a read does not wait behind a routed write that waits for the lock', async () => {
+    await append(new TaskLog('t1').received('a'));
+    const other = new BetterSqlite3(tmp.path);
+    other.exec('BEGIN IMMEDIATE');
+    const claimed = tmp.storage.leases.claim('t1', 'owner-a', { ttlMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 20));
+    const read = await Promise.race([
+      tmp.storage.db.selectFrom('events').select('task_id').executeTakeFirst(),
+      new Promise((r) => setTimeout(() => r('timed out'), 2_000)),
+    ]);
+    expect(read).toMatchObject({ task_id: 't1' });
+    other.exec('COMMIT');
+    other.close();
+    await claimed;
   }, 60_000);
 });

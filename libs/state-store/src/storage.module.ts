@@ -25,6 +25,8 @@ export type StorageOptions =
 
 /** The kysely handle of the storage database, for libs that keep their own tables in it (memory). */
 export const STORAGE_DB = Symbol('STORAGE_DB');
+/** The same database, for those libs' writes that may ride in the next commit (SqliteHandle.lazyDb). */
+export const STORAGE_LAZY_DB = Symbol('STORAGE_LAZY_DB');
 
 const STORAGE_OPTIONS = Symbol('STORAGE_OPTIONS');
 
@@ -64,7 +66,7 @@ const fromStorage = (token: InjectionToken, pick: (s: Storage) => unknown): Prov
 /**
  * The storage ports under their abstract-class tokens: EventStore, EventBus,
  * TaskStateStore, CheckpointStore, LeaseStore, ProcessRegistry, and the kysely handle
- * (STORAGE_DB). Global: every lib module injects them.
+ * (STORAGE_DB, STORAGE_LAZY_DB). Global: every lib module injects them.
  */
 @Module({})
 export class StorageModule {
@@ -77,6 +79,7 @@ export class StorageModule {
       LeaseStore,
       ProcessRegistry,
       STORAGE_DB,
+      STORAGE_LAZY_DB,
     ];
     return forRootAsyncModule(StorageModule, options, {
       provide: STORAGE_OPTIONS,
@@ -93,6 +96,7 @@ export class StorageModule {
         fromStorage(LeaseStore, (s) => s.leases),
         fromStorage(ProcessRegistry, (s) => s.processes),
         fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
+        fromStorage(STORAGE_LAZY_DB, (s): Kysely<unknown> => s.lazyDb as Kysely<unknown>),
       ],
       exports: exported,
     });

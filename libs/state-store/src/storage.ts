@@ -25,6 +25,8 @@ import { SqliteTaskStateStore, TASK_STATES_PROJECTION, TaskStateStore } from './
 export interface Storage {
   driver: 'sqlite' | 'postgres';
   db: Kysely<Database>;
+  /** the same database, for writes that may ride in the next commit (SqliteHandle.lazyDb) */
+  lazyDb: Kysely<Database>;
   eventStore: EventStore;
   bus: EventBus;
   taskStates: TaskStateStore;
@@ -65,7 +67,7 @@ async function migrated<H extends { db: Kysely<Database>; close(): Promise<void>
 
 /** What every driver wires the same way over its event store and task states. */
 async function wire(
-  handle: { db: Kysely<Database>; close(): Promise<void> },
+  handle: { db: Kysely<Database>; lazyDb: Kysely<Database>; close(): Promise<void> },
   eventStore: EventStore,
   taskStates: TaskStateStore,
   database: string,

@@ -14,6 +14,8 @@ export interface OpenPostgresOptions {
 
 export interface PostgresHandle<DB = Database> {
   db: Kysely<DB>;
+  /** `db` itself: each PostgreSQL statement commits on its own (SqliteHandle.lazyDb differs) */
+  lazyDb: Kysely<DB>;
   pool: Pool;
   /** the schema every connection of the pool works in */
   schema: string;
@@ -63,6 +65,7 @@ export function openPostgres<DB = Database>(options: OpenPostgresOptions): Postg
   let closed = false;
   return {
     db,
+    lazyDb: db,
     pool,
     schema,
     async close() {

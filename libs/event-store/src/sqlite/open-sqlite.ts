@@ -26,6 +26,13 @@ export interface OpenSqliteOptions {
 
 export interface SqliteHandle<DB = Database> {
   db: Kysely<DB>;
+  /**
+   * The same connection, for writes nobody waits on promptly (checkpoint
+   * snapshots, a projection's position): routed to the writer thread, they
+   * start no commit of their own but ride in the next one, or commit alone
+   * after a few milliseconds. Unrouted, the same as `db`. No transactions.
+   */
+  lazyDb: Kysely<DB>;
   raw: BetterSqlite3.Database;
   /** what appends commit at (OpenSqliteOptions.synchronous); the connection's own level is `connectionSynchronous` of it */
   appendSynchronous: SqliteSynchronous;
@@ -119,9 +126,19 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
       routing,
     ),
   });
+  // its dialect closes nothing: the connection is `db`'s to close
+  const lazyDb = new Kysely<DB>({
+    dialect: new RoutedSqliteDialect(
+      (sql) => statements.prepare(sql),
+      () => undefined,
+      routing,
+      true,
+    ),
+  });
   let closed = false;
   return {
     db,
+    lazyDb,
     raw,
     appendSynchronous: synchronous,
     routeWrites(route) {
@@ -130,6 +147,7 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
     async close() {
       if (closed) return;
       closed = true;
+      await lazyDb.destroy();
       // kysely's destroy closes the better-sqlite3 connection too
       await db.destroy();
     },

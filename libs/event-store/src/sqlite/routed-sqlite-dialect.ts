@@ -16,15 +16,29 @@ export interface RoutedWriteResult {
   lastInsertRowid?: number | bigint;
 }
 
-/** Runs one write statement on another connection (the writer thread's), as its own autocommit statement. */
-export type WriteRoute = (sql: string, parameters: readonly unknown[]) => Promise<RoutedWriteResult>;
+/**
+ * Runs one write statement on another connection (the writer thread's). With
+ * `ride`, the statement need not commit promptly: it may wait to share the
+ * next commit with other writes.
+ */
+export type WriteRoute = (
+  sql: string,
+  parameters: readonly unknown[],
+  ride: boolean,
+) => Promise<RoutedWriteResult>;
 
 /** Prepares SQL on the local connection (cached): what kysely's side of the handle reads with. */
 export type PrepareStatement = (sql: string) => BetterSqlite3.Statement;
 
-/** Where the handle's kysely writes go: this connection, until a writer thread takes them. */
+/**
+ * Where the handle's kysely writes go: this connection, until a writer thread
+ * takes them. Shared by every kysely instance over the connection, with the
+ * turn they take while unrouted.
+ */
 export class WriteRouting {
   route: WriteRoute | null = null;
+  /** settles when the query or transaction holding the connection releases it */
+  turn: Promise<void> = Promise.resolve();
 }
 
 const toQueryResult = (r: RoutedWriteResult): QueryResult<never> => ({
@@ -45,6 +59,7 @@ class RoutedSqliteConnection implements DatabaseConnection {
   constructor(
     private readonly prepare: PrepareStatement,
     private readonly routing: WriteRouting,
+    private readonly ride: boolean,
   ) {}
 
   executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
@@ -52,7 +67,7 @@ class RoutedSqliteConnection implements DatabaseConnection {
     const stmt = this.prepare(sql);
     const route = this.routing.route;
     if (route && !stmt.readonly)
-      return route(sql, parameters).then((r) => toQueryResult(r) as QueryResult<R>);
+      return route(sql, parameters, this.ride).then((r) => toQueryResult(r) as QueryResult<R>);
     if (stmt.reader) return Promise.resolve({ rows: stmt.all(parameters) as R[] });
     const { changes, lastInsertRowid } = stmt.run(parameters);
     return Promise.resolve({
@@ -68,33 +83,43 @@ class RoutedSqliteConnection implements DatabaseConnection {
   }
 }
 
-/** kysely's SQLite driver, over a RoutedSqliteConnection: one connection, one query or transaction at a time. */
+/**
+ * kysely's SQLite driver, over a RoutedSqliteConnection. Unrouted, one query
+ * or transaction at a time across every driver on the connection (a
+ * transaction owns it). Routed, no transaction can start and each query is
+ * synchronous here or sent to the route, so queries take no turn: a read does
+ * not wait behind a routed write's round trip.
+ */
 class RoutedSqliteDriver implements Driver {
   private readonly connection: RoutedSqliteConnection;
-  private lock: Promise<void> = Promise.resolve();
+  /** handed out while routed; releasing it frees no turn */
+  private readonly sharedConnection: RoutedSqliteConnection;
+  private released: (() => void) | null = null;
 
   constructor(
     prepare: PrepareStatement,
     private readonly close: () => void,
     private readonly routing: WriteRouting,
+    ride: boolean,
   ) {
-    this.connection = new RoutedSqliteConnection(prepare, routing);
+    this.connection = new RoutedSqliteConnection(prepare, routing, ride);
+    this.sharedConnection = new RoutedSqliteConnection(prepare, routing, ride);
   }
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.routing.route) return this.sharedConnection;
     let release!: () => void;
-    const previous = this.lock;
-    this.lock = new Promise<void>((r) => (release = r));
+    const previous = this.routing.turn;
+    this.routing.turn = new Promise<void>((r) => (release = r));
     await previous;
     this.released = release;
     return this.connection;
   }
 
-  private released: (() => void) | null = null;
-
-  async releaseConnection(): Promise<void> {
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    if (connection === this.sharedConnection) return;
     const release = this.released;
     this.released = null;
     release?.();
@@ -122,17 +147,21 @@ class RoutedSqliteDriver implements Driver {
   }
 }
 
-/** SQLite for kysely whose writes can be routed to another connection (WriteRouting). */
+/**
+ * SQLite for kysely whose writes can be routed to another connection
+ * (WriteRouting); with `ride`, routed writes ride in the next commit.
+ */
 export class RoutedSqliteDialect extends SqliteDialect {
   constructor(
     private readonly prepare: PrepareStatement,
     private readonly closeDatabase: () => void,
     private readonly routing: WriteRouting,
+    private readonly ride = false,
   ) {
     super({ database: { prepare, close: closeDatabase } as never });
   }
 
   override createDriver(): Driver {
-    return new RoutedSqliteDriver(this.prepare, this.closeDatabase, this.routing);
+    return new RoutedSqliteDriver(this.prepare, this.closeDatabase, this.routing, this.ride);
   }
 }

@@ -138,7 +138,9 @@ export class SqliteEventStore extends EventStore {
     // the handle's other writes take the thread's connection too, riding in its groups: two writing
     // connections would wait on each other's locks, this one in a busy handler that sleeps on the event loop
     if (threadOptions)
-      handle.routeWrites((sql, parameters) => this.routed({ kind: 'statement', sql, parameters }));
+      handle.routeWrites((sql, parameters, ride) =>
+        this.routed({ kind: 'statement', sql, parameters }, ride),
+      );
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -175,8 +177,8 @@ export class SqliteEventStore extends EventStore {
     return this.writer.ready();
   }
 
-  private async routed(statement: StatementRequest) {
-    const outcome = await this.committer.submit(statement);
+  private async routed(statement: StatementRequest, ride: boolean) {
+    const outcome = await this.committer.submit(statement, { ride });
     if (outcome.kind !== 'executed') throw new Error('the store answered a statement as an append');
     return outcome.result;
   }

@@ -19,7 +19,10 @@ export async function openSqliteWithMemory(dir: string): Promise<SqliteWithMemor
   await migrateToLatest(handle.db);
   const store = new SqliteEventStore(handle);
   const memory = await MemoryService.open({
-    store: new MemoryStore(handle.db as unknown as Kysely<MemoryDatabase>),
+    store: new MemoryStore(
+      handle.db as unknown as Kysely<MemoryDatabase>,
+      handle.lazyDb as unknown as Kysely<MemoryDatabase>,
+    ),
     events: store,
     embedder: new HashingEmbedder(),
     indexPath: join(dir, 'memory.hnsw'),
