@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryKind } from '@runledger/contracts';
+import { MemoryKind, NewEvent } from '@runledger/contracts';
 import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { Embedder, HashingEmbedder } from './embedder';
@@ -129,6 +129,49 @@ describe('MemoryService on SQLite + HNSW file', () => {
     });
     await sut.close();
   });
+
+  it('with a writer thread, a pass applies its entries in one transaction; its position rides in the next commit', async () => {
+    const handle = openSqlite({ path: join(dir, 'thread.db'), synchronous: 'NORMAL' });
+    await migrateToLatest(handle.db);
+    const events = new SqliteEventStore(handle, { writerThread: {} });
+    await events.ready();
+    const store = new MemoryStore(
+      handle.db as unknown as import('kysely').Kysely<MemoryDatabase>,
+      handle.lazyDb as unknown as import('kysely').Kysely<MemoryDatabase>,
+    );
+    const sut = await MemoryService.open({
+      store,
+      events,
+      embedder: new HashingEmbedder(),
+      indexPath: join(dir, 'thread.hnsw'),
+    });
+    try {
+      const before = events.commitStats();
+      const written = await Promise.all(
+        TOPICS.map((text) =>
+          sut.insert({ text, kind: 'fact', source: 'system', weight: 0.5, reason: 'seed' }),
+        ),
+      );
+      const after = events.commitStats();
+      // the 8 appends share one commit, and the pass that applies them one more transaction
+      expect(after.commits - before.commits).toBe(1);
+      expect(after.transactions - before.transactions).toBe(2);
+      expect(new Set(written.map((e) => e.label)).size).toBe(TOPICS.length);
+      expect((await sut.search(TOPICS[3], { k: 1 }))[0].entry.text).toBe(TOPICS[3]);
+      // the store fills the payload's defaults
+      const received = {
+        type: 'TASK_RECEIVED',
+        payload: { input: 'x', session_id: 's1' },
+      } as unknown as NewEvent;
+      const { events: marked } = await events.append('t-next', [received], { expected: 'no_stream' });
+      expect(events.commitStats().transactions - after.transactions).toBe(1);
+      expect(await store.checkpoint()).toBe(marked[0].position - 1);
+    } finally {
+      await sut.close();
+      await events.close();
+      await handle.close();
+    }
+  }, 60_000);
 
   it('the index survives a restart without a rebuild and gives the same top-k', async () => {
     const first = await openService(env);

@@ -344,11 +344,9 @@ export class MemoryService {
         types: ['MEMORY_WRITTEN'],
         limit: SYNC_PAGE,
       });
-      for (const e of page) {
-        if (e.type === 'MEMORY_WRITTEN') await this.apply(e);
-        after = this.indexedThrough = e.position;
-        applied++;
-      }
+      await this.applyPage(page);
+      if (page.length > 0) after = this.indexedThrough = page[page.length - 1].position;
+      applied += page.length;
       if (page.length < SYNC_PAGE) break;
     }
     // the pass read past every event heard before it began: none of them is left to apply
@@ -362,6 +360,30 @@ export class MemoryService {
       this.scheduleSave();
     }
     return applied;
+  }
+
+  /**
+   * Applies a page's events without waiting for one entry's write before the
+   * next entry's: with a SQLite writer thread, the writes of a pass (one per
+   * task whose step wrote memory) then share one commit instead of a round
+   * trip each. Events of the same entry still apply in order: a second event
+   * of an entry waits for everything started before it. A failure fails the
+   * page, which the next pass applies again (apply is idempotent).
+   */
+  private async applyPage(page: readonly RuntimeEvent[]): Promise<void> {
+    const started = new Map<string, Promise<void>>();
+    // every started apply has ended before this returns or throws: the next pass never overlaps one
+    const settle = async () => {
+      const failed = (await Promise.allSettled(started.values())).find((r) => r.status === 'rejected');
+      started.clear();
+      if (failed) throw failed.reason;
+    };
+    for (const e of page) {
+      if (e.type !== 'MEMORY_WRITTEN') continue;
+      if (started.has(e.payload.entry_id)) await settle();
+      started.set(e.payload.entry_id, this.apply(e));
+    }
+    await settle();
   }
 
   /**

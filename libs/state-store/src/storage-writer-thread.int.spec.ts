@@ -68,7 +68,7 @@ describe('createSqliteStorage with a writer thread', () => {
         .where('hostname', '=', 'rider')
         .execute()
         .then((rows) => rows.map((r) => r.pid));
-    const commits = tmp.storage.eventStore.commitStats().commits;
+    const before = tmp.storage.eventStore.commitStats();
     const rider = lazyDb
       .insertInto('processes')
       .values({ hostname: 'rider', pid: 1, started_at: new Date(0).toISOString(), command: 'test' })
@@ -79,7 +79,9 @@ describe('createSqliteStorage with a writer thread', () => {
     // the append's commit held the rider: it was written before the append resolved
     expect(await registered()).toEqual([1]);
     await rider;
-    expect(tmp.storage.eventStore.commitStats().commits).toBe(commits + 1);
+    const after = tmp.storage.eventStore.commitStats();
+    expect(after.commits - before.commits).toBe(1);
+    expect(after.transactions - before.transactions).toBe(1);
 
     const alone = lazyDb
       .insertInto('processes')
@@ -87,6 +89,7 @@ describe('createSqliteStorage with a writer thread', () => {
       .execute();
     await alone;
     expect(await registered()).toEqual([1, 2]);
+    expect(tmp.storage.eventStore.commitStats().transactions - after.transactions).toBe(1);
   }, 60_000);
 
   it('a read does not wait behind a routed write that waits for the lock', async () => {

@@ -52,6 +52,12 @@ export { StoreBusyError } from './append-transaction';
 
 /** What the store's writes cost so far: the figures the benchmark and the commit-count tests read. */
 export interface CommitStats {
+  /**
+   * every transaction the store ran: `commits`, plus those holding only
+   * routed statements (SqliteHandle.routeWrites); with a writer thread, one
+   * round trip to it each
+   */
+  transactions: number;
   /** transactions that wrote at least one event: one fsync each at synchronous=FULL */
   commits: number;
   /** appends that wrote events (idempotent retries and refused appends not counted) */
@@ -111,7 +117,7 @@ export class SqliteEventStore extends EventStore {
   private listeners = 0;
   private readonly writer: AppendWriter;
   private readonly committer: GroupCommitter<GroupRequest, GroupOutcome>;
-  private readonly counts: CommitStats = { commits: 0, appends: 0, events: 0 };
+  private readonly counts: CommitStats = { transactions: 0, commits: 0, appends: 0, events: 0 };
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -191,6 +197,7 @@ export class SqliteEventStore extends EventStore {
   /** One group: its transaction (retried whole while the file is busy), then its events to the listeners. */
   private async commitGroup(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
     const results = await this.writer.run(requests);
+    this.counts.transactions++;
     const written: RuntimeEvent[] = [];
     for (const r of results) if (r.ok && r.value.kind === 'written') written.push(...r.value.events);
     if (written.length > 0) {

@@ -21,9 +21,9 @@ describe('SqliteEventStore group commit', () => {
   it('commits appends of the same tick in one transaction', async () => {
     const sut = new SqliteEventStore(db.handle);
     await concurrent(sut, 16);
-    expect(sut.commitStats()).toEqual({ commits: 1, appends: 16, events: 16 });
+    expect(sut.commitStats()).toEqual({ transactions: 1, commits: 1, appends: 16, events: 16 });
     await sut.append('t0', [outputChunk(0)], { expected: 1 });
-    expect(sut.commitStats()).toEqual({ commits: 2, appends: 17, events: 17 });
+    expect(sut.commitStats()).toEqual({ transactions: 2, commits: 2, appends: 17, events: 17 });
   });
 
   it('maxBatch 1 is one transaction per append; maxBatch bounds a group', async () => {
@@ -74,7 +74,7 @@ describe('SqliteEventStore group commit', () => {
       sut.append('good2', [taskReceived()], { expected: 'no_stream' }),
     ]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(sut.commitStats()).toEqual({ commits: 1, appends: 2, events: 2 });
+    expect(sut.commitStats()).toEqual({ transactions: 1, commits: 1, appends: 2, events: 2 });
     expect(heard.map((e) => [e.task_id, e.position])).toEqual([
       ['good1', 1],
       ['good2', 2],

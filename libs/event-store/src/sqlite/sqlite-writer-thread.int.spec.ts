@@ -52,7 +52,7 @@ describe('SqliteEventStore with a writer thread', () => {
         { position: 1 },
         { position: 2 },
       ]);
-      expect(sut.commitStats()).toEqual({ commits: 2, appends: 2, events: 2 });
+      expect(sut.commitStats()).toEqual({ transactions: 2, commits: 2, appends: 2, events: 2 });
     } finally {
       await sut.close();
     }
