@@ -149,7 +149,7 @@ export const ConfigSchema = z.object({
     .gt(0)
     .max(1)
     .default(DEFAULT_BACKPRESSURE.maxLoopUtilization),
-  /** share of time the event loop is busy above which, while submissions arrive, queued tasks wait to start; 1: not held */
+  /** share of time the event loop is busy above which, while submissions arrive, queued tasks wait to start and running tasks take turns; 1: not held */
   RUNLEDGER_TASK_START_LOOP_UTILIZATION: z.coerce
     .number()
     .gt(0)

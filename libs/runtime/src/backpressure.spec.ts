@@ -1,5 +1,12 @@
 import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
-import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
+import {
+  BackpressureLimits,
+  EventLoopMonitor,
+  LoopLoadSource,
+  PACED_STEP_MS,
+  SUBMISSIONS_RECENT_MS,
+  SubmissionPacing,
+} from './backpressure';
 import { taskReceivedPayload } from './discipline/testing-events';
 import { ScriptedBackend } from './model/scripted-backend';
 import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from './testing';
@@ -198,6 +205,32 @@ describe('RuntimeController backpressure', () => {
       expect((await sut.settled(id)).status).toBe('completed');
   });
 
+  it('while submissions arrive and the loop is busier than the start limit, running tasks take turns: one step per PACED_STEP_MS', async () => {
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const tool = (i: number) =>
+      JSON.stringify({ type: 'tool', tool: 'write_file', args: { path: `f${i}.txt`, content: 'x' } });
+    const model = new ScriptedBackend({
+      orchestrator: [tool(1), tool(2), tool(3), JSON.stringify({ type: 'respond', content: 'done' })],
+    });
+    const sut = await start({ model, loopLoad, concurrency: 1 });
+    const { task_id } = await sut.submit({ input: 'four rounds' }, { source: 'api' });
+    // submissions keep arriving while it runs
+    const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
+    try {
+      expect((await sut.settled(task_id)).status).toBe('completed');
+    } finally {
+      clearInterval(keepSubmitting);
+    }
+    const calls = (await temp.store.readWholeStream(task_id))
+      .filter((e) => e.type === 'MODEL_CALLED')
+      .map((e) => Date.parse(e.created_at));
+    expect(calls).toHaveLength(4);
+    // each round is at least a step (the round) after the previous one's tool step
+    for (let i = 1; i < calls.length; i++)
+      expect(calls[i] - calls[i - 1]).toBeGreaterThanOrEqual(PACED_STEP_MS);
+  });
+
   it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {
     const first = await start({ model: new GatedBackend() });
     const ids = [];
@@ -241,14 +274,72 @@ describe('EventLoopMonitor', () => {
       }
       expect(sut.delayMs()).toBeGreaterThanOrEqual(100);
       expect(sut.utilization()).toBeGreaterThan(0.9);
+      expect(sut.recentUtilization()).toBeGreaterThan(0.8);
 
       await tick(350);
       busyFor(400);
       await tick(250);
       expect(sut.delayMs()).toBeLessThan(100);
       expect(sut.utilization()).toBeLessThan(0.5);
+      // the recent reading follows within a few samples: idle now, though the last windows were not
+      expect(sut.recentUtilization()).toBeLessThan(0.5);
     } finally {
       sut.stop();
     }
+  });
+});
+
+describe('SubmissionPacing', () => {
+  const load = (busy: number, recent?: number): LoopLoadSource => ({
+    delayMs: () => 0,
+    utilization: () => busy,
+    ...(recent === undefined ? {} : { recentUtilization: () => recent }),
+    stop: () => undefined,
+  });
+  const limits = { maxLoopUtilizationForStarts: 0.5 };
+  const open = new AbortController().signal;
+
+  it('lets every step through at once while no submission came lately, or the loop has headroom', async () => {
+    let now = 1_000;
+    const sut = new SubmissionPacing(limits, load(0.9), () => now);
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    await Promise.all([sut.beforeStep(open), sut.beforeStep(open), sut.beforeStep(open)]);
+    sut.submitted();
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    now += SUBMISSIONS_RECENT_MS;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+
+    const idle = new SubmissionPacing(limits, load(0.9, 0.3));
+    idle.submitted();
+    // the recent reading decides when the source has one
+    expect(idle.submissionsNeedTheLoop()).toBe(false);
+    for (const off of [
+      new SubmissionPacing(null, load(1)),
+      new SubmissionPacing({ maxLoopUtilizationForStarts: 1 }, load(1)),
+    ]) {
+      off.submitted();
+      expect(off.submissionsNeedTheLoop()).toBe(false);
+    }
+  });
+
+  it('while submissions need the loop, lets one step through per PACED_STEP_MS among all tasks; an abort ends the wait', async () => {
+    const sut = new SubmissionPacing(limits, load(0.2, 0.8));
+    sut.submitted();
+    const passed: number[] = [];
+    const started = performance.now();
+    await Promise.all(
+      [0, 1, 2].map(() => sut.beforeStep(open).then(() => passed.push(performance.now() - started))),
+    );
+    passed.sort((a, b) => a - b);
+    expect(passed[0]).toBeLessThan(PACED_STEP_MS);
+    // timers fire at most a millisecond early
+    expect(passed[1]).toBeGreaterThanOrEqual(PACED_STEP_MS - 1);
+    expect(passed[2]).toBeGreaterThanOrEqual(2 * PACED_STEP_MS - 1);
+
+    const ctrl = new AbortController();
+    const waiting = sut.beforeStep(ctrl.signal);
+    ctrl.abort();
+    await waiting;
+    expect(ctrl.signal.aborted).toBe(true);
   });
 });

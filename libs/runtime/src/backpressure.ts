@@ -19,8 +19,9 @@ export interface BackpressureLimits {
   maxLoopUtilization: number;
   /**
    * share of time the event loop is busy (0..1) above which, while submissions arrive, a queued task
-   * waits to start (beyond the one that always runs): the submissions' answers keep that headroom,
-   * and the queue drains once they stop; 1: tasks start up to the overload limits
+   * waits to start (beyond the one that always runs) and running tasks take turns (SubmissionPacing):
+   * the submissions' answers keep that headroom, and the queue drains once they stop; 1: tasks
+   * start and run up to the overload limits
    */
   maxLoopUtilizationForStarts: number;
 }
@@ -42,6 +43,11 @@ export interface LoopLoadSource {
   delayMs(): number;
   /** the share of time the loop was busy, 0..1 */
   utilization(): number;
+  /**
+   * the same over the last few tens of ms, which follows a change at once
+   * (and a lone stall too); `utilization` when the source has no such reading
+   */
+  recentUtilization?(): number;
   stop(): void;
 }
 
@@ -65,6 +71,8 @@ export class EventLoopMonitor implements LoopLoadSource {
   private windowUse = performance.eventLoopUtilization();
   private previousUtilization = 0;
   private lastUtilization = 0;
+  private sampleUse = performance.eventLoopUtilization();
+  private recent = 0;
   private stopped = false;
 
   delayMs(): number {
@@ -77,10 +85,17 @@ export class EventLoopMonitor implements LoopLoadSource {
     return Math.min(this.previousUtilization, this.lastUtilization);
   }
 
+  /** the utilization of the last 20 ms samples, the newest weighing half */
+  recentUtilization(): number {
+    this.watch();
+    return this.recent;
+  }
+
   private watch(): void {
     if (this.timer || this.stopped) return;
     this.windowStart = performance.now();
     this.windowUse = performance.eventLoopUtilization();
+    this.sampleUse = this.windowUse;
     this.schedule(this.windowStart);
   }
 
@@ -92,6 +107,9 @@ export class EventLoopMonitor implements LoopLoadSource {
   private readonly sample = (): void => {
     const now = performance.now();
     this.windowMaxMs = Math.max(this.windowMaxMs, now - this.due);
+    const use = performance.eventLoopUtilization();
+    this.recent = (this.recent + performance.eventLoopUtilization(use, this.sampleUse).utilization) / 2;
+    this.sampleUse = use;
     if (now - this.windowStart >= WINDOW_MS) {
       this.previousMaxMs = this.lastMaxMs;
       this.lastMaxMs = this.windowMaxMs;
@@ -109,4 +127,72 @@ export class EventLoopMonitor implements LoopLoadSource {
     this.timer = setTimeout(this.sample, SAMPLE_MS);
     this.timer.unref();
   }
+}
+
+/** submissions this recent still have the loop first: a few of EventLoopMonitor's 100 ms windows */
+export const SUBMISSIONS_RECENT_MS = 500;
+/** while submissions need the loop, running tasks take one step between them per this many ms */
+export const PACED_STEP_MS = 20;
+
+/**
+ * Who gets the event loop while submissions arrive. A submission's answer must
+ * not wait behind running tasks, and a loop kept saturated by tasks makes the
+ * overload limit refuse submissions. So while submissions arrive and the loop
+ * is busier than `maxLoopUtilizationForStarts`, queued tasks wait to start
+ * (the controller asks `submissionsNeedTheLoop`) and running tasks take turns:
+ * one step among them every PACED_STEP_MS (`beforeStep`), which keeps their
+ * share of the loop small yet never stops them. Once submissions stop, or the
+ * loop has headroom again, tasks run at full speed.
+ */
+export class SubmissionPacing {
+  private lastSubmissionAt = -Infinity;
+  private nextStepAt = -Infinity;
+
+  constructor(
+    private readonly limits: Pick<BackpressureLimits, 'maxLoopUtilizationForStarts'> | null,
+    readonly load: LoopLoadSource | null,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A submission asked to be admitted. */
+  submitted(): void {
+    this.lastSubmissionAt = this.now();
+  }
+
+  /** Whether submissions arrive while the loop is busier than the limit for task starts. */
+  submissionsNeedTheLoop(): boolean {
+    if (!this.limits || !this.load || this.limits.maxLoopUtilizationForStarts >= 1) return false;
+    if (this.now() - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
+    const load = this.load.recentUtilization?.() ?? this.load.utilization();
+    return load > this.limits.maxLoopUtilizationForStarts;
+  }
+
+  /**
+   * Resolves when a running task may take its next step: at once unless
+   * submissions need the loop; then when its turn comes (one step among all
+   * running tasks per PACED_STEP_MS), or when `signal` aborts.
+   */
+  async beforeStep(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted && this.submissionsNeedTheLoop()) {
+      const now = this.now();
+      if (now >= this.nextStepAt) {
+        this.nextStepAt = now + PACED_STEP_MS;
+        return;
+      }
+      await pause(this.nextStepAt - now, signal);
+    }
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

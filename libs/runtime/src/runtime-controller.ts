@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import { performance } from 'node:perf_hooks';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
@@ -29,7 +28,12 @@ import {
 import { EventStore } from '@runledger/event-store';
 import { checkElicitationContent } from '@runledger/tools';
 import { CheckpointStore } from '@runledger/state-store';
-import { BACKPRESSURE_RETRY_AFTER_SECONDS, BackpressureLimits, LoopLoadSource } from './backpressure';
+import {
+  BACKPRESSURE_RETRY_AFTER_SECONDS,
+  BackpressureLimits,
+  LoopLoadSource,
+  SubmissionPacing,
+} from './backpressure';
 import { loadProgress } from './checkpoints';
 import { TaskOwnership } from './ownership/task-ownership';
 import { UnfinishedTasks } from './ownership/unfinished-tasks';
@@ -80,6 +84,11 @@ export interface RuntimeControllerDeps {
   backpressure?: BackpressureLimits | null;
   /** the event-loop load backpressure watches; stopped on close */
   loopLoad?: LoopLoadSource | null;
+  /**
+   * shared with the RuntimeLoop, which paces running tasks with it; built here over
+   * `backpressure` and `loopLoad` when not given (then only task starts are held back)
+   */
+  pacing?: SubmissionPacing | null;
   logger: RuntimeLogger;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
@@ -152,8 +161,6 @@ const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: 
 const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** how long queued tasks are held back before the event loop is looked at again */
 const HOLD_BACK_MS = 50;
-/** submissions this recent still have the loop first (see startsHeldBack): a few 100 ms load windows */
-const SUBMISSIONS_RECENT_MS = 500;
 
 /**
  * The runtime's one facade, for HTTP, WebSocket and the CLI: submit returns once
@@ -181,11 +188,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** submissions whose TASK_RECEIVED append has not returned yet */
   private pendingSubmissions = 0;
   private holdBackTimer: NodeJS.Timeout | null = null;
-  /** performance.now() of the latest submission that asked to be admitted */
-  private lastSubmissionAt = -Infinity;
+  private readonly pacing: SubmissionPacing;
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
+    this.pacing = deps.pacing ?? new SubmissionPacing(deps.backpressure ?? null, deps.loopLoad ?? null);
     this.unfinished = new UnfinishedTasks(deps.store);
     deps.ownership?.onLost((taskId) => this.abandon(taskId));
     this.detachCommits = deps.ownership
@@ -588,7 +595,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       await this.recovery.sweep;
     }
     if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
-    this.deps.loopLoad?.stop();
+    this.loopLoad()?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
@@ -600,7 +607,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private admit(): void {
     const limits = this.deps.backpressure;
     if (!limits) return;
-    this.lastSubmissionAt = performance.now();
+    this.pacing.submitted();
     const waiting = this.queue.size + this.pendingSubmissions;
     if (waiting >= limits.maxQueued)
       throw new QueueFullError(
@@ -629,7 +636,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
   private loopOverloaded(): { reason: string; details: Record<string, number> } | null {
     const limits = this.deps.backpressure;
-    const loop = this.deps.loopLoad;
+    const loop = this.loopLoad();
     if (!limits || !loop) return null;
     if (limits.maxLoopDelayMs > 0) {
       const delay = Math.round(loop.delayMs());
@@ -779,12 +786,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    * busier than the start limit, since a task started then takes the time their answers need.
    */
   private startsHeldBack(): boolean {
-    if (this.loopOverloaded() !== null) return true;
-    const limits = this.deps.backpressure;
-    const loop = this.deps.loopLoad;
-    if (!limits || !loop || limits.maxLoopUtilizationForStarts >= 1) return false;
-    const submissionsArrive = performance.now() - this.lastSubmissionAt < SUBMISSIONS_RECENT_MS;
-    return submissionsArrive && loop.utilization() > limits.maxLoopUtilizationForStarts;
+    return this.loopOverloaded() !== null || this.pacing.submissionsNeedTheLoop();
+  }
+
+  private loopLoad(): LoopLoadSource | null {
+    return this.pacing.load;
   }
 
   /**

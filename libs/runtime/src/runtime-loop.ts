@@ -10,6 +10,7 @@ import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
 import { TaskCheckpoints } from './checkpoints';
+import { SubmissionPacing } from './backpressure';
 import { describeStop } from './discipline/stop-reasons';
 import { FailureError } from './discipline/failure-policy';
 import { toolsForAgent } from './delegation/agent-catalog';
@@ -30,6 +31,8 @@ export interface LoopDeps {
   clock?: RunClock;
   /** the parts a fork runs with: those of the settings its TASK_RECEIVED recorded, with the orchestrator it named */
   recordedShape?: (settings: RunSettings | null, model: string | null) => ShapedLoopParts;
+  /** gives arriving submissions the event loop first: a running task waits its turn before each step */
+  pacing?: SubmissionPacing | null;
 }
 
 /** The parts of the loop that run settings shape. */
@@ -114,6 +117,8 @@ export class RuntimeLoop {
 
   private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
     for (;;) {
+      // only timing changes: what the step does is decided from the progress after the wait
+      if (this.deps.pacing) await this.deps.pacing.beforeStep(signal);
       const p = writer.progress;
       if (p.final || p.status === 'awaiting_permission' || p.status === 'awaiting_secret') return;
       if (signal.aborted) {

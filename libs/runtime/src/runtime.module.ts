@@ -39,7 +39,7 @@ import { replayTask } from './replay';
 import { recordRunSettings, runShapingOf } from './run-settings';
 import { OwnershipSettings, TaskOwnership } from './ownership/task-ownership';
 import { RuntimeController } from './runtime-controller';
-import { BackpressureLimits, EventLoopMonitor, LoopLoadSource } from './backpressure';
+import { BackpressureLimits, EventLoopMonitor, LoopLoadSource, SubmissionPacing } from './backpressure';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
 import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
@@ -374,6 +374,15 @@ function runtimeProviders(): Provider[] {
       inject: [RUNTIME_OPTIONS, MemoryRecall],
     },
     {
+      provide: SubmissionPacing,
+      useFactory: (o: RuntimeOptions) =>
+        new SubmissionPacing(
+          o.backpressure ?? null,
+          o.loopLoad ?? (o.backpressure ? new EventLoopMonitor() : null),
+        ),
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
       provide: RuntimeLoop,
       useFactory: (
         o: RuntimeOptions,
@@ -393,6 +402,7 @@ function runtimeProviders(): Provider[] {
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
         children: ChildTasks,
+        pacing: SubmissionPacing,
       ) => {
         const ports: ShapingPorts = {
           store,
@@ -418,6 +428,7 @@ function runtimeProviders(): Provider[] {
           clock: o.clock,
           recordedShape: (settings, model) => recordedShape(o, ports, settings, model),
           checkpoints: o.checkpoints ? (log) => new TaskCheckpoints(o.checkpoints!, logger, log) : null,
+          pacing,
         });
       },
       inject: [
@@ -438,6 +449,7 @@ function runtimeProviders(): Provider[] {
         RuntimeLogger,
         ExecutionScheduler,
         ChildTasks,
+        SubmissionPacing,
       ],
     },
     {
@@ -458,6 +470,7 @@ function runtimeProviders(): Provider[] {
         views: TaskViews,
         ownership: TaskOwnership | null,
         children: ChildTasks,
+        pacing: SubmissionPacing,
       ) => {
         const controller = new RuntimeController({
           ownership,
@@ -467,7 +480,8 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           backpressure: o.backpressure ?? null,
-          loopLoad: o.loopLoad ?? (o.backpressure ? new EventLoopMonitor() : null),
+          loopLoad: pacing.load,
+          pacing,
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
@@ -504,6 +518,7 @@ function runtimeProviders(): Provider[] {
         TaskViews,
         TaskOwnership,
         ChildTasks,
+        SubmissionPacing,
       ],
     },
   ];
