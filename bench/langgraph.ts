@@ -121,8 +121,16 @@ async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
   }
 }
 
-/** Seconds for TASKS tasks on Runledger, `concurrency` at a time. */
-export function runledger({ concurrency, criticAndMemory }: Case): Promise<number> {
+interface RunledgerRun {
+  seconds: number;
+  /** the event store's transactions per task (with the writer thread, one round trip to it each) */
+  transactionsPerTask: number;
+  /** of those, the ones that wrote events: one fsync each */
+  commitsPerTask: number;
+}
+
+/** TASKS tasks on Runledger, `concurrency` at a time. */
+export function runledger({ concurrency, criticAndMemory }: Case): Promise<RunledgerRun> {
   return inTempDir(async (dir) => {
     const storage = await createSqliteStorage({
       path: join(dir, 'runledger.db'),
@@ -158,6 +166,7 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<numbe
       memory: memory ? recallOver(memory) : null,
     });
     try {
+      const before = storage.eventStore.commitStats();
       const started = performance.now();
       const ids = await Promise.all(
         Array.from({ length: TASKS }, (_, i) =>
@@ -169,7 +178,12 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<numbe
       const bad = finals.find((p) => p.final?.stop_reason !== 'completed');
       if (bad)
         throw new Error(`a Runledger task stopped with ${bad.final?.stop_reason}: ${bad.final?.detail}`);
-      return seconds;
+      const after = storage.eventStore.commitStats();
+      return {
+        seconds,
+        transactionsPerTask: (after.transactions - before.transactions) / TASKS,
+        commitsPerTask: (after.commits - before.commits) / TASKS,
+      };
     } finally {
       await rt.close();
       await memory?.close();
@@ -281,15 +295,18 @@ export async function main(): Promise<void> {
     for (const concurrency of CONCURRENCY) {
       const ours: number[] = [];
       const theirs: number[] = [];
+      let last: RunledgerRun | null = null;
       for (let r = 0; r < RUNS; r++) {
-        ours.push(TASKS / (await runledger({ concurrency, criticAndMemory })));
+        last = await runledger({ concurrency, criticAndMemory });
+        ours.push(TASKS / last.seconds);
         theirs.push(TASKS / (await langgraph({ concurrency, criticAndMemory })));
       }
       const [a, b] = [median(ours), median(theirs)];
       console.log(
         `critic+memory ${criticAndMemory ? 'on ' : 'off'}  ${String(concurrency).padStart(2)} at once: ` +
           `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
-          `ratio ${(a / b).toFixed(2)}x`,
+          `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
+          `${last!.commitsPerTask.toFixed(1)} with events (last run)`,
       );
     }
   }

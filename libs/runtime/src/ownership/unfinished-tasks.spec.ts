@@ -39,4 +39,28 @@ describe('UnfinishedTasks', () => {
     expect(await sut.list()).toEqual(['t2', 't3']);
     expect(readAll).toHaveBeenCalledWith(expect.objectContaining({ after_position: 5 }));
   });
+
+  it('reads a long backlog a page at a time, letting the event loop run between pages', async () => {
+    const store = new InMemoryEventStore();
+    const sut = new UnfinishedTasks(store);
+    const ids = Array.from({ length: 600 }, (_, i) => `t${String(i).padStart(3, '0')}`);
+    for (const id of ids) await store.append(id, [received], { expected: 'no_stream' });
+    const readAll = jest.spyOn(store, 'readAll');
+    // counts the loop's turns: another callback waiting its turn, as a request would
+    let turns = 0;
+    let listing = true;
+    const tick = () => {
+      turns++;
+      if (listing) setImmediate(tick);
+    };
+    setImmediate(tick);
+    try {
+      expect((await sut.list()).sort()).toEqual(ids);
+    } finally {
+      listing = false;
+    }
+    expect(readAll.mock.calls.length).toBeGreaterThan(1);
+    // timers ran while the pages were read: no page read waited for the whole backlog
+    expect(turns).toBeGreaterThanOrEqual(readAll.mock.calls.length - 1);
+  });
 });

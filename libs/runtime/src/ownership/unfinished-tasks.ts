@@ -1,7 +1,13 @@
 import { EventType } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 
-const PAGE = 1000;
+/**
+ * Each page is read in one synchronous statement: small enough pages, with a
+ * turn of the event loop between them, keep a sweep after a burst of
+ * thousands of submissions from holding up the requests meanwhile.
+ */
+const PAGE = 250;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** What moves a task in or out of the set: received, waiting for a person, answered, ended. */
 const TRACKED: readonly EventType[] = [
@@ -52,6 +58,7 @@ export class UnfinishedTasks {
       }
       if (page.length > 0) this.after = page[page.length - 1].position;
       if (page.length < PAGE) return [...this.open].filter((taskId) => !this.waiting.has(taskId));
+      await nextTurn();
     }
   }
 }
