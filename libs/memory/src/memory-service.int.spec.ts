@@ -133,7 +133,8 @@ describe('MemoryService on SQLite + HNSW file', () => {
   it('with a writer thread, a pass applies its entries in one transaction; its position rides in the next commit', async () => {
     const handle = openSqlite({ path: join(dir, 'thread.db'), synchronous: 'NORMAL' });
     await migrateToLatest(handle.db);
-    const events = new SqliteEventStore(handle, { writerThread: {} });
+    // the position's rider waits long enough for the next append even on a loaded machine
+    const events = new SqliteEventStore(handle, { writerThread: {}, groupCommit: { rideMaxWaitMs: 60_000 } });
     await events.ready();
     const store = new MemoryStore(
       handle.db as unknown as import('kysely').Kysely<MemoryDatabase>,
@@ -172,6 +173,43 @@ describe('MemoryService on SQLite + HNSW file', () => {
       await handle.close();
     }
   }, 60_000);
+
+  it('one page applies events of the same entry in log order, others alongside: insert, reinforce, delete', async () => {
+    const sut = await openService(env);
+    const written = (op: 'insert' | 'reinforce' | 'delete', entry_id: string, text: string, weight: number) =>
+      ({
+        type: 'MEMORY_WRITTEN',
+        payload: {
+          op,
+          entry_id,
+          kind: 'fact',
+          text,
+          weight,
+          source: 'system',
+          source_event_id: null,
+          reason: 'test',
+          embedding_model: sut.embeddingModel,
+          embedding_dim: sut.embeddingDim,
+        },
+      }) as unknown as NewEvent;
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [
+        written('insert', 'mem_a', TOPICS[0], 0.3),
+        written('insert', 'mem_b', TOPICS[1], 0.4),
+        written('reinforce', 'mem_a', TOPICS[0], 0.9),
+        written('insert', 'mem_c', TOPICS[2], 0.5),
+        written('delete', 'mem_b', TOPICS[1], 0.4),
+      ].map((e) => ({ ...e, session_id: 'system' })),
+      { expected: 'any' },
+    );
+    await sut.sync();
+    expect(await sut.get('mem_a')).toMatchObject({ weight: 0.9, deleted: false });
+    expect(await sut.get('mem_b')).toMatchObject({ deleted: true });
+    expect(await sut.get('mem_c')).toMatchObject({ weight: 0.5, deleted: false });
+    expect((await sut.search(TOPICS[1], { k: 3 })).map((h) => h.entry.id)).not.toContain('mem_b');
+    await sut.close();
+  });
 
   it('the index survives a restart without a rebuild and gives the same top-k', async () => {
     const first = await openService(env);

@@ -92,6 +92,8 @@ const CACHE_SIZE = 256;
 const DEFAULT_EXACT_SCAN_BELOW = 2000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
 const SYNC_PAGE = 500;
+/** a pass's entries applied at once: one commit for a burst's writes, without hundreds of embedder calls at a time */
+const APPLY_AT_ONCE = 16;
 
 /** Where the vector index stands: `rebuilding` while a worker rebuilds its file (searches scan exactly meanwhile). */
 export interface MemoryIndexStatus {
@@ -364,13 +366,17 @@ export class MemoryService {
 
   /**
    * Applies a page's events without waiting for one entry's write before the
-   * next entry's: with a SQLite writer thread, the writes of a pass (one per
-   * task whose step wrote memory) then share one commit instead of a round
-   * trip each. Events of the same entry still apply in order: a second event
-   * of an entry waits for everything started before it. A failure fails the
+   * next entry's (up to APPLY_AT_ONCE at a time): with a SQLite writer thread,
+   * the writes of a pass (one per task whose step wrote memory) then share one
+   * commit instead of a round trip each. Events of the same entry still apply
+   * in order: a second event of an entry waits for everything started before
+   * it. One at a time where writes may land out of the order they were issued
+   * in (PostgreSQL), which would give labels out of order: the index file's
+   * catch-up adds only labels above the highest it holds. A failure fails the
    * page, which the next pass applies again (apply is idempotent).
    */
   private async applyPage(page: readonly RuntimeEvent[]): Promise<void> {
+    const atOnce = this.o.store.writesInIssueOrder ? APPLY_AT_ONCE : 1;
     const started = new Map<string, Promise<void>>();
     // every started apply has ended before this returns or throws: the next pass never overlaps one
     const settle = async () => {
@@ -380,7 +386,7 @@ export class MemoryService {
     };
     for (const e of page) {
       if (e.type !== 'MEMORY_WRITTEN') continue;
-      if (started.has(e.payload.entry_id)) await settle();
+      if (started.has(e.payload.entry_id) || started.size >= atOnce) await settle();
       started.set(e.payload.entry_id, this.apply(e));
     }
     await settle();

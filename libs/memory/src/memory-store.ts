@@ -108,11 +108,20 @@ const ENTRY_COLUMNS = [
 
 /** Reads and writes memory_entries and the projection checkpoint. Holds no decisions. */
 export class MemoryStore {
+  /**
+   * Whether writes land in the order they are issued, so labels are given in
+   * that order: SQLite's one writing connection (or its writer thread) runs
+   * them in turn; PostgreSQL's pool does not.
+   */
+  readonly writesInIssueOrder: boolean;
+
   /** `lazyDb`: the same database, for the projection position, which may ride in the next commit */
   constructor(
     readonly db: Kysely<MemoryDatabase>,
     private readonly lazyDb: Kysely<MemoryDatabase> = db,
-  ) {}
+  ) {
+    this.writesInIssueOrder = !isPostgres(db);
+  }
 
   async get(id: string): Promise<StoredMemoryEntry | null> {
     const row = await this.db

@@ -116,11 +116,17 @@ export class RuntimeLoop {
   }
 
   private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
+    const runsNoMore = (p: TaskProgress) =>
+      Boolean(p.final) || p.status === 'awaiting_permission' || p.status === 'awaiting_secret';
     for (;;) {
-      // only timing changes: what the step does is decided from the progress after the wait
-      if (this.deps.pacing) await this.deps.pacing.beforeStep(signal);
-      const p = writer.progress;
-      if (p.final || p.status === 'awaiting_permission' || p.status === 'awaiting_secret') return;
+      let p = writer.progress;
+      if (runsNoMore(p)) return;
+      if (this.deps.pacing) {
+        // only timing changes: what the step does is decided from the progress after the wait
+        await this.deps.pacing.beforeStep(signal);
+        p = writer.progress;
+        if (runsNoMore(p)) return;
+      }
       if (signal.aborted) {
         if (isShutdown(signal)) return;
         const timedOut = signal.reason instanceof FailureError && signal.reason.kind === 'timeout';

@@ -2,6 +2,7 @@ import {
   Database,
   EventBus,
   EventStore,
+  GroupCommitOptions,
   OpenPostgresOptions,
   OpenSqliteOptions,
   PgEventStore,
@@ -98,6 +99,8 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
    * the server and the CLI turn it on (RUNLEDGER_SQLITE_WRITER_THREAD).
    */
   writerThread?: boolean;
+  /** how appends are grouped into transactions (SqliteEventStore's groupCommit) */
+  groupCommit?: GroupCommitOptions;
 }
 
 /**
@@ -108,12 +111,12 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
 export async function createSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
   const handle = await migrated(openSqlite(options));
   const taskStates = new SqliteTaskStateStore(handle);
-  const eventStore = new SqliteEventStore(
-    handle,
-    options.writerThread
+  const eventStore = new SqliteEventStore(handle, {
+    ...(options.writerThread
       ? { writerThread: { projections: [TASK_STATES_PROJECTION] } }
-      : { projections: [taskStates] },
-  );
+      : { projections: [taskStates] }),
+    groupCommit: options.groupCommit,
+  });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
   return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, ...wired };
