@@ -7,6 +7,7 @@ export * from './sqlite/schema';
 export * from './sqlite/open-sqlite';
 export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
+export { buildEnvelopes, type StreamHead, type ValidatedEvent } from './append-batch';
 export * from './group-committer';
 export { checkLease } from './sqlite/check-lease';
 export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';

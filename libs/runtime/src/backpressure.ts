@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** When the runtime refuses new submissions and holds queued tasks back. */
 export interface BackpressureLimits {
@@ -179,20 +180,8 @@ export class SubmissionPacing {
         this.nextStepAt = now + PACED_STEP_MS;
         return;
       }
-      await pause(this.nextStepAt - now, signal);
+      // an abort ends the wait; the loop then sees the signal
+      await sleep(this.nextStepAt - now, undefined, { signal }).catch(() => undefined);
     }
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

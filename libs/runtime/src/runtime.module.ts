@@ -480,7 +480,6 @@ function runtimeProviders(): Provider[] {
           secrets,
           concurrency: o.concurrency ?? 4,
           backpressure: o.backpressure ?? null,
-          loopLoad: pacing.load,
           pacing,
           logger,
           checkpoints: o.checkpoints?.store ?? null,

@@ -6,7 +6,7 @@ import {
   newId,
   parseEventBody,
 } from '@runledger/contracts';
-import { EventStore, LeaseToken } from '@runledger/event-store';
+import { EventStore, LeaseToken, buildEnvelopes } from '@runledger/event-store';
 import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
@@ -141,7 +141,7 @@ export class TaskWriter {
     const now = new Date().toISOString();
     // the store validates again; the fold must see each event as it will be stored: payload defaults filled,
     // and whatever the stores in front of the log change on the way in (secrets redacted, a replay's clock)
-    const validated = this.store.prepareAppend(
+    const prepared = this.store.prepareAppend(
       this.taskId,
       batch.map(
         (e) =>
@@ -154,8 +154,24 @@ export class TaskWriter {
           }) as NewEvent,
       ),
     );
-    const handed = validated.map((event) => {
-      const submitted = this.track(event);
+    // the envelopes the store will give them, as the next of the stream (their positions come at the commit)
+    const envelopes = buildEnvelopes(
+      this.taskId,
+      prepared.map((e) => ({
+        event_id: e.event_id!,
+        id_supplied: true,
+        type: e.type,
+        payload: e.payload,
+        session_id: e.session_id,
+        causation_id: e.causation_id ?? null,
+        correlation_id: e.correlation_id,
+        created_at: e.created_at,
+      })),
+      { version: this.progress.last_seq, session_id: this.progress.session_id || null },
+      now,
+    );
+    const handed = prepared.map((event, i) => {
+      const submitted = this.track(event, { ...envelopes[i], position: 0 } as RuntimeEvent);
       this.current.apply(submitted.folded);
       if (event.type === 'CHECKPOINT_SAVED')
         submitted.context = this.checkpoints?.context(submitted.folded, this.progress) ?? null;
@@ -165,24 +181,12 @@ export class TaskWriter {
     return handed;
   }
 
-  /** The envelope the store gives `event` as the next of the stream (buildEnvelopes), before its position. */
-  private track(event: NewEvent): Submitted {
+  /** `event` handed over, folded as `folded`, with the promise its commit settles. */
+  private track(event: NewEvent, folded: RuntimeEvent): Submitted {
     let settle!: Submitted['settle'];
     const stored = new Promise<RuntimeEvent>((resolve, reject) => (settle = { resolve, reject }));
     // its caller may be gone (a deferred event, an append whose turn failed first): never unhandled
     stored.catch(() => undefined);
-    const folded = {
-      event_id: event.event_id!,
-      task_id: this.taskId,
-      session_id: event.session_id ?? this.taskId,
-      sequence: this.progress.last_seq + 1,
-      type: event.type,
-      payload: event.payload,
-      causation_id: event.causation_id ?? null,
-      correlation_id: event.correlation_id ?? this.taskId,
-      created_at: event.created_at!,
-      position: 0,
-    } as RuntimeEvent;
     return { event, folded, context: null, stored, settle };
   }
 

@@ -30,20 +30,28 @@ describe('createSqliteStorage with a writer thread', () => {
     expect(report).toEqual({ events: 2, tasks: 1, changed: [] });
   }, 60_000);
 
-  it("sends the main connection's writes to the thread: a locked file never blocks the event loop, and the write lands once the lock is gone", async () => {
+  /** t1 received; another connection holds the write lock, as another process's long transaction would; a claim of t1 issued meanwhile */
+  const claimWhileLocked = async () => {
     await append(new TaskLog('t1').received('a'));
-    // another connection holds the write lock, as another process's long transaction would
     const other = new BetterSqlite3(tmp.path);
     other.exec('BEGIN IMMEDIATE');
     const claimed = tmp.storage.leases.claim('t1', 'owner-a', { ttlMs: 20_000 });
+    const unlock = () => {
+      other.exec('COMMIT');
+      other.close();
+    };
+    return { claimed, unlock };
+  };
+
+  it("sends the main connection's writes to the thread: a locked file never blocks the event loop, and the write lands once the lock is gone", async () => {
+    const { claimed, unlock } = await claimWhileLocked();
     let ticks = 0;
     const ticking = setInterval(() => ticks++, 5);
     await new Promise((r) => setTimeout(r, 300));
     clearInterval(ticking);
     // run on this thread, the claim would have slept in SQLite's busy handler with the loop stopped
     expect(ticks).toBeGreaterThan(10);
-    other.exec('COMMIT');
-    other.close();
+    unlock();
     expect(await claimed).toMatchObject({ owner: 'owner-a' });
     expect(await tmp.storage.leases.get('t1')).toMatchObject({ owner: 'owner-a' });
     // nothing on this connection ever took the write lock
@@ -94,10 +102,7 @@ describe('createSqliteStorage with a writer thread', () => {
   }, 60_000);
 
   it('a read does not wait behind a routed write that waits for the lock', async () => {
-    await append(new TaskLog('t1').received('a'));
-    const other = new BetterSqlite3(tmp.path);
-    other.exec('BEGIN IMMEDIATE');
-    const claimed = tmp.storage.leases.claim('t1', 'owner-a', { ttlMs: 20_000 });
+    const { claimed, unlock } = await claimWhileLocked();
     await new Promise((r) => setTimeout(r, 20));
     let timer: NodeJS.Timeout | undefined;
     const read = await Promise.race([
@@ -106,8 +111,7 @@ describe('createSqliteStorage with a writer thread', () => {
     ]);
     clearTimeout(timer);
     expect(read).toMatchObject({ task_id: 't1' });
-    other.exec('COMMIT');
-    other.close();
+    unlock();
     await claimed;
   }, 60_000);
 });

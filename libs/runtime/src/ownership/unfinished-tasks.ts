@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EventType } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 
@@ -7,7 +8,6 @@ import { EventStore } from '@runledger/event-store';
  * thousands of submissions from holding up the requests meanwhile.
  */
 const PAGE = 250;
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** What moves a task in or out of the set: received, waiting for a person, answered, ended. */
 const TRACKED: readonly EventType[] = [
