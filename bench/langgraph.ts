@@ -4,7 +4,10 @@
  * checkpointer (SqliteSaver), in the same run. The task: an orchestrator
  * (a scripted model, no network) plans 7 tool steps, each using the previous
  * step's output; the steps run in order; the orchestrator then responds.
- * Every step runs the same in-memory tool (a SHA-256 chain over its input).
+ * Every step runs the same in-memory tool (a SHA-256 chain over its input),
+ * declared read-only, as it is: its intent commits with its outcome rather
+ * than before it runs (BENCH_TOOL_READ_ONLY=off declares it as a tool with
+ * side effects, one commit before each step).
  * With critic and memory on, each tool outcome is scored by the heuristic
  * critic and, when the write policy keeps it, embedded (hashing embedder,
  * 384 dimensions) and stored:
@@ -21,7 +24,8 @@
  * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
  * alternating runs, and Runledger's ratio to LangGraph.
  * Env: BENCH_TASKS (32), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
- * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off).
+ * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off),
+ * BENCH_TOOL_READ_ONLY (on | off).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -58,6 +62,8 @@ const TASKS = Number(process.env.BENCH_TASKS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
+/** the step tool declared read-only, as it is (off: declared as a tool with side effects, its intent committed before it runs) */
+const TOOL_READ_ONLY = (process.env.BENCH_TOOL_READ_ONLY ?? 'on') !== 'off';
 /** appends on the SQLite writer thread, as `npm start` runs them (RUNLEDGER_SQLITE_WRITER_THREAD) */
 const WRITER_THREAD = (process.env.BENCH_WRITER_THREAD ?? 'on') !== 'off';
 const STEPS = 7;
@@ -81,6 +87,8 @@ const DIGEST: ToolManifest = manifestOf('digest', {
     additionalProperties: false,
   },
   idempotent: true,
+  // a pure function changes nothing outside the task: its intent needs no commit before it runs
+  read_only: TOOL_READ_ONLY,
   timeout_ms: 30_000,
 });
 
@@ -285,7 +293,7 @@ export async function main(): Promise<void> {
   console.log(
     `${STEPS}-step task (scripted orchestrator: plan, ${STEPS} chained tool steps, respond), ${TASKS} tasks per run, ` +
       `median of ${RUNS} alternating runs; Runledger SQLite synchronous=${SYNCHRONOUS} with checkpoints, ` +
-      `writer thread ${WRITER_THREAD ? 'on' : 'off'}, ` +
+      `writer thread ${WRITER_THREAD ? 'on' : 'off'}, step tool ${TOOL_READ_ONLY ? 'read-only' : 'with side effects'}, ` +
       `LangGraph SqliteSaver at its default`,
   );
   // warm-up, not reported: both compile their hot paths on a first run

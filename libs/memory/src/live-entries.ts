@@ -93,11 +93,15 @@ export class LiveEntries {
     return top;
   }
 
-  /** The most similar live entry of a kind (the lowest label among equals), or null when there is none. */
-  nearest(vector: Float32Array, kind: MemoryKind): NearestEntry | null {
+  /** The most similar live entry of a kind (the lowest label among equals) not in `leaveOut`, or null when there is none. */
+  nearest(
+    vector: Float32Array,
+    kind: MemoryKind,
+    leaveOut: ReadonlySet<string> = new Set(),
+  ): NearestEntry | null {
     let best: { entry: StoredMemoryEntry; similarity: number } | null = null;
     for (const { entry, vector: stored } of this.byLabel.values()) {
-      if (entry.kind !== kind) continue;
+      if (entry.kind !== kind || leaveOut.has(entry.id)) continue;
       const similarity = cosine(vector, stored);
       if (
         !best ||

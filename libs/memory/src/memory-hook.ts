@@ -18,6 +18,8 @@ export interface OutcomeContext {
   session_id: string;
   event: ToolOutcomeEvent;
   manifest: OutcomeTool;
+  /** the task's log as its writer folded it: its memory writes not committed yet too */
+  events: readonly RuntimeEvent[];
 }
 
 export interface CriticMemoryHookDeps {
@@ -47,7 +49,7 @@ export function createCriticMemoryHook(
     const candidate = decide(ctx.event, ctx.manifest, verdict.score, policy);
     if (candidate.op === 'none') return events;
     const meta = { call_id: ctx.event.payload.call_id, tool: ctx.event.payload.tool, critic: verdict.critic };
-    const written = await memoryWrite(deps.memory, candidate, policy, {
+    const written = await memoryWrite(deps.memory, candidate, policy, ctx.events, {
       source_event_id: ctx.event.event_id,
       causation_id: criticEventId,
       reinforce_source: 'critic',
@@ -62,6 +64,8 @@ async function memoryWrite(
   memory: MemoryService,
   candidate: InsertDecision,
   policy: MemoryPolicyConfig,
+  /** the task's log as its writer folded it, so a write sees the task's own earlier writes */
+  taskEvents: readonly RuntimeEvent[],
   provenance: {
     source_event_id: string | null;
     causation_id: string | null;
@@ -71,7 +75,7 @@ async function memoryWrite(
 ): Promise<NewEvent | null> {
   const decision = dedupe(
     candidate,
-    await memory.nearest(await memory.embed(candidate.text), candidate.kind),
+    await memory.nearest(await memory.embed(candidate.text), candidate.kind, taskEvents),
     policy,
   );
   if (decision.op === 'none') return null;
@@ -124,7 +128,7 @@ export function createMemoryEndGuard(
       const events: NewEvent[] = [];
       const last = ctx.events[ctx.events.length - 1];
       for (const candidate of decideAtEnd(ctx.events, ctx.stop.stop_reason, ctx.result, policy)) {
-        const written = await memoryWrite(memory, candidate, policy, {
+        const written = await memoryWrite(memory, candidate, policy, ctx.events, {
           source_event_id: last?.event_id ?? null,
           causation_id: last?.event_id ?? null,
           reinforce_source: 'system',

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryKind, NewEvent } from '@runledger/contracts';
+import { MemoryKind, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, SqliteHandle, openSqlite } from '@runledger/event-store';
 import { migrateToLatest } from '@runledger/migrations';
 import { Embedder, HashingEmbedder } from './embedder';
@@ -464,7 +464,13 @@ describe('MemoryService on SQLite + HNSW file', () => {
       const memory = await openService(env);
       const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
       const outcome = await toolOutcome('task_a', { content: 'the cache lives in /var/cache/runledger' });
-      const events = await sut({ task_id: 'task_a', session_id: 'sess-task_a', event: outcome, manifest });
+      const events = await sut({
+        task_id: 'task_a',
+        session_id: 'sess-task_a',
+        event: outcome,
+        manifest,
+        events: [],
+      });
       expect(events.map((e) => e.type)).toEqual(['CRITIC_RESULT', 'MEMORY_WRITTEN']);
       await env.events.append('task_a', events, { expected: 'any' });
 
@@ -483,6 +489,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
         session_id: 'sess-task_b',
         event: await toolOutcome('task_b', { content: 'the cache lives in /var/cache/runledger' }),
         manifest,
+        events: [],
       });
       expect(again[1].payload).toMatchObject({
         op: 'reinforce',
@@ -502,6 +509,80 @@ describe('MemoryService on SQLite + HNSW file', () => {
       await memory.close();
     });
 
+    it("a task's write sees its own earlier ones that are not applied: an insert not committed, a weight, a deletion", async () => {
+      const memory = await openService(env);
+      const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
+      const output = { content: 'the build cache lives in /var/cache/runledger' };
+      const first = await sut({
+        task_id: 'task_d',
+        session_id: 'sess-task_d',
+        event: await toolOutcome('task_d1', output),
+        manifest,
+        events: [],
+      });
+      const inserted = first[1].payload as { op: string; entry_id: string; weight: number };
+      expect(inserted.op).toBe('insert');
+      // as the task's writer folds it: handed over, not committed (no position yet)
+      const folded = (e: NewEvent, sequence: number): RuntimeEvent =>
+        ({
+          event_id: `evt_folded_${sequence}`,
+          task_id: 'task_d',
+          session_id: 'sess-task_d',
+          sequence,
+          position: 0,
+          causation_id: null,
+          correlation_id: 'task_d',
+          created_at: new Date().toISOString(),
+          type: e.type,
+          payload: e.payload,
+        }) as RuntimeEvent;
+      const log = [folded(first[1], 10)];
+      const second = await sut({
+        task_id: 'task_d',
+        session_id: 'sess-task_d',
+        event: await toolOutcome('task_d2', output),
+        manifest,
+        events: log,
+      });
+      expect(second[1].payload).toMatchObject({
+        op: 'reinforce',
+        entry_id: inserted.entry_id,
+        previous_weight: inserted.weight,
+      });
+      const reinforced = second[1].payload as { weight: number };
+      // a third write starts from the reinforced weight, not the inserted one
+      const third = await sut({
+        task_id: 'task_d',
+        session_id: 'sess-task_d',
+        event: await toolOutcome('task_d3', output),
+        manifest,
+        events: [...log, folded(second[1], 11)],
+      });
+      expect(third[1].payload).toMatchObject({ op: 'reinforce', previous_weight: reinforced.weight });
+      // deleted by the task before it was applied: nothing to reinforce, a new insert
+      const deletion: NewEvent = {
+        type: 'MEMORY_WRITTEN',
+        payload: { ...(first[1].payload as object), op: 'delete' } as never,
+      };
+      const fourth = await sut({
+        task_id: 'task_d',
+        session_id: 'sess-task_d',
+        event: await toolOutcome('task_d4', output),
+        manifest,
+        events: [...log, folded(deletion, 11)],
+      });
+      expect(fourth[1].payload).toMatchObject({ op: 'insert' });
+      // committed and applied: found in the index; an event memory has read is not taken again
+      const stored = await env.events.append('task_d1', first, { expected: 'any' });
+      const applied = await memory.nearest(
+        await memory.embed(`file_read: ${output.content}`),
+        'tool_result',
+        [{ ...folded(deletion, 11), position: stored.events[1].position }],
+      );
+      expect(applied).toMatchObject({ entry_id: inserted.entry_id, weight: inserted.weight });
+      await memory.close();
+    });
+
     it('a failing critic yields CRITIC_RESULT with the error and no write', async () => {
       const memory = await openService(env);
       const critic = new ModelCritic({
@@ -515,6 +596,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
         session_id: 'sess-task_c',
         event: await toolOutcome('task_c', 'useful text'),
         manifest,
+        events: [],
       });
       expect(events.map((e) => e.type)).toEqual(['MODEL_CALLED', 'MODEL_RESPONDED', 'CRITIC_RESULT']);
       expect(events[2].payload).toMatchObject({

@@ -28,6 +28,7 @@ import {
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
+import { unappliedWrites } from './unapplied-writes';
 
 /**
  * Memory writes with no task behind them (admin deletes, memory tool inserts)
@@ -533,17 +534,49 @@ export class MemoryService {
     );
   }
 
-  /** The closest live entry to a vector, for deduplication. */
-  async nearest(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
+  /**
+   * The closest live entry to a vector, for deduplication. `taskEvents` (a
+   * task's log as its writer folded it) adds the task's writes memory has not
+   * applied yet (handed over and not committed, or committed since the last
+   * pass): the entries it inserted, and the weights or deletions it gave
+   * stored ones, so a task's writes see its own earlier ones.
+   */
+  async nearest(
+    vector: Float32Array,
+    kind: MemoryKind,
+    taskEvents: readonly RuntimeEvent[] = [],
+  ): Promise<NearestEntry | null> {
     await this.sync();
-    if (!this.index) return this.live ? this.live.nearest(vector, kind) : this.nearestByScan(vector, kind);
+    const unapplied = unappliedWrites(taskEvents, this.indexedThrough);
+    const deleted = new Set<string>();
+    for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
+    let best = await this.nearestStored(vector, kind, deleted);
+    const reweighed = best && unapplied.get(best.entry_id);
+    if (best && reweighed) best = { ...best, weight: reweighed.weight };
+    for (const u of unapplied.values()) {
+      if (!u.inserted || u.deleted || u.kind !== kind) continue;
+      const similarity = cosine(vector, await this.embed(u.text));
+      if (!best || similarity > best.similarity)
+        best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };
+    }
+    return best;
+  }
+
+  /** The closest entry applied to the index (or the table), leaving out `deleted`. */
+  private async nearestStored(
+    vector: Float32Array,
+    kind: MemoryKind,
+    deleted: ReadonlySet<string>,
+  ): Promise<NearestEntry | null> {
+    if (!this.index)
+      return this.live ? this.live.nearest(vector, kind, deleted) : this.nearestByScan(vector, kind, deleted);
     const hits = this.index.search(vector, 10);
     const labels = hits.map((h) => h.label);
     // below the exact-scan limit the live entries are in memory: no table to read
     const rows = this.live ? this.live.byLabels(labels) : await this.o.store.byLabels(labels);
     for (const h of hits) {
       const entry = rows.get(h.label);
-      if (entry && !entry.deleted && entry.kind === kind)
+      if (entry && !entry.deleted && entry.kind === kind && !deleted.has(entry.id))
         return {
           entry_id: entry.id,
           kind: entry.kind,
@@ -556,11 +589,15 @@ export class MemoryService {
   }
 
   /** nearest() while the index is rebuilt: every live entry of the kind, compared exactly. */
-  private async nearestByScan(vector: Float32Array, kind: MemoryKind): Promise<NearestEntry | null> {
+  private async nearestByScan(
+    vector: Float32Array,
+    kind: MemoryKind,
+    deleted: ReadonlySet<string>,
+  ): Promise<NearestEntry | null> {
     const rows = await this.o.store.withVectors({ kind }, await this.o.store.countActive({ kind }));
     const scanned = new LiveEntries(rows.length);
     for (const { entry, vector: stored } of rows) scanned.put(entry, stored);
-    return scanned.nearest(vector, kind);
+    return scanned.nearest(vector, kind, deleted);
   }
 
   /** A MEMORY_WRITTEN payload for a new entry (the id is chosen here, so the writer can return it). */

@@ -5,7 +5,7 @@ import { RuntimeEvent } from '@runledger/contracts';
 import { HeuristicCritic } from '@runledger/critic';
 import { createCriticMemoryHook, createMemoryEndGuard } from '@runledger/memory';
 import { ScriptedBackend } from './model/scripted-backend';
-import { RuleTablePolicy, SEVEN_STEP_PLAN, startTestRuntime, testToolRegistry } from './testing';
+import { RuleTablePolicy, SEVEN_STEP_PLAN, manifestOf, startTestRuntime, testToolRegistry } from './testing';
 import { SqliteWithMemory, openSqliteWithMemory } from './testing/sqlite-memory';
 
 describe('commits per step (SQLite log, group commit)', () => {
@@ -21,13 +21,19 @@ describe('commits per step (SQLite log, group commit)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function runSevenSteps(withCriticAndMemory: boolean) {
+  async function runSevenSteps(withCriticAndMemory: boolean, plan = SEVEN_STEP_PLAN) {
     const { store, memory } = opened;
     const rt = await startTestRuntime({
       store,
-      tools: testToolRegistry(dir),
+      tools: testToolRegistry(dir).add(
+        manifestOf('shout', {
+          args_schema: { type: 'object', properties: { text: { type: 'string' } } },
+          read_only: true,
+        }),
+        async (args) => String(args.text).toUpperCase(),
+      ),
       permissions: new RuleTablePolicy({}),
-      model: new ScriptedBackend({ orchestrator: [SEVEN_STEP_PLAN, '{"type":"respond","content":"done"}'] }),
+      model: new ScriptedBackend({ orchestrator: [plan, '{"type":"respond","content":"done"}'] }),
       hooks: withCriticAndMemory ? [createCriticMemoryHook({ critic: new HeuristicCritic(), memory })] : [],
       guards: withCriticAndMemory ? [createMemoryEndGuard(memory)] : [],
     });
@@ -74,4 +80,47 @@ describe('commits per step (SQLite log, group commit)', () => {
     expect(last.slice(2, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
     expect(last.length > 3).toBe(on);
   });
+
+  it.each([
+    ['critic and memory off', false, ['TOOL_COMPLETED', 'STEP_COMPLETED']],
+    ['critic and memory on', true, ['TOOL_COMPLETED', 'CRITIC_RESULT', 'MEMORY_WRITTEN', 'STEP_COMPLETED']],
+  ])(
+    'a 7-step task of a read-only tool, %s: the steps ride with the next model call',
+    async (_label, on, outcome) => {
+      const { settled, events, groups, commits } = await runSevenSteps(
+        on as boolean,
+        // every step the same output: a memory write must find the one before it, not committed yet
+        SEVEN_STEP_PLAN.replaceAll('"echo"', '"shout"').replace(/step \d/g, 'the same step'),
+      );
+      expect(settled.final?.stop_reason).toBe('completed');
+      expect(events.filter((e) => e.type === 'TOOL_COMPLETED')).toHaveLength(7);
+      // no intent commits on its own: the plan's seven steps, intents and outcomes in order, go with the next call
+      const withIntents = groups.filter((g) => g.includes('TOOL_CALLED'));
+      expect(withIntents).toHaveLength(1);
+      // (a step's memory write is checked below: once an entry's weight is full, a repeat writes nothing)
+      const step = ['STEP_STARTED', 'TOOL_CALLED', ...(outcome as string[])].filter(
+        (t) => t !== 'MEMORY_WRITTEN',
+      );
+      expect(withIntents[0].filter((t) => t !== 'MEMORY_WRITTEN')).toEqual([
+        'MODEL_RESPONDED',
+        'ROUTER_DECIDED',
+        'PLAN_STARTED',
+        ...Array.from({ length: 7 }, () => step).flat(),
+        'PLAN_COMPLETED',
+        'CONTEXT_BUILT',
+        'MODEL_CALLED',
+      ]);
+      // received, the two model calls, the answer's streamed chunk, the end (12 when every intent commits first)
+      expect(commits).toBe(5);
+      if (on) {
+        const writes = events.flatMap((e) => (e.type === 'MEMORY_WRITTEN' ? [e.payload] : []));
+        const steps = writes.filter((w) => w.kind === 'tool_result');
+        expect(steps[0].op).toBe('insert');
+        expect(steps.length).toBeGreaterThan(1);
+        expect(steps.slice(1).every((w) => w.op === 'reinforce' && w.entry_id === steps[0].entry_id)).toBe(
+          true,
+        );
+      }
+    },
+  );
 });

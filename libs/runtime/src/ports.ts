@@ -25,6 +25,8 @@ export interface ToolOutcomeContext {
   /** the TOOL_COMPLETED or TOOL_FAILED about to be recorded, in one append with what the hooks return */
   event: PendingToolOutcome;
   manifest: ToolManifest;
+  /** the task's log as its writer folded it: what it handed over and is not committed yet too */
+  events: readonly RuntimeEvent[];
 }
 
 /**

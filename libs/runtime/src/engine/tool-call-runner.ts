@@ -99,8 +99,9 @@ export class ToolCallRunner {
    * and the caller's `closing` events (the plan step's end). A finished call's
    * batch needs no commit of its own: it rides with the task's next append
    * (the next call's intent, the next model call, the end), so a tool call
-   * costs one commit, its intent, made durable before the tool runs. A call
-   * that waits for a person is appended at once.
+   * costs one commit, its intent, made durable before the tool runs; a
+   * read-only tool's intent needs none of its own either. A call that waits
+   * for a person is appended at once.
    */
   async run(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<CallOutcome> {
     const { outcome, record } = await this.decide(writer, spec, signal);
@@ -242,20 +243,22 @@ export class ToolCallRunner {
           d.toolTimeoutCapMs,
         )
       : manifest.timeout_ms;
-    await writer.append([
-      {
-        type: 'TOOL_CALLED',
-        payload: {
-          call_id: spec.call_id,
-          tool: spec.tool,
-          args: spec.args,
-          args_hash,
-          step_id: spec.step_id,
-          idempotent: manifest.idempotent,
-          attempt,
-        },
+    const intent: NewEvent = {
+      type: 'TOOL_CALLED',
+      payload: {
+        call_id: spec.call_id,
+        tool: spec.tool,
+        args: spec.args,
+        args_hash,
+        step_id: spec.step_id,
+        idempotent: manifest.idempotent,
+        attempt,
       },
-    ]);
+    };
+    // A tool that changes nothing outside the task leaves nothing unrecorded if the process stops before
+    // its intent is stored, and running it again is harmless: its intent rides with its outcome's commit.
+    if (manifest.read_only === true) writer.defer([intent]);
+    else await writer.append([intent]);
     const started = Date.now();
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort();
@@ -381,6 +384,7 @@ export class ToolCallRunner {
           session_id: writer.progress.session_id,
           event: pending,
           manifest,
+          events: writer.log,
         });
         events.push(...priceModelCalls(returned, this.deps.discipline?.prices ?? {}));
       } catch (err) {
