@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { appendFile, readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import Ajv from 'ajv';
+import Ajv, { ValidateFunction } from 'ajv';
 import { PermissionCheck, ToolManifest, ToolResult } from '@runledger/contracts';
 import { PermissionService, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolExecutionContext, ToolRegistry } from '@runledger/tools';
@@ -35,8 +35,11 @@ const obj = (props: Record<string, unknown>, required: string[]) => ({
 export class InMemoryToolRegistry extends ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
   private readonly ajv = new Ajv({ allErrors: true });
+  /** compiled when a tool is added, as the plugin and MCP registries do, not on its first call */
+  private readonly validators = new Map<string, ValidateFunction>();
 
   add(m: ToolManifest, run: Run): this {
+    this.validators.set(m.name, this.ajv.compile(m.args_schema));
     this.tools.set(m.name, {
       manifest: m,
       run: async (args, ctx): Promise<ToolResult> => {
@@ -59,9 +62,8 @@ export class InMemoryToolRegistry extends ToolRegistry {
   }
 
   validateArgs(name: string, args: Record<string, unknown>): ArgsValidation {
-    const tool = this.tools.get(name);
-    if (!tool) return { ok: false, error: `unknown tool ${name}` };
-    const validate = this.ajv.compile(tool.manifest.args_schema);
+    const validate = this.validators.get(name);
+    if (!validate) return { ok: false, error: `unknown tool ${name}` };
     return validate(args) ? { ok: true } : { ok: false, error: this.ajv.errorsText(validate.errors) };
   }
 }
