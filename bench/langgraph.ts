@@ -110,7 +110,8 @@ const ORCHESTRATOR_SCRIPT = [JSON.stringify(PLAN), JSON.stringify(RESPOND)];
 /** Recall across sessions, as the server composes it (benchmarks may not import apps/). */
 const recallOver = (service: MemoryService): MemoryRecall => ({
   async recall(query, { k }) {
-    const hits = await service.search(query, { k });
+    // what shapes the context is recorded with it: another process's write racing the recall may be missed
+    const hits = await service.search(query, { k, freshness: 'heard' });
     return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, score: h.score }));
   },
 });

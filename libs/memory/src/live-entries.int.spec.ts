@@ -301,7 +301,7 @@ describe('MemoryService sync and apply', () => {
     await reopened.close();
   });
 
-  it('a sync with nothing new committed reads the log only after the last event it heard of', async () => {
+  it('a sync with nothing new committed reads the log only after the last event it heard of; a `heard` one not at all', async () => {
     const sut = await openService(env);
     await sut.insert(CACHE_FACT);
     const { positions } = await env.events.append(
@@ -312,7 +312,8 @@ describe('MemoryService sync and apply', () => {
     const readAll = jest.spyOn(env.events, 'readAll');
     await sut.search('cache', { k: 1 });
     await sut.nearest(await sut.embed('cache'), 'fact');
-    expect(readAll.mock.calls.map(([o]) => o?.after_position)).toEqual([positions[0], positions[0]]);
+    await sut.search('cache', { k: 1, freshness: 'heard' });
+    expect(readAll.mock.calls.map(([o]) => o?.after_position)).toEqual([positions[0]]);
     await sut.close();
   });
 

@@ -428,6 +428,62 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await Promise.all([viaIndex.close(), exact.close()]);
   });
 
+  it("a `heard` read sees another process's write once it is heard; a `committed` read at once", async () => {
+    // this process's store hears its own commits and, with polling off, another's only with its next commit
+    const events = new SqliteEventStore(env.handle, { foreignCommitPollMs: 0 });
+    const sut = await MemoryService.open({
+      store: new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>),
+      events,
+      embedder: new HashingEmbedder(),
+      indexPath: null,
+    });
+    await sut.insert({
+      text: 'nestjs serves the http api',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.5,
+      reason: 'r',
+    });
+    const other = openSqlite({ path: env.dbPath, synchronous: 'NORMAL' });
+    const payload = sut.insertPayload(
+      { text: 'kysely builds sql queries', kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+      null,
+    );
+    await new SqliteEventStore(other).append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload }],
+      { expected: 'any' },
+    );
+    const vector = await sut.embed('kysely builds sql queries');
+    expect((await sut.nearest(vector, 'fact'))?.entry_id).not.toBe(payload.entry_id);
+    expect(
+      (await sut.search('kysely builds sql queries', { k: 1, freshness: 'heard' }))[0].entry.id,
+    ).not.toBe(payload.entry_id);
+    expect((await sut.search('kysely builds sql queries', { k: 1 }))[0].entry.id).toBe(payload.entry_id);
+    expect((await sut.nearest(vector, 'fact'))?.entry_id).toBe(payload.entry_id);
+    // heard with this process's next commit, which publishes what another connection committed before it
+    const later = sut.insertPayload(
+      { text: 'zod validates the payloads', kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+      null,
+    );
+    await new SqliteEventStore(other).append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload: later }],
+      { expected: 'any' },
+    );
+    await events.append(
+      'task_heard',
+      [{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 's' } as never }],
+      {
+        expected: 'no_stream',
+      },
+    );
+    const heard = await sut.search('zod validates the payloads', { k: 1, freshness: 'heard' });
+    expect(heard[0].entry.id).toBe(later.entry_id);
+    other.close();
+    await sut.close();
+  });
+
   describe('the critic/memory outcome hook', () => {
     const manifest = { name: 'file_read', sensitive_output: false, secrets: [] as string[] };
     async function toolOutcome(taskId: string, output: unknown): Promise<ToolOutcomeEvent> {

@@ -37,8 +37,20 @@ import { unappliedWrites } from './unapplied-writes';
 export const MEMORY_SYSTEM_STREAM = 'system:memory';
 const SYSTEM_SESSION = 'system';
 
+/**
+ * What a read sees of the log before it runs. `committed`: everything
+ * committed before the call, read from the log. `heard`: what this process
+ * heard committed (its own writes as they commit, another process's within
+ * the store's poll of the file or with this process's next commit), with no
+ * read of the log when nothing new was heard. For a task's deduplication and
+ * recall: a write racing them from another process is missed either way.
+ */
+export type MemoryFreshness = 'committed' | 'heard';
+
 export interface MemorySearchOptions extends MemoryFilter {
   k: number;
+  /** default `committed` */
+  freshness?: MemoryFreshness;
 }
 
 export interface MemorySearchHit {
@@ -114,6 +126,8 @@ export class MemoryService {
   private syncing: Promise<number> = Promise.resolve(0);
   /** the pass queued behind the running one, not started yet */
   private waitingPass: Promise<number> | null = null;
+  /** a caller of the waiting pass asked for `committed`: it reads the log */
+  private waitingPassReads = false;
   /**
    * The log position this instance's index has applied. Its own, not the
    * table's checkpoint: instances sharing a PostgreSQL database share the
@@ -308,17 +322,21 @@ export class MemoryService {
   }
 
   /**
-   * Apply every MEMORY_WRITTEN after the checkpoint. Serialised: callers arriving while a pass waits
-   * for the running one share the waiting pass, which starts after all of them called, so each
-   * still sees everything committed before its call.
+   * Apply every MEMORY_WRITTEN after the checkpoint (`freshness`: what it
+   * must see). Serialised: callers arriving while a pass waits for the
+   * running one share the waiting pass, which starts after all of them
+   * called, so each still sees everything committed before its call.
    */
-  sync(): Promise<number> {
+  sync(freshness: MemoryFreshness = 'committed'): Promise<number> {
+    if (freshness === 'committed') this.waitingPassReads = true;
     if (this.waitingPass) return this.waitingPass;
     const pass = this.syncing
       .catch(() => 0)
       .then(() => {
         this.waitingPass = null;
-        return this.applyPending();
+        const readsUnheard = this.waitingPassReads;
+        this.waitingPassReads = false;
+        return this.applyPending(readsUnheard);
       });
     this.waitingPass = pass;
     this.syncing = pass;
@@ -331,14 +349,19 @@ export class MemoryService {
    * a MEMORY_WRITTEN, only what was committed and not heard yet (another
    * instance's commit the store has not published here) can hold a new one, so
    * the read starts after what was heard: one short statement that finds
-   * nothing when nothing new was written.
+   * nothing when nothing new was written. Without `readsUnheard`, there is
+   * then nothing to read.
    */
-  private async applyPending(): Promise<number> {
+  private async applyPending(readsUnheard: boolean): Promise<number> {
     const heard = this.heard.through;
     const nothingNewHeard =
       this.heard.first > 0 &&
       this.indexedThrough >= this.heard.first - 1 &&
       this.heard.newestMemory <= this.indexedThrough;
+    if (nothingNewHeard && !readsUnheard) {
+      this.indexedThrough = Math.max(this.indexedThrough, heard);
+      return 0;
+    }
     let after = nothingNewHeard ? Math.max(this.indexedThrough, heard) : this.indexedThrough;
     let applied = 0;
     for (;;) {
@@ -483,7 +506,7 @@ export class MemoryService {
 
   /** Entries ranked by similarity x weight, filters applied. */
   async search(query: string, options: MemorySearchOptions): Promise<MemorySearchHit[]> {
-    await this.sync();
+    await this.sync(options.freshness);
     const k = Math.max(0, options.k);
     if (k === 0 || this.live?.size === 0 || this.index?.size === 0) return [];
     const q = await this.embed(query);
@@ -539,14 +562,15 @@ export class MemoryService {
    * task's log as its writer folded it) adds the task's writes memory has not
    * applied yet (handed over and not committed, or committed since the last
    * pass): the entries it inserted, and the weights or deletions it gave
-   * stored ones, so a task's writes see its own earlier ones.
+   * stored ones, so a task's writes see its own earlier ones. Sees what was
+   * `heard` (see MemoryFreshness).
    */
   async nearest(
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[] = [],
   ): Promise<NearestEntry | null> {
-    await this.sync();
+    await this.sync('heard');
     const unapplied = unappliedWrites(taskEvents, this.indexedThrough);
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);

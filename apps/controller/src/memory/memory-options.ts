@@ -91,7 +91,8 @@ export const memoryOptionsFromConfig = (config: AppConfig, log?: Logger): Memory
 /** Memory across sessions: what one task stored helps the next, whoever asks. */
 export const recallOver = (service: MemoryService): MemoryRecall => ({
   async recall(query, { k }) {
-    const hits = await service.search(query, { k });
+    // what shapes the context is recorded with it: another process's write racing the recall may be missed
+    const hits = await service.search(query, { k, freshness: 'heard' });
     return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, score: h.score }));
   },
 });
