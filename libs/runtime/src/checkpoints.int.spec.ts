@@ -88,6 +88,16 @@ describe('checkpoints of a running task (SQLite)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("a task that ended here settles with its writer's fold, loading nothing: equal to the progress loaded from the log", async () => {
+    const rt = await start(SCRIPT);
+    const latest = jest.spyOn(storage.checkpoints, 'latest');
+    const { task_id, progress } = await run(rt, 'plan, then a tool');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    expect(latest).not.toHaveBeenCalled();
+    expect(progress).toEqual(await rt.runtime.progress(task_id));
+    expect(latest).toHaveBeenCalledTimes(1);
+  });
+
   it('saves one after each plan step and round, in the same append as the event that ends it, with a true snapshot row', async () => {
     const { events, progress } = await run(await start(SCRIPT), 'plan, then a tool');
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'done' });

@@ -565,10 +565,14 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   /** Resolves once the task is neither queued nor running here: ended, or waiting for a person. */
   async settled(taskId: string): Promise<TaskProgress> {
+    let ended: TaskProgress | null = null;
     while (this.active.has(taskId) || this.queue.has(taskId)) {
-      await new Promise((resolve) => this.idle.once(taskId, resolve));
+      ended = await new Promise<TaskProgress | null>((resolve) =>
+        this.idle.once(taskId, (p?: TaskProgress | null) => resolve(p ?? null)),
+      );
     }
-    return this.progress(taskId);
+    // ended here, with every event of its writer's fold in the log: that fold is the log's, and nothing follows a final event
+    return ended ?? this.progress(taskId);
   }
 
   /**
@@ -801,6 +805,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   private start(taskId: string, options: { afterThisTurn?: boolean } = {}): void {
     const ctrl = new AbortController();
+    let ended: TaskProgress | null = null;
     const claimed = options.afterThisTurn
       ? afterThisTurn().then(() => (ctrl.signal.aborted ? null : this.claimToRun(taskId)))
       : this.claimToRun(taskId);
@@ -808,9 +813,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       .then(async (lease) => {
         // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
-        const p = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
+        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
+        if (run.progress.final && run.inLog) ended = run.progress;
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
-        if (p.final) await this.cancelChildren(p);
+        if (run.progress.final) await this.cancelChildren(run.progress);
       })
       .catch((err: unknown) =>
         this.deps.logger.error({ task_id: taskId, err }, 'task stopped on an unexpected error'),
@@ -823,7 +829,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
           // ended, waiting for a person, or stopped: the lease goes (a waiting task's answer claims it again)
           if (!this.closed) void this.deps.ownership?.release(taskId);
         }
-        this.idle.emit(taskId);
+        this.idle.emit(taskId, ended);
         this.pump();
       });
     this.active.set(taskId, { ctrl, done });

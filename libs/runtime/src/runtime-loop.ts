@@ -59,11 +59,24 @@ const UNMETERED_CLOSING_TYPES: ReadonlySet<EventType> = new Set<EventType>([
  * task's writer), so a task resumed after a restart continues exactly where
  * its events end.
  */
+/** Where a run left its task. */
+export interface TaskRunEnd {
+  /** as the task's writer folded it */
+  progress: TaskProgress;
+  /** the log holds every event of that fold: it equals a fold of the log (false: a failed append was folded) */
+  inLog: boolean;
+}
+
+const runEnd = (writer: TaskWriter): TaskRunEnd => ({
+  progress: writer.progress,
+  inLog: writer.committedThrough === writer.progress.last_seq,
+});
+
 export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
 
   /** With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner. */
-  async runTask(taskId: string, signal: AbortSignal, lease?: WriterLease): Promise<TaskProgress> {
+  async runTask(taskId: string, signal: AbortSignal, lease?: WriterLease): Promise<TaskRunEnd> {
     const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease);
     // A fork continues under the settings its source recorded, not under this process's, and with the model it asked for.
     const [first] = writer.log;
@@ -80,7 +93,7 @@ export class RuntimeLoop {
         // The model the fork was started with cannot be run here (this process is configured otherwise).
         if (!writer.progress.final)
           await this.end(writer, { stop_reason: 'provider_error', detail: err.message }, null);
-        return writer.progress;
+        return runEnd(writer);
       }
       if (shape)
         return new RuntimeLoop({ ...this.deps, ...shape, recordedShape: undefined }).run(writer, signal);
@@ -88,7 +101,7 @@ export class RuntimeLoop {
     return this.run(writer, signal);
   }
 
-  private async run(writer: TaskWriter, signal: AbortSignal): Promise<TaskProgress> {
+  private async run(writer: TaskWriter, signal: AbortSignal): Promise<TaskRunEnd> {
     // The task's end-to-end deadline aborts whatever runs (model call, tool) like a cancel, with its own reason.
     const ctrl = new AbortController();
     const onAbort = () => ctrl.abort(signal.reason);
@@ -112,7 +125,7 @@ export class RuntimeLoop {
       cancelTimer?.();
       signal.removeEventListener('abort', onAbort);
     }
-    return writer.progress;
+    return runEnd(writer);
   }
 
   private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
