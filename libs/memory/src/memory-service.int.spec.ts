@@ -428,6 +428,35 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await Promise.all([viaIndex.close(), exact.close()]);
   });
 
+  it('nearest() finds a write it heard without waiting for it to be applied to the table', async () => {
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const insert = store.insertIfAbsent.bind(store);
+    jest.spyOn(store, 'insertIfAbsent').mockImplementation(async (row) => {
+      await held;
+      return insert(row);
+    });
+    const payload = sut.insertPayload(
+      { text: 'hnsw finds nearest vectors', kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+      null,
+    );
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload }],
+      { expected: 'any' },
+    );
+    const found = await sut.nearest(await sut.embed('hnsw finds nearest vectors'), 'fact');
+    expect(found).toMatchObject({ entry_id: payload.entry_id, weight: 0.5 });
+    expect(await store.get(payload.entry_id)).toBeNull();
+    release();
+    // applied in the background meanwhile: the table has it once the pass ends
+    await sut.sync('heard');
+    expect(await store.get(payload.entry_id)).toMatchObject({ id: payload.entry_id });
+    await sut.close();
+  });
+
   it("a `heard` read sees another process's write once it is heard; a `committed` read at once", async () => {
     // this process's store hears its own commits and, with polling off, another's only with its next commit
     const events = new SqliteEventStore(env.handle, { foreignCommitPollMs: 0 });
@@ -630,6 +659,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
       expect(fourth[1].payload).toMatchObject({ op: 'insert' });
       // committed and applied: found in the index; an event memory has read is not taken again
       const stored = await env.events.append('task_d1', first, { expected: 'any' });
+      await memory.sync();
       const applied = await memory.nearest(
         await memory.embed(`file_read: ${output.content}`),
         'tool_result',

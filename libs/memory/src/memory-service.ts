@@ -145,6 +145,8 @@ export class MemoryService {
    * commits included once they learn of them), and the newest MEMORY_WRITTEN among them.
    */
   private readonly heard = { first: 0, through: 0, newestMemory: 0 };
+  /** the MEMORY_WRITTEN events heard and not applied yet (position order): what nearest() adds to the index */
+  private heardWrites: RuntimeEvent[] = [];
   /** the last pass's write of the projection position, which no pass waits for */
   private positionSaved: Promise<void> = Promise.resolve();
   private readonly stopListening: () => void;
@@ -207,12 +209,31 @@ export class MemoryService {
     if (this.live && !this.live.put(entry, vector)) this.live = null;
   }
 
+  /**
+   * A MEMORY_WRITTEN heard is applied at once, in the background: nearest()
+   * does not wait for it (it takes what was heard and not applied yet from
+   * `heardWrites`), and the writes of the pass share the next commit with
+   * whatever follows.
+   */
   private hear(events: readonly RuntimeEvent[]): void {
     if (this.heard.first === 0) this.heard.first = events[0].position;
+    let wrote = false;
     for (const e of events)
-      if (e.type === 'MEMORY_WRITTEN')
+      if (e.type === 'MEMORY_WRITTEN') {
         this.heard.newestMemory = Math.max(this.heard.newestMemory, e.position);
+        this.heardWrites.push(e);
+        wrote = true;
+      }
     this.heard.through = Math.max(this.heard.through, events[events.length - 1].position);
+    if (wrote)
+      this.sync('heard').catch((err: unknown) =>
+        (this.o.log ?? defaultLog)('memory: applying what was heard failed; the next read applies it', err),
+      );
+  }
+
+  /** Whatever is committed and not applied was heard: nothing before this instance began to hear is left to apply. */
+  private get heardAllUnapplied(): boolean {
+    return this.heard.first > 0 && this.indexedThrough >= this.heard.first - 1;
   }
 
   get embeddingModel(): string {
@@ -354,12 +375,10 @@ export class MemoryService {
    */
   private async applyPending(readsUnheard: boolean): Promise<number> {
     const heard = this.heard.through;
-    const nothingNewHeard =
-      this.heard.first > 0 &&
-      this.indexedThrough >= this.heard.first - 1 &&
-      this.heard.newestMemory <= this.indexedThrough;
+    const nothingNewHeard = this.heardAllUnapplied && this.heard.newestMemory <= this.indexedThrough;
     if (nothingNewHeard && !readsUnheard) {
       this.indexedThrough = Math.max(this.indexedThrough, heard);
+      this.heardWrites = [];
       return 0;
     }
     let after = nothingNewHeard ? Math.max(this.indexedThrough, heard) : this.indexedThrough;
@@ -377,6 +396,7 @@ export class MemoryService {
     }
     // the pass read past every event heard before it began: none of them is left to apply
     this.indexedThrough = Math.max(this.indexedThrough, heard);
+    this.heardWrites = this.heardWrites.filter((e) => e.position > this.indexedThrough);
     if (applied > 0) {
       // Once per pass, and not waited for: a crash before it lands only applies the pass again, which
       // changes nothing (see apply). With a SQLite writer thread it rides in the next commit (lazyDb).
@@ -563,15 +583,17 @@ export class MemoryService {
    * applied yet (handed over and not committed, or committed since the last
    * pass): the entries it inserted, and the weights or deletions it gave
    * stored ones, so a task's writes see its own earlier ones. Sees what was
-   * `heard` (see MemoryFreshness).
+   * `heard` (see MemoryFreshness), without waiting for it to be applied: what
+   * was heard and not applied yet is taken from the heard events themselves.
    */
   async nearest(
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[] = [],
   ): Promise<NearestEntry | null> {
-    await this.sync('heard');
-    const unapplied = unappliedWrites(taskEvents, this.indexedThrough);
+    // what was committed before this instance began to hear is applied first
+    if (!this.heardAllUnapplied) await this.sync('heard');
+    const unapplied = unappliedWrites([this.heardWrites, taskEvents], this.indexedThrough);
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
     let best = await this.nearestStored(vector, kind, deleted);
