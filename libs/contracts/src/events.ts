@@ -392,10 +392,21 @@ export const RuntimeEventEnvelope = z.object({
 });
 
 /**
+ * The payloads parseEventBody returned, with the type each was parsed as:
+ * parsing one of them again as that type (the task writer parses what it
+ * folds, the store what it appends) returns it as it is, since a parse of a
+ * parse's output changes nothing.
+ */
+const parsedPayloads = new WeakMap<object, string>();
+
+/**
  * Validate an event body against the catalogue. Returns the parsed payload
  * (defaults applied) or throws ValidationError naming the type and the issue.
  */
 export function parseEventBody(body: { type: string; payload: unknown }): TypedEvent {
+  const { payload } = body;
+  if (typeof payload === 'object' && payload !== null && parsedPayloads.get(payload) === body.type)
+    return { type: body.type, payload } as TypedEvent;
   const schema = (EventPayloads as Record<string, z.ZodTypeAny>)[body.type];
   if (!schema) {
     throw new EventValidationError(`unknown event type ${JSON.stringify(body.type)}`, { type: body.type });
@@ -410,6 +421,7 @@ export function parseEventBody(body: { type: string; payload: unknown }): TypedE
       },
     );
   }
+  if (typeof parsed.data === 'object' && parsed.data !== null) parsedPayloads.set(parsed.data, body.type);
   return { type: body.type, payload: parsed.data } as TypedEvent;
 }
 
