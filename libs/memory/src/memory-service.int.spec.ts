@@ -457,6 +457,53 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it('remember() right after a write it heard reinforces the entry, applied first', async () => {
+    const sut = await openService(env);
+    const text = 'bubblewrap sandboxes tools';
+    const payload = sut.insertPayload({ text, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' }, null);
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload }],
+      { expected: 'any' },
+    );
+    const again = await sut.remember({ text, kind: 'fact', source: 'user', weight: 0.5, reason: 'again' });
+    expect(again.op).toBe('reinforce');
+    expect(again.entry).toMatchObject({ id: payload.entry_id });
+    expect(again.entry.weight).toBeGreaterThan(0.5);
+    await sut.close();
+  });
+
+  it('a write heard while rebuildFromLog clears the table is applied after it, with everything else', async () => {
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store });
+    await seed(sut, 5);
+    const clear = store.clear.bind(store);
+    let late: string | null = null;
+    // the heard write's own pass is slow: it would end after the rebuild began to apply the log again
+    const insert = store.insertIfAbsent.bind(store);
+    jest.spyOn(store, 'insertIfAbsent').mockImplementation(async (row) => {
+      if (row.id === late) await new Promise((resolve) => setTimeout(resolve, 100));
+      return insert(row);
+    });
+    jest.spyOn(store, 'clear').mockImplementation(async () => {
+      await clear();
+      const payload = sut.insertPayload(
+        { text: 'written during the rebuild', kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+        null,
+      );
+      late = payload.entry_id;
+      await env.events.append(
+        MEMORY_SYSTEM_STREAM,
+        [{ type: 'MEMORY_WRITTEN', session_id: 'system', payload }],
+        { expected: 'any' },
+      );
+    });
+    expect(await sut.rebuildFromLog()).toBe(6);
+    expect((await sut.list({}, 100)).map((e) => e.id)).toContain(late);
+    expect(await sut.list({}, 100)).toHaveLength(6);
+    await sut.close();
+  });
+
   it("a `heard` read sees another process's write once it is heard; a `committed` read at once", async () => {
     // this process's store hears its own commits and, with polling off, another's only with its next commit
     const events = new SqliteEventStore(env.handle, { foreignCommitPollMs: 0 });

@@ -103,6 +103,8 @@ export interface DirectWrite {
 
 const CACHE_SIZE = 256;
 const DEFAULT_EXACT_SCAN_BELOW = 2000;
+/** heard writes nearest() takes without waiting for their pass; past that (passes failing), it waits */
+const HEARD_OVERLAY_LIMIT = 1000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
 const SYNC_PAGE = 500;
 /** a pass's entries applied at once: one commit for a burst's writes, without hundreds of embedder calls at a time */
@@ -147,6 +149,8 @@ export class MemoryService {
   private readonly heard = { first: 0, through: 0, newestMemory: 0 };
   /** the MEMORY_WRITTEN events heard and not applied yet (position order): what nearest() adds to the index */
   private heardWrites: RuntimeEvent[] = [];
+  /** the position of the last heard write left out of `heardWrites` (full): nearest() applies through it first */
+  private overlayDroppedThrough = 0;
   /** the last pass's write of the projection position, which no pass waits for */
   private positionSaved: Promise<void> = Promise.resolve();
   private readonly stopListening: () => void;
@@ -221,7 +225,8 @@ export class MemoryService {
     for (const e of events)
       if (e.type === 'MEMORY_WRITTEN') {
         this.heard.newestMemory = Math.max(this.heard.newestMemory, e.position);
-        this.heardWrites.push(e);
+        if (this.heardWrites.length < HEARD_OVERLAY_LIMIT) this.heardWrites.push(e);
+        else this.overlayDroppedThrough = e.position;
         wrote = true;
       }
     this.heard.through = Math.max(this.heard.through, events[events.length - 1].position);
@@ -231,9 +236,16 @@ export class MemoryService {
       );
   }
 
-  /** Whatever is committed and not applied was heard: nothing before this instance began to hear is left to apply. */
-  private get heardAllUnapplied(): boolean {
-    return this.heard.first > 0 && this.indexedThrough >= this.heard.first - 1;
+  /**
+   * Whatever is committed and not applied is in `heardWrites`: nothing from
+   * before this instance began to hear, nor a write left out of a full list.
+   */
+  private get heardWritesHoldUnapplied(): boolean {
+    return (
+      this.heard.first > 0 &&
+      this.indexedThrough >= this.heard.first - 1 &&
+      this.indexedThrough >= this.overlayDroppedThrough
+    );
   }
 
   get embeddingModel(): string {
@@ -375,7 +387,10 @@ export class MemoryService {
    */
   private async applyPending(readsUnheard: boolean): Promise<number> {
     const heard = this.heard.through;
-    const nothingNewHeard = this.heardAllUnapplied && this.heard.newestMemory <= this.indexedThrough;
+    const nothingNewHeard =
+      this.heard.first > 0 &&
+      this.indexedThrough >= this.heard.first - 1 &&
+      this.heard.newestMemory <= this.indexedThrough;
     if (nothingNewHeard && !readsUnheard) {
       this.indexedThrough = Math.max(this.indexedThrough, heard);
       this.heardWrites = [];
@@ -591,9 +606,9 @@ export class MemoryService {
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[] = [],
   ): Promise<NearestEntry | null> {
-    // what was committed before this instance began to hear is applied first
-    if (!this.heardAllUnapplied) await this.sync('heard');
-    const unapplied = unappliedWrites([this.heardWrites, taskEvents], this.indexedThrough);
+    // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
+    if (!this.heardWritesHoldUnapplied) await this.sync('heard');
+    const unapplied = unappliedWrites(this.heardWrites, taskEvents, this.indexedThrough);
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
     let best = await this.nearestStored(vector, kind, deleted);
@@ -687,7 +702,9 @@ export class MemoryService {
     policy: MemoryPolicyConfig = DEFAULT_MEMORY_POLICY,
   ): Promise<{ op: 'insert' | 'reinforce' | 'none'; entry: StoredMemoryEntry }> {
     if (looksSecret(w.text)) throw new ValidationError('the text looks like it holds a secret; not stored');
-    const nearest = await this.nearest(await this.embed(w.text), w.kind);
+    // an API write: it sees everything committed, applied, so the entry it finds is in the table
+    await this.sync();
+    const nearest = await this.nearestStored(await this.embed(w.text), w.kind, new Set());
     const decision = dedupe(
       { op: 'insert', kind: w.kind, source: w.source, weight: w.weight, text: w.text, reason: w.reason },
       nearest,
@@ -759,7 +776,20 @@ export class MemoryService {
 
   /** Drop the table and the index file and apply the whole log again. */
   async rebuildFromLog(): Promise<number> {
-    await this.syncing.catch(() => 0);
+    // one link of the passes' chain: no pass (a read's, or one a heard write starts) runs meanwhile
+    const rebuild = this.syncing.catch(() => 0).then(() => this.rebuildNow());
+    const passes = rebuild.then(({ applied }) => applied);
+    // the caller hears a failure; the next pass starts anyway
+    passes.catch(() => undefined);
+    this.syncing = passes;
+    this.waitingPass = null;
+    const { applied, index } = await rebuild;
+    await this.positionSaved;
+    index.saveIfDirty();
+    return applied;
+  }
+
+  private async rebuildNow(): Promise<{ applied: number; index: VectorIndex }> {
     // a position still on its way must not land after the clear
     await this.positionSaved;
     await this.cancelRebuild();
@@ -770,10 +800,9 @@ export class MemoryService {
     this.index = index;
     this.live = await MemoryService.loadLive(this.o);
     this.indexedThrough = 0;
-    const applied = await this.sync();
-    await this.positionSaved;
-    index.saveIfDirty();
-    return applied;
+    this.heardWrites = [];
+    this.overlayDroppedThrough = 0;
+    return { applied: await this.applyPending(true), index };
   }
 
   /** Persist the index now. */

@@ -25,13 +25,20 @@ describe('commits per step (SQLite log, group commit)', () => {
     const { store, memory } = opened;
     const rt = await startTestRuntime({
       store,
-      tools: testToolRegistry(dir).add(
-        manifestOf('shout', {
-          args_schema: { type: 'object', properties: { text: { type: 'string' } } },
-          read_only: true,
+      tools: testToolRegistry(dir)
+        .add(
+          manifestOf('shout', {
+            args_schema: { type: 'object', properties: { text: { type: 'string' } } },
+            read_only: true,
+            idempotent: true,
+          }),
+          async (args) => String(args.text).toUpperCase(),
+        )
+        .add(manifestOf('scribble', { read_only: true, idempotent: true }), async (args) => {
+          // changes what it was given (in place): the intent stored after it ran must not show it
+          (args.note as { text: string }).text = 'scribbled over';
+          return 'done';
         }),
-        async (args) => String(args.text).toUpperCase(),
-      ),
       permissions: new RuleTablePolicy({}),
       model: new ScriptedBackend({ orchestrator: [plan, '{"type":"respond","content":"done"}'] }),
       hooks: withCriticAndMemory ? [createCriticMemoryHook({ critic: new HeuristicCritic(), memory })] : [],
@@ -123,4 +130,17 @@ describe('commits per step (SQLite log, group commit)', () => {
       }
     },
   );
+
+  it('a read-only tool that changes its args in place: the intent stored after it ran holds the args it was given', async () => {
+    const plan = JSON.stringify({
+      type: 'plan',
+      steps: [
+        { id: 's0', kind: 'tool', tool: 'scribble', args: { note: { text: 'as given' } }, depends_on: [] },
+      ],
+    });
+    const { settled, events } = await runSevenSteps(false, plan);
+    expect(settled.final?.stop_reason).toBe('completed');
+    const intent = events.find((e) => e.type === 'TOOL_CALLED');
+    expect(intent?.payload).toMatchObject({ tool: 'scribble', args: { note: { text: 'as given' } } });
+  });
 });

@@ -571,7 +571,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.idle.once(taskId, (p?: TaskProgress | null) => resolve(p ?? null)),
       );
     }
-    // ended here, with every event of its writer's fold in the log: that fold is the log's, and nothing follows a final event
+    // ended here, with every event of its writer's fold in the log: that fold is the log's, and nothing
+    // follows a final event (the same object for every caller: read it, do not change it)
     return ended ?? this.progress(taskId);
   }
 

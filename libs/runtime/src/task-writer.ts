@@ -254,8 +254,12 @@ export class TaskWriter {
     }
     for (const s of pending) {
       s.folded.sequence = this.progress.last_seq + 1;
-      if (s.event.type === 'CHECKPOINT_SAVED')
-        Object.assign(s.event.payload as object, { at_sequence: s.folded.sequence - 1 });
+      if (s.event.type === 'CHECKPOINT_SAVED') {
+        // a new payload, not a change to the parsed one (a parsed payload is not validated again)
+        const payload = { ...s.event.payload, at_sequence: s.folded.sequence - 1 };
+        s.event = { ...s.event, payload };
+        s.folded.payload = payload;
+      }
       this.current.apply(s.folded);
     }
     this.staged = pending;

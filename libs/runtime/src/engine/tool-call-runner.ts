@@ -99,9 +99,9 @@ export class ToolCallRunner {
    * and the caller's `closing` events (the plan step's end). A finished call's
    * batch needs no commit of its own: it rides with the task's next append
    * (the next call's intent, the next model call, the end), so a tool call
-   * costs one commit, its intent, made durable before the tool runs; a
-   * read-only tool's intent needs none of its own either. A call that waits
-   * for a person is appended at once.
+   * costs one commit, its intent, made durable before the tool runs; the
+   * intent of a read-only, idempotent tool's first attempt needs none of its
+   * own either. A call that waits for a person is appended at once.
    */
   async run(writer: TaskWriter, spec: CallSpec, signal: AbortSignal): Promise<CallOutcome> {
     const { outcome, record } = await this.decide(writer, spec, signal);
@@ -243,21 +243,25 @@ export class ToolCallRunner {
           d.toolTimeoutCapMs,
         )
       : manifest.timeout_ms;
+    // A first attempt of a tool that changes nothing outside the task and may run again leaves nothing
+    // unrecorded if the process stops before its intent is stored, and is simply run again: its intent
+    // rides with its outcome's commit. (A retry's intent is stored first: after a stop, the call's last
+    // record would otherwise be the failed attempt before it, and it would not be retried.)
+    const defersIntent = manifest.read_only === true && manifest.idempotent && attempt === 1;
     const intent: NewEvent = {
       type: 'TOOL_CALLED',
       payload: {
         call_id: spec.call_id,
         tool: spec.tool,
-        args: spec.args,
+        // stored after the tool ran: a copy, in case the tool changes what it was given
+        args: defersIntent ? structuredClone(spec.args) : spec.args,
         args_hash,
         step_id: spec.step_id,
         idempotent: manifest.idempotent,
         attempt,
       },
     };
-    // A tool that changes nothing outside the task leaves nothing unrecorded if the process stops before
-    // its intent is stored, and running it again is harmless: its intent rides with its outcome's commit.
-    if (manifest.read_only === true) writer.defer([intent]);
+    if (defersIntent) writer.defer([intent]);
     else await writer.append([intent]);
     const started = Date.now();
     const ctrl = new AbortController();

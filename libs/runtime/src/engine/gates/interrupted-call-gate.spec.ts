@@ -33,9 +33,4 @@ describe('InterruptedCallGate', () => {
     const call = callOf(interrupted(), 'net_fetch', { call_id: 'call_1', manifest: { idempotent: true } });
     expect(sut.check(call)).toEqual({ kind: 'allow' });
   });
-
-  it('given an interrupted call of a read-only tool, when checked again, then it may run again', () => {
-    const call = callOf(interrupted(), 'net_fetch', { call_id: 'call_1', manifest: { read_only: true } });
-    expect(sut.check(call)).toEqual({ kind: 'allow' });
-  });
 });

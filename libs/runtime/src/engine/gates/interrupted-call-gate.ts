@@ -5,14 +5,13 @@ const UNKNOWN_OUTCOME =
 
 /**
  * A call whose intent was recorded before a restart, without an outcome, runs
- * again only when its manifest declares it idempotent or read-only; otherwise it fails as
+ * again only when its manifest declares it idempotent; otherwise it fails as
  * outcome_unknown and the orchestrator decides. An attempt that stopped because its server asked
  * the user for input (the server was told the question was cancelled) is issued again.
  */
 export class InterruptedCallGate implements ToolGate {
   check({ prior, tool }: GateCall): GateVerdict {
-    if (!prior || tool.manifest.idempotent || tool.manifest.read_only === true || prior.awaiting_input)
-      return ALLOW;
+    if (!prior || tool.manifest.idempotent || prior.awaiting_input) return ALLOW;
     return {
       kind: 'deny',
       error: UNKNOWN_OUTCOME,
