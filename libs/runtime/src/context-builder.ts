@@ -150,6 +150,14 @@ interface RenderedHistory {
  */
 class HistoryRenderings {
   private readonly cache = new WeakMap<HistoryItem, RenderedHistory>();
+  private readonly ids = new WeakMap<HistoryItem, string>();
+
+  /** historyId, kept: every round tests every item of the history against what the prompt drops */
+  id(h: HistoryItem): string {
+    let id = this.ids.get(h);
+    if (id === undefined) this.ids.set(h, (id = historyId(h)));
+    return id;
+  }
 
   of(h: HistoryItem): RenderedHistory {
     const hit = this.cache.get(h);
@@ -272,7 +280,7 @@ export class ContextBuilder {
       const drop = new Set(
         decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...compacted] : [],
       );
-      const dropped = (h: HistoryItem): boolean => drop.has(historyId(h));
+      const dropped = (h: HistoryItem): boolean => drop.has(rendered.id(h));
       if (decision.kind === 'compact') {
         const old = kept.filter(dropped);
         compaction = {
@@ -285,7 +293,7 @@ export class ContextBuilder {
       for (const h of kept)
         if (dropped(h)) {
           trimmedTokens += rendered.tokens(h);
-          if (isSessionItem(h) && !compacted.has(historyId(h))) sessionLeftOut += 1;
+          if (isSessionItem(h) && !compacted.has(rendered.id(h))) sessionLeftOut += 1;
         }
       kept = kept.filter((h) => !dropped(h));
       cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${historyId(h)}:elided`));
