@@ -236,16 +236,14 @@ export class MemoryService {
       );
   }
 
-  /**
-   * Whatever is committed and not applied is in `heardWrites`: nothing from
-   * before this instance began to hear, nor a write left out of a full list.
-   */
+  /** Everything committed after what was applied reached the commit listener: nothing from before it listened. */
+  private get heardSinceApplied(): boolean {
+    return this.heard.first > 0 && this.indexedThrough >= this.heard.first - 1;
+  }
+
+  /** Whatever is committed and not applied is in `heardWrites`: heard, and none left out of a full list. */
   private get heardWritesHoldUnapplied(): boolean {
-    return (
-      this.heard.first > 0 &&
-      this.indexedThrough >= this.heard.first - 1 &&
-      this.indexedThrough >= this.overlayDroppedThrough
-    );
+    return this.heardSinceApplied && this.indexedThrough >= this.overlayDroppedThrough;
   }
 
   get embeddingModel(): string {
@@ -387,10 +385,7 @@ export class MemoryService {
    */
   private async applyPending(readsUnheard: boolean): Promise<number> {
     const heard = this.heard.through;
-    const nothingNewHeard =
-      this.heard.first > 0 &&
-      this.indexedThrough >= this.heard.first - 1 &&
-      this.heard.newestMemory <= this.indexedThrough;
+    const nothingNewHeard = this.heardSinceApplied && this.heard.newestMemory <= this.indexedThrough;
     if (nothingNewHeard && !readsUnheard) {
       this.indexedThrough = Math.max(this.indexedThrough, heard);
       this.heardWrites = [];

@@ -1,12 +1,12 @@
 import { MemoryKind, RuntimeEvent } from '@runledger/contracts';
 
-/** What a task's memory writes that memory has not applied yet make of one entry. */
+/** What the memory writes memory has not applied yet make of one entry. */
 export interface UnappliedEntry {
   entry_id: string;
   kind: MemoryKind;
   text: string;
   weight: number;
-  /** the task inserted it (it is in no table or index yet) */
+  /** one of those writes inserted it (it is in no table or index yet) */
   inserted: boolean;
   deleted: boolean;
 }

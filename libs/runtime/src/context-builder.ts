@@ -296,7 +296,7 @@ export class ContextBuilder {
           if (isSessionItem(h) && !compacted.has(rendered.id(h))) sessionLeftOut += 1;
         }
       kept = kept.filter((h) => !dropped(h));
-      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${historyId(h)}:elided`));
+      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${rendered.id(h)}:elided`));
       cut.push(...[...drop].filter((id) => !compacted.has(id)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));

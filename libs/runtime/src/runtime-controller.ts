@@ -600,7 +600,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       await this.recovery.sweep;
     }
     if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
-    this.loopLoad()?.stop();
+    this.pacing.load?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
     await Promise.allSettled(running.map((r) => r.done));
@@ -641,7 +641,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
   private loopOverloaded(): { reason: string; details: Record<string, number> } | null {
     const limits = this.deps.backpressure;
-    const loop = this.loopLoad();
+    const loop = this.pacing.load;
     if (!limits || !loop) return null;
     if (limits.maxLoopDelayMs > 0) {
       const delay = Math.round(loop.delayMs());
@@ -792,10 +792,6 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   private startsHeldBack(): boolean {
     return this.loopOverloaded() !== null || this.pacing.submissionsNeedTheLoop();
-  }
-
-  private loopLoad(): LoopLoadSource | null {
-    return this.pacing.load;
   }
 
   /**

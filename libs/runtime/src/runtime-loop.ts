@@ -53,12 +53,6 @@ const UNMETERED_CLOSING_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'ACCEPTANCE_DECIDED',
 ]);
 
-/**
- * Runs one task from wherever its log says it is. Each turn decides the next
- * action from the progress folded from the log alone (kept current by the
- * task's writer), so a task resumed after a restart continues exactly where
- * its events end.
- */
 /** Where a run left its task. */
 export interface TaskRunEnd {
   /** as the task's writer folded it */
@@ -72,6 +66,12 @@ const runEnd = (writer: TaskWriter): TaskRunEnd => ({
   inLog: writer.committedThrough === writer.progress.last_seq,
 });
 
+/**
+ * Runs one task from wherever its log says it is. Each turn decides the next
+ * action from the progress folded from the log alone (kept current by the
+ * task's writer), so a task resumed after a restart continues exactly where
+ * its events end.
+ */
 export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
 

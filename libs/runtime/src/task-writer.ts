@@ -139,8 +139,9 @@ export class TaskWriter {
     if (events.length === 0) return [];
     const batch = this.checkpoints?.extend(this.progress, events) ?? events;
     const now = new Date().toISOString();
-    // the store validates again; the fold must see each event as it will be stored: payload defaults filled,
-    // and whatever the stores in front of the log change on the way in (secrets redacted, a replay's clock)
+    // the fold must see each event as it will be stored: payload defaults filled (the store takes the parsed
+    // payload as it is), and whatever the stores in front of the log change on the way in (secrets redacted,
+    // a replay's clock)
     const prepared = this.store.prepareAppend(
       this.taskId,
       batch.map(
