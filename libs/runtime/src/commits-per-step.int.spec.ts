@@ -79,13 +79,13 @@ describe('commits per step (SQLite log, group commit)', () => {
     const scored = events.flatMap((e) => (e.type === 'CRITIC_RESULT' ? [e.payload.target_event_id] : []));
     expect(scored).toEqual(on ? outcomes : []);
     // one commit per event before group commit and step batching (41 and 57 events), 25 with two per step
-    expect(commits).toBe(12);
-    // what the memory end guard records commits with the reply that ended the task and the final event
+    expect(commits).toBe(11);
+    // the answer's streamed chunk and what the memory end guard records commit with the reply that ended the task and the final event
     const last = groups[groups.length - 1];
-    expect(last.slice(0, 2)).toEqual(['MODEL_RESPONDED', 'ROUTER_DECIDED']);
+    expect(last.slice(0, 3)).toEqual(['OUTPUT_CHUNK', 'MODEL_RESPONDED', 'ROUTER_DECIDED']);
     expect(last[last.length - 1]).toBe('TASK_COMPLETED');
-    expect(last.slice(2, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
-    expect(last.length > 3).toBe(on);
+    expect(last.slice(3, -1).every((t) => t === 'MEMORY_WRITTEN')).toBe(true);
+    expect(last.length > 4).toBe(on);
   });
 
   it.each([
@@ -117,8 +117,8 @@ describe('commits per step (SQLite log, group commit)', () => {
         'CONTEXT_BUILT',
         'MODEL_CALLED',
       ]);
-      // received, the two model calls, the answer's streamed chunk, the end (12 when every intent commits first)
-      expect(commits).toBe(5);
+      // received, the two model calls, the end with the answer's streamed chunk (11 when every intent commits first)
+      expect(commits).toBe(4);
       if (on) {
         const writes = events.flatMap((e) => (e.type === 'MEMORY_WRITTEN' ? [e.payload] : []));
         const steps = writes.filter((w) => w.kind === 'tool_result');

@@ -77,10 +77,16 @@ export class ModelGateway {
       : null;
     const safe = new CharSafeChunks();
     let index = 0;
-    const chunks: Promise<unknown>[] = [];
+    // the pieces reach watchers within a stream window; the reply's record follows them in the same order
+    let streamFailed: { error: unknown } | null = null;
     const emit = (delta: string) => {
-      if (delta)
-        chunks.push(c.writer.append([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta } }]));
+      if (!delta || streamFailed) return;
+      try {
+        c.writer.stream([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta } }]);
+      } catch (error) {
+        // the writer refused (it failed earlier): the call ends with that error once the backend returns
+        streamFailed = { error };
+      }
     };
     const onChunk = extractor ? (delta: string) => emit(safe.push(extractor.feed(delta))) : undefined;
     try {
@@ -94,7 +100,7 @@ export class ModelGateway {
         onChunk,
       });
       emit(safe.flush());
-      await Promise.all(chunks);
+      if (streamFailed) throw (streamFailed as { error: unknown }).error;
       // the reply rides with what the task does with it next (a tool's intent, the next call, the end)
       c.writer.defer([
         {
@@ -116,7 +122,6 @@ export class ModelGateway {
       ]);
       return res;
     } catch (err) {
-      await Promise.allSettled(chunks);
       const e =
         err instanceof ModelCallError
           ? err

@@ -57,6 +57,24 @@ describe('TaskWriter.defer', () => {
     expect(sut.progress.last_seq).toBe(3);
   });
 
+  it('streamed events ride with an append made within the window, and are appended on their own when none is', async () => {
+    const store = new InMemoryEventStore();
+    const commits: number[][] = [];
+    store.onCommitted((events) => commits.push(events.map((e) => e.sequence)));
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    sut.stream([chunk(0)], 1_000);
+    sut.stream([chunk(1)], 1_000);
+    await sut.append([chunk(2)]);
+    expect(commits).toEqual([[1], [2, 3, 4]]);
+    // the carried window's timer is gone: nothing is appended later on its account
+    sut.stream([chunk(3)], 30);
+    expect(await store.streamVersion('task_1')).toBe(4);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(commits).toEqual([[1], [2, 3, 4], [5]]);
+    expect(sut.committedThrough).toBe(5);
+  });
+
   it('the fold holds what the log holds once committed: same envelopes, positions filled in, defaults as stored', async () => {
     const store = new InMemoryEventStore();
     const sut = await TaskWriter.open(store, 'task_1');

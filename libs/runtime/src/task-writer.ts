@@ -12,6 +12,9 @@ import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
 
+/** How long a streamed event waits to ride in another append before it is appended on its own. */
+export const STREAM_FLUSH_MS = 10;
+
 /** Someone else ended the task (cancel from another path) while the loop was writing. */
 export class TaskEndedElsewhereError extends Error {}
 
@@ -63,6 +66,8 @@ export class TaskWriter {
   private failed: unknown = null;
   /** the task-state projection's own fold of what this writer saw committed: a checkpoint's state, unread */
   private taskState: TaskState | null;
+  /** appends streamed events that no other append carried in time (see stream) */
+  private streamFlush: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly store: EventStore,
@@ -126,6 +131,24 @@ export class TaskWriter {
    */
   defer(events: readonly NewEvent[]): void {
     this.submit(events);
+  }
+
+  /**
+   * Events watchers want soon but nothing waits on (a streamed answer's
+   * pieces): deferred, so they ride in the next append's commit, and appended
+   * on their own `withinMs` after the first of them when no append carried
+   * them first. A stream of pieces then costs a commit per window at most,
+   * not one per piece; a crash before it loses only what the call that
+   * streamed them would stream again.
+   */
+  stream(events: readonly NewEvent[], withinMs = STREAM_FLUSH_MS): void {
+    this.submit(events);
+    if (this.streamFlush) return;
+    this.streamFlush = setTimeout(() => {
+      this.streamFlush = null;
+      // a failure ends the writer (fail), and the next append reports it to whoever waits
+      this.flush().catch(() => undefined);
+    }, withinMs);
   }
 
   /** Appends the deferred events, if any, on their own. */
@@ -196,6 +219,8 @@ export class TaskWriter {
     if (this.failed) throw this.failed;
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
+    if (this.streamFlush) clearTimeout(this.streamFlush);
+    this.streamFlush = null;
     try {
       const res = await this.store.append(
         this.taskId,
