@@ -25,12 +25,13 @@
  * alternating runs, and Runledger's ratio to LangGraph.
  * Env: BENCH_TASKS (32), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
  * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off),
- * BENCH_TOOL_READ_ONLY (on | off).
+ * BENCH_TOOL_READ_ONLY (on | off), BENCH_MODEL_IN_PROCESS (on | off).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { HeuristicCritic } from '@runledger/critic';
@@ -64,6 +65,8 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(N
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
 /** the step tool declared read-only, as it is (off: declared as a tool with side effects, its intent committed before it runs) */
 const TOOL_READ_ONLY = (process.env.BENCH_TOOL_READ_ONLY ?? 'on') !== 'off';
+/** the scripted orchestrator is the model, answering in process as LangGraph's does (off: it stands in for a provider, and each call's MODEL_CALLED commits before it) */
+const MODEL_IN_PROCESS = (process.env.BENCH_MODEL_IN_PROCESS ?? 'on') !== 'off';
 /** appends on the SQLite writer thread, as `npm start` runs them (RUNLEDGER_SQLITE_WRITER_THREAD) */
 const WRITER_THREAD = (process.env.BENCH_WRITER_THREAD ?? 'on') !== 'off';
 const STEPS = 7;
@@ -136,6 +139,8 @@ interface RunledgerRun {
   transactionsPerTask: number;
   /** of those, the ones that wrote events: one fsync each */
   commitsPerTask: number;
+  /** how long the main thread was busy per task (event loop utilisation over the run) */
+  mainThreadMsPerTask: number;
 }
 
 /** TASKS tasks on Runledger, `concurrency` at a time. */
@@ -165,7 +170,10 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
       tools,
       permissions: new AllowAllPolicy(),
       // a scripted backend answers each task from its own log: every task gets the plan, then the answer
-      model: new ScriptedBackend({ orchestrator: ORCHESTRATOR_SCRIPT }),
+      model: new ScriptedBackend(
+        { orchestrator: ORCHESTRATOR_SCRIPT },
+        { answersInProcess: MODEL_IN_PROCESS },
+      ),
       concurrency,
       checkpoints: { store: storage.checkpoints, everyEvents: CHECKPOINT_EVERY_EVENTS },
       hooks: memory
@@ -176,6 +184,7 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
     });
     try {
       const before = storage.eventStore.commitStats();
+      const busyBefore = performance.eventLoopUtilization();
       const started = performance.now();
       const ids = await Promise.all(
         Array.from({ length: TASKS }, (_, i) =>
@@ -184,6 +193,7 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
       );
       const finals = await Promise.all(ids.map((id) => rt.runtime.settled(id)));
       const seconds = (performance.now() - started) / 1000;
+      const busy = performance.eventLoopUtilization(busyBefore);
       const bad = finals.find((p) => p.final?.stop_reason !== 'completed');
       if (bad)
         throw new Error(`a Runledger task stopped with ${bad.final?.stop_reason}: ${bad.final?.detail}`);
@@ -192,6 +202,7 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
         seconds,
         transactionsPerTask: (after.transactions - before.transactions) / TASKS,
         commitsPerTask: (after.commits - before.commits) / TASKS,
+        mainThreadMsPerTask: busy.active / TASKS,
       };
     } finally {
       await rt.close();
@@ -295,6 +306,7 @@ export async function main(): Promise<void> {
     `${STEPS}-step task (scripted orchestrator: plan, ${STEPS} chained tool steps, respond), ${TASKS} tasks per run, ` +
       `median of ${RUNS} alternating runs; Runledger SQLite synchronous=${SYNCHRONOUS} with checkpoints, ` +
       `writer thread ${WRITER_THREAD ? 'on' : 'off'}, step tool ${TOOL_READ_ONLY ? 'read-only' : 'with side effects'}, ` +
+      `orchestrator ${MODEL_IN_PROCESS ? 'in process' : 'standing in for a provider'}, ` +
       `LangGraph SqliteSaver at its default`,
   );
   // warm-up, not reported: both compile their hot paths on a first run
@@ -315,7 +327,7 @@ export async function main(): Promise<void> {
         `critic+memory ${criticAndMemory ? 'on ' : 'off'}  ${String(concurrency).padStart(2)} at once: ` +
           `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
           `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
-          `${last!.commitsPerTask.toFixed(1)} with events (last run)`,
+          `${last!.commitsPerTask.toFixed(1)} with events, main thread busy ${last!.mainThreadMsPerTask.toFixed(2)} ms (last run)`,
       );
     }
   }

@@ -2,7 +2,7 @@ import { InMemoryEventStore } from '@runledger/event-store';
 import { FailureError } from './discipline/failure-policy';
 import { taskReceivedPayload } from './discipline/testing-events';
 import { ModelGateway } from './model-gateway';
-import { ChatMessage } from './model/model-backend';
+import { ChatMessage, zeroUsage } from './model/model-backend';
 import { ScriptedBackend } from './model/scripted-backend';
 import { TaskWriter } from './task-writer';
 
@@ -69,5 +69,42 @@ describe('ModelGateway and tool turns', () => {
       payload: { tool_turns: { count: 1, malformed: 0 } },
     });
     expect(responded).toMatchObject({ type: 'MODEL_RESPONDED', payload: { tool_calls: calls } });
+  });
+});
+
+describe('ModelGateway: when MODEL_CALLED is durable', () => {
+  const ask = (sut: ModelGateway, writer: TaskWriter, backend: ScriptedBackend) =>
+    sut.call({
+      writer,
+      backend,
+      role: 'orchestrator',
+      round: 1,
+      request: { messages: [{ role: 'user', content: 'u' }], timeout_ms: 1000 },
+    });
+
+  it('a provider is asked only once the call is in the log', async () => {
+    const writer = await newWriter();
+    const backend = new ScriptedBackend({ orchestrator: ['an answer'] });
+    let committedWhenAsked = -1;
+    jest.spyOn(backend, 'complete').mockImplementation(async () => {
+      committedWhenAsked = writer.committedThrough;
+      return { content: 'an answer', usage: zeroUsage(), model: 'scripted', finish_reason: 'stop' };
+    });
+    await ask(new ModelGateway(), writer, backend);
+    expect(committedWhenAsked).toBe(2);
+    // the reply rides with the task's next append
+    expect(writer.committedThrough).toBe(2);
+    expect(writer.log.map((e) => e.type)).toEqual(['TASK_RECEIVED', 'MODEL_CALLED', 'MODEL_RESPONDED']);
+  });
+
+  it('a model answering in process sends nothing: its call rides with the reply in the next append', async () => {
+    const writer = await newWriter();
+    const backend = new ScriptedBackend({ orchestrator: ['an answer'] }, { answersInProcess: true });
+    const res = await ask(new ModelGateway(), writer, backend);
+    expect(res.content).toBe('an answer');
+    expect(writer.committedThrough).toBe(1);
+    expect(writer.log.map((e) => e.type)).toEqual(['TASK_RECEIVED', 'MODEL_CALLED', 'MODEL_RESPONDED']);
+    await writer.flush();
+    expect(writer.committedThrough).toBe(3);
   });
 });

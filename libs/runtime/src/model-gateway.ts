@@ -1,4 +1,4 @@
-import { PriceTable, Role, newId } from '@runledger/contracts';
+import { NewEvent, PriceTable, Role, newId } from '@runledger/contracts';
 import { admit, costOf, resolveBudgets } from './discipline/budgets';
 import { FailureError } from './discipline/failure-policy';
 import { DisciplineSettings } from './discipline/settings';
@@ -53,7 +53,7 @@ export class ModelGateway {
     const call_id = newId('mc');
     const cursor = c.writer.progress.modelCalls[modelCallKey(c.backend.backend, c.role)] ?? 0;
     const prompt_chars = c.request.messages.reduce((n, m) => n + m.content.length, 0);
-    await c.writer.append([
+    const called: NewEvent[] = [
       {
         type: 'MODEL_CALLED',
         payload: {
@@ -68,7 +68,10 @@ export class ModelGateway {
           ...(turns.turns > 0 ? { tool_turns: { count: turns.turns, malformed: 0 } } : {}),
         },
       },
-    ]);
+    ];
+    // the intent is durable before a request leaves the process; an answer computed here sends nothing
+    if (c.backend.answersInProcess) c.writer.defer(called);
+    else await c.writer.append(called);
     const started = Date.now();
     const extractor = c.streamRespond
       ? c.backend.speaksToolCalls(c.role)

@@ -389,9 +389,10 @@ describe('RuntimeController with the in-memory store', () => {
     const first = await run('hello');
     expect(first.progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(seen).toEqual([['ACCEPTANCE_DECIDED']]);
-    // the reply and the decision that ended the task ride with the first guard's events
+    // the reply and the decision that ended the task ride with the first guard's events (sys_util answers
+    // in process: its call rides with them too)
     expect(commits.slice(-2)).toEqual([
-      ['MODEL_RESPONDED', 'ROUTER_DECIDED', 'ACCEPTANCE_DECIDED'],
+      ['CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED', 'ACCEPTANCE_DECIDED'],
       ['ACCEPTANCE_DECIDED', 'TASK_COMPLETED'],
     ]);
 

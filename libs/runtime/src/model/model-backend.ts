@@ -111,6 +111,15 @@ export abstract class ModelBackend {
   /** the model name a role resolves to, or null when this backend does not serve the role */
   abstract modelFor(role: Role): string | null;
   abstract complete(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * True when the answer is computed in this process and nothing is sent
+   * anywhere (sys_util, a replay of recorded answers): a call then changes
+   * nothing outside the task, so its MODEL_CALLED needs no commit of its own
+   * before it and rides with the reply, as a read-only tool's intent does.
+   */
+  get answersInProcess(): boolean {
+    return false;
+  }
   /** true when this backend sends `tools` and answers with native tool calls for `role` */
   speaksToolCalls(_role: Role): boolean {
     return false;

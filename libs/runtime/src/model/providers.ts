@@ -34,6 +34,10 @@ export class LabelledBackend extends ModelBackend {
     return this.providerName;
   }
 
+  override get answersInProcess(): boolean {
+    return this.inner.answersInProcess;
+  }
+
   modelFor(role: Role): string | null {
     return this.inner.modelFor(role);
   }

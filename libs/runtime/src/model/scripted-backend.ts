@@ -61,16 +61,25 @@ export class ScriptedBackend extends ModelBackend {
   readonly backend: string;
   private readonly next: Partial<Record<Role, number>> = {};
 
+  private readonly inProcess: boolean;
+
   /**
    * `backend` names the adapter on MODEL_CALLED and keys the per-task call
    * cursor: two scripted providers in one fallback chain need different names.
+   * A script stands in for a provider unless `answersInProcess` says it is
+   * the model itself (see ModelBackend.answersInProcess).
    */
   constructor(
     private readonly script: ModelScript,
-    options: { backend?: string } = {},
+    options: { backend?: string; answersInProcess?: boolean } = {},
   ) {
     super();
     this.backend = options.backend ?? 'scripted';
+    this.inProcess = options.answersInProcess ?? false;
+  }
+
+  override get answersInProcess(): boolean {
+    return this.inProcess;
   }
 
   static fromFile(path: string): ScriptedBackend {

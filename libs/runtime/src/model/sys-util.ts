@@ -83,6 +83,10 @@ export function sysUtilDecide(view: PromptView): SysUtilDecision {
 export class SysUtilBackend extends ModelBackend {
   readonly backend = SYS_UTIL;
 
+  override get answersInProcess(): boolean {
+    return true;
+  }
+
   modelFor(role: Role): string | null {
     return role === 'orchestrator' ? SYS_UTIL : null;
   }
