@@ -16,6 +16,18 @@ export const rankHits = (hits: MemorySearchHit[], k: number): MemorySearchHit[] 
   hits.sort((a, b) => b.score - a.score || a.entry.label - b.entry.label).slice(0, k);
 
 /**
+ * What the MEMORY_WRITTEN events heard and not applied yet will make of the
+ * live entries: entries they insert (labelled provisionally, after every
+ * applied one, in the order they will be applied), weights they give applied
+ * entries, and applied entries they delete.
+ */
+export interface PendingWrites {
+  inserted: readonly { entry: StoredMemoryEntry; vector: Float32Array }[];
+  weights: ReadonlyMap<string, number>;
+  deleted: ReadonlySet<string>;
+}
+
+/**
  * The live (not deleted) entries with their vectors, held in memory while there
  * are at most `limit` of them: what an exact scan reads, without reading the
  * table for every search. MemoryService fills it from the table at open and
@@ -74,22 +86,29 @@ export class LiveEntries {
 
   /**
    * Every live entry passing the filter, ranked by similarity x weight: the exact scan. Only the
-   * best k are kept while it scans, in rankHits' order (a total one: labels are unique).
+   * best k are kept while it scans, in rankHits' order (a total one: labels are unique). With
+   * `pending`, the entries are taken as the writes not applied yet will leave them.
    */
-  search(q: Float32Array, filter: MemoryFilter, k: number): MemorySearchHit[] {
+  search(q: Float32Array, filter: MemoryFilter, k: number, pending?: PendingWrites): MemorySearchHit[] {
     const top: MemorySearchHit[] = [];
     if (k <= 0) return top;
     const ahead = (score: number, label: number, of: MemorySearchHit): boolean =>
       score > of.score || (score === of.score && label < of.entry.label);
-    for (const { entry, vector } of this.byLabel.values()) {
-      if (!matchesFilter(entry, filter)) continue;
+    const consider = (entry: StoredMemoryEntry, vector: Float32Array) => {
+      if (!matchesFilter(entry, filter)) return;
       const similarity = cosine(q, vector);
       const score = similarity * entry.weight;
-      if (top.length === k && !ahead(score, entry.label, top[k - 1])) continue;
+      if (top.length === k && !ahead(score, entry.label, top[k - 1])) return;
       let at = Math.min(top.length, k - 1);
       for (; at > 0 && ahead(score, entry.label, top[at - 1]); at--) top[at] = top[at - 1];
       top[at] = { entry, similarity, score };
+    };
+    for (const { entry, vector } of this.byLabel.values()) {
+      if (pending?.deleted.has(entry.id)) continue;
+      const weight = pending?.weights.get(entry.id);
+      consider(weight === undefined ? entry : { ...entry, weight }, vector);
     }
+    for (const { entry, vector } of pending?.inserted ?? []) consider(entry, vector);
     return top;
   }
 

@@ -70,6 +70,12 @@ async function seed(sut: MemoryService, n: number): Promise<string[]> {
   return ids;
 }
 
+const taskReceivedEvent = (session_id: string): NewEvent =>
+  ({
+    type: 'TASK_RECEIVED',
+    payload: { input: 'heard', session_id },
+  }) as NewEvent;
+
 const topIds = async (sut: MemoryService, query: string, k = 5) =>
   (await sut.search(query, { k })).map((h) => h.entry.id);
 
@@ -454,6 +460,72 @@ describe('MemoryService on SQLite + HNSW file', () => {
     // applied in the background meanwhile: the table has it once the pass ends
     await sut.sync('heard');
     expect(await store.get(payload.entry_id)).toMatchObject({ id: payload.entry_id });
+    await sut.close();
+  });
+
+  it('a `heard` search over the live entries sees the heard writes before they are applied: inserts, weights, deletions', async () => {
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store, exactScanBelow: 2000 });
+    const applied = await sut.insert({
+      text: 'sqlite stores the event log',
+      kind: 'fact',
+      source: 'user',
+      weight: 0.5,
+      reason: 'r',
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const hold = <K extends 'insertIfAbsent' | 'setWeight' | 'tombstone'>(name: K) => {
+      const original = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
+      jest.spyOn(store, name).mockImplementation((async (...a: unknown[]) => {
+        await held;
+        return original(...a);
+      }) as never);
+    };
+    hold('insertIfAbsent');
+    hold('setWeight');
+    hold('tombstone');
+    const written = (payload: ReturnType<MemoryService['insertPayload']>): NewEvent => ({
+      type: 'MEMORY_WRITTEN',
+      payload,
+    });
+    const added = sut.insertPayload(
+      { text: 'kysely builds sql queries', kind: 'fact', source: 'user', weight: 0.4, reason: 'r' },
+      null,
+    );
+    await env.events.append('task_heard', [taskReceivedEvent('sess_heard'), written(added)], {
+      expected: 'no_stream',
+    });
+    await env.events.append(
+      'task_heard',
+      [written({ ...added, op: 'reinforce', previous_weight: 0.4, weight: 0.9 })],
+      { expected: 2 },
+    );
+    const search = (query: string, session_id?: string) =>
+      sut.search(query, { k: 3, freshness: 'heard', session_id });
+    const [hit] = await search('kysely builds sql queries', 'sess_heard');
+    expect(hit.entry).toMatchObject({ id: added.entry_id, weight: 0.9, task_id: 'task_heard' });
+    expect(hit.score).toBeCloseTo(hit.similarity * 0.9);
+    expect(await search('kysely builds sql queries', 'another session')).toEqual([]);
+    expect((await search('sqlite stores the event log'))[0].entry.id).toBe(applied.id);
+    await env.events.append(
+      'task_heard',
+      [
+        written({
+          ...sut.insertPayload({ text: 'x', kind: 'fact', source: 'user', weight: 0, reason: 'gone' }, null),
+          op: 'delete',
+          entry_id: applied.id,
+        }),
+      ],
+      { expected: 3 },
+    );
+    expect((await search('sqlite stores the event log')).map((h) => h.entry.id)).not.toContain(applied.id);
+    // none of it is in the table yet; a `committed` search waits for it all
+    expect(await store.get(added.entry_id)).toBeNull();
+    release();
+    const committed = await sut.search('kysely builds sql queries', { k: 3 });
+    expect(committed[0].entry).toMatchObject({ id: added.entry_id, weight: 0.9 });
+    expect(committed.map((h) => h.entry.id)).not.toContain(applied.id);
     await sut.close();
   });
 

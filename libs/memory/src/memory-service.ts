@@ -10,7 +10,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { Embedder, cosine } from './embedder';
-import { LiveEntries, matchesFilter, rankHits } from './live-entries';
+import { LiveEntries, PendingWrites, matchesFilter, rankHits } from './live-entries';
 import {
   MemoryFilter,
   MemoryRow,
@@ -457,25 +457,7 @@ export class MemoryService {
     let existing = await this.o.store.get(p.entry_id);
     if (p.op === 'insert' && !existing) {
       const vector = await this.embed(p.text);
-      const system = e.task_id === MEMORY_SYSTEM_STREAM;
-      const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
-      const row: Omit<MemoryRow, 'label'> = {
-        id: p.entry_id,
-        text: p.text,
-        kind: p.kind,
-        source: p.source,
-        weight: p.weight,
-        task_id: system ? (typeof meta.task_id === 'string' ? meta.task_id : null) : e.task_id,
-        session_id: system ? (typeof meta.session_id === 'string' ? meta.session_id : null) : e.session_id,
-        metadata: JSON.stringify(p.metadata),
-        embedding_model: this.o.embedder.model,
-        embedding_dim: this.o.embedder.dim,
-        vector: vectorToBuffer(vector),
-        deleted: 0,
-        written_by: e.event_id,
-        created_at: e.created_at,
-        updated_at: e.created_at,
-      };
+      const row = this.rowOf(e, vector);
       const label = await this.o.store.insertIfAbsent(row);
       if (label !== null) {
         this.index?.add(label, vector);
@@ -496,6 +478,33 @@ export class MemoryService {
       this.index?.remove(existing.label);
       this.live?.remove(existing.id);
     }
+  }
+
+  /** The table row an inserting MEMORY_WRITTEN gives its entry, less the label the insert assigns. */
+  private rowOf(
+    e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>,
+    vector: Float32Array,
+  ): Omit<MemoryRow, 'label'> {
+    const p = e.payload;
+    const system = e.task_id === MEMORY_SYSTEM_STREAM;
+    const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
+    return {
+      id: p.entry_id,
+      text: p.text,
+      kind: p.kind,
+      source: p.source,
+      weight: p.weight,
+      task_id: system ? (typeof meta.task_id === 'string' ? meta.task_id : null) : e.task_id,
+      session_id: system ? (typeof meta.session_id === 'string' ? meta.session_id : null) : e.session_id,
+      metadata: JSON.stringify(p.metadata),
+      embedding_model: this.o.embedder.model,
+      embedding_dim: this.o.embedder.dim,
+      vector: vectorToBuffer(vector),
+      deleted: 0,
+      written_by: e.event_id,
+      created_at: e.created_at,
+      updated_at: e.created_at,
+    };
   }
 
   /** An entry already in the table (applied before a crash, or by another instance): the index and live entries learn it. */
@@ -536,16 +545,20 @@ export class MemoryService {
 
   /** Entries ranked by similarity x weight, filters applied. */
   async search(query: string, options: MemorySearchOptions): Promise<MemorySearchHit[]> {
-    await this.sync(options.freshness);
-    const k = Math.max(0, options.k);
-    if (k === 0 || this.live?.size === 0 || this.index?.size === 0) return [];
-    const q = await this.embed(query);
     const filter: MemoryFilter = {
       kind: options.kind,
       session_id: options.session_id,
       task_id: options.task_id,
       min_weight: options.min_weight,
     };
+    const k = Math.max(0, options.k);
+    if (options.freshness === 'heard' && k > 0) {
+      const overHeard = await this.searchOverHeard(query, filter, k);
+      if (overHeard) return overHeard;
+    }
+    await this.sync(options.freshness);
+    if (k === 0 || this.live?.size === 0 || this.index?.size === 0) return [];
+    const q = await this.embed(query);
     // read after the embedding: an entry applied meanwhile is in the copy, and a dropped copy is not used
     if (this.live) return this.live.search(q, filter, k);
     const index = this.index;
@@ -569,6 +582,72 @@ export class MemoryService {
       if (ranked.length >= k || fetch >= index.size) return rankHits(ranked, k);
       fetch *= 4;
     }
+  }
+
+  /**
+   * A `heard` search over the live entries as the heard writes not applied
+   * yet leave them, without waiting for those writes to be applied (which
+   * waits for their table writes to commit); null where that cannot be
+   * answered from memory (no live entries kept, or not every unapplied write
+   * was heard), and the caller applies first.
+   */
+  private async searchOverHeard(
+    query: string,
+    filter: MemoryFilter,
+    k: number,
+  ): Promise<MemorySearchHit[] | null> {
+    const q = await this.embed(query);
+    // the vectors first; the overlay is then built and searched in one go, on one state of what is applied
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (!this.live || !this.heardWritesHoldUnapplied) return null;
+      const texts = this.unappliedHeard().flatMap((e) => (e.payload.op === 'insert' ? [e.payload.text] : []));
+      const missing = texts.filter((t) => !this.cache.has(t));
+      if (missing.length > 0) {
+        await Promise.all(missing.map((t) => this.embed(t)));
+        continue;
+      }
+      const pending = this.pendingWrites();
+      if (pending) return this.live.search(q, filter, k, pending);
+    }
+    return null;
+  }
+
+  private unappliedHeard(): Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>[] {
+    return this.heardWrites.filter(
+      (e): e is Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }> =>
+        e.type === 'MEMORY_WRITTEN' && e.position > this.indexedThrough,
+    );
+  }
+
+  /** The heard, unapplied writes folded as apply will apply them; null when a vector is not at hand. */
+  private pendingWrites(): PendingWrites | null {
+    const live = this.live!;
+    const unapplied = this.unappliedHeard();
+    const inserted = new Map<string, { entry: StoredMemoryEntry; vector: Float32Array }>();
+    const weights = new Map<string, number>();
+    const deleted = new Set<string>();
+    let provisionalLabel = Number.MAX_SAFE_INTEGER - unapplied.length;
+    for (const e of unapplied) {
+      const p = e.payload;
+      const pending = inserted.get(p.entry_id);
+      if (p.op === 'insert') {
+        if (pending || live.has(p.entry_id) || deleted.has(p.entry_id)) continue;
+        const vector = this.cache.get(p.text);
+        if (!vector) return null;
+        inserted.set(p.entry_id, {
+          entry: toEntry({ ...this.rowOf(e, vector), label: provisionalLabel++ }),
+          vector,
+        });
+      } else if (p.op === 'reinforce') {
+        if (pending) pending.entry = { ...pending.entry, weight: p.weight, updated_at: e.created_at };
+        else if (!deleted.has(p.entry_id)) weights.set(p.entry_id, p.weight);
+      } else {
+        inserted.delete(p.entry_id);
+        weights.delete(p.entry_id);
+        deleted.add(p.entry_id);
+      }
+    }
+    return { inserted: [...inserted.values()], weights, deleted };
   }
 
   private async exactSearch(
