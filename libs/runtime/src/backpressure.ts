@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 
 /** When the runtime refuses new submissions and holds queued tasks back. */
 export interface BackpressureLimits {
@@ -184,4 +184,23 @@ export class SubmissionPacing {
       await sleep(this.nextStepAt - now, undefined, { signal }).catch(() => undefined);
     }
   }
+}
+
+/** longest the running tasks hold the event loop in one go before they let it turn */
+export const TASK_SLICE_MS = 5;
+let sliceStartedAt = performance.now();
+
+/**
+ * Lets the event loop turn once the running tasks have held it for
+ * TASK_SLICE_MS. A task that awaits nothing outside the process (a model
+ * answering in process, in-process tools, events riding in a later commit)
+ * runs in promise callbacks alone, which hold I/O, timers and the group
+ * commit's flush until every such task is done: a burst of them would keep
+ * requests unanswered and their events uncommitted for as long as they run.
+ * Module state: the event loop is the process's, shared by every runtime in it.
+ */
+export async function letTheLoopTurn(): Promise<void> {
+  if (performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
+  await nextTurn();
+  sliceStartedAt = performance.now();
 }

@@ -174,7 +174,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
-  private readonly active = new Map<string, { ctrl: AbortController; done: Promise<void> }>();
+  /** `ending`: its final event is handed over, only its commit is left: it no longer holds a run slot */
+  private readonly active = new Map<
+    string,
+    { ctrl: AbortController; done: Promise<void>; ending: boolean }
+  >();
   private readonly again = new Set<string>();
   /** running or about to run as a delegation's child */
   private readonly childTasks = new Set<string>();
@@ -765,11 +769,21 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     this.pump();
   }
 
-  /** tasks running in a slot of the task concurrency: children run outside it */
+  /**
+   * Tasks running in a slot of the task concurrency: children run outside it, and so does a task
+   * whose final event is handed over (the next one starts while that commits).
+   */
   private slotsTaken(): number {
     let n = 0;
-    for (const id of this.active.keys()) if (!this.childTasks.has(id)) n++;
+    for (const [id, task] of this.active) if (!task.ending && !this.childTasks.has(id)) n++;
     return n;
+  }
+
+  private ending(taskId: string): void {
+    const task = this.active.get(taskId);
+    if (!task || task.ending) return;
+    task.ending = true;
+    this.pump();
   }
 
   private pump(): void {
@@ -810,7 +824,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       .then(async (lease) => {
         // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
-        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease);
+        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease, () => this.ending(taskId));
         if (run.progress.final && run.inLog) ended = run.progress;
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
         if (run.progress.final) await this.cancelChildren(run.progress);
@@ -829,7 +843,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.idle.emit(taskId, ended);
         this.pump();
       });
-    this.active.set(taskId, { ctrl, done });
+    this.active.set(taskId, { ctrl, done, ending: false });
   }
 
   private holdBack(): void {

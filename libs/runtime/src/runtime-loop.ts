@@ -10,7 +10,7 @@ import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from
 import { TaskProgress } from './progress';
 import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
 import { TaskCheckpoints } from './checkpoints';
-import { SubmissionPacing } from './backpressure';
+import { SubmissionPacing, letTheLoopTurn } from './backpressure';
 import { describeStop } from './discipline/stop-reasons';
 import { FailureError } from './discipline/failure-policy';
 import { toolsForAgent } from './delegation/agent-catalog';
@@ -75,9 +75,17 @@ const runEnd = (writer: TaskWriter): TaskRunEnd => ({
 export class RuntimeLoop {
   constructor(private readonly deps: LoopDeps) {}
 
-  /** With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner. */
-  async runTask(taskId: string, signal: AbortSignal, lease?: WriterLease): Promise<TaskRunEnd> {
-    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease);
+  /**
+   * With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner.
+   * `onFinal` hears once when the final event is handed to the task's writer (see TaskWriter.open).
+   */
+  async runTask(
+    taskId: string,
+    signal: AbortSignal,
+    lease?: WriterLease,
+    onFinal?: () => void,
+  ): Promise<TaskRunEnd> {
+    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease, onFinal);
     // A fork continues under the settings its source recorded, not under this process's, and with the model it asked for.
     const [first] = writer.log;
     if (
@@ -189,6 +197,8 @@ export class RuntimeLoop {
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
+    // after the guards, which judge the round by the log's times rather than by a timer that fires meanwhile
+    await letTheLoopTurn();
     const toolCalling = this.deps.router.speaksToolCalls();
     // a delegated agent is shown only the tools its profile allows
     const tools = toolsForAgent(this.deps.tools.list(), p.agent);

@@ -75,20 +75,23 @@ export class TaskWriter {
     events: readonly RuntimeEvent[],
     private readonly checkpoints: TaskCheckpoints | null,
     private readonly lease: WriterLease | null,
+    private onFinal: (() => void) | null,
   ) {
     this.current = new TaskFold(taskId, events);
     this.committedSeq = this.current.progress.last_seq;
     this.taskState = foldTaskState(events);
   }
 
+  /** `onFinal` hears once when a final event is handed over: the task does no more work, only its commit is left. */
   static async open(
     store: EventStore,
     taskId: string,
     checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null,
     lease?: WriterLease | null,
+    onFinal?: () => void,
   ): Promise<TaskWriter> {
     const [log] = await Promise.all([store.readWholeStream(taskId), store.readyToPrepare()]);
-    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null, onFinal ?? null);
   }
 
   /** what the loop, its guards and the engine's gates read instead of folding the log */
@@ -202,6 +205,11 @@ export class TaskWriter {
       return submitted;
     });
     this.staged.push(...handed);
+    if (this.onFinal && this.progress.final) {
+      const heard = this.onFinal;
+      this.onFinal = null;
+      heard();
+    }
     return handed;
   }
 

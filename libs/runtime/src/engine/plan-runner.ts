@@ -14,6 +14,7 @@ import { ChatMessage, ModelBackend, ModelResponse } from '../model/model-backend
 import { FAIL_FUNCTION, PLAN_FUNCTION, argsOf, toolFunctions } from '../native-tool-calls';
 import { PlanProgress, callIdFor, coderCallIdFor, planIdFor, resultText } from '../progress';
 import { callThroughChain } from '../provider-chain';
+import { letTheLoopTurn } from '../backpressure';
 import { TaskWriter } from '../task-writer';
 import { DoneOutcome, ExecOutcome, HardStop, StepOutcome } from './call-types';
 import { ToolCallRunner } from './tool-call-runner';
@@ -222,6 +223,7 @@ export class PlanRunner {
     signal: AbortSignal,
   ): Promise<StepOutcome> {
     const plan_id = plan.plan_id;
+    await letTheLoopTurn();
     // A step that waited for a person, or ran when the process stopped, continues: it started once.
     // Its start needs no commit of its own: it rides with the step's first event (a tool call's intent).
     if (writer.progress.plans.get(plan_id)!.status.get(step.id) !== 'running') {
