@@ -37,8 +37,15 @@ export function checkpointLabel(
   for (const e of batch) {
     if (e.type === 'STEP_COMPLETED' || e.type === 'STEP_FAILED') return `step ${e.payload.step_id}`;
   }
-  return sinceCheckpoint + batch.length >= everyEvents ? `${everyEvents} events` : null;
+  return everyEventsLabel(sinceCheckpoint + batch.length, everyEvents);
 }
+
+/** The every-N-events checkpoint's label once `events` have passed since the last checkpoint, else null. */
+const everyEventsLabel = (events: number, everyEvents: number): string | null =>
+  events >= everyEvents ? `${everyEvents} events` : null;
+
+/** A checkpoint after a round or a plan step (not one for a wait, nor the every-N-events one). */
+const isMilestone = (label: string): boolean => label.startsWith('round ') || label.startsWith('step ');
 
 /** Labels of the checkpoints a person's answer resumes from: they always hold the progress. */
 const WAITING_LABELS: ReadonlySet<string> = new Set(['awaiting permission', 'awaiting secret']);
@@ -75,14 +82,19 @@ export class TaskCheckpoints {
     this.lastCheckpointSeq = log.findLast((e) => e.type === 'CHECKPOINT_SAVED')?.sequence ?? 0;
   }
 
-  /** `batch`, followed by a CHECKPOINT_SAVED when it calls for one. */
-  extend(before: TaskProgress, batch: readonly NewEvent[]): readonly NewEvent[] {
-    const label = checkpointLabel(
-      before,
-      batch,
-      before.last_seq - this.lastCheckpointSeq,
-      this.settings.everyEvents,
-    );
+  /**
+   * `batch`, followed by a CHECKPOINT_SAVED when it calls for one. A round's
+   * or a step's is left out while the previous checkpoint is not committed
+   * (`committedThrough` is before it): a resume starts from what was
+   * committed, so of the checkpoints one commit carries only the last could
+   * ever be loaded, and the every-N-events one still bounds what a resume folds.
+   */
+  extend(before: TaskProgress, batch: readonly NewEvent[], committedThrough: number): readonly NewEvent[] {
+    const sinceCheckpoint = before.last_seq - this.lastCheckpointSeq;
+    const { everyEvents } = this.settings;
+    let label = checkpointLabel(before, batch, sinceCheckpoint, everyEvents);
+    if (label !== null && isMilestone(label) && this.lastCheckpointSeq > committedThrough)
+      label = everyEventsLabel(sinceCheckpoint + batch.length, everyEvents);
     if (label === null) return batch;
     this.lastCheckpointSeq = before.last_seq + batch.length + 1;
     return [

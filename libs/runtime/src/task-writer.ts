@@ -163,7 +163,7 @@ export class TaskWriter {
   private submit(events: readonly NewEvent[]): Submitted[] {
     if (this.failed) throw this.failed;
     if (events.length === 0) return [];
-    const batch = this.checkpoints?.extend(this.progress, events) ?? events;
+    const batch = this.checkpoints?.extend(this.progress, events, this.committedSeq) ?? events;
     const now = new Date().toISOString();
     // the fold must see each event as it will be stored: payload defaults filled (the store takes the parsed
     // payload as it is), and whatever the stores in front of the log change on the way in (secrets redacted,

@@ -132,6 +132,8 @@ export class PlanRunner {
     let suspended = false;
     let hardStop: HardStop | null = null;
     for (;;) {
+      // only while none of its steps is in flight, so the order of the task's own events never depends on time
+      if (inFlight.size === 0) await letTheLoopTurn();
       if (!failed && !suspended && !hardStop && !signal.aborted) {
         for (const step of this.deps.scheduler.ready(plan.steps, status)) {
           status.set(step.id, 'running');
@@ -223,7 +225,6 @@ export class PlanRunner {
     signal: AbortSignal,
   ): Promise<StepOutcome> {
     const plan_id = plan.plan_id;
-    await letTheLoopTurn();
     // A step that waited for a person, or ran when the process stopped, continues: it started once.
     // Its start needs no commit of its own: it rides with the step's first event (a tool call's intent).
     if (writer.progress.plans.get(plan_id)!.status.get(step.id) !== 'running') {
