@@ -169,7 +169,18 @@ describe('live entries in memory (the exact scan without SQL)', () => {
             }
             for (const kind of KINDS) {
               const vector = await inMemory.embed(queries[0].text);
-              expect(await inMemory.nearest(vector, kind)).toEqual(await fromTable.nearest(vector, kind));
+              // few entries are scanned exactly in memory (double precision), the table's through the index
+              // (float): the same nearest entry, or one exactly as similar, with the same similarity
+              const [exact, indexed] = [
+                await inMemory.nearest(vector, kind),
+                await fromTable.nearest(vector, kind),
+              ];
+              expect(exact === null).toBe(indexed === null);
+              if (exact && indexed) {
+                expect(exact.similarity).toBeCloseTo(indexed.similarity, 5);
+                if (exact.entry_id === indexed.entry_id)
+                  expect({ ...exact, similarity: 0 }).toEqual({ ...indexed, similarity: 0 });
+              }
             }
           } finally {
             await inMemory.close();
