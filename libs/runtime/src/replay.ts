@@ -77,7 +77,7 @@ export class ReplayBackend extends ScriptedBackend {
           };
       (script[p.role] ??= []).push(item);
     }
-    const replay = new ReplayBackend(script, { answersInProcess: true });
+    const replay = new ReplayBackend(script);
     const [first] = events;
     if (first?.type === 'TASK_RECEIVED') replay.recordedProtocol = first.payload.settings?.model_protocol;
     return replay;

@@ -113,9 +113,11 @@ export abstract class ModelBackend {
   abstract complete(request: ModelRequest): Promise<ModelResponse>;
   /**
    * True when the answer is computed in this process and nothing is sent
-   * anywhere (sys_util, a replay of recorded answers): a call then changes
-   * nothing outside the task, so its MODEL_CALLED needs no commit of its own
-   * before it and rides with the reply, as a read-only tool's intent does.
+   * anywhere (sys_util): a call then changes nothing outside the task, so its
+   * MODEL_CALLED needs no commit of its own before it and rides with the
+   * reply, as a read-only tool's intent does. A replay answers as the
+   * recorded providers did, committing first: its steps then interleave with
+   * its children as the recording's did.
    */
   get answersInProcess(): boolean {
     return false;
