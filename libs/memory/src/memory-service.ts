@@ -155,6 +155,8 @@ export class MemoryService {
   private readonly heard = { first: 0, through: 0, newestMemory: 0 };
   /** the MEMORY_WRITTEN events heard and not applied yet (position order): what nearest() adds to the index */
   private heardWrites: RuntimeEvent[] = [];
+  /** the live entries are being refilled from the log: only a pass's end says what they hold */
+  private rebuildingFromLog = false;
   /** the position of the last heard write left out of `heardWrites` (full): nearest() applies through it first */
   private overlayDroppedThrough = 0;
   /** the last pass's write of the projection position, which no pass waits for */
@@ -605,8 +607,10 @@ export class MemoryService {
     const q = await this.embed(query);
     // the vectors first; the overlay is then built and searched in one go, on one state of what is applied
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (!this.live || !this.heardWritesHoldUnapplied) return null;
+      if (!this.live || !this.heardWritesHoldUnapplied || this.rebuildingFromLog) return null;
       const texts = this.unappliedHeard().flatMap((e) => (e.payload.op === 'insert' ? [e.payload.text] : []));
+      // more than the vector cache keeps at once: a backlog the pass is better left to apply
+      if (texts.length > CACHE_SIZE / 2) return null;
       const missing = texts.filter((t) => !this.cache.has(t));
       if (missing.length > 0) {
         await Promise.all(missing.map((t) => this.embed(t)));
@@ -872,6 +876,15 @@ export class MemoryService {
   }
 
   private async rebuildNow(): Promise<{ applied: number; index: VectorIndex }> {
+    this.rebuildingFromLog = true;
+    try {
+      return await this.rebuildFromLogNow();
+    } finally {
+      this.rebuildingFromLog = false;
+    }
+  }
+
+  private async rebuildFromLogNow(): Promise<{ applied: number; index: VectorIndex }> {
     // a position still on its way must not land after the clear
     await this.positionSaved;
     await this.cancelRebuild();

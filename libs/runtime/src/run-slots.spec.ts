@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
 import { NewEvent } from '@runledger/contracts';
 import { ScriptedBackend } from './model/scripted-backend';
+import { TaskWriter } from './task-writer';
 import { AllowAllPolicy, InMemoryToolRegistry, manifestOf, startTestRuntime } from './testing';
 
 /** Holds every append that ends a task until released, and notes the order appends arrive in. */
@@ -49,28 +50,47 @@ const digestTools = (rounds: number) =>
   );
 
 describe('run slots and the event loop', () => {
-  it('a task whose final event is handed over frees its slot: the next one runs while that commits', async () => {
+  it('one slot runs tasks in turn: the next starts once the last one is committed, so it reads what that one wrote', async () => {
     const store = new HoldingFinals(new InMemoryEventStore());
     const rt = await startTestRuntime({
       store,
       tools: digestTools(1),
       permissions: new AllowAllPolicy(),
-      model: new ScriptedBackend({ orchestrator: [plan(1), respond, plan(1), respond] }),
+      model: new ScriptedBackend(
+        { orchestrator: [plan(1), respond, plan(1), respond] },
+        { answersInProcess: true },
+      ),
       concurrency: 1,
     });
     try {
       const a = await rt.runtime.submit({ input: 'first' }, { source: 'api' });
       const b = await rt.runtime.submit({ input: 'second' }, { source: 'api' });
-      // with one slot, the second task reaches its own end while the first one's end is still held
-      for (let i = 0; i < 200 && store.arrivals.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
-      expect(store.arrivals).toEqual([`${a.task_id} final`, `${b.task_id} final`]);
+      for (let i = 0; i < 200 && store.arrivals.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 50));
+      // the first task's end is handed over but not committed: the second has not run
+      expect(store.arrivals).toEqual([`${a.task_id} final`]);
+      expect(await store.streamVersion(b.task_id)).toBe(1);
       store.releaseAll();
       const [pa, pb] = await Promise.all([rt.runtime.settled(a.task_id), rt.runtime.settled(b.task_id)]);
       expect([pa.final?.stop_reason, pb.final?.stop_reason]).toEqual(['completed', 'completed']);
+      expect(store.arrivals).toEqual([`${a.task_id} final`, `${b.task_id} final`]);
     } finally {
       store.releaseAll();
       await rt.close();
     }
+  });
+
+  it('a stream window armed by a run that stopped appends nothing after it', async () => {
+    const store = new InMemoryEventStore();
+    const writer = await TaskWriter.open(store, 'task_1');
+    await writer.append([{ type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 's' } } as NewEvent]);
+    writer.stream(
+      [{ type: 'OUTPUT_CHUNK', payload: { call_id: 'c', index: 0, delta: 'd' } } as NewEvent],
+      10,
+    );
+    writer.close();
+    await new Promise((r) => setTimeout(r, 40));
+    expect(await store.streamVersion('task_1')).toBe(1);
   });
 
   it('a task that awaits nothing outside the process still lets timers and I/O in while it runs', async () => {

@@ -174,7 +174,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
-  /** `ending`: its final event is handed over, only its commit is left: it no longer holds a run slot */
+  /** `ending`: its final event is committed, only its wind-down is left: it no longer holds a run slot */
   private readonly active = new Map<
     string,
     { ctrl: AbortController; done: Promise<void>; ending: boolean }
@@ -771,7 +771,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   /**
    * Tasks running in a slot of the task concurrency: children run outside it, and so does a task
-   * whose final event is handed over (the next one starts while that commits).
+   * whose final event is committed (the next one starts while it cancels its children and lets its
+   * lease go).
    */
   private slotsTaken(): number {
     let n = 0;

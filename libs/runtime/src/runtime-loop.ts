@@ -77,7 +77,7 @@ export class RuntimeLoop {
 
   /**
    * With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner.
-   * `onFinal` hears once when the final event is handed to the task's writer (see TaskWriter.open).
+   * `onFinal` hears once when the final event is committed (see TaskWriter.open).
    */
   async runTask(
     taskId: string,
@@ -86,6 +86,14 @@ export class RuntimeLoop {
     onFinal?: () => void,
   ): Promise<TaskRunEnd> {
     const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease, onFinal);
+    try {
+      return await this.runWith(writer, signal);
+    } finally {
+      writer.close();
+    }
+  }
+
+  private async runWith(writer: TaskWriter, signal: AbortSignal): Promise<TaskRunEnd> {
     // A fork continues under the settings its source recorded, not under this process's, and with the model it asked for.
     const [first] = writer.log;
     if (

@@ -3,6 +3,7 @@ import {
   LeaseLostError,
   NewEvent,
   RuntimeEvent,
+  isFinalEventType,
   newId,
   parseEventBody,
 } from '@runledger/contracts';
@@ -68,6 +69,7 @@ export class TaskWriter {
   private taskState: TaskState | null;
   /** appends streamed events that no other append carried in time (see stream) */
   private streamFlush: NodeJS.Timeout | null = null;
+  private closed = false;
 
   private constructor(
     private readonly store: EventStore,
@@ -82,7 +84,10 @@ export class TaskWriter {
     this.taskState = foldTaskState(events);
   }
 
-  /** `onFinal` hears once when a final event is handed over: the task does no more work, only its commit is left. */
+  /**
+   * `onFinal` hears once when the final event is committed (its commit listeners, memory among them,
+   * have heard it): the task does no more work of its own.
+   */
   static async open(
     store: EventStore,
     taskId: string,
@@ -146,12 +151,24 @@ export class TaskWriter {
    */
   stream(events: readonly NewEvent[], withinMs = STREAM_FLUSH_MS): void {
     this.submit(events);
-    if (this.streamFlush) return;
+    if (this.streamFlush || this.closed) return;
     this.streamFlush = setTimeout(() => {
       this.streamFlush = null;
       // a failure ends the writer (fail), and the next append reports it to whoever waits
-      this.flush().catch(() => undefined);
+      if (!this.closed) this.flush().catch(() => undefined);
     }, withinMs);
+    this.streamFlush.unref();
+  }
+
+  /**
+   * The run that wrote through this writer is over: what it deferred and did not append is dropped
+   * (a resume decides again from the log), and no stream window appends it later, after another
+   * run of the task may have begun.
+   */
+  close(): void {
+    this.closed = true;
+    if (this.streamFlush) clearTimeout(this.streamFlush);
+    this.streamFlush = null;
   }
 
   /** Appends the deferred events, if any, on their own. */
@@ -205,11 +222,6 @@ export class TaskWriter {
       return submitted;
     });
     this.staged.push(...handed);
-    if (this.onFinal && this.progress.final) {
-      const heard = this.onFinal;
-      this.onFinal = null;
-      heard();
-    }
     return handed;
   }
 
@@ -267,6 +279,11 @@ export class TaskWriter {
       if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.taskState);
       s.settle.resolve(e);
     });
+    if (this.onFinal && isFinalEventType(stored[stored.length - 1]?.type)) {
+      const heard = this.onFinal;
+      this.onFinal = null;
+      heard();
+    }
   }
 
   /**
