@@ -11,12 +11,16 @@ export interface CheckpointSettings {
   everyEvents: number;
 }
 
-/** Why a batch of events ends with a checkpoint, as its label; null when it does not. */
+/**
+ * Why a batch of events ends with a checkpoint, as its label; null when it does not. Without
+ * `milestones`, the end of a round or a plan step calls for none of its own.
+ */
 export function checkpointLabel(
   before: TaskProgress,
   batch: readonly NewEvent[],
   sinceCheckpoint: number,
   everyEvents: number,
+  milestones = true,
 ): string | null {
   // an ended task needs no resume point: the projection holds its final state
   if (batch.some((e) => isFinalEventType(e.type) || e.type === 'CHECKPOINT_SAVED')) return null;
@@ -24,6 +28,16 @@ export function checkpointLabel(
     if (e.type === 'TASK_AWAITING_PERMISSION') return 'awaiting permission';
     if (e.type === 'TASK_AWAITING_SECRET') return 'awaiting secret';
   }
+  if (milestones)
+    return milestoneLabel(before, batch) ?? everyEventsLabel(sinceCheckpoint, batch, everyEvents);
+  return everyEventsLabel(sinceCheckpoint, batch, everyEvents);
+}
+
+const everyEventsLabel = (sinceCheckpoint: number, batch: readonly NewEvent[], everyEvents: number) =>
+  sinceCheckpoint + batch.length >= everyEvents ? `${everyEvents} events` : null;
+
+/** The end of a round or a plan step in `batch`, as a checkpoint's label; null when it holds none. */
+function milestoneLabel(before: TaskProgress, batch: readonly NewEvent[]): string | null {
   for (const e of batch) {
     if (e.type === 'PLAN_COMPLETED' || e.type === 'PLAN_FAILED') return `round ${before.round}`;
     // a tool directive's round is over with its one call's outcome
@@ -37,15 +51,8 @@ export function checkpointLabel(
   for (const e of batch) {
     if (e.type === 'STEP_COMPLETED' || e.type === 'STEP_FAILED') return `step ${e.payload.step_id}`;
   }
-  return everyEventsLabel(sinceCheckpoint + batch.length, everyEvents);
+  return null;
 }
-
-/** The every-N-events checkpoint's label once `events` have passed since the last checkpoint, else null. */
-const everyEventsLabel = (events: number, everyEvents: number): string | null =>
-  events >= everyEvents ? `${everyEvents} events` : null;
-
-/** A checkpoint after a round or a plan step (not one for a wait, nor the every-N-events one). */
-const isMilestone = (label: string): boolean => label.startsWith('round ') || label.startsWith('step ');
 
 /** Labels of the checkpoints a person's answer resumes from: they always hold the progress. */
 const WAITING_LABELS: ReadonlySet<string> = new Set(['awaiting permission', 'awaiting secret']);
@@ -90,11 +97,13 @@ export class TaskCheckpoints {
    * ever be loaded, and the every-N-events one still bounds what a resume folds.
    */
   extend(before: TaskProgress, batch: readonly NewEvent[], committedThrough: number): readonly NewEvent[] {
-    const sinceCheckpoint = before.last_seq - this.lastCheckpointSeq;
-    const { everyEvents } = this.settings;
-    let label = checkpointLabel(before, batch, sinceCheckpoint, everyEvents);
-    if (label !== null && isMilestone(label) && this.lastCheckpointSeq > committedThrough)
-      label = everyEventsLabel(sinceCheckpoint + batch.length, everyEvents);
+    const label = checkpointLabel(
+      before,
+      batch,
+      before.last_seq - this.lastCheckpointSeq,
+      this.settings.everyEvents,
+      this.lastCheckpointSeq <= committedThrough,
+    );
     if (label === null) return batch;
     this.lastCheckpointSeq = before.last_seq + batch.length + 1;
     return [

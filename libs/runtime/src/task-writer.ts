@@ -155,7 +155,7 @@ export class TaskWriter {
     this.streamFlush = setTimeout(() => {
       this.streamFlush = null;
       // a failure ends the writer (fail), and the next append reports it to whoever waits
-      if (!this.closed) this.flush().catch(() => undefined);
+      this.flush().catch(() => undefined);
     }, withinMs);
     this.streamFlush.unref();
   }
@@ -167,6 +167,10 @@ export class TaskWriter {
    */
   close(): void {
     this.closed = true;
+    this.cancelStreamFlush();
+  }
+
+  private cancelStreamFlush(): void {
     if (this.streamFlush) clearTimeout(this.streamFlush);
     this.streamFlush = null;
   }
@@ -239,8 +243,7 @@ export class TaskWriter {
     if (this.failed) throw this.failed;
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
-    if (this.streamFlush) clearTimeout(this.streamFlush);
-    this.streamFlush = null;
+    this.cancelStreamFlush();
     try {
       const res = await this.store.append(
         this.taskId,
