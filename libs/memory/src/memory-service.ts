@@ -28,7 +28,7 @@ import {
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
-import { unappliedWrites } from './unapplied-writes';
+import { UnappliedEntry, unappliedWrites } from './unapplied-writes';
 
 /**
  * Memory writes with no task behind them (admin deletes, memory tool inserts)
@@ -608,7 +608,8 @@ export class MemoryService {
     // the vectors first; the overlay is then built and searched in one go, on one state of what is applied
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!this.live || !this.heardWritesHoldUnapplied || this.rebuildingFromLog) return null;
-      const texts = this.unappliedHeard().flatMap((e) => (e.payload.op === 'insert' ? [e.payload.text] : []));
+      const unapplied = [...unappliedWrites(this.heardWrites, [], this.indexedThrough).values()];
+      const texts = unapplied.flatMap((u) => (u.insertedBy && !u.deleted ? [u.text] : []));
       // more than the vector cache keeps at once: a backlog the pass is better left to apply
       if (texts.length > CACHE_SIZE / 2) return null;
       const missing = texts.filter((t) => !this.cache.has(t));
@@ -616,48 +617,33 @@ export class MemoryService {
         await Promise.all(missing.map((t) => this.embed(t)));
         continue;
       }
-      const pending = this.pendingWrites();
+      const pending = this.pendingWrites(unapplied);
       if (pending) return this.live.search(q, filter, k, pending);
     }
     return null;
   }
 
-  private unappliedHeard(): Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>[] {
-    return this.heardWrites.filter(
-      (e): e is Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }> =>
-        e.type === 'MEMORY_WRITTEN' && e.position > this.indexedThrough,
-    );
-  }
-
-  /** The heard, unapplied writes folded as apply will apply them; null when a vector is not at hand. */
-  private pendingWrites(): PendingWrites | null {
+  /**
+   * What the unapplied writes make of the live entries, as apply will leave them (entries it inserts
+   * labelled after every applied one, in order); null when an inserted entry's vector is not at hand.
+   */
+  private pendingWrites(unapplied: readonly UnappliedEntry[]): PendingWrites | null {
     const live = this.live!;
-    const unapplied = this.unappliedHeard();
-    const inserted = new Map<string, { entry: StoredMemoryEntry; vector: Float32Array }>();
+    const inserted: PendingWrites['inserted'][number][] = [];
     const weights = new Map<string, number>();
     const deleted = new Set<string>();
     let provisionalLabel = Number.MAX_SAFE_INTEGER - unapplied.length;
-    for (const e of unapplied) {
-      const p = e.payload;
-      const pending = inserted.get(p.entry_id);
-      if (p.op === 'insert') {
-        if (pending || live.has(p.entry_id) || deleted.has(p.entry_id)) continue;
-        const vector = this.cache.get(p.text);
+    for (const u of unapplied) {
+      if (u.deleted) deleted.add(u.entry_id);
+      else if (!u.insertedBy || live.has(u.entry_id)) weights.set(u.entry_id, u.weight);
+      else {
+        const vector = this.cache.get(u.text);
         if (!vector) return null;
-        inserted.set(p.entry_id, {
-          entry: toEntry({ ...this.rowOf(e, vector), label: provisionalLabel++ }),
-          vector,
-        });
-      } else if (p.op === 'reinforce') {
-        if (pending) pending.entry = { ...pending.entry, weight: p.weight, updated_at: e.created_at };
-        else if (!deleted.has(p.entry_id)) weights.set(p.entry_id, p.weight);
-      } else {
-        inserted.delete(p.entry_id);
-        weights.delete(p.entry_id);
-        deleted.add(p.entry_id);
+        const row = { ...this.rowOf(u.insertedBy, vector), weight: u.weight, label: provisionalLabel++ };
+        inserted.push({ entry: toEntry(row), vector });
       }
     }
-    return { inserted: [...inserted.values()], weights, deleted };
+    return { inserted, weights, deleted };
   }
 
   private async exactSearch(
@@ -699,7 +685,7 @@ export class MemoryService {
     const reweighed = best && unapplied.get(best.entry_id);
     if (best && reweighed) best = { ...best, weight: reweighed.weight };
     for (const u of unapplied.values()) {
-      if (!u.inserted || u.deleted || u.kind !== kind) continue;
+      if (!u.insertedBy || u.deleted || u.kind !== kind) continue;
       const similarity = cosine(vector, await this.embed(u.text));
       if (!best || similarity > best.similarity)
         best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };

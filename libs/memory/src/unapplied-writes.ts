@@ -6,8 +6,8 @@ export interface UnappliedEntry {
   kind: MemoryKind;
   text: string;
   weight: number;
-  /** one of those writes inserted it (it is in no table or index yet) */
-  inserted: boolean;
+  /** the write among those that inserted it (it is in no table or index yet), or null */
+  insertedBy: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }> | null;
   deleted: boolean;
 }
 
@@ -35,7 +35,7 @@ export function unappliedWrites(
       kind: p.kind,
       text: p.text,
       weight: p.weight,
-      inserted: p.op === 'insert',
+      insertedBy: p.op === 'insert' ? e : null,
       deleted: false,
     };
     if (p.op === 'reinforce' && !entry.deleted) entry.weight = p.weight;
