@@ -278,6 +278,6 @@ describe("ContextBuilder: the session's earlier tasks", () => {
     expect(prompt).toContain('[… 3 earlier tasks of this session left out to fit the prompt …]');
     expect(prompt).toContain('answer (completed): dddd');
     expect(prompt).not.toContain('aaaa');
-    expect(built.event.cut).toEqual(['history:session_4', 'history:session_3', 'history:session_2']);
+    expect(built.event.cut).toEqual(['history:session_4..session_2']);
   });
 });

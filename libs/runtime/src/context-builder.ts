@@ -4,7 +4,13 @@ import { ChatMessage, HistoryItem, PromptView, ToolFunction } from './model/mode
 import { delegateFunction, toolFunctions, toolTurn } from './native-tool-calls';
 import { MemoryHit, MemoryRecall } from './ports';
 import { TaskProgress } from './progress';
-import { COMPACTED_ROUNDS, PromptItem, decidePrompt, promptBudgetTokens } from './discipline/prompt-budget';
+import {
+  COMPACTED_ROUNDS,
+  PromptHistory,
+  PromptItem,
+  decidePrompt,
+  promptBudgetTokens,
+} from './discipline/prompt-budget';
 import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from './discipline/settings';
 import { estimateTokens } from './discipline/budgets';
 import { isSessionItem, sessionTaskOf } from './session-history';
@@ -125,8 +131,23 @@ const historyText = (h: HistoryItem): string =>
   [historyHeading(h), ...h.results.map((r) => `  ${r}`)].join('\n');
 
 /** How CONTEXT_BUILT names a history item: a round of the task, or an earlier task of its session. */
+const HISTORY_ID_PREFIX = 'history:';
 const historyId = (h: HistoryItem): string =>
-  isSessionItem(h) ? `history:session_${-h.round}` : `history:round_${h.round}`;
+  `${HISTORY_ID_PREFIX}${isSessionItem(h) ? `session_${-h.round}` : `round_${h.round}`}`;
+
+/**
+ * The oldest `count` items of a history as CONTEXT_BUILT records them left
+ * out: one or two by id, a longer run by its first and last ids, so a long
+ * task's every round does not repeat its whole past.
+ */
+function removedCut(
+  history: readonly HistoryItem[],
+  count: number,
+  id: (h: HistoryItem) => string,
+): string[] {
+  if (count <= 2) return history.slice(0, count).map(id);
+  return [`${id(history[0])}..${id(history[count - 1]).slice(HISTORY_ID_PREFIX.length)}`];
+}
 
 /** Said where earlier tasks of the session were left out of the prompt (trimmed, not summarised). */
 const sessionOmittedNote = (n: number): string =>
@@ -151,6 +172,8 @@ interface RenderedHistory {
 class HistoryRenderings {
   private readonly cache = new WeakMap<HistoryItem, RenderedHistory>();
   private readonly ids = new WeakMap<HistoryItem, string>();
+  /** per history: tokens of its first i items, for every item but the newest */
+  private readonly sums = new WeakMap<readonly HistoryItem[], number[]>();
 
   /** historyId, kept: every round tests every item of the history against what the prompt drops */
   id(h: HistoryItem): string {
@@ -177,6 +200,26 @@ class HistoryRenderings {
 
   text(h: HistoryItem): string {
     return this.of(h).text;
+  }
+
+  /**
+   * Tokens of history items [from, end): sums of the items before the newest
+   * are kept per history, since only the newest item grows (a compaction
+   * replaces the whole history), so a round adds what is new, not the whole.
+   */
+  totalTokens(history: readonly HistoryItem[], from = 0): number {
+    let sums = this.sums.get(history);
+    if (!sums) this.sums.set(history, (sums = [0]));
+    const settled = Math.max(0, history.length - 1);
+    for (let i = sums.length - 1; i < settled; i++) sums.push(sums[i] + this.tokens(history[i]));
+    const start = Math.min(from, settled);
+    const newest = from < history.length && history.length > 0 ? this.tokens(history[settled]) : 0;
+    return sums[settled] - sums[start] + newest;
+  }
+
+  /** the history as the prompt budget weighs it */
+  promptHistory(history: readonly HistoryItem[]): PromptHistory {
+    return { length: history.length, at: (i) => this.of(history[i]).item, tokens: this.totalTokens(history) };
   }
 
   tokens(h: HistoryItem): number {
@@ -236,11 +279,11 @@ export class ContextBuilder {
     );
 
     const rendered = this.rendered;
-    let kept = [...progress.history];
+    const whole = progress.history;
+    /** how many of the oldest history items the prompt leaves out (dropped, or summarised) */
+    let removed = 0;
+    let kept: readonly HistoryItem[] = whole;
     let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
-    let trimmedTokens = 0;
-    /** earlier tasks of the session trimmed away (not summarised): the prompt says so */
-    let sessionLeftOut = 0;
     let compaction: BuiltContext['compaction'];
     let overBudget: string | undefined;
     if (this.prompt) {
@@ -258,60 +301,58 @@ export class ContextBuilder {
           section: 'memory' as const,
           tokens: tokensOf(memoryLine(h)),
         })),
-        ...kept.map((h) => rendered.of(h).item),
       ];
-      const decision = decidePrompt(items, this.prompt, opts.canCompact ?? false);
-      const elided = new Set<number>();
-      if (decision.kind === 'exceed') overBudget = decision.detail;
-      else {
-        budgetChars = decision.sections.history.budget * CHARS_PER_TOKEN;
-        // One token of each output's share goes to its line's indent and to rounding, so the
-        // elided history stays within the budget and is never clipped at its end.
-        if (decision.elideTo !== null) {
-          const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
-          kept = kept.map((h) => {
-            const shown = elideItem(h, maxChars);
-            if (shown !== h) elided.add(h.round);
-            return shown;
-          });
-        }
-      }
-      const compacted = new Set(decision.kind === 'compact' ? decision.compact : []);
-      const drop = new Set(
-        decision.kind === 'trim' || decision.kind === 'compact' ? [...decision.drop, ...compacted] : [],
+      const decision = decidePrompt(
+        items,
+        rendered.promptHistory(whole),
+        this.prompt,
+        opts.canCompact ?? false,
       );
-      const dropped = (h: HistoryItem): boolean => drop.has(rendered.id(h));
+      if (decision.kind === 'exceed') overBudget = decision.detail;
+      else budgetChars = decision.sections.history.budget * CHARS_PER_TOKEN;
+      const droppedMemory = decision.kind === 'trim' || decision.kind === 'compact' ? decision.drop : [];
+      if (decision.kind === 'trim' || decision.kind === 'compact') removed = decision.removeOldest;
+      kept = whole.slice(removed);
+      // One token of each output's share goes to its line's indent and to rounding, so the
+      // elided history stays within the budget and is never clipped at its end.
+      if (decision.kind !== 'exceed' && decision.elideTo !== null) {
+        const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
+        const shown = kept.map((h) => elideItem(h, maxChars));
+        cut.push(...shown.filter((h, i) => h !== kept[i]).map((h) => `${rendered.id(h)}:elided`));
+        kept = shown;
+      }
+      const drop = new Set(droppedMemory);
+      hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
+      cut.push(...droppedMemory);
       if (decision.kind === 'compact') {
-        const old = kept.filter(dropped);
+        const old = whole.slice(0, removed);
         compaction = {
           rounds: old.map((h) => h.round),
           text: old.map((h) => rendered.text(h)).join('\n'),
           summaryTokens: decision.summaryTokens,
         };
-      }
-      hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
-      for (const h of kept)
-        if (dropped(h)) {
-          trimmedTokens += rendered.tokens(h);
-          if (isSessionItem(h) && !compacted.has(rendered.id(h))) sessionLeftOut += 1;
-        }
-      kept = kept.filter((h) => !dropped(h));
-      cut.push(...kept.filter((h) => elided.has(h.round)).map((h) => `${rendered.id(h)}:elided`));
-      cut.push(...[...drop].filter((id) => !compacted.has(id)));
+      } else cut.push(...removedCut(whole, removed, (h) => rendered.id(h)));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
 
     if (!this.prompt) {
-      // Oldest rounds go first; the trimmed count is in tokens like every other section.
-      let keptChars = kept.reduce((n, h) => n + rendered.text(h).length, 0) + Math.max(0, kept.length - 1);
-      while (kept.length > 1 && keptChars > budgetChars) {
-        const dropped = kept.shift()!;
-        keptChars -= rendered.text(dropped).length + 1;
-        trimmedTokens += rendered.tokens(dropped);
-        if (isSessionItem(dropped)) sessionLeftOut += 1;
-        cut.push(historyId(dropped));
+      // Oldest rounds go first, the newest always stays: kept are the newest items whose lines fit.
+      let keptChars = -1;
+      removed = whole.length;
+      while (removed > 0) {
+        const chars = rendered.text(whole[removed - 1]).length + 1;
+        if (removed < whole.length && keptChars + chars > budgetChars) break;
+        keptChars += chars;
+        removed -= 1;
       }
+      kept = whole.slice(removed);
+      cut.push(...removedCut(whole, removed, (h) => rendered.id(h)));
     }
+    let trimmedTokens = rendered.totalTokens(whole) - rendered.totalTokens(whole, removed);
+    /** earlier tasks of the session trimmed away (not summarised): the prompt says so; they lead the history */
+    let sessionLeftOut = 0;
+    if (!compaction)
+      while (sessionLeftOut < removed && isSessionItem(whole[sessionLeftOut])) sessionLeftOut += 1;
     // Rounds decided by native tool calls go back as tool turns, the rest as text.
     const asTurn = (h: HistoryItem): boolean => Boolean(opts.toolCalling && h.tool_calls?.length);
     const historyFull = kept
@@ -348,7 +389,6 @@ export class ContextBuilder {
           { role: 'user', content: body.join('\n\n') },
         ];
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
-    const keptRounds = new Set(kept.map((h) => h.round));
     return {
       messages,
       functions: opts.toolCalling ? [...toolFunctions(tools), ...delegateFunction(this.agents)] : [],
@@ -356,7 +396,7 @@ export class ContextBuilder {
       // the session's earlier tasks are not results of this one
       view: {
         input: progress.input,
-        history: progress.history.filter((h) => !isSessionItem(h) && keptRounds.has(h.round)),
+        history: whole.slice(removed).filter((h) => !isSessionItem(h)),
       },
       event: {
         round,

@@ -139,7 +139,10 @@ describe('sessions: tasks with one session_id are a conversation', () => {
     expect(prompt).not.toContain('asked: q1');
     expect(prompt).toContain('asked: q6');
     const built = (await store.readWholeStream(last)).find((e) => e.type === 'CONTEXT_BUILT')!;
-    expect(built.payload).toMatchObject({ cut: expect.arrayContaining(['history:session_6']) });
+    // the oldest task first; three or more left out are recorded as one run of ids
+    expect(built.payload).toMatchObject({
+      cut: expect.arrayContaining([expect.stringMatching(/^history:session_6(\.\.session_\d)?$/)]),
+    });
     expect(built.payload.total_tokens).toBeLessThanOrEqual(built.payload.budget_tokens);
   });
 

@@ -36,6 +36,18 @@ export interface SectionUsage {
  */
 type ElideTo = { elideTo: number | null };
 
+/**
+ * A task's history as the budget weighs it, oldest first. The decision reads
+ * it from its newest end, so a long history costs what the prompt keeps of
+ * it, not its length.
+ */
+export interface PromptHistory {
+  readonly length: number;
+  at(index: number): PromptItem;
+  /** tokens of every item, whole */
+  readonly tokens: number;
+}
+
 export type PromptDecision =
   | ({
       kind: 'fits';
@@ -47,7 +59,10 @@ export type PromptDecision =
       kind: 'trim';
       available: number;
       total: number;
+      /** memory items dropped */
       drop: string[];
+      /** how many of the oldest history items are dropped */
+      removeOldest: number;
       sections: Record<PromptSection, SectionUsage>;
     } & ElideTo)
   | ({
@@ -56,8 +71,8 @@ export type PromptDecision =
       total: number;
       /** memory items dropped as in a trim */
       drop: string[];
-      /** old history items to summarise into one item of at most summaryTokens, through the utility role */
-      compact: string[];
+      /** how many of the oldest history items to summarise into one item of at most summaryTokens, through the utility role */
+      removeOldest: number;
       summaryTokens: number;
       sections: Record<PromptSection, SectionUsage>;
     } & ElideTo)
@@ -97,10 +112,11 @@ export function fairShare(parts: readonly number[], space: number): number | nul
 }
 
 /**
- * Decide how a prompt fits the window. Items come in prompt order: memory
- * items best first, history items oldest first. System, tools and user input
- * are never cut: when they alone overflow, `exceed` (the task stops with
- * budget_exceeded) is the only answer; everything else is made to fit.
+ * Decide how a prompt fits the window. `items` are the prompt's other parts
+ * in prompt order, memory items best first; `history` holds its history
+ * items, oldest first. System, tools and user input are never cut: when they
+ * alone overflow, `exceed` (the task stops with budget_exceeded) is the only
+ * answer; everything else is made to fit.
  *
  * Order of remedies: drop memory hits beyond the memory share; when history
  * is over its budget, cut every tool output to its share of the history
@@ -115,24 +131,15 @@ export function fairShare(parts: readonly number[], space: number): number | nul
  */
 export function decidePrompt(
   items: readonly PromptItem[],
+  history: PromptHistory,
   s: PromptSettings,
   canCompact = true,
 ): PromptDecision {
   const available = promptBudgetTokens(s);
-  const total = tokensOf(items);
-  // grouped once: a long task's history holds many items, and each section is asked for several times
-  const groups: Record<PromptSection, PromptItem[]> = {
-    system: [],
-    memory: [],
-    history: [],
-    tools: [],
-    user: [],
-  };
-  for (const item of items) groups[item.section].push(item);
-  const by = (section: PromptSection): readonly PromptItem[] => groups[section];
+  const total = tokensOf(items) + history.tokens;
+  const by = (section: PromptSection): readonly PromptItem[] => items.filter((i) => i.section === section);
   const fixed = tokensOf(by('system')) + tokensOf(by('tools')) + tokensOf(by('user'));
   const memory = by('memory');
-  const history = by('history');
 
   const sections = (
     memoryKept: readonly PromptItem[],
@@ -167,7 +174,7 @@ export function decidePrompt(
       available,
       total,
       elideTo: null,
-      sections: sections(memory, tokensOf(history), 0, Math.max(0, available - fixed - tokensOf(memory))),
+      sections: sections(memory, history.tokens, 0, Math.max(0, available - fixed - tokensOf(memory))),
     };
 
   // Memory beyond its share goes first, lowest-ranked first.
@@ -182,44 +189,53 @@ export function decidePrompt(
   const historyBudget = available - fixed - memoryTokens;
 
   // A history over its budget first cuts every tool output down to its share of the section.
-  const shareCap = tokensOf(history) > historyBudget ? Math.floor(historyBudget * s.toolOutputShare) : null;
-  const sized = history.map((i) => elidedTokens(i, shareCap));
+  const shareCap = history.tokens > historyBudget ? Math.floor(historyBudget * s.toolOutputShare) : null;
+  const sized = (index: number): number => elidedTokens(history.at(index), shareCap);
   const recentCount = Math.min(s.keepRecentHistory, history.length);
-  const oldCount = sized.length - recentCount;
-  const old = history.slice(0, oldCount);
-  const oldTokens = sum(sized.slice(0, oldCount));
-  const recentTokens = sum(sized.slice(oldCount));
+  const oldCount = history.length - recentCount;
+  let recentTokens = 0;
+  for (let i = oldCount; i < history.length; i++) recentTokens += sized(i);
 
-  // Oldest history first, as few items as needed.
-  let historyTokens = oldTokens + recentTokens;
-  const droppedHistory: string[] = [];
-  for (let k = 0; k < oldCount && historyTokens > historyBudget; k++) {
-    droppedHistory.push(old[k].id);
-    historyTokens -= sized[k];
+  // Oldest history goes first, as few items as needed: the old items kept are the newest that fit.
+  let historyTokens = recentTokens;
+  let oldKept = 0;
+  while (oldKept < oldCount) {
+    const tokens = sized(oldCount - 1 - oldKept);
+    if (historyTokens + tokens > historyBudget) break;
+    historyTokens += tokens;
+    oldKept += 1;
   }
+  const droppedHistory = oldCount - oldKept;
   const trimFits = historyTokens <= historyBudget;
   const trim = (): PromptDecision => ({
     kind: 'trim',
     available,
     total,
-    drop: [...droppedMemory, ...droppedHistory],
+    drop: droppedMemory,
+    removeOldest: droppedHistory,
     elideTo: shareCap,
-    sections: sections(memoryKept, historyTokens, droppedHistory.length, historyBudget),
+    sections: sections(memoryKept, historyTokens, droppedHistory, historyBudget),
   });
-  if (trimFits && (droppedHistory.length <= s.maxTrimItems || !canCompact)) return trim();
+  if (trimFits && (droppedHistory <= s.maxTrimItems || !canCompact)) return trim();
 
-  const summaryTokens = canCompact && old.length > 0 ? Math.min(s.summaryTokens, oldTokens) : 0;
+  /** the old items' tokens, counted only as far as a summary could take */
+  const oldTokensUpTo = (limit: number): number => {
+    let tokens = 0;
+    for (let i = 0; i < oldCount && tokens < limit; i++) tokens += sized(i);
+    return Math.min(limit, tokens);
+  };
+  const summaryTokens = canCompact && oldCount > 0 ? oldTokensUpTo(s.summaryTokens) : 0;
   const compact = (elideTo: number | null, tokens: number): PromptDecision => ({
     kind: 'compact',
     available,
     total,
     drop: droppedMemory,
-    compact: old.map((i) => i.id),
+    removeOldest: oldCount,
     summaryTokens,
     elideTo,
-    sections: sections(memoryKept, tokens, old.length, historyBudget),
+    sections: sections(memoryKept, tokens, oldCount, historyBudget),
   });
-  if (canCompact && old.length > 0 && summaryTokens + recentTokens <= historyBudget)
+  if (canCompact && oldCount > 0 && summaryTokens + recentTokens <= historyBudget)
     return compact(shareCap, summaryTokens + recentTokens);
   // A summary can be larger than what dropping old items leaves; then dropping is the better remedy.
   if (trimFits) return trim();
@@ -227,19 +243,20 @@ export function decidePrompt(
   // The newest items overflow on their own: the old ones go all the same, and the newest
   // items' tool outputs share what is left. Text that is not a tool output (a directive) and
   // overflows even so is clipped by the context builder to the history budget.
-  const newest = history.slice(history.length - recentCount);
+  const newest = Array.from({ length: recentCount }, (_, i) => history.at(oldCount + i));
   const overhead = sum(newest.map((i) => i.tokens - sum(partsOf(i))));
   const parts = newest.flatMap(partsOf);
   const cap = fairShare(parts, historyBudget - summaryTokens - overhead);
   const elideTo = cap === null ? shareCap : Math.min(cap, shareCap ?? cap);
   const tokens = Math.min(historyBudget, summaryTokens + sum(newest.map((i) => elidedTokens(i, elideTo))));
-  if (canCompact && old.length > 0) return compact(elideTo, tokens);
+  if (canCompact && oldCount > 0) return compact(elideTo, tokens);
   return {
     kind: 'trim',
     available,
     total,
-    drop: [...droppedMemory, ...old.map((i) => i.id)],
+    drop: droppedMemory,
+    removeOldest: oldCount,
     elideTo,
-    sections: sections(memoryKept, tokens, old.length, historyBudget),
+    sections: sections(memoryKept, tokens, oldCount, historyBudget),
   };
 }
