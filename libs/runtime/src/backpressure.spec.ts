@@ -6,6 +6,8 @@ import {
   PACED_STEP_MS,
   SUBMISSIONS_RECENT_MS,
   SubmissionPacing,
+  TASK_SLICE_MS,
+  letTheLoopTurn,
 } from './backpressure';
 import { taskReceivedPayload } from './discipline/testing-events';
 import { ScriptedBackend } from './model/scripted-backend';
@@ -345,5 +347,39 @@ describe('SubmissionPacing', () => {
     ctrl.abort();
     await waiting;
     expect(ctrl.signal.aborted).toBe(true);
+  });
+});
+
+describe('letTheLoopTurn', () => {
+  const spin = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+
+  it('tasks that yield in one slice share the next turn: the loop turns once a slice, not once a task', async () => {
+    let running = true;
+    const task = async () => {
+      while (running) {
+        spin(1);
+        await letTheLoopTurn();
+      }
+    };
+    // an immediate that queues itself again runs once per turn of the loop: its gaps are how long the loop was held
+    const turns: number[] = [];
+    const probe = () => {
+      turns.push(performance.now());
+      if (running) setImmediate(probe);
+    };
+    setImmediate(probe);
+    const tasks = Array.from({ length: 8 }, task);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    running = false;
+    await Promise.all(tasks);
+
+    const gaps = turns.slice(1).map((t, i) => t - turns[i]);
+    const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)];
+    // a turn each would hold the loop for 8 slices between two turns
+    expect(gaps.length).toBeGreaterThan(10);
+    expect(median).toBeLessThan(3 * TASK_SLICE_MS);
   });
 });

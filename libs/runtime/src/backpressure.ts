@@ -189,6 +189,8 @@ export class SubmissionPacing {
 /** longest the running tasks hold the event loop in one go before they let it turn */
 export const TASK_SLICE_MS = 5;
 let sliceStartedAt = performance.now();
+/** the turn the tasks that yielded in this slice wait for */
+let turn: Promise<void> | null = null;
 
 /**
  * Lets the event loop turn once the running tasks have held it for
@@ -201,6 +203,11 @@ let sliceStartedAt = performance.now();
  */
 export async function letTheLoopTurn(): Promise<void> {
   if (performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
-  await nextTurn();
-  sliceStartedAt = performance.now();
+  // One turn for every task that yields in this slice: resumed together, they share the next slice.
+  // A turn each would hand each task a slice of its own, all in the same check phase of the loop.
+  turn ??= nextTurn().then(() => {
+    turn = null;
+    sliceStartedAt = performance.now();
+  });
+  await turn;
 }
