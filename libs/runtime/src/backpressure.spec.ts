@@ -360,7 +360,7 @@ describe('letTheLoopTurn', () => {
     let running = true;
     const task = async () => {
       while (running) {
-        spin(1);
+        spin(0.2);
         await letTheLoopTurn();
       }
     };

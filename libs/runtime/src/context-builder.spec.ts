@@ -88,6 +88,19 @@ describe('ContextBuilder: a context that always fits', () => {
     expect(sut.messages[1].content).not.toContain('elided');
   });
 
+  it('hands the summariser the old rounds with their outputs elided as the budget weighed them', async () => {
+    const log = new EventLogBuilder().received('a huge output, then five commands');
+    log.toolRound('shell_exec', { command: 'huge' }, shell('h'.repeat(60_000)));
+    for (let i = 2; i <= 6; i++)
+      log.toolRound('shell_exec', { command: `c${i}` }, shell(`${i}`.repeat(8000)));
+
+    const sut = await builder().build(progressOf(log), 7, [], undefined, { canCompact: true });
+
+    expect(sut.compaction?.rounds).toContain(1);
+    expect(sut.compaction!.text).toMatch(/bytes elided; whole output in event/);
+    expect(sut.compaction!.text.length).toBeLessThan(60_000);
+  });
+
   it("shows the task's input whole when the window holds it, and stops when it does not", async () => {
     const input = `${'i'.repeat(30_000)}END`;
     const log = new EventLogBuilder().received(input);

@@ -209,8 +209,9 @@ class HistoryRenderings {
    */
   totalTokens(history: readonly HistoryItem[], from = 0): number {
     let sums = this.sums.get(history);
-    if (!sums) this.sums.set(history, (sums = [0]));
     const settled = Math.max(0, history.length - 1);
+    // a history that shrank in place (nothing does that now) is summed again rather than misread
+    if (!sums || sums.length - 1 > settled) this.sums.set(history, (sums = [0]));
     for (let i = sums.length - 1; i < settled; i++) sums.push(sums[i] + this.tokens(history[i]));
     const start = Math.min(from, settled);
     const newest = from < history.length && history.length > 0 ? this.tokens(history[settled]) : 0;
@@ -315,8 +316,9 @@ export class ContextBuilder {
       kept = whole.slice(removed);
       // One token of each output's share goes to its line's indent and to rounding, so the
       // elided history stays within the budget and is never clipped at its end.
-      if (decision.kind !== 'exceed' && decision.elideTo !== null) {
-        const maxChars = Math.max(0, decision.elideTo - 1) * CHARS_PER_TOKEN;
+      const elideTo = decision.kind === 'exceed' ? null : decision.elideTo;
+      const maxChars = Math.max(0, (elideTo ?? 0) - 1) * CHARS_PER_TOKEN;
+      if (elideTo !== null) {
         const shown = kept.map((h) => elideItem(h, maxChars));
         cut.push(...shown.filter((h, i) => h !== kept[i]).map((h) => `${rendered.id(h)}:elided`));
         kept = shown;
@@ -325,7 +327,8 @@ export class ContextBuilder {
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
       cut.push(...droppedMemory);
       if (decision.kind === 'compact') {
-        const old = whole.slice(0, removed);
+        // the summariser reads the old rounds as the budget weighed them: their outputs elided too
+        const old = whole.slice(0, removed).map((h) => (elideTo === null ? h : elideItem(h, maxChars)));
         compaction = {
           rounds: old.map((h) => h.round),
           text: old.map((h) => rendered.text(h)).join('\n'),
@@ -348,6 +351,7 @@ export class ContextBuilder {
       kept = whole.slice(removed);
       cut.push(...removedCut(whole, removed, (h) => rendered.id(h)));
     }
+    // what the prompt lost of the removed items: their whole tokens, before any elision
     let trimmedTokens = rendered.totalTokens(whole) - rendered.totalTokens(whole, removed);
     /** earlier tasks of the session trimmed away (not summarised): the prompt says so; they lead the history */
     let sessionLeftOut = 0;
