@@ -361,7 +361,7 @@ describe('letTheLoopTurn', () => {
     const task = async () => {
       while (running) {
         spin(0.2);
-        await letTheLoopTurn();
+        await letTheLoopTurn({ parent_task_id: null });
       }
     };
     // an immediate that queues itself again runs once per turn of the loop: its gaps are how long the loop was held

@@ -194,15 +194,16 @@ let turn: Promise<void> | null = null;
 
 /**
  * Lets the event loop turn once the running tasks have held it for
- * TASK_SLICE_MS. A task that awaits nothing outside the process (a model
+ * TASK_SLICE_MS; never in a delegation's child, which runs in step with its
+ * parent's other steps (a replay depends on that order). A task that awaits nothing outside the process (a model
  * answering in process, in-process tools, events riding in a later commit)
  * runs in promise callbacks alone, which hold I/O, timers and the group
  * commit's flush until every such task is done: a burst of them would keep
  * requests unanswered and their events uncommitted for as long as they run.
  * Module state: the event loop is the process's, shared by every runtime in it.
  */
-export async function letTheLoopTurn(): Promise<void> {
-  if (performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
+export async function letTheLoopTurn(task: { parent_task_id: string | null }): Promise<void> {
+  if (task.parent_task_id !== null || performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
   // One turn for every task that yields in this slice: resumed together, they share the next slice.
   // A turn each would hand each task a slice of its own, all in the same check phase of the loop.
   turn ??= nextTurn().then(() => {

@@ -28,9 +28,10 @@ export function checkpointLabel(
     if (e.type === 'TASK_AWAITING_PERMISSION') return 'awaiting permission';
     if (e.type === 'TASK_AWAITING_SECRET') return 'awaiting secret';
   }
-  if (milestones)
-    return milestoneLabel(before, batch) ?? everyEventsLabel(sinceCheckpoint, batch, everyEvents);
-  return everyEventsLabel(sinceCheckpoint, batch, everyEvents);
+  return (
+    (milestones ? milestoneLabel(before, batch) : null) ??
+    everyEventsLabel(sinceCheckpoint, batch, everyEvents)
+  );
 }
 
 const everyEventsLabel = (sinceCheckpoint: number, batch: readonly NewEvent[], everyEvents: number) =>

@@ -140,13 +140,9 @@ const historyId = (h: HistoryItem): string =>
  * out: one or two by id, a longer run by its first and last ids, so a long
  * task's every round does not repeat its whole past.
  */
-function removedCut(
-  history: readonly HistoryItem[],
-  count: number,
-  id: (h: HistoryItem) => string,
-): string[] {
-  if (count <= 2) return history.slice(0, count).map(id);
-  return [`${id(history[0])}..${id(history[count - 1]).slice(HISTORY_ID_PREFIX.length)}`];
+function removedCut(history: readonly HistoryItem[], count: number): string[] {
+  if (count <= 2) return history.slice(0, count).map(historyId);
+  return [`${historyId(history[0])}..${historyId(history[count - 1]).slice(HISTORY_ID_PREFIX.length)}`];
 }
 
 /** Said where earlier tasks of the session were left out of the prompt (trimmed, not summarised). */
@@ -171,16 +167,8 @@ interface RenderedHistory {
  */
 class HistoryRenderings {
   private readonly cache = new WeakMap<HistoryItem, RenderedHistory>();
-  private readonly ids = new WeakMap<HistoryItem, string>();
   /** per history: tokens of its first i items, for every item but the newest */
   private readonly sums = new WeakMap<readonly HistoryItem[], number[]>();
-
-  /** historyId, kept: every round tests every item of the history against what the prompt drops */
-  id(h: HistoryItem): string {
-    let id = this.ids.get(h);
-    if (id === undefined) this.ids.set(h, (id = historyId(h)));
-    return id;
-  }
 
   of(h: HistoryItem): RenderedHistory {
     const hit = this.cache.get(h);
@@ -320,7 +308,7 @@ export class ContextBuilder {
       const maxChars = Math.max(0, (elideTo ?? 0) - 1) * CHARS_PER_TOKEN;
       if (elideTo !== null) {
         const shown = kept.map((h) => elideItem(h, maxChars));
-        cut.push(...shown.filter((h, i) => h !== kept[i]).map((h) => `${rendered.id(h)}:elided`));
+        cut.push(...shown.filter((h, i) => h !== kept[i]).map((h) => `${historyId(h)}:elided`));
         kept = shown;
       }
       const drop = new Set(droppedMemory);
@@ -334,7 +322,7 @@ export class ContextBuilder {
           text: old.map((h) => rendered.text(h)).join('\n'),
           summaryTokens: decision.summaryTokens,
         };
-      } else cut.push(...removedCut(whole, removed, (h) => rendered.id(h)));
+      } else cut.push(...removedCut(whole, removed));
     }
     const memory = fit('memory', hits.map(memoryLine).join('\n'));
 
@@ -349,7 +337,7 @@ export class ContextBuilder {
         removed -= 1;
       }
       kept = whole.slice(removed);
-      cut.push(...removedCut(whole, removed, (h) => rendered.id(h)));
+      cut.push(...removedCut(whole, removed));
     }
     // what the prompt lost of the removed items: their whole tokens, before any elision
     let trimmedTokens = rendered.totalTokens(whole) - rendered.totalTokens(whole, removed);

@@ -205,9 +205,8 @@ export class RuntimeLoop {
       if (verdict.events?.length) await writer.append(verdict.events);
       if (verdict.stop) return this.end(writer, verdict.stop, null);
     }
-    // after the guards, which judge the round by the log's times rather than by a timer that fires meanwhile;
-    // not in a delegation's child, which runs in step with its parent's other steps (a replay depends on that order)
-    if (p.parent_task_id === null) await letTheLoopTurn();
+    // after the guards, which judge the round by the log's times rather than by a timer that fires meanwhile
+    await letTheLoopTurn(p);
     const toolCalling = this.deps.router.speaksToolCalls();
     // a delegated agent is shown only the tools its profile allows
     const tools = toolsForAgent(this.deps.tools.list(), p.agent);

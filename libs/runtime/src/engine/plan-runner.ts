@@ -133,8 +133,7 @@ export class PlanRunner {
     let hardStop: HardStop | null = null;
     for (;;) {
       // only while none of its steps is in flight, so the order of the task's own events never depends on time
-      // (nor in a delegation's child, which runs in step with its parent's other steps)
-      if (inFlight.size === 0 && writer.progress.parent_task_id === null) await letTheLoopTurn();
+      if (inFlight.size === 0) await letTheLoopTurn(writer.progress);
       if (!failed && !suspended && !hardStop && !signal.aborted) {
         for (const step of this.deps.scheduler.ready(plan.steps, status)) {
           status.set(step.id, 'running');
