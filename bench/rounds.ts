@@ -7,12 +7,13 @@
  * server saves them by default. The tool stamps the time (and the process's
  * CPU time) of each call; a round's cost is the time between two calls
  * (context, routing, guards, gates, checkpoints, the events it appends).
- * Printed per task length: the mean round cost of the second tenth of the
- * rounds (the baseline, same run), of the last tenth, and their ratio, then
- * the same for the medians and for CPU time (both less moved by a busy
- * machine). Flat per-round cost gives a ratio near 1. A 50-round task runs
- * first, unreported, to warm the JIT up.
- * Env: BENCH_ROUNDS (10,100,1000), BENCH_SYNCHRONOUS (NORMAL),
+ * Each length runs BENCH_RUNS (5) times. Printed per task length, as medians
+ * over those runs: the mean round cost of the second tenth of the rounds (the
+ * baseline, same task), of the last tenth, and their ratio (each run's ratio
+ * listed too), then the same for the per-round medians and for CPU time (both
+ * less moved by a busy machine). Flat per-round cost gives a ratio near 1. A
+ * 50-round task runs first, unreported, to warm the JIT up.
+ * Env: BENCH_ROUNDS (10,100,1000), BENCH_RUNS (5), BENCH_SYNCHRONOUS (NORMAL),
  * BENCH_CHECKPOINTS (on; off runs without).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,6 +41,8 @@ const CHECKPOINTS = (process.env.BENCH_CHECKPOINTS ?? 'on') === 'on';
 /** the server's default RUNLEDGER_CHECKPOINT_EVERY_EVENTS */
 const CHECKPOINT_EVERY_EVENTS = 50;
 const WARM_UP_ROUNDS = 50;
+/** tasks run per length; every figure printed is the median over them */
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 
 /** Budgets no bench task reaches: the rounds, not a limit, end it. */
 function roomyBudgets(rounds: number): ResolvedBudgets {
@@ -135,30 +138,64 @@ const perRound = (stamps: readonly number[]): number =>
 
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
+/** One task's figures: its whole-run cost per round and its last tenth against its second. */
+interface TaskFigures {
+  total: number;
+  perRound: number;
+  perRoundCpu: number;
+  second: number;
+  last: number;
+  medianSecond: number;
+  medianLast: number;
+  cpuSecond: number;
+  cpuLast: number;
+}
+
+async function measure(rounds: number): Promise<TaskFigures> {
+  const started = performance.now();
+  const ticks = await runTask(rounds);
+  const total = performance.now() - started;
+  const [second, last] = [1, 9].map((k) => roundCosts(ticks.wall, k));
+  const [cpuSecond, cpuLast] = [1, 9].map((k) => roundCosts(ticks.cpu, k));
+  return {
+    total,
+    perRound: perRound(ticks.wall),
+    perRoundCpu: perRound(ticks.cpu),
+    second: mean(second),
+    last: mean(last),
+    medianSecond: median(second),
+    medianLast: median(last),
+    cpuSecond: mean(cpuSecond),
+    cpuLast: mean(cpuLast),
+  };
+}
+
 export async function main(): Promise<void> {
   console.log(
     `scripted orchestrator calling an in-memory tool once per round, run discipline on, ` +
       `checkpoints ${CHECKPOINTS ? `on (every round, ${CHECKPOINT_EVERY_EVENTS} events at most)` : 'off'}, ` +
-      `SQLite synchronous=${SYNCHRONOUS}`,
+      `SQLite synchronous=${SYNCHRONOUS}; each length run ${RUNS} times, figures are medians over the runs`,
   );
   const bad = ROUNDS.find((n) => !Number.isInteger(n) || n < 10);
   if (bad !== undefined) throw new Error(`BENCH_ROUNDS: ${bad} is not a whole number of at least 10`);
+  if (!Number.isInteger(RUNS) || RUNS < 1)
+    throw new Error(`BENCH_RUNS: ${RUNS} is not a whole number of at least 1`);
   // Not reported: compiles the hot paths, so the first task measured is not the one paying for it.
   await runTask(WARM_UP_ROUNDS);
   for (const rounds of ROUNDS) {
-    const started = performance.now();
-    const ticks = await runTask(rounds);
-    const total = performance.now() - started;
-    const [second, last] = [1, 9].map((k) => roundCosts(ticks.wall, k));
-    const [cpuSecond, cpuLast] = [1, 9].map((k) => roundCosts(ticks.cpu, k));
+    const runs: TaskFigures[] = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await measure(rounds));
+    const of = (pick: (f: TaskFigures) => number) => median(runs.map(pick));
+    const ratios = runs.map((f) => f.last / f.second).sort((a, b) => a - b);
     console.log(
-      `${String(rounds).padStart(5)} rounds: ${total.toFixed(0)} ms total with start and end, ` +
-        `${perRound(ticks.wall).toFixed(2)} ms/round (CPU ${perRound(ticks.cpu).toFixed(2)}); ` +
-        `second tenth ${mean(second).toFixed(2)} ms/round (baseline), last tenth ${mean(last).toFixed(2)} ms/round, ` +
-        `ratio ${(mean(last) / mean(second)).toFixed(2)}x; medians ${median(second).toFixed(2)} / ` +
-        `${median(last).toFixed(2)} ms/round, ratio ${(median(last) / median(second)).toFixed(2)}x; ` +
-        `CPU ${mean(cpuSecond).toFixed(2)} / ${mean(cpuLast).toFixed(2)} ms/round, ` +
-        `ratio ${(mean(cpuLast) / mean(cpuSecond)).toFixed(2)}x`,
+      `${String(rounds).padStart(5)} rounds: ${of((f) => f.total).toFixed(0)} ms total with start and end, ` +
+        `${of((f) => f.perRound).toFixed(2)} ms/round (CPU ${of((f) => f.perRoundCpu).toFixed(2)}); ` +
+        `second tenth ${of((f) => f.second).toFixed(2)} ms/round (baseline), last tenth ${of((f) => f.last).toFixed(2)} ms/round, ` +
+        `ratio ${of((f) => f.last / f.second).toFixed(2)}x (runs ${ratios.map((r) => r.toFixed(2)).join(' / ')}); ` +
+        `medians ${of((f) => f.medianSecond).toFixed(2)} / ${of((f) => f.medianLast).toFixed(2)} ms/round, ` +
+        `ratio ${of((f) => f.medianLast / f.medianSecond).toFixed(2)}x; ` +
+        `CPU ${of((f) => f.cpuSecond).toFixed(2)} / ${of((f) => f.cpuLast).toFixed(2)} ms/round, ` +
+        `ratio ${of((f) => f.cpuLast / f.cpuSecond).toFixed(2)}x`,
     );
   }
 }
