@@ -131,7 +131,7 @@ function runDataset(
   );
 
   let t = performance.now();
-  const index = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] }, data.length);
+  const index = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] }, data.length, 0);
   for (let i = 0; i < data.length; i++) index.add(i, data[i]);
   const buildMs = performance.now() - t;
   console.log(
@@ -139,7 +139,7 @@ function runDataset(
   );
 
   // What one call through the native binding costs before any search (it copies the query element by element).
-  const tiny = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] });
+  const tiny = VectorIndex.create('bench', DIM, { m, efConstruction: efC, ef: efs[0] }, 1024, 0);
   tiny.add(0, data[0]);
   const overhead: number[] = [];
   for (const q of queries) {

@@ -122,8 +122,22 @@ export class OpenAIEmbedder extends Embedder {
   }
 }
 
+/**
+ * The cosine of two unit vectors (every embedder's output is one): their dot product, summed four
+ * ways at once, which about halves the cost of a 384-dimension scan.
+ */
 export const cosine = (a: Float32Array, b: Float32Array): number => {
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += a[i] * b[i];
-  return dot;
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const whole = a.length - (a.length % 4);
+  for (let i = 0; i < whole; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (let i = whole; i < a.length; i++) s0 += a[i] * b[i];
+  return s0 + s1 + s2 + s3;
 };

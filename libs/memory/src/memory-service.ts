@@ -27,7 +27,7 @@ import {
   looksSecret,
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
-import { DEFAULT_HNSW, HnswParams, IndexSource, VectorIndex } from './vector-index';
+import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexSource, VectorIndex } from './vector-index';
 import { UnappliedEntry, unappliedWrites } from './unapplied-writes';
 
 /**
@@ -103,12 +103,6 @@ export interface DirectWrite {
 
 const CACHE_SIZE = 256;
 const DEFAULT_EXACT_SCAN_BELOW = 2000;
-/**
- * Up to this many live entries, nearest() scans them exactly instead of asking the index: an
- * hnswlib-node search cost about 45 us up to 64 entries here (the query crosses to it element by
- * element), an exact scan of 384-dimension vectors 15 / 22 / 45 / 105 us at 16 / 32 / 64 / 128.
- */
-const EXACT_NEAREST_AT_MOST = 64;
 /** heard writes nearest() takes without waiting for their pass; past that (passes failing), it waits */
 const HEARD_OVERLAY_LIMIT = 1000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
@@ -701,8 +695,8 @@ export class MemoryService {
   ): Promise<NearestEntry | null> {
     if (!this.index)
       return this.live ? this.live.nearest(vector, kind, deleted) : this.nearestByScan(vector, kind, deleted);
-    // an exact scan of a few vectors costs less than handing one to the index (element by element)
-    if (this.live && this.live.size <= EXACT_NEAREST_AT_MOST) return this.live.nearest(vector, kind, deleted);
+    // the index of so few is a flat scan too, and the live entries' scan looks at the kind wanted only
+    if (this.live && this.live.size <= FLAT_UP_TO) return this.live.nearest(vector, kind, deleted);
     const hits = this.index.search(vector, 10);
     const labels = hits.map((h) => h.label);
     // below the exact-scan limit the live entries are in memory: no table to read

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { HierarchicalNSW } from 'hnswlib-node';
 import { z } from 'zod';
+import { cosine, l2Normalise } from './embedder';
 
 export interface HnswParams {
   /** graph degree */
@@ -18,9 +19,20 @@ export interface HnswParams {
  */
 export const DEFAULT_HNSW: HnswParams = { m: 16, efConstruction: 100, ef: 128 };
 
+/**
+ * Up to this many labels (tombstones included) the index keeps its vectors in a flat list and
+ * scans them exactly; the HNSW graph is built when one more is added. Measured here (384
+ * dimensions): an hnswlib-node insert costs 50-140 us and a search 45-65 us up to a few hundred
+ * entries (the binding reads each vector element by element), a flat insert about 1 us and a scan
+ * about 0.25 us an entry; at 256 entries a scan costs about what a search does, and no insert is paid.
+ */
+export const FLAT_UP_TO = 256;
+
 /** What the index was built from; a mismatch with the current embedder forces a rebuild. */
 const IndexMeta = z.object({
   format: z.literal(1),
+  /** `flat`: the file holds the vectors themselves (see FLAT_UP_TO); `hnsw`: hnswlib's graph */
+  layout: z.enum(['hnsw', 'flat']).default('hnsw'),
   model: z.string(),
   dim: z.number().int().positive(),
   /** labels in the index file, tombstones included */
@@ -54,12 +66,104 @@ export interface VectorHit {
 const sha256File = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 /**
- * Cosine HNSW over hnswlib-node, persisted to `path` with `path.meta.json`
- * beside it. Deletes are markDelete tombstones: a label is never reused, so a
- * stale hit can always be resolved against the table.
+ * The flat layout's file: a header (count, dim as uint32 LE), then per label its number (float64),
+ * a deleted flag (uint32) and its unit vector (dim float32).
+ */
+const FLAT_HEADER = 8;
+const flatRecordBytes = (dim: number): number => 12 + 4 * dim;
+
+/** The vectors of a small index, made unit length (as hnswlib's cosine space does), in the order they were added. */
+class FlatVectors {
+  readonly labels: number[] = [];
+  readonly vectors: Float32Array[] = [];
+  private readonly at = new Map<number, number>();
+
+  get count(): number {
+    return this.labels.length;
+  }
+
+  has(label: number): boolean {
+    return this.at.has(label);
+  }
+
+  add(label: number, vector: Float32Array): void {
+    const i = this.at.get(label);
+    if (i !== undefined) {
+      this.vectors[i] = l2Normalise(Float32Array.from(vector));
+      return;
+    }
+    this.at.set(label, this.labels.length);
+    this.labels.push(label);
+    this.vectors.push(l2Normalise(Float32Array.from(vector)));
+  }
+
+  /** The `n` most similar labels not in `deleted`, most similar first (the lower label among equals). */
+  search(query: Float32Array, n: number, deleted: ReadonlySet<number>): VectorHit[] {
+    const q = l2Normalise(Float32Array.from(query));
+    const top: VectorHit[] = [];
+    const ahead = (similarity: number, label: number, of: VectorHit) =>
+      similarity > of.similarity || (similarity === of.similarity && label < of.label);
+    for (let i = 0; i < this.labels.length; i++) {
+      const label = this.labels[i];
+      if (deleted.has(label)) continue;
+      const similarity = cosine(q, this.vectors[i]);
+      if (top.length === n && !ahead(similarity, label, top[n - 1])) continue;
+      let at = Math.min(top.length, n - 1);
+      for (; at > 0 && ahead(similarity, label, top[at - 1]); at--) top[at] = top[at - 1];
+      top[at] = { label, similarity };
+    }
+    return top;
+  }
+
+  write(path: string, dim: number, deleted: ReadonlySet<number>): void {
+    const record = flatRecordBytes(dim);
+    const buf = Buffer.alloc(FLAT_HEADER + record * this.count);
+    buf.writeUInt32LE(this.count, 0);
+    buf.writeUInt32LE(dim, 4);
+    for (let i = 0; i < this.count; i++) {
+      const at = FLAT_HEADER + i * record;
+      buf.writeDoubleLE(this.labels[i], at);
+      buf.writeUInt32LE(deleted.has(this.labels[i]) ? 1 : 0, at + 8);
+      Buffer.from(this.vectors[i].buffer, this.vectors[i].byteOffset, 4 * dim).copy(buf, at + 12);
+    }
+    writeFileSync(path, buf);
+  }
+
+  /** The labels and vectors of a flat file, and which of them were deleted; throws on a malformed one. */
+  static read(path: string, dim: number): { flat: FlatVectors; deleted: number[] } {
+    const buf = readFileSync(path);
+    if (buf.length < FLAT_HEADER) throw new Error('flat index file is shorter than its header');
+    const count = buf.readUInt32LE(0);
+    const record = flatRecordBytes(dim);
+    if (buf.readUInt32LE(4) !== dim || buf.length !== FLAT_HEADER + count * record)
+      throw new Error('flat index file does not match its dim and count');
+    const flat = new FlatVectors();
+    const deleted: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const at = FLAT_HEADER + i * record;
+      const label = buf.readDoubleLE(at);
+      const vector = new Float32Array(dim);
+      Buffer.from(vector.buffer).set(buf.subarray(at + 12, at + record));
+      flat.at.set(label, flat.labels.length);
+      flat.labels.push(label);
+      flat.vectors.push(vector);
+      if (buf.readUInt32LE(at + 8) === 1) deleted.push(label);
+    }
+    return { flat, deleted };
+  }
+}
+
+/**
+ * Cosine nearest neighbours, persisted to `path` with `path.meta.json` beside
+ * it: up to `flatUpTo` labels a flat list of unit vectors scanned exactly,
+ * past that an HNSW graph over hnswlib-node. Deletes are tombstones (markDelete
+ * in the graph): a label is never reused, so a stale hit can always be
+ * resolved against the table.
  */
 export class VectorIndex {
-  private index: HierarchicalNSW;
+  /** the graph, once the index outgrew its flat list (null while flat) */
+  private graph: HierarchicalNSW | null = null;
+  private flat: FlatVectors | null = new FlatVectors();
   private capacity: number;
   private count = 0;
   private maxLabel = -1;
@@ -75,27 +179,25 @@ export class VectorIndex {
     readonly dim: number,
     private readonly params: HnswParams,
     capacity: number,
+    private readonly flatUpTo: number,
   ) {
     this.capacity = Math.max(capacity, 1024);
-    this.index = new HierarchicalNSW('cosine', dim);
-    this.index.initIndex({
-      maxElements: this.capacity,
-      m: params.m,
-      efConstruction: params.efConstruction,
-      randomSeed: 100,
-    });
-    this.index.setEf(params.ef);
-    this.currentEf = params.ef;
   }
 
-  /** Empty, in memory only (benchmarks, tests). */
-  static create(model: string, dim: number, params: HnswParams = DEFAULT_HNSW, capacity = 1024): VectorIndex {
-    return new VectorIndex(null, model, dim, params, capacity);
+  /** Empty, in memory only (benchmarks, tests); `flatUpTo` 0 builds the graph from the first vector. */
+  static create(
+    model: string,
+    dim: number,
+    params: HnswParams = DEFAULT_HNSW,
+    capacity = 1024,
+    flatUpTo = FLAT_UP_TO,
+  ): VectorIndex {
+    return new VectorIndex(null, model, dim, params, capacity, flatUpTo);
   }
 
   /** Empty, to be filled and saved to `path` (a rebuild, here or in a worker thread). */
   static empty(path: string, model: string, dim: number, params: HnswParams = DEFAULT_HNSW): VectorIndex {
-    return new VectorIndex(path, model, dim, params, 1024);
+    return new VectorIndex(path, model, dim, params, 1024, FLAT_UP_TO);
   }
 
   /**
@@ -113,27 +215,17 @@ export class VectorIndex {
     const reason = await VectorIndex.unusableBecause(path, model, dim, source);
     if (reason === null) {
       const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
-      const vi = new VectorIndex(path, model, dim, params, meta.count);
+      const vi = new VectorIndex(path, model, dim, params, meta.count, FLAT_UP_TO);
+      vi.maxLabel = meta.max_label;
       // hnswlib's loader corrupts the native heap on a file saved with no elements; an empty
       // index has nothing to load, so it starts fresh and catches up with the table.
       if (meta.count === 0) {
-        vi.maxLabel = meta.max_label;
         await vi.catchUp(source);
         return vi;
       }
       try {
-        vi.index.readIndexSync(path, false);
-        if (vi.index.getNumDimensions() !== dim || vi.index.getCurrentCount() !== meta.count)
-          throw new Error('count or dim differs from meta');
-        vi.index.setEf(params.ef);
-        vi.currentEf = params.ef;
-        vi.capacity = vi.index.getMaxElements();
-        if (vi.capacity < 1024) {
-          vi.capacity = 1024;
-          vi.index.resizeIndex(vi.capacity);
-        }
-        vi.count = meta.count;
-        vi.maxLabel = meta.max_label;
+        if (meta.layout === 'flat') vi.loadFlat(path, meta.count);
+        else vi.loadGraph(path, meta.count);
         await vi.catchUp(source);
         return vi;
       } catch (e) {
@@ -141,6 +233,54 @@ export class VectorIndex {
       }
     }
     return VectorIndex.rebuild(path, model, dim, source, params, reason);
+  }
+
+  private loadFlat(path: string, count: number): void {
+    const { flat, deleted } = FlatVectors.read(path, this.dim);
+    if (flat.count !== count) throw new Error('count differs from meta');
+    this.flat = flat;
+    this.count = count;
+    for (const label of deleted) this.deleted.add(label);
+    if (count > this.flatUpTo) this.buildGraph();
+  }
+
+  private loadGraph(path: string, count: number): void {
+    const graph = new HierarchicalNSW('cosine', this.dim);
+    graph.readIndexSync(path, false);
+    if (graph.getNumDimensions() !== this.dim || graph.getCurrentCount() !== count)
+      throw new Error('count or dim differs from meta');
+    this.capacity = graph.getMaxElements();
+    if (this.capacity < 1024) {
+      this.capacity = 1024;
+      graph.resizeIndex(this.capacity);
+    }
+    this.useGraph(graph);
+    this.count = count;
+  }
+
+  private useGraph(graph: HierarchicalNSW): void {
+    graph.setEf(this.params.ef);
+    this.currentEf = this.params.ef;
+    this.graph = graph;
+    this.flat = null;
+  }
+
+  /** The flat list outgrew FLAT_UP_TO: its vectors (tombstones too, as the graph keeps them) go into a graph. */
+  private buildGraph(): void {
+    const flat = this.flat!;
+    this.capacity = Math.max(this.capacity, flat.count * 2, 1024);
+    const graph = new HierarchicalNSW('cosine', this.dim);
+    graph.initIndex({
+      maxElements: this.capacity,
+      m: this.params.m,
+      efConstruction: this.params.efConstruction,
+      randomSeed: 100,
+    });
+    for (let i = 0; i < flat.count; i++) {
+      graph.addPoint(Array.from(flat.vectors[i]), flat.labels[i]);
+      if (this.deleted.has(flat.labels[i])) graph.markDelete(flat.labels[i]);
+    }
+    this.useGraph(graph);
   }
 
   /** Why the file at `path` cannot be loaded as it is (then it is rebuilt from the table), or null. */
@@ -193,14 +333,25 @@ export class VectorIndex {
     return this.count - this.deleted.size;
   }
 
+  /** `flat` while the vectors are scanned exactly, `hnsw` once the graph is built. */
+  get layout(): 'flat' | 'hnsw' {
+    return this.flat ? 'flat' : 'hnsw';
+  }
+
   add(label: number, vector: Float32Array, deleted = false): void {
     if (vector.length !== this.dim) throw new Error(`vector dim ${vector.length}, index dim ${this.dim}`);
-    if (this.count >= this.capacity) {
-      this.capacity = Math.max(this.capacity * 2, 1024);
-      this.index.resizeIndex(this.capacity);
+    if (this.flat && this.flat.count >= this.flatUpTo && !this.flat.has(label)) this.buildGraph();
+    if (this.flat) {
+      if (!this.flat.has(label)) this.count++;
+      this.flat.add(label, vector);
+    } else {
+      if (this.count >= this.capacity) {
+        this.capacity = Math.max(this.capacity * 2, 1024);
+        this.graph!.resizeIndex(this.capacity);
+      }
+      this.graph!.addPoint(Array.from(vector), label);
+      this.count++;
     }
-    this.index.addPoint(Array.from(vector), label);
-    this.count++;
     this.maxLabel = Math.max(this.maxLabel, label);
     this.dirty = true;
     if (deleted) this.remove(label);
@@ -210,8 +361,9 @@ export class VectorIndex {
   has(label: number): boolean {
     if (this.deleted.has(label)) return true;
     if (label > this.maxLabel) return false;
+    if (this.flat) return this.flat.has(label);
     try {
-      this.index.getPoint(label);
+      this.graph!.getPoint(label);
       return true;
     } catch {
       return false;
@@ -220,10 +372,12 @@ export class VectorIndex {
 
   remove(label: number): void {
     if (this.deleted.has(label) || label > this.maxLabel) return;
-    try {
-      this.index.markDelete(label);
-    } catch {
-      // already deleted in a loaded file: the set simply learns it
+    if (this.graph) {
+      try {
+        this.graph.markDelete(label);
+      } catch {
+        // already deleted in a loaded file: the set simply learns it
+      }
     }
     this.deleted.add(label);
     this.dirty = true;
@@ -232,13 +386,15 @@ export class VectorIndex {
   search(vector: Float32Array, k: number, ef = this.params.ef): VectorHit[] {
     const n = Math.min(k, this.size);
     if (n <= 0) return [];
+    if (this.flat) return this.flat.search(vector, n, this.deleted);
+    const graph = this.graph!;
     const wanted = Math.max(ef, n);
     // setEf is a native call; skip it when nothing changes (the common case)
     if (wanted !== this.currentEf) {
-      this.index.setEf(wanted);
+      graph.setEf(wanted);
       this.currentEf = wanted;
     }
-    const res = this.index.searchKnn(Array.from(vector), n);
+    const res = graph.searchKnn(Array.from(vector), n);
     return res.neighbors.map((label, i) => ({ label, similarity: 1 - res.distances[i] }));
   }
 
@@ -246,10 +402,12 @@ export class VectorIndex {
   save(): void {
     if (!this.path) return;
     const tmp = `${this.path}.tmp`;
-    this.index.writeIndexSync(tmp);
+    if (this.flat) this.flat.write(tmp, this.dim, this.deleted);
+    else this.graph!.writeIndexSync(tmp);
     renameSync(tmp, this.path);
     const meta: IndexMeta = {
       format: 1,
+      layout: this.layout,
       model: this.model,
       dim: this.dim,
       count: this.count,
