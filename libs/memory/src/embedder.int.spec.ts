@@ -61,6 +61,16 @@ describe('HashingEmbedder', () => {
     expect(a).toHaveLength(384);
   });
 
+  it('takes the cosine of vectors of any length, whatever is left over after the fours', () => {
+    for (const n of [1, 2, 3, 5, 7, 384, 385, 387]) {
+      const a = Float32Array.from({ length: n }, (_, i) => Math.sin(i + 1));
+      const b = Float32Array.from({ length: n }, (_, i) => Math.cos(3 * i));
+      let expected = 0;
+      for (let i = 0; i < n; i++) expected += a[i] * b[i];
+      expect(cosine(a, b)).toBeCloseTo(expected, 5);
+    }
+  });
+
   it('embeds a text without words as one fixed unit vector, never the zero vector', () => {
     const empty = sut.embedOne('');
     expect(cosine(empty, empty)).toBeCloseTo(1, 5);

@@ -695,7 +695,7 @@ export class MemoryService {
   ): Promise<NearestEntry | null> {
     if (!this.index)
       return this.live ? this.live.nearest(vector, kind, deleted) : this.nearestByScan(vector, kind, deleted);
-    // the index of so few is a flat scan too, and the live entries' scan looks at the kind wanted only
+    // so few are scanned exactly either way (a flat index, see FLAT_UP_TO), and the live entries' scan skips other kinds
     if (this.live && this.live.size <= FLAT_UP_TO) return this.live.nearest(vector, kind, deleted);
     const hits = this.index.search(vector, 10);
     const labels = hits.map((h) => h.label);

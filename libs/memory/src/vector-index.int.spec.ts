@@ -99,6 +99,27 @@ describe('VectorIndex', () => {
     }
   });
 
+  it.each([
+    ['flat', FLAT_UP_TO],
+    ['hnsw', 0],
+  ])('leaves a label added again as it was, live or deleted (%s)', (layout, flatUpTo) => {
+    const rows = rowsOf(20, 4);
+    const index = VectorIndex.create('m', DIM, undefined, 1024, flatUpTo);
+    for (const r of rows) index.add(r.label, r.vector, r.deleted);
+    expect(index.layout).toBe(layout);
+    const size = index.size;
+    // label 4 is deleted, label 5 live: added again with another vector, neither changes
+    index.add(4, vectorOf(77));
+    index.add(5, vectorOf(77));
+    expect(index.size).toBe(size);
+    expect(index.search(vectorOf(77), 3).map((h) => h.label)).not.toContain(4);
+    expect(index.search(rows[5].vector, 1)[0]).toEqual({ label: 5, similarity: expect.closeTo(1, 5) });
+    // added again as deleted, a live label is deleted
+    index.add(5, rows[5].vector, true);
+    expect(index.size).toBe(size - 1);
+    expect(index.search(rows[5].vector, 1)[0].label).not.toBe(5);
+  });
+
   it('saves a flat index as its vectors and opens it again, tombstones included, without rebuilding', async () => {
     const path = join(dir, 'memory.hnsw');
     const rows = rowsOf(40, 3);
@@ -106,7 +127,9 @@ describe('VectorIndex', () => {
     const first = await VectorIndex.open(path, 'm', DIM, source);
     expect(first.rebuiltBecause).toBe('missing');
     expect(first.layout).toBe('flat');
+    // format 2: code that knows only hnswlib's files refuses the meta and rebuilds, never loading it as a graph
     expect(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8'))).toMatchObject({
+      format: 2,
       layout: 'flat',
       count: 40,
     });
@@ -134,7 +157,10 @@ describe('VectorIndex', () => {
     const again = await VectorIndex.open(path, 'm', DIM, sourceOf(rows));
     expect(again.rebuiltBecause).toBeNull();
     expect(again.layout).toBe('hnsw');
-    expect(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8'))).toMatchObject({ layout: 'hnsw' });
+    expect(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8'))).toMatchObject({
+      format: 1,
+      layout: 'hnsw',
+    });
   });
 
   it('loads a graph file whose meta predates the layout field', async () => {

@@ -24,13 +24,15 @@ export const DEFAULT_HNSW: HnswParams = { m: 16, efConstruction: 100, ef: 128 };
  * scans them exactly; the HNSW graph is built when one more is added. Measured here (384
  * dimensions): an hnswlib-node insert costs 50-140 us and a search 45-65 us up to a few hundred
  * entries (the binding reads each vector element by element), a flat insert about 1 us and a scan
- * about 0.25 us an entry; at 256 entries a scan costs about what a search does, and no insert is paid.
+ * about 0.25 us an entry; at 256 entries a scan costs about what a search does, and no insert is paid
+ * until the graph is built (then once for all 257, 15-35 ms, on whichever thread adds the 257th).
  */
 export const FLAT_UP_TO = 256;
 
 /** What the index was built from; a mismatch with the current embedder forces a rebuild. */
 const IndexMeta = z.object({
-  format: z.literal(1),
+  /** 2 for a flat file: code that knows only format 1 (hnswlib's graph) refuses its meta and rebuilds */
+  format: z.union([z.literal(1), z.literal(2)]),
   /** `flat`: the file holds the vectors themselves (see FLAT_UP_TO); `hnsw`: hnswlib's graph */
   layout: z.enum(['hnsw', 'flat']).default('hnsw'),
   model: z.string(),
@@ -66,8 +68,9 @@ export interface VectorHit {
 const sha256File = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 /**
- * The flat layout's file: a header (count, dim as uint32 LE), then per label its number (float64),
- * a deleted flag (uint32) and its unit vector (dim float32).
+ * The flat layout's file: a header (count, dim as uint32 LE), then per label its number (float64
+ * LE), a deleted flag (uint32 LE) and its unit vector (dim float32 in the machine's byte order, as
+ * hnswlib writes its own file: little-endian wherever this runs).
  */
 const FLAT_HEADER = 8;
 const flatRecordBytes = (dim: number): number => 12 + 4 * dim;
@@ -86,12 +89,8 @@ class FlatVectors {
     return this.at.has(label);
   }
 
+  /** `label` must be new (VectorIndex.add checks). */
   add(label: number, vector: Float32Array): void {
-    const i = this.at.get(label);
-    if (i !== undefined) {
-      this.vectors[i] = l2Normalise(Float32Array.from(vector));
-      return;
-    }
     this.at.set(label, this.labels.length);
     this.labels.push(label);
     this.vectors.push(l2Normalise(Float32Array.from(vector)));
@@ -241,7 +240,10 @@ export class VectorIndex {
     this.flat = flat;
     this.count = count;
     for (const label of deleted) this.deleted.add(label);
-    if (count > this.flatUpTo) this.buildGraph();
+    if (count > this.flatUpTo) {
+      this.buildGraph();
+      this.dirty = true;
+    }
   }
 
   private loadGraph(path: string, count: number): void {
@@ -338,11 +340,17 @@ export class VectorIndex {
     return this.flat ? 'flat' : 'hnsw';
   }
 
+  /** Adds a label not in the index yet; a label already added (live or deleted) is left as it is, since labels are never reused. */
   add(label: number, vector: Float32Array, deleted = false): void {
     if (vector.length !== this.dim) throw new Error(`vector dim ${vector.length}, index dim ${this.dim}`);
-    if (this.flat && this.flat.count >= this.flatUpTo && !this.flat.has(label)) this.buildGraph();
+    // a new label is above every earlier one, so the check (a native call in the graph) is rarely made
+    if (label <= this.maxLabel && this.has(label)) {
+      if (deleted) this.remove(label);
+      return;
+    }
+    if (this.flat && this.flat.count >= this.flatUpTo) this.buildGraph();
     if (this.flat) {
-      if (!this.flat.has(label)) this.count++;
+      this.count++;
       this.flat.add(label, vector);
     } else {
       if (this.count >= this.capacity) {
@@ -406,7 +414,7 @@ export class VectorIndex {
     else this.graph!.writeIndexSync(tmp);
     renameSync(tmp, this.path);
     const meta: IndexMeta = {
-      format: 1,
+      format: this.flat ? 2 : 1,
       layout: this.layout,
       model: this.model,
       dim: this.dim,
