@@ -3,6 +3,7 @@ import { cosine } from './embedder';
 import { MemoryFilter, StoredMemoryEntry } from './memory-store';
 import type { MemorySearchHit } from './memory-service';
 import { NearestEntry } from './memory-write-policy';
+import { TopK } from './top-k';
 
 /** Whether a live entry passes a search filter: the same conditions as MemoryStore's SQL for active rows. */
 export const matchesFilter = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
@@ -90,18 +91,16 @@ export class LiveEntries {
    * `pending`, the entries are taken as the writes not applied yet will leave them.
    */
   search(q: Float32Array, filter: MemoryFilter, k: number, pending?: PendingWrites): MemorySearchHit[] {
-    const top: MemorySearchHit[] = [];
-    if (k <= 0) return top;
-    const ahead = (score: number, label: number, of: MemorySearchHit): boolean =>
-      score > of.score || (score === of.score && label < of.entry.label);
+    const top = new TopK<MemorySearchHit>(
+      k,
+      (h) => h.score,
+      (h) => h.entry.label,
+    );
     const consider = (entry: StoredMemoryEntry, vector: Float32Array) => {
       if (!matchesFilter(entry, filter)) return;
       const similarity = cosine(q, vector);
       const score = similarity * entry.weight;
-      if (top.length === k && !ahead(score, entry.label, top[k - 1])) return;
-      let at = Math.min(top.length, k - 1);
-      for (; at > 0 && ahead(score, entry.label, top[at - 1]); at--) top[at] = top[at - 1];
-      top[at] = { entry, similarity, score };
+      if (top.admits(score, entry.label)) top.add(score, entry.label, { entry, similarity, score });
     };
     for (const { entry, vector } of this.byLabel.values()) {
       if (pending?.deleted.has(entry.id)) continue;
@@ -109,7 +108,7 @@ export class LiveEntries {
       consider(weight === undefined ? entry : { ...entry, weight }, vector);
     }
     for (const { entry, vector } of pending?.inserted ?? []) consider(entry, vector);
-    return top;
+    return top.items;
   }
 
   /** The most similar live entry of a kind (the lowest label among equals) not in `leaveOut`, or null when there is none. */
