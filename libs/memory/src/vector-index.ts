@@ -25,8 +25,9 @@ export const DEFAULT_HNSW: HnswParams = { m: 16, efConstruction: 100, ef: 128 };
  * scans them exactly; the HNSW graph is built when one more is added. Measured here (384
  * dimensions): an hnswlib-node insert costs 50-140 us and a search 45-65 us up to a few hundred
  * entries (the binding reads each vector element by element), a flat insert about 1 us and a scan
- * about 0.35 us an entry (90 us for 256, k 10); at 256 entries a scan costs about what a search does, and no insert is paid
- * until the graph is built (then once for all 257, 15-35 ms, on whichever thread adds the 257th).
+ * about 0.35 us an entry (90 us for 256, k 10). At 256 a scan costs up to twice a search, which the
+ * inserts it saves outweigh; the graph is built once, for all 257 (15-35 ms on whichever thread adds
+ * the 257th).
  */
 export const FLAT_UP_TO = 256;
 
