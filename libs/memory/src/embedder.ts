@@ -1,4 +1,7 @@
 import OpenAI from 'openai';
+import { l2Normalise } from './vector-math';
+
+export { cosine, l2Normalise } from './vector-math';
 
 /** Turns texts into vectors. Every entry records `model` and `dim`, so a change of embedder is detected. */
 export abstract class Embedder {
@@ -6,14 +9,6 @@ export abstract class Embedder {
   abstract readonly dim: number;
   /** one L2-normalised vector per text, in order */
   abstract embed(texts: readonly string[]): Promise<Float32Array[]>;
-}
-
-export function l2Normalise(v: Float32Array): Float32Array {
-  let sum = 0;
-  for (let i = 0; i < v.length; i++) sum += v[i] * v[i];
-  const norm = Math.sqrt(sum);
-  if (norm > 0) for (let i = 0; i < v.length; i++) v[i] /= norm;
-  return v;
 }
 
 /** FNV-1a, 32 bit: fast, stable across runs and platforms. */
@@ -121,23 +116,3 @@ export class OpenAIEmbedder extends Embedder {
     return out;
   }
 }
-
-/**
- * The cosine of two unit vectors (every embedder's output is one): their dot product, summed four
- * ways at once, which about halves the cost of a 384-dimension scan.
- */
-export const cosine = (a: Float32Array, b: Float32Array): number => {
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  const whole = a.length - (a.length % 4);
-  for (let i = 0; i < whole; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (let i = whole; i < a.length; i++) s0 += a[i] * b[i];
-  return s0 + s1 + s2 + s3;
-};

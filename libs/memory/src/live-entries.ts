@@ -1,5 +1,5 @@
 import { MemoryKind } from '@runledger/contracts';
-import { cosine } from './embedder';
+import { cosine } from './vector-math';
 import { MemoryFilter, StoredMemoryEntry } from './memory-store';
 import type { MemorySearchHit } from './memory-service';
 import { NearestEntry } from './memory-write-policy';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { HierarchicalNSW } from 'hnswlib-node';
 import { z } from 'zod';
-import { cosine, l2Normalise } from './embedder';
+import { cosine, l2Normalise } from './vector-math';
 import { TopK } from './top-k';
 
 export interface HnswParams {
