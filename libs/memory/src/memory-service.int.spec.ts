@@ -181,7 +181,9 @@ describe('MemoryService on SQLite + HNSW file', () => {
   }, 60_000);
 
   it('one page applies events of the same entry in log order, others alongside: insert, reinforce, delete', async () => {
-    const sut = await openService(env);
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store });
+
     const written = (op: 'insert' | 'reinforce' | 'delete', entry_id: string, text: string, weight: number) =>
       ({
         type: 'MEMORY_WRITTEN',
@@ -200,8 +202,16 @@ describe('MemoryService on SQLite + HNSW file', () => {
       }) as unknown as NewEvent;
     await env.events.append(
       MEMORY_SYSTEM_STREAM,
+      [{ ...written('insert', 'mem_d', TOPICS[3], 0.2), session_id: 'system' }],
+      { expected: 'any' },
+    );
+    await sut.sync();
+    const reads = { one: jest.spyOn(store, 'get'), page: jest.spyOn(store, 'byIds') };
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
       [
         written('insert', 'mem_a', TOPICS[0], 0.3),
+        written('reinforce', 'mem_d', TOPICS[3], 0.8),
         written('insert', 'mem_b', TOPICS[1], 0.4),
         written('reinforce', 'mem_a', TOPICS[0], 0.9),
         written('insert', 'mem_c', TOPICS[2], 0.5),
@@ -210,10 +220,31 @@ describe('MemoryService on SQLite + HNSW file', () => {
       { expected: 'any' },
     );
     await sut.sync();
+    // the entries are read in one statement before their first events (mem_d as a previous pass stored it);
+    // their second events read again
+    expect(reads.page).toHaveBeenCalledTimes(1);
+    expect(reads.page.mock.calls[0][0]).toEqual(['mem_a', 'mem_d', 'mem_b', 'mem_c']);
+    expect(reads.one.mock.calls.map(([id]) => id).sort()).toEqual(['mem_a', 'mem_b']);
     expect(await sut.get('mem_a')).toMatchObject({ weight: 0.9, deleted: false });
     expect(await sut.get('mem_b')).toMatchObject({ deleted: true });
     expect(await sut.get('mem_c')).toMatchObject({ weight: 0.5, deleted: false });
+    expect(await sut.get('mem_d')).toMatchObject({ weight: 0.8, deleted: false });
     expect((await sut.search(TOPICS[1], { k: 3 })).map((h) => h.entry.id)).not.toContain('mem_b');
+    await sut.close();
+  });
+
+  it('byIds answers as get does for each id, past one statement of 500, without the vectors', async () => {
+    const sut = await openService(env);
+    const ids = await seed(sut, 3);
+    await sut.sync();
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    await store.tombstone(ids[1], new Date().toISOString());
+    const asked = [...Array.from({ length: 600 }, (_, i) => `mem_missing_${i}`), ...ids];
+    const found = await store.byIds(asked);
+    expect([...found.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(found.get(id)).toEqual(await store.get(id));
+    expect(found.get(ids[1])).toMatchObject({ deleted: true });
+    expect(await store.byIds([])).toEqual(new Map());
     await sut.close();
   });
 

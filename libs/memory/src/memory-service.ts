@@ -440,10 +440,17 @@ export class MemoryService {
       started.clear();
       if (failed) throw failed.reason;
     };
-    for (const e of page) {
-      if (e.type !== 'MEMORY_WRITTEN') continue;
-      if (started.has(e.payload.entry_id) || started.size >= atOnce) await settle();
-      started.set(e.payload.entry_id, this.apply(e));
+    const writes = page.filter((e) => e.type === 'MEMORY_WRITTEN');
+    // each entry's row as it stands before its first event here, read for the whole page at once;
+    // a later event of the same entry reads it again, after the earlier one is applied
+    const ids = [...new Set(writes.map((e) => e.payload.entry_id))];
+    const stored = ids.length > 0 ? await this.o.store.byIds(ids) : new Map<string, StoredMemoryEntry>();
+    const unread = new Set(ids);
+    for (const e of writes) {
+      const id = e.payload.entry_id;
+      if (started.has(id) || started.size >= atOnce) await settle();
+      const before = unread.delete(id) ? (stored.get(id) ?? null) : undefined;
+      started.set(id, this.apply(e, before));
     }
     await settle();
   }
@@ -453,10 +460,14 @@ export class MemoryService {
    * after a crash between the entry write and the checkpoint changes nothing,
    * and neither does applying one another instance already wrote to the
    * table (only this instance's index and live entries learn of it).
+   * `before`: the entry's row as read for it (null: not stored); undefined reads it here.
    */
-  private async apply(e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>): Promise<void> {
+  private async apply(
+    e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>,
+    before?: StoredMemoryEntry | null,
+  ): Promise<void> {
     const p = e.payload;
-    let existing = await this.o.store.get(p.entry_id);
+    let existing = before !== undefined ? before : await this.o.store.get(p.entry_id);
     if (p.op === 'insert' && !existing) {
       const vector = await this.embed(p.text);
       const row = this.rowOf(e, vector);

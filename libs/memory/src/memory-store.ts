@@ -133,14 +133,27 @@ export class MemoryStore {
   }
 
   async byLabels(labels: readonly number[]): Promise<Map<number, StoredMemoryEntry>> {
-    const out = new Map<number, StoredMemoryEntry>();
-    for (let i = 0; i < labels.length; i += 500) {
+    return new Map((await this.entriesIn('label', labels)).map((e) => [e.label, e]));
+  }
+
+  /** The stored entries among `ids`, by id: what `get` answers for each, in one read per 500. */
+  async byIds(ids: readonly string[]): Promise<Map<string, StoredMemoryEntry>> {
+    return new Map((await this.entriesIn('id', ids)).map((e) => [e.id, e]));
+  }
+
+  /** Entries whose `column` is one of `values` (without their vectors), 500 values per statement. */
+  private async entriesIn(
+    column: 'id' | 'label',
+    values: readonly (string | number)[],
+  ): Promise<StoredMemoryEntry[]> {
+    const out: StoredMemoryEntry[] = [];
+    for (let i = 0; i < values.length; i += 500) {
       const rows = await this.db
         .selectFrom('memory_entries')
         .select(ENTRY_COLUMNS)
-        .where('label', 'in', labels.slice(i, i + 500))
+        .where(sql.ref(column), 'in', values.slice(i, i + 500))
         .execute();
-      for (const row of rows) out.set(row.label, toEntry({ ...row, vector: Buffer.alloc(0) }));
+      for (const row of rows) out.push(toEntry({ ...row, vector: Buffer.alloc(0) }));
     }
     return out;
   }
