@@ -494,6 +494,49 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it('a `heard` search overlays up to 128 heard inserts the pass has not applied; with more it waits for the pass', async () => {
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store, exactScanBelow: 2000 });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const insertIfAbsent = store.insertIfAbsent.bind(store);
+    jest.spyOn(store, 'insertIfAbsent').mockImplementation(async (row) => {
+      await held;
+      return insertIfAbsent(row);
+    });
+    const note = (i: number): NewEvent => ({
+      type: 'MEMORY_WRITTEN',
+      payload: sut.insertPayload(
+        { text: `note ${i} on the event log`, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+        null,
+      ),
+    });
+    await env.events.append(
+      'task_many',
+      [taskReceivedEvent('sess_many'), ...Array.from({ length: 128 }, (_, i) => note(i))],
+      { expected: 'no_stream' },
+    );
+    const search = (query: string) => sut.search(query, { k: 1, freshness: 'heard' });
+    expect((await search('note 7 on the event log'))[0].entry.text).toBe('note 7 on the event log');
+    // the overlaid entries are built once: a second search finds the same entry as it was built
+    expect((await search('note 99 on the event log'))[0].entry).toMatchObject({
+      text: 'note 99 on the event log',
+      task_id: 'task_many',
+      weight: 0.5,
+    });
+    await env.events.append('task_many', [note(128)], { expected: 129 });
+    const waiting = search('note 128 on the event log');
+    const early = await Promise.race([
+      waiting.then(() => 'answered'),
+      new Promise((r) => setTimeout(() => r('waiting'), 200)),
+    ]);
+    expect(early).toBe('waiting');
+    release();
+    expect((await waiting)[0].entry.text).toBe('note 128 on the event log');
+    expect(await store.countActive()).toBe(129);
+    await sut.close();
+  });
+
   it('a `heard` search over the live entries sees the heard writes before they are applied: inserts, weights, deletions', async () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const sut = await openService(env, { store, exactScanBelow: 2000 });

@@ -103,6 +103,8 @@ export interface DirectWrite {
 
 const CACHE_SIZE = 256;
 const DEFAULT_EXACT_SCAN_BELOW = 2000;
+/** entries a `heard` search overlays on the live ones rather than wait for the pass that applies them */
+const OVERLAY_AT_MOST = 128;
 /** heard writes nearest() takes without waiting for their pass; past that (passes failing), it waits */
 const HEARD_OVERLAY_LIMIT = 1000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
@@ -137,6 +139,12 @@ export class MemoryService {
    */
   private indexedThrough: number;
   private readonly cache = new Map<string, Float32Array>();
+  /**
+   * An inserting write heard and not applied yet, as a `heard` search overlays it (its label and
+   * weight aside): built once per event, kept while the event is in `heardWrites`
+   */
+  private readonly overlaid = new WeakMap<RuntimeEvent, { entry: StoredMemoryEntry; vector: Float32Array }>();
+  private overlayBuild: Promise<void> | null = null;
   private saveTimer: NodeJS.Timeout | null = null;
   /** the worker rebuilding the index file, while there is one (then `index` is null) */
   private rebuild: { job: IndexRebuild; ready: Promise<void> } | null = null;
@@ -349,9 +357,31 @@ export class MemoryService {
     const hit = this.cache.get(text);
     if (hit) return hit;
     const [v] = await this.o.embedder.embed([text]);
+    this.cacheVector(text, v);
+    return v;
+  }
+
+  /** The vectors of `texts`, in order: cached ones as they are, the others from one embedder call. */
+  private async embedAll(texts: readonly string[]): Promise<Float32Array[]> {
+    const known = new Map<string, Float32Array>();
+    for (const t of texts) {
+      const hit = this.cache.get(t);
+      if (hit) known.set(t, hit);
+    }
+    const missing = [...new Set(texts.filter((t) => !known.has(t)))];
+    if (missing.length > 0) {
+      const fresh = await this.o.embedder.embed(missing);
+      missing.forEach((t, i) => {
+        known.set(t, fresh[i]);
+        this.cacheVector(t, fresh[i]);
+      });
+    }
+    return texts.map((t) => known.get(t)!);
+  }
+
+  private cacheVector(text: string, v: Float32Array): void {
     if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(text, v);
-    return v;
   }
 
   /**
@@ -601,8 +631,9 @@ export class MemoryService {
    * A `heard` search over the live entries as the heard writes not applied
    * yet leave them, without waiting for those writes to be applied (which
    * waits for their table writes to commit); null where that cannot be
-   * answered from memory (no live entries kept, or not every unapplied write
-   * was heard), and the caller applies first.
+   * answered from memory (no live entries kept, not every unapplied write
+   * was heard, or more than OVERLAY_AT_MOST of them insert), and the caller
+   * applies first.
    */
   private async searchOverHeard(
     query: string,
@@ -610,16 +641,17 @@ export class MemoryService {
     k: number,
   ): Promise<MemorySearchHit[] | null> {
     const q = await this.embed(query);
-    // the vectors first; the overlay is then built and searched in one go, on one state of what is applied
+    // the overlaid entries first; the overlay is then built and searched in one go, on one state of what is applied
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!this.live || !this.heardWritesHoldUnapplied || this.rebuildingFromLog) return null;
       const unapplied = [...unappliedWrites(this.heardWrites, [], this.indexedThrough).values()];
-      const texts = unapplied.flatMap((u) => (u.insertedBy && !u.deleted ? [u.text] : []));
-      // more than the vector cache keeps at once: a backlog the pass is better left to apply
-      if (texts.length > CACHE_SIZE / 2) return null;
-      const missing = texts.filter((t) => !this.cache.has(t));
-      if (missing.length > 0) {
-        await Promise.all(missing.map((t) => this.embed(t)));
+      const inserts = unapplied.filter((u) => u.insertedBy && !u.deleted && !this.live!.has(u.entry_id));
+      // a backlog the pass is better left to apply: overlaid, it would cost every search and every
+      // deduplication (nearest) more than the pass costs once (measured: no faster, more main-thread time)
+      if (inserts.length > OVERLAY_AT_MOST) return null;
+      const unbuilt = inserts.filter((u) => !this.overlaid.has(u.insertedBy!));
+      if (unbuilt.length > 0) {
+        await this.buildOverlaid(unbuilt);
         continue;
       }
       const pending = this.pendingWrites(unapplied);
@@ -629,8 +661,24 @@ export class MemoryService {
   }
 
   /**
+   * The overlaid entries of inserting writes not applied yet, their vectors from one embedder call.
+   * Searches arriving together share one build: the first builds, the others wait for it and look again.
+   */
+  private buildOverlaid(writes: readonly UnappliedEntry[]): Promise<void> {
+    this.overlayBuild ??= this.embedAll(writes.map((u) => u.text))
+      .then((vectors) =>
+        writes.forEach((u, i) => {
+          const row = { ...this.rowOf(u.insertedBy!, vectors[i]), label: 0 };
+          this.overlaid.set(u.insertedBy!, { entry: toEntry(row), vector: vectors[i] });
+        }),
+      )
+      .finally(() => (this.overlayBuild = null));
+    return this.overlayBuild;
+  }
+
+  /**
    * What the unapplied writes make of the live entries, as apply will leave them (entries it inserts
-   * labelled after every applied one, in order); null when an inserted entry's vector is not at hand.
+   * labelled after every applied one, in order); null when an inserted entry is not built yet (buildOverlaid).
    */
   private pendingWrites(unapplied: readonly UnappliedEntry[]): PendingWrites | null {
     const live = this.live!;
@@ -642,10 +690,12 @@ export class MemoryService {
       if (u.deleted) deleted.add(u.entry_id);
       else if (!u.insertedBy || live.has(u.entry_id)) weights.set(u.entry_id, u.weight);
       else {
-        const vector = this.cache.get(u.text);
-        if (!vector) return null;
-        const row = { ...this.rowOf(u.insertedBy, vector), weight: u.weight, label: provisionalLabel++ };
-        inserted.push({ entry: toEntry(row), vector });
+        const built = this.overlaid.get(u.insertedBy);
+        if (!built) return null;
+        inserted.push({
+          entry: { ...built.entry, weight: u.weight, label: provisionalLabel++ },
+          vector: built.vector,
+        });
       }
     }
     return { inserted, weights, deleted };
@@ -689,12 +739,14 @@ export class MemoryService {
     let best = await this.nearestStored(vector, kind, deleted);
     const reweighed = best && unapplied.get(best.entry_id);
     if (best && reweighed) best = { ...best, weight: reweighed.weight };
-    for (const u of unapplied.values()) {
-      if (!u.insertedBy || u.deleted || u.kind !== kind) continue;
-      const similarity = cosine(vector, await this.embed(u.text));
+    const inserts = [...unapplied.values()].filter((u) => u.insertedBy && !u.deleted && u.kind === kind);
+    // one embedder call at most: a wave of tasks may find hundreds of heard writes not applied yet
+    const vectors = await this.embedAll(inserts.map((u) => u.text));
+    inserts.forEach((u, i) => {
+      const similarity = cosine(vector, vectors[i]);
       if (!best || similarity > best.similarity)
         best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };
-    }
+    });
     return best;
   }
 
