@@ -120,6 +120,29 @@ describe('VectorIndex', () => {
     expect(index.search(rows[5].vector, 1)[0].label).not.toBe(5);
   });
 
+  it.each([
+    ['flat', FLAT_UP_TO],
+    ['hnsw', 0],
+  ])(
+    'leaves a label it never held out of a removal: size and search unchanged, the label still addable (%s)',
+    (layout, flatUpTo) => {
+      const rows = rowsOf(20).filter((r) => r.label !== 7);
+      const index = VectorIndex.create('m', DIM, undefined, 1024, flatUpTo);
+      for (const r of rows) index.add(r.label, r.vector);
+      expect(index.layout).toBe(layout);
+      index.remove(7);
+      expect(index.size).toBe(19);
+      expect(index.has(7)).toBe(false);
+      index.add(7, vectorOf(8));
+      expect(index.size).toBe(20);
+      expect(index.search(vectorOf(8), 1)[0]).toEqual({ label: 7, similarity: expect.closeTo(1, 5) });
+      // a label it holds is still removed, once
+      index.remove(7);
+      index.remove(7);
+      expect(index.size).toBe(19);
+    },
+  );
+
   it('saves a flat index as its vectors and opens it again, tombstones included, without rebuilding', async () => {
     const path = join(dir, 'memory.hnsw');
     const rows = rowsOf(40, 3);

@@ -380,13 +380,17 @@ export class VectorIndex {
     }
   }
 
+  /** Marks an added label deleted; a label never added (a gap below the highest) is left alone. */
   remove(label: number): void {
     if (this.deleted.has(label) || label > this.maxLabel) return;
+    if (this.flat && !this.flat.has(label)) return;
     if (this.graph) {
       try {
         this.graph.markDelete(label);
-      } catch {
-        // already deleted in a loaded file: the set simply learns it
+      } catch (err) {
+        // hnswlib tells a label it never held ("Label not found") from one a loaded file has deleted
+        // already, which the set simply learns
+        if (/not found/i.test((err as Error).message)) return;
       }
     }
     this.deleted.add(label);
