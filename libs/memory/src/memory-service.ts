@@ -371,15 +371,18 @@ export class MemoryService {
     const missing = [...new Set(texts.filter((t) => !known.has(t)))];
     if (missing.length > 0) {
       const fresh = await this.o.embedder.embed(missing);
+      // a batch larger than half the cache is not kept: it would push out the queries and the pass's texts
+      const keep = missing.length <= CACHE_SIZE / 2;
       missing.forEach((t, i) => {
         known.set(t, fresh[i]);
-        this.cacheVector(t, fresh[i]);
+        if (keep) this.cacheVector(t, fresh[i]);
       });
     }
     return texts.map((t) => known.get(t)!);
   }
 
   private cacheVector(text: string, v: Float32Array): void {
+    if (this.cache.has(text)) return;
     if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(text, v);
   }
@@ -451,38 +454,35 @@ export class MemoryService {
   }
 
   /**
-   * Applies a page's events without waiting for one entry's write before the
-   * next entry's (up to APPLY_AT_ONCE at a time): with a SQLite writer thread,
-   * the writes of a pass (one per task whose step wrote memory) then share one
-   * commit instead of a round trip each. Events of the same entry still apply
-   * in order: a second event of an entry waits for everything started before
-   * it. One at a time where writes may land out of the order they were issued
-   * in (PostgreSQL), which would give labels out of order: the index file's
-   * catch-up adds only labels above the highest it holds. A failure fails the
-   * page, which the next pass applies again (apply is idempotent).
+   * Applies a page's events in steps of up to APPLY_AT_ONCE events of distinct
+   * entries, without waiting for one entry's write before the next entry's:
+   * with a SQLite writer thread, the writes of a step then share one commit
+   * instead of a round trip each. A step reads its entries' rows in one
+   * statement before it starts; an entry's next event waits for the next step,
+   * so it reads the row as the earlier event left it. One event a step where
+   * writes may land out of the order they were issued in (PostgreSQL), which
+   * would give labels out of order: the index file's catch-up adds only labels
+   * above the highest it holds. A failure fails the page, which the next pass
+   * applies again (apply is idempotent); every apply of a failed step has ended
+   * first, so the next pass never overlaps one.
    */
   private async applyPage(page: readonly RuntimeEvent[]): Promise<void> {
     const atOnce = this.o.store.writesInIssueOrder ? APPLY_AT_ONCE : 1;
-    const started = new Map<string, Promise<void>>();
-    // every started apply has ended before this returns or throws: the next pass never overlaps one
-    const settle = async () => {
-      const failed = (await Promise.allSettled(started.values())).find((r) => r.status === 'rejected');
-      started.clear();
-      if (failed) throw failed.reason;
-    };
     const writes = page.filter((e) => e.type === 'MEMORY_WRITTEN');
-    // each entry's row as it stands before its first event here, read for the whole page at once;
-    // a later event of the same entry reads it again, after the earlier one is applied
-    const ids = [...new Set(writes.map((e) => e.payload.entry_id))];
-    const stored = ids.length > 0 ? await this.o.store.byIds(ids) : new Map<string, StoredMemoryEntry>();
-    const unread = new Set(ids);
-    for (const e of writes) {
-      const id = e.payload.entry_id;
-      if (started.has(id) || started.size >= atOnce) await settle();
-      const before = unread.delete(id) ? (stored.get(id) ?? null) : undefined;
-      started.set(id, this.apply(e, before));
+    for (let i = 0; i < writes.length;) {
+      const step: typeof writes = [];
+      const ids = new Set<string>();
+      while (i < writes.length && step.length < atOnce && !ids.has(writes[i].payload.entry_id)) {
+        ids.add(writes[i].payload.entry_id);
+        step.push(writes[i++]);
+      }
+      const stored = await this.o.store.byIds([...ids]);
+      const applied = await Promise.allSettled(
+        step.map((e) => this.apply(e, stored.get(e.payload.entry_id) ?? null)),
+      );
+      const failed = applied.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
     }
-    await settle();
   }
 
   /**
@@ -490,14 +490,14 @@ export class MemoryService {
    * after a crash between the entry write and the checkpoint changes nothing,
    * and neither does applying one another instance already wrote to the
    * table (only this instance's index and live entries learn of it).
-   * `before`: the entry's row as read for it (null: not stored); undefined reads it here.
+   * `stored`: the entry's row as its step read it (null: not stored).
    */
   private async apply(
     e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>,
-    before?: StoredMemoryEntry | null,
+    stored: StoredMemoryEntry | null,
   ): Promise<void> {
     const p = e.payload;
-    let existing = before !== undefined ? before : await this.o.store.get(p.entry_id);
+    let existing = stored;
     if (p.op === 'insert' && !existing) {
       const vector = await this.embed(p.text);
       const row = this.rowOf(e, vector);
@@ -651,7 +651,14 @@ export class MemoryService {
       if (inserts.length > OVERLAY_AT_MOST) return null;
       const unbuilt = inserts.filter((u) => !this.overlaid.has(u.insertedBy!));
       if (unbuilt.length > 0) {
-        await this.buildOverlaid(unbuilt);
+        // an embedder that fails here fails this way out only: the caller applies the writes instead
+        if (
+          !(await this.buildOverlaid(unbuilt).then(
+            () => true,
+            () => false,
+          ))
+        )
+          return null;
         continue;
       }
       const pending = this.pendingWrites(unapplied);
@@ -740,8 +747,12 @@ export class MemoryService {
     const reweighed = best && unapplied.get(best.entry_id);
     if (best && reweighed) best = { ...best, weight: reweighed.weight };
     const inserts = [...unapplied.values()].filter((u) => u.insertedBy && !u.deleted && u.kind === kind);
-    // one embedder call at most: a wave of tasks may find hundreds of heard writes not applied yet
-    const vectors = await this.embedAll(inserts.map((u) => u.text));
+    // the overlaid entries' vectors, then one embedder call at most for the rest: a wave of tasks may
+    // find hundreds of heard writes not applied yet
+    const unbuilt = inserts.filter((u) => !this.overlaid.has(u.insertedBy!));
+    const embedded = await this.embedAll(unbuilt.map((u) => u.text));
+    const fresh = new Map(unbuilt.map((u, i) => [u, embedded[i]]));
+    const vectors = inserts.map((u) => this.overlaid.get(u.insertedBy!)?.vector ?? fresh.get(u)!);
     inserts.forEach((u, i) => {
       const similarity = cosine(vector, vectors[i]);
       if (!best || similarity > best.similarity)

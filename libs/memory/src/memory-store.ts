@@ -110,8 +110,9 @@ const ENTRY_COLUMNS = [
  * A statement kysely builds and compiles once, then runs again with other values: memory's pass
  * runs the same statement for every entry, and kysely's builder and compiler cost the main thread
  * more than the statement itself (about 25 us against 10). `build` gets a marker for each value and
- * must bind each as a parameter; a value left undefined is bound as NULL, as an omitted nullable
- * column would be.
+ * must bind each as a parameter, once. Every value is bound: one left undefined is bound as NULL,
+ * not left out for the column's default as kysely's builder would, and keys not among `keys` are
+ * not bound at all.
  */
 class CompiledOnce<K extends string> {
   private readonly sql: string;
@@ -127,7 +128,7 @@ class CompiledOnce<K extends string> {
       if (i < 0) throw new Error(`a compiled-once statement binds a value it was not given: ${String(p)}`);
       return keys[i];
     });
-    if (new Set(this.order).size !== keys.length)
+    if (this.order.length !== keys.length || new Set(this.order).size !== keys.length)
       throw new Error('a compiled-once statement must bind each of its values once');
   }
 
@@ -155,12 +156,13 @@ export class MemoryStore {
    */
   readonly writesInIssueOrder: boolean;
 
-  /** `lazyDb`: the same database, for the projection position, which may ride in the next commit */
+  /** the pass's statements, compiled once */
   private readonly statements: {
     insert: CompiledOnce<InsertColumn>;
     setWeight: CompiledOnce<'id' | 'weight' | 'at'>;
   };
 
+  /** `lazyDb`: the same database, for the projection position, which may ride in the next commit */
   constructor(
     readonly db: Kysely<MemoryDatabase>,
     private readonly lazyDb: Kysely<MemoryDatabase> = db,
