@@ -70,6 +70,23 @@ async function seed(sut: MemoryService, n: number): Promise<string[]> {
   return ids;
 }
 
+/** Holds the store's named table writes until the returned release: what is heard stays unapplied meanwhile. */
+function holdWrites(
+  store: MemoryStore,
+  names: readonly ('insertIfAbsent' | 'setWeight' | 'tombstone')[],
+): () => void {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  for (const name of names) {
+    const original = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
+    jest.spyOn(store, name).mockImplementation((async (...a: unknown[]) => {
+      await held;
+      return original(...a);
+    }) as never);
+  }
+  return release;
+}
+
 const taskReceivedEvent = (session_id: string): NewEvent =>
   ({
     type: 'TASK_RECEIVED',
@@ -470,13 +487,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
   it('nearest() finds a write it heard without waiting for it to be applied to the table', async () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const sut = await openService(env, { store });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const insert = store.insertIfAbsent.bind(store);
-    jest.spyOn(store, 'insertIfAbsent').mockImplementation(async (row) => {
-      await held;
-      return insert(row);
-    });
+    const release = holdWrites(store, ['insertIfAbsent']);
     const payload = sut.insertPayload(
       { text: 'hnsw finds nearest vectors', kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
       null,
@@ -500,13 +511,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const embedder = new HashingEmbedder();
     const sut = await openService(env, { store, exactScanBelow: 2000 }, embedder);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const insertIfAbsent = store.insertIfAbsent.bind(store);
-    jest.spyOn(store, 'insertIfAbsent').mockImplementation(async (row) => {
-      await held;
-      return insertIfAbsent(row);
-    });
+    const release = holdWrites(store, ['insertIfAbsent']);
     const text = (i: number) => `note ${i} on the event log`;
     const note = (i: number): NewEvent => ({
       type: 'MEMORY_WRITTEN',
@@ -559,18 +564,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
       weight: 0.5,
       reason: 'r',
     });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const hold = <K extends 'insertIfAbsent' | 'setWeight' | 'tombstone'>(name: K) => {
-      const original = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
-      jest.spyOn(store, name).mockImplementation((async (...a: unknown[]) => {
-        await held;
-        return original(...a);
-      }) as never);
-    };
-    hold('insertIfAbsent');
-    hold('setWeight');
-    hold('tombstone');
+    const release = holdWrites(store, ['insertIfAbsent', 'setWeight', 'tombstone']);
     const written = (payload: ReturnType<MemoryService['insertPayload']>): NewEvent => ({
       type: 'MEMORY_WRITTEN',
       payload,

@@ -651,14 +651,12 @@ export class MemoryService {
       if (inserts.length > OVERLAY_AT_MOST) return null;
       const unbuilt = inserts.filter((u) => !this.overlaid.has(u.insertedBy!));
       if (unbuilt.length > 0) {
-        // an embedder that fails here fails this way out only: the caller applies the writes instead
-        if (
-          !(await this.buildOverlaid(unbuilt).then(
-            () => true,
-            () => false,
-          ))
-        )
+        try {
+          await this.buildOverlaid(unbuilt);
+        } catch {
+          // an embedder that fails here fails this way out only: the caller applies the writes instead
           return null;
+        }
         continue;
       }
       const pending = this.pendingWrites(unapplied);
