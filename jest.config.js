@@ -14,7 +14,8 @@ const libs = ['contracts', 'event-store', 'state-store', 'memory', 'critic', 'sc
 const moduleNameMapper = Object.fromEntries(libs.map((l) => [`^@runledger/${l}$`, `<rootDir>/libs/${l}/src/index.ts`]));
 moduleNameMapper['^@runledger/testing$'] = '<rootDir>/test/support/index.ts';
 moduleNameMapper['^@runledger/migrations$'] = '<rootDir>/migrations/index.ts';
-const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc }, moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
+// 30 s a test: CI's 2-core machine runs suites side by side; a property test of 1.2 s alone took over 5 s there
+const base = { rootDir: __dirname, testEnvironment: 'node', testTimeout: 30_000, transform: { '^.+\\.ts$': swc }, moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 module.exports = {
   projects: [

@@ -33,6 +33,9 @@ const blocking = (dir: string, ms: number): ToolRegistry =>
     },
   );
 
+/** A budget the task's start and first model call do not use up on a loaded 2-core CI machine (they did at 150 ms). */
+const LOADED_START_MS = 800;
+
 const withRetries = (modelRetries: number): DisciplineSettings => ({
   ...DEFAULT_DISCIPLINE_SETTINGS,
   retry: { ...DEFAULT_DISCIPLINE_SETTINGS.retry, modelRetries, baseDelayMs: 1, maxDelayMs: 2 },
@@ -85,8 +88,8 @@ describe('replayTask: isolated from the live log, the environment and the wall c
 
   it('a task whose deadline passed during a model call replays to the same stop, writing nothing live', async () => {
     const recorded = await record(
-      new ScriptedBackend({ orchestrator: [{ content: respond('late'), delay_ms: 1_000 }] }),
-      { discipline: DEFAULT_DISCIPLINE_SETTINGS, budgets: { timeout_ms: 150 } },
+      new ScriptedBackend({ orchestrator: [{ content: respond('late'), delay_ms: 10_000 }] }),
+      { discipline: DEFAULT_DISCIPLINE_SETTINGS, budgets: { timeout_ms: LOADED_START_MS } },
     );
     expect(recorded[recorded.length - 1]).toMatchObject({
       type: 'TASK_FAILED',
@@ -102,15 +105,18 @@ describe('replayTask: isolated from the live log, the environment and the wall c
       new ScriptedBackend({ orchestrator: [tool('crunch', {}), respond('done')] }),
       {
         discipline: DEFAULT_DISCIPLINE_SETTINGS,
-        tools: blocking(temp.dir, 300),
-        budgets: { timeout_ms: 100 },
+        tools: blocking(temp.dir, LOADED_START_MS + 400),
+        budgets: { timeout_ms: LOADED_START_MS },
       },
     );
     const final = recorded[recorded.length - 1];
     // judged before the next round from the log's times, not by the deadline timer (held up by the tool)
     expect(final).toMatchObject({
       type: 'TASK_FAILED',
-      payload: { stop_reason: 'timeout', detail: expect.stringMatching(/task ran \d+ ms, over its 100 ms/) },
+      payload: {
+        stop_reason: 'timeout',
+        detail: expect.stringMatching(new RegExp(`task ran \\d+ ms, over its ${LOADED_START_MS} ms`)),
+      },
     });
     // the replay runs in well under the budget by the wall clock; only the recorded times can stop it
     const { events } = await replay(recorded[0].task_id, DEFAULT_DISCIPLINE_SETTINGS, blocking(temp.dir, 0));
@@ -173,8 +179,8 @@ describe('replayTask: isolated from the live log, the environment and the wall c
 
   it('save writes the replayed task, ended with its stop reason, to the live log', async () => {
     const recorded = await record(
-      new ScriptedBackend({ orchestrator: [{ content: respond('late'), delay_ms: 1_000 }] }),
-      { discipline: DEFAULT_DISCIPLINE_SETTINGS, budgets: { timeout_ms: 150 } },
+      new ScriptedBackend({ orchestrator: [{ content: respond('late'), delay_ms: 10_000 }] }),
+      { discipline: DEFAULT_DISCIPLINE_SETTINGS, budgets: { timeout_ms: LOADED_START_MS } },
     );
     const result = await replayTask(
       { store: temp.store, tools: testToolRegistry(temp.dir), logger: new RecordingRuntimeLogger() },
