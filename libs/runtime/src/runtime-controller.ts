@@ -174,13 +174,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
-  /**
-   * `end`: `handed` once its final event is handed to the store, `committed` once that is durable; only
-   * the commit and its wind-down are left then (see slotsTaken)
-   */
+  /** `ending`: its final event is committed, only its wind-down is left: it no longer holds a run slot */
   private readonly active = new Map<
     string,
-    { ctrl: AbortController; done: Promise<void>; end: 'running' | 'handed' | 'committed' }
+    { ctrl: AbortController; done: Promise<void>; ending: boolean }
   >();
   private readonly again = new Set<string>();
   /** running or about to run as a delegation's child */
@@ -773,29 +770,20 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   /**
-   * Tasks holding a slot of the task concurrency. Children run outside it (their parent's step holds
-   * one), and so does a task whose final event is committed: the next one starts while it cancels its
-   * children and lets its lease go. A task whose final event is only handed to the store does no more
-   * work either, and the next one may start while that event commits, but for at most
-   * `concurrency - 1` such tasks at once:
-   * - so one slot runs tasks strictly in turn, each reading what the last one wrote (its memory);
-   * - so a store that stalls holds at most twice the concurrency in tasks, not every queued one.
+   * Tasks running in a slot of the task concurrency: children run outside it, and so does a task
+   * whose final event is committed (the next one starts while it cancels its children and lets its
+   * lease go).
    */
   private slotsTaken(): number {
-    let running = 0;
-    let handed = 0;
-    for (const [id, task] of this.active) {
-      if (this.childTasks.has(id) || task.end === 'committed') continue;
-      if (task.end === 'handed') handed++;
-      else running++;
-    }
-    return running + Math.max(0, handed - (this.deps.concurrency - 1));
+    let n = 0;
+    for (const [id, task] of this.active) if (!task.ending && !this.childTasks.has(id)) n++;
+    return n;
   }
 
-  private ended(taskId: string, stage: 'handed' | 'committed'): void {
+  private ending(taskId: string): void {
     const task = this.active.get(taskId);
-    if (!task || task.end === 'committed') return;
-    task.end = stage;
+    if (!task || task.ending) return;
+    task.ending = true;
     this.pump();
   }
 
@@ -837,10 +825,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       .then(async (lease) => {
         // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
-        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease, {
-          handed: () => this.ended(taskId, 'handed'),
-          committed: () => this.ended(taskId, 'committed'),
-        });
+        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease, () => this.ending(taskId));
         if (run.progress.final && run.inLog) ended = run.progress;
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
         if (run.progress.final) await this.cancelChildren(run.progress);
@@ -859,7 +844,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.idle.emit(taskId, ended);
         this.pump();
       });
-    this.active.set(taskId, { ctrl, done, end: 'running' });
+    this.active.set(taskId, { ctrl, done, ending: false });
   }
 
   private holdBack(): void {

@@ -57,16 +57,6 @@ interface Submitted {
  * for one, and its snapshot is stored after the commit. Under a lease, the
  * first append the store refuses for a lost lease ends the writer too.
  */
-/**
- * Hears a task's final event, once at each stage: `handed` when it is handed to the store (the task does
- * no more work of its own; the store commits in arrival order), `committed` once it is durable and its
- * commit listeners, memory among them, have heard it.
- */
-export interface TaskEndListener {
-  handed(): void;
-  committed(): void;
-}
-
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
   /** handed over, not yet sent to the store, in order */
@@ -80,7 +70,6 @@ export class TaskWriter {
   /** appends streamed events that no other append carried in time (see stream) */
   private streamFlush: NodeJS.Timeout | null = null;
   private closed = false;
-  private finalHanded = false;
 
   private constructor(
     private readonly store: EventStore,
@@ -88,23 +77,26 @@ export class TaskWriter {
     events: readonly RuntimeEvent[],
     private readonly checkpoints: TaskCheckpoints | null,
     private readonly lease: WriterLease | null,
-    private final: TaskEndListener | null,
+    private onFinal: (() => void) | null,
   ) {
     this.current = new TaskFold(taskId, events);
     this.committedSeq = this.current.progress.last_seq;
     this.taskState = foldTaskState(events);
   }
 
-  /** `final` hears the task's final event written through this writer: handed to the store, then committed. */
+  /**
+   * `onFinal` hears once when the final event is committed (its commit listeners, memory among them,
+   * have heard it): the task does no more work of its own.
+   */
   static async open(
     store: EventStore,
     taskId: string,
     checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null,
     lease?: WriterLease | null,
-    final?: TaskEndListener,
+    onFinal?: () => void,
   ): Promise<TaskWriter> {
     const [log] = await Promise.all([store.readWholeStream(taskId), store.readyToPrepare()]);
-    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null, final ?? null);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null, onFinal ?? null);
   }
 
   /** what the loop, its guards and the engine's gates read instead of folding the log */
@@ -252,10 +244,6 @@ export class TaskWriter {
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
     this.cancelStreamFlush();
-    if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
-      this.finalHanded = true;
-      this.final.handed();
-    }
     try {
       const res = await this.store.append(
         this.taskId,
@@ -294,10 +282,10 @@ export class TaskWriter {
       if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.taskState);
       s.settle.resolve(e);
     });
-    if (this.final && isFinalEventType(stored[stored.length - 1]?.type)) {
-      const heard = this.final;
-      this.final = null;
-      heard.committed();
+    if (this.onFinal && isFinalEventType(stored[stored.length - 1]?.type)) {
+      const heard = this.onFinal;
+      this.onFinal = null;
+      heard();
     }
   }
 
