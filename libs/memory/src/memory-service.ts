@@ -28,7 +28,7 @@ import {
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexSource, VectorIndex } from './vector-index';
-import { UnappliedEntry, unappliedWrites } from './unapplied-writes';
+import { HeardWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
 
 /**
  * Memory writes with no task behind them (admin deletes, memory tool inserts)
@@ -157,6 +157,8 @@ export class MemoryService {
   private readonly heard = { first: 0, through: 0, newestMemory: 0 };
   /** the MEMORY_WRITTEN events heard and not applied yet (position order): what nearest() adds to the index */
   private heardWrites: RuntimeEvent[] = [];
+  /** `heardWrites` past `indexedThrough`, folded: every deduplication and heard search reads it */
+  private readonly heardFold = new HeardWritesFold();
   /** the live entries are being refilled from the log: only a pass's end says what they hold */
   private rebuildingFromLog = false;
   /** the position of the last heard write left out of `heardWrites` (full): nearest() applies through it first */
@@ -644,7 +646,7 @@ export class MemoryService {
     // the overlaid entries first; the overlay is then built and searched in one go, on one state of what is applied
     for (let attempt = 0; attempt < 3; attempt++) {
       if (!this.live || !this.heardWritesHoldUnapplied || this.rebuildingFromLog) return null;
-      const unapplied = [...unappliedWrites(this.heardWrites, [], this.indexedThrough).values()];
+      const unapplied = [...this.unappliedHeard().values()];
       const inserts = unapplied.filter((u) => u.insertedBy && !u.deleted && !this.live!.has(u.entry_id));
       // a backlog the pass is better left to apply: overlaid, it would cost every search and every
       // deduplication (nearest) more than the pass costs once (measured: no faster, more main-thread time)
@@ -738,7 +740,7 @@ export class MemoryService {
   ): Promise<NearestEntry | null> {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
-    const unapplied = unappliedWrites(this.heardWrites, taskEvents, this.indexedThrough);
+    const unapplied = foldWrites(this.unappliedHeard(), uncommitted(taskEvents));
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
     let best = await this.nearestStored(vector, kind, deleted);
@@ -757,6 +759,10 @@ export class MemoryService {
         best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };
     });
     return best;
+  }
+
+  private unappliedHeard(): ReadonlyMap<string, UnappliedEntry> {
+    return this.heardFold.of(this.heardWrites, this.indexedThrough);
   }
 
   /** The closest entry applied to the index (or the table), leaving out `deleted`. */

@@ -12,35 +12,76 @@ export interface UnappliedEntry {
 }
 
 /**
- * The MEMORY_WRITTEN events memory has not applied, folded per entry as a
- * sync pass would apply them: first the writes it heard committed after
- * `appliedThrough` (in position order), then those a task's writer handed
- * over and has not committed (position 0, at the end of its folded log; a
- * write it committed was heard at its commit, so it is among the first).
+ * The MEMORY_WRITTEN events memory heard committed after `appliedThrough` (in position order), folded
+ * per entry as a sync pass would apply them. A task's writes its writer handed over and did not commit
+ * yet (`uncommitted`) fold on top of this (`foldWrites`); a write it committed was heard at its commit.
  */
-export function unappliedWrites(
+export const unappliedHeard = (
   heard: readonly RuntimeEvent[],
-  taskEvents: readonly RuntimeEvent[],
   appliedThrough: number,
-): Map<string, UnappliedEntry> {
-  const entries = new Map<string, UnappliedEntry>();
-  let uncommitted = taskEvents.length;
-  while (uncommitted > 0 && taskEvents[uncommitted - 1].position === 0) uncommitted--;
-  const pending = [...heard.filter((e) => e.position > appliedThrough), ...taskEvents.slice(uncommitted)];
-  for (const e of pending) {
+): ReadonlyMap<string, UnappliedEntry> =>
+  foldWrites(
+    new Map(),
+    heard.filter((e) => e.position > appliedThrough),
+  );
+
+/** The end of a task's folded log its writer handed over and has not committed (position 0). */
+export function uncommitted(taskEvents: readonly RuntimeEvent[]): readonly RuntimeEvent[] {
+  let from = taskEvents.length;
+  while (from > 0 && taskEvents[from - 1].position === 0) from--;
+  return taskEvents.slice(from);
+}
+
+/**
+ * `base` with the MEMORY_WRITTEN among `events` folded on: a new map when they change it, else
+ * `base` itself. `base` and its entries are left as they were, so a fold can be kept and built on.
+ */
+export function foldWrites(
+  base: ReadonlyMap<string, UnappliedEntry>,
+  events: readonly RuntimeEvent[],
+): ReadonlyMap<string, UnappliedEntry> {
+  let entries: Map<string, UnappliedEntry> | null = null;
+  for (const e of events) {
     if (e.type !== 'MEMORY_WRITTEN') continue;
+    entries ??= new Map(base);
     const p = e.payload;
-    const entry: UnappliedEntry = entries.get(p.entry_id) ?? {
-      entry_id: p.entry_id,
-      kind: p.kind,
-      text: p.text,
-      weight: p.weight,
-      insertedBy: p.op === 'insert' ? e : null,
-      deleted: false,
-    };
+    const before = entries.get(p.entry_id);
+    const entry: UnappliedEntry = before
+      ? { ...before }
+      : {
+          entry_id: p.entry_id,
+          kind: p.kind,
+          text: p.text,
+          weight: p.weight,
+          insertedBy: p.op === 'insert' ? e : null,
+          deleted: false,
+        };
     if (p.op === 'reinforce' && !entry.deleted) entry.weight = p.weight;
     if (p.op === 'delete') entry.deleted = true;
     entries.set(p.entry_id, entry);
   }
-  return entries;
+  return entries ?? base;
+}
+
+/**
+ * unappliedHeard, kept until the writes it was folded from or the applied position move: every
+ * deduplication reads it, and it changes only when a write is heard or a pass applies some. The
+ * list of heard writes is only appended to while it is the same array (replaced when trimmed).
+ */
+export class HeardWritesFold {
+  private kept: {
+    heard: readonly RuntimeEvent[];
+    length: number;
+    appliedThrough: number;
+    entries: ReadonlyMap<string, UnappliedEntry>;
+  } | null = null;
+
+  of(heard: readonly RuntimeEvent[], appliedThrough: number): ReadonlyMap<string, UnappliedEntry> {
+    const kept = this.kept;
+    if (kept?.heard === heard && kept.length === heard.length && kept.appliedThrough === appliedThrough)
+      return kept.entries;
+    const entries = unappliedHeard(heard, appliedThrough);
+    this.kept = { heard, length: heard.length, appliedThrough, entries };
+    return entries;
+  }
 }
