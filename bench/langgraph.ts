@@ -162,6 +162,8 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
           events: storage.eventStore,
           embedder: new HashingEmbedder(EMBEDDING_DIM),
           indexPath: join(dir, 'memory.hnsw'),
+          // as the server opens it (apps/controller memory options): index builds run in a worker
+          rebuildInBackground: true,
         })
       : null;
     const tools = new InMemoryToolRegistry().add(DIGEST, async (args) => digestTool(String(args.text)));

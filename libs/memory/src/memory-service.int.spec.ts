@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryKind, NewEvent, RuntimeEvent } from '@runledger/contracts';
@@ -7,6 +7,7 @@ import { migrateToLatest } from '@runledger/migrations';
 import { Embedder, HashingEmbedder } from './embedder';
 import { MemoryDatabase, MemoryStore } from './memory-store';
 import { MEMORY_SYSTEM_STREAM, MemoryService, MemoryServiceOptions } from './memory-service';
+import { FLAT_UP_TO, VectorIndex } from './vector-index';
 import { HeuristicCritic, ModelCritic } from '@runledger/critic';
 import { createCriticMemoryHook } from './memory-hook';
 import { ToolOutcomeEvent } from './memory-write-policy';
@@ -354,6 +355,56 @@ describe('MemoryService on SQLite + HNSW file', () => {
       expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
       expect(await topIds(reopened, 'written while the index was rebuilt', 1)).toEqual([written.id]);
       await reopened.close();
+    });
+
+    it('an index outgrowing its flat layout gets its graph from a worker, not the event loop; exact scans meanwhile', async () => {
+      const sut = await openService(env, { rebuildInBackground: true });
+      const onThisThread = jest.spyOn(VectorIndex.prototype as never, 'buildGraph' as never);
+      try {
+        await seed(sut, FLAT_UP_TO);
+        expect(sut.indexStatus.index).toBe('ready');
+        const outgrowing = (
+          await sut.insert({
+            text: 'the entry whose add outgrew the flat list',
+            kind: 'fact',
+            source: 'user',
+            weight: 1,
+            reason: 't',
+          })
+        ).id;
+        expect(sut.indexStatus).toEqual({
+          index: 'rebuilding',
+          rebuilt_because: expect.stringContaining('outgrew the flat layout'),
+        });
+        const exact = await Promise.all(queries.map((q) => topIds(sut, q)));
+        const written = await sut.insert({
+          text: 'written while the graph was built',
+          kind: 'fact',
+          source: 'user',
+          weight: 1,
+          reason: 't',
+        });
+        expect(await topIds(sut, 'written while the graph was built', 1)).toEqual([written.id]);
+
+        await sut.indexReady();
+        expect(sut.indexStatus.index).toBe('ready');
+        expect(onThisThread).not.toHaveBeenCalled();
+        expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(exact);
+        // both in the graph: the entry whose add set the build off, and one written during it
+        for (const id of [outgrowing, written.id]) {
+          const entry = (await sut.get(id))!;
+          expect(await sut.nearest(await sut.embed(entry.text), entry.kind)).toMatchObject({ entry_id: id });
+        }
+        await sut.close();
+        const meta = JSON.parse(readFileSync(`${env.indexPath}.meta.json`, 'utf8')) as { layout: string };
+        expect(meta.layout).toBe('hnsw');
+        const reopened = await openService(env, { rebuildInBackground: true });
+        expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
+        expect(await topIds(reopened, 'written while the graph was built', 1)).toEqual([written.id]);
+        await reopened.close();
+      } finally {
+        onThisThread.mockRestore();
+      }
     });
 
     it('closing during the rebuild stops the worker and leaves no file; the next open rebuilds again', async () => {

@@ -505,7 +505,7 @@ export class MemoryService {
       const row = this.rowOf(e, vector);
       const label = await this.o.store.insertIfAbsent(row);
       if (label !== null) {
-        this.index?.add(label, vector);
+        this.addToIndex(label, vector);
         this.keepLive(toEntry({ ...row, label }), vector);
         return;
       }
@@ -560,8 +560,25 @@ export class MemoryService {
     if (!toIndex && !toLive) return;
     const vector = await this.o.store.vector(entry.id);
     if (!vector) return;
-    if (toIndex) this.index?.add(entry.label, vector, entry.deleted);
+    if (toIndex) this.addToIndex(entry.label, vector, entry.deleted);
     if (toLive) this.keepLive(entry, vector);
+  }
+
+  /**
+   * Adds to the index, but for the add that would turn its flat list into hnswlib's graph (15-35 ms
+   * of inserts on the event loop): with an index file and background rebuilds, a worker builds the
+   * graph from the table instead (whose rows this add's entry is among), while nearest() and searches
+   * scan the live entries exactly.
+   */
+  private addToIndex(label: number, vector: Float32Array, deleted = false): void {
+    const index = this.index;
+    if (!index) return;
+    if (index.outgrowsFlatWith(label) && this.o.indexPath && this.o.rebuildInBackground) {
+      this.index = null;
+      this.rebuildInWorker(`outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`);
+      return;
+    }
+    index.add(label, vector, deleted);
   }
 
   private scheduleSave(): void {

@@ -367,6 +367,11 @@ export class VectorIndex {
     if (deleted) this.remove(label);
   }
 
+  /** Whether adding `label` would turn the flat list into hnswlib's graph (see FLAT_UP_TO). */
+  outgrowsFlatWith(label: number): boolean {
+    return this.flat !== null && this.flat.count >= this.flatUpTo && !this.has(label);
+  }
+
   /** Whether `label` was added (live or deleted): another instance's entry may already be here. */
   has(label: number): boolean {
     if (this.deleted.has(label)) return true;
