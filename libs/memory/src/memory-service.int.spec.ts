@@ -362,7 +362,8 @@ describe('MemoryService on SQLite + HNSW file', () => {
       const onThisThread = jest.spyOn(VectorIndex.prototype as never, 'buildGraph' as never);
       try {
         await seed(sut, FLAT_UP_TO);
-        expect(sut.indexStatus.index).toBe('ready');
+        const before = sut.indexStatus;
+        expect(before.index).toBe('ready');
         const outgrowing = (
           await sut.insert({
             text: 'the entry whose add outgrew the flat list',
@@ -387,7 +388,8 @@ describe('MemoryService on SQLite + HNSW file', () => {
         expect(await topIds(sut, 'written while the graph was built', 1)).toEqual([written.id]);
 
         await sut.indexReady();
-        expect(sut.indexStatus.index).toBe('ready');
+        // once built, /health says what it said before: the file was not rebuilt for being unusable
+        expect(sut.indexStatus).toEqual(before);
         expect(onThisThread).not.toHaveBeenCalled();
         expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(exact);
         // both in the graph: the entry whose add set the build off, and one written during it
@@ -404,6 +406,35 @@ describe('MemoryService on SQLite + HNSW file', () => {
         await reopened.close();
       } finally {
         onThisThread.mockRestore();
+      }
+    });
+
+    it('a rebuild from the log that outgrows the flat layout leaves the graph the worker built, not its flat list', async () => {
+      const sut = await openService(env, { rebuildInBackground: true });
+      await seed(sut, FLAT_UP_TO + 20);
+      await sut.indexReady();
+      const onThisThread = jest.spyOn(VectorIndex.prototype as never, 'buildGraph' as never);
+      const savedLayouts: string[] = [];
+      const save = VectorIndex.prototype.saveIfDirty;
+      const saves = jest.spyOn(VectorIndex.prototype, 'saveIfDirty').mockImplementation(function (
+        this: VectorIndex,
+      ) {
+        savedLayouts.push(this.layout);
+        return save.call(this);
+      });
+      try {
+        await sut.rebuildFromLog();
+        await sut.indexReady();
+        expect(onThisThread).not.toHaveBeenCalled();
+        // the flat list the rebuild outgrew is not saved over the file the worker writes
+        expect(savedLayouts).not.toContain('flat');
+        const meta = JSON.parse(readFileSync(`${env.indexPath}.meta.json`, 'utf8')) as { layout: string };
+        expect(meta.layout).toBe('hnsw');
+        expect(sut.indexStatus.index).toBe('ready');
+      } finally {
+        onThisThread.mockRestore();
+        saves.mockRestore();
+        await sut.close();
       }
     });
 

@@ -200,7 +200,7 @@ export class MemoryService {
       indexedThrough,
       await MemoryService.loadLive(o),
     );
-    if (stale !== null) svc.rebuildInWorker(stale);
+    if (stale !== null) svc.rebuildInWorker(stale, { reportedOnceReady: true });
     await svc.sync();
     return svc;
   }
@@ -285,11 +285,12 @@ export class MemoryService {
    * what was written or deleted meanwhile (the table is the truth, and labels only grow). A
    * failed worker falls back to rebuilding here, on the event loop, as open would have.
    */
-  private rebuildInWorker(reason: string): void {
+  private rebuildInWorker(reason: string, { reportedOnceReady }: { reportedOnceReady: boolean }): void {
     const path = this.o.indexPath!;
     const source = MemoryService.indexSource(this.o);
     const params = this.o.hnsw ?? DEFAULT_HNSW;
     const { model, dim } = this.o.embedder;
+    const reportedBefore = this.indexRebuiltBecause;
     this.rebuildReason = reason;
     const job = rebuildIndexInWorker({ path, model, dim, params }, source);
     const ready = job.done
@@ -307,8 +308,16 @@ export class MemoryService {
           .catch(() => 0)
           .then(async () => {
             if (this.rebuild?.job !== job) return 0;
-            this.index = await VectorIndex.open(path, model, dim, source, params);
-            this.rebuild = null;
+            try {
+              this.index = await VectorIndex.open(path, model, dim, source, params);
+              if (!reportedOnceReady) this.rebuildReason = reportedBefore;
+            } catch (err) {
+              // no index then, and searches keep scanning exactly; the next add starts another build
+              (this.o.log ?? defaultLog)('memory index could not be loaded after its rebuild', err);
+              throw err;
+            } finally {
+              this.rebuild = null;
+            }
             return 0;
           });
         return this.syncing;
@@ -572,10 +581,18 @@ export class MemoryService {
    */
   private addToIndex(label: number, vector: Float32Array, deleted = false): void {
     const index = this.index;
-    if (!index) return;
+    if (!index) {
+      // a build whose index could not be loaded left none: the table has this entry, so a new build does
+      if (!this.rebuild && this.o.indexPath && this.o.rebuildInBackground && !this.rebuildingFromLog)
+        this.rebuildInWorker('its last rebuild could not be loaded', { reportedOnceReady: true });
+      return;
+    }
     if (index.outgrowsFlatWith(label) && this.o.indexPath && this.o.rebuildInBackground) {
+      // reported while it runs (/health), not afterwards: the file was not rebuilt for being unusable
+      this.rebuildInWorker(`outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`, {
+        reportedOnceReady: false,
+      });
       this.index = null;
-      this.rebuildInWorker(`outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`);
       return;
     }
     index.add(label, vector, deleted);
@@ -946,7 +963,8 @@ export class MemoryService {
     this.waitingPass = null;
     const { applied, index } = await rebuild;
     await this.positionSaved;
-    index.saveIfDirty();
+    // an index that outgrew its flat layout meanwhile is being built in a worker, into the same file
+    if (index === this.index) index.saveIfDirty();
     return applied;
   }
 
