@@ -53,6 +53,10 @@ const openService = (
     ...over,
   });
 
+/** The layout the index file at `path` was saved in, from its meta. */
+const savedLayout = (path: string): string =>
+  (JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')) as { layout: string }).layout;
+
 async function seed(sut: MemoryService, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
@@ -398,8 +402,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
           expect(await sut.nearest(await sut.embed(entry.text), entry.kind)).toMatchObject({ entry_id: id });
         }
         await sut.close();
-        const meta = JSON.parse(readFileSync(`${env.indexPath}.meta.json`, 'utf8')) as { layout: string };
-        expect(meta.layout).toBe('hnsw');
+        expect(savedLayout(env.indexPath)).toBe('hnsw');
         const reopened = await openService(env, { rebuildInBackground: true });
         expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
         expect(await topIds(reopened, 'written while the graph was built', 1)).toEqual([written.id]);
@@ -428,8 +431,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
         expect(onThisThread).not.toHaveBeenCalled();
         // the flat list the rebuild outgrew is not saved over the file the worker writes
         expect(savedLayouts).not.toContain('flat');
-        const meta = JSON.parse(readFileSync(`${env.indexPath}.meta.json`, 'utf8')) as { layout: string };
-        expect(meta.layout).toBe('hnsw');
+        expect(savedLayout(env.indexPath)).toBe('hnsw');
         expect(sut.indexStatus.index).toBe('ready');
       } finally {
         onThisThread.mockRestore();

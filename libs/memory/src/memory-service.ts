@@ -30,6 +30,10 @@ import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexSource, VectorIndex } from './vector-index';
 import { HeardWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
 
+/** An index file whose builds (a rebuild, the flat list's graph) run in a worker thread. */
+const buildsIndexInWorker = (o: MemoryServiceOptions): o is MemoryServiceOptions & { indexPath: string } =>
+  Boolean(o.indexPath && o.rebuildInBackground);
+
 /**
  * Memory writes with no task behind them (admin deletes, memory tool inserts)
  * go to this stream. It never holds TASK_RECEIVED, so it is not a task.
@@ -183,7 +187,7 @@ export class MemoryService {
     await MemoryService.reembedStale(o.store, o.embedder);
     // an empty table has nothing to rebuild: open writes its empty index at once
     const stale =
-      o.indexPath && o.rebuildInBackground && (await o.store.stats()).rows > 0
+      buildsIndexInWorker(o) && (await o.store.stats()).rows > 0
         ? await VectorIndex.unusableBecause(
             o.indexPath,
             o.embedder.model,
@@ -583,11 +587,11 @@ export class MemoryService {
     const index = this.index;
     if (!index) {
       // a build whose index could not be loaded left none: the table has this entry, so a new build does
-      if (!this.rebuild && this.o.indexPath && this.o.rebuildInBackground && !this.rebuildingFromLog)
+      if (!this.rebuild && buildsIndexInWorker(this.o) && !this.rebuildingFromLog)
         this.rebuildInWorker('its last rebuild could not be loaded', { reportedOnceReady: true });
       return;
     }
-    if (index.outgrowsFlatWith(label) && this.o.indexPath && this.o.rebuildInBackground) {
+    if (index.outgrowsFlatWith(label) && buildsIndexInWorker(this.o)) {
       // reported while it runs (/health), not afterwards: the file was not rebuilt for being unusable
       this.rebuildInWorker(`outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`, {
         reportedOnceReady: false,

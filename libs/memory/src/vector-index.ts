@@ -350,7 +350,7 @@ export class VectorIndex {
       if (deleted) this.remove(label);
       return;
     }
-    if (this.flat && this.flat.count >= this.flatUpTo) this.buildGraph();
+    if (this.outgrowsFlatWith(label)) this.buildGraph();
     if (this.flat) {
       this.count++;
       this.flat.add(label, vector);
