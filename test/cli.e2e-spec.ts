@@ -46,8 +46,6 @@ async function readTask(dbPath: string): Promise<RuntimeEvent[]> {
   }
 }
 
-jest.setTimeout(30_000);
-
 describe('runledger CLI (real child process, no model configured)', () => {
   let dir: string;
   let env: Record<string, string>;

@@ -204,7 +204,7 @@ describe('dashboard overview: task list, approvals inbox, charts (e2e, headless 
     await page.waitForSelector('#t-timeline .tool-output pre.stdout');
     expect(await page.textContent('#t-timeline .tool-output pre.stdout')).toContain('printed-by-the-tool');
     expect(await page.textContent('#t-timeline .tool-output .exit-code')).toBe('exit code 0');
-  }, 30_000);
+  });
 
   it('draws the charts from several tasks: tasks per hour by stop reason, tokens and cost per model, p50/p95', async () => {
     await page.goto(`${sut.url}/admin#/charts`);
@@ -242,5 +242,5 @@ describe('dashboard overview: task list, approvals inbox, charts (e2e, headless 
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charts.png'), fullPage: true });
-  }, 30_000);
+  });
 });

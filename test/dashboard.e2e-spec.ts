@@ -199,7 +199,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(edges).toBeGreaterThan(0);
     expect(await page.$$eval('svg.dag line', (ls) => ls.length)).toBe(edges);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-plan-dag.png'), fullPage: true });
-  }, 30_000);
+  });
 
   it('"fork from here" on a timeline event starts a fork from that event and opens it', async () => {
     const source = (await sut.request('POST', '/tasks', { body: { input: 'run echo fork-me' } })).body
@@ -236,7 +236,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.click('#t-forked a');
     await page.waitForFunction((id) => document.querySelector('#t-id')?.textContent === id, source);
     expect(consoleErrors).toEqual([]);
-  }, 30_000);
+  });
 
   it('subscribes the live log once when the page is ready before the socket is authenticated', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -289,7 +289,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     expect(subscribes().map((m) => [m.type, m.subscription_id])).toEqual([['subscribe_all', 'log']]);
     expect(await page.isHidden('#flash')).toBe(true);
     expect(consoleErrors).toEqual([]);
-  }, 30_000);
+  });
 
   it('opens the API docs (Swagger UI, no token needed) from the dashboard without asking for anything', async () => {
     const context = await browser.newContext();
@@ -314,7 +314,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     } finally {
       await context.close();
     }
-  }, 30_000);
+  });
 
   it('rejects a wrong token at the sign-in form', async () => {
     const page = await browser.newPage();
@@ -324,5 +324,5 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await page.waitForFunction(() => (document.querySelector('#login-error')?.textContent ?? '').length > 0);
     expect(await page.isHidden('#app')).toBe(true);
     expect(await page.evaluate(() => sessionStorage.getItem('runledger.token'))).toBeNull();
-  }, 30_000);
+  });
 });

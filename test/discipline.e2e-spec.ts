@@ -9,7 +9,6 @@ import { ApiHarness, bootApi, waitForTask } from './api-harness';
  * and --accept, and POST /tasks + GET /tasks/:id. Both show the stop reason,
  * rounds, tool calls, tokens and cost.
  */
-jest.setTimeout(30_000);
 
 const tool = (name: string, args: Record<string, unknown>) =>
   JSON.stringify({ type: 'tool', tool: name, args });

@@ -22,7 +22,6 @@ import { loadConfig } from '../apps/controller/src/config';
  * the secondary serves (its key read from the variable the config names), and
  * the replay of that run with both servers gone.
  */
-jest.setTimeout(30_000);
 
 const SECONDARY_KEY = 'sk-secondary-e2e-7f3a';
 

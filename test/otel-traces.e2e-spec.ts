@@ -16,7 +16,6 @@ import { ServerProcess } from './permissions-server';
  * import, which jest's module sandbox refuses, so sending is tested out of it); with no endpoint
  * configured nothing is created or exported.
  */
-jest.setTimeout(30_000);
 
 interface OtlpValue {
   stringValue?: string;

@@ -14,8 +14,6 @@ const sh = (id: string, command: string, depends_on: string[] = []) => ({
 });
 const json = (v: unknown) => JSON.stringify(v);
 
-jest.setTimeout(30_000);
-
 const LEASE_TTL_MS = 800;
 
 describe('a task killed mid-run (SIGKILL) resumes from its log', () => {

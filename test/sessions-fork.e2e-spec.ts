@@ -7,7 +7,6 @@ import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harn
  * Sessions as conversations and fork over the API, against a local OpenAI-compatible server:
  * what the model was sent is what these tests look at.
  */
-jest.setTimeout(30_000);
 
 type Wire = { role: string; content?: string | null };
 

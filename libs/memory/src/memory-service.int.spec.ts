@@ -323,8 +323,6 @@ describe('MemoryService on SQLite + HNSW file', () => {
   );
 
   describe('rebuilding in a worker thread (rebuildInBackground)', () => {
-    // seeding writes an event per entry, and the worker compiles its TypeScript entry on start
-    jest.setTimeout(30_000);
     const queries = ['which tool compiles typescript', 'nearest vectors search', 'where are events stored'];
 
     it('scans exactly while a missing index is rebuilt, then loads the rebuilt file with what was written meanwhile', async () => {
