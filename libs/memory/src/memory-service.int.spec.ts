@@ -438,6 +438,89 @@ describe('MemoryService on SQLite + HNSW file', () => {
       }
     });
 
+    it('a flat file the table outgrew (closed during its conversion) gets its graph from a worker at the next open', async () => {
+      const first = await openService(env);
+      await seed(first, FLAT_UP_TO);
+      await first.close();
+      expect(savedLayout(env.indexPath)).toBe('flat');
+      // entries the file never saw, as when a close stopped the worker building their graph
+      const tableOnly = await openService(env, { indexPath: undefined });
+      await seed(tableOnly, 10);
+      const unseen = await tableOnly.insert({
+        text: 'an entry only the table holds',
+        kind: 'fact',
+        source: 'user',
+        weight: 1,
+        reason: 't',
+      });
+      await tableOnly.close();
+
+      const onThisThread = jest.spyOn(VectorIndex.prototype as never, 'buildGraph' as never);
+      try {
+        const sut = await openService(env, { rebuildInBackground: true });
+        expect(sut.indexStatus).toEqual({
+          index: 'rebuilding',
+          rebuilt_because: expect.stringContaining('outgrew the flat layout'),
+        });
+        const exact = await Promise.all(queries.map((q) => topIds(sut, q)));
+        await sut.indexReady();
+        expect(sut.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
+        expect(onThisThread).not.toHaveBeenCalled();
+        expect(await Promise.all(queries.map((q) => topIds(sut, q)))).toEqual(exact);
+        expect(await sut.nearest(await sut.embed(unseen.text), unseen.kind)).toMatchObject({
+          entry_id: unseen.id,
+        });
+        await sut.close();
+        expect(savedLayout(env.indexPath)).toBe('hnsw');
+      } finally {
+        onThisThread.mockRestore();
+      }
+    });
+
+    it('a close that meets the rebuilt index being loaded waits for it, so nothing is loaded after close', async () => {
+      const first = await openService(env);
+      await seed(first, 50);
+      await first.close();
+      rmSync(env.indexPath);
+
+      const load = VectorIndex.open.bind(VectorIndex);
+      let entered!: () => void;
+      const loading = new Promise<void>((r) => (entered = r));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let loaded = false;
+      const opens = jest.spyOn(VectorIndex, 'open').mockImplementation(async (...args) => {
+        entered();
+        await gate;
+        const index = await load(...args);
+        loaded = true;
+        return index;
+      });
+      try {
+        const sut = await openService(env, { rebuildInBackground: true });
+        // the close waits for the last pass's position write while the worker finishes and its swap begins
+        let savePosition!: () => void;
+        (sut as unknown as { positionSaved: Promise<void> }).positionSaved = new Promise<void>(
+          (r) => (savePosition = r),
+        );
+        let closed = false;
+        const closing = sut.close().then(() => (closed = true));
+        await loading;
+        savePosition();
+        await new Promise((r) => setTimeout(r, 100));
+        expect(closed).toBe(false);
+        release();
+        await closing;
+        expect(loaded).toBe(true);
+      } finally {
+        release();
+        opens.mockRestore();
+      }
+      const reopened = await openService(env, { rebuildInBackground: true });
+      expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });
+      await reopened.close();
+    });
+
     it('closing during the rebuild stops the worker and leaves no file; the next open rebuilds again', async () => {
       const first = await openService(env);
       await seed(first, 50);

@@ -31,6 +31,9 @@ import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexSource, VectorIndex } from '
 import { HeardWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
 
 /** An index file whose builds (a rebuild, the flat list's graph) run in a worker thread. */
+/** /health's word while a worker builds the graph of a flat list that outgrew its layout */
+const OUTGREW_FLAT = `outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`;
+
 const buildsIndexInWorker = (o: MemoryServiceOptions): o is MemoryServiceOptions & { indexPath: string } =>
   Boolean(o.indexPath && o.rebuildInBackground);
 
@@ -185,26 +188,28 @@ export class MemoryService {
 
   static async open(o: MemoryServiceOptions): Promise<MemoryService> {
     await MemoryService.reembedStale(o.store, o.embedder);
+    const source = MemoryService.indexSource(o);
     // an empty table has nothing to rebuild: open writes its empty index at once
-    const stale =
-      buildsIndexInWorker(o) && (await o.store.stats()).rows > 0
-        ? await VectorIndex.unusableBecause(
-            o.indexPath,
-            o.embedder.model,
-            o.embedder.dim,
-            MemoryService.indexSource(o),
-          )
-        : null;
+    const builtInWorker = buildsIndexInWorker(o) && (await o.store.stats()).rows > 0 ? o.indexPath : null;
+    const unusable = builtInWorker
+      ? await VectorIndex.unusableBecause(builtInWorker, o.embedder.model, o.embedder.dim, source)
+      : null;
+    // a flat file the table outgrew (a close during its conversion) gets its graph from the worker too
+    const outgrown =
+      builtInWorker !== null &&
+      unusable === null &&
+      (await VectorIndex.flatFileOutgrownBy(builtInWorker, source));
     // read before the index is built from the table: the table holds every entry up to it,
     // and whatever another instance applies meanwhile is applied again here (idempotent)
     const indexedThrough = await o.store.checkpoint();
     const svc = new MemoryService(
       o,
-      stale === null ? await MemoryService.openIndex(o) : null,
+      unusable === null && !outgrown ? await MemoryService.openIndex(o) : null,
       indexedThrough,
       await MemoryService.loadLive(o),
     );
-    if (stale !== null) svc.rebuildInWorker(stale, { reportedOnceReady: true });
+    if (unusable !== null) svc.rebuildInWorker(unusable, { reportedOnceReady: true });
+    else if (outgrown) svc.rebuildInWorker(OUTGREW_FLAT, { reportedOnceReady: false });
     await svc.sync();
     return svc;
   }
@@ -593,9 +598,7 @@ export class MemoryService {
     }
     if (index.outgrowsFlatWith(label) && buildsIndexInWorker(this.o)) {
       // reported while it runs (/health), not afterwards: the file was not rebuilt for being unusable
-      this.rebuildInWorker(`outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`, {
-        reportedOnceReady: false,
-      });
+      this.rebuildInWorker(OUTGREW_FLAT, { reportedOnceReady: false });
       this.index = null;
       return;
     }
@@ -1010,6 +1013,8 @@ export class MemoryService {
     await this.syncing.catch(() => 0);
     await this.positionSaved;
     await this.cancelRebuild();
+    // a swap already past its check finishes first, so no index is loaded after close and its catch-up is saved
+    await this.syncing.catch(() => 0);
     this.flush();
   }
 }

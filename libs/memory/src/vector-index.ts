@@ -311,6 +311,17 @@ export class VectorIndex {
     return null;
   }
 
+  /**
+   * Whether catching a usable flat file up with the table would turn it into the graph, which
+   * `open` does on the thread that calls it. Labels are handed out in increasing order, so the
+   * table holds at most its max label less the file's labels the file has not seen.
+   */
+  static async flatFileOutgrownBy(path: string, source: IndexSource): Promise<boolean> {
+    const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
+    if (meta.layout !== 'flat') return false;
+    return meta.count + ((await source.maxLabel()) - meta.max_label) > FLAT_UP_TO;
+  }
+
   private static async rebuild(
     path: string,
     model: string,
