@@ -20,7 +20,6 @@ import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { HealthController } from './health/health.controller';
 import { HealthProbe, PostgresHealthProbe, SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
-import { LoggingModule } from './logging/logging.module';
 import { McpController } from './mcp/mcp.controller';
 import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
@@ -45,7 +44,6 @@ export class AppModule {
           throttlers: [{ ttl: 60_000, limit: Math.max(limit, 1) }],
           skipIf: () => limit === 0,
         }),
-        LoggingModule.forRoot(deps.log),
         CompositionModule.forRoot(deps),
         HttpPipelineModule,
         MemoryHttpModule,

@@ -3,7 +3,6 @@ import { Server } from 'node:http';
 import { DynamicModule, NestApplicationOptions } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger as NestLogger } from 'nestjs-pino';
 import { DestinationStream, Logger } from 'pino';
 import { RuntimeController } from '@runledger/runtime';
 import { AppModule } from './app.module';
@@ -12,6 +11,7 @@ import { AppConfig, dataDirOf } from './config';
 import { mountApiDocs } from './docs/api-docs';
 import { answerClientError } from './errors/client-error';
 import { createLogger } from './logging/logger';
+import { NestLogLines } from './logging/nest-log-lines';
 import { EventsWsAdapter } from './ws/events-ws.adapter';
 
 /** Makes the Nest application of the root module; tests hand one over that overrides providers (Test.createTestingModule). */
@@ -72,7 +72,7 @@ export async function startApp(config: AppConfig, options: StartOptions = {}): P
       abortOnError: false,
     },
   );
-  app.useLogger(app.get(NestLogger));
+  app.useLogger(new NestLogLines(log));
   app.disable('x-powered-by');
   app.useWebSocketAdapter(new EventsWsAdapter(app, log));
   mountApiDocs(app);
