@@ -108,7 +108,9 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
         .map((l) => JSON.parse(l))
         .filter((l) => l.msg === 'request' && l.route === '/tasks/:task_id/stream' && l.task_id === taskId);
     for (let i = 0; i < 200 && logged().length === 0; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(logged()).toEqual([expect.objectContaining({ method: 'GET', status: 200, task_id: taskId })]);
+    expect(logged()).toEqual([
+      expect.objectContaining({ method: 'GET', status: 200, task_id: taskId, aborted: true }),
+    ]);
     await sut.request('POST', `/tasks/${taskId}/cancel`);
   }, 15_000);
 

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import pino from 'pino';
 import { NestLogLines } from './nest-log-lines';
 
@@ -58,6 +59,31 @@ describe('NestLogLines', () => {
         err: { type: 'Error', message: 'boom', stack },
         msg: 'boom',
       },
+    ]);
+  });
+
+  it('keeps an undefined argument in its place', () => {
+    const { sut, lines } = capture();
+    sut.log('a %s %s', undefined, 'b', 'Scope');
+    expect(lines).toEqual([{ level: 30, context: 'Scope', msg: 'a undefined b' }]);
+  });
+
+  it("takes Nest's Logger calls as Nest makes them (its ExceptionsHandler passes the error, nothing, then the context)", () => {
+    const { sut, lines } = capture();
+    Logger.overrideLogger(sut);
+    try {
+      new Logger('ExceptionsHandler').error(new Error('boom'));
+      new Logger('RoutesResolver').log('TasksController {/tasks}');
+    } finally {
+      Logger.overrideLogger(false);
+    }
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 50,
+        context: 'ExceptionsHandler',
+        err: expect.objectContaining({ message: 'boom' }),
+      }),
+      { level: 30, context: 'RoutesResolver', msg: 'TasksController {/tasks}' },
     ]);
   });
 

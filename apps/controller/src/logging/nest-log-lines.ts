@@ -45,7 +45,13 @@ export class NestLogLines implements LoggerService {
       const err = new Error(String(message));
       err.stack = text;
       this.lines.error({ ...fields, err });
-    } else this.lines[level](fields, String(message), ...(text === undefined ? [] : [text]), ...args);
+    } else
+      this.lines[level](
+        fields,
+        String(message),
+        ...(text === undefined && args.length === 0 ? [] : [text]),
+        ...args,
+      );
   }
 }
 
