@@ -20,7 +20,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
       return;
     }
     const { status, body, fault } = toErrorResponse(exception);
-    if (fault) this.log.error({ err: exception }, 'unhandled error');
+    // the request's correlation id (RequestLogMiddleware set it on the response) ties this line to its request line
+    if (fault)
+      this.log.error(
+        { err: exception, correlation_id: res.getHeader('X-Correlation-Id') ?? null },
+        'unhandled error',
+      );
     if (res.headersSent) {
       // a stream (SSE) already started: the status can no longer change
       res.end();
