@@ -477,44 +477,31 @@ describe('MemoryService on SQLite + HNSW file', () => {
       }
     });
 
-    it('a close that meets the rebuilt index being loaded waits for it, so nothing is loaded after close', async () => {
+    it('a rebuild that finishes while the service closes is not loaded after close; its file serves the next open', async () => {
       const first = await openService(env);
       await seed(first, 50);
       await first.close();
       rmSync(env.indexPath);
 
-      const load = VectorIndex.open.bind(VectorIndex);
-      let entered!: () => void;
-      const loading = new Promise<void>((r) => (entered = r));
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let loaded = false;
-      const opens = jest.spyOn(VectorIndex, 'open').mockImplementation(async (...args) => {
-        entered();
-        await gate;
-        const index = await load(...args);
-        loaded = true;
-        return index;
-      });
+      const sut = await openService(env, { rebuildInBackground: true });
+      const internals = sut as unknown as {
+        positionSaved: Promise<void>;
+        rebuild: { job: { done: Promise<unknown> } } | null;
+      };
+      const built = internals.rebuild!.job.done;
+      const loads = jest.spyOn(VectorIndex, 'open');
       try {
-        const sut = await openService(env, { rebuildInBackground: true });
-        // the close waits for the last pass's position write while the worker finishes and its swap begins
+        // the close waits for the last pass's position write while the worker finishes
         let savePosition!: () => void;
-        (sut as unknown as { positionSaved: Promise<void> }).positionSaved = new Promise<void>(
-          (r) => (savePosition = r),
-        );
-        let closed = false;
-        const closing = sut.close().then(() => (closed = true));
-        await loading;
+        internals.positionSaved = new Promise<void>((r) => (savePosition = r));
+        const closing = sut.close();
+        await built;
+        await new Promise((r) => setTimeout(r, 20));
         savePosition();
-        await new Promise((r) => setTimeout(r, 100));
-        expect(closed).toBe(false);
-        release();
         await closing;
-        expect(loaded).toBe(true);
+        expect(loads).not.toHaveBeenCalled();
       } finally {
-        release();
-        opens.mockRestore();
+        loads.mockRestore();
       }
       const reopened = await openService(env, { rebuildInBackground: true });
       expect(reopened.indexStatus).toEqual({ index: 'ready', rebuilt_because: null });

@@ -168,6 +168,8 @@ export class MemoryService {
   private readonly heardFold = new HeardWritesFold();
   /** the live entries are being refilled from the log: only a pass's end says what they hold */
   private rebuildingFromLog = false;
+  /** set by close: no index build starts and no built index is loaded from then on */
+  private closing = false;
   /** the position of the last heard write left out of `heardWrites` (full): nearest() applies through it first */
   private overlayDroppedThrough = 0;
   /** the last pass's write of the projection position, which no pass waits for */
@@ -295,6 +297,7 @@ export class MemoryService {
    * failed worker falls back to rebuilding here, on the event loop, as open would have.
    */
   private rebuildInWorker(reason: string, { reportedOnceReady }: { reportedOnceReady: boolean }): void {
+    if (this.closing) return;
     const path = this.o.indexPath!;
     const source = MemoryService.indexSource(this.o);
     const params = this.o.hnsw ?? DEFAULT_HNSW;
@@ -316,7 +319,7 @@ export class MemoryService {
         this.syncing = this.syncing
           .catch(() => 0)
           .then(async () => {
-            if (this.rebuild?.job !== job) return 0;
+            if (this.rebuild?.job !== job || this.closing) return 0;
             try {
               this.index = await VectorIndex.open(path, model, dim, source, params);
               if (!reportedOnceReady) this.rebuildReason = reportedBefore;
@@ -1007,14 +1010,17 @@ export class MemoryService {
     this.index?.saveIfDirty();
   }
 
-  /** An unfinished rebuild is stopped, not awaited: the next open starts it again. */
+  /**
+   * An unfinished rebuild is stopped, not awaited: the next open starts it again. A swap already
+   * loading a built index is part of `syncing`, which close awaits; one that comes later sees
+   * `closing` and loads nothing.
+   */
   async close(): Promise<void> {
+    this.closing = true;
     this.stopListening();
     await this.syncing.catch(() => 0);
     await this.positionSaved;
     await this.cancelRebuild();
-    // a swap already past its check finishes first, so no index is loaded after close and its catch-up is saved
-    await this.syncing.catch(() => 0);
     this.flush();
   }
 }

@@ -317,7 +317,13 @@ export class VectorIndex {
    * table holds at most its max label less the file's labels the file has not seen.
    */
   static async flatFileOutgrownBy(path: string, source: IndexSource): Promise<boolean> {
-    const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
+    let meta: IndexMeta;
+    try {
+      meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
+    } catch {
+      // gone or replaced since it was found usable: the open that follows judges it again
+      return false;
+    }
     if (meta.layout !== 'flat') return false;
     return meta.count + ((await source.maxLabel()) - meta.max_label) > FLAT_UP_TO;
   }
