@@ -64,6 +64,16 @@ export interface RawEvent {
   json: string;
 }
 
+/** What a reader that follows which events there are needs of one: no payload (no parse, no copy). */
+export type EventHead = Pick<RuntimeEvent, 'position' | 'sequence' | 'task_id' | 'type'>;
+
+const headOf = ({ position, sequence, task_id, type }: RuntimeEvent): EventHead => ({
+  position,
+  sequence,
+  task_id,
+  type,
+});
+
 /** An event in hand (a live one, or one an adapter without stored text read) as a RawEvent. */
 export const rawEventOf = (e: RuntimeEvent): RawEvent => ({
   position: e.position,
@@ -116,6 +126,15 @@ export abstract class EventStore {
   /** readAll's events as JSON text; see readStreamRaw. */
   async readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return (await this.readAll(options)).map(rawEventOf);
+  }
+
+  /**
+   * readAll's events without their payloads, for a reader that follows only which events there
+   * are (recovery's list of unfinished tasks). An adapter that stores payloads apart overrides it
+   * to leave them unread.
+   */
+  async readHeads(options?: ReadAllOptions): Promise<EventHead[]> {
+    return (await this.readAll(options)).map(headOf);
   }
 
   /**

@@ -3,6 +3,7 @@ import {
   AppendOptions,
   AppendResult,
   CommitListener,
+  EventHead,
   EventStore,
   RawEvent,
   ReadAllOptions,
@@ -48,6 +49,10 @@ export abstract class WrappingEventStore extends EventStore {
 
   override readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return this.inner.readAllRaw(options);
+  }
+
+  override readHeads(options?: ReadAllOptions): Promise<EventHead[]> {
+    return this.inner.readHeads(options);
   }
 
   head(): Promise<StoreHead> {

@@ -17,11 +17,12 @@ import {
   CommitListener,
   EventStore,
   LeaseToken,
+  EventHead,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
-import { EventRow, rowToEvent } from '../sqlite/rows';
+import { EVENT_HEAD_COLUMNS, EventRow, rowToEvent } from '../sqlite/rows';
 import { allQuery, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
@@ -363,6 +364,10 @@ export class PgEventStore extends EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
+  }
+
+  override async readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
+    return (await allQuery(this.handle.db, options).select(EVENT_HEAD_COLUMNS).execute()) as EventHead[];
   }
 
   /** Two index reads: the highest position, and the count every append keeps (event_log_head). */

@@ -6,6 +6,7 @@ import {
   AppendResult,
   CommitListener,
   EventStore,
+  EventHead,
   RawEvent,
   ReadAllOptions,
   ReadStreamOptions,
@@ -23,7 +24,7 @@ import {
   WriterThreadOptions,
 } from './append-writer';
 import { SqliteHandle } from './open-sqlite';
-import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
+import { EVENT_HEAD_COLUMNS, EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -291,6 +292,10 @@ export class SqliteEventStore extends EventStore {
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
     return (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
+  }
+
+  override async readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
+    return (await allQuery(this.handle.db, options).select(EVENT_HEAD_COLUMNS).execute()) as EventHead[];
   }
 
   /**

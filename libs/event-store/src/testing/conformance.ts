@@ -433,6 +433,23 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
         expect(await sut.readStreamRaw('missing')).toEqual([]);
       });
 
+      it("readHeads gives readAll's events without their payloads, under the same filters", async () => {
+        const heads = (events: readonly RuntimeEvent[]) =>
+          events.map(({ position, sequence, task_id, type }) => ({ position, sequence, task_id, type }));
+        expect(await sut.readHeads()).toEqual(heads(await sut.readAll()));
+        for (const filter of [
+          { after_position: 2, limit: 4 },
+          { types: ['TASK_RECEIVED', 'TASK_COMPLETED'] as const },
+          { after_position: 3, limit: 2, types: ['OUTPUT_CHUNK'] as const },
+        ]) {
+          const got = await sut.readHeads(filter);
+          expect(got).toEqual(heads(await sut.readAll(filter)));
+          for (const h of got)
+            expect(Object.keys(h).sort()).toEqual(['position', 'sequence', 'task_id', 'type']);
+        }
+        expect(await sut.readHeads({ after_position: (await sut.head()).position })).toEqual([]);
+      });
+
       it('readWholeStream pages through a stream', async () => {
         expect((await sut.readWholeStream('t1', 2)).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
       });

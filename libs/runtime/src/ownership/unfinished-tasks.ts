@@ -37,7 +37,7 @@ export class UnfinishedTasks {
 
   async list(): Promise<string[]> {
     for (;;) {
-      const page = await this.store.readAll({ after_position: this.after, limit: PAGE, types: TRACKED });
+      const page = await this.store.readHeads({ after_position: this.after, limit: PAGE, types: TRACKED });
       for (const e of page) {
         switch (e.type) {
           case 'TASK_RECEIVED':
