@@ -75,6 +75,14 @@ async function seed(sut: MemoryService, n: number): Promise<string[]> {
   return ids;
 }
 
+/** `n` entries in the table and no index file (deleted, or never written), as a rebuild starts from. */
+async function seedWithoutIndexFile(env: Env, n: number): Promise<void> {
+  const first = await openService(env);
+  await seed(first, n);
+  await first.close();
+  rmSync(env.indexPath);
+}
+
 /** Holds the store's named table writes until the returned release: what is heard stays unapplied meanwhile. */
 function holdWrites(
   store: MemoryStore,
@@ -478,10 +486,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
     });
 
     it('a rebuild that finishes while the service closes is not loaded after close; its file serves the next open', async () => {
-      const first = await openService(env);
-      await seed(first, 50);
-      await first.close();
-      rmSync(env.indexPath);
+      await seedWithoutIndexFile(env, 50);
 
       const sut = await openService(env, { rebuildInBackground: true });
       const internals = sut as unknown as {
@@ -509,10 +514,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
     });
 
     it('closing during the rebuild stops the worker and leaves no file; the next open rebuilds again', async () => {
-      const first = await openService(env);
-      await seed(first, 50);
-      await first.close();
-      rmSync(env.indexPath);
+      await seedWithoutIndexFile(env, 50);
 
       const sut = await openService(env, { rebuildInBackground: true });
       await sut.close();

@@ -27,13 +27,13 @@ import {
   looksSecret,
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
-import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexSource, VectorIndex } from './vector-index';
+import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexFile, IndexSource, VectorIndex } from './vector-index';
 import { HeardWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
 
-/** An index file whose builds (a rebuild, the flat list's graph) run in a worker thread. */
 /** /health's word while a worker builds the graph of a flat list that outgrew its layout */
 const OUTGREW_FLAT = `outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`;
 
+/** An index file whose builds (a rebuild, the flat list's graph) run in a worker thread. */
 const buildsIndexInWorker = (o: MemoryServiceOptions): o is MemoryServiceOptions & { indexPath: string } =>
   Boolean(o.indexPath && o.rebuildInBackground);
 
@@ -192,26 +192,28 @@ export class MemoryService {
     await MemoryService.reembedStale(o.store, o.embedder);
     const source = MemoryService.indexSource(o);
     // an empty table has nothing to rebuild: open writes its empty index at once
-    const builtInWorker = buildsIndexInWorker(o) && (await o.store.stats()).rows > 0 ? o.indexPath : null;
-    const unusable = builtInWorker
-      ? await VectorIndex.unusableBecause(builtInWorker, o.embedder.model, o.embedder.dim, source)
-      : null;
-    // a flat file the table outgrew (a close during its conversion) gets its graph from the worker too
-    const outgrown =
-      builtInWorker !== null &&
-      unusable === null &&
-      (await VectorIndex.flatFileOutgrownBy(builtInWorker, source));
+    const file =
+      buildsIndexInWorker(o) && (await o.store.stats()).rows > 0
+        ? await VectorIndex.inspect(o.indexPath, o.embedder.model, o.embedder.dim, source)
+        : null;
+    // a file to rebuild goes to the worker, and so does a flat file the table outgrew (a close during its conversion)
+    const workerBuild = !file
+      ? null
+      : file.unusable !== null
+        ? { reason: file.unusable, reportedOnceReady: true }
+        : VectorIndex.outgrowsFlat(file)
+          ? { reason: OUTGREW_FLAT, reportedOnceReady: false }
+          : null;
     // read before the index is built from the table: the table holds every entry up to it,
     // and whatever another instance applies meanwhile is applied again here (idempotent)
     const indexedThrough = await o.store.checkpoint();
     const svc = new MemoryService(
       o,
-      unusable === null && !outgrown ? await MemoryService.openIndex(o) : null,
+      workerBuild ? null : await MemoryService.openIndex(o, file ?? undefined),
       indexedThrough,
       await MemoryService.loadLive(o),
     );
-    if (unusable !== null) svc.rebuildInWorker(unusable, { reportedOnceReady: true });
-    else if (outgrown) svc.rebuildInWorker(OUTGREW_FLAT, { reportedOnceReady: false });
+    if (workerBuild) svc.rebuildInWorker(workerBuild.reason, workerBuild);
     await svc.sync();
     return svc;
   }
@@ -367,10 +369,12 @@ export class MemoryService {
     };
   }
 
-  private static async openIndex(o: MemoryServiceOptions): Promise<VectorIndex> {
+  /** `file`: the index file as open already looked at it, so it is not read and checksummed again. */
+  private static async openIndex(o: MemoryServiceOptions, file?: IndexFile): Promise<VectorIndex> {
     const source = MemoryService.indexSource(o);
     const params = o.hnsw ?? DEFAULT_HNSW;
-    if (o.indexPath) return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params);
+    if (o.indexPath)
+      return VectorIndex.open(o.indexPath, o.embedder.model, o.embedder.dim, source, params, file);
     const index = VectorIndex.create(o.embedder.model, o.embedder.dim, params);
     for await (const page of source.pages()) for (const v of page) index.add(v.label, v.vector, v.deleted);
     return index;

@@ -189,14 +189,16 @@ describe('VectorIndex', () => {
   it('tells whether catching a flat file up with the table would build the graph: past FLAT_UP_TO labels, not at it', async () => {
     const path = join(dir, 'memory.hnsw');
     const rows = rowsOf(FLAT_UP_TO + 1, 4);
+    const outgrown = async (table: readonly IndexedVector[]) =>
+      VectorIndex.outgrowsFlat(await VectorIndex.inspect(path, 'm', DIM, sourceOf(table)));
     await VectorIndex.open(path, 'm', DIM, sourceOf(rows.slice(0, 100)));
-    expect(await VectorIndex.flatFileOutgrownBy(path, sourceOf(rows.slice(0, FLAT_UP_TO)))).toBe(false);
-    expect(await VectorIndex.flatFileOutgrownBy(path, sourceOf(rows))).toBe(true);
-    // a graph file is never outgrown, and a file gone since it was judged usable is left to the open
+    expect(await outgrown(rows.slice(0, FLAT_UP_TO))).toBe(false);
+    expect(await outgrown(rows)).toBe(true);
+    // a graph file is never outgrown, and a file without its meta is rebuilt, not outgrown
     await VectorIndex.open(path, 'm', DIM, sourceOf(rows));
-    expect(await VectorIndex.flatFileOutgrownBy(path, sourceOf(rows))).toBe(false);
+    expect(await outgrown(rows)).toBe(false);
     rmSync(`${path}.meta.json`);
-    expect(await VectorIndex.flatFileOutgrownBy(path, sourceOf(rows))).toBe(false);
+    expect(await outgrown(rows)).toBe(false);
   });
 
   it('loads a graph file whose meta predates the layout field', async () => {

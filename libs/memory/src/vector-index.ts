@@ -46,6 +46,13 @@ const IndexMeta = z.object({
 });
 type IndexMeta = z.infer<typeof IndexMeta>;
 
+/**
+ * One look at an index file: why it must be rebuilt from the table, or the meta it loads by (with
+ * the table's highest label when looked at). `open` takes it, so a caller that looked first does not
+ * read and checksum the file twice.
+ */
+export type IndexFile = { unusable: string } | { unusable: null; meta: IndexMeta; tableMaxLabel: number };
+
 export interface IndexedVector {
   label: number;
   vector: Float32Array;
@@ -213,28 +220,28 @@ export class VectorIndex {
     dim: number,
     source: IndexSource,
     params: HnswParams = DEFAULT_HNSW,
+    file?: IndexFile,
   ): Promise<VectorIndex> {
-    const reason = await VectorIndex.unusableBecause(path, model, dim, source);
-    if (reason === null) {
-      const meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
-      const vi = new VectorIndex(path, model, dim, params, meta.count, FLAT_UP_TO);
-      vi.maxLabel = meta.max_label;
-      // hnswlib's loader corrupts the native heap on a file saved with no elements; an empty
-      // index has nothing to load, so it starts fresh and catches up with the table.
-      if (meta.count === 0) {
-        await vi.catchUp(source);
-        return vi;
-      }
-      try {
-        if (meta.layout === 'flat') vi.loadFlat(path, meta.count);
-        else vi.loadGraph(path, meta.count);
-        await vi.catchUp(source);
-        return vi;
-      } catch (e) {
-        return VectorIndex.rebuild(path, model, dim, source, params, `unreadable: ${(e as Error).message}`);
-      }
+    const looked = file ?? (await VectorIndex.inspect(path, model, dim, source));
+    if (looked.unusable !== null)
+      return VectorIndex.rebuild(path, model, dim, source, params, looked.unusable);
+    const { meta } = looked;
+    const vi = new VectorIndex(path, model, dim, params, meta.count, FLAT_UP_TO);
+    vi.maxLabel = meta.max_label;
+    // hnswlib's loader corrupts the native heap on a file saved with no elements; an empty
+    // index has nothing to load, so it starts fresh and catches up with the table.
+    if (meta.count === 0) {
+      await vi.catchUp(source);
+      return vi;
     }
-    return VectorIndex.rebuild(path, model, dim, source, params, reason);
+    try {
+      if (meta.layout === 'flat') vi.loadFlat(path, meta.count);
+      else vi.loadGraph(path, meta.count);
+      await vi.catchUp(source);
+      return vi;
+    } catch (e) {
+      return VectorIndex.rebuild(path, model, dim, source, params, `unreadable: ${(e as Error).message}`);
+    }
   }
 
   private loadFlat(path: string, count: number): void {
@@ -288,44 +295,33 @@ export class VectorIndex {
     this.useGraph(graph);
   }
 
-  /** Why the file at `path` cannot be loaded as it is (then it is rebuilt from the table), or null. */
-  static async unusableBecause(
-    path: string,
-    model: string,
-    dim: number,
-    source: IndexSource,
-  ): Promise<string | null> {
-    if (!existsSync(path) || !existsSync(`${path}.meta.json`)) return 'missing';
+  /** The file at `path`, looked at: why it cannot be loaded as it is (then it is rebuilt from the table), or its meta. */
+  static async inspect(path: string, model: string, dim: number, source: IndexSource): Promise<IndexFile> {
+    if (!existsSync(path) || !existsSync(`${path}.meta.json`)) return { unusable: 'missing' };
     let meta: IndexMeta;
     try {
       meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
     } catch {
-      return 'corrupt meta';
+      return { unusable: 'corrupt meta' };
     }
     if (meta.model !== model || meta.dim !== dim)
-      return `built by ${meta.model}/${meta.dim}, now ${model}/${dim}`;
+      return { unusable: `built by ${meta.model}/${meta.dim}, now ${model}/${dim}` };
+    const tableMaxLabel = await source.maxLabel();
     // A table restored from an older backup: the file holds labels the table will hand out again.
-    if (meta.max_label > (await source.maxLabel())) return 'index is ahead of the table';
+    if (meta.max_label > tableMaxLabel) return { unusable: 'index is ahead of the table' };
     // The C++ loader trusts its input; a checksum keeps a damaged file away from it.
-    if (sha256File(path) !== meta.sha256) return 'corrupt (checksum mismatch)';
-    return null;
+    if (sha256File(path) !== meta.sha256) return { unusable: 'corrupt (checksum mismatch)' };
+    return { unusable: null, meta, tableMaxLabel };
   }
 
   /**
-   * Whether catching a usable flat file up with the table would turn it into the graph, which
-   * `open` does on the thread that calls it. Labels are handed out in increasing order, so the
-   * table holds at most its max label less the file's labels the file has not seen.
+   * Whether loading `file` and catching it up with the table would turn its flat list into the
+   * graph, which `open` does on the thread that calls it. Labels are handed out in increasing
+   * order, so the table holds at most its max label less the file's labels the file has not seen.
    */
-  static async flatFileOutgrownBy(path: string, source: IndexSource): Promise<boolean> {
-    let meta: IndexMeta;
-    try {
-      meta = IndexMeta.parse(JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')));
-    } catch {
-      // gone or replaced since it was found usable: the open that follows judges it again
-      return false;
-    }
-    if (meta.layout !== 'flat') return false;
-    return meta.count + ((await source.maxLabel()) - meta.max_label) > FLAT_UP_TO;
+  static outgrowsFlat(file: IndexFile): boolean {
+    if (file.unusable !== null || file.meta.layout !== 'flat') return false;
+    return file.meta.count + (file.tableMaxLabel - file.meta.max_label) > FLAT_UP_TO;
   }
 
   private static async rebuild(
