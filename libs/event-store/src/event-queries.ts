@@ -1,5 +1,5 @@
 import { Kysely, sql } from 'kysely';
-import { ReadAllOptions, ReadStreamOptions } from './event-store';
+import { EventHead, ReadAllOptions, ReadStreamOptions } from './event-store';
 import { Database } from './sqlite/schema';
 
 /** The read queries every SQL adapter shares (kysely speaks each dialect); callers pick the columns. */
@@ -25,6 +25,10 @@ export const allQuery = (db: Kysely<Database>, options: ReadAllOptions) =>
     )
     .orderBy('position')
     .$if(options.limit !== undefined, (q) => q.limit(options.limit!));
+
+/** allQuery's events without their payloads: the payload column is left unread. */
+export const eventHeads = async (db: Kysely<Database>, options: ReadAllOptions): Promise<EventHead[]> =>
+  (await allQuery(db, options).select(['position', 'sequence', 'task_id', 'type']).execute()) as EventHead[];
 
 /** A stream's last sequence, 0 when it has no event. */
 export async function streamVersion(db: Kysely<Database>, taskId: string): Promise<number> {

@@ -22,8 +22,8 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
-import { EVENT_HEAD_COLUMNS, EventRow, rowToEvent } from '../sqlite/rows';
-import { allQuery, streamQuery, streamVersion } from '../event-queries';
+import { EventRow, rowToEvent } from '../sqlite/rows';
+import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
 
@@ -366,8 +366,8 @@ export class PgEventStore extends EventStore {
     return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
   }
 
-  override async readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
-    return (await allQuery(this.handle.db, options).select(EVENT_HEAD_COLUMNS).execute()) as EventHead[];
+  override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
+    return eventHeads(this.handle.db, options);
   }
 
   /** Two index reads: the highest position, and the count every append keeps (event_log_head). */

@@ -4,9 +4,6 @@ import { EventsTable } from './schema';
 
 export type EventRow = Selectable<EventsTable>;
 
-/** The columns of an EventHead: the payload column is left unread. */
-export const EVENT_HEAD_COLUMNS = ['position', 'sequence', 'task_id', 'type'] as const;
-
 export const rowToEvent = (row: EventRow): RuntimeEvent =>
   ({
     event_id: row.event_id,

@@ -12,7 +12,7 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
-import { allQuery, streamQuery, streamVersion } from '../event-queries';
+import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { GroupOutcome, GroupRequest, StatementRequest } from './append-transaction';
@@ -24,7 +24,7 @@ import {
   WriterThreadOptions,
 } from './append-writer';
 import { SqliteHandle } from './open-sqlite';
-import { EVENT_HEAD_COLUMNS, EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
+import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -294,8 +294,8 @@ export class SqliteEventStore extends EventStore {
     return (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
   }
 
-  override async readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
-    return (await allQuery(this.handle.db, options).select(EVENT_HEAD_COLUMNS).execute()) as EventHead[];
+  override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
+    return eventHeads(this.handle.db, options);
   }
 
   /**
