@@ -86,6 +86,17 @@ export const rawEventOf = (e: RuntimeEvent): RawEvent => ({
 /** Called synchronously right after a transaction commits, with the events it stored, in position order. */
 export type CommitListener = (events: readonly RuntimeEvent[]) => void;
 
+/** What writers in this process have handed to `append` and whose append has not settled (see EventStore.handOver). */
+export interface HandedOver {
+  /** moves at every hand-over and release: what a reader derived from `events` holds while it stays */
+  readonly version: number;
+  /**
+   * the handed events as their writers folded them, in the order they were handed; an event's
+   * position is 0 until its commit, when its writer fills it in (it has been published then)
+   */
+  readonly events: readonly RuntimeEvent[];
+}
+
 /**
  * The append-only log. Port; adapters: InMemoryEventStore (reference),
  * SqliteEventStore. Every adapter passes the same conformance suite
@@ -96,6 +107,9 @@ export type CommitListener = (events: readonly RuntimeEvent[]) => void;
  */
 export abstract class EventStore {
   private readonly commitListeners = new Set<CommitListener>();
+  private readonly handedBatches = new Set<{ events: readonly RuntimeEvent[] }>();
+  private handed: HandedOver = { version: 0, events: [] };
+  private handedChanged = false;
 
   /**
    * Append events to one task's stream atomically. Validates every event
@@ -150,6 +164,36 @@ export abstract class EventStore {
 
   /** Loads what `prepareAppend` needs (a wrapper's secrets, say). */
   async readyToPrepare(): Promise<void> {}
+
+  /**
+   * A writer that folds its events before their commit (TaskWriter) names
+   * what it hands to `append`, as it folded them, until that append settles
+   * (the returned release, which a second call leaves as it is). Readers in
+   * this process that must not miss a write about to commit see them in
+   * `handedOver`: memory's deduplication does, so a task that starts while
+   * another's last events commit does not store again what those hold. Not
+   * the log: what is handed may still fail; nothing here is ever read back.
+   */
+  handOver(events: readonly RuntimeEvent[]): () => void {
+    const batch = { events };
+    this.handedBatches.add(batch);
+    this.handedChanged = true;
+    return () => {
+      if (this.handedBatches.delete(batch)) this.handedChanged = true;
+    };
+  }
+
+  /** What is handed over and not settled (see handOver); the same object while nothing changed. */
+  handedOver(): HandedOver {
+    if (this.handedChanged) {
+      this.handedChanged = false;
+      this.handed = {
+        version: this.handed.version + 1,
+        events: [...this.handedBatches].flatMap((b) => b.events),
+      };
+    }
+    return this.handed;
+  }
 
   /** Register a listener for committed events; returns the function that removes it. */
   onCommitted(listener: CommitListener): () => void {

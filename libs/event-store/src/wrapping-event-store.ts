@@ -5,6 +5,7 @@ import {
   CommitListener,
   EventHead,
   EventStore,
+  HandedOver,
   RawEvent,
   ReadAllOptions,
   ReadStreamOptions,
@@ -33,6 +34,14 @@ export abstract class WrappingEventStore extends EventStore {
 
   override readyToPrepare(): Promise<void> {
     return this.inner.readyToPrepare();
+  }
+
+  override handOver(events: readonly RuntimeEvent[]): () => void {
+    return this.inner.handOver(events);
+  }
+
+  override handedOver(): HandedOver {
+    return this.inner.handedOver();
   }
 
   readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {

@@ -661,6 +661,35 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it("nearest() finds another writer's write handed to the store and not committed yet; released uncommitted, it is gone", async () => {
+    const sut = await openService(env);
+    const text = 'the writer thread commits each group';
+    const payload = sut.insertPayload({ text, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' }, null);
+    // as a TaskWriter folded it: its position comes with the commit
+    const handed = {
+      event_id: 'evt_handed',
+      task_id: 'task_other',
+      session_id: 'ses_other',
+      sequence: 7,
+      position: 0,
+      type: 'MEMORY_WRITTEN',
+      payload,
+      causation_id: null,
+      correlation_id: 'task_other',
+      created_at: new Date().toISOString(),
+    } as RuntimeEvent;
+    const vector = await sut.embed(text);
+    expect(await sut.nearest(vector, 'fact')).toBeNull();
+    const release = env.events.handOver([handed]);
+    expect(await sut.nearest(vector, 'fact')).toMatchObject({ entry_id: payload.entry_id, weight: 0.5 });
+    // of another kind, it is not a match
+    expect(await sut.nearest(vector, 'summary')).toBeNull();
+    release();
+    expect(await sut.nearest(vector, 'fact')).toBeNull();
+    expect(await sut.list({}, 10)).toEqual([]);
+    await sut.close();
+  });
+
   it('a `heard` search overlays up to 128 heard inserts the pass has not applied; with more it waits for the pass', async () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const embedder = new HashingEmbedder();

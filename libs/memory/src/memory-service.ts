@@ -28,7 +28,13 @@ import {
 } from './memory-write-policy';
 import { IndexRebuild, rebuildIndexInWorker } from './index-rebuild';
 import { DEFAULT_HNSW, FLAT_UP_TO, HnswParams, IndexFile, IndexSource, VectorIndex } from './vector-index';
-import { HeardWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
+import {
+  HandedWritesFold,
+  HeardWritesFold,
+  UnappliedEntry,
+  foldWrites,
+  uncommitted,
+} from './unapplied-writes';
 
 /** /health's word while a worker builds the graph of a flat list that outgrew its layout */
 const OUTGREW_FLAT = `outgrew the flat layout (${FLAT_UP_TO} labels): the graph is built in a worker`;
@@ -166,6 +172,10 @@ export class MemoryService {
   private heardWrites: RuntimeEvent[] = [];
   /** `heardWrites` past `indexedThrough`, folded: every deduplication and heard search reads it */
   private readonly heardFold = new HeardWritesFold();
+  /** the heard fold with the writes other writers handed to the store on top: what deduplication reads */
+  private readonly handedFold = new HandedWritesFold();
+  /** the vector of each inserting write not applied yet that a deduplication compared with, kept while the write is */
+  private readonly unappliedVectors = new WeakMap<RuntimeEvent, Float32Array>();
   /** the live entries are being refilled from the log: only a pass's end says what they hold */
   private rebuildingFromLog = false;
   /** set by close: no index build starts and no built index is loaded from then on */
@@ -780,6 +790,9 @@ export class MemoryService {
    * stored ones, so a task's writes see its own earlier ones. Sees what was
    * `heard` (see MemoryFreshness), without waiting for it to be applied: what
    * was heard and not applied yet is taken from the heard events themselves.
+   * Sees too what other writers in this process handed to the store and is
+   * not committed yet (EventStore.handOver): a task started while another's
+   * last events commit finds that task's writes rather than storing copies.
    */
   async nearest(
     vector: Float32Array,
@@ -788,7 +801,10 @@ export class MemoryService {
   ): Promise<NearestEntry | null> {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
-    const unapplied = foldWrites(this.unappliedHeard(), uncommitted(taskEvents));
+    const unapplied = foldWrites(
+      this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver()),
+      uncommitted(taskEvents),
+    );
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
     let best = await this.nearestStored(vector, kind, deleted);
@@ -797,10 +813,12 @@ export class MemoryService {
     const inserts = [...unapplied.values()].filter((u) => u.insertedBy && !u.deleted && u.kind === kind);
     // the overlaid entries' vectors, then one embedder call at most for the rest: a wave of tasks may
     // find hundreds of heard writes not applied yet
-    const unbuilt = inserts.filter((u) => !this.overlaid.has(u.insertedBy!));
+    const vectorOf = (u: UnappliedEntry) =>
+      this.overlaid.get(u.insertedBy!)?.vector ?? this.unappliedVectors.get(u.insertedBy!);
+    const unbuilt = inserts.filter((u) => !vectorOf(u));
     const embedded = await this.embedAll(unbuilt.map((u) => u.text));
-    const fresh = new Map(unbuilt.map((u, i) => [u, embedded[i]]));
-    const vectors = inserts.map((u) => this.overlaid.get(u.insertedBy!)?.vector ?? fresh.get(u)!);
+    unbuilt.forEach((u, i) => this.unappliedVectors.set(u.insertedBy!, embedded[i]));
+    const vectors = inserts.map((u) => vectorOf(u)!);
     inserts.forEach((u, i) => {
       const similarity = cosine(vector, vectors[i]);
       if (!best || similarity > best.similarity)

@@ -1,4 +1,5 @@
 import { MemoryKind, RuntimeEvent } from '@runledger/contracts';
+import { HandedOver } from '@runledger/event-store';
 
 /** What the memory writes memory has not applied yet make of one entry. */
 export interface UnappliedEntry {
@@ -82,6 +83,29 @@ export class HeardWritesFold {
       return kept.entries;
     const entries = unappliedHeard(heard, appliedThrough);
     this.kept = { heard, length: heard.length, appliedThrough, entries };
+    return entries;
+  }
+}
+
+/**
+ * `base` (the heard, unapplied writes) with the MEMORY_WRITTEN handed to the store and not committed
+ * yet folded on (EventStore.handOver: other tasks' writes on their way to the log), kept while neither
+ * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write that has
+ * committed (its position filled in) was heard and is in `base` already.
+ */
+export class HandedWritesFold {
+  private kept: {
+    base: ReadonlyMap<string, UnappliedEntry>;
+    version: number;
+    entries: ReadonlyMap<string, UnappliedEntry>;
+  } | null = null;
+
+  of(base: ReadonlyMap<string, UnappliedEntry>, handed: HandedOver): ReadonlyMap<string, UnappliedEntry> {
+    const kept = this.kept;
+    if (kept?.base === base && kept.version === handed.version) return kept.entries;
+    const writes = handed.events.filter((e) => e.type === 'MEMORY_WRITTEN' && e.position === 0);
+    const entries = foldWrites(base, writes);
+    this.kept = { base, version: handed.version, entries };
     return entries;
   }
 }

@@ -80,6 +80,64 @@ describe('run slots and the event loop', () => {
     }
   });
 
+  const startWith = (store: HoldingFinals, concurrency: number, tasks: number) =>
+    startTestRuntime({
+      store,
+      tools: digestTools(1),
+      permissions: new AllowAllPolicy(),
+      model: new ScriptedBackend(
+        { orchestrator: Array.from({ length: tasks }, () => [plan(1), respond]).flat() },
+        { answersInProcess: true },
+      ),
+      concurrency,
+    });
+
+  const arrivalsReach = async (store: HoldingFinals, n: number) => {
+    for (let i = 0; i < 1000 && store.arrivals.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+    // long enough for a task that should not start to have run to its end
+    await new Promise((r) => setTimeout(r, 200));
+  };
+
+  it('with more slots, the next task runs while an ended one commits', async () => {
+    const store = new HoldingFinals(new InMemoryEventStore());
+    const rt = await startWith(store, 2, 3);
+    try {
+      const ids: string[] = [];
+      for (const input of ['first', 'second', 'third'])
+        ids.push((await rt.runtime.submit({ input }, { source: 'api' })).task_id);
+      await arrivalsReach(store, 3);
+      // both first tasks handed their ends over and nothing is committed: one freed its slot, the third ran
+      expect([...store.arrivals].sort()).toEqual(ids.map((id) => `${id} final`).sort());
+      store.releaseAll();
+      const ends = await Promise.all(ids.map((id) => rt.runtime.settled(id)));
+      expect(ends.map((p) => p.final?.stop_reason)).toEqual(['completed', 'completed', 'completed']);
+    } finally {
+      store.releaseAll();
+      await rt.close();
+    }
+  });
+
+  it('a store that stalls holds at most twice the slots less one in tasks, the rest stay queued', async () => {
+    const store = new HoldingFinals(new InMemoryEventStore());
+    const rt = await startWith(store, 2, 6);
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++)
+        ids.push((await rt.runtime.submit({ input: `t${i}` }, { source: 'api' })).task_id);
+      await arrivalsReach(store, 3);
+      // the two slots' tasks and one more ended; the rest wait, in the order they came
+      expect(store.arrivals).toEqual(ids.slice(0, 3).map((id) => `${id} final`));
+      const views = await Promise.all(ids.slice(3).map((id) => rt.runtime.progress(id)));
+      expect(views.map((p) => p.status)).toEqual(['queued', 'queued', 'queued']);
+      store.releaseAll();
+      const ends = await Promise.all(ids.map((id) => rt.runtime.settled(id)));
+      expect(ends.every((p) => p.final?.stop_reason === 'completed')).toBe(true);
+    } finally {
+      store.releaseAll();
+      await rt.close();
+    }
+  });
+
   it('a stream window armed by a run that stopped appends nothing after it', async () => {
     const store = new InMemoryEventStore();
     const writer = await TaskWriter.open(store, 'task_1');

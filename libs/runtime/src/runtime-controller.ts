@@ -174,10 +174,13 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   private readonly queue = new Set<string>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
-  /** `ending`: its final event is committed, only its wind-down is left: it no longer holds a run slot */
+  /**
+   * `end`: `handed` once its final event is handed to the store, `committed` once that is durable; only
+   * the commit and its wind-down are left then (see slotsTaken)
+   */
   private readonly active = new Map<
     string,
-    { ctrl: AbortController; done: Promise<void>; ending: boolean }
+    { ctrl: AbortController; done: Promise<void>; end: 'running' | 'handed' | 'committed' }
   >();
   private readonly again = new Set<string>();
   /** running or about to run as a delegation's child */
@@ -770,20 +773,29 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   /**
-   * Tasks running in a slot of the task concurrency: children run outside it, and so does a task
-   * whose final event is committed (the next one starts while it cancels its children and lets its
-   * lease go).
+   * Tasks holding a slot of the task concurrency. Children run outside it (their parent's step holds
+   * one), and so does a task whose final event is committed: the next one starts while it cancels its
+   * children and lets its lease go. A task whose final event is only handed to the store does no more
+   * work either, and the next one may start while that event commits, but for at most
+   * `concurrency - 1` such tasks at once:
+   * - so one slot runs tasks strictly in turn, each reading what the last one wrote (its memory);
+   * - so a store that stalls holds at most twice the concurrency in tasks, not every queued one.
    */
   private slotsTaken(): number {
-    let n = 0;
-    for (const [id, task] of this.active) if (!task.ending && !this.childTasks.has(id)) n++;
-    return n;
+    let running = 0;
+    let handed = 0;
+    for (const [id, task] of this.active) {
+      if (this.childTasks.has(id) || task.end === 'committed') continue;
+      if (task.end === 'handed') handed++;
+      else running++;
+    }
+    return running + Math.max(0, handed - (this.deps.concurrency - 1));
   }
 
-  private ending(taskId: string): void {
+  private ended(taskId: string, stage: 'handed' | 'committed'): void {
     const task = this.active.get(taskId);
-    if (!task || task.ending) return;
-    task.ending = true;
+    if (!task || task.end === 'committed') return;
+    task.end = stage;
     this.pump();
   }
 
@@ -825,7 +837,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       .then(async (lease) => {
         // stopped before it started, or another process runs it (it claimed the task while it waited here)
         if (lease === null) return;
-        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease, () => this.ending(taskId));
+        const run = await this.deps.loop.runTask(taskId, ctrl.signal, lease, {
+          handed: () => this.ended(taskId, 'handed'),
+          committed: () => this.ended(taskId, 'committed'),
+        });
         if (run.progress.final && run.inLog) ended = run.progress;
         // however it ended (a deadline, a guard, a cancel), a task leaves no child running
         if (run.progress.final) await this.cancelChildren(run.progress);
@@ -844,7 +859,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.idle.emit(taskId, ended);
         this.pump();
       });
-    this.active.set(taskId, { ctrl, done, ending: false });
+    this.active.set(taskId, { ctrl, done, end: 'running' });
   }
 
   private holdBack(): void {

@@ -8,7 +8,7 @@ import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
 import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from './ports';
 import { TaskProgress } from './progress';
-import { TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
+import { TaskEndListener, TaskEndedElsewhereError, TaskWriter, WriterLease } from './task-writer';
 import { TaskCheckpoints } from './checkpoints';
 import { SubmissionPacing, letTheLoopTurn } from './backpressure';
 import { describeStop } from './discipline/stop-reasons';
@@ -77,15 +77,15 @@ export class RuntimeLoop {
 
   /**
    * With a lease every append is fenced by it; a lost lease ends the run quietly, leaving the task to its new owner.
-   * `onFinal` hears once when the final event is committed (see TaskWriter.open).
+   * `final` hears the final event handed to the store, then committed (see TaskEndListener).
    */
   async runTask(
     taskId: string,
     signal: AbortSignal,
     lease?: WriterLease,
-    onFinal?: () => void,
+    final?: TaskEndListener,
   ): Promise<TaskRunEnd> {
-    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease, onFinal);
+    const writer = await TaskWriter.open(this.deps.store, taskId, this.deps.checkpoints, lease, final);
     try {
       return await this.runWith(writer, signal);
     } finally {

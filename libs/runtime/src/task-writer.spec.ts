@@ -1,5 +1,5 @@
 import { NewEvent } from '@runledger/contracts';
-import { InMemoryEventStore } from '@runledger/event-store';
+import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
 import { randomBytes } from 'node:crypto';
 import { RedactingEventStore } from './redacting-event-store';
 import { SessionSecrets } from './session-secrets';
@@ -85,6 +85,66 @@ describe('TaskWriter.defer', () => {
     expect(sut.log).toEqual(log);
     // TASK_RECEIVED's defaults (accept_checks, budgets, source...) were in the fold before the store filled them
     expect(sut.log[0].payload).toMatchObject({ accept_checks: [], source: 'api' });
+  });
+});
+
+/** Holds each append until `pass` lets the held ones through, or `refuse` fails them. */
+class HoldingStore extends WrappingEventStore {
+  private held: { go: () => void; fail: (err: unknown) => void }[] = [];
+
+  async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    await new Promise<void>((go, fail) => this.held.push({ go, fail }));
+    return this.inner.append(taskId, events, options);
+  }
+
+  get waiting(): number {
+    return this.held.length;
+  }
+
+  pass(): void {
+    for (const h of this.held.splice(0)) h.go();
+  }
+
+  refuse(err: unknown): void {
+    for (const h of this.held.splice(0)) h.fail(err);
+  }
+}
+
+const heldUntil = async (store: HoldingStore, n: number) => {
+  for (let i = 0; i < 100 && store.waiting < n; i++) await new Promise((r) => setImmediate(r));
+  expect(store.waiting).toBe(n);
+};
+
+describe('TaskWriter hands over what it appends', () => {
+  it('while an append is on its way its events are handed over in the store as folded, and leave once it commits', async () => {
+    const inner = new InMemoryEventStore();
+    const store = new HoldingStore(inner);
+    const sut = await TaskWriter.open(store, 'task_1');
+    sut.defer([received]);
+    const appended = sut.append([chunk(0)]);
+    await heldUntil(store, 1);
+    const handed = inner.handedOver().events;
+    expect(handed.map((e) => [e.type, e.sequence, e.position])).toEqual([
+      ['TASK_RECEIVED', 1, 0],
+      ['OUTPUT_CHUNK', 2, 0],
+    ]);
+    expect(handed).toEqual(sut.log);
+    store.pass();
+    await appended;
+    expect(inner.handedOver().events).toEqual([]);
+  });
+
+  it('an append the store refuses leaves too', async () => {
+    const inner = new InMemoryEventStore();
+    const store = new HoldingStore(inner);
+    const sut = await TaskWriter.open(store, 'task_1');
+    const appended = sut.append([received]);
+    await heldUntil(store, 1);
+    expect(inner.handedOver().events).toHaveLength(1);
+    const broken = new Error('disk gone');
+    store.refuse(broken);
+    await expect(appended).rejects.toBe(broken);
+    expect(inner.handedOver().events).toEqual([]);
   });
 });
 

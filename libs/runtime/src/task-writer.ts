@@ -37,6 +37,16 @@ interface Submitted {
 }
 
 /**
+ * Hears a task's final event, once at each stage: `handed` when it is handed to the store (the task does
+ * no more work of its own; the store commits in arrival order), `committed` once it is durable and its
+ * commit listeners, memory among them, have heard it.
+ */
+export interface TaskEndListener {
+  handed(): void;
+  committed(): void;
+}
+
+/**
  * The single writer of one task's stream while the loop runs it. Every event
  * handed to it is folded at once, with the envelope the store will give it
  * (its sequence follows the events handed over before it; its id and time
@@ -56,6 +66,8 @@ interface Submitted {
  * the log). With checkpoints, a CHECKPOINT_SAVED joins the events that call
  * for one, and its snapshot is stored after the commit. Under a lease, the
  * first append the store refuses for a lost lease ends the writer too.
+ * While an append is on its way, its events are handed over in the store
+ * (EventStore.handOver), where memory's deduplication sees them.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -70,6 +82,7 @@ export class TaskWriter {
   /** appends streamed events that no other append carried in time (see stream) */
   private streamFlush: NodeJS.Timeout | null = null;
   private closed = false;
+  private finalHanded = false;
 
   private constructor(
     private readonly store: EventStore,
@@ -77,26 +90,23 @@ export class TaskWriter {
     events: readonly RuntimeEvent[],
     private readonly checkpoints: TaskCheckpoints | null,
     private readonly lease: WriterLease | null,
-    private onFinal: (() => void) | null,
+    private final: TaskEndListener | null,
   ) {
     this.current = new TaskFold(taskId, events);
     this.committedSeq = this.current.progress.last_seq;
     this.taskState = foldTaskState(events);
   }
 
-  /**
-   * `onFinal` hears once when the final event is committed (its commit listeners, memory among them,
-   * have heard it): the task does no more work of its own.
-   */
+  /** `final` hears the task's final event written through this writer: handed to the store, then committed. */
   static async open(
     store: EventStore,
     taskId: string,
     checkpoints?: ((log: readonly RuntimeEvent[]) => TaskCheckpoints) | null,
     lease?: WriterLease | null,
-    onFinal?: () => void,
+    final?: TaskEndListener,
   ): Promise<TaskWriter> {
     const [log] = await Promise.all([store.readWholeStream(taskId), store.readyToPrepare()]);
-    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null, onFinal ?? null);
+    return new TaskWriter(store, taskId, log, checkpoints?.(log) ?? null, lease ?? null, final ?? null);
   }
 
   /** what the loop, its guards and the engine's gates read instead of folding the log */
@@ -244,15 +254,23 @@ export class TaskWriter {
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
     this.cancelStreamFlush();
+    if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
+      this.finalHanded = true;
+      this.final.handed();
+    }
+    // readers of what is about to commit (memory's deduplication) see it until the append settles
+    const release = this.store.handOver(batch.map((s) => s.folded));
     try {
-      const res = await this.store.append(
-        this.taskId,
-        batch.map((s) => s.event),
-        {
-          expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
-          ...(this.lease ? { lease: this.lease.token } : {}),
-        },
-      );
+      const res = await this.store
+        .append(
+          this.taskId,
+          batch.map((s) => s.event),
+          {
+            expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
+            ...(this.lease ? { lease: this.lease.token } : {}),
+          },
+        )
+        .finally(release);
       this.committed(batch, res.events);
     } catch (err) {
       if (err instanceof ConcurrencyError && !this.failed) {
@@ -282,10 +300,10 @@ export class TaskWriter {
       if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.taskState);
       s.settle.resolve(e);
     });
-    if (this.onFinal && isFinalEventType(stored[stored.length - 1]?.type)) {
-      const heard = this.onFinal;
-      this.onFinal = null;
-      heard();
+    if (this.final && isFinalEventType(stored[stored.length - 1]?.type)) {
+      const heard = this.final;
+      this.final = null;
+      heard.committed();
     }
   }
 

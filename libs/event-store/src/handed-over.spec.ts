@@ -1,0 +1,48 @@
+import { RuntimeEvent } from '@runledger/contracts';
+import { AppendOptions, AppendResult } from './event-store';
+import { InMemoryEventStore } from './in-memory-event-store';
+import { WrappingEventStore } from './wrapping-event-store';
+import { NewEvent } from '@runledger/contracts';
+
+class PassingThrough extends WrappingEventStore {
+  append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    return this.inner.append(taskId, events, options);
+  }
+}
+
+const folded = (id: string): RuntimeEvent =>
+  ({ event_id: id, task_id: 't', sequence: 1, position: 0, type: 'OUTPUT_CHUNK' }) as RuntimeEvent;
+
+describe('EventStore.handOver', () => {
+  it('lists what is handed over, in order, until each is released; the same view while nothing changes', () => {
+    const sut = new InMemoryEventStore();
+    const empty = sut.handedOver();
+    expect(empty.events).toEqual([]);
+    expect(sut.handedOver()).toBe(empty);
+    const releaseA = sut.handOver([folded('a1'), folded('a2')]);
+    const releaseB = sut.handOver([folded('b1')]);
+    const both = sut.handedOver();
+    expect(both.events.map((e) => e.event_id)).toEqual(['a1', 'a2', 'b1']);
+    expect(both.version).toBeGreaterThan(empty.version);
+    expect(sut.handedOver()).toBe(both);
+    releaseA();
+    const onlyB = sut.handedOver();
+    expect(onlyB.events.map((e) => e.event_id)).toEqual(['b1']);
+    expect(onlyB.version).toBeGreaterThan(both.version);
+    // a second release changes nothing
+    releaseA();
+    expect(sut.handedOver()).toBe(onlyB);
+    releaseB();
+    expect(sut.handedOver().events).toEqual([]);
+  });
+
+  it('a store in front of another hands over to the inner one: both see the same', () => {
+    const inner = new InMemoryEventStore();
+    const sut = new PassingThrough(inner);
+    const release = sut.handOver([folded('x')]);
+    expect(inner.handedOver().events.map((e) => e.event_id)).toEqual(['x']);
+    expect(sut.handedOver()).toBe(inner.handedOver());
+    release();
+    expect(inner.handedOver().events).toEqual([]);
+  });
+});
