@@ -92,7 +92,7 @@ export interface HandedOver {
   readonly version: number;
   /**
    * the handed events as their writers folded them, in the order they were handed; an event's
-   * position is 0 until its commit, when its writer fills it in (it has been published then)
+   * position is 0 until its writer folds its commit (commit listeners heard it a moment before)
    */
   readonly events: readonly RuntimeEvent[];
 }

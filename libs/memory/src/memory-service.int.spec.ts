@@ -265,6 +265,43 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await sut.close();
   });
 
+  it('a reinforce of an entry no write stored stores it as the reinforce saw it; a deleted one stays deleted', async () => {
+    const sut = await openService(env);
+    const written = (op: 'insert' | 'reinforce' | 'delete', entry_id: string, text: string, weight: number) =>
+      ({
+        type: 'MEMORY_WRITTEN',
+        session_id: 'system',
+        payload: {
+          op,
+          entry_id,
+          kind: 'fact',
+          text,
+          weight,
+          source: 'tool',
+          source_event_id: null,
+          reason: 'test',
+          embedding_model: sut.embeddingModel,
+          embedding_dim: sut.embeddingDim,
+        },
+      }) as unknown as NewEvent;
+    // the insert it reinforced was handed over in another task and never committed; mem_gone was deleted
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [
+        written('reinforce', 'mem_lost', TOPICS[4], 0.7),
+        written('insert', 'mem_gone', TOPICS[5], 0.4),
+        written('delete', 'mem_gone', TOPICS[5], 0.4),
+        written('reinforce', 'mem_gone', TOPICS[5], 0.9),
+      ],
+      { expected: 'any' },
+    );
+    await sut.sync();
+    expect(await sut.get('mem_lost')).toMatchObject({ text: TOPICS[4], weight: 0.7, deleted: false });
+    expect((await sut.search(TOPICS[4], { k: 1 }))[0].entry.id).toBe('mem_lost');
+    expect(await sut.get('mem_gone')).toMatchObject({ deleted: true });
+    await sut.close();
+  });
+
   it('byIds answers as get does for each id, past one statement of 500, without the vectors', async () => {
     const sut = await openService(env);
     const ids = await seed(sut, 3);

@@ -535,7 +535,9 @@ export class MemoryService {
   ): Promise<void> {
     const p = e.payload;
     let existing = stored;
-    if (p.op === 'insert' && !existing) {
+    // a reinforce of an entry no write stored (the insert it saw was on its way to the log in another
+    // task that then failed, or commits after it) stores the entry as the reinforce saw it
+    if ((p.op === 'insert' || p.op === 'reinforce') && !existing) {
       const vector = await this.embed(p.text);
       const row = this.rowOf(e, vector);
       const label = await this.o.store.insertIfAbsent(row);
@@ -802,7 +804,7 @@ export class MemoryService {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
     const unapplied = foldWrites(
-      this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver()),
+      this.handedFold.of(this.unappliedHeard(), this.heardWrites, this.o.events.handedOver()),
       uncommitted(taskEvents),
     );
     const deleted = new Set<string>();

@@ -90,22 +90,37 @@ export class HeardWritesFold {
 /**
  * `base` (the heard, unapplied writes) with the MEMORY_WRITTEN handed to the store and not committed
  * yet folded on (EventStore.handOver: other tasks' writes on their way to the log), kept while neither
- * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write that has
- * committed (its position filled in) was heard and is in `base` already.
+ * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write that was
+ * heard already (published, its writer not yet told) is in `base` and is left out here.
  */
 export class HandedWritesFold {
   private kept: {
     base: ReadonlyMap<string, UnappliedEntry>;
     version: number;
+    writes: readonly RuntimeEvent[];
     entries: ReadonlyMap<string, UnappliedEntry>;
   } | null = null;
 
-  of(base: ReadonlyMap<string, UnappliedEntry>, handed: HandedOver): ReadonlyMap<string, UnappliedEntry> {
+  of(
+    base: ReadonlyMap<string, UnappliedEntry>,
+    heard: readonly RuntimeEvent[],
+    handed: HandedOver,
+  ): ReadonlyMap<string, UnappliedEntry> {
     const kept = this.kept;
     if (kept?.base === base && kept.version === handed.version) return kept.entries;
-    const writes = handed.events.filter((e) => e.type === 'MEMORY_WRITTEN' && e.position === 0);
-    const entries = foldWrites(base, writes);
-    this.kept = { base, version: handed.version, entries };
+    let heardIds: Set<string> | null = null;
+    const writes = handed.events.filter((e) => {
+      if (e.type !== 'MEMORY_WRITTEN' || e.position !== 0) return false;
+      heardIds ??= new Set(heard.map((h) => h.event_id));
+      return !heardIds.has(e.event_id);
+    });
+    // most hand-overs carry no memory write: the fold stays as it was
+    const entries =
+      kept?.base === base && sameEvents(kept.writes, writes) ? kept.entries : foldWrites(base, writes);
+    this.kept = { base, version: handed.version, writes, entries };
     return entries;
   }
 }
+
+const sameEvents = (a: readonly RuntimeEvent[], b: readonly RuntimeEvent[]): boolean =>
+  a.length === b.length && a.every((e, i) => e === b[i]);

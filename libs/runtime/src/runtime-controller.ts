@@ -775,11 +775,12 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /**
    * Tasks holding a slot of the task concurrency. Children run outside it (their parent's step holds
    * one), and so does a task whose final event is committed: the next one starts while it cancels its
-   * children and lets its lease go. A task whose final event is only handed to the store does no more
-   * work either, and the next one may start while that event commits, but for at most
-   * `concurrency - 1` such tasks at once:
+   * children and lets its lease go. A task whose final event is only handed to the store computes
+   * nothing more either, and the next one may start while that event commits (memory's deduplication
+   * sees the handed writes: EventStore.handOver), but for at most `concurrency - 1` such tasks at once:
    * - so one slot runs tasks strictly in turn, each reading what the last one wrote (its memory);
-   * - so a store that stalls holds at most twice the concurrency in tasks, not every queued one.
+   * - so a store that stalls holds at most twice the concurrency less one in running or handed tasks
+   *   (children and tasks winding down aside), not every queued one.
    */
   private slotsTaken(): number {
     let running = 0;

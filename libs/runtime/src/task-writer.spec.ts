@@ -1,4 +1,4 @@
-import { NewEvent } from '@runledger/contracts';
+import { NewEvent, emptyUsage } from '@runledger/contracts';
 import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
 import { randomBytes } from 'node:crypto';
 import { RedactingEventStore } from './redacting-event-store';
@@ -145,6 +145,43 @@ describe('TaskWriter hands over what it appends', () => {
     store.refuse(broken);
     await expect(appended).rejects.toBe(broken);
     expect(inner.handedOver().events).toEqual([]);
+  });
+});
+
+describe('TaskWriter hears the final event', () => {
+  const completed = {
+    type: 'TASK_COMPLETED',
+    payload: { stop_reason: 'completed', detail: 'done', usage: emptyUsage(), result: 'ok' },
+  } as NewEvent;
+
+  it('handed once it goes to the store, committed once it is durable, each once, across a conflict', async () => {
+    const inner = new InMemoryEventStore();
+    const store = new HoldingStore(inner);
+    const heard: string[] = [];
+    const sut = await TaskWriter.open(store, 'task_1', null, null, {
+      handed: () => heard.push('handed'),
+      committed: () => heard.push('committed'),
+    });
+    const first = sut.append([received]);
+    await heldUntil(store, 1);
+    store.pass();
+    await first;
+    // another writer gets in before the end: the end is refused once, then sent again after the log
+    await inner.append('task_1', [chunk(7)], { expected: 1 });
+    const end = sut.append([completed]);
+    await heldUntil(store, 1);
+    expect(heard).toEqual(['handed']);
+    store.pass();
+    await heldUntil(store, 1);
+    expect(heard).toEqual(['handed']);
+    store.pass();
+    await end;
+    expect(heard).toEqual(['handed', 'committed']);
+    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
+      'TASK_RECEIVED',
+      'OUTPUT_CHUNK',
+      'TASK_COMPLETED',
+    ]);
   });
 });
 

@@ -7,7 +7,7 @@ import {
   newId,
   parseEventBody,
 } from '@runledger/contracts';
-import { EventStore, LeaseToken, buildEnvelopes } from '@runledger/event-store';
+import { AppendResult, EventStore, LeaseToken, buildEnvelopes } from '@runledger/event-store';
 import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
@@ -37,9 +37,9 @@ interface Submitted {
 }
 
 /**
- * Hears a task's final event, once at each stage: `handed` when it is handed to the store (the task does
- * no more work of its own; the store commits in arrival order), `committed` once it is durable and its
- * commit listeners, memory among them, have heard it.
+ * Hears a task's final event, once at each stage: `handed` when it is handed to the store (the task
+ * computes nothing more: its commit is left, sent again after a conflict, then its wind-down),
+ * `committed` once it is durable and its commit listeners, memory among them, have heard it.
  */
 export interface TaskEndListener {
   handed(): void;
@@ -254,31 +254,35 @@ export class TaskWriter {
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
     this.cancelStreamFlush();
-    if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
-      this.finalHanded = true;
-      this.final.handed();
-    }
-    // readers of what is about to commit (memory's deduplication) see it until the append settles
+    // readers of what is about to commit (memory's deduplication) see it until it is folded as committed, or refused
     const release = this.store.handOver(batch.map((s) => s.folded));
+    let res: AppendResult;
     try {
-      const res = await this.store
-        .append(
-          this.taskId,
-          batch.map((s) => s.event),
-          {
-            expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
-            ...(this.lease ? { lease: this.lease.token } : {}),
-          },
-        )
-        .finally(release);
-      this.committed(batch, res.events);
+      if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
+        this.finalHanded = true;
+        this.final.handed();
+      }
+      res = await this.store.append(
+        this.taskId,
+        batch.map((s) => s.event),
+        {
+          expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
+          ...(this.lease ? { lease: this.lease.token } : {}),
+        },
+      );
     } catch (err) {
+      release();
       if (err instanceof ConcurrencyError && !this.failed) {
         await this.rebase(batch);
         return this.sendStaged();
       }
       this.fail(err, batch);
       throw err;
+    }
+    try {
+      this.committed(batch, res.events);
+    } finally {
+      release();
     }
   }
 
