@@ -53,6 +53,26 @@ const openService = (
     ...over,
   });
 
+type WriteOp = 'insert' | 'reinforce' | 'delete';
+
+/** A MEMORY_WRITTEN of a fact as a system write, in `sut`'s embedding. */
+const memoryWritten = (sut: MemoryService, op: WriteOp, entry_id: string, text: string, weight: number) =>
+  ({
+    type: 'MEMORY_WRITTEN',
+    payload: {
+      op,
+      entry_id,
+      kind: 'fact',
+      text,
+      weight,
+      source: 'system',
+      source_event_id: null,
+      reason: 'test',
+      embedding_model: sut.embeddingModel,
+      embedding_dim: sut.embeddingDim,
+    },
+  }) as unknown as NewEvent;
+
 /** The layout the index file at `path` was saved in, from its meta. */
 const savedLayout = (path: string): string =>
   (JSON.parse(readFileSync(`${path}.meta.json`, 'utf8')) as { layout: string }).layout;
@@ -214,22 +234,8 @@ describe('MemoryService on SQLite + HNSW file', () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const sut = await openService(env, { store });
 
-    const written = (op: 'insert' | 'reinforce' | 'delete', entry_id: string, text: string, weight: number) =>
-      ({
-        type: 'MEMORY_WRITTEN',
-        payload: {
-          op,
-          entry_id,
-          kind: 'fact',
-          text,
-          weight,
-          source: 'system',
-          source_event_id: null,
-          reason: 'test',
-          embedding_model: sut.embeddingModel,
-          embedding_dim: sut.embeddingDim,
-        },
-      }) as unknown as NewEvent;
+    const written = (op: WriteOp, entry_id: string, text: string, weight: number) =>
+      memoryWritten(sut, op, entry_id, text, weight);
     await env.events.append(
       MEMORY_SYSTEM_STREAM,
       [{ ...written('insert', 'mem_d', TOPICS[3], 0.2), session_id: 'system' }],
@@ -267,23 +273,10 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
   it('a reinforce of an entry no write stored stores it as the reinforce saw it; a deleted one stays deleted', async () => {
     const sut = await openService(env);
-    const written = (op: 'insert' | 'reinforce' | 'delete', entry_id: string, text: string, weight: number) =>
-      ({
-        type: 'MEMORY_WRITTEN',
-        session_id: 'system',
-        payload: {
-          op,
-          entry_id,
-          kind: 'fact',
-          text,
-          weight,
-          source: 'tool',
-          source_event_id: null,
-          reason: 'test',
-          embedding_model: sut.embeddingModel,
-          embedding_dim: sut.embeddingDim,
-        },
-      }) as unknown as NewEvent;
+    const written = (op: WriteOp, entry_id: string, text: string, weight: number) => ({
+      ...memoryWritten(sut, op, entry_id, text, weight),
+      session_id: 'system',
+    });
     // the insert it reinforced was handed over in another task and never committed; mem_gone was deleted
     await env.events.append(
       MEMORY_SYSTEM_STREAM,
