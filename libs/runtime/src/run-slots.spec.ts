@@ -1,29 +1,9 @@
 import { createHash } from 'node:crypto';
-import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
+import { InMemoryEventStore } from '@runledger/event-store';
 import { NewEvent } from '@runledger/contracts';
 import { ScriptedBackend } from './model/scripted-backend';
 import { TaskWriter } from './task-writer';
-import { AllowAllPolicy, InMemoryToolRegistry, manifestOf, startTestRuntime } from './testing';
-
-/** Holds every append that ends a task until released, and notes the order appends arrive in. */
-class HoldingFinals extends WrappingEventStore {
-  readonly arrivals: string[] = [];
-  private release!: () => void;
-  private readonly held = new Promise<void>((resolve) => (this.release = resolve));
-
-  async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
-    const final = events.find((e) => e.type === 'TASK_COMPLETED');
-    if (final) {
-      this.arrivals.push(`${taskId} final`);
-      await this.held;
-    }
-    return this.inner.append(taskId, events, options);
-  }
-
-  releaseAll(): void {
-    this.release();
-  }
-}
+import { AllowAllPolicy, HoldingFinals, InMemoryToolRegistry, manifestOf, startTestRuntime } from './testing';
 
 const plan = (steps: number) =>
   JSON.stringify({

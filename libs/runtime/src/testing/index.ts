@@ -3,3 +3,4 @@ export * from './test-runtime';
 export * from './temp-store';
 export * from './gated-model';
 export * from './seven-step-plan';
+export * from './holding-finals';
