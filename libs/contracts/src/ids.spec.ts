@@ -10,12 +10,10 @@ describe('newId', () => {
   it('sorts an id made in a later millisecond after one made earlier (the log indexes grow at their end)', () => {
     const now = jest.spyOn(Date, 'now');
     try {
-      const made = [1_700_000_000_000, 1_700_000_000_001, 1_700_086_400_000, 1_800_000_000_000].map(
-        (ms) => {
-          now.mockReturnValue(ms);
-          return newId('task');
-        },
-      );
+      const made = [1_700_000_000_000, 1_700_000_000_001, 1_700_086_400_000, 1_800_000_000_000].map((ms) => {
+        now.mockReturnValue(ms);
+        return newId('task');
+      });
       expect([...made].sort()).toEqual(made);
       expect(made[0].slice('task_'.length, 'task_'.length + 12)).toBe(
         (1_700_000_000_000).toString(16).padStart(12, '0'),
