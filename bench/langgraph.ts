@@ -23,7 +23,8 @@
  * Printed per concurrency (1, 4, 16 tasks at once; BENCH_TASKS tasks per run)
  * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
  * alternating runs, and Runledger's ratio to LangGraph.
- * Env: BENCH_TASKS (32), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
+ * Then 16 at once again with BENCH_STEADY_TASKS (128) tasks a run, past the start and the drain.
+ * Env: BENCH_TASKS (32), BENCH_STEADY_TASKS (128; 0: not run), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
  * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off),
  * BENCH_TOOL_READ_ONLY (on | off), BENCH_MODEL_IN_PROCESS (on | off).
  */
@@ -62,6 +63,16 @@ import { median } from './bench-support';
 const TASKS = Number(process.env.BENCH_TASKS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
+/**
+ * At 16 at once a run of TASKS (32) tasks is two waves, much of it starting and draining; the same
+ * comparison is printed again with this many tasks a run, where both run at their steady rate (0: not)
+ */
+const STEADY_TASKS = Number(process.env.BENCH_STEADY_TASKS ?? 128);
+if (!Number.isInteger(STEADY_TASKS) || STEADY_TASKS < 0)
+  throw new Error(
+    `BENCH_STEADY_TASKS must be a whole number, 0 or more, not ${process.env.BENCH_STEADY_TASKS}`,
+  );
+const STEADY_CONCURRENCY = 16;
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
 /** the step tool declared read-only, as it is (off: declared as a tool with side effects, its intent committed before it runs) */
 const TOOL_READ_ONLY = (process.env.BENCH_TOOL_READ_ONLY ?? 'on') !== 'off';
@@ -122,6 +133,8 @@ const recallOver = (service: MemoryService): MemoryRecall => ({
 interface Case {
   concurrency: number;
   criticAndMemory: boolean;
+  /** tasks in the run, TASKS unless said */
+  tasks?: number;
 }
 
 async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
@@ -143,8 +156,8 @@ interface RunledgerRun {
   mainThreadMsPerTask: number;
 }
 
-/** TASKS tasks on Runledger, `concurrency` at a time. */
-export function runledger({ concurrency, criticAndMemory }: Case): Promise<RunledgerRun> {
+/** `tasks` tasks on Runledger, `concurrency` at a time. */
+export function runledger({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promise<RunledgerRun> {
   return inTempDir(async (dir) => {
     const storage = await createSqliteStorage({
       path: join(dir, 'runledger.db'),
@@ -189,7 +202,7 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
       const busyBefore = performance.eventLoopUtilization();
       const started = performance.now();
       const ids = await Promise.all(
-        Array.from({ length: TASKS }, (_, i) =>
+        Array.from({ length: tasks }, (_, i) =>
           rt.runtime.submit({ input: `seven steps, task ${i}` }, { source: 'api' }).then((r) => r.task_id),
         ),
       );
@@ -202,9 +215,9 @@ export function runledger({ concurrency, criticAndMemory }: Case): Promise<Runle
       const after = storage.eventStore.commitStats();
       return {
         seconds,
-        transactionsPerTask: (after.transactions - before.transactions) / TASKS,
-        commitsPerTask: (after.commits - before.commits) / TASKS,
-        mainThreadMsPerTask: busy.active / TASKS,
+        transactionsPerTask: (after.transactions - before.transactions) / tasks,
+        commitsPerTask: (after.commits - before.commits) / tasks,
+        mainThreadMsPerTask: busy.active / tasks,
       };
     } finally {
       await rt.close();
@@ -229,8 +242,8 @@ const GraphState = Annotation.Root({
 });
 type GraphStateType = typeof GraphState.State;
 
-/** Seconds for TASKS tasks on LangGraph with SqliteSaver, `concurrency` at a time. */
-function langgraph({ concurrency, criticAndMemory }: Case): Promise<number> {
+/** Seconds for `tasks` tasks on LangGraph with SqliteSaver, `concurrency` at a time. */
+function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promise<number> {
   return inTempDir(async (dir) => {
     const saver = SqliteSaver.fromConnString(join(dir, 'langgraph.db'));
     // the scripted orchestrator: a task's n-th reply of the script, parsed as Runledger parses a directive
@@ -286,7 +299,7 @@ function langgraph({ concurrency, criticAndMemory }: Case): Promise<number> {
 
     let next = 0;
     const worker = async () => {
-      for (let i = next++; i < TASKS; i = next++) {
+      for (let i = next++; i < tasks; i = next++) {
         const out = await graph.invoke(
           { input: `seven steps, task ${i}` },
           { configurable: { thread_id: `task_${i}` } },
@@ -303,6 +316,27 @@ function langgraph({ concurrency, criticAndMemory }: Case): Promise<number> {
   });
 }
 
+/** Runs `c` on both, RUNS times alternating, and prints the medians and their ratio. */
+async function compare(c: Case): Promise<void> {
+  const tasks = c.tasks ?? TASKS;
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  let last: RunledgerRun | null = null;
+  for (let r = 0; r < RUNS; r++) {
+    last = await runledger(c);
+    ours.push(tasks / last.seconds);
+    theirs.push(tasks / (await langgraph(c)));
+  }
+  const [a, b] = [median(ours), median(theirs)];
+  console.log(
+    `critic+memory ${c.criticAndMemory ? 'on ' : 'off'}  ${String(c.concurrency).padStart(2)} at once` +
+      `${tasks === TASKS ? '' : ` (${tasks} tasks a run)`}: ` +
+      `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
+      `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
+      `${last!.commitsPerTask.toFixed(1)} with events, main thread busy ${last!.mainThreadMsPerTask.toFixed(2)} ms (last run)`,
+  );
+}
+
 export async function main(): Promise<void> {
   console.log(
     `${STEPS}-step task (scripted orchestrator: plan, ${STEPS} chained tool steps, respond), ${TASKS} tasks per run, ` +
@@ -314,23 +348,9 @@ export async function main(): Promise<void> {
   // warm-up, not reported: both compile their hot paths on a first run
   await runledger({ concurrency: 4, criticAndMemory: true });
   await langgraph({ concurrency: 4, criticAndMemory: true });
-  for (const criticAndMemory of [false, true]) {
-    for (const concurrency of CONCURRENCY) {
-      const ours: number[] = [];
-      const theirs: number[] = [];
-      let last: RunledgerRun | null = null;
-      for (let r = 0; r < RUNS; r++) {
-        last = await runledger({ concurrency, criticAndMemory });
-        ours.push(TASKS / last.seconds);
-        theirs.push(TASKS / (await langgraph({ concurrency, criticAndMemory })));
-      }
-      const [a, b] = [median(ours), median(theirs)];
-      console.log(
-        `critic+memory ${criticAndMemory ? 'on ' : 'off'}  ${String(concurrency).padStart(2)} at once: ` +
-          `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
-          `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
-          `${last!.commitsPerTask.toFixed(1)} with events, main thread busy ${last!.mainThreadMsPerTask.toFixed(2)} ms (last run)`,
-      );
-    }
-  }
+  for (const criticAndMemory of [false, true])
+    for (const concurrency of CONCURRENCY) await compare({ concurrency, criticAndMemory });
+  if (STEADY_TASKS > 0 && CONCURRENCY.includes(STEADY_CONCURRENCY))
+    for (const criticAndMemory of [false, true])
+      await compare({ concurrency: STEADY_CONCURRENCY, criticAndMemory, tasks: STEADY_TASKS });
 }
