@@ -23,7 +23,8 @@
  * Printed per concurrency (1, 4, 16 tasks at once; BENCH_TASKS tasks per run)
  * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
  * alternating runs, and Runledger's ratio to LangGraph.
- * Then 16 at once again with BENCH_STEADY_TASKS (128) tasks a run, past the start and the drain.
+ * Then 16 at once again with BENCH_STEADY_TASKS (128) tasks a run, past the start and the drain
+ * (left out when BENCH_CONCURRENCY has no 16).
  * Env: BENCH_TASKS (32), BENCH_STEADY_TASKS (128; 0: not run), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
  * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off),
  * BENCH_TOOL_READ_ONLY (on | off), BENCH_MODEL_IN_PROCESS (on | off).
@@ -67,7 +68,7 @@ const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(N
  * At 16 at once a run of TASKS (32) tasks is two waves, much of it starting and draining; the same
  * comparison is printed again with this many tasks a run, where both run at their steady rate (0: not)
  */
-const STEADY_TASKS = Number(process.env.BENCH_STEADY_TASKS ?? 128);
+const STEADY_TASKS = Number(process.env.BENCH_STEADY_TASKS || 128);
 if (!Number.isInteger(STEADY_TASKS) || STEADY_TASKS < 0)
   throw new Error(
     `BENCH_STEADY_TASKS must be a whole number, 0 or more, not ${process.env.BENCH_STEADY_TASKS}`,
@@ -330,7 +331,7 @@ async function compare(c: Case): Promise<void> {
   const [a, b] = [median(ours), median(theirs)];
   console.log(
     `critic+memory ${c.criticAndMemory ? 'on ' : 'off'}  ${String(c.concurrency).padStart(2)} at once` +
-      `${tasks === TASKS ? '' : ` (${tasks} tasks a run)`}: ` +
+      `${c.tasks === undefined ? '' : ` (${tasks} tasks a run)`}: ` +
       `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
       `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
       `${last!.commitsPerTask.toFixed(1)} with events, main thread busy ${last!.mainThreadMsPerTask.toFixed(2)} ms (last run)`,

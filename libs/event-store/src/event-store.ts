@@ -91,8 +91,8 @@ export interface HandedOver {
   /** moves at every hand-over and release: what a reader derived from `events` holds while it stays */
   readonly version: number;
   /**
-   * the handed events as their writers folded them, in the order they were handed; an event's
-   * position is 0 until its writer folds its commit (commit listeners heard it a moment before)
+   * the handed events as their writers folded them, in the order they were handed; a batch leaves
+   * when its commit is published, before the commit listeners hear it, or when its append fails
    */
   readonly events: readonly RuntimeEvent[];
 }
@@ -167,12 +167,13 @@ export abstract class EventStore {
 
   /**
    * A writer that folds its events before their commit (TaskWriter) names
-   * what it hands to `append`, as it folded them, until that append settles
-   * (the returned release, which a second call leaves as it is). Readers in
-   * this process that must not miss a write about to commit see them in
-   * `handedOver`: memory's deduplication does, so a task that starts while
-   * another's last events commit does not store again what those hold. Not
-   * the log: what is handed may still fail; nothing here is ever read back.
+   * what it hands to `append`, as it folded them, until the store publishes
+   * their commit or the append fails (the returned release, which a second
+   * call leaves as it is). Readers in this process that must not miss a
+   * write about to commit see them in `handedOver`: memory's deduplication
+   * does, so a task that starts while another's last events commit does not
+   * store again what those hold. Not the log: what is handed may still
+   * fail; nothing here is ever read back.
    */
   handOver(events: readonly RuntimeEvent[]): () => void {
     const batch = { events };
@@ -181,6 +182,20 @@ export abstract class EventStore {
     return () => {
       if (this.handedBatches.delete(batch)) this.handedChanged = true;
     };
+  }
+
+  /**
+   * A handed batch leaves the list once its commit is published, before the listeners hear it, so
+   * a reader never finds it both heard and handed (its writer's release comes a moment later).
+   */
+  private dropHandedCommits(events: readonly RuntimeEvent[]): void {
+    if (this.handedBatches.size === 0) return;
+    const committed = new Set(events.map((e) => e.event_id));
+    for (const batch of this.handedBatches)
+      if (batch.events.length > 0 && committed.has(batch.events[0].event_id)) {
+        this.handedBatches.delete(batch);
+        this.handedChanged = true;
+      }
   }
 
   /** What is handed over and not settled (see handOver); the same object while nothing changed. */
@@ -207,6 +222,7 @@ export abstract class EventStore {
    */
   protected emitCommitted(events: readonly RuntimeEvent[]): void {
     if (events.length === 0) return;
+    this.dropHandedCommits(events);
     for (const listener of this.commitListeners) {
       try {
         listener(events);

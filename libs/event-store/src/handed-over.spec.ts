@@ -45,4 +45,17 @@ describe('EventStore.handOver', () => {
     release();
     expect(inner.handedOver().events).toEqual([]);
   });
+
+  it('a batch leaves the list when its commit is published, before the commit listeners hear it', async () => {
+    const sut = new InMemoryEventStore();
+    const received = { type: 'TASK_RECEIVED', payload: { input: 'x', session_id: 'ses_1' } } as NewEvent;
+    const other = sut.handOver([folded('still_on_its_way')]);
+    sut.handOver([{ ...folded('evt_1'), type: 'TASK_RECEIVED' } as RuntimeEvent]);
+    const heardWith: string[][] = [];
+    sut.onCommitted(() => heardWith.push(sut.handedOver().events.map((e) => e.event_id)));
+    await sut.append('t', [{ ...received, event_id: 'evt_1' }], { expected: 'no_stream' });
+    expect(heardWith).toEqual([['still_on_its_way']]);
+    other();
+    expect(sut.handedOver().events).toEqual([]);
+  });
 });

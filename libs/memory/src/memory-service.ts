@@ -804,7 +804,7 @@ export class MemoryService {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
     const unapplied = foldWrites(
-      this.handedFold.of(this.unappliedHeard(), this.heardWrites, this.o.events.handedOver()),
+      this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver()),
       uncommitted(taskEvents),
     );
     const deleted = new Set<string>();

@@ -91,26 +91,27 @@ describe('unapplied memory writes', () => {
     expect([...fold.of(replaced, 2).keys()]).toEqual(['mem_c', 'mem_d']);
   });
 
-  it('writes handed to the store fold over the heard ones, less any heard already, and are kept while nothing moves', () => {
+  it('writes handed to the store fold over the heard ones, and the fold is kept while nothing moves', () => {
     const sut = new HandedWritesFold();
     const heardWrite = write(5, 'insert', 'a', 0.3);
-    const heard = [heardWrite];
-    const base = unappliedHeard(heard, 0);
-    // as writers folded them: no position until their commit is folded
+    const base = unappliedHeard([heardWrite], 0);
+    // as writers folded them: no position before their commit
     const handedInsert = { ...write(9, 'insert', 'b', 0.6), position: 0 } as RuntimeEvent;
     const handedReinforce = { ...write(10, 'reinforce', 'a', 0.8), position: 0 } as RuntimeEvent;
-    const publishedNotTold = { ...heardWrite, position: 0 } as RuntimeEvent;
-    const handed = { version: 1, events: [other(0), handedInsert, handedReinforce, publishedNotTold] };
-    const folded = sut.of(base, heard, handed);
+    const handed = { version: 1, events: [other(0), handedInsert, handedReinforce] };
+    const folded = sut.of(base, handed);
     expect(folded.get('b')).toMatchObject({ weight: 0.6, insertedBy: handedInsert });
     expect(folded.get('a')).toMatchObject({ weight: 0.8, insertedBy: heardWrite });
     expect(base.get('a')?.weight).toBe(0.3);
-    expect(sut.of(base, heard, handed)).toBe(folded);
-    // a hand-over with no memory write in it, or a write whose commit is folded, changes nothing
-    expect(sut.of(base, heard, { version: 2, events: [...handed.events, other(0)] })).toBe(folded);
-    const committed = { ...handedInsert, position: 9 } as RuntimeEvent;
-    const withoutB = sut.of(base, heard, { version: 3, events: [committed, handedReinforce] });
+    expect(sut.of(base, handed)).toBe(folded);
+    // a hand-over with no memory write in it changes nothing
+    expect(sut.of(base, { version: 2, events: [...handed.events, other(0)] })).toBe(folded);
+    // the insert's batch left the list (its commit was published): only the reinforce is still on its way
+    const withoutB = sut.of(base, { version: 3, events: [handedReinforce] });
     expect(withoutB.has('b')).toBe(false);
     expect(withoutB.get('a')?.weight).toBe(0.8);
+    // a new heard fold is folded onto afresh
+    const heardMore = unappliedHeard([heardWrite, write(11, 'delete', 'a')], 0);
+    expect(sut.of(heardMore, { version: 3, events: [handedReinforce] }).get('a')?.deleted).toBe(true);
   });
 });

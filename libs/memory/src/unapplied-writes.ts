@@ -90,8 +90,8 @@ export class HeardWritesFold {
 /**
  * `base` (the heard, unapplied writes) with the MEMORY_WRITTEN handed to the store and not committed
  * yet folded on (EventStore.handOver: other tasks' writes on their way to the log), kept while neither
- * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write that was
- * heard already (published, its writer not yet told) is in `base` and is left out here.
+ * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write leaves the
+ * list when its commit is published, before memory hears it, so none is in both.
  */
 export class HandedWritesFold {
   private kept: {
@@ -101,19 +101,10 @@ export class HandedWritesFold {
     entries: ReadonlyMap<string, UnappliedEntry>;
   } | null = null;
 
-  of(
-    base: ReadonlyMap<string, UnappliedEntry>,
-    heard: readonly RuntimeEvent[],
-    handed: HandedOver,
-  ): ReadonlyMap<string, UnappliedEntry> {
+  of(base: ReadonlyMap<string, UnappliedEntry>, handed: HandedOver): ReadonlyMap<string, UnappliedEntry> {
     const kept = this.kept;
     if (kept?.base === base && kept.version === handed.version) return kept.entries;
-    let heardIds: Set<string> | null = null;
-    const writes = handed.events.filter((e) => {
-      if (e.type !== 'MEMORY_WRITTEN' || e.position !== 0) return false;
-      heardIds ??= new Set(heard.map((h) => h.event_id));
-      return !heardIds.has(e.event_id);
-    });
+    const writes = handed.events.filter((e) => e.type === 'MEMORY_WRITTEN');
     // most hand-overs carry no memory write: the fold stays as it was
     const entries =
       kept?.base === base && sameEvents(kept.writes, writes) ? kept.entries : foldWrites(base, writes);

@@ -49,7 +49,7 @@ describe('a task that starts while others commit their ends (SQLite log and memo
       for (const input of ['first', 'second', 'third'])
         ids.push((await rt.runtime.submit({ input }, { source: 'api' })).task_id);
       // the two slots' tasks hand their ends over and wait; the third runs in the slot one of them gave up
-      for (let i = 0; i < 400 && store.arrivals.length < 3; i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 2000 && store.arrivals.length < 3; i++) await new Promise((r) => setTimeout(r, 5));
       expect(store.arrivals).toHaveLength(3);
       expect(await opened.memory.list({}, 10)).toEqual([]);
       store.releaseAll();

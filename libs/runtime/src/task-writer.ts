@@ -254,7 +254,7 @@ export class TaskWriter {
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
     this.cancelStreamFlush();
-    // readers of what is about to commit (memory's deduplication) see it until it is folded as committed, or refused
+    // readers of what is about to commit (memory's deduplication) see it until its commit is published, or it is refused
     const release = this.store.handOver(batch.map((s) => s.folded));
     let res: AppendResult;
     try {
@@ -271,11 +271,19 @@ export class TaskWriter {
         },
       );
     } catch (err) {
-      release();
       if (err instanceof ConcurrencyError && !this.failed) {
-        await this.rebase(batch);
-        return this.sendStaged();
+        // listed until the retry lists them again: a task started meanwhile still sees these writes
+        try {
+          await this.rebase(batch);
+        } catch (rebaseErr) {
+          release();
+          throw rebaseErr;
+        }
+        const again = this.sendStaged();
+        release();
+        return again;
       }
+      release();
       this.fail(err, batch);
       throw err;
     }
