@@ -107,7 +107,8 @@ export interface HandedOver {
  */
 export abstract class EventStore {
   private readonly commitListeners = new Set<CommitListener>();
-  private readonly handedBatches = new Set<{ events: readonly RuntimeEvent[] }>();
+  /** handed batches by their first event's id: a batch commits whole, so that id names it at its commit */
+  private readonly handedBatches = new Map<string, readonly RuntimeEvent[]>();
   private handed: HandedOver = { version: 0, events: [] };
   private handedChanged = false;
 
@@ -176,11 +177,15 @@ export abstract class EventStore {
    * fail; nothing here is ever read back.
    */
   handOver(events: readonly RuntimeEvent[]): () => void {
-    const batch = { events };
-    this.handedBatches.add(batch);
+    const key = events[0]?.event_id;
+    if (key === undefined) return () => undefined;
+    this.handedBatches.set(key, events);
     this.handedChanged = true;
     return () => {
-      if (this.handedBatches.delete(batch)) this.handedChanged = true;
+      // a batch handed again under the same first event (a retry) is the retry's to release
+      if (this.handedBatches.get(key) !== events) return;
+      this.handedBatches.delete(key);
+      this.handedChanged = true;
     };
   }
 
@@ -190,12 +195,7 @@ export abstract class EventStore {
    */
   private dropHandedCommits(events: readonly RuntimeEvent[]): void {
     if (this.handedBatches.size === 0) return;
-    const committed = new Set(events.map((e) => e.event_id));
-    for (const batch of this.handedBatches)
-      if (batch.events.length > 0 && committed.has(batch.events[0].event_id)) {
-        this.handedBatches.delete(batch);
-        this.handedChanged = true;
-      }
+    for (const e of events) if (this.handedBatches.delete(e.event_id)) this.handedChanged = true;
   }
 
   /** What is handed over and not settled (see handOver); the same object while nothing changed. */
@@ -204,7 +204,7 @@ export abstract class EventStore {
       this.handedChanged = false;
       this.handed = {
         version: this.handed.version + 1,
-        events: [...this.handedBatches].flatMap((b) => b.events),
+        events: [...this.handedBatches.values()].flat(),
       };
     }
     return this.handed;

@@ -1,8 +1,7 @@
-import { RuntimeEvent } from '@runledger/contracts';
+import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { AppendOptions, AppendResult } from './event-store';
 import { InMemoryEventStore } from './in-memory-event-store';
 import { WrappingEventStore } from './wrapping-event-store';
-import { NewEvent } from '@runledger/contracts';
 
 class PassingThrough extends WrappingEventStore {
   append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {

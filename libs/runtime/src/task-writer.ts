@@ -287,11 +287,8 @@ export class TaskWriter {
       this.fail(err, batch);
       throw err;
     }
-    try {
-      this.committed(batch, res.events);
-    } finally {
-      release();
-    }
+    release();
+    this.committed(batch, res.events);
   }
 
   private committed(batch: readonly Submitted[], stored: readonly RuntimeEvent[]): void {
