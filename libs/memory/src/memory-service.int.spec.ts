@@ -59,6 +59,7 @@ type WriteOp = 'insert' | 'reinforce' | 'delete';
 const memoryWritten = (sut: MemoryService, op: WriteOp, entry_id: string, text: string, weight: number) =>
   ({
     type: 'MEMORY_WRITTEN',
+    session_id: 'system',
     payload: {
       op,
       entry_id,
@@ -236,11 +237,9 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
     const written = (op: WriteOp, entry_id: string, text: string, weight: number) =>
       memoryWritten(sut, op, entry_id, text, weight);
-    await env.events.append(
-      MEMORY_SYSTEM_STREAM,
-      [{ ...written('insert', 'mem_d', TOPICS[3], 0.2), session_id: 'system' }],
-      { expected: 'any' },
-    );
+    await env.events.append(MEMORY_SYSTEM_STREAM, [written('insert', 'mem_d', TOPICS[3], 0.2)], {
+      expected: 'any',
+    });
     await sut.sync();
     const reads = { one: jest.spyOn(store, 'get'), page: jest.spyOn(store, 'byIds') };
     await env.events.append(
@@ -252,7 +251,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
         written('reinforce', 'mem_a', TOPICS[0], 0.9),
         written('insert', 'mem_c', TOPICS[2], 0.5),
         written('delete', 'mem_b', TOPICS[1], 0.4),
-      ].map((e) => ({ ...e, session_id: 'system' })),
+      ],
       { expected: 'any' },
     );
     await sut.sync();
@@ -273,10 +272,8 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
   it('a reinforce of an entry no write stored stores it as the reinforce saw it; a deleted one stays deleted', async () => {
     const sut = await openService(env);
-    const written = (op: WriteOp, entry_id: string, text: string, weight: number) => ({
-      ...memoryWritten(sut, op, entry_id, text, weight),
-      session_id: 'system',
-    });
+    const written = (op: WriteOp, entry_id: string, text: string, weight: number) =>
+      memoryWritten(sut, op, entry_id, text, weight);
     // the insert it reinforced was handed over in another task and never committed; mem_gone was deleted
     await env.events.append(
       MEMORY_SYSTEM_STREAM,
