@@ -59,7 +59,10 @@ export function createCriticMemoryHook(
   };
 }
 
-/** A candidate insert as the MEMORY_WRITTEN event to append: an insert, a reinforce of its near-duplicate, or nothing. */
+/**
+ * A candidate insert as the MEMORY_WRITTEN event to append: an insert, a reinforce of its near-duplicate,
+ * or nothing. Decided through MemoryService.decideWrite, so a task deciding at the same moment sees it.
+ */
 async function memoryWrite(
   memory: MemoryService,
   candidate: InsertDecision,
@@ -73,30 +76,29 @@ async function memoryWrite(
     metadata: Record<string, unknown>;
   },
 ): Promise<NewEvent | null> {
-  const decision = dedupe(
-    candidate,
-    await memory.nearest(await memory.embed(candidate.text), candidate.kind, taskEvents),
-    policy,
-  );
-  if (decision.op === 'none') return null;
-  const payload =
-    decision.op === 'insert'
-      ? memory.insertPayload({ ...decision, metadata: provenance.metadata }, provenance.source_event_id)
-      : {
-          op: 'reinforce' as const,
-          entry_id: decision.entry_id,
-          kind: decision.kind,
-          text: decision.text,
-          weight: decision.weight,
-          previous_weight: decision.previous_weight,
-          source: provenance.reinforce_source,
-          source_event_id: provenance.source_event_id,
-          reason: decision.reason,
-          embedding_model: memory.embeddingModel,
-          embedding_dim: memory.embeddingDim,
-          metadata: provenance.metadata,
-        };
-  return { type: 'MEMORY_WRITTEN', causation_id: provenance.causation_id, payload };
+  const vector = await memory.embed(candidate.text);
+  return memory.decideWrite(vector, candidate.kind, taskEvents, (nearest) => {
+    const decision = dedupe(candidate, nearest, policy);
+    if (decision.op === 'none') return null;
+    const payload =
+      decision.op === 'insert'
+        ? memory.insertPayload({ ...decision, metadata: provenance.metadata }, provenance.source_event_id)
+        : {
+            op: 'reinforce' as const,
+            entry_id: decision.entry_id,
+            kind: decision.kind,
+            text: decision.text,
+            weight: decision.weight,
+            previous_weight: decision.previous_weight,
+            source: provenance.reinforce_source,
+            source_event_id: provenance.source_event_id,
+            reason: decision.reason,
+            embedding_model: memory.embeddingModel,
+            embedding_dim: memory.embeddingDim,
+            metadata: provenance.metadata,
+          };
+    return { type: 'MEMORY_WRITTEN', event_id: newId('evt'), causation_id: provenance.causation_id, payload };
+  });
 }
 
 /** The runtime's LoopGuard.beforeEnd, restated so memory does not import runtime. */

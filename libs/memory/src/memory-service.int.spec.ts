@@ -1003,6 +1003,43 @@ describe('MemoryService on SQLite + HNSW file', () => {
       await memory.close();
     });
 
+    it("tasks deciding side by side find each other's decided writes: one insert and reinforces of it, not copies", async () => {
+      const memory = await openService(env);
+      const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
+      const output = { content: 'the shared build cache lives in /srv/cache' };
+      const timers = jest.spyOn(global, 'setTimeout');
+      const written = await Promise.all(
+        ['task_x', 'task_y', 'task_z'].map(async (task) =>
+          sut({
+            task_id: task,
+            session_id: `sess-${task}`,
+            event: await toolOutcome(task, output),
+            manifest,
+            events: [],
+          }),
+        ),
+      );
+      const writes = written.map(
+        (events) => events[1].payload as { op: string; entry_id: string; weight: number },
+      );
+      expect(writes.map((w) => w.op).sort()).toEqual(['insert', 'reinforce', 'reinforce']);
+      expect(new Set(writes.map((w) => w.entry_id)).size).toBe(1);
+      expect(new Set(writes.map((w) => w.weight)).size).toBe(3);
+      // each decided write is listed for the writers to take over; one that no writer takes leaves in time
+      expect(
+        env.events
+          .handedOver()
+          .events.map((e) => e.event_id)
+          .sort(),
+      ).toEqual(written.map((events) => events[1].event_id).sort());
+      const leaveInTime = timers.mock.calls.filter(([, ms]) => ms === 5_000).map(([leave]) => leave);
+      timers.mockRestore();
+      expect(leaveInTime).toHaveLength(3);
+      for (const leave of leaveInTime) leave();
+      expect(env.events.handedOver().events).toEqual([]);
+      await memory.close();
+    });
+
     it("a task's write sees its own earlier ones that are not applied: an insert not committed, a weight, a deletion", async () => {
       const memory = await openService(env);
       const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
@@ -1016,10 +1053,12 @@ describe('MemoryService on SQLite + HNSW file', () => {
       });
       const inserted = first[1].payload as { op: string; entry_id: string; weight: number };
       expect(inserted.op).toBe('insert');
-      // as the task's writer folds it: handed over, not committed (no position yet)
+      // as the task's writer folds it: handed over, not committed (no position yet); it lists a staged
+      // memory write in the store under its id, which takes it over from the hook's decision (decideWrite)
+      const releases: Array<() => void> = [];
       const folded = (e: NewEvent, sequence: number): RuntimeEvent =>
         ({
-          event_id: `evt_folded_${sequence}`,
+          event_id: e.event_id ?? `evt_folded_${sequence}`,
           task_id: 'task_d',
           session_id: 'sess-task_d',
           sequence,
@@ -1030,7 +1069,12 @@ describe('MemoryService on SQLite + HNSW file', () => {
           type: e.type,
           payload: e.payload,
         }) as RuntimeEvent;
-      const log = [folded(first[1], 10)];
+      const staged = (e: NewEvent, sequence: number): RuntimeEvent => {
+        const event = folded(e, sequence);
+        releases.push(env.events.handOver([event]));
+        return event;
+      };
+      const log = [staged(first[1], 10)];
       const second = await sut({
         task_id: 'task_d',
         session_id: 'sess-task_d',
@@ -1050,9 +1094,10 @@ describe('MemoryService on SQLite + HNSW file', () => {
         session_id: 'sess-task_d',
         event: await toolOutcome('task_d3', output),
         manifest,
-        events: [...log, folded(second[1], 11)],
+        events: [...log, staged(second[1], 11)],
       });
       expect(third[1].payload).toMatchObject({ op: 'reinforce', previous_weight: reinforced.weight });
+      staged(third[1], 12);
       // deleted by the task before it was applied: nothing to reinforce, a new insert
       const deletion: NewEvent = {
         type: 'MEMORY_WRITTEN',
@@ -1066,7 +1111,10 @@ describe('MemoryService on SQLite + HNSW file', () => {
         events: [...log, folded(deletion, 11)],
       });
       expect(fourth[1].payload).toMatchObject({ op: 'insert' });
-      // committed and applied: found in the index; an event memory has read is not taken again
+      staged(fourth[1], 13);
+      // committed and applied: found in the index; an event memory has read is not taken again, and
+      // the writes the writer dropped uncommitted are gone with their listing
+      for (const release of releases) release();
       const stored = await env.events.append('task_d1', first, { expected: 'any' });
       await memory.sync();
       const applied = await memory.nearest(

@@ -120,10 +120,19 @@ const DEFAULT_EXACT_SCAN_BELOW = 2000;
 const OVERLAY_AT_MOST = 128;
 /** heard writes nearest() takes without waiting for their pass; past that (passes failing), it waits */
 const HEARD_OVERLAY_LIMIT = 1000;
+/** longest a decided write stays handed over for its task's writer to take it (see decideWrite) */
+const CLAIM_TTL_MS = 5_000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
 const SYNC_PAGE = 500;
 /** a pass's entries applied at once: one commit for a burst's writes, without hundreds of embedder calls at a time */
 const APPLY_AT_ONCE = 16;
+
+/** A write decideWrite decided: a MEMORY_WRITTEN with its id, appended to the task's stream as it is. */
+export type ClaimedWrite = NewEvent & {
+  type: 'MEMORY_WRITTEN';
+  event_id: string;
+  payload: EventPayload<'MEMORY_WRITTEN'>;
+};
 
 /** Where the vector index stands: `rebuilding` while a worker rebuilds its file (searches scan exactly meanwhile). */
 export interface MemoryIndexStatus {
@@ -174,6 +183,8 @@ export class MemoryService {
   private readonly heardFold = new HeardWritesFold();
   /** the heard fold with the writes other writers handed to the store on top: what deduplication reads */
   private readonly handedFold = new HandedWritesFold();
+  /** decideWrite's decisions, one after the other */
+  private decisions: Promise<unknown> = Promise.resolve();
   /** the vector of each inserting write not applied yet that a deduplication compared with, kept while the write is */
   private readonly unappliedVectors = new WeakMap<RuntimeEvent, Float32Array>();
   /** the live entries are being refilled from the log: only a pass's end says what they hold */
@@ -827,6 +838,42 @@ export class MemoryService {
         best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };
     });
     return best;
+  }
+
+  /**
+   * nearest() and `decide`'s write on what it found, one decision at a time in this process. The write
+   * (a MEMORY_WRITTEN with its event_id, to append to the task's stream as it is) is handed over in the
+   * store (EventStore.handOver) before the next decision looks, so tasks deciding side by side find each
+   * other's writes rather than each storing a copy. The task's writer lists the write again under the
+   * same id when it stages it, and answers for it from then on; a write no writer takes leaves the list
+   * after CLAIM_TTL_MS. `vector` is the candidate's text embedded; `taskEvents` as nearest() takes them.
+   */
+  decideWrite(
+    vector: Float32Array,
+    kind: MemoryKind,
+    taskEvents: readonly RuntimeEvent[],
+    decide: (nearest: NearestEntry | null) => ClaimedWrite | null,
+  ): Promise<ClaimedWrite | null> {
+    const decided = this.decisions.then(async () => {
+      const write = decide(await this.nearest(vector, kind, taskEvents));
+      if (write) this.claim(write, taskEvents[0]);
+      return write;
+    });
+    this.decisions = decided.catch(() => undefined);
+    return decided;
+  }
+
+  private claim(write: ClaimedWrite, first: RuntimeEvent | undefined): void {
+    const event = {
+      ...write,
+      task_id: first?.task_id ?? '',
+      session_id: first?.session_id ?? '',
+      sequence: 0,
+      position: 0,
+      correlation_id: first?.correlation_id ?? write.event_id,
+      created_at: new Date().toISOString(),
+    } as RuntimeEvent;
+    setTimeout(this.o.events.handOver([event]), CLAIM_TTL_MS).unref();
   }
 
   private unappliedHeard(): ReadonlyMap<string, UnappliedEntry> {

@@ -148,6 +148,65 @@ describe('TaskWriter hands over what it appends', () => {
   });
 });
 
+describe('TaskWriter hands over memory writes from the moment they are staged', () => {
+  const memoryWrite = (event_id: string): NewEvent =>
+    ({
+      type: 'MEMORY_WRITTEN',
+      event_id,
+      payload: {
+        op: 'insert',
+        entry_id: 'mem_1',
+        kind: 'fact',
+        text: 'the cache is in /var/cache',
+        weight: 0.5,
+        source: 'critic',
+        source_event_id: null,
+        reason: 'test',
+        embedding_model: 'hash',
+        embedding_dim: 4,
+      },
+    }) as unknown as NewEvent;
+
+  it('a deferred write is listed under its own id at once, takes over a listing under that id, and leaves with its commit', async () => {
+    const store = new InMemoryEventStore();
+    const sut = await TaskWriter.open(store, 'task_1');
+    await sut.append([received]);
+    // as memory's decideWrite lists a write it decided, before the task's writer has it
+    const decided = { ...memoryWrite('evt_decided'), task_id: 'task_1', sequence: 0, position: 0 };
+    const releaseDecided = store.handOver([decided as never]);
+    sut.defer([memoryWrite('evt_decided')]);
+    const handed = store.handedOver().events;
+    expect(handed).toHaveLength(1);
+    expect(handed[0]).toBe(sut.log[1]);
+    // the decision's own release no longer touches what the writer listed
+    releaseDecided();
+    expect(store.handedOver().events).toEqual([sut.log[1]]);
+    await sut.append([chunk(0)]);
+    expect(store.handedOver().events).toEqual([]);
+  });
+
+  it('a write the run drops uncommitted (the writer closes, or fails) leaves the list', async () => {
+    const store = new InMemoryEventStore();
+    const closed = await TaskWriter.open(store, 'task_1');
+    await closed.append([received]);
+    closed.defer([memoryWrite('evt_dropped')]);
+    expect(store.handedOver().events).toHaveLength(1);
+    closed.close();
+    expect(store.handedOver().events).toEqual([]);
+
+    const inner = new InMemoryEventStore();
+    const failing = new HoldingStore(inner);
+    const failed = await TaskWriter.open(failing, 'task_2');
+    failed.defer([received, memoryWrite('evt_failed')]);
+    const appended = failed.append([chunk(0)]);
+    await heldUntil(failing, 1);
+    const broken = new Error('disk gone');
+    failing.refuse(broken);
+    await expect(appended).rejects.toBe(broken);
+    expect(inner.handedOver().events).toEqual([]);
+  });
+});
+
 describe('TaskWriter hears the final event', () => {
   const completed = {
     type: 'TASK_COMPLETED',

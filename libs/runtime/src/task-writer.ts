@@ -67,7 +67,8 @@ export interface TaskEndListener {
  * for one, and its snapshot is stored after the commit. Under a lease, the
  * first append the store refuses for a lost lease ends the writer too.
  * While an append is on its way, its events are handed over in the store
- * (EventStore.handOver), where memory's deduplication sees them.
+ * (EventStore.handOver), where memory's deduplication sees them; memory writes
+ * are handed over from the moment they are staged.
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -83,6 +84,8 @@ export class TaskWriter {
   private streamFlush: NodeJS.Timeout | null = null;
   private closed = false;
   private finalHanded = false;
+  /** releases of the staged memory writes listed in the store before their append (see submit) */
+  private stagedWritesListed: Array<() => void> = [];
 
   private constructor(
     private readonly store: EventStore,
@@ -178,6 +181,7 @@ export class TaskWriter {
   close(): void {
     this.closed = true;
     this.cancelStreamFlush();
+    this.releaseStagedWrites();
   }
 
   private cancelStreamFlush(): void {
@@ -236,6 +240,10 @@ export class TaskWriter {
       return submitted;
     });
     this.staged.push(...handed);
+    // memory's deduplication sees a task's writes from the moment they are decided (MemoryService.decideWrite lists
+    // each under its id), not from their append: listed again under the same id, each is this writer's to release
+    for (const h of handed)
+      if (h.folded.type === 'MEMORY_WRITTEN') this.stagedWritesListed.push(this.store.handOver([h.folded]));
     return handed;
   }
 
@@ -256,6 +264,7 @@ export class TaskWriter {
     this.cancelStreamFlush();
     // readers of what is about to commit (memory's deduplication) see it until its commit is published, or it is refused
     const release = this.store.handOver(batch.map((s) => s.folded));
+    this.releaseStagedWrites();
     let res: AppendResult;
     try {
       if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
@@ -347,8 +356,13 @@ export class TaskWriter {
   }
 
   /** The fold holds events the log may never get: no later append is taken. */
+  private releaseStagedWrites(): void {
+    for (const release of this.stagedWritesListed.splice(0)) release();
+  }
+
   private fail(err: unknown, batch: readonly Submitted[]): void {
     this.failed ??= err;
+    this.releaseStagedWrites();
     if (err instanceof LeaseLostError && this.lease) this.lease.onLost(err);
     for (const s of [...batch, ...this.staged.splice(0)]) s.settle.reject(err);
   }
