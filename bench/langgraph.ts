@@ -24,17 +24,20 @@
  * and critic/memory off and on: tasks/s of each, medians of BENCH_RUNS (5)
  * alternating runs, and Runledger's ratio to LangGraph.
  * Then 16 at once again with BENCH_STEADY_TASKS (128) tasks a run, past the start and the drain
- * (left out when BENCH_CONCURRENCY has no 16).
+ * (left out when BENCH_CONCURRENCY has no 16). Then critic and memory on again at each concurrency,
+ * LangGraph keeping memory in a store shared by its tasks and deduplicating and recalling as Runledger
+ * does (see LANGGRAPH_STORE; BENCH_LANGGRAPH_STORE=off leaves it out).
  * Env: BENCH_TASKS (32), BENCH_STEADY_TASKS (128; 0: not run), BENCH_RUNS (5), BENCH_CONCURRENCY (1,4,16),
  * BENCH_SYNCHRONOUS (FULL; Runledger's), BENCH_WRITER_THREAD (on | off),
- * BENCH_TOOL_READ_ONLY (on | off), BENCH_MODEL_IN_PROCESS (on | off).
+ * BENCH_TOOL_READ_ONLY (on | off), BENCH_MODEL_IN_PROCESS (on | off), BENCH_LANGGRAPH_STORE (on | off).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import type { Embeddings } from '@langchain/core/embeddings';
+import { Annotation, END, InMemoryStore, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { HeuristicCritic } from '@runledger/critic';
 import { SqliteSynchronous } from '@runledger/event-store';
@@ -48,8 +51,11 @@ import {
   ToolOutcomeEvent,
   createMemoryEndGuard,
   decide,
+  decideAtEnd,
+  dedupe,
+  InsertDecision,
 } from '@runledger/memory';
-import { ToolManifest } from '@runledger/contracts';
+import { RuntimeEvent, ToolManifest } from '@runledger/contracts';
 import { MemoryRecall, ScriptedBackend } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
 import { Kysely } from 'kysely';
@@ -74,6 +80,16 @@ if (!Number.isInteger(STEADY_TASKS) || STEADY_TASKS < 0)
     `BENCH_STEADY_TASKS must be a whole number, 0 or more, not ${process.env.BENCH_STEADY_TASKS}`,
   );
 const STEADY_CONCURRENCY = 16;
+/**
+ * Critic and memory on again, LangGraph doing the memory work Runledger does (on: printed after the
+ * other lines). The lines above keep each LangGraph task's memory in its own graph state: no shared
+ * memory, no deduplication, no recall. Here a store with semantic search (LangGraph's InMemoryStore,
+ * the same embedder) is shared by every task, each write is deduplicated against it with Runledger's
+ * policy, the orchestrator's two turns recall from it, and a completed task writes its plan and a
+ * summary, as Runledger's memory end guard does. Its memory is in memory only, where Runledger's is
+ * durable.
+ */
+const LANGGRAPH_STORE = (process.env.BENCH_LANGGRAPH_STORE ?? 'on') !== 'off';
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'FULL') as SqliteSynchronous;
 /** the step tool declared read-only, as it is (off: declared as a tool with side effects, its intent committed before it runs) */
 const TOOL_READ_ONLY = (process.env.BENCH_TOOL_READ_ONLY ?? 'on') !== 'off';
@@ -136,6 +152,11 @@ interface Case {
   criticAndMemory: boolean;
   /** tasks in the run, TASKS unless said */
   tasks?: number;
+  /**
+   * LangGraph keeps what memory keeps in a store shared by every task, with semantic search, and
+   * deduplicates and recalls as Runledger does, rather than in each task's own graph state
+   */
+  langgraphStore?: boolean;
 }
 
 async function inTempDir<T>(work: (dir: string) => Promise<T>): Promise<T> {
@@ -240,11 +261,12 @@ const GraphState = Annotation.Root({
   outputs: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
   memory: Annotation<StepMemory[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
   result: Annotation<string>,
+  recalled: Annotation<string[]>,
 });
 type GraphStateType = typeof GraphState.State;
 
 /** Seconds for `tasks` tasks on LangGraph with SqliteSaver, `concurrency` at a time. */
-function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promise<number> {
+function langgraph({ concurrency, criticAndMemory, tasks = TASKS, langgraphStore }: Case): Promise<number> {
   return inTempDir(async (dir) => {
     const saver = SqliteSaver.fromConnString(join(dir, 'langgraph.db'));
     // the scripted orchestrator: a task's n-th reply of the script, parsed as Runledger parses a directive
@@ -253,6 +275,7 @@ function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promi
       JSON.parse(reply) as { steps?: typeof PLAN.steps; content?: string };
     const critic = new HeuristicCritic();
     const embedder = new HashingEmbedder(EMBEDDING_DIM);
+    const store = criticAndMemory && langgraphStore ? memoryStore(embedder) : null;
 
     const step = (index: number) => async (state: GraphStateType) => {
       const text = index === 0 ? String(state.plan[0].args.text) : state.outputs[index - 1];
@@ -275,6 +298,10 @@ function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promi
       } as ToolOutcomeEvent;
       const write = decide(outcome, DIGEST, verdict.score, DEFAULT_MEMORY_POLICY);
       if (write.op === 'none') return { outputs: [output] };
+      if (store) {
+        await remember(store, write);
+        return { outputs: [output] };
+      }
       const [embedding] = await embedder.embed([write.text]);
       return {
         outputs: [output],
@@ -282,13 +309,23 @@ function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promi
       };
     };
 
-    let builder = new StateGraph(GraphState).addNode('planner', () => ({
+    // as Runledger's context builder recalls for every orchestrator call
+    const recall = async (input: string) =>
+      store
+        ? (await store.search(['memory'], { query: input, limit: RECALL_K })).map((h) => h.value.text)
+        : [];
+    let builder = new StateGraph(GraphState).addNode('planner', async (state: GraphStateType) => ({
+      recalled: await recall(state.input),
       plan: orchestrator(planReply).steps!,
     }));
     for (let i = 0; i < STEPS; i++) builder = builder.addNode(`s${i + 1}`, step(i)) as typeof builder;
-    builder = builder.addNode('responder', () => ({
-      result: orchestrator(respondReply).content!,
-    })) as typeof builder;
+    builder = builder.addNode('responder', async (state: GraphStateType) => {
+      const recalled = await recall(state.input);
+      const result = orchestrator(respondReply).content!;
+      // as Runledger's memory end guard: the completed plan and a summary of the task
+      if (store) for (const candidate of learnedAtEnd(state.input, result)) await remember(store, candidate);
+      return { recalled, result };
+    }) as typeof builder;
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const edges = builder as any;
     edges.addEdge(START, 'planner');
@@ -317,6 +354,61 @@ function langgraph({ concurrency, criticAndMemory, tasks = TASKS }: Case): Promi
   });
 }
 
+/** Runledger's context builder recalls this many entries */
+const RECALL_K = 5;
+
+/** LangGraph's long-term memory as its documentation shows it: a store with semantic search over each value's text. */
+function memoryStore(embedder: HashingEmbedder): InMemoryStore {
+  const embedDocuments = async (texts: string[]) => (await embedder.embed(texts)).map((v) => [...v]);
+  return new InMemoryStore({
+    index: {
+      dims: EMBEDDING_DIM,
+      fields: ['text'],
+      embeddings: {
+        embedDocuments,
+        embedQuery: async (text: string) => (await embedDocuments([text]))[0],
+      } as unknown as Embeddings,
+    },
+  });
+}
+
+/** A write the policy decided, as Runledger's memory hook makes it: a near-duplicate of its kind is reinforced instead. */
+async function remember(store: InMemoryStore, candidate: InsertDecision): Promise<void> {
+  const namespace = ['memory', candidate.kind];
+  const [nearest] = await store.search(namespace, { query: candidate.text, limit: 1 });
+  const decision = dedupe(
+    candidate,
+    nearest
+      ? {
+          entry_id: nearest.key,
+          kind: candidate.kind,
+          text: String(nearest.value.text),
+          weight: Number(nearest.value.weight),
+          similarity: nearest.score ?? 0,
+        }
+      : null,
+    DEFAULT_MEMORY_POLICY,
+  );
+  if (decision.op === 'insert')
+    await store.put(namespace, randomUUID(), { text: decision.text, weight: decision.weight });
+  else if (decision.op === 'reinforce')
+    await store.put(namespace, decision.entry_id, { text: decision.text, weight: decision.weight });
+}
+
+/** What Runledger's memory end guard learns from a task that completed the plan: the same policy, over the events such a task logs. */
+function learnedAtEnd(input: string, result: string): InsertDecision[] {
+  const events = [
+    { type: 'TASK_RECEIVED', payload: { input } },
+    { type: 'PLAN_STARTED', payload: { plan_id: 'plan', steps: PLAN.steps } },
+    ...PLAN.steps.map(() => ({ type: 'TOOL_CALLED', payload: { tool: DIGEST.name } })),
+    {
+      type: 'PLAN_COMPLETED',
+      payload: { plan_id: 'plan', step_results: PLAN.steps.map(() => ({ status: 'completed' })) },
+    },
+  ] as unknown as RuntimeEvent[];
+  return decideAtEnd(events, 'completed', result, DEFAULT_MEMORY_POLICY);
+}
+
 /** Runs `c` on both, RUNS times alternating, and prints the medians and their ratio. */
 async function compare(c: Case): Promise<void> {
   const tasks = c.tasks ?? TASKS;
@@ -331,7 +423,8 @@ async function compare(c: Case): Promise<void> {
   const [a, b] = [median(ours), median(theirs)];
   console.log(
     `critic+memory ${c.criticAndMemory ? 'on ' : 'off'}  ${String(c.concurrency).padStart(2)} at once` +
-      `${c.tasks === undefined ? '' : ` (${tasks} tasks a run)`}: ` +
+      `${c.tasks === undefined ? '' : ` (${tasks} tasks a run)`}` +
+      `${c.langgraphStore ? ', LangGraph with a memory store' : ''}: ` +
       `Runledger ${a.toFixed(1).padStart(6)} tasks/s, LangGraph ${b.toFixed(1).padStart(6)} tasks/s (baseline), ` +
       `ratio ${(a / b).toFixed(2)}x; Runledger per task: ${last!.transactionsPerTask.toFixed(1)} transactions, ` +
       `${last!.commitsPerTask.toFixed(1)} with events, main thread busy ${last!.mainThreadMsPerTask.toFixed(2)} ms (last run)`,
@@ -354,4 +447,9 @@ export async function main(): Promise<void> {
   if (STEADY_TASKS > 0 && CONCURRENCY.includes(STEADY_CONCURRENCY))
     for (const criticAndMemory of [false, true])
       await compare({ concurrency: STEADY_CONCURRENCY, criticAndMemory, tasks: STEADY_TASKS });
+  if (LANGGRAPH_STORE) {
+    await langgraph({ concurrency: 4, criticAndMemory: true, langgraphStore: true });
+    for (const concurrency of CONCURRENCY)
+      await compare({ concurrency, criticAndMemory: true, langgraphStore: true });
+  }
 }
