@@ -168,13 +168,15 @@ export abstract class EventStore {
 
   /**
    * A writer that folds its events before their commit (TaskWriter) names
-   * what it hands to `append`, as it folded them, until the store publishes
-   * their commit or the append fails (the returned release, which a second
-   * call leaves as it is). Readers in this process that must not miss a
-   * write about to commit see them in `handedOver`: memory's deduplication
-   * does, so a task that starts while another's last events commit does not
-   * store again what those hold. Not the log: what is handed may still
-   * fail; nothing here is ever read back.
+   * those it will hand to `append`, as it folded them, until the store
+   * publishes their commit or they are dropped or refused (the returned
+   * release, which a second call leaves as it is). Readers in this process
+   * that must not miss a write about to commit see them in `handedOver`:
+   * memory's deduplication does, so tasks running side by side do not each
+   * store what the other's writes hold. Events listed again under the same
+   * first id (a decision taken over by the writer that stages it) keep their
+   * place in the list. Not the log: what is listed may still fail; nothing
+   * here is ever read back.
    */
   handOver(events: readonly RuntimeEvent[]): () => void {
     const key = events[0]?.event_id;

@@ -35,6 +35,20 @@ describe('EventStore.handOver', () => {
     expect(sut.handedOver().events).toEqual([]);
   });
 
+  it('events listed again under the same first id keep their place; the earlier release then changes nothing', () => {
+    const sut = new InMemoryEventStore();
+    const releaseDecided = sut.handOver([folded('a')]);
+    sut.handOver([folded('b')]);
+    const staged = folded('a');
+    const releaseStaged = sut.handOver([staged]);
+    expect(sut.handedOver().events.map((e) => e.event_id)).toEqual(['a', 'b']);
+    expect(sut.handedOver().events[0]).toBe(staged);
+    releaseDecided();
+    expect(sut.handedOver().events.map((e) => e.event_id)).toEqual(['a', 'b']);
+    releaseStaged();
+    expect(sut.handedOver().events.map((e) => e.event_id)).toEqual(['b']);
+  });
+
   it('a store in front of another hands over to the inner one: both see the same', () => {
     const inner = new InMemoryEventStore();
     const sut = new PassingThrough(inner);

@@ -1032,7 +1032,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
           .events.map((e) => e.event_id)
           .sort(),
       ).toEqual(written.map((events) => events[1].event_id).sort());
-      const leaveInTime = timers.mock.calls.filter(([, ms]) => ms === 5_000).map(([leave]) => leave);
+      const leaveInTime = timers.mock.calls.filter(([, ms]) => ms === 30_000).map(([leave]) => leave);
       timers.mockRestore();
       expect(leaveInTime).toHaveLength(3);
       for (const leave of leaveInTime) leave();

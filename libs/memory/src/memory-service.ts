@@ -120,8 +120,11 @@ const DEFAULT_EXACT_SCAN_BELOW = 2000;
 const OVERLAY_AT_MOST = 128;
 /** heard writes nearest() takes without waiting for their pass; past that (passes failing), it waits */
 const HEARD_OVERLAY_LIMIT = 1000;
-/** longest a decided write stays handed over for its task's writer to take it (see decideWrite) */
-const CLAIM_TTL_MS = 5_000;
+/**
+ * longest a decided write stays listed for its task's writer to take it (see decideWrite): the writer
+ * stages it once the step's later outcome hooks are done, which may call a model (a model critic)
+ */
+const CLAIM_TTL_MS = 30_000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
 const SYNC_PAGE = 500;
 /** a pass's entries applied at once: one commit for a burst's writes, without hundreds of embedder calls at a time */
@@ -814,9 +817,13 @@ export class MemoryService {
   ): Promise<NearestEntry | null> {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
+    const handed = this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver());
+    // the task's writes its writer listed are in the handed fold already, in the order they were decided
     const unapplied = foldWrites(
-      this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver()),
-      uncommitted(taskEvents),
+      handed,
+      uncommitted(taskEvents).filter(
+        (e) => e.type !== 'MEMORY_WRITTEN' || !this.handedFold.lists(e.event_id),
+      ),
     );
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);

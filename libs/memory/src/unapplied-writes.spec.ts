@@ -104,11 +104,19 @@ describe('unapplied memory writes', () => {
     expect(folded.get('a')).toMatchObject({ weight: 0.8, insertedBy: heardWrite });
     expect(base.get('a')?.weight).toBe(0.3);
     expect(sut.of(base, handed)).toBe(folded);
+    // which writes it took from the list: a task's own listed writes are not folded on top again
+    expect([handedInsert, handedReinforce, heardWrite, other(0)].map((e) => sut.lists(e.event_id))).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
     // a hand-over with no memory write in it changes nothing
     expect(sut.of(base, { version: 2, events: [...handed.events, other(0)] })).toBe(folded);
     // the insert's batch left the list (its commit was published): only the reinforce is still on its way
     const withoutB = sut.of(base, { version: 3, events: [handedReinforce] });
     expect(withoutB.has('b')).toBe(false);
+    expect(sut.lists(handedInsert.event_id)).toBe(false);
     expect(withoutB.get('a')?.weight).toBe(0.8);
     // a new heard fold is folded onto afresh
     const heardMore = unappliedHeard([heardWrite, write(11, 'delete', 'a')], 0);

@@ -98,6 +98,7 @@ export class HandedWritesFold {
     base: ReadonlyMap<string, UnappliedEntry>;
     version: number;
     writes: readonly RuntimeEvent[];
+    ids: ReadonlySet<string>;
     entries: ReadonlyMap<string, UnappliedEntry>;
   } | null = null;
 
@@ -106,10 +107,16 @@ export class HandedWritesFold {
     if (kept?.base === base && kept.version === handed.version) return kept.entries;
     const writes = handed.events.filter((e) => e.type === 'MEMORY_WRITTEN');
     // most hand-overs carry no memory write: the fold stays as it was
-    const entries =
-      kept?.base === base && sameEvents(kept.writes, writes) ? kept.entries : foldWrites(base, writes);
-    this.kept = { base, version: handed.version, writes, entries };
+    const same = kept !== null && sameEvents(kept.writes, writes);
+    const entries = same && kept.base === base ? kept.entries : foldWrites(base, writes);
+    const ids = same ? kept.ids : new Set(writes.map((e) => e.event_id));
+    this.kept = { base, version: handed.version, writes, ids, entries };
     return entries;
+  }
+
+  /** Whether the last fold took the write `eventId` from the handed list. */
+  lists(eventId: string): boolean {
+    return this.kept?.ids.has(eventId) ?? false;
   }
 }
 

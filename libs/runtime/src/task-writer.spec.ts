@@ -115,95 +115,119 @@ const heldUntil = async (store: HoldingStore, n: number) => {
   expect(store.waiting).toBe(n);
 };
 
-describe('TaskWriter hands over what it appends', () => {
-  it('while an append is on its way its events are handed over in the store as folded, and leave once it commits', async () => {
+const memoryWrite = (event_id: string, op: 'insert' | 'reinforce' = 'insert', weight = 0.5): NewEvent =>
+  ({
+    type: 'MEMORY_WRITTEN',
+    event_id,
+    payload: {
+      op,
+      entry_id: 'mem_1',
+      kind: 'fact',
+      text: 'the cache is in /var/cache',
+      weight,
+      source: 'critic',
+      source_event_id: null,
+      reason: 'test',
+      embedding_model: 'hash',
+      embedding_dim: 4,
+    },
+  }) as unknown as NewEvent;
+
+const listedIds = (store: InMemoryEventStore) => store.handedOver().events.map((e) => e.event_id);
+
+describe('TaskWriter lists its memory writes in the store from their staging to their commit', () => {
+  it('while an append is on its way its memory writes stay listed as folded, and leave once it commits', async () => {
     const inner = new InMemoryEventStore();
     const store = new HoldingStore(inner);
     const sut = await TaskWriter.open(store, 'task_1');
-    sut.defer([received]);
+    sut.defer([received, memoryWrite('evt_mem')]);
     const appended = sut.append([chunk(0)]);
     await heldUntil(store, 1);
+    // only memory writes: memory's deduplication is the list's one reader
     const handed = inner.handedOver().events;
-    expect(handed.map((e) => [e.type, e.sequence, e.position])).toEqual([
-      ['TASK_RECEIVED', 1, 0],
-      ['OUTPUT_CHUNK', 2, 0],
-    ]);
-    expect(handed).toEqual(sut.log);
+    expect(handed.map((e) => [e.type, e.sequence, e.position])).toEqual([['MEMORY_WRITTEN', 2, 0]]);
+    expect(handed[0]).toBe(sut.log[1]);
     store.pass();
     await appended;
     expect(inner.handedOver().events).toEqual([]);
   });
 
-  it('an append the store refuses leaves too', async () => {
-    const inner = new InMemoryEventStore();
-    const store = new HoldingStore(inner);
-    const sut = await TaskWriter.open(store, 'task_1');
-    const appended = sut.append([received]);
-    await heldUntil(store, 1);
-    expect(inner.handedOver().events).toHaveLength(1);
-    const broken = new Error('disk gone');
-    store.refuse(broken);
-    await expect(appended).rejects.toBe(broken);
-    expect(inner.handedOver().events).toEqual([]);
-  });
-});
-
-describe('TaskWriter hands over memory writes from the moment they are staged', () => {
-  const memoryWrite = (event_id: string): NewEvent =>
-    ({
-      type: 'MEMORY_WRITTEN',
-      event_id,
-      payload: {
-        op: 'insert',
-        entry_id: 'mem_1',
-        kind: 'fact',
-        text: 'the cache is in /var/cache',
-        weight: 0.5,
-        source: 'critic',
-        source_event_id: null,
-        reason: 'test',
-        embedding_model: 'hash',
-        embedding_dim: 4,
-      },
-    }) as unknown as NewEvent;
-
-  it('a deferred write is listed under its own id at once, takes over a listing under that id, and leaves with its commit', async () => {
+  it('a deferred write is listed under its own id at once, and takes over a listing under that id in its place', async () => {
     const store = new InMemoryEventStore();
     const sut = await TaskWriter.open(store, 'task_1');
     await sut.append([received]);
-    // as memory's decideWrite lists a write it decided, before the task's writer has it
-    const decided = { ...memoryWrite('evt_decided'), task_id: 'task_1', sequence: 0, position: 0 };
-    const releaseDecided = store.handOver([decided as never]);
-    sut.defer([memoryWrite('evt_decided')]);
-    const handed = store.handedOver().events;
-    expect(handed).toHaveLength(1);
-    expect(handed[0]).toBe(sut.log[1]);
+    // as memory's decideWrite lists the writes it decided, before the tasks' writers have them
+    const decided = (id: string, weight: number) => ({
+      ...memoryWrite(id, 'reinforce', weight),
+      task_id: 'task_1',
+      sequence: 0,
+      position: 0,
+    });
+    const releaseFirst = store.handOver([decided('evt_first', 0.6) as never]);
+    store.handOver([decided('evt_second', 0.7) as never]);
+    sut.defer([memoryWrite('evt_first', 'reinforce', 0.6)]);
+    // the decision order stays: a later decision's weight still folds after the earlier one
+    expect(listedIds(store)).toEqual(['evt_first', 'evt_second']);
+    expect(store.handedOver().events[0]).toBe(sut.log[1]);
     // the decision's own release no longer touches what the writer listed
-    releaseDecided();
-    expect(store.handedOver().events).toEqual([sut.log[1]]);
+    releaseFirst();
+    expect(listedIds(store)).toEqual(['evt_first', 'evt_second']);
     await sut.append([chunk(0)]);
-    expect(store.handedOver().events).toEqual([]);
+    expect(listedIds(store)).toEqual(['evt_second']);
   });
 
-  it('a write the run drops uncommitted (the writer closes, or fails) leaves the list', async () => {
+  it('a write the run drops uncommitted leaves the list: the writer closes, or an append fails', async () => {
     const store = new InMemoryEventStore();
     const closed = await TaskWriter.open(store, 'task_1');
     await closed.append([received]);
     closed.defer([memoryWrite('evt_dropped')]);
-    expect(store.handedOver().events).toHaveLength(1);
+    expect(listedIds(store)).toEqual(['evt_dropped']);
     closed.close();
-    expect(store.handedOver().events).toEqual([]);
+    expect(listedIds(store)).toEqual([]);
+    // one staged after the close (a sibling step still finishing) is not listed at all
+    closed.defer([memoryWrite('evt_late')]);
+    expect(listedIds(store)).toEqual([]);
 
     const inner = new InMemoryEventStore();
     const failing = new HoldingStore(inner);
     const failed = await TaskWriter.open(failing, 'task_2');
-    failed.defer([received, memoryWrite('evt_failed')]);
+    failed.defer([received, memoryWrite('evt_sent')]);
     const appended = failed.append([chunk(0)]);
     await heldUntil(failing, 1);
+    // staged while the append is on its way: it would ride in the next one
+    failed.defer([memoryWrite('evt_waiting')]);
+    expect(listedIds(inner)).toEqual(['evt_sent', 'evt_waiting']);
     const broken = new Error('disk gone');
     failing.refuse(broken);
     await expect(appended).rejects.toBe(broken);
-    expect(inner.handedOver().events).toEqual([]);
+    expect(listedIds(inner)).toEqual([]);
+  });
+
+  it("a write refused for a conflict stays listed through the rebase, and leaves with the retry's commit", async () => {
+    const inner = new InMemoryEventStore();
+    const store = new HoldingStore(inner);
+    const sut = await TaskWriter.open(store, 'task_1');
+    const first = sut.append([received]);
+    await heldUntil(store, 1);
+    store.pass();
+    await first;
+    sut.defer([memoryWrite('evt_mem')]);
+    const appended = sut.append([chunk(0)]);
+    await heldUntil(store, 1);
+    // another writer gets in first: the held append is refused for its expected sequence
+    await inner.append('task_1', [chunk(9)], { expected: 1 });
+    store.pass();
+    await heldUntil(store, 1);
+    expect(listedIds(inner)).toEqual(['evt_mem']);
+    store.pass();
+    await appended;
+    expect(listedIds(inner)).toEqual([]);
+    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
+      'TASK_RECEIVED',
+      'OUTPUT_CHUNK',
+      'MEMORY_WRITTEN',
+      'OUTPUT_CHUNK',
+    ]);
   });
 });
 

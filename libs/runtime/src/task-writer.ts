@@ -34,6 +34,8 @@ interface Submitted {
   context: unknown;
   stored: Promise<RuntimeEvent>;
   settle: { resolve: (e: RuntimeEvent) => void; reject: (err: unknown) => void };
+  /** a memory write's listing in the store (EventStore.handOver), from its staging until its commit */
+  unlist: (() => void) | null;
 }
 
 /**
@@ -66,9 +68,9 @@ export interface TaskEndListener {
  * the log). With checkpoints, a CHECKPOINT_SAVED joins the events that call
  * for one, and its snapshot is stored after the commit. Under a lease, the
  * first append the store refuses for a lost lease ends the writer too.
- * While an append is on its way, its events are handed over in the store
- * (EventStore.handOver), where memory's deduplication sees them; memory writes
- * are handed over from the moment they are staged.
+ * Its memory writes are listed in the store (EventStore.handOver), where
+ * memory's deduplication sees them, from the moment they are staged until
+ * their commit is published (or they are dropped or refused).
  */
 export class TaskWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -84,8 +86,6 @@ export class TaskWriter {
   private streamFlush: NodeJS.Timeout | null = null;
   private closed = false;
   private finalHanded = false;
-  /** releases of the staged memory writes listed in the store before their append (see submit) */
-  private stagedWritesListed: Array<() => void> = [];
 
   private constructor(
     private readonly store: EventStore,
@@ -181,7 +181,8 @@ export class TaskWriter {
   close(): void {
     this.closed = true;
     this.cancelStreamFlush();
-    this.releaseStagedWrites();
+    // dropped: a batch on its way is left listed until its commit is published, or it is refused
+    for (const s of this.staged) s.unlist?.();
   }
 
   private cancelStreamFlush(): void {
@@ -241,9 +242,10 @@ export class TaskWriter {
     });
     this.staged.push(...handed);
     // memory's deduplication sees a task's writes from the moment they are decided (MemoryService.decideWrite lists
-    // each under its id), not from their append: listed again under the same id, each is this writer's to release
-    for (const h of handed)
-      if (h.folded.type === 'MEMORY_WRITTEN') this.stagedWritesListed.push(this.store.handOver([h.folded]));
+    // each under its id) to their commit: listed again under the same id, in its place, each is this writer's
+    if (!this.closed)
+      for (const h of handed)
+        if (h.folded.type === 'MEMORY_WRITTEN') h.unlist = this.store.handOver([h.folded]);
     return handed;
   }
 
@@ -253,7 +255,7 @@ export class TaskWriter {
     const stored = new Promise<RuntimeEvent>((resolve, reject) => (settle = { resolve, reject }));
     // its caller may be gone (a deferred event, an append whose turn failed first): never unhandled
     stored.catch(() => undefined);
-    return { event, folded, context: null, stored, settle };
+    return { event, folded, context: null, stored, settle, unlist: null };
   }
 
   /** One turn of the chain: everything handed over so far, in one append. */
@@ -262,9 +264,6 @@ export class TaskWriter {
     const batch = this.staged.splice(0);
     if (batch.length === 0) return;
     this.cancelStreamFlush();
-    // readers of what is about to commit (memory's deduplication) see it until its commit is published, or it is refused
-    const release = this.store.handOver(batch.map((s) => s.folded));
-    this.releaseStagedWrites();
     let res: AppendResult;
     try {
       if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
@@ -281,26 +280,25 @@ export class TaskWriter {
       );
     } catch (err) {
       if (err instanceof ConcurrencyError && !this.failed) {
-        // listed until the retry lists them again: a task started meanwhile still sees these writes
+        // its memory writes stay listed for the retry: a task started meanwhile still sees them
         try {
           await this.rebase(batch);
         } catch (rebaseErr) {
-          release();
+          for (const s of batch) s.unlist?.();
           throw rebaseErr;
         }
-        const again = this.sendStaged();
-        release();
-        return again;
+        return this.sendStaged();
       }
-      release();
       this.fail(err, batch);
       throw err;
     }
-    release();
     this.committed(batch, res.events);
   }
 
   private committed(batch: readonly Submitted[], stored: readonly RuntimeEvent[]): void {
+    // the store let the listings go when it published the commit: a release now changes nothing, unless an
+    // id was stored already (an idempotent retry publishes nothing)
+    for (const s of batch) s.unlist?.();
     batch.forEach((s, i) => {
       const e = stored[i];
       if (e?.event_id !== s.folded.event_id || e.sequence !== s.folded.sequence) {
@@ -356,14 +354,12 @@ export class TaskWriter {
   }
 
   /** The fold holds events the log may never get: no later append is taken. */
-  private releaseStagedWrites(): void {
-    for (const release of this.stagedWritesListed.splice(0)) release();
-  }
-
   private fail(err: unknown, batch: readonly Submitted[]): void {
     this.failed ??= err;
-    this.releaseStagedWrites();
     if (err instanceof LeaseLostError && this.lease) this.lease.onLost(err);
-    for (const s of [...batch, ...this.staged.splice(0)]) s.settle.reject(err);
+    for (const s of [...batch, ...this.staged.splice(0)]) {
+      s.unlist?.();
+      s.settle.reject(err);
+    }
   }
 }
