@@ -45,7 +45,9 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
   let store: InMemoryEventStore;
   let rt: TestRuntime;
 
-  const run = async (input: string, modelTimeoutMs = 2000) => {
+  // the stall test passes its own timeout; the others never wait for one, and a full suite on 2 cores once
+  // took over 2 s to answer the first request of a file
+  const run = async (input: string, modelTimeoutMs = 10_000) => {
     rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
