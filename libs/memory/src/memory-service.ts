@@ -188,6 +188,8 @@ export class MemoryService {
   private readonly handedFold = new HandedWritesFold();
   /** decideWrite's decisions, one after the other */
   private decisions: Promise<unknown> = Promise.resolve();
+  /** the listings of decideWrite's writes, until their time is up: a closing service lets them go */
+  private readonly decidedListings = new Map<NodeJS.Timeout, () => void>();
   /** the vector of each inserting write not applied yet that a deduplication compared with, kept while the write is */
   private readonly unappliedVectors = new WeakMap<RuntimeEvent, Float32Array>();
   /** the live entries are being refilled from the log: only a pass's end says what they hold */
@@ -818,13 +820,14 @@ export class MemoryService {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.heardWritesHoldUnapplied) await this.sync('heard');
     const handed = this.handedFold.of(this.unappliedHeard(), this.o.events.handedOver());
-    // the task's writes its writer listed are in the handed fold already, in the order they were decided
-    const unapplied = foldWrites(
-      handed,
-      uncommitted(taskEvents).filter(
-        (e) => e.type !== 'MEMORY_WRITTEN' || !this.handedFold.lists(e.event_id),
-      ),
+    // the task's writes its writer listed are in the handed fold already, in the order they were decided; one
+    // whose commit was heard a moment before its writer folded the commit is in the heard fold
+    const own = uncommitted(taskEvents).filter(
+      (e) =>
+        e.type !== 'MEMORY_WRITTEN' ||
+        !(this.handedFold.lists(e.event_id) || this.heardFold.holds(e.event_id)),
     );
+    const unapplied = foldWrites(handed, own);
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
     let best = await this.nearestStored(vector, kind, deleted);
@@ -880,7 +883,12 @@ export class MemoryService {
       correlation_id: first?.correlation_id ?? write.event_id,
       created_at: new Date().toISOString(),
     } as RuntimeEvent;
-    setTimeout(this.o.events.handOver([event]), CLAIM_TTL_MS).unref();
+    const release = this.o.events.handOver([event]);
+    const timer = setTimeout(() => {
+      this.decidedListings.delete(timer);
+      release();
+    }, CLAIM_TTL_MS).unref();
+    this.decidedListings.set(timer, release);
   }
 
   private unappliedHeard(): ReadonlyMap<string, UnappliedEntry> {
@@ -1096,6 +1104,12 @@ export class MemoryService {
   async close(): Promise<void> {
     this.closing = true;
     this.stopListening();
+    // a writer that took one over keeps its own listing (a release of the decision's changes nothing then)
+    for (const [timer, release] of this.decidedListings) {
+      clearTimeout(timer);
+      release();
+    }
+    this.decidedListings.clear();
     await this.syncing.catch(() => 0);
     await this.positionSaved;
     await this.cancelRebuild();

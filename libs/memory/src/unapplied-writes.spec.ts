@@ -86,6 +86,8 @@ describe('unapplied memory writes', () => {
     expect([...afterHeard.keys()]).toEqual(['mem_a', 'mem_b', 'mem_c']);
     const applied = fold.of(heard, 2);
     expect([...applied.keys()]).toEqual(['mem_c']);
+    // which heard writes it holds: those not applied yet
+    expect(heard.map((e) => fold.holds(e.event_id))).toEqual([false, false, true]);
     // a list replaced by one of the same length (trimmed by a pass, then a write heard)
     const replaced = [...heard.slice(1), write(4, 'insert', 'mem_d')];
     expect([...fold.of(replaced, 2).keys()]).toEqual(['mem_c', 'mem_d']);

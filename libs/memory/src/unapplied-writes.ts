@@ -75,6 +75,7 @@ export class HeardWritesFold {
     length: number;
     appliedThrough: number;
     entries: ReadonlyMap<string, UnappliedEntry>;
+    ids: ReadonlySet<string> | null;
   } | null = null;
 
   of(heard: readonly RuntimeEvent[], appliedThrough: number): ReadonlyMap<string, UnappliedEntry> {
@@ -82,8 +83,16 @@ export class HeardWritesFold {
     if (kept?.heard === heard && kept.length === heard.length && kept.appliedThrough === appliedThrough)
       return kept.entries;
     const entries = unappliedHeard(heard, appliedThrough);
-    this.kept = { heard, length: heard.length, appliedThrough, entries };
+    this.kept = { heard, length: heard.length, appliedThrough, entries, ids: null };
     return entries;
+  }
+
+  /** Whether the last fold took the write `eventId` from the heard ones (built on the first question). */
+  holds(eventId: string): boolean {
+    const kept = this.kept;
+    if (!kept) return false;
+    kept.ids ??= new Set(kept.heard.filter((e) => e.position > kept.appliedThrough).map((e) => e.event_id));
+    return kept.ids.has(eventId);
   }
 }
 

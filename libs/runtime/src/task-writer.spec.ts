@@ -183,8 +183,11 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     closed.defer([memoryWrite('evt_dropped')]);
     expect(listedIds(store)).toEqual(['evt_dropped']);
     closed.close();
+    // once the appends already called are done (none here)
+    await new Promise((r) => setImmediate(r));
     expect(listedIds(store)).toEqual([]);
-    // one staged after the close (a sibling step still finishing) is not listed at all
+    // one staged after the close (a sibling step still finishing) is not listed, and its decision's listing goes
+    store.handOver([{ ...memoryWrite('evt_late'), task_id: 'task_1', sequence: 0, position: 0 } as never]);
     closed.defer([memoryWrite('evt_late')]);
     expect(listedIds(store)).toEqual([]);
 
@@ -201,6 +204,34 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     failing.refuse(broken);
     await expect(appended).rejects.toBe(broken);
     expect(listedIds(inner)).toEqual([]);
+    // a decided write handed to the failed writer is refused, and its decision's listing goes
+    inner.handOver([{ ...memoryWrite('evt_after'), task_id: 'task_2', sequence: 0, position: 0 } as never]);
+    expect(() => failed.defer([memoryWrite('evt_after')])).toThrow(broken);
+    expect(listedIds(inner)).toEqual([]);
+  });
+
+  it('closed while appends are still queued: their writes stay listed until they commit', async () => {
+    const inner = new InMemoryEventStore();
+    const store = new HoldingStore(inner);
+    const sut = await TaskWriter.open(store, 'task_1');
+    const first = sut.append([received]);
+    await heldUntil(store, 1);
+    // queued behind the one on its way (a sibling step), then the run closes the writer
+    const second = sut.append([memoryWrite('evt_queued')]);
+    sut.close();
+    await new Promise((r) => setImmediate(r));
+    expect(listedIds(inner)).toEqual(['evt_queued']);
+    store.pass();
+    await first;
+    await heldUntil(store, 1);
+    expect(listedIds(inner)).toEqual(['evt_queued']);
+    store.pass();
+    await second;
+    expect(listedIds(inner)).toEqual([]);
+    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
+      'TASK_RECEIVED',
+      'MEMORY_WRITTEN',
+    ]);
   });
 
   it("a write refused for a conflict stays listed through the rebase, and leaves with the retry's commit", async () => {

@@ -181,8 +181,11 @@ export class TaskWriter {
   close(): void {
     this.closed = true;
     this.cancelStreamFlush();
-    // dropped: a batch on its way is left listed until its commit is published, or it is refused
-    for (const s of this.staged) s.unlist?.();
+    // what appends already called still send stays listed until its commit is published or refused; what is
+    // staged once they are done is dropped
+    void this.chain.then(() => {
+      for (const s of this.staged) s.unlist?.();
+    });
   }
 
   private cancelStreamFlush(): void {
@@ -197,7 +200,10 @@ export class TaskWriter {
 
   /** Validates, completes and folds `events` (with a CHECKPOINT_SAVED when they call for one). */
   private submit(events: readonly NewEvent[]): Submitted[] {
-    if (this.failed) throw this.failed;
+    if (this.failed) {
+      this.dropDecidedWrites(events);
+      throw this.failed;
+    }
     if (events.length === 0) return [];
     const batch = this.checkpoints?.extend(this.progress, events, this.committedSeq) ?? events;
     const now = new Date().toISOString();
@@ -243,7 +249,8 @@ export class TaskWriter {
     this.staged.push(...handed);
     // memory's deduplication sees a task's writes from the moment they are decided (MemoryService.decideWrite lists
     // each under its id) to their commit: listed again under the same id, in its place, each is this writer's
-    if (!this.closed)
+    if (this.closed) this.dropDecidedWrites(events);
+    else
       for (const h of handed)
         if (h.folded.type === 'MEMORY_WRITTEN') h.unlist = this.store.handOver([h.folded]);
     return handed;
@@ -351,6 +358,16 @@ export class TaskWriter {
       this.current.apply(s.folded);
     }
     this.staged = pending;
+  }
+
+  /**
+   * Memory writes a run that is over hands in (a sibling step finishing after the close, or after a failure):
+   * the listings their decisions made (MemoryService.decideWrite) go now, not when they time out.
+   */
+  private dropDecidedWrites(events: readonly NewEvent[]): void {
+    for (const e of events)
+      if (e.type === 'MEMORY_WRITTEN' && e.event_id !== undefined)
+        this.store.handOver([e as unknown as RuntimeEvent])();
   }
 
   /** The fold holds events the log may never get: no later append is taken. */
