@@ -86,13 +86,13 @@ export const rawEventOf = (e: RuntimeEvent): RawEvent => ({
 /** Called synchronously right after a transaction commits, with the events it stored, in position order. */
 export type CommitListener = (events: readonly RuntimeEvent[]) => void;
 
-/** What writers in this process have handed to `append` and whose append has not settled (see EventStore.handOver). */
+/** What writers in this process listed as on its way to the log and not committed yet (see EventStore.handOver). */
 export interface HandedOver {
-  /** moves at every hand-over and release: what a reader derived from `events` holds while it stays */
+  /** moves at every listing and release: what a reader derived from `events` holds while it stays */
   readonly version: number;
   /**
-   * the handed events as their writers folded them, in the order they were handed; a batch leaves
-   * when its commit is published, before the commit listeners hear it, or when its append fails
+   * the listed events as their writers folded them, in the order they were first listed; one leaves
+   * when its commit is published, before the commit listeners hear it, or when its writer releases it
    */
   readonly events: readonly RuntimeEvent[];
 }
@@ -192,10 +192,12 @@ export abstract class EventStore {
   }
 
   /**
-   * A handed batch leaves the list once its commit is published, before the listeners hear it, so
-   * a reader never finds it both heard and handed (its writer's release comes a moment later).
+   * Takes whatever is listed under these events' ids off the list, whoever listed it: a writer that will
+   * not append writes it was handed (its run is over) withdraws what their decisions listed. The store
+   * does the same with a commit it publishes, before the listeners hear it, so a reader never finds an
+   * event both heard and handed (its writer's release comes a moment later and changes nothing).
    */
-  private dropHandedCommits(events: readonly RuntimeEvent[]): void {
+  withdraw(events: readonly Pick<RuntimeEvent, 'event_id'>[]): void {
     if (this.handedBatches.size === 0) return;
     for (const e of events) if (this.handedBatches.delete(e.event_id)) this.handedChanged = true;
   }
@@ -224,7 +226,7 @@ export abstract class EventStore {
    */
   protected emitCommitted(events: readonly RuntimeEvent[]): void {
     if (events.length === 0) return;
-    this.dropHandedCommits(events);
+    this.withdraw(events);
     for (const listener of this.commitListeners) {
       try {
         listener(events);

@@ -44,6 +44,10 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.handedOver();
   }
 
+  override withdraw(events: readonly Pick<RuntimeEvent, 'event_id'>[]): void {
+    this.inner.withdraw(events);
+  }
+
   readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {
     return this.inner.readStream(taskId, options);
   }

@@ -124,14 +124,14 @@ const HEARD_OVERLAY_LIMIT = 1000;
  * longest a decided write stays listed for its task's writer to take it (see decideWrite): the writer
  * stages it once the step's later outcome hooks are done, which may call a model (a model critic)
  */
-const CLAIM_TTL_MS = 30_000;
+const DECIDED_LISTED_MS = 30_000;
 /** MEMORY_WRITTEN events read from the log per statement while syncing */
 const SYNC_PAGE = 500;
 /** a pass's entries applied at once: one commit for a burst's writes, without hundreds of embedder calls at a time */
 const APPLY_AT_ONCE = 16;
 
 /** A write decideWrite decided: a MEMORY_WRITTEN with its id, appended to the task's stream as it is. */
-export type ClaimedWrite = NewEvent & {
+export type DecidedWrite = NewEvent & {
   type: 'MEMORY_WRITTEN';
   event_id: string;
   payload: EventPayload<'MEMORY_WRITTEN'>;
@@ -856,24 +856,24 @@ export class MemoryService {
    * store (EventStore.handOver) before the next decision looks, so tasks deciding side by side find each
    * other's writes rather than each storing a copy. The task's writer lists the write again under the
    * same id when it stages it, and answers for it from then on; a write no writer takes leaves the list
-   * after CLAIM_TTL_MS. `vector` is the candidate's text embedded; `taskEvents` as nearest() takes them.
+   * after DECIDED_LISTED_MS. `vector` is the candidate's text embedded; `taskEvents` as nearest() takes them.
    */
   decideWrite(
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[],
-    decide: (nearest: NearestEntry | null) => ClaimedWrite | null,
-  ): Promise<ClaimedWrite | null> {
+    decide: (nearest: NearestEntry | null) => DecidedWrite | null,
+  ): Promise<DecidedWrite | null> {
     const decided = this.decisions.then(async () => {
       const write = decide(await this.nearest(vector, kind, taskEvents));
-      if (write) this.claim(write, taskEvents[0]);
+      if (write) this.listDecided(write, taskEvents[0]);
       return write;
     });
     this.decisions = decided.catch(() => undefined);
     return decided;
   }
 
-  private claim(write: ClaimedWrite, first: RuntimeEvent | undefined): void {
+  private listDecided(write: DecidedWrite, first: RuntimeEvent | undefined): void {
     const event = {
       ...write,
       task_id: first?.task_id ?? '',
@@ -887,7 +887,7 @@ export class MemoryService {
     const timer = setTimeout(() => {
       this.decidedListings.delete(timer);
       release();
-    }, CLAIM_TTL_MS).unref();
+    }, DECIDED_LISTED_MS).unref();
     this.decidedListings.set(timer, release);
   }
 

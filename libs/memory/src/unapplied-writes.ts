@@ -97,10 +97,10 @@ export class HeardWritesFold {
 }
 
 /**
- * `base` (the heard, unapplied writes) with the MEMORY_WRITTEN handed to the store and not committed
- * yet folded on (EventStore.handOver: other tasks' writes on their way to the log), kept while neither
- * moves: a wave of tasks deduplicates many times between two hand-overs. A handed write leaves the
- * list when its commit is published, before memory hears it, so none is in both.
+ * `base` (the heard, unapplied writes) with the MEMORY_WRITTEN listed in the store and not committed
+ * yet folded on (EventStore.handOver: writes decided or staged by tasks of this process), kept while
+ * neither moves: a wave of tasks deduplicates many times between two changes of the list. A listed
+ * write leaves the list when its commit is published, before memory hears it, so none is in both.
  */
 export class HandedWritesFold {
   private kept: {
@@ -115,7 +115,7 @@ export class HandedWritesFold {
     const kept = this.kept;
     if (kept?.base === base && kept.version === handed.version) return kept.entries;
     const writes = handed.events.filter((e) => e.type === 'MEMORY_WRITTEN');
-    // most hand-overs carry no memory write: the fold stays as it was
+    // a change of the list that moves no memory write leaves the fold as it was
     const same = kept !== null && sameEvents(kept.writes, writes);
     const entries = same && kept.base === base ? kept.entries : foldWrites(base, writes);
     const ids = same ? kept.ids : new Set(writes.map((e) => e.event_id));

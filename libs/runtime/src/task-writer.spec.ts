@@ -1,4 +1,4 @@
-import { NewEvent, emptyUsage } from '@runledger/contracts';
+import { NewEvent, RuntimeEvent, emptyUsage } from '@runledger/contracts';
 import { AppendOptions, AppendResult, InMemoryEventStore, WrappingEventStore } from '@runledger/event-store';
 import { randomBytes } from 'node:crypto';
 import { RedactingEventStore } from './redacting-event-store';
@@ -135,6 +135,20 @@ const memoryWrite = (event_id: string, op: 'insert' | 'reinforce' = 'insert', we
 
 const listedIds = (store: InMemoryEventStore) => store.handedOver().events.map((e) => e.event_id);
 
+/** As memory's decideWrite lists a write it decided, before the task's writer has it. */
+const listDecided = (store: InMemoryEventStore, write: NewEvent, taskId: string) =>
+  store.handOver([{ ...write, task_id: taskId, sequence: 0, position: 0 } as unknown as RuntimeEvent]);
+
+/** A writer through `store` whose stream has its TASK_RECEIVED committed. */
+const openReceived = async (store: HoldingStore) => {
+  const sut = await TaskWriter.open(store, 'task_1');
+  const first = sut.append([received]);
+  await heldUntil(store, 1);
+  store.pass();
+  await first;
+  return sut;
+};
+
 describe('TaskWriter lists its memory writes in the store from their staging to their commit', () => {
   it('while an append is on its way its memory writes stay listed as folded, and leave once it commits', async () => {
     const inner = new InMemoryEventStore();
@@ -156,15 +170,8 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     const store = new InMemoryEventStore();
     const sut = await TaskWriter.open(store, 'task_1');
     await sut.append([received]);
-    // as memory's decideWrite lists the writes it decided, before the tasks' writers have them
-    const decided = (id: string, weight: number) => ({
-      ...memoryWrite(id, 'reinforce', weight),
-      task_id: 'task_1',
-      sequence: 0,
-      position: 0,
-    });
-    const releaseFirst = store.handOver([decided('evt_first', 0.6) as never]);
-    store.handOver([decided('evt_second', 0.7) as never]);
+    const releaseFirst = listDecided(store, memoryWrite('evt_first', 'reinforce', 0.6), 'task_1');
+    listDecided(store, memoryWrite('evt_second', 'reinforce', 0.7), 'task_1');
     sut.defer([memoryWrite('evt_first', 'reinforce', 0.6)]);
     // the decision order stays: a later decision's weight still folds after the earlier one
     expect(listedIds(store)).toEqual(['evt_first', 'evt_second']);
@@ -187,7 +194,7 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     await new Promise((r) => setImmediate(r));
     expect(listedIds(store)).toEqual([]);
     // one staged after the close (a sibling step still finishing) is not listed, and its decision's listing goes
-    store.handOver([{ ...memoryWrite('evt_late'), task_id: 'task_1', sequence: 0, position: 0 } as never]);
+    listDecided(store, memoryWrite('evt_late'), 'task_1');
     closed.defer([memoryWrite('evt_late')]);
     expect(listedIds(store)).toEqual([]);
 
@@ -205,7 +212,7 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     await expect(appended).rejects.toBe(broken);
     expect(listedIds(inner)).toEqual([]);
     // a decided write handed to the failed writer is refused, and its decision's listing goes
-    inner.handOver([{ ...memoryWrite('evt_after'), task_id: 'task_2', sequence: 0, position: 0 } as never]);
+    listDecided(inner, memoryWrite('evt_after'), 'task_2');
     expect(() => failed.defer([memoryWrite('evt_after')])).toThrow(broken);
     expect(listedIds(inner)).toEqual([]);
   });
@@ -237,11 +244,7 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
   it("a write refused for a conflict stays listed through the rebase, and leaves with the retry's commit", async () => {
     const inner = new InMemoryEventStore();
     const store = new HoldingStore(inner);
-    const sut = await TaskWriter.open(store, 'task_1');
-    const first = sut.append([received]);
-    await heldUntil(store, 1);
-    store.pass();
-    await first;
+    const sut = await openReceived(store);
     sut.defer([memoryWrite('evt_mem')]);
     const appended = sut.append([chunk(0)]);
     await heldUntil(store, 1);

@@ -365,9 +365,11 @@ export class TaskWriter {
    * the listings their decisions made (MemoryService.decideWrite) go now, not when they time out.
    */
   private dropDecidedWrites(events: readonly NewEvent[]): void {
-    for (const e of events)
-      if (e.type === 'MEMORY_WRITTEN' && e.event_id !== undefined)
-        this.store.handOver([e as unknown as RuntimeEvent])();
+    this.store.withdraw(
+      events.flatMap((e) =>
+        e.type === 'MEMORY_WRITTEN' && e.event_id !== undefined ? [{ event_id: e.event_id }] : [],
+      ),
+    );
   }
 
   /** The fold holds events the log may never get: no later append is taken. */
