@@ -389,10 +389,9 @@ async function remember(store: InMemoryStore, candidate: InsertDecision): Promis
       : null,
     DEFAULT_MEMORY_POLICY,
   );
-  if (decision.op === 'insert')
-    await store.put(namespace, randomUUID(), { text: decision.text, weight: decision.weight });
-  else if (decision.op === 'reinforce')
-    await store.put(namespace, decision.entry_id, { text: decision.text, weight: decision.weight });
+  if (decision.op === 'none') return;
+  const key = decision.op === 'insert' ? randomUUID() : decision.entry_id;
+  await store.put(namespace, key, { text: decision.text, weight: decision.weight });
 }
 
 /** What Runledger's memory end guard learns from a task that completed the plan: the same policy, over the events such a task logs. */
