@@ -38,6 +38,25 @@ describe('GroupCommitter', () => {
     expect(groups).toEqual([[0], [2, 4, 6]]);
   });
 
+  it("the next group starts as the one in flight settles, before that group's callers resume", async () => {
+    const started: Array<{ requests: number[]; callersDone: number }> = [];
+    let callersDone = 0;
+    const sut = new GroupCommitter(async (requests: readonly number[]) => {
+      started.push({ requests: [...requests], callersDone });
+      await new Promise((r) => setTimeout(r, 5));
+      return requests.map((n) => ({ ok: true as const, value: n }));
+    });
+    const first = sut.submit(0).then(() => callersDone++);
+    await new Promise((r) => setImmediate(r));
+    const second = sut.submit(2).then(() => callersDone++);
+    await Promise.all([first, second]);
+    // the second group was handed over while the first one's caller had not resumed yet
+    expect(started).toEqual([
+      { requests: [0], callersDone: 0 },
+      { requests: [2], callersDone: 0 },
+    ]);
+  });
+
   it('maxBatch splits a burst; a failed transaction rejects every request of its group', async () => {
     const bounded = recorder();
     const sut = new GroupCommitter(bounded.commit, { maxBatch: 2 });

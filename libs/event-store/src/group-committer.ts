@@ -105,19 +105,32 @@ export class GroupCommitter<Req, Res> {
     }, this.rideMaxWaitMs);
   }
 
+  /** Whether a group may start now: none in flight, and someone waits for one (or riders waited enough). */
+  private canStart(): boolean {
+    return !this.inFlight && this.queue.length > 0 && (this.eager > 0 || this.ridersDue);
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.inFlight || this.queue.length === 0) return;
-    if (this.eager === 0 && !this.ridersDue) return;
+    if (this.scheduled || !this.canStart()) return;
     this.scheduled = true;
-    const flush = () => {
+    const start = () => {
       this.scheduled = false;
-      this.inFlight = this.flush().finally(() => {
-        this.inFlight = null;
-        this.schedule();
-      });
+      if (this.canStart()) this.inFlight = this.flush();
     };
-    if (this.windowMs > 0) setTimeout(flush, this.windowMs);
-    else setImmediate(flush);
+    if (this.windowMs > 0) setTimeout(start, this.windowMs);
+    else setImmediate(start);
+  }
+
+  /**
+   * The group in flight settled: the next one starts at once, before the
+   * settled group's callers resume. What it holds gathered for a whole commit
+   * already; started after them, it would wait until their continuations
+   * (tasks taking their next steps) let go of the event loop, and with a
+   * writer thread the thread would wait idle meanwhile.
+   */
+  private settled(): void {
+    this.inFlight = null;
+    if (this.canStart()) this.inFlight = this.flush();
   }
 
   private async flush(): Promise<void> {
@@ -132,9 +145,11 @@ export class GroupCommitter<Req, Res> {
     try {
       results = await this.commitGroup(group.map((p) => p.request));
     } catch (err) {
+      this.settled();
       for (const p of group) p.reject(err);
       return;
     }
+    this.settled();
     group.forEach((p, i) => {
       const r = results[i] ?? {
         ok: false,
