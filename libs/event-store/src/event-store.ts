@@ -1,3 +1,4 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
 
 /** Expected stream version for an append: a sequence number, or a condition. */
@@ -134,6 +135,16 @@ export abstract class EventStore {
    * This serialises readStream's events; an adapter that stores the event's
    * text overrides it to skip the parse and the re-serialisation.
    */
+  /**
+   * How busy the thread the store commits on has been (a cumulative reading,
+   * as performance.eventLoopUtilization gives), or null when commits run on
+   * the event loop itself or in another process: the time they take is then
+   * the loop's own, or nobody's in this process.
+   */
+  commitThreadUse(): EventLoopUtilization | null {
+    return null;
+  }
+
   async readStreamRaw(taskId: string, options?: ReadStreamOptions): Promise<RawEvent[]> {
     return (await this.readStream(taskId, options)).map(rawEventOf);
   }

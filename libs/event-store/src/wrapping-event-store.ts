@@ -1,3 +1,4 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import {
   AppendOptions,
@@ -46,6 +47,10 @@ export abstract class WrappingEventStore extends EventStore {
 
   override withdraw(events: readonly Pick<RuntimeEvent, 'event_id'>[]): void {
     this.inner.withdraw(events);
+  }
+
+  override commitThreadUse(): EventLoopUtilization | null {
+    return this.inner.commitThreadUse();
   }
 
   readStream(taskId: string, options?: ReadStreamOptions): Promise<RuntimeEvent[]> {

@@ -1,5 +1,8 @@
 import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import {
+  ANSWERING_WAIT_MAX_MS,
   BackpressureLimits,
   EventLoopMonitor,
   LoopLoadSource,
@@ -7,6 +10,7 @@ import {
   SUBMISSIONS_RECENT_MS,
   SubmissionPacing,
   TASK_SLICE_MS,
+  holdTasksWhileAnswering,
   letTheLoopTurn,
 } from './backpressure';
 import { taskReceivedPayload } from './discipline/testing-events';
@@ -293,13 +297,40 @@ describe('EventLoopMonitor', () => {
       sut.stop();
     }
   });
+
+  it("reads the store's commit thread alongside the loop: busy while it is, 0 without one", async () => {
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       parentPort.on('message', (ms) => { const until = Date.now() + ms; while (Date.now() < until); parentPort.postMessage('done'); });`,
+      { eval: true },
+    );
+    const sut = new EventLoopMonitor(() => worker.performance.eventLoopUtilization());
+    const none = new EventLoopMonitor();
+    try {
+      await once(worker, 'online');
+      expect(sut.recentCommitThreadUtilization()).toBe(0);
+      worker.postMessage(300);
+      await once(worker, 'message');
+      expect(sut.recentCommitThreadUtilization()).toBeGreaterThan(0.8);
+      // the loop itself idled meanwhile
+      expect(sut.recentUtilization()).toBeLessThan(0.5);
+      await tick(200);
+      expect(sut.recentCommitThreadUtilization()).toBeLessThan(0.2);
+      expect(none.recentCommitThreadUtilization()).toBe(0);
+    } finally {
+      sut.stop();
+      none.stop();
+      await worker.terminate();
+    }
+  });
 });
 
 describe('SubmissionPacing', () => {
-  const load = (busy: number, recent?: number): LoopLoadSource => ({
+  const load = (busy: number, recent?: number, commitThread?: number): LoopLoadSource => ({
     delayMs: () => 0,
     utilization: () => busy,
     ...(recent === undefined ? {} : { recentUtilization: () => recent }),
+    ...(commitThread === undefined ? {} : { recentCommitThreadUtilization: () => commitThread }),
     stop: () => undefined,
   });
   const limits = { maxLoopUtilizationForStarts: 0.5 };
@@ -319,6 +350,13 @@ describe('SubmissionPacing', () => {
     idle.submitted();
     // the recent reading decides when the source has one
     expect(idle.submissionsNeedTheLoop()).toBe(false);
+    // a submission waits for the loop, then for the commit thread: their shares add up
+    const threaded = new SubmissionPacing(limits, load(0.9, 0.3, 0.3));
+    threaded.submitted();
+    expect(threaded.submissionsNeedTheLoop()).toBe(true);
+    const threadIdle = new SubmissionPacing(limits, load(0.9, 0.3, 0.1));
+    threadIdle.submitted();
+    expect(threadIdle.submissionsNeedTheLoop()).toBe(false);
     for (const off of [
       new SubmissionPacing(null, load(1)),
       new SubmissionPacing({ maxLoopUtilizationForStarts: 1 }, load(1)),
@@ -381,5 +419,50 @@ describe('letTheLoopTurn', () => {
     // a turn each would hold the loop for 8 slices between two turns
     expect(gaps.length).toBeGreaterThan(10);
     expect(median).toBeLessThan(3 * TASK_SLICE_MS);
+  });
+
+  it('while a submission is being answered, tasks stop at their next turn and go on once it is (or after ANSWERING_WAIT_MAX_MS)', async () => {
+    let steps = 0;
+    let running = true;
+    const task = async () => {
+      while (running) {
+        steps++;
+        await letTheLoopTurn({ parent_task_id: null });
+      }
+    };
+    const tasks = [task(), task()];
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const answered = holdTasksWhileAnswering();
+    // the tasks reach their next turn, then wait there
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const held = steps;
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS / 2));
+    expect(steps).toBe(held);
+    answered();
+    answered(); // a second call does nothing
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(steps).toBeGreaterThan(held);
+
+    // an answer that never comes holds them for ANSWERING_WAIT_MAX_MS at a time, not for good
+    const never = holdTasksWhileAnswering();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const stuck = steps;
+    await new Promise((resolve) => setTimeout(resolve, 3 * ANSWERING_WAIT_MAX_MS));
+    expect(steps).toBeGreaterThan(stuck);
+    expect(steps - stuck).toBeLessThan(2 * 2 * 4);
+    never();
+    running = false;
+    await Promise.all(tasks);
+  });
+
+  it("a delegation's child never waits for answers: it runs in step with its parent", async () => {
+    const answered = holdTasksWhileAnswering();
+    try {
+      const started = performance.now();
+      for (let i = 0; i < 50; i++) await letTheLoopTurn({ parent_task_id: 'task_parent' });
+      expect(performance.now() - started).toBeLessThan(ANSWERING_WAIT_MAX_MS);
+    } finally {
+      answered();
+    }
   });
 });

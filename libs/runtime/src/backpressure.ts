@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { EventLoopUtilization, performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 
 /** When the runtime refuses new submissions and holds queued tasks back. */
@@ -19,10 +19,10 @@ export interface BackpressureLimits {
    */
   maxLoopUtilization: number;
   /**
-   * share of time the event loop is busy (0..1) above which, while submissions arrive, a queued task
-   * waits to start (beyond the one that always runs) and running tasks take turns (SubmissionPacing):
-   * the submissions' answers keep that headroom, and the queue drains once they stop; 1: tasks
-   * start and run up to the overload limits
+   * share of time the event loop is busy (0..1), with the store's commit thread's share added when it
+   * has one, above which, while submissions arrive, a queued task waits to start (beyond the one that
+   * always runs) and running tasks take turns (SubmissionPacing): the submissions' answers keep that
+   * headroom, and the queue drains once they stop; 1: tasks start and run up to the overload limits
    */
   maxLoopUtilizationForStarts: number;
 }
@@ -49,6 +49,12 @@ export interface LoopLoadSource {
    * (and a lone stall too); `utilization` when the source has no such reading
    */
   recentUtilization?(): number;
+  /**
+   * the share of the same recent time the store's commit thread was busy (0 without one): a
+   * submission waits for the loop and then for that thread, and tasks' commits load it as their
+   * steps load the loop (with commits on the loop, `recentUtilization` holds them already)
+   */
+  recentCommitThreadUtilization?(): number;
   stop(): void;
 }
 
@@ -74,7 +80,12 @@ export class EventLoopMonitor implements LoopLoadSource {
   private lastUtilization = 0;
   private sampleUse = performance.eventLoopUtilization();
   private recent = 0;
+  private commitThreadSample: EventLoopUtilization | null = null;
+  private recentCommitThread = 0;
   private stopped = false;
+
+  /** `commitThreadUse`: the store's commit thread's cumulative reading (EventStore.commitThreadUse) */
+  constructor(private readonly commitThreadUse: () => EventLoopUtilization | null = () => null) {}
 
   delayMs(): number {
     this.watch();
@@ -92,11 +103,18 @@ export class EventLoopMonitor implements LoopLoadSource {
     return this.recent;
   }
 
+  /** the commit thread's, alike */
+  recentCommitThreadUtilization(): number {
+    this.watch();
+    return this.recentCommitThread;
+  }
+
   private watch(): void {
     if (this.timer || this.stopped) return;
     this.windowStart = performance.now();
     this.windowUse = performance.eventLoopUtilization();
     this.sampleUse = this.windowUse;
+    this.commitThreadSample = this.commitThreadUse();
     this.schedule(this.windowStart);
   }
 
@@ -111,6 +129,14 @@ export class EventLoopMonitor implements LoopLoadSource {
     const use = performance.eventLoopUtilization();
     this.recent = (this.recent + performance.eventLoopUtilization(use, this.sampleUse).utilization) / 2;
     this.sampleUse = use;
+    const threadUse = this.commitThreadUse();
+    this.recentCommitThread =
+      threadUse && this.commitThreadSample
+        ? (this.recentCommitThread +
+            performance.eventLoopUtilization(threadUse, this.commitThreadSample).utilization) /
+          2
+        : 0;
+    this.commitThreadSample = threadUse;
     if (now - this.windowStart >= WINDOW_MS) {
       this.previousMaxMs = this.lastMaxMs;
       this.lastMaxMs = this.windowMaxMs;
@@ -164,8 +190,10 @@ export class SubmissionPacing {
   submissionsNeedTheLoop(): boolean {
     if (!this.limits || !this.load || this.limits.maxLoopUtilizationForStarts >= 1) return false;
     if (this.now() - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
-    const load = this.load.recentUtilization?.() ?? this.load.utilization();
-    return load > this.limits.maxLoopUtilizationForStarts;
+    const loop = this.load.recentUtilization?.() ?? this.load.utilization();
+    return (
+      loop + (this.load.recentCommitThreadUtilization?.() ?? 0) > this.limits.maxLoopUtilizationForStarts
+    );
   }
 
   /**
@@ -188,13 +216,52 @@ export class SubmissionPacing {
 
 /** longest the running tasks hold the event loop in one go before they let it turn */
 export const TASK_SLICE_MS = 5;
+/** longest the running tasks wait, at a turn, for submissions being answered */
+export const ANSWERING_WAIT_MAX_MS = PACED_STEP_MS;
 let sliceStartedAt = performance.now();
 /** the turn the tasks that yielded in this slice wait for */
 let turn: Promise<void> | null = null;
+/** submissions between their admission and their answer */
+let answering = 0;
+/** settles when `answering` falls to 0 */
+let answered: { promise: Promise<void>; resolve: () => void } | null = null;
+
+/**
+ * Marks a submission being answered until the returned function is called
+ * (once; later calls do nothing). Meanwhile running tasks let the loop turn at
+ * their next chance and wait there until no submission is being answered (at
+ * most ANSWERING_WAIT_MAX_MS), so a submission waiting for its commit (on the
+ * writer thread, say) is answered when the commit is, not after a task slice.
+ */
+export function holdTasksWhileAnswering(): () => void {
+  answering++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--answering > 0 || !answered) return;
+    answered.resolve();
+    answered = null;
+  };
+}
+
+/** Resolves once no submission is being answered, or after `maxMs`. */
+function answersDone(maxMs: number): Promise<void> {
+  if (answering === 0) return Promise.resolve();
+  if (!answered) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    answered = { promise, resolve };
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((r) => (timer = setTimeout(r, maxMs)));
+  return Promise.race([answered.promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /**
  * Lets the event loop turn once the running tasks have held it for
- * TASK_SLICE_MS; never in a delegation's child, which runs in step with its
+ * TASK_SLICE_MS, or at once while a submission is being answered
+ * (holdTasksWhileAnswering); never in a delegation's child, which runs in step with its
  * parent's other steps (a replay depends on that order). A task that awaits nothing outside the process (a model
  * answering in process, in-process tools, events riding in a later commit)
  * runs in promise callbacks alone, which hold I/O, timers and the group
@@ -203,12 +270,16 @@ let turn: Promise<void> | null = null;
  * Module state: the event loop is the process's, shared by every runtime in it.
  */
 export async function letTheLoopTurn(task: { parent_task_id: string | null }): Promise<void> {
-  if (task.parent_task_id !== null || performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
+  if (task.parent_task_id !== null) return;
+  if (answering === 0 && performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
   // One turn for every task that yields in this slice: resumed together, they share the next slice.
   // A turn each would hand each task a slice of its own, all in the same check phase of the loop.
-  turn ??= nextTurn().then(() => {
-    turn = null;
-    sliceStartedAt = performance.now();
-  });
+  // After submissions are answered, one more turn: their answers are written before the tasks resume.
+  turn ??= answersDone(ANSWERING_WAIT_MAX_MS)
+    .then(() => nextTurn())
+    .then(() => {
+      turn = null;
+      sliceStartedAt = performance.now();
+    });
   await turn;
 }

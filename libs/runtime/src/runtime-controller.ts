@@ -33,6 +33,7 @@ import {
   BackpressureLimits,
   LoopLoadSource,
   SubmissionPacing,
+  holdTasksWhileAnswering,
 } from './backpressure';
 import { loadProgress } from './checkpoints';
 import { TaskOwnership } from './ownership/task-ownership';
@@ -221,14 +222,15 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
     this.admit();
-    // A new session has no history; a named one is read now and recorded, so the task never reads it again.
-    const session_history =
-      options.session_history ??
-      (task.session_id
-        ? sessionTurnsOf(await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ))
-        : []);
     this.pendingSubmissions++;
+    const answered = holdTasksWhileAnswering();
     try {
+      // A new session has no history; a named one is read now and recorded, so the task never reads it again.
+      const session_history =
+        options.session_history ??
+        (task.session_id
+          ? sessionTurnsOf(await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ))
+          : []);
       await this.deps.store.append(
         task_id,
         [
@@ -263,6 +265,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       return { task_id, status: (await this.progress(task_id)).status, created: false };
     } finally {
       this.pendingSubmissions--;
+      answered();
     }
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };

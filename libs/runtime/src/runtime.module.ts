@@ -375,12 +375,12 @@ function runtimeProviders(): Provider[] {
     },
     {
       provide: SubmissionPacing,
-      useFactory: (o: RuntimeOptions) =>
+      useFactory: (o: RuntimeOptions, store: EventStore) =>
         new SubmissionPacing(
           o.backpressure ?? null,
-          o.loopLoad ?? (o.backpressure ? new EventLoopMonitor() : null),
+          o.loopLoad ?? (o.backpressure ? new EventLoopMonitor(() => store.commitThreadUse()) : null),
         ),
-      inject: [RUNTIME_OPTIONS],
+      inject: [RUNTIME_OPTIONS, EventStore],
     },
     {
       provide: RuntimeLoop,

@@ -1,3 +1,4 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { RuntimeEvent } from '@runledger/contracts';
@@ -12,6 +13,8 @@ export interface AppendWriter {
   run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]>;
   /** resolves once the writer can commit (the thread opened its connection); rejects if it cannot */
   ready(): Promise<void>;
+  /** how busy the writer's own thread has been (cumulative); null when it commits on the caller's */
+  threadUse(): EventLoopUtilization | null;
   close(): Promise<void>;
 }
 
@@ -32,6 +35,10 @@ export class InlineAppendWriter implements AppendWriter {
   }
 
   async ready(): Promise<void> {}
+
+  threadUse(): null {
+    return null;
+  }
 
   async close(): Promise<void> {}
 }
@@ -242,6 +249,10 @@ export class ThreadAppendWriter implements AppendWriter {
 
   ready(): Promise<void> {
     return this.started.promise;
+  }
+
+  threadUse(): EventLoopUtilization | null {
+    return this.broken ? null : this.worker.performance.eventLoopUtilization();
   }
 
   private fail(err: Error): void {

@@ -1,3 +1,4 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { validateBatch } from '../append-batch';
@@ -182,6 +183,10 @@ export class SqliteEventStore extends EventStore {
    */
   ready(): Promise<void> {
     return this.writer.ready();
+  }
+
+  override commitThreadUse(): EventLoopUtilization | null {
+    return this.writer.threadUse();
   }
 
   private async routed(statement: StatementRequest, ride: boolean) {
