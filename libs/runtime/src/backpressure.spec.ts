@@ -2,6 +2,7 @@ import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts'
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import {
+  ANSWERING_HOLD_MAX_MS,
   ANSWERING_WAIT_MAX_MS,
   BackpressureLimits,
   EventLoopMonitor,
@@ -443,13 +444,18 @@ describe('letTheLoopTurn', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(steps).toBeGreaterThan(held);
 
-    // an answer that never comes holds them for ANSWERING_WAIT_MAX_MS at a time, not for good
+    // an answer that never comes holds them for ANSWERING_WAIT_MAX_MS at a time, not for good,
+    // and stops holding them after ANSWERING_HOLD_MAX_MS
     const never = holdTasksWhileAnswering();
     await new Promise((resolve) => setTimeout(resolve, 5));
     const stuck = steps;
     await new Promise((resolve) => setTimeout(resolve, 3 * ANSWERING_WAIT_MAX_MS));
     expect(steps).toBeGreaterThan(stuck);
     expect(steps - stuck).toBeLessThan(2 * 2 * 4);
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_HOLD_MAX_MS));
+    const expired = steps;
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS));
+    expect(steps - expired).toBeGreaterThan(2 * 2 * 4);
     never();
     running = false;
     await Promise.all(tasks);

@@ -218,6 +218,11 @@ export class SubmissionPacing {
 export const TASK_SLICE_MS = 5;
 /** longest the running tasks wait, at a turn, for submissions being answered */
 export const ANSWERING_WAIT_MAX_MS = PACED_STEP_MS;
+/**
+ * longest a submission counts as being answered: one whose commit hangs (a
+ * store gone unresponsive) must not slow every task for as long as it hangs
+ */
+export const ANSWERING_HOLD_MAX_MS = 200;
 let sliceStartedAt = performance.now();
 /** the turn the tasks that yielded in this slice wait for */
 let turn: Promise<void> | null = null;
@@ -228,7 +233,7 @@ let answered: { promise: Promise<void>; resolve: () => void } | null = null;
 
 /**
  * Marks a submission being answered until the returned function is called
- * (once; later calls do nothing). Meanwhile running tasks let the loop turn at
+ * (once; later calls do nothing), or for ANSWERING_HOLD_MAX_MS at most. Meanwhile running tasks let the loop turn at
  * their next chance and wait there until no submission is being answered (at
  * most ANSWERING_WAIT_MAX_MS), so a submission waiting for its commit (on the
  * writer thread, say) is answered when the commit is, not after a task slice.
@@ -236,13 +241,17 @@ let answered: { promise: Promise<void>; resolve: () => void } | null = null;
 export function holdTasksWhileAnswering(): () => void {
   answering++;
   let released = false;
-  return () => {
+  const release = () => {
     if (released) return;
     released = true;
+    clearTimeout(expiry);
     if (--answering > 0 || !answered) return;
     answered.resolve();
     answered = null;
   };
+  const expiry = setTimeout(release, ANSWERING_HOLD_MAX_MS);
+  expiry.unref();
+  return release;
 }
 
 /** Resolves once no submission is being answered, or after `maxMs`. */
