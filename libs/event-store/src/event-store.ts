@@ -135,16 +135,6 @@ export abstract class EventStore {
    * This serialises readStream's events; an adapter that stores the event's
    * text overrides it to skip the parse and the re-serialisation.
    */
-  /**
-   * How busy the thread the store commits on has been (a cumulative reading,
-   * as performance.eventLoopUtilization gives), or null when commits run on
-   * the event loop itself or in another process: the time they take is then
-   * the loop's own, or nobody's in this process.
-   */
-  commitThreadUse(): EventLoopUtilization | null {
-    return null;
-  }
-
   async readStreamRaw(taskId: string, options?: ReadStreamOptions): Promise<RawEvent[]> {
     return (await this.readStream(taskId, options)).map(rawEventOf);
   }
@@ -176,6 +166,16 @@ export abstract class EventStore {
 
   /** Loads what `prepareAppend` needs (a wrapper's secrets, say). */
   async readyToPrepare(): Promise<void> {}
+
+  /**
+   * How busy the thread the store commits on has been (a cumulative reading,
+   * as performance.eventLoopUtilization gives), or null when commits run on
+   * the event loop itself or in another process: the time they take is then
+   * the loop's own, or nobody's in this process.
+   */
+  commitThreadUse(): EventLoopUtilization | null {
+    return null;
+  }
 
   /**
    * A writer that folds its events before their commit (TaskWriter) names

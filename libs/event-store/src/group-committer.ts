@@ -11,9 +11,10 @@ export type CommitGroup<Req, Res> = (requests: readonly Req[]) => Promise<GroupR
 
 export interface GroupCommitOptions {
   /**
-   * How long the first request of a group waits for others: 0 (default) flushes
-   * on setImmediate, so everything submitted in the same tick (and whatever
-   * arrives while the previous group commits) shares one transaction.
+   * How long the first request of a group waits for others while no group
+   * commits: 0 (default) flushes on setImmediate, so everything submitted in
+   * the same tick shares one transaction. What arrives while a group commits
+   * has waited already: it goes as the next group once that one settles.
    */
   windowMs?: number;
   /** Most requests per transaction (default 512); 1 is one transaction per request. */
