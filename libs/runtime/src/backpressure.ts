@@ -61,6 +61,25 @@ export interface LoopLoadSource {
 const WINDOW_MS = 100;
 const SAMPLE_MS = 20;
 
+/** A thread's busy share over the last samples, the newest weighing half; 0 while it has no reading. */
+class RecentShare {
+  value = 0;
+  private last: EventLoopUtilization | null = null;
+
+  constructor(private readonly read: () => EventLoopUtilization | null) {}
+
+  restart(): void {
+    this.last = this.read();
+  }
+
+  sample(): void {
+    const use = this.read();
+    this.value =
+      use && this.last ? (this.value + performance.eventLoopUtilization(use, this.last).utilization) / 2 : 0;
+    this.last = use;
+  }
+}
+
 /**
  * How late a 20 ms timer fires, as the largest lateness of each 100 ms window, and the loop's
  * utilization over each window; a reading is the smaller of the last two windows', so a lone stall (a GC pause, one large synchronous read) fills
@@ -78,14 +97,14 @@ export class EventLoopMonitor implements LoopLoadSource {
   private windowUse = performance.eventLoopUtilization();
   private previousUtilization = 0;
   private lastUtilization = 0;
-  private sampleUse = performance.eventLoopUtilization();
-  private recent = 0;
-  private commitThreadSample: EventLoopUtilization | null = null;
-  private recentCommitThread = 0;
+  private readonly recentLoop = new RecentShare(() => performance.eventLoopUtilization());
+  private readonly recentCommitThread: RecentShare;
   private stopped = false;
 
   /** `commitThreadUse`: the store's commit thread's cumulative reading (EventStore.commitThreadUse) */
-  constructor(private readonly commitThreadUse: () => EventLoopUtilization | null = () => null) {}
+  constructor(commitThreadUse: () => EventLoopUtilization | null = () => null) {
+    this.recentCommitThread = new RecentShare(commitThreadUse);
+  }
 
   delayMs(): number {
     this.watch();
@@ -100,21 +119,21 @@ export class EventLoopMonitor implements LoopLoadSource {
   /** the utilization of the last 20 ms samples, the newest weighing half */
   recentUtilization(): number {
     this.watch();
-    return this.recent;
+    return this.recentLoop.value;
   }
 
   /** the commit thread's, alike */
   recentCommitThreadUtilization(): number {
     this.watch();
-    return this.recentCommitThread;
+    return this.recentCommitThread.value;
   }
 
   private watch(): void {
     if (this.timer || this.stopped) return;
     this.windowStart = performance.now();
     this.windowUse = performance.eventLoopUtilization();
-    this.sampleUse = this.windowUse;
-    this.commitThreadSample = this.commitThreadUse();
+    this.recentLoop.restart();
+    this.recentCommitThread.restart();
     this.schedule(this.windowStart);
   }
 
@@ -126,17 +145,8 @@ export class EventLoopMonitor implements LoopLoadSource {
   private readonly sample = (): void => {
     const now = performance.now();
     this.windowMaxMs = Math.max(this.windowMaxMs, now - this.due);
-    const use = performance.eventLoopUtilization();
-    this.recent = (this.recent + performance.eventLoopUtilization(use, this.sampleUse).utilization) / 2;
-    this.sampleUse = use;
-    const threadUse = this.commitThreadUse();
-    this.recentCommitThread =
-      threadUse && this.commitThreadSample
-        ? (this.recentCommitThread +
-            performance.eventLoopUtilization(threadUse, this.commitThreadSample).utilization) /
-          2
-        : 0;
-    this.commitThreadSample = threadUse;
+    this.recentLoop.sample();
+    this.recentCommitThread.sample();
     if (now - this.windowStart >= WINDOW_MS) {
       this.previousMaxMs = this.lastMaxMs;
       this.lastMaxMs = this.windowMaxMs;
@@ -233,10 +243,11 @@ let answered: { promise: Promise<void>; resolve: () => void } | null = null;
 
 /**
  * Marks a submission being answered until the returned function is called
- * (once; later calls do nothing), or for ANSWERING_HOLD_MAX_MS at most. Meanwhile running tasks let the loop turn at
- * their next chance and wait there until no submission is being answered (at
- * most ANSWERING_WAIT_MAX_MS), so a submission waiting for its commit (on the
- * writer thread, say) is answered when the commit is, not after a task slice.
+ * (once; later calls do nothing), or for ANSWERING_HOLD_MAX_MS at most.
+ * Meanwhile running tasks let the loop turn at their next chance and wait
+ * there until no submission is being answered (at most ANSWERING_WAIT_MAX_MS),
+ * so a submission waiting for its commit (on the writer thread, say) is
+ * answered when the commit is, not after a task slice.
  */
 export function holdTasksWhileAnswering(): () => void {
   answering++;
@@ -270,10 +281,10 @@ function answersDone(maxMs: number): Promise<void> {
 /**
  * Lets the event loop turn once the running tasks have held it for
  * TASK_SLICE_MS, or at once while a submission is being answered
- * (holdTasksWhileAnswering); never in a delegation's child, which runs in step with its
- * parent's other steps (a replay depends on that order). A task that awaits nothing outside the process (a model
- * answering in process, in-process tools, events riding in a later commit)
- * runs in promise callbacks alone, which hold I/O, timers and the group
+ * (holdTasksWhileAnswering); never in a delegation's child, which runs in
+ * step with its parent's other steps (a replay depends on that order). A task
+ * that awaits nothing outside the process (a model answering in process,
+ * in-process tools, events riding in a later commit) runs in promise callbacks alone, which hold I/O, timers and the group
  * commit's flush until every such task is done: a burst of them would keep
  * requests unanswered and their events uncommitted for as long as they run.
  * Module state: the event loop is the process's, shared by every runtime in it.
