@@ -164,6 +164,27 @@ describe('RuntimeController backpressure', () => {
     expect(await receivedCount()).toBe(2);
   });
 
+  it('a fork counts as a pending submission while its TASK_RECEIVED is on its way, as a submission does', async () => {
+    const store = temp.store;
+    const sut = await start({ store, limits: { maxPendingSubmissions: 2 } });
+    const { task_id } = await sut.submit({ input: 'source' }, { source: 'api' });
+    let commit!: () => void;
+    const slowDisk = new Promise<void>((resolve) => (commit = resolve));
+    const append = store.append.bind(store);
+    store.append = async (...args: Parameters<typeof append>) => {
+      await slowDisk;
+      return append(...args);
+    };
+    const pending = [sut.fork(task_id, 1), sut.submit({ input: 'b' }, { source: 'api' })];
+    await expect(sut.fork(task_id, 1)).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { pending_submissions: 2, max_pending_submissions: 2 },
+    });
+    commit();
+    expect((await Promise.all(pending)).map((r) => r.created)).toEqual([true, true]);
+    expect(await receivedCount()).toBe(3);
+  });
+
   it('holds queued tasks back while the loop lags and a task runs, then starts them', async () => {
     await temp.store.append('task_a', [received('a')], { expected: 'no_stream' });
     await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });

@@ -221,9 +221,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
-    this.admit();
-    this.pendingSubmissions++;
-    const answered = holdTasksWhileAnswering();
+    const received = this.admit();
     try {
       // A new session has no history; a named one is read now and recorded, so the task never reads it again.
       const session_history =
@@ -264,8 +262,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       }
       return { task_id, status: (await this.progress(task_id)).status, created: false };
     } finally {
-      this.pendingSubmissions--;
-      answered();
+      received();
     }
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
@@ -288,36 +285,40 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }
     const refused = options.model === undefined ? null : this.deps.refuseModel(options.model);
     if (refused !== null) throw new ValidationError(refused, { field: 'model' });
-    this.admit();
+    const received = this.admit();
     const task_id = newId('task');
     const copied = events.slice(1, atSequence).filter((e) => !isFinalEventType(e.type));
-    await this.deps.store.append(
-      task_id,
-      [
-        {
-          type: 'TASK_RECEIVED',
-          session_id: first.session_id,
-          payload: {
-            ...first.payload,
-            idempotency_key: null,
-            request_hash: null,
-            source: 'fork',
-            forked_from: { task_id: sourceTaskId, sequence: atSequence },
-            ...(options.model !== undefined ? { model: options.model } : {}),
+    try {
+      await this.deps.store.append(
+        task_id,
+        [
+          {
+            type: 'TASK_RECEIVED',
+            session_id: first.session_id,
+            payload: {
+              ...first.payload,
+              idempotency_key: null,
+              request_hash: null,
+              source: 'fork',
+              forked_from: { task_id: sourceTaskId, sequence: atSequence },
+              ...(options.model !== undefined ? { model: options.model } : {}),
+            },
           },
-        },
-        ...copied.map(
-          (e) =>
-            ({
-              type: e.type,
-              payload: e.payload,
-              session_id: e.session_id,
-              causation_id: e.event_id,
-            }) as NewEvent,
-        ),
-      ],
-      { expected: 'no_stream' },
-    );
+          ...copied.map(
+            (e) =>
+              ({
+                type: e.type,
+                payload: e.payload,
+                session_id: e.session_id,
+                causation_id: e.event_id,
+              }) as NewEvent,
+          ),
+        ],
+        { expected: 'no_stream' },
+      );
+    } finally {
+      received();
+    }
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
@@ -618,8 +619,24 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     await this.deps.ownership?.close();
   }
 
+  /**
+   * Admits a new task's TASK_RECEIVED write, or refuses it before anything is
+   * written (refuseWhenSaturated). Admitted, it counts as a pending submission
+   * and running tasks give it the loop (holdTasksWhileAnswering) until the
+   * returned release, called once the write settled.
+   */
+  private admit(): () => void {
+    this.refuseWhenSaturated();
+    this.pendingSubmissions++;
+    const answered = holdTasksWhileAnswering();
+    return () => {
+      this.pendingSubmissions--;
+      answered();
+    };
+  }
+
   /** Refuses a new task, before anything is written, when the queue is full or the process saturated. */
-  private admit(): void {
+  private refuseWhenSaturated(): void {
     const limits = this.deps.backpressure;
     if (!limits) return;
     this.pacing.submitted();
