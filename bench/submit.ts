@@ -236,9 +236,8 @@ export async function main(): Promise<void> {
         rounds.push({ base, ours });
       }
       if (ROUNDS > 1) {
-        const p99s = (results: PacedResult[]) => results.map(p99Of);
-        const ours = p99s(rounds.map((r) => r.ours));
-        const base = p99s(rounds.map((r) => r.base));
+        const ours = rounds.map((r) => p99Of(r.ours));
+        const base = rounds.map((r) => p99Of(r.base));
         console.log(
           `${String(rate).padStart(4)} req/s  median of ${ROUNDS} rounds: runledger p99 ${fmt(median(ours), 2)} ms (${ours.map((v) => fmt(v, 1)).join(' / ')}), express + 1 insert p99 ${fmt(median(base), 2)} ms (${base.map((v) => fmt(v, 1)).join(' / ')})`,
         );

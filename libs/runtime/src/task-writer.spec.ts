@@ -134,6 +134,8 @@ const memoryWrite = (event_id: string, op: 'insert' | 'reinforce' = 'insert', we
   }) as unknown as NewEvent;
 
 const listedIds = (store: InMemoryEventStore) => store.handedOver().events.map((e) => e.event_id);
+const loggedTypes = async (store: InMemoryEventStore) =>
+  (await store.readStream('task_1')).map((e) => e.type);
 
 /** As memory's decideWrite lists a write it decided, before the task's writer has it. */
 const listDecided = (store: InMemoryEventStore, write: NewEvent, taskId: string) =>
@@ -235,10 +237,7 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     store.pass();
     await second;
     expect(listedIds(inner)).toEqual([]);
-    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
-      'TASK_RECEIVED',
-      'MEMORY_WRITTEN',
-    ]);
+    expect(await loggedTypes(inner)).toEqual(['TASK_RECEIVED', 'MEMORY_WRITTEN']);
   });
 
   it("a write refused for a conflict stays listed through the rebase, and leaves with the retry's commit", async () => {
@@ -256,7 +255,7 @@ describe('TaskWriter lists its memory writes in the store from their staging to 
     store.pass();
     await appended;
     expect(listedIds(inner)).toEqual([]);
-    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
+    expect(await loggedTypes(inner)).toEqual([
       'TASK_RECEIVED',
       'OUTPUT_CHUNK',
       'MEMORY_WRITTEN',
@@ -294,11 +293,7 @@ describe('TaskWriter hears the final event', () => {
     store.pass();
     await end;
     expect(heard).toEqual(['handed', 'committed']);
-    expect((await inner.readStream('task_1')).map((e) => e.type)).toEqual([
-      'TASK_RECEIVED',
-      'OUTPUT_CHUNK',
-      'TASK_COMPLETED',
-    ]);
+    expect(await loggedTypes(inner)).toEqual(['TASK_RECEIVED', 'OUTPUT_CHUNK', 'TASK_COMPLETED']);
   });
 });
 
