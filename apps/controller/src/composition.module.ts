@@ -174,6 +174,7 @@ export class CompositionModule {
               maxLoopDelayMs: c.RUNLEDGER_OVERLOAD_LOOP_DELAY_MS,
               maxLoopUtilization: c.RUNLEDGER_OVERLOAD_LOOP_UTILIZATION,
               maxLoopUtilizationForStarts: c.RUNLEDGER_TASK_START_LOOP_UTILIZATION,
+              maxStartWaitMs: c.RUNLEDGER_TASK_START_MAX_WAIT_MS,
             },
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,

@@ -78,6 +78,7 @@ describe('submission backpressure', () => {
       RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 250,
       RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 0.9,
       RUNLEDGER_TASK_START_LOOP_UTILIZATION: 0.5,
+      RUNLEDGER_TASK_START_MAX_WAIT_MS: 5_000,
     });
     expect(
       loadConfig({ RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0', RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1' }),
@@ -97,6 +98,12 @@ describe('submission backpressure', () => {
     });
     expect(() => loadConfig({ RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1.2' })).toThrow(
       /RUNLEDGER_TASK_START_LOOP_UTILIZATION/,
+    );
+    expect(loadConfig({ RUNLEDGER_TASK_START_MAX_WAIT_MS: '0' })).toMatchObject({
+      RUNLEDGER_TASK_START_MAX_WAIT_MS: 0,
+    });
+    expect(() => loadConfig({ RUNLEDGER_TASK_START_MAX_WAIT_MS: '-1' })).toThrow(
+      /RUNLEDGER_TASK_START_MAX_WAIT_MS/,
     );
   });
 });

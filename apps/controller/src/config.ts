@@ -155,6 +155,8 @@ export const ConfigSchema = z.object({
     .gt(0)
     .max(1)
     .default(DEFAULT_BACKPRESSURE.maxLoopUtilizationForStarts),
+  /** longest the oldest queued task is held back for submissions (ms) before tasks run at full speed again; 0: no bound */
+  RUNLEDGER_TASK_START_MAX_WAIT_MS: intFromEnv(0, 3_600_000).default(DEFAULT_BACKPRESSURE.maxStartWaitMs),
   RUNLEDGER_MAX_ROUNDS: intFromEnv(1, 1000).default(10),
   /** tool-call replies a coder step may make before it must answer in text (tools protocol); 8 when unset */
   RUNLEDGER_CODER_TOOL_TURNS: intFromEnv(1, 100).optional(),

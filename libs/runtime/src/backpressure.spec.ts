@@ -54,6 +54,7 @@ const LIMITS: BackpressureLimits = {
   maxLoopDelayMs: 200,
   maxLoopUtilization: 0.9,
   maxLoopUtilizationForStarts: 0.5,
+  maxStartWaitMs: 0,
 };
 
 describe('RuntimeController backpressure', () => {
@@ -237,6 +238,30 @@ describe('RuntimeController backpressure', () => {
       expect((await sut.settled(id)).status).toBe('completed');
   });
 
+  it('holds a queued task back for the submissions at most maxStartWaitMs: then it starts though they keep coming', async () => {
+    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad, concurrency: 3, limits: { maxStartWaitMs: 400 } });
+    const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const queuedAt = Date.now();
+    const b = await sut.submit({ input: 'b' }, { source: 'api' });
+    const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
+    try {
+      while (!(await started(b.task_id))) {
+        if (Date.now() - queuedAt > 5_000) throw new Error('b did not start');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // held while it had waited less than the bound (timers fire at most a millisecond early)
+      expect(Date.now() - queuedAt).toBeGreaterThanOrEqual(400 - 1);
+    } finally {
+      clearInterval(keepSubmitting);
+    }
+    model.release();
+    for (const id of [a.task_id, b.task_id]) expect((await sut.settled(id)).status).toBe('completed');
+  });
+
   it('while submissions arrive and the loop is busier than the start limit, running tasks take turns: one step per PACED_STEP_MS', async () => {
     const loopLoad = new FixedLoopLoad();
     loopLoad.busy = 0.7;
@@ -355,7 +380,7 @@ describe('SubmissionPacing', () => {
     ...(commitThread === undefined ? {} : { recentCommitThreadUtilization: () => commitThread }),
     stop: () => undefined,
   });
-  const limits = { maxLoopUtilizationForStarts: 0.5 };
+  const limits = { maxLoopUtilizationForStarts: 0.5, maxStartWaitMs: 0 };
   const open = new AbortController().signal;
 
   it('lets every step through at once while no submission came lately, or the loop has headroom', async () => {
@@ -381,11 +406,37 @@ describe('SubmissionPacing', () => {
     expect(threadIdle.submissionsNeedTheLoop()).toBe(false);
     for (const off of [
       new SubmissionPacing(null, load(1)),
-      new SubmissionPacing({ maxLoopUtilizationForStarts: 1 }, load(1)),
+      new SubmissionPacing({ maxLoopUtilizationForStarts: 1, maxStartWaitMs: 0 }, load(1)),
     ]) {
       off.submitted();
       expect(off.submissionsNeedTheLoop()).toBe(false);
     }
+  });
+
+  it('once the oldest queued task has waited maxStartWaitMs, submissions no longer hold tasks', () => {
+    let now = 1_000;
+    const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.9), () => now);
+    let queuedAt: number | null = null;
+    sut.watchQueue(() => queuedAt);
+    sut.submitted();
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    queuedAt = now - 999;
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    queuedAt = now - 1_000;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    queuedAt = null;
+    now += 1;
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+  });
+
+  it('steps come closer as the oldest queued task nears maxStartWaitMs', async () => {
+    const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.2, 0.8));
+    sut.watchQueue(() => performance.now() - 750);
+    sut.submitted();
+    const started = performance.now();
+    await Promise.all([0, 1, 2, 3, 4].map(() => sut.beforeStep(open)));
+    // a quarter of the bound left: a quarter of PACED_STEP_MS between two steps (four gaps: 20 ms, not 80)
+    expect(performance.now() - started).toBeLessThan(3 * PACED_STEP_MS);
   });
 
   it('while submissions need the loop, lets one step through per PACED_STEP_MS among all tasks; an abort ends the wait', async () => {

@@ -25,6 +25,13 @@ export interface BackpressureLimits {
    * headroom, and the queue drains once they stop; 1: tasks start and run up to the overload limits
    */
   maxLoopUtilizationForStarts: number;
+  /**
+   * longest the oldest queued task waits for the submissions' sake, ms: as it nears this wait,
+   * running tasks' paced steps come closer, and past it tasks start and run at full speed while
+   * submissions arrive (up to the overload limits), so a sustained load does not grow the queue for
+   * as long as it lasts; 0: no bound
+   */
+  maxStartWaitMs: number;
 }
 
 export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
@@ -33,6 +40,7 @@ export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
   maxLoopDelayMs: 250,
   maxLoopUtilization: 0.9,
   maxLoopUtilizationForStarts: 0.5,
+  maxStartWaitMs: 5_000,
 };
 
 /** Retry-After of a refused submission: overload is shed in well under a second once the burst stops. */
@@ -179,16 +187,24 @@ export const PACED_STEP_MS = 20;
  * (the controller asks `submissionsNeedTheLoop`) and running tasks take turns:
  * one step among them every PACED_STEP_MS (`beforeStep`), which keeps their
  * share of the loop small yet never stops them. Once submissions stop, or the
- * loop has headroom again, tasks run at full speed.
+ * loop has headroom again, tasks run at full speed. The longer the oldest
+ * queued task has waited, the closer the steps, until at `maxStartWaitMs`
+ * nothing is held back: the queue then catches up rather than grows.
  */
 export class SubmissionPacing {
   private lastSubmissionAt = -Infinity;
   private nextStepAt = -Infinity;
+  /** when the oldest queued task was queued (on `now`'s clock), null while none waits (watchQueue) */
+  private oldestQueuedAt: () => number | null = () => null;
 
   constructor(
-    private readonly limits: Pick<BackpressureLimits, 'maxLoopUtilizationForStarts'> | null,
+    private readonly limits: Pick<
+      BackpressureLimits,
+      'maxLoopUtilizationForStarts' | 'maxStartWaitMs'
+    > | null,
     readonly load: LoopLoadSource | null,
-    private readonly now: () => number = () => performance.now(),
+    /** the clock the pacing reads, and the queue's times are taken on */
+    readonly now: () => number = () => performance.now(),
   ) {}
 
   /** A submission asked to be admitted. */
@@ -196,14 +212,34 @@ export class SubmissionPacing {
     this.lastSubmissionAt = this.now();
   }
 
-  /** Whether submissions arrive while the loop is busier than the limit for task starts. */
+  /** Where the queue's oldest task time comes from (the runtime's queue; on `now`'s clock). */
+  watchQueue(oldestQueuedAt: () => number | null): void {
+    this.oldestQueuedAt = oldestQueuedAt;
+  }
+
+  /**
+   * Whether submissions arrive while the loop is busier than the limit for task starts, and the
+   * oldest queued task has not waited longer than maxStartWaitMs.
+   */
   submissionsNeedTheLoop(): boolean {
     if (!this.limits || !this.load || this.limits.maxLoopUtilizationForStarts >= 1) return false;
-    if (this.now() - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
+    const now = this.now();
+    if (now - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
+    const queuedAt = this.oldestQueuedAt();
+    if (this.limits.maxStartWaitMs > 0 && queuedAt !== null && now - queuedAt >= this.limits.maxStartWaitMs)
+      return false;
     const loop = this.load.recentUtilization?.() ?? this.load.utilization();
     return (
       loop + (this.load.recentCommitThreadUtilization?.() ?? 0) > this.limits.maxLoopUtilizationForStarts
     );
+  }
+
+  /** 1 while no task waited, falling to 0 as the oldest queued one nears maxStartWaitMs (1 without a bound) */
+  private queueSlack(now: number): number {
+    const queuedAt = this.oldestQueuedAt();
+    const bound = this.limits?.maxStartWaitMs ?? 0;
+    if (bound <= 0 || queuedAt === null) return 1;
+    return Math.max(0, 1 - (now - queuedAt) / bound);
   }
 
   /**
@@ -215,7 +251,7 @@ export class SubmissionPacing {
     while (!signal.aborted && this.submissionsNeedTheLoop()) {
       const now = this.now();
       if (now >= this.nextStepAt) {
-        this.nextStepAt = now + PACED_STEP_MS;
+        this.nextStepAt = now + PACED_STEP_MS * this.queueSlack(now);
         return;
       }
       // an abort ends the wait; the loop then sees the signal

@@ -171,8 +171,11 @@ const HOLD_BACK_MS = 50;
  * resume) when the application shuts down, before the storage closes.
  */
 export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
-  /** tasks waiting for a run slot, in arrival order (a Set: a long queue is looked up and taken from often) */
-  private readonly queue = new Set<string>();
+  /**
+   * tasks waiting for a run slot, in arrival order, each with when it was queued (the pacing's clock);
+   * a Map: a long queue is looked up and taken from often
+   */
+  private readonly queue = new Map<string, number>();
   /** cancels under way, so a cascade and a request that meet cancel a task once */
   private readonly cancelling = new Map<string, Promise<void>>();
   /**
@@ -201,6 +204,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
     this.pacing = deps.pacing ?? new SubmissionPacing(deps.backpressure ?? null, deps.loopLoad ?? null);
+    this.pacing.watchQueue(() => {
+      const oldest = this.queue.values().next();
+      return oldest.done ? null : oldest.value;
+    });
     this.unfinished = new UnfinishedTasks(deps.store);
     deps.ownership?.onLost((taskId) => this.abandon(taskId));
     this.detachCommits = deps.ownership
@@ -788,7 +795,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       return;
     }
     if (this.childTasks.has(taskId)) return this.start(taskId);
-    this.queue.add(taskId);
+    if (!this.queue.has(taskId)) this.queue.set(taskId, this.pacing.now());
     this.pump();
   }
 
@@ -827,7 +834,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.holdBack();
         return;
       }
-      const next = this.queue.values().next().value!;
+      const next = this.queue.keys().next().value!;
       this.queue.delete(next);
       this.start(next, { afterThisTurn: true });
     }
