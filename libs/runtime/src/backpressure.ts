@@ -225,9 +225,7 @@ export class SubmissionPacing {
     if (!this.limits || !this.load || this.limits.maxLoopUtilizationForStarts >= 1) return false;
     const now = this.now();
     if (now - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
-    const queuedAt = this.oldestQueuedAt();
-    if (this.limits.maxStartWaitMs > 0 && queuedAt !== null && now - queuedAt >= this.limits.maxStartWaitMs)
-      return false;
+    if (this.queueSlack(now) === 0) return false;
     const loop = this.load.recentUtilization?.() ?? this.load.utilization();
     return (
       loop + (this.load.recentCommitThreadUtilization?.() ?? 0) > this.limits.maxLoopUtilizationForStarts
@@ -320,8 +318,9 @@ function answersDone(maxMs: number): Promise<void> {
  * (holdTasksWhileAnswering); never in a delegation's child, which runs in
  * step with its parent's other steps (a replay depends on that order). A task
  * that awaits nothing outside the process (a model answering in process,
- * in-process tools, events riding in a later commit) runs in promise callbacks alone, which hold I/O, timers and the group
- * commit's flush until every such task is done: a burst of them would keep
+ * in-process tools, events riding in a later commit) runs in promise
+ * callbacks alone, which hold I/O, timers and the group commit's flush until
+ * every such task is done: a burst of them would keep
  * requests unanswered and their events uncommitted for as long as they run.
  * Module state: the event loop is the process's, shared by every runtime in it.
  */
