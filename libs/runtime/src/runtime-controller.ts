@@ -496,17 +496,23 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const pending = p.pendingSecret;
     if (!pending || pending.request_id !== requestId || p.final)
       throw new IllegalStateError(`secret request ${requestId} of task ${taskId} is not pending`);
-    this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
-    const fingerprint = this.deps.secrets.remember(p.session_id, secret);
-    await this.recordResolution(p, {
-      type: 'SECRET_PROVIDED',
-      payload: {
-        request_id: requestId,
-        call_id: pending.call_id,
-        secret_name: pending.secret_name,
-        fingerprint,
+    // answers posted together race to the append: only the one it accepts may reach the vault
+    await this.recordResolution(
+      p,
+      {
+        type: 'SECRET_PROVIDED',
+        payload: {
+          request_id: requestId,
+          call_id: pending.call_id,
+          secret_name: pending.secret_name,
+          fingerprint: this.deps.secrets.fingerprintOf(secret),
+        },
       },
-    });
+      () => {
+        this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
+        this.deps.secrets.remember(p.session_id, secret);
+      },
+    );
   }
 
   /**
@@ -718,7 +724,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    * holds the task it is recorded without a lease and the owner, which follows the log's commits,
    * runs on.
    */
-  private async recordResolution(p: TaskProgress, event: NewEvent): Promise<void> {
+  /** `accepted` runs once the append has made this answer the one recorded, before the task runs on. */
+  private async recordResolution(p: TaskProgress, event: NewEvent, accepted?: () => void): Promise<void> {
     const ownership = this.deps.ownership;
     const claimed =
       ownership && !this.closed ? !ownership.holds(p.task_id) && (await ownership.claim(p.task_id)) : false;
@@ -732,6 +739,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     } finally {
       this.ownAnswers.delete(event_id);
     }
+    accepted?.();
     if (!ownership || ownership.holds(p.task_id))
       this.enqueue(p.task_id, { child: p.parent_task_id !== null });
   }

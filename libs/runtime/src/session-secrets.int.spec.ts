@@ -143,6 +143,25 @@ describe('a provided secret is redacted from the later output of its session', (
     expect(leaks(await everythingStored())).toEqual([]);
   });
 
+  it('twenty answers posted at once: the command gets the one the log accepted, no refused one', async () => {
+    const rt = await runtime([tool('sudo_stdin', 'cat > pw.txt'), '{"type":"respond","content":"saved"}']);
+    const { task_id } = await rt.runtime.submit(
+      { input: 'save the password', session_id: 'sess_race' },
+      { source: 'cli' },
+    );
+    const pending = (await rt.runtime.settled(task_id)).pendingSecret!;
+    const answers = Array.from({ length: 20 }, (_, i) => `answer-${i}-${randomBytes(4).toString('hex')}`);
+    const outcomes = await Promise.allSettled(
+      answers.map((a) => rt.runtime.provideSecret(task_id, pending.request_id, a)),
+    );
+    const accepted = answers.filter((_, i) => outcomes[i].status === 'fulfilled');
+    expect(accepted).toHaveLength(1);
+    const progress = await rt.runtime.settled(task_id);
+    await rt.close();
+    expect(progress.final).toMatchObject({ stop_reason: 'completed' });
+    expect(readFileSync(join(dir, 'pw.txt'), 'utf8')).toBe(`${accepted[0]}\n`);
+  });
+
   it('another task of the session prints it after a restart (new runtime over the same database): still redacted', async () => {
     const first = await runtime([tool('sudo_stdin', 'cat > pw.txt'), '{"type":"respond","content":"saved"}']);
     await run(first, 'save the password', 'sess_b');

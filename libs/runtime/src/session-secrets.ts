@@ -84,7 +84,8 @@ export class SessionSecrets {
     return createHmac('sha256', this.key).update(text, 'utf8').digest('hex');
   }
 
-  private fingerprint(value: string): SecretFingerprint {
+  /** The keyed fingerprint SECRET_PROVIDED records, without holding the value. */
+  fingerprintOf(value: string): SecretFingerprint {
     return {
       alg: 'hmac-sha256',
       forms: (Object.keys(FORMS) as Encoding[]).map((encoding) => {
@@ -97,7 +98,7 @@ export class SessionSecrets {
   /** Hold a value provided for the session; what the log records instead of it. */
   remember(sessionId: string, value: string): SecretFingerprint {
     this.hold(sessionId, value);
-    return this.fingerprint(value);
+    return this.fingerprintOf(value);
   }
 
   private hold(sessionId: string, value: string): void {
