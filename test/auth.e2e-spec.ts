@@ -1,5 +1,15 @@
 import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  SdkHttpError,
+  discoverOAuthProtectedResourceMetadata,
+  discoverOAuthServerInfo,
+  extractWWWAuthenticateParams,
+} from '@modelcontextprotocol/client';
+import { IncomingMessage } from 'node:http';
+import WebSocket from 'ws';
 import { ApiHarness, TOKENS, WsClient, bootApi, eventCount, waitForTask } from './api-harness';
 
 const WRONG = 'wrong-token-0123456789abcdef-wrong';
@@ -56,7 +66,10 @@ describe('access control (e2e)', () => {
         expect({ route: `${r.method} ${r.path}`, token, status: res.status, error: res.body?.error }).toEqual(
           { route: `${r.method} ${r.path}`, token, status, error },
         );
-        if (status === 401) expect(res.headers.get('www-authenticate')).toBe('Bearer');
+        if (status === 401)
+          expect(res.headers.get('www-authenticate')).toBe(
+            `Bearer realm="runledger", ${token ? 'error="invalid_token", ' : ''}resource_metadata="${sut.url}/.well-known/oauth-protected-resource"`,
+          );
       }
       const malformed = await sut.request(r.method, r.path, {
         token: null,
@@ -66,6 +79,54 @@ describe('access control (e2e)', () => {
       expect(malformed.status).toBe(401);
     }
     expect(await eventCount(sut)).toBe(before);
+  });
+
+  it("tells MCP clients, through the SDK's own discovery, that bearer tokens are taken and no OAuth flow is offered", async () => {
+    const mcp = await fetch(`${sut.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(mcp.status).toBe(401);
+    const challenge = extractWWWAuthenticateParams(mcp);
+    expect(challenge.resourceMetadataUrl?.href).toBe(`${sut.url}/.well-known/oauth-protected-resource`);
+    // the path-suffixed form is what an MCP client asks first for the resource /mcp
+    const forMcp = await discoverOAuthProtectedResourceMetadata(`${sut.url}/mcp`);
+    expect(forMcp).toEqual({
+      resource: `${sut.url}/mcp`,
+      bearer_methods_supported: ['header'],
+      scopes_supported: ['tasks:read', 'tasks:write', 'approvals', 'admin'],
+      resource_name: 'Runledger',
+      resource_documentation: `${sut.url}/docs`,
+    });
+    const forService = await discoverOAuthProtectedResourceMetadata(sut.url, {
+      resourceMetadataUrl: challenge.resourceMetadataUrl,
+    });
+    expect(forService.resource).toBe(sut.url);
+    expect(forService.authorization_servers).toBeUndefined();
+    // no authorization server here either: the discovery ends with nothing to start a flow with
+    const info = await discoverOAuthServerInfo(`${sut.url}/mcp`);
+    expect(info.authorizationServerMetadata).toBeUndefined();
+
+    const client = new Client({ name: 'auth-e2e', version: '1.0.0' });
+    const refused = await client.connect(new StreamableHTTPClientTransport(new URL(`${sut.url}/mcp`))).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    // no auth provider given: the client stops at the 401 instead of starting a flow
+    expect(refused).toBeInstanceOf(SdkHttpError);
+    expect((refused as SdkHttpError).status).toBe(401);
+
+    const upgrade = await new Promise<IncomingMessage>((done, fail) => {
+      const ws = new WebSocket(sut.wsUrl, { headers: { authorization: `Bearer ${WRONG}` } });
+      ws.on('unexpected-response', (_req, res) => done(res));
+      ws.on('open', () => fail(new Error('a wrong token opened a socket')));
+      ws.on('error', () => undefined);
+    });
+    expect(upgrade.statusCode).toBe(401);
+    expect(upgrade.headers['www-authenticate']).toMatch(
+      /^Bearer realm="runledger", error="invalid_token", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"$/,
+    );
   });
 
   it('lets each scope do its own work and admin everything', async () => {

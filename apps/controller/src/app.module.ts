@@ -21,6 +21,7 @@ import { HealthController } from './health/health.controller';
 import { HealthProbe, PostgresHealthProbe, SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { McpController } from './mcp/mcp.controller';
+import { ProtectedResourceController } from './auth/protected-resource.controller';
 import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
@@ -58,6 +59,7 @@ export class AppModule {
         DashboardController,
         DocsController,
         McpController,
+        ProtectedResourceController,
       ],
       providers: [
         { provide: TokenRegistry, useValue: deps.tokens },

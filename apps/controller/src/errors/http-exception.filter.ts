@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Inject } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
+import { bearerChallenge, originOf } from '../auth/protected-resource';
 import { LOGGER } from '../tokens';
 import { retryAfterOf, toErrorResponse } from './error-body';
 import { methodNotAllowed } from './method-not-allowed';
@@ -13,7 +14,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') return;
     const res = host.switchToHttp().getResponse<Response>();
-    const wrongMethod = methodNotAllowed(exception, host.switchToHttp().getRequest<Request>());
+    const req = host.switchToHttp().getRequest<Request>();
+    const wrongMethod = methodNotAllowed(exception, req);
     if (wrongMethod && !res.headersSent) {
       res.setHeader('Allow', wrongMethod.allow.join(', '));
       res.status(405).json(wrongMethod.body);
@@ -31,7 +33,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+    if (status === 401)
+      res.setHeader(
+        'WWW-Authenticate',
+        bearerChallenge(
+          originOf({ host: req.headers.host, secure: req.protocol === 'https' }),
+          req.headers.authorization !== undefined,
+        ),
+      );
     const retryAfter = retryAfterOf(exception);
     if (retryAfter !== null) res.setHeader('Retry-After', String(retryAfter));
     res.status(status).json(body);

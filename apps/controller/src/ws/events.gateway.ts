@@ -17,6 +17,7 @@ import {
   ValidationError,
 } from '@runledger/contracts';
 import { requireScope } from '../auth/auth.guard';
+import { bearerChallenge, originOf } from '../auth/protected-resource';
 import { Principal, Scope } from '../auth/scopes';
 import { TokenRegistry, bearerToken } from '../auth/token-registry';
 import { APP_CONFIG, AppConfig } from '../config';
@@ -95,7 +96,8 @@ export class EventsGateway
     const verifyClient: VerifyClientCallbackAsync<IncomingMessage> = ({ req }, done) => {
       const header = req.headers.authorization;
       if (header === undefined || this.tokens.authenticate(bearerToken(header) ?? '')) return done(true);
-      done(false, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' });
+      const origin = originOf({ host: req.headers.host, secure: 'encrypted' in req.socket });
+      done(false, 401, 'Unauthorized', { 'WWW-Authenticate': bearerChallenge(origin, true) });
     };
     (server.options as ServerOptions).verifyClient = verifyClient;
     this.heartbeat = setInterval(() => this.beat(), this.config.RUNLEDGER_WS_HEARTBEAT_MS);
