@@ -1,6 +1,6 @@
 import { NewEvent, PendingToolOutcome, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
-import { TaskProgress } from './progress';
-import type { TaskFold } from './task-fold';
+import { TaskProgress } from './log/progress';
+import type { TaskFold } from './log/task-fold';
 
 export interface MemoryHit {
   id: string;
@@ -128,3 +128,17 @@ export class LeaseLostSignal extends ShutdownSignal {}
 /** The abort leaves the task as it is (shutdown, lease lost), not a cancel. */
 export const isShutdown = (signal: AbortSignal): boolean =>
   signal.aborted && signal.reason instanceof ShutdownSignal;
+
+export interface ReplayRequest {
+  /** write the replayed task (ended, with its stop reason) to the live log; by default nothing is written there */
+  save?: boolean;
+}
+
+export interface ReplayResult {
+  task_id: string;
+  progress: TaskProgress;
+  /** the replayed task's events, as its own log holds them (saved: as the live log does) */
+  events: RuntimeEvent[];
+  /** whether they were written to the live log */
+  saved: boolean;
+}

@@ -1,13 +1,7 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import {
-  AgentProfile,
-  ConfigError,
-  ModuleAsyncOptions,
-  RunSettings,
-  forRootAsyncModule,
-} from '@runledger/contracts';
+import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
 import { AgentCatalog } from './delegation/agent-catalog';
-import { ChildTaskHost, ChildTasks } from './delegation/child-tasks';
+import { ChildTasks } from './delegation/child-tasks';
 import { TaskTree } from './delegation/task-tree';
 import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
@@ -16,110 +10,38 @@ import { LeaseStore, STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@run
 import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { Kysely } from 'kysely';
-import { AsyncRouter, NO_RETRY_POLICY } from './async-router';
-import { ContextBuilder, DEFAULT_SECTION_BUDGETS, SectionBudgets } from './context-builder';
+import { AsyncRouter, NO_RETRY_POLICY } from './loop/async-router';
+import { ContextBuilder, DEFAULT_SECTION_BUDGETS } from './loop/context-builder';
 import { DisciplineGuard } from './discipline/discipline-guard';
-import { DisciplineSettings } from './discipline/settings';
-import { EngineDeps, ExecutionEngine } from './execution-engine';
-import { ModelGateway } from './model-gateway';
+import { ExecutionEngine } from './loop/execution-engine';
+import { ModelGateway } from './loop/model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
 import { SYS_UTIL } from './model/sys-util-name';
 import {
+  ReplayRequest,
+  ReplayResult,
   LoopGuard,
   MemoryRecall,
   NoMemoryRecall,
-  RunClock,
   SecretVault,
   ToolOutcomeHook,
   WALL_CLOCK,
 } from './ports';
-import { replayTask } from './replay';
-import { recordRunSettings, runShapingOf } from './run-settings';
-import { OwnershipSettings, TaskOwnership } from './ownership/task-ownership';
-import { RuntimeController } from './runtime-controller';
-import { BackpressureLimits, EventLoopMonitor, LoopLoadSource, SubmissionPacing } from './backpressure';
+import { ReplayOptions, runReplay } from './replay/replay-task';
+import { ModelOptions, RuntimeOptions, RuntimeParts, RuntimeSettings } from './runtime-options';
+import { recordRunSettings, runShapingOf } from './log/run-settings';
+import { TaskOwnership } from './control/task-ownership';
+import { RuntimeController } from './control/runtime-controller';
+import { EventLoopMonitor, SubmissionPacing } from './control/backpressure';
 import { RuntimeLogger } from './runtime-logger';
-import { RuntimeLoop, ShapedLoopParts } from './runtime-loop';
-import { CheckpointSettings, TaskCheckpoints } from './checkpoints';
-import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
-import { WorkspaceView } from './discipline/workspace-view';
-import { RedactingEventStore } from './redacting-event-store';
-import { SessionSecrets } from './session-secrets';
-import { DEFAULT_CODER_TOOL_TURNS } from './engine/plan-runner';
-
-/** How the runtime runs; every field has a default. */
-export interface RuntimeSettings {
-  maxRounds?: number;
-  /** tasks run at once in this process */
-  concurrency?: number;
-  /** when submissions are refused and queued tasks held back; none when absent */
-  backpressure?: BackpressureLimits;
-  /** what backpressure reads the event loop's load from; a monitor of this process when absent */
-  loopLoad?: LoopLoadSource;
-  /** plan steps of one task run at once, where no SchedulerModule provides the ExecutionScheduler (forParts) */
-  stepConcurrency?: number;
-  modelTimeoutMs?: number;
-  /** how many tool-call replies a coder step may make before it must answer in text (tools protocol) */
-  coderToolTurns?: number;
-  sectionBudgets?: SectionBudgets;
-  /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
-  discipline?: DisciplineSettings;
-  /** seeds retry jitter (tests, replays) */
-  rng?: () => number;
-  /** what budgets and the end-to-end deadline are timed by; the wall clock when absent (a replay: the recording's) */
-  clock?: RunClock;
-  redact?: EngineDeps['redact'];
-  /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
-  workspace?: WorkspaceView | null;
-  /** key of the secrets' fingerprints in the log (beside the database); random: recognised by this process only */
-  secretKey?: Buffer;
-  /** lease renewal and expiry of the tasks this process runs (defaults: renew every 5 s, expire after 20 s) */
-  leases?: Partial<OwnershipSettings>;
-  /** the agents a task may delegate to, beside the built-in coder (RUNLEDGER_AGENTS) */
-  agents?: AgentProfile[];
-  /** how many delegations down from a root a task may be (default 3) */
-  maxDelegationDepth?: number;
-}
-
-/** What RuntimeModule.forRootAsync's factory returns: settings, and what other libs plug into the loop. */
-export interface RuntimeOptions extends RuntimeSettings {
-  /** after every tool outcome (critic, memory write policy) */
-  hooks?: ToolOutcomeHook[];
-  /** before each round and at the end, after the run discipline's own guard */
-  guards?: LoopGuard[];
-  /** what the ContextBuilder recalls; nothing when absent */
-  memory?: MemoryRecall | null;
-  /** checkpoints written by the loop and read by resume and task views; none when absent */
-  checkpoints?: CheckpointSettings | null;
-  /** where delegations' child tasks run: this runtime's controller when absent (a replay answers from its recording) */
-  childTasks?: ChildTaskHost;
-}
-
-/** ModelModule's options: the backend serving every role, and the providers that stand in for it. */
-export interface ModelOptions {
-  /** sys_util when no model is configured */
-  model: ModelBackend;
-  /**
-   * Asked in order after `model`'s retries ran out on provider_error /
-   * rate_limited / timeout (orchestrator, coder steps, compaction); for the
-   * orchestrator sys_util comes after the last. Labels must be unique.
-   */
-  fallbackModels?: ModelBackend[];
-}
-
-/** Every port and setting the runtime's providers are built from, given as values (replays, tests). */
-export interface RuntimeParts extends RuntimeOptions, ModelOptions {
-  store: EventStore;
-  tools: ToolRegistry;
-  permissions: PermissionService;
-  logger: RuntimeLogger;
-  /** the fallback orchestrator; sys_util unless replaying */
-  sysUtil?: ModelBackend;
-  /** task ownership, when other processes may write `store` too; without it every task runs here, unfenced */
-  leaseStore?: LeaseStore | null;
-}
+import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';
+import { TaskCheckpoints } from './log/checkpoints';
+import { LogTaskViews, ProjectionTaskViews, TaskViews } from './log/task-views';
+import { RedactingEventStore } from './log/redacting-event-store';
+import { SessionSecrets } from './log/session-secrets';
+import { DEFAULT_CODER_TOOL_TURNS } from './loop/engine/plan-runner';
 
 /** ModelBackend[]: RUNLEDGER_FALLBACK_MODELS, in order */
 export const FALLBACK_MODELS = Symbol('FALLBACK_MODELS');
@@ -491,7 +413,13 @@ function runtimeProviders(): Provider[] {
             ),
           replay: (taskId, request) =>
             replayTask(
-              { ...o, stepConcurrency: scheduler.options.stepConcurrency, store: rawStore, tools, logger },
+              {
+                ...o,
+                stepConcurrency: scheduler.options.stepConcurrency,
+                store: rawStore,
+                tools,
+                logger,
+              },
               taskId,
               request,
             ),
@@ -596,4 +524,13 @@ export class RuntimeModule {
       exports: exported,
     };
   }
+}
+
+/** Re-run a recorded task offline as a new task, in a runtime of this module over the recording (see runReplay). */
+export function replayTask(
+  options: ReplayOptions,
+  sourceTaskId: string,
+  request: ReplayRequest = {},
+): Promise<ReplayResult> {
+  return runReplay((parts) => RuntimeModule.forParts(parts), options, sourceTaskId, request);
 }

@@ -1,9 +1,9 @@
 import { Budgets, DelegateArgs, emptyUsage, sha256 } from '@runledger/contracts';
 import { activeMs } from '../discipline/budgets';
 import { RunClock, WALL_CLOCK } from '../ports';
-import { childOutcomeText } from '../progress';
-import { TaskWriter } from '../task-writer';
-import { StepOutcome } from '../engine/call-types';
+import { childOutcomeText } from '../log/progress';
+import { TaskWriter } from '../log/task-writer';
+import { StepOutcome } from '../loop/engine/call-types';
 import { AgentCatalog } from './agent-catalog';
 import { carveBudgets } from './carve-budgets';
 import { ChildTaskHost } from './child-tasks';

@@ -1,10 +1,11 @@
 import { RuntimeEvent, Role, emptyUsage } from '@runledger/contracts';
 import { ModelBackend, ModelRequest, ModelResponse, sleep } from '../model/model-backend';
-import { RuntimeParts } from '../runtime.module';
+import { RuntimeParts } from '../runtime-options';
 import { AllowAllPolicy, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';
 import { useTempStore } from '../testing/temp-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from '../discipline/settings';
-import { replayDivergence, replayTask } from '../replay';
+import { replayDivergence } from '../replay/replay-view';
+import { replayTask } from '../runtime.module';
 import { RecordingRuntimeLogger } from '../testing';
 import { childTaskIdFor } from './delegation-runner';
 import { carveBudgets } from './carve-budgets';

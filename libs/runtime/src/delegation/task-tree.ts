@@ -1,5 +1,5 @@
 import { EventStore } from '@runledger/event-store';
-import { PendingRequestView, TaskView, TaskViews } from '../task-views';
+import { PendingRequestView, TaskView, TaskViews } from '../log/task-views';
 
 /** Where a task stands in its tree, from its TASK_RECEIVED. */
 export interface TaskLineage {

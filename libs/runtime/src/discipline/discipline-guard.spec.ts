@@ -1,6 +1,6 @@
 import { AcceptCheck, Budgets, RuntimeEvent } from '@runledger/contracts';
-import { foldProgress } from '../progress';
-import { TaskFold } from '../task-fold';
+import { foldProgress } from '../log/progress';
+import { TaskFold } from '../log/task-fold';
 import { DisciplineGuard } from './discipline-guard';
 import { FABRICATION_NOTE } from './completion';
 import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';

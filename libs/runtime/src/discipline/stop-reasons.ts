@@ -1,5 +1,5 @@
 import { EventPayload, StopReason } from '@runledger/contracts';
-import { TaskProgress } from '../progress';
+import { TaskProgress } from '../log/progress';
 
 const TEXT: Record<StopReason, string> = {
   completed: 'The task finished and gave its answer.',

@@ -1,8 +1,9 @@
 import { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { RuntimeController } from '../runtime-controller';
+import { RuntimeController } from '../control/runtime-controller';
 import { RuntimeLogger } from '../runtime-logger';
-import { RuntimeModule, RuntimeParts } from '../runtime.module';
+import { RuntimeModule } from '../runtime.module';
+import { RuntimeParts } from '../runtime-options';
 
 /** Keeps what the runtime reports, for tests that assert on it (and quiet for those that do not). */
 export class RecordingRuntimeLogger extends RuntimeLogger {

@@ -1,0 +1,546 @@
+import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import {
+  ANSWERING_HOLD_MAX_MS,
+  ANSWERING_WAIT_MAX_MS,
+  BackpressureLimits,
+  EventLoopMonitor,
+  LoopLoadSource,
+  PACED_STEP_MS,
+  SUBMISSIONS_RECENT_MS,
+  SubmissionPacing,
+  TASK_SLICE_MS,
+  holdTasksWhileAnswering,
+  letTheLoopTurn,
+} from './backpressure';
+import { taskReceivedPayload } from '../discipline/testing-events';
+import { ScriptedBackend } from '../model/scripted-backend';
+import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';
+import { useTempStore } from '../testing/temp-store';
+
+/** An event-loop load the test sets. */
+class FixedLoopLoad implements LoopLoadSource {
+  ms = 0;
+  busy = 0;
+  stopped = false;
+
+  delayMs(): number {
+    return this.ms;
+  }
+
+  utilization(): number {
+    return this.busy;
+  }
+
+  recentUtilization(): number {
+    return this.busy;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}
+
+const received = (input: string): NewEvent => ({
+  type: 'TASK_RECEIVED',
+  session_id: 'sess_1',
+  payload: taskReceivedPayload(input, { session_id: 'sess_1' }),
+});
+
+const LIMITS: BackpressureLimits = {
+  maxQueued: 100,
+  maxPendingSubmissions: 100,
+  maxLoopDelayMs: 200,
+  maxLoopUtilization: 0.9,
+  maxLoopUtilizationForStarts: 0.5,
+  maxStartWaitMs: 0,
+};
+
+describe('RuntimeController backpressure', () => {
+  let running: TestRuntime | null = null;
+  const temp = useTempStore('rl-backpressure-', async () => {
+    await running?.close();
+    running = null;
+  });
+  const start = async (o: {
+    limits?: Partial<BackpressureLimits>;
+    concurrency?: number;
+    model?: ScriptedBackend;
+    loopLoad?: LoopLoadSource;
+    store?: typeof temp.store;
+  }) => {
+    running = await startTestRuntime({
+      store: o.store ?? temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new AllowAllPolicy(),
+      model: o.model ?? new GatedBackend(),
+      concurrency: o.concurrency ?? 1,
+      backpressure: { ...LIMITS, ...o.limits },
+      loopLoad: o.loopLoad ?? new FixedLoopLoad(),
+    });
+    return running.runtime;
+  };
+  const receivedCount = async () =>
+    (await temp.store.readAll({ after_position: 0, types: ['TASK_RECEIVED'] })).length;
+  const statusOf = async (runtime: TestRuntime['runtime'], taskId: string) =>
+    (await runtime.progress(taskId)).status;
+
+  it('answers once TASK_RECEIVED is durable, queues beyond the run slots, and refuses a full queue (429) without writing', async () => {
+    const model = new GatedBackend();
+    const sut = await start({ model, limits: { maxQueued: 2 } });
+    const first = await sut.submit({ input: 'one' }, { source: 'api' });
+    const second = await sut.submit({ input: 'two' }, { source: 'api' });
+    const third = await sut.submit({ input: 'three' }, { source: 'api' });
+    expect([first.status, second.status, third.status]).toEqual(['queued', 'queued', 'queued']);
+    expect(await receivedCount()).toBe(3);
+
+    const refused = sut.submit({ input: 'four' }, { source: 'api' });
+    await expect(refused).rejects.toBeInstanceOf(QueueFullError);
+    await expect(refused).rejects.toMatchObject({
+      code: 'queue_full',
+      retryAfterSeconds: 1,
+      details: { queued: 2, max_queued: 2, retry_after_s: 1 },
+    });
+    expect(await receivedCount()).toBe(3);
+
+    model.release();
+    for (const { task_id } of [first, second, third])
+      expect((await sut.settled(task_id)).status).toBe('completed');
+    expect((await sut.submit({ input: 'five' }, { source: 'api' })).status).toBe('queued');
+  });
+
+  it('refuses a submission (503) while the event loop lags beyond the limit, and takes it again once it recovers', async () => {
+    const loopDelay = new FixedLoopLoad();
+    const sut = await start({ loopLoad: loopDelay });
+    loopDelay.ms = 450;
+    await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { loop_delay_ms: 450, max_loop_delay_ms: 200, retry_after_s: 1 },
+    });
+    await temp.store.append('task_src', [received('source')], { expected: 'no_stream' });
+    await expect(sut.fork('task_src', 1)).rejects.toBeInstanceOf(OverloadedError);
+    expect(await receivedCount()).toBe(1);
+
+    loopDelay.ms = 150;
+    expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
+    expect(await receivedCount()).toBe(2);
+  });
+
+  it('refuses a submission (503) while the event loop has no time left, though it is never late by much', async () => {
+    const loopLoad = new FixedLoopLoad();
+    const sut = await start({ loopLoad });
+    loopLoad.ms = 30;
+    loopLoad.busy = 0.97;
+    await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      message: expect.stringMatching(/busy 97% of the time, at most 90%/),
+      details: { loop_utilization: 0.97, max_loop_utilization: 0.9, retry_after_s: 1 },
+    });
+    expect(await receivedCount()).toBe(0);
+    loopLoad.busy = 0.6;
+    expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
+  });
+
+  it('refuses a submission (503) while too many others still wait for their TASK_RECEIVED to be durable', async () => {
+    let commit!: () => void;
+    const slowDisk = new Promise<void>((resolve) => (commit = resolve));
+    const store = temp.store;
+    const append = store.append.bind(store);
+    store.append = async (...args: Parameters<typeof append>) => {
+      await slowDisk;
+      return append(...args);
+    };
+    const sut = await start({ store, limits: { maxPendingSubmissions: 2 } });
+    const pending = [
+      sut.submit({ input: 'a' }, { source: 'api' }),
+      sut.submit({ input: 'b' }, { source: 'api' }),
+    ];
+    await expect(sut.submit({ input: 'c' }, { source: 'api' })).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { pending_submissions: 2, max_pending_submissions: 2 },
+    });
+    commit();
+    expect((await Promise.all(pending)).map((r) => r.created)).toEqual([true, true]);
+    expect(await receivedCount()).toBe(2);
+  });
+
+  it('a fork counts as a pending submission while its TASK_RECEIVED is on its way, as a submission does', async () => {
+    const store = temp.store;
+    const sut = await start({ store, limits: { maxPendingSubmissions: 2 } });
+    const { task_id } = await sut.submit({ input: 'source' }, { source: 'api' });
+    let commit!: () => void;
+    const slowDisk = new Promise<void>((resolve) => (commit = resolve));
+    const append = store.append.bind(store);
+    store.append = async (...args: Parameters<typeof append>) => {
+      await slowDisk;
+      return append(...args);
+    };
+    const pending = [sut.fork(task_id, 1), sut.submit({ input: 'b' }, { source: 'api' })];
+    await expect(sut.fork(task_id, 1)).rejects.toMatchObject({
+      code: 'overloaded',
+      details: { pending_submissions: 2, max_pending_submissions: 2 },
+    });
+    commit();
+    expect((await Promise.all(pending)).map((r) => r.created)).toEqual([true, true]);
+    expect(await receivedCount()).toBe(3);
+  });
+
+  it('holds queued tasks back while the loop lags and a task runs, then starts them', async () => {
+    await temp.store.append('task_a', [received('a')], { expected: 'no_stream' });
+    await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
+    const loopDelay = new FixedLoopLoad();
+    loopDelay.ms = 1000;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad: loopDelay, concurrency: 2 });
+    expect(await sut.resumeUnfinished()).toEqual(['task_a', 'task_b']);
+    // task_a started (one task always runs); task_b waits for the loop to recover
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await temp.store.readWholeStream('task_a')).length).toBeGreaterThan(1);
+    expect((await temp.store.readWholeStream('task_b')).length).toBe(1);
+
+    loopDelay.ms = 0;
+    model.release();
+    expect((await sut.settled('task_b')).status).toBe('completed');
+    expect(await statusOf(sut, 'task_a')).toBe('completed');
+  });
+
+  it('holds queued tasks back while submissions arrive and the loop is busier than the start limit, and starts them while it is not', async () => {
+    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+    const eventually = async (taskId: string) => {
+      for (const until = Date.now() + 5_000; !(await started(taskId));) {
+        if (Date.now() > until) throw new Error(`${taskId} did not start`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad, concurrency: 3 });
+    const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const b = await sut.submit({ input: 'b' }, { source: 'api' });
+    // task a starts (one task always runs); b waits: the submissions keep the loop's headroom
+    await eventually(a.task_id);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await started(b.task_id)).toBe(false);
+
+    loopLoad.busy = 0.4;
+    await eventually(b.task_id);
+
+    // as busy as before, but no submission came for a while: a resumed task starts
+    loopLoad.busy = 0.7;
+    await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await sut.resumeUnfinished()).toEqual(['task_c']);
+    await eventually('task_c');
+    model.release();
+    for (const id of [a.task_id, b.task_id, 'task_c'])
+      expect((await sut.settled(id)).status).toBe('completed');
+  });
+
+  it('holds a queued task back for the submissions at most maxStartWaitMs: then it starts though they keep coming', async () => {
+    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const model = new GatedBackend();
+    const sut = await start({ model, loopLoad, concurrency: 3, limits: { maxStartWaitMs: 400 } });
+    const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const queuedAt = Date.now();
+    const b = await sut.submit({ input: 'b' }, { source: 'api' });
+    const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
+    try {
+      while (!(await started(b.task_id))) {
+        if (Date.now() - queuedAt > 5_000) throw new Error('b did not start');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // held while it had waited less than the bound (timers fire at most a millisecond early)
+      expect(Date.now() - queuedAt).toBeGreaterThanOrEqual(400 - 1);
+    } finally {
+      clearInterval(keepSubmitting);
+    }
+    model.release();
+    for (const id of [a.task_id, b.task_id]) expect((await sut.settled(id)).status).toBe('completed');
+  });
+
+  it('while submissions arrive and the loop is busier than the start limit, running tasks take turns: one step per PACED_STEP_MS', async () => {
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.busy = 0.7;
+    const tool = (i: number) =>
+      JSON.stringify({ type: 'tool', tool: 'write_file', args: { path: `f${i}.txt`, content: 'x' } });
+    const model = new ScriptedBackend({
+      orchestrator: [tool(1), tool(2), tool(3), JSON.stringify({ type: 'respond', content: 'done' })],
+    });
+    const sut = await start({ model, loopLoad, concurrency: 1 });
+    const { task_id } = await sut.submit({ input: 'four rounds' }, { source: 'api' });
+    // submissions keep arriving while it runs
+    const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
+    try {
+      expect((await sut.settled(task_id)).status).toBe('completed');
+    } finally {
+      clearInterval(keepSubmitting);
+    }
+    const calls = (await temp.store.readWholeStream(task_id))
+      .filter((e) => e.type === 'MODEL_CALLED')
+      .map((e) => Date.parse(e.created_at));
+    expect(calls).toHaveLength(4);
+    // between two rounds' calls the task took two steps (the tool call, then the next round), each on its turn
+    for (let i = 1; i < calls.length; i++)
+      expect(calls[i] - calls[i - 1]).toBeGreaterThanOrEqual(2 * PACED_STEP_MS - 2);
+  });
+
+  it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {
+    const first = await start({ model: new GatedBackend() });
+    const ids = [];
+    for (const input of ['a', 'b', 'c']) ids.push((await first.submit({ input }, { source: 'api' })).task_id);
+    const [, ...neverStarted] = ids;
+    for (const id of neverStarted) expect(await temp.store.readWholeStream(id)).toHaveLength(1);
+    await running!.close();
+    running = null;
+
+    const model = new GatedBackend();
+    model.release();
+    const restarted = await start({ model, concurrency: 2 });
+    expect((await restarted.resumeUnfinished()).sort()).toEqual([...ids].sort());
+    for (const id of neverStarted) expect((await restarted.settled(id)).status).toBe('completed');
+  });
+
+  it('stops watching the event loop when it closes', async () => {
+    const loopDelay = new FixedLoopLoad();
+    await start({ loopLoad: loopDelay });
+    await running!.close();
+    running = null;
+    expect(loopDelay.stopped).toBe(true);
+  });
+});
+
+describe('EventLoopMonitor', () => {
+  const busyFor = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until);
+  };
+  const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('reads a loop kept busy across windows as delayed and fully used, and a lone stall as neither', async () => {
+    const sut = new EventLoopMonitor();
+    try {
+      expect(sut.delayMs()).toBe(0);
+      // saturated: every turn of the loop takes 150 ms for a second
+      for (let turn = 0; turn < 7; turn++) {
+        busyFor(150);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(sut.delayMs()).toBeGreaterThanOrEqual(100);
+      expect(sut.utilization()).toBeGreaterThan(0.9);
+      expect(sut.recentUtilization()).toBeGreaterThan(0.8);
+
+      await tick(350);
+      busyFor(400);
+      await tick(250);
+      expect(sut.delayMs()).toBeLessThan(100);
+      expect(sut.utilization()).toBeLessThan(0.5);
+      // the recent reading follows within a few samples: idle now, though the last windows were not
+      expect(sut.recentUtilization()).toBeLessThan(0.5);
+    } finally {
+      sut.stop();
+    }
+  });
+
+  it("reads the store's commit thread alongside the loop: busy while it is, 0 without one", async () => {
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       parentPort.on('message', (ms) => { const until = Date.now() + ms; while (Date.now() < until); parentPort.postMessage('done'); });`,
+      { eval: true },
+    );
+    const sut = new EventLoopMonitor(() => worker.performance.eventLoopUtilization());
+    const none = new EventLoopMonitor();
+    try {
+      await once(worker, 'online');
+      expect(sut.recentCommitThreadUtilization()).toBe(0);
+      worker.postMessage(300);
+      await once(worker, 'message');
+      expect(sut.recentCommitThreadUtilization()).toBeGreaterThan(0.8);
+      // the loop itself idled meanwhile
+      expect(sut.recentUtilization()).toBeLessThan(0.5);
+      await tick(200);
+      expect(sut.recentCommitThreadUtilization()).toBeLessThan(0.2);
+      expect(none.recentCommitThreadUtilization()).toBe(0);
+    } finally {
+      sut.stop();
+      none.stop();
+      await worker.terminate();
+    }
+  });
+});
+
+describe('SubmissionPacing', () => {
+  const load = (busy: number, recent?: number, commitThread?: number): LoopLoadSource => ({
+    delayMs: () => 0,
+    utilization: () => busy,
+    ...(recent === undefined ? {} : { recentUtilization: () => recent }),
+    ...(commitThread === undefined ? {} : { recentCommitThreadUtilization: () => commitThread }),
+    stop: () => undefined,
+  });
+  const limits = { maxLoopUtilizationForStarts: 0.5, maxStartWaitMs: 0 };
+  const open = new AbortController().signal;
+
+  it('lets every step through at once while no submission came lately, or the loop has headroom', async () => {
+    let now = 1_000;
+    const sut = new SubmissionPacing(limits, load(0.9), () => now);
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    await Promise.all([sut.beforeStep(open), sut.beforeStep(open), sut.beforeStep(open)]);
+    sut.submitted();
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    now += SUBMISSIONS_RECENT_MS;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+
+    const idle = new SubmissionPacing(limits, load(0.9, 0.3));
+    idle.submitted();
+    // the recent reading decides when the source has one
+    expect(idle.submissionsNeedTheLoop()).toBe(false);
+    // a submission waits for the loop, then for the commit thread: their shares add up
+    const threaded = new SubmissionPacing(limits, load(0.9, 0.3, 0.3));
+    threaded.submitted();
+    expect(threaded.submissionsNeedTheLoop()).toBe(true);
+    const threadIdle = new SubmissionPacing(limits, load(0.9, 0.3, 0.1));
+    threadIdle.submitted();
+    expect(threadIdle.submissionsNeedTheLoop()).toBe(false);
+    for (const off of [
+      new SubmissionPacing(null, load(1)),
+      new SubmissionPacing({ maxLoopUtilizationForStarts: 1, maxStartWaitMs: 0 }, load(1)),
+    ]) {
+      off.submitted();
+      expect(off.submissionsNeedTheLoop()).toBe(false);
+    }
+  });
+
+  it('once the oldest queued task has waited maxStartWaitMs, submissions no longer hold tasks', () => {
+    let now = 1_000;
+    const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.9), () => now);
+    let queuedAt: number | null = null;
+    sut.watchQueue(() => queuedAt);
+    sut.submitted();
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    queuedAt = now - 999;
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    queuedAt = now - 1_000;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    queuedAt = null;
+    now += 1;
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+  });
+
+  it('steps come closer as the oldest queued task nears maxStartWaitMs', async () => {
+    const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.2, 0.8));
+    sut.watchQueue(() => performance.now() - 750);
+    sut.submitted();
+    const started = performance.now();
+    await Promise.all([0, 1, 2, 3, 4].map(() => sut.beforeStep(open)));
+    // a quarter of the bound left: a quarter of PACED_STEP_MS between two steps (four gaps: 20 ms, not 80)
+    expect(performance.now() - started).toBeLessThan(3 * PACED_STEP_MS);
+  });
+
+  it('while submissions need the loop, lets one step through per PACED_STEP_MS among all tasks; an abort ends the wait', async () => {
+    const sut = new SubmissionPacing(limits, load(0.2, 0.8));
+    sut.submitted();
+    const passed: number[] = [];
+    const started = performance.now();
+    await Promise.all(
+      [0, 1, 2].map(() => sut.beforeStep(open).then(() => passed.push(performance.now() - started))),
+    );
+    passed.sort((a, b) => a - b);
+    expect(passed[0]).toBeLessThan(PACED_STEP_MS);
+    // timers fire at most a millisecond early
+    expect(passed[1]).toBeGreaterThanOrEqual(PACED_STEP_MS - 1);
+    expect(passed[2]).toBeGreaterThanOrEqual(2 * PACED_STEP_MS - 1);
+
+    const ctrl = new AbortController();
+    const waiting = sut.beforeStep(ctrl.signal);
+    ctrl.abort();
+    await waiting;
+    expect(ctrl.signal.aborted).toBe(true);
+  });
+});
+
+describe('letTheLoopTurn', () => {
+  const spin = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+
+  it('tasks that yield in one slice share the next turn: the loop turns once a slice, not once a task', async () => {
+    let running = true;
+    const task = async () => {
+      while (running) {
+        spin(0.2);
+        await letTheLoopTurn({ parent_task_id: null });
+      }
+    };
+    // an immediate that queues itself again runs once per turn of the loop: its gaps are how long the loop was held
+    const turns: number[] = [];
+    const probe = () => {
+      turns.push(performance.now());
+      if (running) setImmediate(probe);
+    };
+    setImmediate(probe);
+    const tasks = Array.from({ length: 8 }, task);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    running = false;
+    await Promise.all(tasks);
+
+    const gaps = turns.slice(1).map((t, i) => t - turns[i]);
+    const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)];
+    // a turn each would hold the loop for 8 slices between two turns
+    expect(gaps.length).toBeGreaterThan(10);
+    expect(median).toBeLessThan(3 * TASK_SLICE_MS);
+  });
+
+  it('while a submission is being answered, tasks stop at their next turn and go on once it is (or after ANSWERING_WAIT_MAX_MS)', async () => {
+    let steps = 0;
+    let running = true;
+    const task = async () => {
+      while (running) {
+        steps++;
+        await letTheLoopTurn({ parent_task_id: null });
+      }
+    };
+    const tasks = [task(), task()];
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const answered = holdTasksWhileAnswering();
+    // the tasks reach their next turn, then wait there
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const held = steps;
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS / 2));
+    expect(steps).toBe(held);
+    answered();
+    answered(); // a second call does nothing
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(steps).toBeGreaterThan(held);
+
+    // an answer that never comes holds them for ANSWERING_WAIT_MAX_MS at a time, not for good,
+    // and stops holding them after ANSWERING_HOLD_MAX_MS
+    const never = holdTasksWhileAnswering();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const stuck = steps;
+    await new Promise((resolve) => setTimeout(resolve, 3 * ANSWERING_WAIT_MAX_MS));
+    expect(steps).toBeGreaterThan(stuck);
+    expect(steps - stuck).toBeLessThan(2 * 2 * 4);
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_HOLD_MAX_MS));
+    const expired = steps;
+    await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS));
+    expect(steps - expired).toBeGreaterThan(2 * 2 * 4);
+    never();
+    running = false;
+    await Promise.all(tasks);
+  });
+
+  it("a delegation's child never waits for answers: it runs in step with its parent", async () => {
+    const answered = holdTasksWhileAnswering();
+    try {
+      const started = performance.now();
+      for (let i = 0; i < 50; i++) await letTheLoopTurn({ parent_task_id: 'task_parent' });
+      expect(performance.now() - started).toBeLessThan(ANSWERING_WAIT_MAX_MS);
+    } finally {
+      answered();
+    }
+  });
+});

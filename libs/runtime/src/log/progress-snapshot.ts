@@ -1,0 +1,145 @@
+import { PermissionDecision, StopReason, TaskStatus, TaskUsage, ModelToolCall } from '@runledger/contracts';
+import { StepStatus } from '@runledger/scheduler';
+import { z } from 'zod';
+import { SeenSet } from '../discipline/seen-set';
+import { CallProgress, ChildProgress, PlanProgress, TaskProgress } from './progress';
+
+/** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
+export const PROGRESS_SNAPSHOT_VERSION = 2;
+
+// Payload-derived parts (directives, steps, results, pending requests) were validated when their
+// events were appended; here they are checked for shape only, loose and without defaults, so a
+// parsed snapshot is exactly the progress that was saved.
+const Loose = z.looseObject({});
+const Args = z.record(z.string(), z.unknown());
+
+const CallSnapshot = z.object({
+  call_id: z.string(),
+  tool: z.string(),
+  args: Args,
+  args_hash: z.string(),
+  step_id: z.string().nullable(),
+  attempt: z.number().int(),
+  outcome: z.enum(['completed', 'failed']).nullable(),
+  result: Loose.nullable(),
+  error: z.string().nullable(),
+  error_kind: z.string().nullable(),
+  awaiting_input: z.literal(true).optional(),
+});
+
+const PlanSnapshot = z.object({
+  plan_id: z.string(),
+  round: z.number().int(),
+  steps: z.array(z.looseObject({ id: z.string() })),
+  status: z.array(z.tuple([z.string(), z.string()])),
+  outputs: z.array(z.tuple([z.string(), z.unknown()])),
+  errors: z.array(z.tuple([z.string(), z.string()])),
+  outcome: z.enum(['completed', 'failed']).nullable(),
+});
+
+const HistorySnapshot = z.object({
+  round: z.number().int(),
+  directive: z.unknown(),
+  results: z.array(z.string()),
+  sources: z.record(z.string(), z.string()).optional(),
+  ok: z.boolean(),
+  tool_calls: z.array(ModelToolCall).optional(),
+});
+
+const MeterSnapshot = z.object({
+  usage: TaskUsage,
+  pendingCalls: z.record(z.string(), z.object({ prompt_chars: z.number() })),
+  rounds: z.array(z.number()),
+  startedAt: z.string().nullable(),
+  waitedMs: z.number(),
+  waitingSince: z.string().nullable(),
+});
+
+const ProgressSnapshotSchema = z.looseObject({
+  $schema_version: z.literal(PROGRESS_SNAPSHOT_VERSION),
+  task_id: z.string(),
+  session_id: z.string(),
+  input: z.string(),
+  budgets: z.record(z.string(), z.unknown()),
+  accept_checks: z.array(Loose),
+  status: TaskStatus,
+  round: z.number().int(),
+  directive: z.looseObject({ type: z.string() }).nullable(),
+  roundClosed: z.boolean(),
+  calls: z.array(CallSnapshot),
+  plans: z.array(PlanSnapshot),
+  pendingPermission: Loose.nullable(),
+  pendingSecret: Loose.nullable(),
+  permissionDecisions: z.array(
+    z.tuple([
+      z.string(),
+      z.object({ decision: PermissionDecision, args_hash: z.string(), content: Args.optional() }),
+    ]),
+  ),
+  modelCalls: z.record(z.string(), z.number()),
+  modelCallBackends: z.array(z.tuple([z.string(), z.string()])),
+  history: z.array(HistorySnapshot),
+  pendingNotes: z.array(z.string()),
+  parent_task_id: z.string().nullable(),
+  root_task_id: z.string(),
+  depth: z.number().int().nonnegative(),
+  agent: Loose.nullable(),
+  settings: Loose.nullable(),
+  children: z.array(z.tuple([z.string(), z.object({ started: Loose, ended: Loose.nullable() })])),
+  meter: MeterSnapshot,
+  final: z.object({ stop_reason: StopReason, detail: z.string(), result: z.string().nullable() }).nullable(),
+  last_seq: z.number().int().nonnegative(),
+});
+
+export type ProgressSnapshot = z.infer<typeof ProgressSnapshotSchema>;
+
+/** The progress as plain JSON (maps as entry lists), under its schema version: a checkpoint's context. */
+export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
+  const { usage: _sameAsMeterUsage, ...rest } = p;
+  return structuredClone({
+    $schema_version: PROGRESS_SNAPSHOT_VERSION,
+    ...rest,
+    calls: [...p.calls.values()],
+    plans: [...p.plans.values()].map((plan) => ({
+      ...plan,
+      status: [...plan.status],
+      outputs: [...plan.outputs],
+      errors: [...plan.errors],
+    })),
+    permissionDecisions: [...p.permissionDecisions],
+    modelCallBackends: [...p.modelCallBackends],
+    children: [...p.children],
+    meter: { ...p.meter, rounds: p.meter.rounds.values() },
+  }) as ProgressSnapshot;
+}
+
+/** The progress a snapshot holds; null when it is not a snapshot of this version (fold the log instead). */
+export function progressFromSnapshot(json: unknown): TaskProgress | null {
+  const parsed = ProgressSnapshotSchema.safeParse(json);
+  if (!parsed.success) return null;
+  const { $schema_version: _version, ...s } = structuredClone(parsed.data);
+  return {
+    ...(s as unknown as Omit<
+      TaskProgress,
+      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter' | 'children'
+    >),
+    children: new Map(s.children as Array<[string, ChildProgress]>),
+    calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
+    plans: new Map(
+      s.plans.map((plan) => [
+        plan.plan_id,
+        {
+          ...plan,
+          status: new Map(plan.status as Array<[string, StepStatus]>),
+          outputs: new Map(plan.outputs),
+          errors: new Map(plan.errors),
+        } as PlanProgress,
+      ]),
+    ),
+    permissionDecisions: new Map(s.permissionDecisions),
+    modelCallBackends: new Map(s.modelCallBackends),
+    meter: { ...s.meter, rounds: SeenSet.of(s.meter.rounds) },
+    // the fold keeps usage as the meter's own numbers
+    usage: s.meter.usage,
+  };
+}

@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { NestFactory } from '@nestjs/core';
+import { IllegalStateError, NewEvent, NotFoundError, RuntimeEvent } from '@runledger/contracts';
+import { LabelledBackend, recordedProviderLabels } from '../model/providers';
+import { RecordedWorkspaceView } from '../discipline/workspace-view';
+import { RecordedClock, RecordedClockEventStore } from './replay-clock';
+import { runShapingOf } from '../log/run-settings';
+import { RuntimeController } from '../control/runtime-controller';
+import { RuntimeParts } from '../runtime-options';
+import { DynamicModule } from '@nestjs/common';
+import { RecordedChildTasks } from '../delegation/child-tasks';
+import { TaskProgress, elicitedCall } from '../log/progress';
+import {
+  ReplayBackend,
+  ReplayMemoryRecall,
+  ReplayPermissionPolicy,
+  ReplayToolRegistry,
+  recordedJitter,
+  replayCriticHook,
+} from './recorded-parts';
+import { ReplayRequest, ReplayResult } from '../ports';
+
+export async function recordedTask(
+  store: { readWholeStream(id: string): Promise<RuntimeEvent[]> },
+  taskId: string,
+): Promise<RuntimeEvent[]> {
+  const events = await store.readWholeStream(taskId);
+  if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
+  return events;
+}
+
+/**
+ * Re-run a recorded task offline as a new task (source `replay`): the model
+ * answers, tool outcomes and critic replies come from its log, nothing is called
+ * or run, and memory is not written. It runs under the settings its TASK_RECEIVED
+ * recorded (a log without them: this process's), on a log of its own in memory
+ * whose clock is the recording's timestamps (RecordedClock), so neither the
+ * environment nor the wall clock changes its course, and nothing of it reaches
+ * the live log unless `save` asks for the ended task to be written there.
+ * The replay's events match the original's in type, order and payload (see replayView).
+ */
+export async function runReplay(
+  /** the runtime module over the recorded stand-ins (RuntimeModule.forParts, handed in by the module that wires replay) */
+  buildRuntime: (parts: RuntimeParts) => DynamicModule,
+  options: ReplayOptions,
+  sourceTaskId: string,
+  request: ReplayRequest = {},
+): Promise<ReplayResult> {
+  const events = await recordedTask(options.store, sourceTaskId);
+  const first = events[0];
+  if (first.type !== 'TASK_RECEIVED') throw new NotFoundError(`stream ${sourceTaskId} is not a task`);
+  const recordedSettings = first.payload.settings ?? null;
+  const shaping = recordedSettings
+    ? runShapingOf(recordedSettings)
+    : { maxRounds: options.maxRounds, discipline: options.discipline };
+  const clock = RecordedClock.fromRecording(events);
+  const ownLog = new RecordedClockEventStore(clock);
+  const backend = ReplayBackend.fromEvents(events);
+  const critic = replayCriticHook(events, backend);
+  // The recorded answers of every provider are in one list per role, in call order; the chain is
+  // rebuilt under the recorded labels so the replay retries, switches and names providers the same.
+  const [primary, ...fallbacks] = recordedProviderLabels(events);
+  const app = await NestFactory.createApplicationContext(
+    buildRuntime({
+      ...options,
+      ...shaping,
+      store: ownLog,
+      clock,
+      tools: new ReplayToolRegistry(options.tools, events),
+      permissions: new ReplayPermissionPolicy(events),
+      model: primary === undefined ? backend : new LabelledBackend(backend, primary),
+      fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
+      sysUtil: backend,
+      rng: recordedJitter(events, shaping.discipline?.retry, options.rng),
+      // The live hooks (critic + memory write policy) are not run: the critic is reproduced
+      // from the log and memory is not written (see replayCriticHook).
+      hooks: critic ? [critic] : [],
+      memory: new ReplayMemoryRecall(events),
+      // the accept gate decides from what the recording saw in the workspace, not from the disk now
+      workspace: new RecordedWorkspaceView(events),
+      // a replay writes no checkpoints (and its comparison leaves them out, see replayView)
+      checkpoints: null,
+      // children are not run again: each delegation ends as the recording says its child did
+      childTasks: new RecordedChildTasks(events),
+    }),
+    // the Nest logger stays whatever the process set (overriding it here would override it for everyone)
+    { abortOnError: false },
+  );
+  const runtime = app.get(RuntimeController);
+  let task_id: string;
+  let progress: TaskProgress;
+  try {
+    ({ task_id } = await runtime.submit(
+      {
+        input: first.payload.input,
+        budgets: first.payload.budgets,
+        accept_checks: first.payload.accept_checks,
+      },
+      // the conversation the recording saw comes from its log, not from the session as it is now
+      { source: 'replay', settings: recordedSettings, session_history: first.payload.session_history ?? [] },
+    ));
+    progress = await runtime.settled(task_id);
+    // Questions MCP servers asked are answered as the recording answered them; anything else a
+    // person answered was allowed by the replay's policy and never waits.
+    const answers = recordedAnswers(events);
+    for (let answer = answers.next(progress); answer; answer = answers.next(progress)) {
+      await answer(runtime, task_id);
+      progress = await runtime.settled(task_id);
+    }
+  } finally {
+    await app.close();
+  }
+  let replayed = await ownLog.readWholeStream(task_id);
+  if (request.save) {
+    // an unfinished task in the live log would be resumed there, with the live model
+    if (!progress.final)
+      throw new IllegalStateError(`replay of ${sourceTaskId} did not end (${progress.status}); not saved`);
+    ({ events: replayed } = await options.store.append(
+      task_id,
+      replayed.map(
+        (e) =>
+          ({
+            type: e.type,
+            payload: e.payload,
+            event_id: e.event_id,
+            causation_id: e.causation_id,
+            correlation_id: e.correlation_id,
+            session_id: e.session_id,
+            created_at: e.created_at,
+          }) as NewEvent,
+      ),
+      { expected: 'no_stream' },
+    ));
+  }
+  return { task_id, progress, events: replayed, saved: request.save === true };
+}
+
+export type ReplayOptions = Omit<
+  RuntimeParts,
+  'permissions' | 'model' | 'fallbackModels' | 'sysUtil' | 'hooks' | 'memory'
+>;
+
+/**
+ * The recording's answers to the questions MCP servers asked, by elicitation id in order: a form's
+ * decision and content again; a secret, whose value the log never held, as random hex (the replayed
+ * tool answers from the log, so no server sees it; redacted like any secret, it must match nothing).
+ */
+function recordedAnswers(events: readonly RuntimeEvent[]) {
+  const forms = new Map<string, Array<Extract<RuntimeEvent, { type: 'PERMISSION_RESOLVED' }>['payload']>>();
+  for (const e of events)
+    if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
+      forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
+  return {
+    next(p: TaskProgress): ((runtime: RuntimeController, taskId: string) => Promise<void>) | null {
+      if (p.final) return null;
+      const form = p.pendingPermission;
+      if (form && elicitedCall(form.call_id)) {
+        const recorded = forms.get(form.call_id)?.shift();
+        if (!recorded) return null;
+        return (runtime, taskId) =>
+          runtime.resolvePermission(taskId, form.request_id, recorded.decision, recorded.content);
+      }
+      const secret = p.pendingSecret;
+      if (secret && elicitedCall(secret.call_id))
+        return (runtime, taskId) =>
+          runtime.provideSecret(taskId, secret.request_id, randomBytes(24).toString('hex'));
+      return null;
+    },
+  };
+}

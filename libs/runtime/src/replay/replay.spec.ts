@@ -1,0 +1,229 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InMemoryEventStore } from '@runledger/event-store';
+import { ModelBackend } from '../model/model-backend';
+import { ScriptedBackend } from '../model/scripted-backend';
+import { SysUtilBackend } from '../model/sys-util';
+import { recordedJitter } from './recorded-parts';
+import { replayTask } from '../runtime.module';
+import { replayView } from './replay-view';
+import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from '../discipline/settings';
+import { backoffDelay } from '../discipline/failure-policy';
+import { EventLogBuilder } from '../discipline/testing-events';
+import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from '../testing';
+import { useTempStore } from '../testing/temp-store';
+
+describe('replayTask', () => {
+  const temp = useTempStore('rl-replay-');
+
+  async function record(
+    model: ModelBackend,
+    input: string,
+    policy = new RuleTablePolicy({}),
+    discipline?: DisciplineSettings,
+  ) {
+    const rt = await startTestRuntime({
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: policy,
+      model,
+      discipline,
+    });
+    const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
+    await rt.runtime.settled(task_id);
+    await rt.close();
+    return task_id;
+  }
+
+  async function expectSameRun(taskId: string, discipline?: DisciplineSettings) {
+    // Replaying must not touch the workspace: remove what the original run wrote.
+    rmSync(temp.dir, { recursive: true, force: true });
+    const { events: replayed } = await replayTask(
+      {
+        store: temp.store,
+        tools: testToolRegistry(temp.dir),
+        discipline,
+        logger: new RecordingRuntimeLogger(),
+      },
+      taskId,
+    );
+    const original = await temp.store.readWholeStream(taskId);
+    expect(replayView(replayed)).toEqual(replayView(original));
+    return replayed;
+  }
+
+  it('a sys_util plan replays event for event without running a tool', async () => {
+    writeFileSync(join(temp.dir, 'in.txt'), 'recorded content');
+    const id = await record(new SysUtilBackend(), 'run echo hi then read in.txt');
+    const replayed = await expectSameRun(id);
+    expect(replayed[replayed.length - 1]).toMatchObject({
+      type: 'TASK_COMPLETED',
+      payload: { result: expect.stringContaining('recorded content') },
+    });
+  });
+
+  it('a scripted run with a correction, a failing step and streamed chunks replays', async () => {
+    const plan = {
+      type: 'plan',
+      steps: [
+        { id: 'a', kind: 'tool', tool: 'echo', args: { text: 'A' } },
+        { id: 'b', kind: 'tool', tool: 'file_read', args: { path: 'nope.txt' }, depends_on: ['a'] },
+      ],
+    };
+    const model = new ScriptedBackend({
+      orchestrator: [
+        'not json',
+        JSON.stringify(plan),
+        {
+          content: '{"type":"respond","content":"partly done"}',
+          chunks: ['{"type":"respond","con', 'tent":"partly', ' done"}'],
+        },
+      ],
+    });
+    const id = await record(model, 'mixed run');
+    const replayed = await expectSameRun(id);
+    expect(replayed.filter((e) => e.type === 'OUTPUT_CHUNK').length).toBeGreaterThan(0);
+    expect(replayed.some((e) => e.type === 'PLAN_FAILED')).toBe(true);
+  });
+
+  it('a provider error that fell back to sys_util replays the same fallback', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [{ error: 'provider_error' }, '{"type":"respond","content":"fine"}'],
+    });
+    const id = await record(model, 'run echo fallback');
+    const replayed = await expectSameRun(id);
+    expect(replayed.find((e) => e.type === 'ROUTER_DECIDED')?.payload).toMatchObject({ source: 'sys_util' });
+  });
+
+  it('a denied call is denied again in the replay', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [
+        '{"type":"tool","tool":"echo","args":{"text":"x"}}',
+        '{"type":"fail","reason":"denied"}',
+      ],
+    });
+    const id = await record(model, 'deny', new RuleTablePolicy({ echo: 'deny' }));
+    const replayed = await expectSameRun(id);
+    expect(replayed.find((e) => e.type === 'TOOL_FAILED')?.payload).toMatchObject({
+      error_kind: 'permission_denied',
+    });
+  });
+
+  it('retries with random jitter replay with the delays they recorded', async () => {
+    const discipline: DisciplineSettings = {
+      ...DEFAULT_DISCIPLINE_SETTINGS,
+      retry: { modelRetries: 3, toolRetries: 0, baseDelayMs: 40, maxDelayMs: 80, maxRetryAfterMs: 1000 },
+    };
+    const model = new ScriptedBackend({
+      orchestrator: [
+        { error: 'provider_error' },
+        { error: 'timeout' },
+        { error: 'rate_limited', retry_after_ms: 150 },
+        '{"type":"respond","content":"after three retries"}',
+      ],
+    });
+    const id = await record(model, 'write me a poem', undefined, discipline);
+    const replayed = await expectSameRun(id, discipline);
+    const delays = replayed.flatMap((e) =>
+      e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'retry' ? [e.payload.data.delay_ms] : [],
+    );
+    expect(delays).toHaveLength(3);
+    expect(delays[2]).toBe(150);
+  });
+});
+
+describe('recordedJitter', () => {
+  const retry = { baseDelayMs: 100, maxDelayMs: 300 };
+  const retried = (delays: Array<[number, number]>) =>
+    delays.reduce(
+      (log, [delay_ms, next_attempt]) =>
+        log.add('GUARD_TRIGGERED', {
+          guard: 'retry',
+          round: 1,
+          detail: 'retry',
+          data: { kind: 'provider_error', delay_ms, next_attempt },
+        }),
+      new EventLogBuilder().received(),
+    ).events;
+
+  it('draws what gives each recorded backoff again, in order', () => {
+    const recorded: Array<[number, number]> = [
+      [73, 2],
+      [200, 3],
+      [151, 4],
+      [299, 5],
+    ];
+    const rng = recordedJitter(retried(recorded), retry);
+    expect(recorded.map(([, next]) => backoffDelay(next - 1, retry, rng))).toEqual([73, 200, 151, 299]);
+  });
+
+  it('a delay set by Retry-After comes out again with it; past the recording the rest draws', () => {
+    const rng = recordedJitter(retried([[5000, 2]]), retry, () => 0.25);
+    expect(backoffDelay(1, retry, rng, 5000)).toBe(5000);
+    expect(rng()).toBe(0.25);
+  });
+
+  it('without retry settings (no run discipline) nothing is recorded to reproduce', () => {
+    expect(recordedJitter(retried([[73, 2]]), undefined, () => 0.9)()).toBe(0.9);
+  });
+});
+
+describe('replayTask: an idempotent tool retried after a tool_error', () => {
+  it('each attempt gets the outcome it recorded (the failure, then the success)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-replay-retry-'));
+    const store = new InMemoryEventStore();
+    const discipline: DisciplineSettings = {
+      ...DEFAULT_DISCIPLINE_SETTINGS,
+      retry: { ...DEFAULT_DISCIPLINE_SETTINGS.retry, toolRetries: 1, baseDelayMs: 1, maxDelayMs: 2 },
+    };
+    let attempts = 0;
+    const flaky = () =>
+      testToolRegistry(dir).add(
+        {
+          name: 'flaky_read',
+          description: 'Fails once, then reads.',
+          args_schema: { type: 'object', properties: {}, additionalProperties: false },
+          requires_permission: false,
+          idempotent: true,
+          timeout_ms: 5_000,
+          secrets: [],
+          sensitive_output: false,
+          entry: 'index.js',
+        },
+        async () => {
+          if (attempts++ === 0) throw new Error('busy, try again');
+          return 'read at last';
+        },
+      );
+    try {
+      const rt = await startTestRuntime({
+        store,
+        tools: flaky(),
+        permissions: new RuleTablePolicy({}),
+        model: new ScriptedBackend({
+          orchestrator: [
+            '{"type":"tool","tool":"flaky_read","args":{}}',
+            '{"type":"respond","content":"ok"}',
+          ],
+        }),
+        discipline,
+      });
+      const { task_id: id } = await rt.runtime.submit({ input: 'read' }, { source: 'cli' });
+      await rt.runtime.settled(id);
+      await rt.close();
+      const original = await store.readWholeStream(id);
+      expect(
+        original.filter((e) => e.type === 'TOOL_FAILED' || e.type === 'TOOL_COMPLETED').map((e) => e.type),
+      ).toEqual(['TOOL_FAILED', 'TOOL_COMPLETED']);
+      const { events } = await replayTask(
+        { store, tools: flaky(), discipline, logger: new RecordingRuntimeLogger() },
+        id,
+      );
+      expect(replayView(events)).toEqual(replayView(original));
+      expect(attempts).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
