@@ -24,7 +24,14 @@ import {
 import { SchedulerModule } from '@runledger/scheduler';
 import { CheckpointStore, StorageModule } from '@runledger/state-store';
 import { ToolSandbox, ToolsModule, redactSecrets } from '@runledger/tools';
-import { APP_CONFIG, AppConfig, dataDirOf, providerKeyNames, storageOptionsFrom } from './config';
+import {
+  APP_CONFIG,
+  AppConfig,
+  dataDirOf,
+  privateFoldersOf,
+  providerKeyNames,
+  storageOptionsFrom,
+} from './config';
 import {
   criticOptionsFromConfig,
   memoryOptionsFromConfig,
@@ -148,6 +155,7 @@ export class CompositionModule {
               servers: c.RUNLEDGER_MCP_SERVERS ?? [],
               // beside the database, out of the tools' reach like the database itself
               blobDir: resolve(dirname(resolve(c.RUNLEDGER_DB)), 'mcp-blobs'),
+              privateFolders: privateFoldersOf(c),
               env,
             },
           }),

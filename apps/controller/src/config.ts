@@ -298,6 +298,14 @@ export const dataDirOf = (c: AppConfig, cwd = process.cwd()): string =>
       (isPostgresUrl(c.RUNLEDGER_DB) ? './data' : dirname(resolve(cwd, c.RUNLEDGER_DB))),
   );
 
+/** What no tool's child process may see: the data folder and, for SQLite, the database's folder. */
+export const privateFoldersOf = (c: AppConfig, cwd = process.cwd()): string[] => [
+  ...new Set([
+    dataDirOf(c, cwd),
+    ...(isPostgresUrl(c.RUNLEDGER_DB) ? [] : [dirname(resolve(cwd, c.RUNLEDGER_DB))]),
+  ]),
+];
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   let fileValues: Record<string, unknown> = {};
   const configPath = env.RUNLEDGER_CONFIG;

@@ -91,6 +91,8 @@ const NETWORK_ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/ssl', '/etc/c
 /** What a confined child may see beyond the root (read-only) and whether it has the network. */
 export interface ConfinedChildOptions {
   readOnly?: readonly string[];
+  /** folders inside `readOnly` ones that stay out of sight (an empty tmpfs over each) */
+  hidden?: readonly string[];
   network?: boolean;
 }
 
@@ -193,6 +195,7 @@ export class ToolSandbox {
     args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
     // after the fresh /tmp, so a read-only folder that lives under /tmp (a checkout there) stays visible
     for (const p of extra.readOnly ?? []) args.push('--ro-bind', p, p);
+    for (const p of extra.hidden ?? []) args.push('--tmpfs', p);
     args.push('--bind', this.root, this.root, '--chdir', cwd);
     for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
     return args;

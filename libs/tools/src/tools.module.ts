@@ -22,7 +22,13 @@ export interface ToolsOptions {
   memory?: MemoryToolService | null;
   logger?: ToolLogger;
   /** RUNLEDGER_MCP_SERVERS, where their binaries are stored, and the environment env_from reads */
-  mcp?: { servers: readonly McpServerConfig[]; blobDir: string; env: NodeJS.ProcessEnv };
+  mcp?: {
+    servers: readonly McpServerConfig[];
+    blobDir: string;
+    /** never visible to a stdio server: the service's data folder */
+    privateFolders?: readonly string[];
+    env: NodeJS.ProcessEnv;
+  };
 }
 
 const TOOLS_OPTIONS = Symbol('TOOLS_OPTIONS');
@@ -58,6 +64,7 @@ export class ToolsModule {
             const manager = new McpClientManager({
               servers: o.mcp?.servers ?? [],
               blobDir: o.mcp?.blobDir ?? '',
+              privateFolders: o.mcp?.privateFolders,
               env: o.mcp?.env ?? {},
               sandbox,
               logger: loggerOf(o),

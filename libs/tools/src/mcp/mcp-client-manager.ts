@@ -9,6 +9,8 @@ export interface McpClientOptions {
   sandbox: ToolSandbox;
   /** where images, audio and binary resources are stored (the data folder's mcp-blobs) */
   blobDir: string;
+  /** never visible to a stdio server (the service's data folder) */
+  privateFolders?: readonly string[];
   /** where env_from and headers_from are read, at every (re)start */
   env: NodeJS.ProcessEnv;
   logger: ToolLogger;
@@ -43,6 +45,7 @@ export class McpClientManager {
           blobs,
           env,
           logger: options.logger,
+          privateFolders: options.privateFolders,
           onToolsChanged: () => this.reindex(),
           backoffMs: options.backoffMs,
           maxBackoffMs: options.maxBackoffMs,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -53,6 +54,8 @@ export interface McpConnectionDeps {
   logger: ToolLogger;
   /** called after the server's tool list changed (connected, re-listed, or gone) */
   onToolsChanged: () => void;
+  /** never visible to a stdio server, even inside a folder its arguments name (the service's data folder) */
+  privateFolders?: readonly string[];
   /** first restart delay; doubled per failure up to maxBackoffMs */
   backoffMs?: number;
   maxBackoffMs?: number;
@@ -238,7 +241,7 @@ export class McpServerConnection {
       cwd,
       env,
       network: c.network,
-      readOnly: visibleFolders(program, cwd, sandbox.root),
+      ...visibleFolders(program, c.args, cwd, sandbox.root, this.deps.privateFolders ?? []),
     });
     const transport = new StdioClientTransport({ ...child, cwd, stderr: 'pipe' });
     // drained (a full pipe would stall the child); its tail explains a failed start
@@ -404,16 +407,67 @@ function resolveProgram(command: string, cwd: string): string {
   }
 }
 
+/** `p` is `dir` or inside it. */
+const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(dir + path.sep);
+
+/** The outermost node_modules folder holding `file`: hoisted dependencies resolve from there. */
+function nodeModulesOf(file: string): string | null {
+  const at = file.indexOf(`${path.sep}node_modules${path.sep}`);
+  return at === -1 ? null : file.slice(0, at + `${path.sep}node_modules`.length);
+}
+
 /**
- * What the confined child must see to start at all: the node_modules folder its program lives in
- * (a Node server loads its dependencies from there) and its working folder when outside the root.
+ * The folder that makes a script named by path loadable: its node_modules folder, or the nearest
+ * package (a folder with package.json: its module type and dependencies) below the home folder,
+ * or else the script's own folder.
  */
-function visibleFolders(program: string, cwd: string, root: string): string[] {
-  const folders: string[] = [];
-  const at = program.indexOf(`${path.sep}node_modules${path.sep}`);
-  if (at !== -1) folders.push(program.slice(0, at + `${path.sep}node_modules`.length));
-  else folders.push(path.dirname(program));
-  const inside = (p: string, dir: string) => p === dir || p.startsWith(dir + path.sep);
-  if (!inside(cwd, root)) folders.push(cwd);
-  return folders.filter((f) => !inside(f, root) && !inside(f, '/usr'));
+function packageFolderOf(file: string): string {
+  const modules = nodeModulesOf(file);
+  if (modules) return modules;
+  const stop = new Set([path.parse(file).root, homedir()]);
+  for (let dir = path.dirname(file); !stop.has(dir); dir = path.dirname(dir))
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
+  return path.dirname(file);
+}
+
+/** The real path of what an argument names by absolute path (`/x/y.js` or `--opt=/x/y`), if it exists. */
+function existingPathIn(arg: string): string | null {
+  const value = arg.startsWith('/') ? arg : /^--?[\w-]+=(\/.*)$/.exec(arg)?.[1];
+  if (!value) return null;
+  try {
+    return realpathSync(value);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the confined child must see to start at all, read-only: the package its program lives in,
+ * the package of each script or the folder each argument names by absolute path (`node
+ * /x/node_modules/pkg/dist/index.js`), and its working folder when outside the root. Folders of
+ * `hidden` (the service's data folder) stay out of sight even inside one of them.
+ */
+export function visibleFolders(
+  program: string,
+  args: readonly string[],
+  cwd: string,
+  root: string,
+  hidden: readonly string[] = [],
+): { readOnly: string[]; hidden: string[] } {
+  const named = args.flatMap((arg) => {
+    const p = existingPathIn(arg);
+    if (!p) return [];
+    return statSync(p).isDirectory() ? [p] : [packageFolderOf(p)];
+  });
+  const candidates = [packageFolderOf(program), ...named, ...(inside(cwd, root) ? [] : [cwd])];
+  const readOnly = [...new Set(candidates)]
+    .filter((f) => !inside(f, root) && !inside(f, '/usr'))
+    // a data folder that is also a project folder (the database beside package.json) shows its node_modules only
+    .filter((f) => !hidden.some((h) => inside(f, h) && (f === h || path.basename(f) !== 'node_modules')))
+    // a folder inside another one listed is already visible
+    .filter((f, _, all) => !all.some((other) => other !== f && inside(f, other)));
+  return {
+    readOnly,
+    hidden: hidden.filter((h) => readOnly.some((f) => h !== f && inside(h, f))),
+  };
 }
