@@ -22,7 +22,7 @@ module.exports = {
   // started from the TypeScript sources compile them first
   testTimeout: 30_000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.spec.ts'], testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '/node_modules/'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,migrations,scripts}/**/*.spec.ts'], testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '/node_modules/'] },
     { ...base, displayName: 'int', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.int.spec.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
   ],

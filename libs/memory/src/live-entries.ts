@@ -1,9 +1,15 @@
 import { MemoryKind } from '@runledger/contracts';
 import { cosine } from './vector-math';
 import { MemoryFilter, StoredMemoryEntry } from './memory-store';
-import type { MemorySearchHit } from './memory-service';
 import { NearestEntry } from './memory-write-policy';
 import { TopK } from './top-k';
+
+export interface MemorySearchHit {
+  entry: StoredMemoryEntry;
+  similarity: number;
+  /** similarity x weight: the ranking */
+  score: number;
+}
 
 /** Whether a live entry passes a search filter: the same conditions as MemoryStore's SQL for active rows. */
 export const matchesFilter = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>

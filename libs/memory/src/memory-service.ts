@@ -10,7 +10,7 @@ import {
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { Embedder, cosine } from './embedder';
-import { LiveEntries, PendingWrites, matchesFilter, rankHits } from './live-entries';
+import { LiveEntries, MemorySearchHit, PendingWrites, matchesFilter, rankHits } from './live-entries';
 import {
   MemoryFilter,
   MemoryRow,
@@ -66,12 +66,7 @@ export interface MemorySearchOptions extends MemoryFilter {
   freshness?: MemoryFreshness;
 }
 
-export interface MemorySearchHit {
-  entry: StoredMemoryEntry;
-  similarity: number;
-  /** similarity x weight: the ranking */
-  score: number;
-}
+export type { MemorySearchHit } from './live-entries';
 
 export interface MemoryServiceOptions {
   store: MemoryStore;

@@ -5,11 +5,7 @@ import type { MemoryToolService } from './memory-tool-service';
 import type { ToolSandbox } from './sandbox';
 import type { ToolExecutionContext } from './tool-registry';
 
-/** pino-compatible subset. */
-export interface ToolLogger {
-  warn(obj: object, msg: string): void;
-  info?(obj: object, msg: string): void;
-}
+export type { ToolLogger } from './tool-logger';
 
 /** What a plugin's `createTool` receives. */
 export interface ToolServices {

@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { ForbiddenError } from '@runledger/contracts';
-import type { ToolLogger } from './discovery';
+import type { ToolLogger } from './tool-logger';
 
 export const SANDBOX_MODES = ['bwrap', 'process', 'auto'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];

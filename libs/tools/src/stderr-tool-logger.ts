@@ -1,4 +1,4 @@
-import type { ToolLogger } from './discovery';
+import type { ToolLogger } from './tool-logger';
 
 /** `msg (key: value, ...)` from the object's plain fields; nested ones (the sandbox status) the message already says. */
 function noticeLine(obj: object, msg: string): string {

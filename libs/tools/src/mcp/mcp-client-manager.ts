@@ -1,4 +1,4 @@
-import type { ToolLogger } from '../discovery';
+import type { ToolLogger } from '../tool-logger';
 import type { ToolSandbox } from '../sandbox';
 import { McpServerConfig } from './mcp-config';
 import { McpBlobStore } from './mcp-results';

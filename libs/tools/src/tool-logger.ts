@@ -1,0 +1,5 @@
+/** pino-compatible subset. */
+export interface ToolLogger {
+  warn(obj: object, msg: string): void;
+  info?(obj: object, msg: string): void;
+}
