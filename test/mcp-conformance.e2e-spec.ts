@@ -69,7 +69,7 @@ describe('the official MCP conformance suite against /mcp', () => {
       .filter((m) => Number(m[2]) > 0)
       .map((m) => m[1]);
     // The rest of the suite calls the fixtures of its own test server (tools test_image_content,
-    // prompts test_prompt_*, resources test://..., logging, sampling, subscriptions): see the README.
+    // prompts test_prompt_*, resources test://..., logging, sampling, subscriptions): see docs/mcp.md.
     expect(passedScenarios).toEqual([
       'server-initialize',
       'ping',
