@@ -22,6 +22,27 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     await sut?.close();
   });
 
+  it('serves each of its ES modules without a token, and nothing beside them', async () => {
+    for (const file of [
+      'app.js',
+      'core.js',
+      'event-log.js',
+      'tasks-page.js',
+      'approvals-page.js',
+      'task-page.js',
+      'charts-page.js',
+    ]) {
+      const res = await fetch(`${sut.url}/admin/static/${file}`);
+      expect([file, res.status, res.headers.get('content-type')]).toEqual([
+        file,
+        200,
+        'text/javascript; charset=utf-8',
+      ]);
+    }
+    for (const file of ['missing.js', '.hidden.js', '..%2Fdashboard.controller.js', 'README.md'])
+      expect([file, (await fetch(`${sut.url}/admin/static/${file}`)).status]).toEqual([file, 404]);
+  });
+
   it('signs in, submits a task that needs a permission, approves it and sees it complete', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const consoleErrors: string[] = [];

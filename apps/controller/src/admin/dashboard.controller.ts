@@ -7,11 +7,14 @@ import { NotFoundError } from '@runledger/contracts';
 import { Public } from '../auth/scopes';
 
 const STATIC_DIR = join(__dirname, 'static');
-const FILES: Record<string, string> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'style.css': 'text/css; charset=utf-8',
+/** The dashboard's files by extension: a page, its ES modules, its style sheet. */
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
 };
+/** A file name of the static folder itself: no path, no dot files. */
+const STATIC_FILE = /^[a-z0-9][a-z0-9-]*\.([a-z]+)$/;
 
 /**
  * The dashboard shell. The page itself holds no data and is served without a
@@ -36,7 +39,8 @@ export class DashboardController {
   }
 
   private serve(file: string, res: Response): void {
-    const type = Object.hasOwn(FILES, file) ? FILES[file] : undefined;
+    const ext = STATIC_FILE.exec(file)?.[1];
+    const type = ext !== undefined && Object.hasOwn(TYPES, ext) ? TYPES[ext] : undefined;
     const path = join(STATIC_DIR, file);
     if (!type || !existsSync(path)) throw new NotFoundError(`no dashboard file ${file}`);
     let body = this.cache.get(file);
