@@ -7,7 +7,7 @@ import * as createProcesses from './1795334683670-CreateProcesses';
 import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 import * as createEventLogHead from './1795334683690-CreateEventLogHead';
 
-import { isPostgres } from './dialect';
+import { isPostgres, isSqlite } from './dialect';
 
 export { isPostgres, isSqlite } from './dialect';
 
@@ -36,20 +36,48 @@ class StaticMigrationProvider implements MigrationProvider {
 
 export class MigrationError extends Error {}
 
-/**
- * Bring a database to the latest schema. Unordered migrations are allowed
- * because several people add files at once: one with an older timestamp that
- * lands later still runs.
- */
-export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
-  const migrator = new Migrator({
+const migratorFor = async <DB>(db: Kysely<DB>): Promise<Migrator> =>
+  new Migrator({
     db,
     provider: new StaticMigrationProvider(),
     allowUnorderedMigrations: true,
     // kysely looks for its own tables in every schema; on PostgreSQL each schema keeps its own
     ...(isPostgres(db) ? { migrationTableSchema: await currentSchema(db) } : {}),
   });
-  const result = await migrator.migrateToLatest();
+
+/**
+ * kysely locks migrations on PostgreSQL (an advisory lock in a transaction)
+ * but not on SQLite, where each migration runs on its own: two processes
+ * booting on a fresh file would both find it empty and both create its
+ * tables. Here the whole run holds SQLite's write lock (BEGIN IMMEDIATE, which
+ * waits out the busy timeout), so the second process reads the schema the
+ * first committed, and a failed run leaves the file as it found it.
+ */
+async function migrateSqliteUnderWriteLock<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
+  return db.connection().execute(async (connection) => {
+    await sql`BEGIN IMMEDIATE`.execute(connection);
+    let result: MigrationResultSet;
+    try {
+      result = await (await migratorFor(connection)).migrateToLatest();
+    } catch (err) {
+      await sql`ROLLBACK`.execute(connection);
+      throw err;
+    }
+    await sql.raw(result.error ? 'ROLLBACK' : 'COMMIT').execute(connection);
+    return result;
+  });
+}
+
+/**
+ * Bring a database to the latest schema, under a lock so that processes
+ * booting together run each migration once. Unordered migrations are allowed
+ * because several people add files at once: one with an older timestamp that
+ * lands later still runs.
+ */
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
+  const result = isSqlite(db)
+    ? await migrateSqliteUnderWriteLock(db)
+    : await (await migratorFor(db)).migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new MigrationError(
