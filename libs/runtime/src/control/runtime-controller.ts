@@ -2,9 +2,7 @@ import { EventEmitter } from 'node:events';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
   ConcurrencyError,
-  EventPayload,
   IdempotencyConflictError,
-  MCP_ELICITATION_RULE,
   IllegalStateError,
   LeaseLostError,
   NewEvent,
@@ -15,18 +13,15 @@ import {
   QueueFullError,
   RunSettings,
   SessionTurn,
-  StopReason,
   TaskStatus,
   UserTask,
   ValidationError,
   canonicalJson,
   isFinalEventType,
-  isTerminalStatus,
   newId,
   sha256,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { checkElicitationContent } from '@runledger/tools';
 import { CheckpointStore } from '@runledger/state-store';
 import {
   BACKPRESSURE_RETRY_AFTER_SECONDS,
@@ -38,14 +33,15 @@ import {
 import { loadProgress } from '../log/checkpoints';
 import { TaskOwnership } from './task-ownership';
 import { UnfinishedTasks } from './unfinished-tasks';
-import { ChildEnd, ChildTaskHost, ChildTaskSpec } from '../delegation/child-tasks';
+import { ChildEnd, ChildTaskHost, ChildTaskSpec, endOf } from '../delegation/child-tasks';
+import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
+import { formAnswer } from './permission-answers';
 import { LeaseLostSignal, ReplayRequest, ReplayResult, SecretVault, ShutdownSignal } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
 import { TaskProgress } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
 import { RuntimeLoop } from '../loop/runtime-loop';
 import { TaskEndedElsewhereError, TaskWriter, WriterLease } from '../log/task-writer';
-import { elideOutput } from '../loop/context-builder';
 import type { SessionTask } from '../log/task-views';
 
 export interface SubmitOptions {
@@ -108,55 +104,11 @@ export interface RuntimeControllerDeps {
   ownership?: TaskOwnership | null;
 }
 
-/** Tasks of a session read when a task joins it: enough to find the latest ended ones among some still running. */
-const SESSION_TASKS_READ = 100;
-/** How many of a session's latest ended tasks a new task of the session is shown. */
-export const SESSION_HISTORY_MAX_TASKS = 20;
-/** An input or answer longer than this is recorded with its middle elided (head and tail kept). */
-export const SESSION_TEXT_MAX_CHARS = 16_000;
-
-/**
- * What a task received now in the session is shown of it: the latest ended tasks (oldest first),
- * each text at most SESSION_TEXT_MAX_CHARS. A task still running has no answer yet and is left out.
- */
-export function sessionTurnsOf(tasks: readonly SessionTask[]): SessionTurn[] {
-  return tasks
-    .filter(
-      (t): t is SessionTask & { stop_reason: StopReason } =>
-        isTerminalStatus(t.status) && t.stop_reason !== null,
-    )
-    .slice(-SESSION_HISTORY_MAX_TASKS)
-    .map((t) => ({
-      task_id: t.task_id,
-      input: elideOutput(t.input, SESSION_TEXT_MAX_CHARS, null),
-      answer: t.result === null ? null : elideOutput(t.result, SESSION_TEXT_MAX_CHARS, null),
-      stop_reason: t.stop_reason,
-    }));
-}
-
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
 export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency:${key}`).slice(0, 32)}`;
 
 const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
 
-/** a final event as the end its parent records */
-function endOf(e: RuntimeEvent): ChildEnd {
-  switch (e.type) {
-    case 'TASK_COMPLETED':
-      return { status: 'completed', ...pick(e.payload), result: e.payload.result };
-    case 'TASK_FAILED':
-      return { status: 'failed', ...pick(e.payload), result: e.payload.result };
-    case 'TASK_CANCELLED':
-      return { status: 'cancelled', ...pick(e.payload), result: null };
-    default:
-      throw new Error(`${e.type} is not a final event`);
-  }
-}
-const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: ChildEnd['usage'] }) => ({
-  stop_reason: p.stop_reason,
-  detail: p.detail,
-  usage: p.usage,
-});
 /** Resolves once this turn of the event loop is done: its I/O callbacks and the promise jobs they started. */
 const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** how long queued tasks are held back before the event loop is looked at again */
@@ -905,34 +857,4 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }, HOLD_BACK_MS);
     this.holdBackTimer.unref();
   }
-}
-
-/** The content an answer to a permission request carries: only an MCP server's form takes one, and only when accepted. */
-function formAnswer(
-  pending: EventPayload<'TASK_AWAITING_PERMISSION'>,
-  decision: PermissionDecision,
-  content: Record<string, unknown> | undefined,
-): Record<string, unknown> | undefined {
-  if (pending.rule !== MCP_ELICITATION_RULE) {
-    if (content !== undefined)
-      throw new ValidationError(
-        "content answers an MCP server's form only; this request asks for a decision",
-      );
-    return undefined;
-  }
-  if (decision === 'deny') {
-    if (content !== undefined) throw new ValidationError('a declined form takes no content');
-    return undefined;
-  }
-  if (decision !== 'allow_once')
-    throw new ValidationError(
-      `an MCP server's form is answered allow_once (with its content) or deny, not ${decision}`,
-    );
-  const schema = (pending.args.requested_schema ?? {}) as Record<string, unknown>;
-  const checked = checkElicitationContent(schema, content ?? {});
-  if (!checked.ok)
-    throw new ValidationError(`the content does not fill the form: ${checked.problem}`, {
-      requested_schema: schema,
-    });
-  return checked.content;
 }

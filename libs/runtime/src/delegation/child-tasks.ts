@@ -94,3 +94,22 @@ export class RecordedChildTasks implements ChildTaskHost {
     );
   }
 }
+
+/** a final event as the end its parent records */
+export function endOf(e: RuntimeEvent): ChildEnd {
+  switch (e.type) {
+    case 'TASK_COMPLETED':
+      return { status: 'completed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_FAILED':
+      return { status: 'failed', ...pick(e.payload), result: e.payload.result };
+    case 'TASK_CANCELLED':
+      return { status: 'cancelled', ...pick(e.payload), result: null };
+    default:
+      throw new Error(`${e.type} is not a final event`);
+  }
+}
+const pick = (p: { stop_reason: ChildEnd['stop_reason']; detail: string; usage: ChildEnd['usage'] }) => ({
+  stop_reason: p.stop_reason,
+  detail: p.detail,
+  usage: p.usage,
+});

@@ -5,7 +5,7 @@ import { taskReceivedPayload } from '../discipline/testing-events';
 import { ChatMessage, ModelBackend, ModelRequest, ModelResponse, zeroUsage } from '../model/model-backend';
 import { replayDivergence } from '../replay/replay-view';
 import { replayTask } from '../runtime.module';
-import { SESSION_HISTORY_MAX_TASKS, sessionTurnsOf } from '../control/runtime-controller';
+import { SESSION_HISTORY_MAX_TASKS, sessionTurnsOf } from './session-turns';
 import { AllowAllPolicy, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';
 import { useTempStore } from '../testing/temp-store';
 
