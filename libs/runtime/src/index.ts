@@ -31,3 +31,4 @@ export * from './delegation/agent-catalog';
 export * from './delegation/child-tasks';
 export * from './delegation/delegation-runner';
 export * from './delegation/task-tree';
+export { DEFAULT_CODER_TOOL_TURNS } from './loop/engine/plan-runner';
