@@ -42,6 +42,11 @@ export class LabelledBackend extends ModelBackend {
     return this.inner.modelFor(role);
   }
 
+  /** as the recorded provider spoke: a replay asks in the protocol the recording was made in */
+  override speaksToolCalls(role: Role): boolean {
+    return this.inner.speaksToolCalls(role);
+  }
+
   complete(request: ModelRequest): Promise<ModelResponse> {
     return this.inner.complete(request);
   }
