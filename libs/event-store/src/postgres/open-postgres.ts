@@ -10,6 +10,15 @@ export interface OpenPostgresOptions {
   schema?: string;
   /** pool size; default 10 */
   maxConnections?: number;
+  /**
+   * How long a session may sit idle inside a transaction before the server
+   * ends it (idle_in_transaction_session_timeout); default 5000 ms. An append
+   * transaction holds the lock that orders every instance's appends: an
+   * instance frozen or cut off inside one costs the others this long, not
+   * the length of the pause. Our own transactions send their statements back
+   * to back, so only a stalled process comes near it.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 export interface PostgresHandle<DB = Database> {
@@ -57,10 +66,14 @@ export function openPostgres<DB = Database>(options: OpenPostgresOptions): Postg
     max: options.maxConnections ?? 10,
     types: typeParsers,
     options: `-c search_path=${schema}`,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 5000,
   };
   const pool = new Pool(config);
   // an idle client losing its server (a restart) must not crash the process; the next query reconnects
   pool.on('error', () => undefined);
+  // nor a checked-out one whose session the server ended between two statements (the timeout above):
+  // its next query fails, and the client is released as broken
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;
   return {
