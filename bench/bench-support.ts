@@ -39,3 +39,32 @@ export const rawChunkRow = (taskId: string, sequence: number, createdAt: string)
   taskId,
   createdAt,
 ];
+
+/** A headline figure of `npm run bench`: what was measured, its ratio to the baseline of the same run, and its target. */
+export interface Figure {
+  figure: string;
+  value: string;
+  /** to the baseline measured in the same run; null for an absolute figure */
+  ratio: number | null;
+  target: string;
+  met: boolean;
+}
+
+const figures: Figure[] = [];
+
+/** Keeps a figure for the summary printed at the end of the run (printFigures). */
+export function recordFigure(f: Figure): void {
+  figures.push(f);
+}
+
+/** The figures recorded in this run, one table row each, with whether each met its target. */
+export function printFigures(): void {
+  if (figures.length === 0) return;
+  console.log('\n== summary: every figure of this run, its ratio and its target ==');
+  console.log('| figure | value | ratio | target | met |');
+  console.log('|---|---|---|---|---|');
+  for (const f of figures)
+    console.log(
+      `| ${f.figure} | ${f.value} | ${f.ratio === null ? '-' : `${fmt(f.ratio, 2)}x`} | ${f.target} | ${f.met ? 'yes' : 'NO'} |`,
+    );
+}

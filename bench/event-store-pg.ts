@@ -66,7 +66,8 @@ function storeSide(store: PgEventStore): Side {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function admin(url: string, statement: string): Promise<void> {
+/** Runs one statement on `url` over a connection of its own. */
+export async function admin(url: string, statement: string): Promise<void> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 3000 });
   await client.connect();
   try {

@@ -20,7 +20,7 @@ import Database from 'better-sqlite3';
 import WebSocket from 'ws';
 import { NewEvent, emptyUsage } from '@runledger/contracts';
 import { createSqliteStorage } from '@runledger/state-store';
-import { fmt, median } from './bench-support';
+import { fmt, median, recordFigure } from './bench-support';
 import { benchAuth, startController } from './controller-process';
 
 const EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 10_000);
@@ -114,6 +114,9 @@ async function sseReplay(url: string): Promise<number> {
   return seconds;
 }
 
+/** the least share of raw reads' rate a replay keeps */
+const REPLAY_TARGET = 0.5;
+
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-replay-'));
   const db = join(dir, 'bench.db');
@@ -146,6 +149,17 @@ export async function main(): Promise<void> {
     console.log(
       `SSE replay                         ${fmt(median(sse)).padStart(10)} events/s   ratio ${fmt(median(sse) / base, 2)}x`,
     );
+    for (const [how, rates] of [
+      ['WebSocket', ws],
+      ['SSE', sse],
+    ] as const)
+      recordFigure({
+        figure: `replay over ${how}, against raw reads`,
+        value: `${fmt(median(rates))} vs ${fmt(base)} events/s`,
+        ratio: median(rates) / base,
+        target: `>= ${REPLAY_TARGET}x`,
+        met: median(rates) / base >= REPLAY_TARGET,
+      });
   } finally {
     reader.close();
     await server.stop();

@@ -33,7 +33,7 @@ import {
   manifestOf,
   startTestRuntime,
 } from '../libs/runtime/src/testing';
-import { median } from './bench-support';
+import { median, recordFigure } from './bench-support';
 
 const ROUNDS = (process.env.BENCH_ROUNDS ?? '10,100,1000').split(',').map(Number);
 const SYNCHRONOUS = (process.env.BENCH_SYNCHRONOUS ?? 'NORMAL') as SqliteSynchronous;
@@ -170,6 +170,9 @@ async function measure(rounds: number): Promise<TaskFigures> {
   };
 }
 
+/** the most a late round may cost against an early one for a task to count as flat */
+const FLAT_TARGET = 1.5;
+
 export async function main(): Promise<void> {
   console.log(
     `scripted orchestrator calling an in-memory tool once per round, run discipline on, ` +
@@ -197,5 +200,15 @@ export async function main(): Promise<void> {
         `CPU ${of((f) => f.cpuSecond).toFixed(2)} / ${of((f) => f.cpuLast).toFixed(2)} ms/round, ` +
         `ratio ${of((f) => f.cpuLast / f.cpuSecond).toFixed(2)}x`,
     );
+    if (rounds === Math.max(...ROUNDS)) {
+      const ratio = of((f) => f.medianLast / f.medianSecond);
+      recordFigure({
+        figure: `${rounds}-round task flat: median round of the last tenth against the second`,
+        value: `${of((f) => f.medianSecond).toFixed(2)} / ${of((f) => f.medianLast).toFixed(2)} ms/round`,
+        ratio,
+        target: `<= ${FLAT_TARGET}x`,
+        met: ratio <= FLAT_TARGET,
+      });
+    }
   }
 }

@@ -1,8 +1,11 @@
 /**
- * npm run bench -- <name> [more names]
+ * npm run bench [-- <name> [more names]]
  * Each benchmark module exports main(); it prints what it measured and the
- * ratio to a baseline measured in the same run.
+ * ratio to a baseline measured in the same run. Without names: the headline
+ * figures (HEADLINE), then a table of each with its ratio and target.
  */
+import { printFigures } from './bench-support';
+
 const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   'event-store': () => import('./event-store'),
   memory: () => import('./memory'),
@@ -13,20 +16,26 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   rounds: () => import('./rounds'),
   replay: () => import('./replay'),
   langgraph: () => import('./langgraph'),
+  shipped: () => import('./shipped'),
 };
 
+/** the service as shipped against its peers and raw stores, then the figures that must hold */
+const HEADLINE = ['shipped', 'replay', 'rounds', 'submit'];
+
 async function run(): Promise<void> {
-  const names = process.argv.slice(2);
+  const asked = process.argv.slice(2);
+  const names = asked.length > 0 ? asked : HEADLINE;
   const unknown = names.filter((n) => !(n in BENCHES));
-  if (names.length === 0 || unknown.length > 0) {
-    if (unknown.length > 0) console.error(`unknown benchmark: ${unknown.join(', ')}`);
-    console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}>`);
+  if (unknown.length > 0) {
+    console.error(`unknown benchmark: ${unknown.join(', ')}`);
+    console.error(`usage: npm run bench [-- <${Object.keys(BENCHES).join('|')}>]`);
     process.exit(2);
   }
   for (const name of names) {
     console.log(`\n== bench ${name} ==`);
     await (await BENCHES[name]()).main();
   }
+  printFigures();
 }
 
 run().catch((err: unknown) => {
