@@ -14,7 +14,8 @@ const libs = ['contracts', 'event-store', 'state-store', 'memory', 'critic', 'sc
 const moduleNameMapper = Object.fromEntries(libs.map((l) => [`^@runledger/${l}$`, `<rootDir>/libs/${l}/src/index.ts`]));
 moduleNameMapper['^@runledger/testing$'] = '<rootDir>/test/support/index.ts';
 moduleNameMapper['^@runledger/migrations$'] = '<rootDir>/migrations/index.ts';
-const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc }, moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
+// jose (the A2A SDK's JWS dependency) ships only as ES modules: swc turns it into CommonJS for jest, as Node 20.19+ loads it itself
+const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc }, transformIgnorePatterns: ['/node_modules/(?!jose/)'], moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 module.exports = {
   // 30 s a test, set here since jest takes it from the root config, not a project's: CI's 2-core machine

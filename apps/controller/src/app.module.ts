@@ -6,6 +6,7 @@ import { EventStore, isPostgresUrl } from '@runledger/event-store';
 import { STORAGE_DB, StateStoreDatabase, TaskStatsRepository } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { ToolSandbox } from '@runledger/tools';
+import { A2AModule } from './a2a/a2a.module';
 import { AdminEventsController } from './admin/admin-events.controller';
 import { AdminStatsController } from './admin/admin-stats.controller';
 import { AdminStatsService } from './admin/admin-stats.service';
@@ -48,6 +49,7 @@ export class AppModule {
         CompositionModule.forRoot(deps),
         HttpPipelineModule,
         MemoryHttpModule,
+        A2AModule,
       ],
       controllers: [
         HealthController,

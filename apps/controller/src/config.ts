@@ -216,6 +216,20 @@ export const ConfigSchema = z.object({
         'agent names must be unique',
       ),
   ).optional(),
+  /**
+   * The address other agents reach this service at (behind a proxy, its public URL): the agent
+   * card's interfaces name it. Default: http://<HOST>:<PORT>
+   */
+  RUNLEDGER_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  /** the HMAC key outbound deliveries (A2A push notifications, task callbacks) are signed with; default: outbound-signing.key in the data folder, generated once */
+  RUNLEDGER_OUTBOUND_SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** attempts of one outbound delivery before it is given up */
+  RUNLEDGER_OUTBOUND_MAX_ATTEMPTS: intFromEnv(1, 100).default(8),
+  /** the first retry's delay; each next one doubles, up to RUNLEDGER_OUTBOUND_BACKOFF_MAX_MS */
+  RUNLEDGER_OUTBOUND_BACKOFF_MS: intFromEnv(1, 3_600_000).default(1_000),
+  RUNLEDGER_OUTBOUND_BACKOFF_MAX_MS: intFromEnv(1, 86_400_000).default(300_000),
+  /** one delivery request's time limit */
+  RUNLEDGER_OUTBOUND_TIMEOUT_MS: intFromEnv(1, 600_000).default(10_000),
   /** how many delegations down from the task a person submitted a task may be */
   RUNLEDGER_MAX_DELEGATION_DEPTH: intFromEnv(0, 20).default(3),
   /** snapshots of a running task (after a round or plan step, on waiting for a person, every N events) */

@@ -315,6 +315,47 @@ export const EventPayloads = {
     detail: z.string(),
     data: z.record(z.string(), Json).default({}),
   }),
+  /**
+   * Outbound deliveries (stream `outbound:<task_id>`, never a task's own stream): a callback URL is
+   * told of the task's updates after `from_seq`, in `format` (`a2a`: A2A StreamResponse JSON;
+   * `runledger`: the task's status). `token` is the receiver's own check value (A2A's notification
+   * token), not a credential of ours.
+   */
+  CALLBACK_REGISTERED: z.object({
+    callback_id: Id,
+    task_id: Id,
+    url: z.url({ protocol: /^https?$/ }),
+    token: z.string().max(1000).nullable(),
+    format: z.enum(['a2a', 'runledger']),
+    from_seq: z.number().int().nonnegative(),
+  }),
+  CALLBACK_REMOVED: z.object({ callback_id: Id, task_id: Id }),
+  /** one attempt claimed (the claim lasts until claimed_until): recorded before the request is sent */
+  DELIVERY_STARTED: z.object({
+    delivery_id: Id,
+    callback_id: Id,
+    seq: z.number().int().positive(),
+    attempt: z.number().int().positive(),
+    claimed_until: z.string(),
+  }),
+  DELIVERY_SUCCEEDED: z.object({
+    delivery_id: Id,
+    callback_id: Id,
+    seq: z.number().int().positive(),
+    attempt: z.number().int().positive(),
+    status_code: z.number().int(),
+    duration_ms: z.number().nonnegative(),
+  }),
+  /** retry_at null: no attempt is left and the update is given up */
+  DELIVERY_FAILED: z.object({
+    delivery_id: Id,
+    callback_id: Id,
+    seq: z.number().int().positive(),
+    attempt: z.number().int().positive(),
+    status_code: z.number().int().nullable(),
+    error: z.string().max(2000),
+    retry_at: z.string().nullable(),
+  }),
   TASK_COMPLETED: z.object({ ...FinalPayload, stop_reason: z.literal('completed'), result: z.string() }),
   TASK_FAILED: z.object({ ...FinalPayload, result: z.string().nullable().default(null) }),
   TASK_CANCELLED: z.object({ ...FinalPayload, stop_reason: z.literal('cancelled') }),

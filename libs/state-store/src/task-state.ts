@@ -213,6 +213,12 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'CHILD_TASK_STARTED':
       return { ...s, status: progressed(s) };
     case 'CHECKPOINT_SAVED':
+    // outbound deliveries live in their own streams, never a task's
+    case 'CALLBACK_REGISTERED':
+    case 'CALLBACK_REMOVED':
+    case 'DELIVERY_STARTED':
+    case 'DELIVERY_SUCCEEDED':
+    case 'DELIVERY_FAILED':
       return s;
     default:
       return assertNever(e, type);

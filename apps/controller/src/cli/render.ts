@@ -89,6 +89,16 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':
       return null;
+    case 'CALLBACK_REGISTERED':
+      return `· callback ${e.payload.callback_id} registered: ${e.payload.url}`;
+    case 'CALLBACK_REMOVED':
+      return `· callback ${e.payload.callback_id} removed`;
+    case 'DELIVERY_STARTED':
+      return `· delivery ${e.payload.delivery_id} of event ${e.payload.seq}, attempt ${e.payload.attempt}`;
+    case 'DELIVERY_SUCCEEDED':
+      return `· delivery ${e.payload.delivery_id} answered ${e.payload.status_code}`;
+    case 'DELIVERY_FAILED':
+      return `! delivery ${e.payload.delivery_id} failed: ${short(e.payload.error, 80)}${e.payload.retry_at ? `; again at ${e.payload.retry_at}` : '; given up'}`;
     case 'TASK_COMPLETED':
       return `■ completed`;
     case 'TASK_FAILED':

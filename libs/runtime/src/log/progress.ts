@@ -426,6 +426,11 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'CHECKPOINT_SAVED':
     case 'ACCEPTANCE_DECIDED':
     case 'OUTPUT_CHUNK':
+    case 'CALLBACK_REGISTERED':
+    case 'CALLBACK_REMOVED':
+    case 'DELIVERY_STARTED':
+    case 'DELIVERY_SUCCEEDED':
+    case 'DELIVERY_FAILED':
       break;
     default: {
       const unreachable: never = e;

@@ -1,0 +1,366 @@
+import { createServer, IncomingMessage, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Message, Part, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import {
+  Client,
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
+import { TaskNotCancelableError, TaskNotFoundError, RequestMalformedError } from '@a2a-js/sdk/errors';
+import { RuntimeEvent } from '@runledger/contracts';
+import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+// eslint-disable-next-line no-restricted-imports
+import { a2aUpdatesOf } from '../apps/controller/src/a2a/a2a-mapping';
+// eslint-disable-next-line no-restricted-imports
+import { verifySignature } from '../apps/controller/src/outbound/outbox';
+
+jest.setTimeout(60_000);
+
+const SIGNING_KEY = 'a2a-e2e-signing-key-0123456789';
+
+const text = (t: string): Part => ({
+  content: { $case: 'text', value: t },
+  metadata: undefined,
+  filename: '',
+  mediaType: '',
+});
+const data = (v: Record<string, unknown>): Part => ({
+  content: { $case: 'data', value: v },
+  metadata: undefined,
+  filename: '',
+  mediaType: '',
+});
+let messages = 0;
+const message = (parts: Part[], extra: Partial<Message> = {}): Message => ({
+  messageId: `msg-${process.pid}-${Date.now()}-${messages++}`,
+  contextId: '',
+  taskId: '',
+  role: Role.ROLE_USER,
+  parts,
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+  ...extra,
+});
+const send = (m: Message, configuration?: Record<string, unknown>) => ({
+  tenant: '',
+  message: m,
+  configuration: configuration
+    ? {
+        acceptedOutputModes: [],
+        taskPushNotificationConfig: undefined,
+        returnImmediately: false,
+        ...configuration,
+      }
+    : undefined,
+  metadata: undefined,
+});
+
+const fetchWith =
+  (token: string): typeof fetch =>
+  (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+
+async function clientOf(
+  url: string,
+  token: string,
+  binding: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC',
+): Promise<Client> {
+  const fetchImpl = fetchWith(token);
+  return new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    preferredTransports: [binding],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  }).createFromUrl(url);
+}
+
+const stateOf = (r: StreamResponse): TaskState | undefined =>
+  r.payload?.$case === 'task'
+    ? r.payload.value.status?.state
+    : r.payload?.$case === 'statusUpdate'
+      ? r.payload.value.status?.state
+      : undefined;
+const seqOf = (r: StreamResponse): number =>
+  r.payload?.$case === 'task'
+    ? r.payload.value.metadata!.runledger.last_seq
+    : (r.payload?.value as unknown as { metadata: { runledger: { seq: number } } }).metadata.runledger.seq;
+
+const asTask = (r: Message | Task): Task => {
+  if (!('status' in r)) throw new Error('expected a task');
+  return r;
+};
+const requestOf = (t: Task): Record<string, unknown> => {
+  const part = t.status!.message!.parts.find((p) => p.content?.$case === 'data')!;
+  return (part.content as { value: Record<string, unknown> }).value;
+};
+
+describe('A2A 1.0 through the SDK client', () => {
+  let sut: ApiHarness;
+  let admin: Client;
+  const events = async (taskId: string): Promise<RuntimeEvent[]> =>
+    (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
+
+  beforeAll(async () => {
+    sut = await bootApi({
+      RUNLEDGER_OUTBOUND_SIGNING_KEY: SIGNING_KEY,
+      RUNLEDGER_OUTBOUND_BACKOFF_MS: '50',
+      RUNLEDGER_AGENTS: JSON.stringify([{ name: 'researcher', description: 'Finds things out.' }]),
+    });
+    admin = await clientOf(sut.url, TOKENS.admin);
+  });
+  afterAll(async () => {
+    await sut.close();
+  });
+
+  it('serves the agent card without a token: both bindings at its own URL, skills per agent, bearer security', async () => {
+    const res = await sut.request('GET', '/.well-known/agent-card.json', { token: null });
+    expect(res.status).toBe(200);
+    expect(res.body.supportedInterfaces).toEqual([
+      { url: `${sut.url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${sut.url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ]);
+    expect(res.body.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
+    expect(res.body.skills.map((s: { name: string }) => s.name)).toEqual([
+      'orchestrator',
+      'coder',
+      'researcher',
+    ]);
+    expect(res.body.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
+    expect((await sut.request('POST', '/a2a/jsonrpc', { token: null, body: {} })).status).toBe(401);
+  });
+
+  it('SendMessage runs a task to its answer; the same messageId makes one task; GetTask and ListTasks read it', async () => {
+    const m = message([text('run echo hello-a2a')], { contextId: `ctx-${Date.now()}` });
+    const task = asTask(await admin.sendMessage(send(m)));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.contextId).toBe(m.contextId);
+    const artifact = task.artifacts[0].parts[0].content;
+    expect(artifact).toEqual({ $case: 'text', value: expect.stringContaining('hello-a2a') });
+    expect(task.metadata?.runledger).toMatchObject({ stop_reason: 'completed', usage: expect.any(Object) });
+
+    const again = asTask(await admin.sendMessage(send(m)));
+    expect(again.id).toBe(task.id);
+    const byApi = await sut.request('GET', `/tasks/${task.id}`);
+    expect(byApi.body.session_id).toBe(m.contextId);
+
+    const got = await admin.getTask({ tenant: '', id: task.id, historyLength: 1 });
+    expect(got.history).toHaveLength(1);
+    expect(got.history[0].role).toBe(Role.ROLE_AGENT);
+    const full = await admin.getTask({ tenant: '', id: task.id });
+    expect(full.history[0]).toMatchObject({ messageId: m.messageId, role: Role.ROLE_USER });
+
+    const listed = await admin.listTasks({
+      tenant: '',
+      contextId: m.contextId,
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+      includeArtifacts: true,
+    });
+    expect(listed.tasks.map((t) => t.id)).toEqual([task.id]);
+    expect(listed.totalSize).toBe(1);
+    expect(listed.tasks[0].artifacts).toHaveLength(1);
+
+    const rest = await clientOf(sut.url, TOKENS.reader, 'HTTP+JSON');
+    expect((await rest.getTask({ tenant: '', id: task.id })).status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+  });
+
+  it('a permission request is input-required with the request in the message, answered by a data part', async () => {
+    const waiting = asTask(
+      await admin.sendMessage(send(message([text('run echo approved > a2a-approved.txt')]))),
+    );
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const asked = requestOf(waiting);
+    expect(asked).toMatchObject({ kind: 'permission', tool: 'shell_exec', request_id: expect.any(String) });
+
+    const writer = await clientOf(sut.url, TOKENS.writer);
+    const answer = message([data({ request_id: asked.request_id, decision: 'allow_once' })], {
+      taskId: waiting.id,
+    });
+    // answering needs the approvals scope
+    await expect(writer.sendMessage(send(answer))).rejects.toThrow();
+    const done = asTask(await admin.sendMessage(send(answer)));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const log = await events(waiting.id);
+    expect(log.find((e) => e.type === 'PERMISSION_RESOLVED')?.payload).toMatchObject({
+      decision: 'allow_once',
+    });
+  });
+
+  it('streams until input-required; a dropped subscription resubscribes to every later update once, in order', async () => {
+    const stream = admin.sendMessageStream(send(message([text('run echo streamed > a2a-streamed.txt')])));
+    const first: StreamResponse[] = [];
+    for await (const r of stream) first.push(r);
+    expect(first[0].payload?.$case).toBe('task');
+    expect(stateOf(first[first.length - 1])).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const seqs = first.map(seqOf);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(seqs.length);
+    const taskId = (first[0].payload!.value as Task).id;
+
+    // a subscriber that drops after the snapshot
+    const dropped = new AbortController();
+    const gone = admin.resubscribeTask({ tenant: '', id: taskId }, { signal: dropped.signal });
+    const snapshot = (await gone.next()).value as StreamResponse;
+    expect(stateOf(snapshot)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    dropped.abort();
+    await gone.return(undefined).catch(() => undefined);
+
+    const again = admin.resubscribeTask({ tenant: '', id: taskId });
+    const resumed = (await again.next()).value as StreamResponse;
+    const from = seqOf(resumed);
+    expect(from).toBe(seqOf(snapshot));
+    const request = (resumed.payload!.value as Task).status!.message!.parts.find(
+      (p) => p.content?.$case === 'data',
+    )!;
+    const requestId = (request.content as { value: { request_id: string } }).value.request_id;
+    await admin.sendMessage(
+      send(message([data({ request_id: requestId, decision: 'allow_once' })], { taskId }), {
+        returnImmediately: true,
+      }),
+    );
+    const later: StreamResponse[] = [];
+    for await (const r of again) later.push(r);
+    expect(stateOf(later[later.length - 1])).toBe(TaskState.TASK_STATE_COMPLETED);
+    // exactly the log's updates after the snapshot: none missing, none twice, in order
+    const expected = a2aUpdatesOf(await events(taskId), from).map((u) => StreamResponse.toJSON(u.update));
+    expect(later.map((r) => StreamResponse.toJSON(r))).toEqual(expected);
+  });
+
+  it('CancelTask cancels a waiting task; a second cancel is TaskNotCancelable', async () => {
+    const waiting = asTask(await admin.sendMessage(send(message([text('run touch a2a-cancel.txt')]))));
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const cancelled = await admin.cancelTask({ tenant: '', id: waiting.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await expect(
+      admin.cancelTask({ tenant: '', id: waiting.id, metadata: undefined }),
+    ).rejects.toBeInstanceOf(TaskNotCancelableError);
+  });
+
+  it('bad input gets A2A errors and writes nothing', async () => {
+    const before = await eventCount(sut);
+    await expect(admin.getTask({ tenant: '', id: 'task_nope' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    const file: Part = {
+      content: { $case: 'url', value: 'https://example.com/x' },
+      metadata: undefined,
+      filename: 'x',
+      mediaType: '',
+    };
+    await expect(admin.sendMessage(send(message([file])))).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(admin.sendMessage(send(message([text('   ')])))).rejects.toBeInstanceOf(
+      RequestMalformedError,
+    );
+    await expect(
+      admin.sendMessage(
+        send(message([data({ request_id: 'perm_x', decision: 'maybe' })], { taskId: 'task_nope' })),
+      ),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    const raw = await sut.request('POST', '/a2a/jsonrpc', {
+      headers: { 'a2a-version': '1.0' },
+      body: { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 1000 } },
+    });
+    expect(raw.body.error.code).toBe(-32602);
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('push notifications: signed, retried after the receiver fails first, recorded in the log', async () => {
+    const received: { body: string; headers: IncomingMessage['headers'] }[] = [];
+    let calls = 0;
+    const receiver: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        calls++;
+        if (calls === 1) {
+          res.writeHead(503).end();
+          return;
+        }
+        received.push({ body, headers: req.headers });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    try {
+      const task = asTask(
+        await admin.sendMessage(
+          send(message([text('run echo pushed')]), {
+            taskPushNotificationConfig: {
+              tenant: '',
+              id: '',
+              taskId: '',
+              url,
+              token: 'rcv-token',
+              authentication: undefined,
+            },
+          }),
+        ),
+      );
+      await waitForTask(sut, task.id);
+      const deadline = Date.now() + 15_000;
+      const isFinal = (b: string) => {
+        const r = JSON.parse(b) as { task?: { status?: { state?: string } } };
+        return r.task?.status?.state === 'TASK_STATE_COMPLETED';
+      };
+      while (!received.some((r) => isFinal(r.body)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 25));
+      expect(received.some((r) => isFinal(r.body))).toBe(true);
+      for (const r of received) {
+        expect(verifySignature(SIGNING_KEY, r.body, r.headers['runledger-signature'] as string)).toBe(true);
+        expect(
+          verifySignature('another-key-0123456789', r.body, r.headers['runledger-signature'] as string),
+        ).toBe(false);
+        expect(r.headers['x-a2a-notification-token']).toBe('rcv-token');
+      }
+      const outbound = (
+        await sut.request(
+          'GET',
+          `/admin/events?task_id=${encodeURIComponent(`outbound:${task.id}`)}&limit=1000`,
+        )
+      ).body.events as RuntimeEvent[];
+      const types = outbound.map((e) => e.type);
+      expect(types[0]).toBe('CALLBACK_REGISTERED');
+      expect(types).toContain('DELIVERY_FAILED');
+      const failed = outbound.find((e) => e.type === 'DELIVERY_FAILED')!;
+      expect(failed.payload).toMatchObject({ attempt: 1, status_code: 503, retry_at: expect.any(String) });
+      const succeeded = outbound.filter((e) => e.type === 'DELIVERY_SUCCEEDED');
+      expect(succeeded).toHaveLength(received.length);
+      // the failed update was delivered on its second attempt, each update once
+      expect(succeeded[0].payload).toMatchObject({
+        seq: (failed.payload as { seq: number }).seq,
+        attempt: 2,
+      });
+      const configs = await admin.listTaskPushNotificationConfig({
+        tenant: '',
+        taskId: task.id,
+        pageSize: 0,
+        pageToken: '',
+      });
+      expect(configs.configs).toEqual([expect.objectContaining({ url, token: 'rcv-token' })]);
+      await admin.deleteTaskPushNotificationConfig({
+        tenant: '',
+        taskId: task.id,
+        id: configs.configs[0].id,
+      });
+      expect(
+        (
+          await admin.listTaskPushNotificationConfig({
+            tenant: '',
+            taskId: task.id,
+            pageSize: 0,
+            pageToken: '',
+          })
+        ).configs,
+      ).toEqual([]);
+    } finally {
+      await new Promise((r) => receiver.close(r));
+    }
+  });
+});
