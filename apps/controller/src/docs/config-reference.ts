@@ -20,6 +20,7 @@ const GROUPS = [
   'Load',
   'Run discipline',
   'Delegation',
+  'A2A and outbound deliveries',
   'Checkpoints and leases',
   'Critic and memory',
   'Logs and traces',
@@ -328,6 +329,35 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_MAX_DELEGATION_DEPTH: {
     group: 'Delegation',
     description: 'how many delegations below the submitted task a task may be',
+  },
+  RUNLEDGER_PUBLIC_URL: {
+    group: 'A2A and outbound deliveries',
+    description:
+      "the address other agents reach this service at: the A2A agent card's interfaces name it (see [a2a.md](a2a.md))",
+    default: '`http://<HOST>:<PORT>` as the server listens',
+  },
+  RUNLEDGER_OUTBOUND_SIGNING_KEY: {
+    group: 'A2A and outbound deliveries',
+    description:
+      'the HMAC-SHA256 key outbound deliveries (A2A push notifications, task callbacks) are signed with (`Runledger-Signature` header)',
+    default: '`outbound-signing.key` in the data folder, generated on the first boot (mode 0600)',
+  },
+  RUNLEDGER_OUTBOUND_MAX_ATTEMPTS: {
+    group: 'A2A and outbound deliveries',
+    description:
+      'attempts of one outbound delivery before it is given up (recorded as DELIVERY_FAILED without a retry)',
+  },
+  RUNLEDGER_OUTBOUND_BACKOFF_MS: {
+    group: 'A2A and outbound deliveries',
+    description: "the first retry's delay (ms); each next one doubles",
+  },
+  RUNLEDGER_OUTBOUND_BACKOFF_MAX_MS: {
+    group: 'A2A and outbound deliveries',
+    description: 'the longest delay between two attempts (ms)',
+  },
+  RUNLEDGER_OUTBOUND_TIMEOUT_MS: {
+    group: 'A2A and outbound deliveries',
+    description: "one delivery request's time limit (ms); an attempt's claim lasts three times as long",
   },
   RUNLEDGER_CHECKPOINTS: {
     group: 'Checkpoints and leases',
