@@ -67,7 +67,7 @@ async function post(
   });
   return {
     status: res.status,
-    body: (await res.json()) as { result?: Record<string, any>; error?: Record<string, any> },
+    body: (await res.json()) as { result?: Record<string, unknown>; error?: Record<string, unknown> },
   };
 }
 
@@ -195,7 +195,7 @@ describe('/mcp at 2026-07-28: stateless, server/discover, the Tasks extension', 
     expect(
       events
         .filter((e: { type: string }) => e.type === 'PERMISSION_RESOLVED')
-        .map((e: any) => e.payload.decision),
+        .map((e: { payload: { decision: string } }) => e.payload.decision),
     ).toEqual(['allow_once']);
   });
 
