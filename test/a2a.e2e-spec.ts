@@ -319,12 +319,22 @@ describe('A2A 1.0 through the SDK client', () => {
         ).toBe(false);
         expect(r.headers['x-a2a-notification-token']).toBe('rcv-token');
       }
-      const outbound = (
-        await sut.request(
-          'GET',
-          `/admin/events?task_id=${encodeURIComponent(`outbound:${task.id}`)}&limit=1000`,
-        )
-      ).body.events as RuntimeEvent[];
+      const outboundEvents = async () =>
+        (
+          await sut.request(
+            'GET',
+            `/admin/events?task_id=${encodeURIComponent(`outbound:${task.id}`)}&limit=1000`,
+          )
+        ).body.events as RuntimeEvent[];
+      // the last outcome is recorded once the receiver has answered
+      let outbound = await outboundEvents();
+      while (
+        outbound.filter((e) => e.type === 'DELIVERY_SUCCEEDED').length < received.length &&
+        Date.now() < deadline
+      ) {
+        await new Promise((r) => setTimeout(r, 25));
+        outbound = await outboundEvents();
+      }
       const types = outbound.map((e) => e.type);
       expect(types[0]).toBe('CALLBACK_REGISTERED');
       expect(types).toContain('DELIVERY_FAILED');
