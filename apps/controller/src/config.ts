@@ -234,6 +234,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MAX_DELEGATION_DEPTH: intFromEnv(0, 20).default(3),
   /** snapshots of a running task (after a round or plan step, on waiting for a person, every N events) */
   RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
+  /** todos offered from a task's first round and a request for a change reminded to create its own (docs/todos.md) */
+  RUNLEDGER_TODOS: z.enum(['on', 'off']).default('off'),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AcceptCheck, Budgets } from './task';
+import { AcceptCheck, Budgets, TodoSpec, TodoStatus } from './task';
 
 export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent'] as const;
 
@@ -42,9 +42,33 @@ export const PlanStep = z
   });
 export type PlanStep = z.infer<typeof PlanStep>;
 
+/** A plan's todos: what the plan intends, each moved along by the model; required ones gate acceptance. */
+export const PlanTodos = z
+  .array(TodoSpec)
+  .max(50)
+  .superRefine((todos, ctx) => {
+    const seen = new Set<string>();
+    for (const [i, t] of todos.entries()) {
+      if (seen.has(t.id))
+        ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate todo id ${t.id}` });
+      seen.add(t.id);
+    }
+  });
+
 export const PlanDirective = z
-  .object({ type: z.literal('plan'), steps: z.array(PlanStep).min(1).max(50) })
+  .object({ type: z.literal('plan'), steps: z.array(PlanStep).min(1).max(50), todos: PlanTodos.optional() })
   .strict();
+
+/** The runtime's todo tool: the JSON protocol's `todo_update` and, with `op`, native calling's `runledger_todo`. */
+export const TodoUpdateArgs = z
+  .object({ id: z.string().min(1).max(64), status: TodoStatus, note: z.string().min(1).max(2000).optional() })
+  .strict();
+export type TodoUpdateArgs = z.infer<typeof TodoUpdateArgs>;
+export const TodoCallArgs = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('add'), ...TodoSpec.shape }).strict(),
+  z.object({ op: z.literal('update'), ...TodoUpdateArgs.shape }).strict(),
+]);
+export type TodoCallArgs = z.infer<typeof TodoCallArgs>;
 export const ToolDirective = z
   .object({ type: z.literal('tool'), tool: z.string().min(1).max(200), args: JsonArgs.default({}) })
   .strict();

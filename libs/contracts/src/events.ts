@@ -12,6 +12,8 @@ import {
   SessionTurn,
   StopReason,
   TaskUsage,
+  TodoOwner,
+  TodoStatus,
   TokenUsage,
 } from './task';
 import { ToolResult } from './tool';
@@ -310,6 +312,7 @@ export const EventPayloads = {
       'circuit_breaker',
       'correction',
       'resumed',
+      'todo_reminder',
     ]),
     round: z.number().int().nonnegative().nullable().default(null),
     detail: z.string(),
@@ -355,6 +358,22 @@ export const EventPayloads = {
     status_code: z.number().int().nullable(),
     error: z.string().max(2000),
     retry_at: z.string().nullable(),
+  }),
+  /** a todo joined the task's list: declared by a plan (owner plan) or added by a todo tool call (owner round) */
+  TODO_ADDED: z.object({
+    todo_id: z.string().min(1).max(64),
+    text: z.string(),
+    required: z.boolean(),
+    owner: TodoOwner,
+    /** the tool call that added it (null: the plan's declaration) */
+    call_id: Id.nullable().default(null),
+  }),
+  /** a todo moved along (a cancelled one always carries its note) */
+  TODO_UPDATED: z.object({
+    todo_id: z.string().min(1).max(64),
+    status: TodoStatus,
+    note: z.string().nullable().default(null),
+    call_id: Id.nullable().default(null),
   }),
   TASK_COMPLETED: z.object({ ...FinalPayload, stop_reason: z.literal('completed'), result: z.string() }),
   TASK_FAILED: z.object({ ...FinalPayload, result: z.string().nullable().default(null) }),

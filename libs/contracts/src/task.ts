@@ -54,6 +54,7 @@ export const ACCEPT_CHECK_KINDS = [
   'file_exists',
   'content_contains',
   'tool_fact',
+  'todos_done',
 ] as const;
 export const AcceptCheck = z
   .object({
@@ -66,6 +67,47 @@ export const AcceptCheck = z
   })
   .strict();
 export type AcceptCheck = z.infer<typeof AcceptCheck>;
+
+/** A todo as a plan declares it or the model adds it: `required` (default) todos gate acceptance. */
+export const TodoSpec = z
+  .object({
+    id: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+        'letters, digits, _ . and -, starting with a letter or digit (max 64)',
+      ),
+    text: z.string().min(1).max(2000),
+    required: z.boolean().default(true),
+  })
+  .strict();
+export type TodoSpec = z.infer<typeof TodoSpec>;
+
+export const TODO_STATUSES = ['pending', 'in_progress', 'done', 'cancelled'] as const;
+export const TodoStatus = z.enum(TODO_STATUSES);
+export type TodoStatus = z.infer<typeof TodoStatus>;
+/** A todo in one of these needs nothing more: cancelled ones carry the note that says why. */
+export const isTerminalTodoStatus = (s: TodoStatus): boolean => s === 'done' || s === 'cancelled';
+
+/** Who a todo belongs to: the plan that declared it, or the round whose tool call added it. */
+export const TodoOwner = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('plan'), plan_id: z.string().min(1).max(200) }).strict(),
+  z.object({ kind: z.literal('round'), round: z.number().int().nonnegative() }).strict(),
+]);
+export type TodoOwner = z.infer<typeof TodoOwner>;
+
+/** A todo as the task's state shows it. */
+export const TodoItem = z.object({
+  id: z.string(),
+  text: z.string(),
+  required: z.boolean(),
+  status: TodoStatus,
+  note: z.string().nullable(),
+  owner: TodoOwner,
+  /** counts toward acceptance: owned by the current plan, or added after it started (see docs/todos.md) */
+  active: z.boolean(),
+});
+export type TodoItem = z.infer<typeof TodoItem>;
 
 /** What a user submits (REST body or CLI). */
 export const UserTask = z
@@ -202,6 +244,8 @@ export const RunSettings = z.object({
   model_protocol: z.enum(['tools', 'json']).optional(),
   /** how many tool-call replies a coder step may make before it must answer in text (absent in older runs: 8) */
   coder_tool_turns: z.number().int().positive().optional(),
+  /** todos offered from the first round, and a build request reminded to create its own (absent in older runs: off) */
+  todos: z.enum(['on', 'off']).optional(),
   discipline: z
     .object({
       budgets: z.object({

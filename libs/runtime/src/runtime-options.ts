@@ -29,6 +29,8 @@ export interface RuntimeSettings {
   modelTimeoutMs?: number;
   /** how many tool-call replies a coder step may make before it must answer in text (tools protocol) */
   coderToolTurns?: number;
+  /** todos offered from a task's first round, a request for a change reminded to create its own (RUNLEDGER_TODOS; off when absent) */
+  todos?: boolean;
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;

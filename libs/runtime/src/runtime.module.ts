@@ -13,6 +13,7 @@ import { Kysely } from 'kysely';
 import { AsyncRouter, NO_RETRY_POLICY } from './loop/async-router';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS } from './loop/context-builder';
 import { DisciplineGuard } from './discipline/discipline-guard';
+import { TodoGuard } from './discipline/todo-guard';
 import { ExecutionEngine } from './loop/execution-engine';
 import { ModelGateway } from './loop/model-gateway';
 import { ModelBackend } from './model/model-backend';
@@ -92,6 +93,8 @@ interface ShapingPorts {
 // The parts of the loop that run settings shape (RunSettings: budgets, prices, retries, guards, prompt
 // budget, round cap); one builder each, for this process's settings and for a task's recorded ones.
 const newGuards = (o: RuntimeOptions): LoopGuard[] => [
+  // with run discipline its guard judges the todos with the accept checks
+  new TodoGuard(!o.discipline),
   ...(o.discipline
     ? [new DisciplineGuard(o.discipline, () => (o.clock ?? WALL_CLOCK).now(), o.workspace ?? null)]
     : []),
@@ -407,7 +410,12 @@ function runtimeProviders(): Provider[] {
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
             recordRunSettings(
-              { maxRounds: maxRoundsOf(o), coderToolTurns: coderToolTurnsOf(o), discipline: o.discipline },
+              {
+                maxRounds: maxRoundsOf(o),
+                coderToolTurns: coderToolTurnsOf(o),
+                discipline: o.discipline,
+                todos: o.todos,
+              },
               budgets,
               orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',
             ),

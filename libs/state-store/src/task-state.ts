@@ -211,6 +211,8 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'OUTPUT_CHUNK':
     case 'GUARD_TRIGGERED':
     case 'CHILD_TASK_STARTED':
+    case 'TODO_ADDED':
+    case 'TODO_UPDATED':
       return { ...s, status: progressed(s) };
     case 'CHECKPOINT_SAVED':
     // outbound deliveries live in their own streams, never a task's

@@ -19,6 +19,7 @@ import {
   progressContextFold,
   replayDivergence,
   replayView,
+  todoList,
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
 import { McpClientManager } from '@runledger/tools';
@@ -34,6 +35,7 @@ import {
   unknownOutcomeLine,
   unknownOutcomes,
   usageLine,
+  todoLine,
 } from './render';
 
 export const EXIT = { completed: 0, ended: 1, usage: 2, waiting: 3 } as const;
@@ -254,6 +256,7 @@ export function compareReplay(
 
 function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): number {
   const f = p.final!;
+  const todos = todoList(p.todos);
   if (o.json)
     o.io.answer(
       JSON.stringify({
@@ -265,6 +268,7 @@ function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): 
           result: f.result,
           usage: p.usage,
           outcome_unknown: unknown,
+          ...(todos.length ? { todos } : {}),
         },
       }),
     );
@@ -276,6 +280,11 @@ function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): 
       f.stop_reason === 'completed' ? 'green' : 'red',
     );
     o.io.progress(usageLine(p.usage), 'dim');
+    for (const t of todos)
+      o.io.progress(
+        todoLine(t),
+        t.status === 'done' ? 'green' : t.active && t.required && t.status !== 'cancelled' ? 'yellow' : 'dim',
+      );
     for (const u of unknown) o.io.progress(unknownOutcomeLine(u), 'yellow');
   }
   return f.stop_reason === 'completed' ? EXIT.completed : EXIT.ended;

@@ -1,4 +1,4 @@
-import { RuntimeEvent, TaskUsage } from '@runledger/contracts';
+import { RuntimeEvent, TaskUsage, TodoItem } from '@runledger/contracts';
 import type { Tone } from './output';
 import { SYS_UTIL } from '@runledger/runtime';
 
@@ -85,6 +85,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `  ⇢ ${e.payload.agent} agent started as task ${e.payload.child_task_id}: ${short(e.payload.input, 80)}`;
     case 'CHILD_TASK_ENDED':
       return `  ${e.payload.status === 'completed' ? '✓' : '✗'} task ${e.payload.child_task_id} ${e.payload.stop_reason}: ${short(e.payload.result ?? e.payload.detail, 80)}`;
+    case 'TODO_ADDED':
+      return `  ☐ todo ${e.payload.todo_id}${e.payload.required ? '' : ' (optional)'}: ${short(e.payload.text, 100)}`;
+    case 'TODO_UPDATED':
+      return `  ${e.payload.status === 'done' ? '☑' : '☐'} todo ${e.payload.todo_id} ${e.payload.status}${e.payload.note ? `: ${short(e.payload.note, 80)}` : ''}`;
     case 'GUARD_TRIGGERED':
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':
@@ -107,6 +111,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `■ cancelled`;
   }
 }
+
+/** One todo of the task's list, as the summary shows it. */
+export const todoLine = (t: TodoItem): string =>
+  `${t.status === 'done' ? '☑' : '☐'} ${t.id} [${t.status}${t.required ? '' : ', optional'}${t.active ? '' : ', not current'}] ${short(t.text, 100)}${t.note ? ` (${short(t.note, 80)})` : ''}`;
 
 export function usageLine(u: TaskUsage): string {
   return `rounds ${u.rounds} · tool calls ${u.tool_calls} · model calls ${u.model_calls} · tokens ${u.total_tokens} (prompt ${u.prompt_tokens}, completion ${u.completion_tokens}) · cost $${u.cost_usd.toFixed(4)}`;

@@ -1,6 +1,6 @@
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
-import { StopReason, TaskStatus, TaskUsage, UserTask } from '@runledger/contracts';
+import { StopReason, TaskStatus, TaskUsage, TodoItem, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
 import { ChildTaskView, INPUT_LINE_MAX, TaskLineage, TaskView } from '@runledger/runtime';
 
@@ -106,6 +106,11 @@ export const TaskDetailResponse = TaskResponse.extend({
   root_task_id: z.string().describe('the top of the tree (this task when it has no parent)'),
   depth: z.number().int().nonnegative().describe('delegations down from the root'),
   agent: z.string().nullable().describe('the agent a delegated task runs as'),
+  todos: z
+    .array(TodoItem)
+    .describe(
+      "the task's todos in the order added (its own: a session's next task starts with none); active ones count toward acceptance",
+    ),
 });
 export type TaskDetailResponse = z.infer<typeof TaskDetailResponse>;
 export class TaskDetailResponseDto extends createZodDto(TaskDetailResponse) {}
@@ -125,6 +130,7 @@ export const toTaskDetailResponse = (
   t: TaskView,
   lineage: TaskLineage,
   descendantsPending: TaskView['pending'],
+  todos: TodoItem[],
 ): TaskDetailResponse => ({
   ...toTaskResponse(t),
   pending: [...t.pending, ...descendantsPending],
@@ -132,6 +138,7 @@ export const toTaskDetailResponse = (
   root_task_id: lineage.root_task_id,
   depth: lineage.depth,
   agent: lineage.agent,
+  todos,
 });
 
 export const toChildTaskResponse = (c: ChildTaskView) => ({

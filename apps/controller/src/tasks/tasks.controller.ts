@@ -117,7 +117,7 @@ export class TasksController {
   @ApiOperation({
     operationId: 'getTask',
     summary:
-      'Task state: status, stop reason, result, pending requests (its own and those of the tasks it delegated to), usage, place in its tree',
+      'Task state: status, stop reason, result, pending requests (its own and those of the tasks it delegated to), usage, place in its tree, todos',
   })
   @ApiTaskId()
   @ApiResponse({ status: 200, description: 'the task', type: TaskDetailResponseDto.Output })
@@ -126,7 +126,12 @@ export class TasksController {
     const task = await this.requireTask(taskId);
     const lineage = await this.tree.lineage(taskId);
     if (!lineage) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
-    return toTaskDetailResponse(task, lineage, await this.tree.descendantsPending(taskId));
+    return toTaskDetailResponse(
+      task,
+      lineage,
+      await this.tree.descendantsPending(taskId),
+      await this.tree.todos(taskId),
+    );
   }
 
   @Get(':task_id/children')

@@ -1,4 +1,6 @@
+import { TodoItem } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { todoList, todoStateFromEvents } from '../discipline/todos';
 import { PendingRequestView, TaskView, TaskViews } from '../log/task-views';
 
 /** Where a task stands in its tree, from its TASK_RECEIVED. */
@@ -37,6 +39,15 @@ export class TaskTree {
       depth: first.payload.depth ?? 0,
       agent: first.payload.agent?.name ?? null,
     };
+  }
+
+  /** the task's todos, folded from its todo events (its own: never those of another task of its session) */
+  async todos(taskId: string): Promise<TodoItem[]> {
+    const events = await this.store.readAll({
+      task_id: taskId,
+      types: ['TODO_ADDED', 'TODO_UPDATED'],
+    });
+    return todoList(todoStateFromEvents(events));
   }
 
   /** the task's children in the order they started, each as its view */

@@ -9,6 +9,7 @@ import {
 import { matches } from './check-match';
 import { ToolFact, finalAnswer, toolFacts } from './round-facts';
 import { WorkspaceView } from './workspace-view';
+import { TodoState, initialTodoState, judgeTodos } from './todos';
 
 export type AcceptCheckResult = EventPayload<'ACCEPTANCE_DECIDED'>['results'][number];
 
@@ -143,9 +144,14 @@ function judge(
   facts: readonly ToolFact[],
   answer: string | null,
   workspace: WorkspaceView | null,
+  todos: TodoState,
 ): Verdict {
   const look = () => workspace?.observe(check) ?? null;
   switch (check.kind) {
+    case 'todos_done': {
+      const { passed, detail } = judgeTodos(todos, check)!;
+      return { passed, detail };
+    }
     case 'output_only': {
       if (answer === null || answer.trim() === '')
         return { passed: false, detail: 'the task gave no answer' };
@@ -287,13 +293,17 @@ export function judgeFacts(
   facts: readonly ToolFact[],
   answer: string | null,
   workspace: WorkspaceView | null = null,
+  /** the task's todos: active ones are judged as a todos_done check even when none was asked for */
+  todos: TodoState | null = null,
 ): AcceptanceDecision {
-  const results = checks.map((check) => ({
+  const results: AcceptCheckResult[] = checks.map((check) => ({
     id: check.id,
     kind: check.kind,
     required: check.required,
-    ...judge(check, facts, answer, workspace),
+    ...judge(check, facts, answer, workspace, todos ?? initialTodoState()),
   }));
+  const implicit = todos && !checks.some((c) => c.kind === 'todos_done') ? judgeTodos(todos, null) : null;
+  if (implicit) results.push(implicit);
   const failing = results.find((r) => r.required && !r.passed) ?? null;
   return { passed: failing === null, results, failing };
 }

@@ -8,6 +8,7 @@ import { isCircuitOpen } from './failure-policy';
 import { DisciplineSettings, ResolvedBudgets } from './settings';
 import { describeStop } from './stop-reasons';
 import { WorkspaceView } from './workspace-view';
+import { judgeTodos } from './todos';
 
 /**
  * The run-discipline guards as the loop's LoopGuard: before each round the
@@ -79,25 +80,7 @@ export class DisciplineGuard implements LoopGuard {
   async beforeEnd(
     ctx: RoundGuardContext & { stop: Stop; result: string | null },
   ): Promise<{ events?: NewEvent[]; stop?: Stop }> {
-    const checks = ctx.progress.accept_checks;
-    if (ctx.stop.stop_reason !== 'completed' || checks.length === 0) return {};
-    const decision = judgeFacts(checks, ctx.fold.facts.facts(), ctx.result, this.workspace);
-    const events: NewEvent[] = [
-      { type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } },
-    ];
-    if (decision.failing) {
-      return {
-        events,
-        stop: {
-          stop_reason: 'accept_check_failed',
-          detail: describeStop(
-            'accept_check_failed',
-            `check ${decision.failing.id} (${decision.failing.kind}): ${decision.failing.detail}`,
-          ),
-        },
-      };
-    }
-    return { events };
+    return acceptAtEnd(ctx, this.workspace);
   }
 
   remainingMs(ctx: Pick<RoundGuardContext, 'progress' | 'fold'>): number | null {
@@ -116,4 +99,34 @@ export class DisciplineGuard implements LoopGuard {
       return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };
     return { stop_reason: 'budget_exceeded', detail: describeStop('budget_exceeded', over.detail) };
   }
+}
+
+/**
+ * The accept gate at a completed end: the task's accept checks and its active todos (todos_done),
+ * judged from the log; ACCEPTANCE_DECIDED, and accept_check_failed naming the first required
+ * result that failed. Nothing to decide without checks or active todos.
+ */
+export function acceptAtEnd(
+  ctx: Pick<RoundGuardContext, 'progress' | 'fold'> & { stop: Stop; result: string | null },
+  workspace: WorkspaceView | null,
+  checks = ctx.progress.accept_checks,
+): { events?: NewEvent[]; stop?: Stop } {
+  if (ctx.stop.stop_reason !== 'completed') return {};
+  const todos = ctx.progress.todos;
+  if (checks.length === 0 && judgeTodos(todos, null) === null) return {};
+  const decision = judgeFacts(checks, ctx.fold.facts.facts(), ctx.result, workspace, todos);
+  const events: NewEvent[] = [
+    { type: 'ACCEPTANCE_DECIDED', payload: { passed: decision.passed, results: decision.results } },
+  ];
+  if (!decision.failing) return { events };
+  return {
+    events,
+    stop: {
+      stop_reason: 'accept_check_failed',
+      detail: describeStop(
+        'accept_check_failed',
+        `check ${decision.failing.id} (${decision.failing.kind}): ${decision.failing.detail}`,
+      ),
+    },
+  };
 }

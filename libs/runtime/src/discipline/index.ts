@@ -11,3 +11,4 @@ export * from './repeat-detector';
 export * from './stop-reasons';
 export * from './retry-runner';
 export * from './discipline-guard';
+export * from './todos';

@@ -1,7 +1,16 @@
-import { PermissionDecision, StopReason, TaskStatus, TaskUsage, ModelToolCall } from '@runledger/contracts';
+import {
+  PermissionDecision,
+  StopReason,
+  TaskStatus,
+  TaskUsage,
+  ModelToolCall,
+  TodoOwner,
+  TodoStatus,
+} from '@runledger/contracts';
 import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
 import { SeenSet } from '../discipline/seen-set';
+import { initialTodoState } from '../discipline/todos';
 import { CallProgress, ChildProgress, PlanProgress, TaskProgress } from './progress';
 
 /** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
@@ -55,6 +64,25 @@ const MeterSnapshot = z.object({
   waitingSince: z.string().nullable(),
 });
 
+const TodoSnapshot = z.object({
+  items: z.array(
+    z.tuple([
+      z.string(),
+      z.object({
+        id: z.string(),
+        text: z.string(),
+        required: z.boolean(),
+        status: TodoStatus,
+        note: z.string().nullable(),
+        owner: TodoOwner,
+        added: z.number().int(),
+      }),
+    ]),
+  ),
+  plan: z.object({ plan_id: z.string(), since: z.number().int() }).nullable(),
+  reminded: z.boolean(),
+});
+
 const ProgressSnapshotSchema = z.looseObject({
   $schema_version: z.literal(PROGRESS_SNAPSHOT_VERSION),
   task_id: z.string(),
@@ -87,6 +115,8 @@ const ProgressSnapshotSchema = z.looseObject({
   settings: Loose.nullable(),
   children: z.array(z.tuple([z.string(), z.object({ started: Loose, ended: Loose.nullable() })])),
   meter: MeterSnapshot,
+  /** absent in snapshots taken before tasks had todos: those tasks had none */
+  todos: TodoSnapshot.optional(),
   final: z.object({ stop_reason: StopReason, detail: z.string(), result: z.string().nullable() }).nullable(),
   last_seq: z.number().int().nonnegative(),
 });
@@ -110,6 +140,7 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     modelCallBackends: [...p.modelCallBackends],
     children: [...p.children],
     meter: { ...p.meter, rounds: p.meter.rounds.values() },
+    todos: { ...p.todos, items: [...p.todos.items] },
   }) as ProgressSnapshot;
 }
 
@@ -121,8 +152,9 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
   return {
     ...(s as unknown as Omit<
       TaskProgress,
-      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter' | 'children'
+      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter' | 'children' | 'todos'
     >),
+    todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
     children: new Map(s.children as Array<[string, ChildProgress]>),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
     plans: new Map(

@@ -20,6 +20,7 @@ import { HistoryItem } from '../model/model-backend';
 import { MeterState, initialMeterState, meterEvolve } from '../discipline/budgets';
 import { COMPACTED_ROUNDS } from '../discipline/prompt-budget';
 import { sessionHistoryItems } from './session-history';
+import { TodoState, initialTodoState, todoEvolve } from '../discipline/todos';
 
 export interface CallProgress {
   call_id: string;
@@ -104,6 +105,8 @@ export interface TaskProgress {
   pendingNotes: string[];
   usage: TaskUsage;
   meter: MeterState;
+  /** the task's todos (its own: a session's next task starts with none) */
+  todos: TodoState;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
   last_seq: number;
 }
@@ -135,6 +138,7 @@ const initial = (task_id: string): TaskProgress => ({
   pendingNotes: [],
   usage: emptyUsage(),
   meter: initialMeterState(),
+  todos: initialTodoState(),
   final: null,
   last_seq: 0,
 });
@@ -229,6 +233,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   // Usage is the run-discipline meter's fold, the same numbers its budgets are checked against.
   p.meter = meterEvolve(p.meter, e);
   p.usage = p.meter.usage;
+  p.todos = todoEvolve(p.todos, e);
   switch (e.type) {
     case 'TASK_RECEIVED':
       Object.assign(p, {
@@ -431,6 +436,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'DELIVERY_STARTED':
     case 'DELIVERY_SUCCEEDED':
     case 'DELIVERY_FAILED':
+    case 'TODO_ADDED':
+    case 'TODO_UPDATED':
       break;
     default: {
       const unreachable: never = e;

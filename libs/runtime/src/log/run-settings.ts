@@ -8,6 +8,8 @@ export interface RunShaping {
   /** how many tool-call replies a coder step may make before it must answer in text */
   coderToolTurns?: number;
   discipline?: DisciplineSettings;
+  /** todos offered from the first round (recorded only when on, so runs without them record what they did before) */
+  todos?: boolean;
 }
 
 /** What a task asking for `budgets` runs under in this process, as TASK_RECEIVED records it. */
@@ -21,6 +23,7 @@ export function recordRunSettings(
     max_rounds: shaping.maxRounds,
     model_protocol: modelProtocol,
     ...(shaping.coderToolTurns !== undefined ? { coder_tool_turns: shaping.coderToolTurns } : {}),
+    ...(shaping.todos ? { todos: 'on' as const } : {}),
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,

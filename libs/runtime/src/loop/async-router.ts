@@ -19,6 +19,7 @@ import {
 import { NO_RETRIES, RetrySettings } from '../discipline/settings';
 import { describeStop } from '../discipline/stop-reasons';
 import { guardEvent } from '../discipline/retry-runner';
+import { openTodoLines } from '../discipline/todos';
 import { COMPACTION_SYSTEM } from '../discipline/prompt-budget';
 import { NOT_UNDERSTOOD, SYS_UTIL } from '../model/sys-util';
 import { callThroughChain } from './provider-chain';
@@ -372,11 +373,13 @@ export class AsyncRouter {
           detail: describeStop('missing_completion_signal', verdict.detail),
         },
       };
+    // the todos still open are what the task is missing: the reminder names them
+    const open = openTodoLines(writer.progress.todos);
     await writer.append([
       guardEvent(
         'completion_reminder',
         round,
-        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${reminder}`,
+        `${verdict.action === 'remind' ? verdict.detail : 'no directive'}. ${reminder}${open ? `\nOpen todos:\n${open}` : ''}`,
       ),
     ]);
     return { kind: 'no_directive' };

@@ -14,6 +14,7 @@ import {
 import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from '../discipline/settings';
 import { estimateTokens } from '../discipline/budgets';
 import { isSessionItem, sessionTaskOf } from '../log/session-history';
+import { TODO_UPDATE_LINE, todoSection, todosInPlay } from '../discipline/todos';
 
 export const CONTEXT_SECTIONS = ['system', 'memory', 'tools', 'history', 'user'] as const;
 export type ContextSection = (typeof CONTEXT_SECTIONS)[number];
@@ -40,6 +41,10 @@ export const SYSTEM_PROMPT = [
   '  {"type":"fail","reason":"<why>"}                                     the task cannot be done',
   'Results of earlier steps are under History. Answer with respond once the results answer the task.',
 ].join('\n');
+
+/** Said of plans when todos are part of the task. */
+const PLAN_TODOS_PROMPT =
+  '  a plan may carry "todos":[{"id":"t1","text":"<what>","required":true}]; move each along with the todo_update tool.';
 
 /** The JSON protocol's delegation line and the agents it may name. */
 const delegationPrompt = (agents: readonly AgentProfile[]): string =>
@@ -252,10 +257,13 @@ export class ContextBuilder {
     };
 
     let hits = signal?.aborted ? [] : await this.recall(progress);
+    // Todos are offered only once they are part of the task, so a run without them is prompted as before.
+    const todos = todosInPlay(progress.todos, progress.settings?.todos === 'on');
     const system = fit(
       'system',
       agentPreamble(progress.agent) +
-        (this.agents.length ? `${SYSTEM_PROMPT}\n${delegationPrompt(this.agents)}` : SYSTEM_PROMPT),
+        (this.agents.length ? `${SYSTEM_PROMPT}\n${delegationPrompt(this.agents)}` : SYSTEM_PROMPT) +
+        (todos ? `\n${PLAN_TODOS_PROMPT}` : ''),
     );
     const toolsSystem =
       agentPreamble(progress.agent) +
@@ -264,8 +272,13 @@ export class ContextBuilder {
         : TOOLS_SYSTEM_PROMPT);
     const toolText = fit(
       'tools',
-      tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`).join('\n'),
+      [
+        ...tools.map((t) => `- ${t.name}: ${t.description}\n  args: ${JSON.stringify(t.args_schema)}`),
+        ...(todos ? [TODO_UPDATE_LINE] : []),
+      ].join('\n'),
     );
+    const todoText = todos ? todoSection(progress.todos) : '';
+    if (todos) sections.todos = { tokens: tokensOf(todoText), trimmed: 0 };
 
     const rendered = this.rendered;
     const whole = progress.history;
@@ -368,6 +381,7 @@ export class ContextBuilder {
     const body = [
       memory && `## Memory\n${memory}`,
       history && `## History\n${history}`,
+      todoText && `## Todos\n${todoText}`,
       `## Task\n${user}`,
     ].filter(Boolean);
     const messages: ChatMessage[] = opts.toolCalling
@@ -383,7 +397,9 @@ export class ContextBuilder {
     const total = Object.values(sections).reduce((n, s) => n + s.tokens, 0);
     return {
       messages,
-      functions: opts.toolCalling ? [...toolFunctions(tools), ...delegateFunction(this.agents)] : [],
+      functions: opts.toolCalling
+        ? [...toolFunctions(tools, { todos }), ...delegateFunction(this.agents)]
+        : [],
       // sys_util reads the results whole (its answer is the last output), never the elided prompt text;
       // the session's earlier tasks are not results of this one
       view: {

@@ -99,7 +99,7 @@ export class ExecutionEngine {
         return { kind: 'continue' };
       }
       case 'plan':
-        return this.plans.run(writer, directive.steps, round, signal);
+        return this.plans.run(writer, directive.steps, round, signal, directive.todos);
       case 'delegate': {
         // A delegation alone is a plan of one agent step: the same events, resume and context as in any plan.
         const { type: _delegate, ...args } = directive;

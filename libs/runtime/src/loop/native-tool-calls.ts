@@ -5,8 +5,12 @@ import {
   ExecutionDirective,
   ModelToolCall,
   PlanStep,
+  PlanTodos,
+  TodoCallArgs,
+  TodoStatus,
   ToolManifest,
 } from '@runledger/contracts';
+import { TODO_FUNCTION } from '../discipline/todos';
 import { parseDirective, wireSchema } from './directive-parser';
 import { ChatMessage, ToolFunction } from '../model/model-backend';
 
@@ -16,23 +20,56 @@ export const FAIL_FUNCTION = 'runledger_fail';
 export const DELEGATE_FUNCTION = 'runledger_delegate';
 
 const PLAN_PARAMETERS = wireSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }));
+const PLAN_WITH_TODOS_PARAMETERS = wireSchema(
+  z.object({ steps: z.array(PlanStep).min(1).max(50), todos: PlanTodos.optional() }),
+);
+/** One flat object (a function's parameters must be one), checked against TodoCallArgs when called. */
+const TODO_PARAMETERS = wireSchema(
+  z.object({
+    op: z.enum(['add', 'update']),
+    id: z.string().min(1).max(64),
+    text: z.string().min(1).max(2000).optional().describe('add: what is to be done'),
+    required: z.boolean().optional().describe('add: must be done before the task is accepted (default true)'),
+    status: TodoStatus.optional().describe('update: the new status'),
+    note: z.string().min(1).max(2000).optional().describe('update: why (needed to cancel)'),
+  }),
+);
 const FAIL_PARAMETERS = wireSchema(z.object({ reason: z.string().min(1) }));
 
-/** The tools a role may use, as functions (manifest name, description, args schema), then plan and fail. */
-export function toolFunctions(tools: readonly ToolManifest[]): ToolFunction[] {
+/**
+ * The tools a role may use, as functions (manifest name, description, args schema), then plan and
+ * fail; with `todos` (todos are part of the task) the plan may declare todos and the todo function is offered.
+ */
+export function toolFunctions(
+  tools: readonly ToolManifest[],
+  opts: { todos?: boolean } = {},
+): ToolFunction[] {
   return [
     ...tools.map((t) => ({ name: t.name, description: t.description, parameters: t.args_schema })),
     {
       name: PLAN_FUNCTION,
       description:
-        'Run several steps, in dependency order (kinds: tool, coder with args.prompt, memory with args.op and args.text, respond with args.content, agent with args.agent and args.input); a step may use an earlier output as "${steps.<id>.output}". Call it alone.',
-      parameters: PLAN_PARAMETERS,
+        'Run several steps, in dependency order (kinds: tool, coder with args.prompt, memory with args.op and args.text, respond with args.content, agent with args.agent and args.input); a step may use an earlier output as "${steps.<id>.output}". Call it alone.' +
+        (opts.todos
+          ? ' "todos" lists what the plan intends, each to be moved along with runledger_todo.'
+          : ''),
+      parameters: opts.todos ? PLAN_WITH_TODOS_PARAMETERS : PLAN_PARAMETERS,
     },
     {
       name: FAIL_FUNCTION,
       description: 'The task cannot be done: say why. Call it alone.',
       parameters: FAIL_PARAMETERS,
     },
+    ...(opts.todos
+      ? [
+          {
+            name: TODO_FUNCTION,
+            description:
+              "Add a todo to the task's list (op add: id, text, required) or move one along (op update: id, status pending|in_progress|done|cancelled, note; cancelled needs a note). Required todos must be done before the task is accepted.",
+            parameters: TODO_PARAMETERS,
+          },
+        ]
+      : []),
   ];
 }
 
@@ -82,6 +119,13 @@ export function argsOf(call: ModelToolCall): CallCheck {
     return { ok: false, error: 'arguments must be a JSON object' };
   return { ok: true, args: value as Record<string, unknown> };
 }
+
+const todoProblem = (args: Record<string, unknown>): string | null => {
+  const parsed = TodoCallArgs.safeParse(args);
+  return parsed.success
+    ? null
+    : parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+};
 
 const delegateProblem = (args: Record<string, unknown>): string | null => {
   const parsed = DelegateArgs.safeParse(args);
@@ -133,7 +177,9 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
       ? null
       : call.name === DELEGATE_FUNCTION
         ? delegateProblem(args.args)
-        : check(call.name, args.args);
+        : call.name === TODO_FUNCTION
+          ? todoProblem(args.args)
+          : check(call.name, args.args);
     if (problem) errors.set(call.id, problem);
   }
   if (errors.size > 0) return refuse(calls, errors);

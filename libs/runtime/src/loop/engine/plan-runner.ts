@@ -1,4 +1,5 @@
-import { DelegateArgs, ModelToolCall, NewEvent, PlanStep } from '@runledger/contracts';
+import { DelegateArgs, ModelToolCall, NewEvent, PlanStep, TodoSpec } from '@runledger/contracts';
+import { planTodoEvents } from '../../discipline/todos';
 import { toolsForAgent } from '../../delegation/agent-catalog';
 import { DelegationRunner } from '../../delegation/delegation-runner';
 import { ToolRegistry } from '@runledger/tools';
@@ -101,7 +102,14 @@ export const hardStopEnd = (stop: HardStop): ExecOutcome => ({
 export class PlanRunner {
   constructor(private readonly deps: PlanDeps) {}
 
-  async run(writer: TaskWriter, steps: PlanStep[], round: number, signal: AbortSignal): Promise<ExecOutcome> {
+  async run(
+    writer: TaskWriter,
+    steps: PlanStep[],
+    round: number,
+    signal: AbortSignal,
+    /** the plan's declared todos: added to the task's list as the plan starts, owned by it */
+    todos: readonly TodoSpec[] = [],
+  ): Promise<ExecOutcome> {
     const plan_id = planIdFor(round);
     if (!writer.progress.plans.has(plan_id)) {
       const cycle = this.deps.scheduler.cycle(steps);
@@ -121,7 +129,10 @@ export class PlanRunner {
         return { kind: 'continue' };
       }
       // rides with the first step's intent
-      writer.defer([{ type: 'PLAN_STARTED', payload: { plan_id, steps } }]);
+      writer.defer([
+        { type: 'PLAN_STARTED', payload: { plan_id, steps } },
+        ...planTodoEvents(plan_id, todos),
+      ]);
     }
     const plan = writer.progress.plans.get(plan_id)!;
     const status = new Map<string, StepStatus>(

@@ -12,6 +12,7 @@ import { PermissionService } from '@runledger/permissions';
 import { ElicitationAnswer, RegisteredTool, ToolInputRequired, ToolRegistry } from '@runledger/tools';
 import { adaptiveToolTimeout, decideFailure, hasExitCode } from '../../discipline/failure-policy';
 import { guardEvent } from '../../discipline/retry-runner';
+import { decideTodoCall, isTodoTool } from '../../discipline/todos';
 import { priceModelCalls } from '../../discipline/budgets';
 import { DisciplineSettings } from '../../discipline/settings';
 import { sleep } from '../../model/model-backend';
@@ -127,6 +128,8 @@ export class ToolCallRunner {
         },
         record: [],
       };
+    // The runtime's own todo tool changes nothing but the log: no gate, no sandbox, no outcome hooks.
+    if (isTodoTool(spec.tool)) return this.todoCall(writer, spec);
     const tool = this.deps.tools.get(spec.tool);
     // Nothing to gate without a tool: the call fails as invalid, with no manifest for the outcome hooks.
     if (!tool) {
@@ -349,6 +352,51 @@ export class ToolCallRunner {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  private async todoCall(writer: TaskWriter, spec: CallSpec): Promise<Settled> {
+    const decision = decideTodoCall(writer.progress.todos, spec.tool, spec.args, {
+      round: writer.progress.round,
+      call_id: spec.call_id,
+    });
+    const called: NewEvent = {
+      type: 'TOOL_CALLED',
+      payload: {
+        call_id: spec.call_id,
+        tool: spec.tool,
+        args: spec.args,
+        args_hash: hashArgs(spec.tool, spec.args),
+        step_id: spec.step_id,
+        idempotent: false,
+        attempt: 1,
+      },
+    };
+    if (!decision.ok)
+      return {
+        outcome: { kind: 'done', ok: false, output: null, error: decision.error },
+        record: [
+          called,
+          ...(await this.failureEvents(writer, spec, null, decision.error, 'validation_error')),
+        ],
+      };
+    const result: ToolResult = {
+      tool: spec.tool,
+      ok: true,
+      output: decision.output,
+      error: null,
+      metadata: {},
+    };
+    return {
+      outcome: { kind: 'done', ok: true, output: decision.output, error: null },
+      record: [
+        called,
+        ...decision.events,
+        {
+          type: 'TOOL_COMPLETED',
+          payload: { call_id: spec.call_id, tool: spec.tool, result, duration_ms: 0 },
+        },
+      ],
+    };
   }
 
   private failureEvents(
