@@ -202,6 +202,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     group: 'Run discipline',
     description: "default (and cap) of a task's `max_rounds`",
   },
+  RUNLEDGER_TODOS: {
+    group: 'Run discipline',
+    description:
+      "`on`: every task is offered todos from its first round (the todo tool, a plan's `todos`) and a request for a change is reminded once to create its own; `off`: todos are offered once a plan declares them. Either way required todos gate acceptance; recorded per task (see [todos.md](todos.md))",
+  },
   RUNLEDGER_CODER_TOOL_TURNS: {
     group: 'Run discipline',
     description:

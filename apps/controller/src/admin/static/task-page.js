@@ -1,5 +1,20 @@
 // One task: its state, plan, pending requests and timeline, live.
-import { $, PAGE, SVG_NS, TERMINAL, api, coalesced, el, fmtCost, live, statusBadge, summarize, svgAdd, taskDuration, taskHref } from './core.js';
+import {
+  $,
+  PAGE,
+  SVG_NS,
+  TERMINAL,
+  api,
+  coalesced,
+  el,
+  fmtCost,
+  live,
+  statusBadge,
+  summarize,
+  svgAdd,
+  taskDuration,
+  taskHref,
+} from './core.js';
 import { pendingCard } from './approvals-page.js';
 
 const TIMELINE_PAGE = 500;
@@ -138,7 +153,32 @@ const taskView = {
     $('t-result').textContent = t.result ?? '';
     $('t-cancel').hidden = TERMINAL.has(t.status);
     this.renderPending(t);
+    this.renderTodos(t);
     await this.renderTree(t);
+  },
+  /** the task's todos as GET /tasks/:id lists them: status, id, text, and why one was cancelled */
+  renderTodos(t) {
+    const todos = t.todos ?? [];
+    if (!todos.length) return $('t-todos').replaceChildren(el('p', { class: 'muted' }, 'none'));
+    $('t-todos').replaceChildren(
+      el(
+        'ul',
+        { class: 'todos' },
+        ...todos.map((d) =>
+          el(
+            'li',
+            { class: `todo todo-${d.status}${d.active ? '' : ' muted'}` },
+            el('span', { class: 'badge' }, d.status),
+            ' ',
+            el('code', {}, d.id),
+            ` ${d.text}`,
+            d.required ? '' : el('span', { class: 'muted' }, ' (optional)'),
+            d.active ? '' : el('span', { class: 'muted' }, " (an earlier plan's)"),
+            d.note ? el('span', { class: 'muted' }, ` — ${d.note}`) : '',
+          ),
+        ),
+      ),
+    );
   },
   /** the whole tree the task belongs to, from its root down, each task linked, this one marked */
   async renderTree(t) {
