@@ -12,6 +12,7 @@ import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
 import { loadConfig } from '../apps/controller/src/config';
 // eslint-disable-next-line no-restricted-imports
 import { AppFactory, startApp } from '../apps/controller/src/app';
+import { OpenApiResponses, ResponseMismatch } from './support/openapi-responses';
 
 /** A provider token of the composition and the value that stands in for it. */
 export type ProviderOverride = [token: string | symbol | Type<unknown> | Abstract<unknown>, value: unknown];
@@ -50,6 +51,12 @@ export interface ApiHarness {
   dir: string;
   workspace: string;
   logs: string[];
+  /**
+   * With `checkResponses`, each response `request` got that the OpenAPI
+   * document (/docs/openapi.json) does not describe: an undocumented status,
+   * or a JSON body its schema refuses.
+   */
+  responseMismatches: ResponseMismatch[];
   request(
     method: string,
     path: string,
@@ -70,6 +77,8 @@ export async function bootApi(
     beforeBoot?: (dbPath: string) => Promise<void>;
     /** providers of the composition swapped for test doubles, e.g. [ModelBackend, new ScriptedBackend(...)] */
     overrides?: ProviderOverride[];
+    /** check every response of `request` against the server's OpenAPI document (see responseMismatches) */
+    checkResponses?: boolean;
   } = {},
 ): Promise<ApiHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-api-'));
@@ -108,6 +117,12 @@ export async function bootApi(
     createApp: options.overrides ? overridingFactory(options.overrides) : undefined,
   });
   const url = started.url;
+  const responseMismatches: ResponseMismatch[] = [];
+  const document = options.checkResponses
+    ? new OpenApiResponses(
+        (await (await fetch(`${url}/docs/openapi.json`)).json()) as Record<string, unknown>,
+      )
+    : null;
   return {
     app: started.app,
     url,
@@ -115,6 +130,7 @@ export async function bootApi(
     dir,
     workspace,
     logs,
+    responseMismatches,
     async request(method, path, options = {}) {
       const token = options.token === undefined ? TOKENS.admin : options.token;
       const headers: Record<string, string> = { ...options.headers };
@@ -136,6 +152,9 @@ export async function bootApi(
       } catch {
         parsed = null;
       }
+      const problem = document?.check(method, path, res.status, res.headers.get('content-type'), parsed);
+      if (problem)
+        responseMismatches.push({ request: `${method} ${path.slice(0, 120)}`, status: res.status, problem });
       return { status: res.status, headers: res.headers, text, body: parsed };
     },
     async close() {

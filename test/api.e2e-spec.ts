@@ -5,7 +5,7 @@ describe('REST API (e2e over real HTTP)', () => {
   let sut: ApiHarness;
 
   beforeAll(async () => {
-    sut = await bootApi({ RUNLEDGER_BODY_LIMIT: '64kb' });
+    sut = await bootApi({ RUNLEDGER_BODY_LIMIT: '64kb' }, { checkResponses: true });
   });
   afterAll(async () => {
     await sut.close();
@@ -368,4 +368,55 @@ describe('REST API (e2e over real HTTP)', () => {
       expect.objectContaining({ msg: 'request', method: 'GET', task_id: taskId, correlation_id: 'corr-43' }),
     );
   });
+
+  it('refuses to cancel an ended task with 409 illegal_state', async () => {
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo ended' } })).body.task_id;
+    await waitForTask(sut, taskId);
+    const res = await sut.request('POST', `/tasks/${taskId}/cancel`);
+    expect(res.status).toBe(409);
+    expect(res.body.error).toBe('illegal_state');
+  });
+
+  it('takes no dot segment for an id: /tasks/. and /tasks/.. are refused, never the task list', async () => {
+    for (const [method, path] of [
+      ['GET', '/tasks/.'],
+      ['GET', '/tasks/..'],
+      ['GET', '/tasks/../events'],
+      ['POST', '/tasks/./cancel'],
+    ]) {
+      // a raw request line, as a client that sends the path as it is (curl --path-as-is) does
+      const res = await rawRequest(sut.url, method, path);
+      expect({ path, status: res.status }).toEqual({ path, status: 400 });
+      expect(JSON.parse(res.body)).toMatchObject({ error: 'validation_error' });
+    }
+    const doc = (await sut.request('GET', '/docs/openapi.json', { token: null })).body;
+    const taskId = doc.paths['/tasks/{task_id}'].get.parameters.find(
+      (p: { name: string }) => p.name === 'task_id',
+    );
+    const pattern = new RegExp(taskId.schema.pattern);
+    expect(['.', '..', 'task_1', 'a.b'].map((id) => pattern.test(id))).toEqual([false, false, true, true]);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
+  });
 });
+
+/** A request for a path exactly as written, without the dot-segment removal fetch and URL apply. */
+function rawRequest(base: string, method: string, path: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(
+        `${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${TOKENS.admin}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    let raw = '';
+    socket.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const [head, ...rest] = raw.split('\r\n\r\n');
+      resolve({ status: Number(head.split(' ')[1]), body: rest.join('\r\n\r\n') });
+    });
+  });
+}

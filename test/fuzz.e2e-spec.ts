@@ -216,7 +216,7 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
     fc.assert(fc.asyncProperty(arb, predicate), { seed: SEED, numRuns });
 
   beforeAll(async () => {
-    sut = await bootApi({ RUNLEDGER_BODY_LIMIT: '16kb' });
+    sut = await bootApi({ RUNLEDGER_BODY_LIMIT: '16kb' }, { checkResponses: true });
     taskId = (await sut.request('POST', '/tasks', { body: { input: 'fuzz anchor' } })).body.task_id;
     await waitForTask(sut, taskId);
   });
@@ -322,4 +322,8 @@ describe('fuzz: malformed input never causes a 5xx or a write (e2e)', () => {
     expect((await sut.request('GET', '/health', { token: null })).status).toBe(200);
     expect(sut.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50)).toEqual([]);
   }, 120_000);
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
+  });
 });

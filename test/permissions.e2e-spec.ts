@@ -11,7 +11,7 @@ const awaiting = (s: string) => s === 'awaiting_permission';
 describe('permissions through HTTP', () => {
   let sut: ApiHarness;
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
   });
   afterAll(async () => {
     await sut.close();
@@ -143,6 +143,9 @@ describe('permissions through HTTP', () => {
     expect((await decide(taskId, requestId, 'yes please')).status).toBe(400);
     expect((await waitForTask(sut, taskId, awaiting)).pending[0].request_id).toBe(requestId);
     await sut.request('POST', `/tasks/${taskId}/cancel`, { token: TOKENS.writer });
+  });
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
 

@@ -117,7 +117,7 @@ describe('buildOpenApiDocument', () => {
         // a session is named by whatever session_id its tasks were submitted with
         if (param === 'session_id')
           expect(documented?.schema).toMatchObject({ minLength: 1, maxLength: 200 });
-        else expect(documented?.schema.pattern).toBe('^[A-Za-z0-9_.:-]{1,200}$');
+        else expect(documented?.schema.pattern).toBe('^(?!\\.\\.?$)[A-Za-z0-9_.:-]{1,200}$');
       }
     },
   );

@@ -87,7 +87,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion(API_VERSION)
     .setDescription(
       'Event-sourced runtime for multi-agent LLM tasks. Every error is `{error, message, details}`. ' +
-        'A method a path does not have is 405 with an `Allow` header. The WebSocket protocol (`/ws`) is ' +
+        'A path that cannot be read (bad percent-encoding) is 400; a path no route has is 404; a method a ' +
+        'path does not have is 405 with an `Allow` header; request headers over the server limit are 431. ' +
+        'The WebSocket protocol (`/ws`) is ' +
         `described by the AsyncAPI document at /${ASYNCAPI_PATH}.`,
     )
     .addServer('/', 'the server that serves this document')

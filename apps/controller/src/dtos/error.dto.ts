@@ -1,4 +1,4 @@
-import { createZodDto } from 'nestjs-zod';
+import { createZodDto } from './zod-dto';
 import { z } from 'zod';
 
 /** The one error body of the API (errors/error-body.ts builds it). */

@@ -1,4 +1,4 @@
-import { createZodDto } from 'nestjs-zod';
+import { createZodDto } from './zod-dto';
 import { z } from 'zod';
 import { EventTypeSchema, RuntimeEvent, RuntimeEventEnvelope } from '@runledger/contracts';
 import { IdParam, queryInt } from './zod.pipe';

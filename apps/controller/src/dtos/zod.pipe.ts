@@ -38,7 +38,10 @@ export const queryInt = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max))
     .meta({ type: 'integer', minimum: min, maximum: max });
 
-/** Ids in paths: task_..., perm_..., opaque but bounded. */
+/**
+ * Ids in paths: task_..., perm_..., opaque but bounded. `.` and `..` are not
+ * ids: clients resolve them as path segments (`/tasks/.` is sent as `/tasks/`).
+ */
 export const IdParam = z
   .string()
-  .regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9_.:-]');
+  .regex(/^(?!\.\.?$)[A-Za-z0-9_.:-]{1,200}$/, 'must be 1-200 characters of [A-Za-z0-9_.:-], not . or ..');

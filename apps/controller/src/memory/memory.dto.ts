@@ -1,4 +1,4 @@
-import { createZodDto } from 'nestjs-zod';
+import { createZodDto } from '../dtos/zod-dto';
 import { z } from 'zod';
 import { MemoryKind, UserTask } from '@runledger/contracts';
 import type { MemorySearchHit, StoredMemoryEntry } from '@runledger/memory';

@@ -172,6 +172,7 @@ export class TasksController {
   @ApiErrors({
     400: 'invalid task_id or body',
     404: 'no such task',
+    409: '`illegal_state`: the task has already ended (completed, failed or cancelled)',
     413: 'body larger than RUNLEDGER_BODY_LIMIT',
   })
   async cancel(
