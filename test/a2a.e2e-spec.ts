@@ -1,16 +1,22 @@
-import { createServer, IncomingMessage, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
-import { Message, Part, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import {
-  Client,
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-} from '@a2a-js/sdk/client';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Part, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import { Client } from '@a2a-js/sdk/client';
 import { TaskNotCancelableError, TaskNotFoundError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { RuntimeEvent } from '@runledger/contracts';
 import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+import {
+  asTask,
+  clientOf,
+  data,
+  isFinalTask,
+  message,
+  requestOf,
+  send,
+  startReceiver,
+  text,
+} from './a2a-client';
 // eslint-disable-next-line no-restricted-imports
 import { a2aUpdatesOf } from '../apps/controller/src/a2a/a2a-mapping';
 // eslint-disable-next-line no-restricted-imports
@@ -19,65 +25,6 @@ import { verifySignature } from '../apps/controller/src/outbound/outbox';
 jest.setTimeout(60_000);
 
 const SIGNING_KEY = 'a2a-e2e-signing-key-0123456789';
-
-const text = (t: string): Part => ({
-  content: { $case: 'text', value: t },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
-const data = (v: Record<string, unknown>): Part => ({
-  content: { $case: 'data', value: v },
-  metadata: undefined,
-  filename: '',
-  mediaType: '',
-});
-let messages = 0;
-const message = (parts: Part[], extra: Partial<Message> = {}): Message => ({
-  messageId: `msg-${process.pid}-${Date.now()}-${messages++}`,
-  contextId: '',
-  taskId: '',
-  role: Role.ROLE_USER,
-  parts,
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-  ...extra,
-});
-const send = (m: Message, configuration?: Record<string, unknown>) => ({
-  tenant: '',
-  message: m,
-  configuration: configuration
-    ? {
-        acceptedOutputModes: [],
-        taskPushNotificationConfig: undefined,
-        returnImmediately: false,
-        ...configuration,
-      }
-    : undefined,
-  metadata: undefined,
-});
-
-const fetchWith =
-  (token: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-
-async function clientOf(
-  url: string,
-  token: string,
-  binding: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC',
-): Promise<Client> {
-  const fetchImpl = fetchWith(token);
-  return new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-    preferredTransports: [binding],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  }).createFromUrl(url);
-}
 
 const stateOf = (r: StreamResponse): TaskState | undefined =>
   r.payload?.$case === 'task'
@@ -89,15 +36,6 @@ const seqOf = (r: StreamResponse): number =>
   r.payload?.$case === 'task'
     ? r.payload.value.metadata!.runledger.last_seq
     : (r.payload?.value as unknown as { metadata: { runledger: { seq: number } } }).metadata.runledger.seq;
-
-const asTask = (r: Message | Task): Task => {
-  if (!('status' in r)) throw new Error('expected a task');
-  return r;
-};
-const requestOf = (t: Task): Record<string, unknown> => {
-  const part = t.status!.message!.parts.find((p) => p.content?.$case === 'data')!;
-  return (part.content as { value: Record<string, unknown> }).value;
-};
 
 describe('A2A 1.0 through the SDK client', () => {
   let sut: ApiHarness;
@@ -271,23 +209,9 @@ describe('A2A 1.0 through the SDK client', () => {
   });
 
   it('push notifications: signed, retried after the receiver fails first, recorded in the log', async () => {
-    const received: { body: string; headers: IncomingMessage['headers'] }[] = [];
     let calls = 0;
-    const receiver: Server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        calls++;
-        if (calls === 1) {
-          res.writeHead(503).end();
-          return;
-        }
-        received.push({ body, headers: req.headers });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const receiver = await startReceiver(() => (++calls === 1 ? 503 : 200));
+    const { url, taken: received } = receiver;
     try {
       const task = asTask(
         await admin.sendMessage(
@@ -305,13 +229,9 @@ describe('A2A 1.0 through the SDK client', () => {
       );
       await waitForTask(sut, task.id);
       const deadline = Date.now() + 15_000;
-      const isFinal = (b: string) => {
-        const r = JSON.parse(b) as { task?: { status?: { state?: string } } };
-        return r.task?.status?.state === 'TASK_STATE_COMPLETED';
-      };
-      while (!received.some((r) => isFinal(r.body)) && Date.now() < deadline)
+      while (!received.some((r) => isFinalTask(r.body)) && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 25));
-      expect(received.some((r) => isFinal(r.body))).toBe(true);
+      expect(received.some((r) => isFinalTask(r.body))).toBe(true);
       for (const r of received) {
         expect(verifySignature(SIGNING_KEY, r.body, r.headers['runledger-signature'] as string)).toBe(true);
         expect(
@@ -370,7 +290,119 @@ describe('A2A 1.0 through the SDK client', () => {
         ).configs,
       ).toEqual([]);
     } finally {
-      await new Promise((r) => receiver.close(r));
+      await receiver.close();
+    }
+  });
+});
+
+describe('A2A: secrets and restarts', () => {
+  it('a secret request is auth-required, answered by a data part; the value reaches no event', async () => {
+    const sut = await bootApi();
+    try {
+      const admin = await clientOf(sut.url, TOKENS.admin);
+      const SECRET = 'a2a-secret-value-7f3k2';
+      const asked = asTask(
+        await admin.sendMessage(
+          send(message([text('run sudo -n true 2>/dev/null; cat > /dev/null; echo took-it')])),
+        ),
+      );
+      expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const secretAsk = asTask(
+        await admin.sendMessage(
+          send(
+            message([data({ request_id: requestOf(asked).request_id, decision: 'allow_once' })], {
+              taskId: asked.id,
+            }),
+          ),
+        ),
+      );
+      expect(secretAsk.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED);
+      expect(requestOf(secretAsk)).toMatchObject({ kind: 'secret', secret_name: 'sudo_password' });
+      const done = asTask(
+        await admin.sendMessage(
+          send(
+            message([data({ request_id: requestOf(secretAsk).request_id, secret: SECRET })], {
+              taskId: asked.id,
+            }),
+          ),
+        ),
+      );
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      const log = await sut.request('GET', `/tasks/${asked.id}/events?limit=1000`);
+      expect(log.text).not.toContain(SECRET);
+      expect(log.body.events.map((e: RuntimeEvent) => e.type)).toContain('SECRET_PROVIDED');
+      expect(sut.logs.join('\n')).not.toContain(SECRET);
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('deliveries pending at shutdown are found in the log after a restart and delivered once each', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-a2a-restart-'));
+    const env = {
+      RUNLEDGER_DB: join(dir, 'runledger.db'),
+      RUNLEDGER_OUTBOUND_SIGNING_KEY: SIGNING_KEY,
+      RUNLEDGER_OUTBOUND_BACKOFF_MS: '200',
+    };
+    let up = false;
+    const receiver = await startReceiver(() => (up ? 200 : 503));
+    try {
+      const first = await bootApi(env);
+      let taskId: string;
+      try {
+        const admin = await clientOf(first.url, TOKENS.admin);
+        const task = asTask(
+          await admin.sendMessage(
+            send(message([text('run echo restarted')]), {
+              taskPushNotificationConfig: {
+                tenant: '',
+                id: 'cfg-1',
+                taskId: '',
+                url: receiver.url,
+                token: '',
+                authentication: undefined,
+              },
+            }),
+          ),
+        );
+        taskId = task.id;
+        // the receiver is down: the first update fails and waits for its retry
+        for (let i = 0; i < 200; i++) {
+          const log = await first.request('GET', `/admin/events?task_id=outbound:${taskId}&limit=1000`);
+          if (log.body.events.some((e: RuntimeEvent) => e.type === 'DELIVERY_FAILED')) break;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      } finally {
+        await first.close();
+      }
+      up = true;
+      const second = await bootApi(env);
+      try {
+        const deadline = Date.now() + 15_000;
+        while (!receiver.taken.some((r) => isFinalTask(r.body)) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 25));
+        const seqs = receiver.taken.map((r) => {
+          const b = JSON.parse(r.body) as Record<
+            string,
+            { metadata: { runledger: { seq?: number; last_seq?: number } } }
+          >;
+          const v = b.statusUpdate ?? b.task;
+          return v.metadata.runledger.seq ?? v.metadata.runledger.last_seq!;
+        });
+        expect(receiver.taken.some((r) => isFinalTask(r.body))).toBe(true);
+        expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
+        for (const r of receiver.taken)
+          expect(verifySignature(SIGNING_KEY, r.body, r.headers['runledger-signature'] as string)).toBe(true);
+        const log = await second.request('GET', `/admin/events?task_id=outbound:${taskId}&limit=1000`);
+        expect(
+          log.body.events.filter((e: RuntimeEvent) => e.type === 'DELIVERY_FAILED').length,
+        ).toBeGreaterThan(0);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await receiver.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
