@@ -3,7 +3,7 @@ export * from './model/openai-backend';
 export * from './model/scripted-backend';
 export * from './model/sys-util';
 export * from './model/providers';
-export * from './loop/directive-parser';
+export * from './model/directive-parser';
 export * from './log/progress';
 export * from './log/progress-snapshot';
 export * from './log/checkpoints';

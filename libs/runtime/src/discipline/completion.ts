@@ -1,5 +1,5 @@
 import { ExecutionDirective, RuntimeEvent } from '@runledger/contracts';
-import { parseDirective } from '../loop/directive-parser';
+import { parseDirective } from '../model/directive-parser';
 
 /**
  * The completion protocol: what a piece of orchestrator text is, and what to

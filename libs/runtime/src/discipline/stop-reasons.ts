@@ -1,5 +1,4 @@
 import { EventPayload, StopReason } from '@runledger/contracts';
-import { TaskProgress } from '../log/progress';
 
 const TEXT: Record<StopReason, string> = {
   completed: 'The task finished and gave its answer.',
@@ -34,7 +33,7 @@ export const stopReasonText = (reason: StopReason): string => TEXT[reason];
  * give up, whatever failed before it.
  */
 export function failDirectiveStop(
-  progress: TaskProgress,
+  progress: { calls: ReadonlyMap<string, { error_kind?: string | null }> },
   lastDecision: EventPayload<'ROUTER_DECIDED'> | null,
 ): StopReason {
   if ([...progress.calls.values()].some((c) => c.error_kind === 'permission_denied'))

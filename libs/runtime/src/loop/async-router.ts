@@ -1,5 +1,5 @@
 import { EventPayload, ExecutionDirective, ModelToolCall, StopReason } from '@runledger/contracts';
-import { DIRECTIVE_RESPONSE_SCHEMA, parseDirective } from './directive-parser';
+import { DIRECTIVE_RESPONSE_SCHEMA, parseDirective } from '../model/directive-parser';
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
 import {

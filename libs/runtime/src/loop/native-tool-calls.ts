@@ -11,7 +11,7 @@ import {
   ToolManifest,
 } from '@runledger/contracts';
 import { TODO_FUNCTION } from '../discipline/todos';
-import { parseDirective, wireSchema } from './directive-parser';
+import { parseDirective, wireSchema } from '../model/directive-parser';
 import { ChatMessage, ToolFunction } from '../model/model-backend';
 
 /** The runtime's own functions, offered beside the tools: what is not a tool call. */

@@ -2,7 +2,7 @@ import { Budgets } from '@runledger/contracts';
 import { EventLogBuilder } from '../../../discipline/testing-events';
 import { DEFAULT_DISCIPLINE_SETTINGS } from '../../../discipline/settings';
 import { BudgetGate } from './budget-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('BudgetGate', () => {
   const sut = new BudgetGate(DEFAULT_DISCIPLINE_SETTINGS);

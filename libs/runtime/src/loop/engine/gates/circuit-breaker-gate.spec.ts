@@ -1,6 +1,6 @@
 import { EventLogBuilder } from '../../../discipline/testing-events';
 import { CircuitBreakerGate } from './circuit-breaker-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('CircuitBreakerGate (threshold 3)', () => {
   const sut = new CircuitBreakerGate(3);

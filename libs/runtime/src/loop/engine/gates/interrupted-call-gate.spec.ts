@@ -1,6 +1,6 @@
 import { EventLogBuilder } from '../../../discipline/testing-events';
 import { InterruptedCallGate } from './interrupted-call-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('InterruptedCallGate', () => {
   const sut = new InterruptedCallGate();

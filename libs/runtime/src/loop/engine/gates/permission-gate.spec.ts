@@ -4,7 +4,7 @@ import { EventLogBuilder } from '../../../discipline/testing-events';
 import { RuleTablePolicy } from '../../../testing';
 import { AllowAlwaysGrants } from '../allow-always-grants';
 import { PermissionGate } from './permission-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('PermissionGate', () => {
   const args = { command: 'ls' };

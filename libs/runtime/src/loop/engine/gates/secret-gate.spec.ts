@@ -2,7 +2,7 @@ import { EventLogBuilder } from '../../../discipline/testing-events';
 import { SecretVault } from '../../../ports';
 import { RuleTablePolicy } from '../../../testing';
 import { SecretGate } from './secret-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('SecretGate', () => {
   let vault: SecretVault;

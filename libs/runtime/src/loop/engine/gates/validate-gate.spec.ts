@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { EventLogBuilder } from '../../../discipline/testing-events';
 import { testToolRegistry } from '../../../testing';
 import { ValidateGate } from './validate-gate';
-import { callOf } from './testing-gate-call';
+import { callOf } from '../../../testing/gate-call';
 
 describe('ValidateGate', () => {
   const sut = new ValidateGate(testToolRegistry(tmpdir()));

@@ -1,8 +1,8 @@
 import { ToolManifest, hashArgs } from '@runledger/contracts';
-import { manifestOf } from '../../../testing/test-tools';
-import { EventLogBuilder } from '../../../discipline/testing-events';
-import { TaskFold } from '../../../log/task-fold';
-import { GateCall } from './tool-gate';
+import { manifestOf } from './test-tools';
+import { EventLogBuilder } from '../discipline/testing-events';
+import { TaskFold } from '../log/task-fold';
+import { GateCall } from '../loop/engine/gates/tool-gate';
 
 export interface CallOptions {
   call_id?: string;
