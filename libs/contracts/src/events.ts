@@ -6,6 +6,7 @@ import { MemoryKind, CriticScore } from './memory';
 import { PermissionDecision } from './permission';
 import {
   AcceptCheck,
+  AgUiRun,
   Budgets,
   Role,
   RunSettings,
@@ -98,6 +99,8 @@ export const EventPayloads = {
     depth: z.number().int().positive().optional(),
     /** delegation: the agent profile the task runs as, as it was when the task started */
     agent: AgentProfile.optional(),
+    /** AG-UI: the thread, run, context, forwarded props and frontend tools the run was started with */
+    ag_ui: AgUiRun.optional(),
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),

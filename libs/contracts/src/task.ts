@@ -290,3 +290,20 @@ export const RunSettings = z.object({
     .nullable(),
 });
 export type RunSettings = z.infer<typeof RunSettings>;
+
+/**
+ * What an AG-UI frontend sent with the run that started a task (POST /ag-ui), recorded in its
+ * TASK_RECEIVED as it came: the thread and run it belongs to, the ambient `context`, the
+ * `forwarded_props` passed through untouched, and the tools the frontend offered (they run in the
+ * browser). Absent for tasks submitted any other way.
+ */
+export const AgUiRun = z.object({
+  thread_id: z.string().min(1).max(200),
+  run_id: z.string().min(1).max(200),
+  context: z.array(z.object({ description: z.string(), value: z.string() })).default([]),
+  forwarded_props: z.unknown().optional(),
+  tools: z
+    .array(z.object({ name: z.string().min(1), description: z.string(), parameters: z.unknown().optional() }))
+    .default([]),
+});
+export type AgUiRun = z.infer<typeof AgUiRun>;

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { OnModuleDestroy } from '@nestjs/common';
 import {
+  AgUiRun,
   ConcurrencyError,
   IdempotencyConflictError,
   IllegalStateError,
@@ -54,6 +55,8 @@ export interface SubmitOptions {
   settings?: RunSettings | null;
   /** the session's earlier tasks recorded for the task: a replay gives its recording's; otherwise read from the session */
   session_history?: SessionTurn[];
+  /** AG-UI: what the frontend sent with the run, recorded with the task and part of what an idempotency key binds */
+  ag_ui?: AgUiRun;
 }
 
 export interface ForkOptions {
@@ -175,7 +178,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       );
     const task = parsed.data;
     const key = options.idempotency_key ?? null;
-    const request_hash = sha256(canonicalJson(task));
+    const request_hash = sha256(canonicalJson(options.ag_ui ? { task, ag_ui: options.ag_ui } : task));
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
@@ -204,6 +207,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               forked_from: null,
               ...(settings ? { settings } : {}),
               ...(session_history.length ? { session_history } : {}),
+              ...(options.ag_ui ? { ag_ui: options.ag_ui } : {}),
             },
           },
         ],

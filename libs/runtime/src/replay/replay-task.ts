@@ -97,7 +97,12 @@ export async function runReplay(
         accept_checks: first.payload.accept_checks,
       },
       // the conversation the recording saw comes from its log, not from the session as it is now
-      { source: 'replay', settings: recordedSettings, session_history: first.payload.session_history ?? [] },
+      {
+        source: 'replay',
+        settings: recordedSettings,
+        session_history: first.payload.session_history ?? [],
+        ...(first.payload.ag_ui ? { ag_ui: first.payload.ag_ui } : {}),
+      },
     ));
     progress = await runtime.settled(task_id);
     // Questions MCP servers asked are answered as the recording answered them; anything else a
