@@ -274,3 +274,18 @@ export async function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+/** The messages of a server-sent-events body, comments left out: each one's fields as sent. */
+export function parseSse(text: string): { id: string; event: string; data: string }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() && !block.startsWith(':'))
+    .map((block) => {
+      const fields = Object.fromEntries(
+        block
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+      );
+      return { id: fields.id, event: fields.event, data: fields.data };
+    });
+}

@@ -1,4 +1,4 @@
-import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, parseSse, waitForTask } from './api-harness';
 
 interface SseMessage {
   id: number;
@@ -13,17 +13,11 @@ async function readSse(
 ): Promise<{ status: number; contentType: string | null; messages: SseMessage[] }> {
   const res = await fetch(url, { headers });
   const text = await res.text();
-  const messages = text
-    .split('\n\n')
-    .filter((block) => block.trim() && !block.startsWith(':'))
-    .map((block) => {
-      const fields = Object.fromEntries(
-        block
-          .split('\n')
-          .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-      );
-      return { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) };
-    });
+  const messages = parseSse(text).map((m) => ({
+    id: Number(m.id),
+    event: m.event,
+    data: JSON.parse(m.data),
+  }));
   return { status: res.status, contentType: res.headers.get('content-type'), messages };
 }
 

@@ -26,10 +26,7 @@ import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { TaskViews } from '@runledger/runtime';
 import { EventSource, Follow, eventSourceOf, followEvents } from '../streaming/follow-events';
-
-const HEARTBEAT_MS = 15_000;
-/** bytes of a stream written and not yet sent before the replay waits for the client to take them */
-const MAX_UNSENT_BYTES = 1024 * 1024;
+import { SSE_HEARTBEAT_MS, SseResponse } from '../streaming/sse-response';
 
 /** SSE: replay then live; `id:` is the sequence, Last-Event-ID resumes; ends after the final event. */
 @ApiTags('tasks')
@@ -60,7 +57,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
     summary: "Server-sent events: the task's events, replay then live",
     description:
       'Each message is `id: <sequence>`, `event: <type>`, `data: <RuntimeEvent as JSON>`; a comment line ' +
-      `keeps the connection alive every ${HEARTBEAT_MS / 1000} s. The response ends after the final event (TASK_COMPLETED, ` +
+      `keeps the connection alive every ${SSE_HEARTBEAT_MS / 1000} s. The response ends after the final event (TASK_COMPLETED, ` +
       'TASK_FAILED, TASK_CANCELLED). A reconnect with Last-Event-ID resumes after that sequence; when the ' +
       'task has ended and nothing is left the answer is 204, which stops an EventSource.',
   })
@@ -95,14 +92,7 @@ export class TaskStreamController implements BeforeApplicationShutdown {
       res.status(204).end();
       return;
     }
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    res.flushHeaders();
-    let closed = false;
+    const sse = new SseResponse(req, res);
     const follow = followEvents(
       this.events,
       { kind: 'task', task_id: taskId, after_seq: afterSeq },
@@ -110,26 +100,12 @@ export class TaskStreamController implements BeforeApplicationShutdown {
         // the events up to the task's final one, as one write: the stored JSON text, as it is
         const end = events.findIndex((e) => isFinalEventType(e.type));
         const sent = end === -1 ? events : events.slice(0, end + 1);
-        res.write(sent.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${e.json}\n\n`).join(''));
-        // the next page is read while this one is sent; the client paces the stream past MAX_UNSENT_BYTES
-        if (res.writableLength > MAX_UNSENT_BYTES && !closed)
-          await new Promise<void>((resolve) => {
-            res.once('drain', resolve);
-            res.once('close', resolve);
-          });
+        // the next page is read while this one is sent; the client paces the stream
+        await sse.write(sent.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${e.json}\n\n`).join(''));
         return end === -1 ? undefined : 'stop';
       },
-      { onOverflow: () => res.destroy(), onError: () => res.destroy() },
+      { onOverflow: sse.abort, onError: sse.abort },
     );
-    this.open.add(follow);
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    req.on('close', () => {
-      closed = true;
-      follow.stop();
-    });
-    await follow.done;
-    this.open.delete(follow);
-    clearInterval(heartbeat);
-    if (!closed) res.end();
+    await sse.serve(follow, this.open);
   }
 }
