@@ -7,6 +7,7 @@ import { STORAGE_DB, StateStoreDatabase, TaskStatsRepository } from '@runledger/
 import { Kysely } from 'kysely';
 import { ToolSandbox } from '@runledger/tools';
 import { A2AModule } from './a2a/a2a.module';
+import { AgUiModule } from './ag-ui/ag-ui.module';
 import { AdminEventsController } from './admin/admin-events.controller';
 import { AdminStatsController } from './admin/admin-stats.controller';
 import { AdminStatsService } from './admin/admin-stats.service';
@@ -50,6 +51,7 @@ export class AppModule {
         HttpPipelineModule,
         MemoryHttpModule,
         A2AModule,
+        AgUiModule,
       ],
       controllers: [
         HealthController,

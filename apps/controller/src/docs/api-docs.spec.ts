@@ -4,6 +4,9 @@ import { INestApplication, Module, RequestMethod, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { OpenAPIObject } from '@nestjs/swagger';
 import { AdminEventsController } from '../admin/admin-events.controller';
+import { AgUiController } from '../ag-ui/ag-ui.controller';
+import { AgUiRuns } from '../ag-ui/ag-ui-runs.service';
+import { AgUiStream } from '../ag-ui/ag-ui-stream';
 import { DashboardController } from '../admin/dashboard.controller';
 import { PUBLIC_KEY, SCOPE_KEY } from '../auth/scopes';
 import { HealthController } from '../health/health.controller';
@@ -29,6 +32,7 @@ const API_CONTROLLERS: Type[] = [
   AdminEventsController,
   MetricsController,
   MemoryController,
+  AgUiController,
 ];
 
 interface Route {
@@ -90,6 +94,8 @@ describe('buildOpenApiDocument', () => {
         { provide: HealthService, useValue: {} },
         { provide: MetricsService, useValue: { trackWsClients: () => undefined } },
         { provide: MemoryService, useValue: null },
+        { provide: AgUiRuns, useValue: {} },
+        { provide: AgUiStream, useValue: {} },
       ],
     })
     class ControllersOnly {}

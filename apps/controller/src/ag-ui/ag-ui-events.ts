@@ -1,0 +1,386 @@
+import { EventType as AgUi, PROTOCOL_VERSION } from '@ag-ui/core';
+import type { Event as AgUiEvent, Interrupt, RunFinishedEvent, TokenUsage } from '@ag-ui/core';
+import { RuntimeEvent, TaskStatus, TaskUsage, canonicalJson } from '@runledger/contracts';
+import { PendingRequest, TaskState, evolve } from '@runledger/state-store';
+
+/**
+ * One AG-UI run over a task's log. A run is one POST /ag-ui: a new run shows the task from its
+ * first event; a run that resumes an interrupted one shows the events after the requests it
+ * answers were asked. Everything here is a pure function of the frame and the log, so the same
+ * log gives the same AG-UI events, with the same ids, on any instance and after any restart.
+ */
+export interface AgUiRunFrame {
+  threadId: string;
+  runId: string;
+  taskId: string;
+  /** the run shows the task's events after this sequence (0: from the start) */
+  after: number;
+}
+
+/**
+ * An AG-UI event with its SSE id, `<sequence>-<n>`: the n-th event (from 0) derived from the log
+ * event of that sequence (RUN_STARTED and the first snapshot from the frame's `after`). Ids grow
+ * with the log, so Last-Event-ID says exactly where a reconnect resumes.
+ */
+export interface AgUiEmitted {
+  id: string;
+  event: AgUiEvent;
+}
+
+/** What the run shows of the task as AG-UI state: STATE_SNAPSHOT once, then STATE_DELTA patches. */
+export interface AgUiTaskState {
+  task_id: string;
+  status: TaskStatus;
+  stop_reason: string | null;
+  result: string | null;
+  pending: { request_id: string; kind: 'permission' | 'secret'; tool: string; reason: string }[];
+  usage: Pick<TaskUsage, 'rounds' | 'tool_calls' | 'model_calls' | 'total_tokens' | 'cost_usd'>;
+}
+
+export interface AgUiRunState {
+  frame: AgUiRunFrame;
+  task: TaskState | null;
+  /** the task's usage when the run started: RUN_FINISHED reports what this run used */
+  usageAtStart: TaskUsage | null;
+  /** the last log event folded, and how many AG-UI events it gave so far */
+  seq: number;
+  emittedAtSeq: number;
+  ended: boolean;
+  /** the sequence each permission or secret request of the task was asked at */
+  asked: Record<string, number>;
+  published: AgUiTaskState | null;
+  text: { messageId: string; callId: string; content: string } | null;
+  /** the text of the run's last finished text message (the answer is not sent twice) */
+  lastText: string | null;
+  openSteps: string[];
+  startedCalls: string[];
+}
+
+export interface AgUiStep {
+  state: AgUiRunState;
+  out: AgUiEmitted[];
+}
+
+/** The id of the interrupt for a pending request: the task and the request, so a resume finds both. */
+export const interruptIdOf = (taskId: string, requestId: string): string => `${taskId}/${requestId}`;
+
+export function parseInterruptId(id: string): { taskId: string; requestId: string } | null {
+  const m = /^([A-Za-z0-9_.:-]{1,200})\/([A-Za-z0-9_.:-]{1,200})$/.exec(id);
+  return m ? { taskId: m[1], requestId: m[2] } : null;
+}
+
+/** `<sequence>-<n>` as [sequence, n]; null when it is not one of ours. */
+export function parseEventId(id: string): [number, number] | null {
+  const m = /^(\d{1,15})-(\d{1,6})$/.exec(id);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+/** Whether the event id `id` comes after `cursor` in the run's stream. */
+export const isAfter = (id: string, cursor: [number, number] | null): boolean => {
+  if (!cursor) return true;
+  const [seq, n] = parseEventId(id)!;
+  return seq > cursor[0] || (seq === cursor[0] && n > cursor[1]);
+};
+
+const AWAITING: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
+export const isAwaiting = (s: AgUiRunState): boolean => s.task !== null && AWAITING.includes(s.task.status);
+
+export const PERMISSION_ANSWER_SCHEMA = {
+  type: 'object',
+  properties: {
+    decision: { type: 'string', enum: ['allow_once', 'allow_always', 'deny', 'ask_always'] },
+    content: {
+      type: 'object',
+      description: "an MCP server's form (rule mcp_elicitation): what was filled in",
+    },
+  },
+  required: ['decision'],
+};
+export const SECRET_ANSWER_SCHEMA = {
+  type: 'object',
+  properties: { secret: { type: 'string', minLength: 1 } },
+  required: ['secret'],
+};
+
+/** Folds the events up to the frame's start and opens the run: RUN_STARTED, then the task's state. */
+export function openRun(frame: AgUiRunFrame, before: readonly RuntimeEvent[]): AgUiStep {
+  let state: AgUiRunState = {
+    frame,
+    task: null,
+    usageAtStart: null,
+    seq: frame.after,
+    emittedAtSeq: 0,
+    ended: false,
+    asked: {},
+    published: null,
+    text: null,
+    lastText: null,
+    openSteps: [],
+    startedCalls: [],
+  };
+  for (const e of before) if (e.sequence <= frame.after) state = fold(state, e);
+  state = { ...state, seq: frame.after, usageAtStart: state.task?.usage ?? null };
+  const events: AgUiEvent[] = [
+    {
+      type: AgUi.RUN_STARTED,
+      threadId: frame.threadId,
+      runId: frame.runId,
+      protocolVersion: PROTOCOL_VERSION,
+    },
+  ];
+  const published = state.task ? publishedOf(state.task) : null;
+  if (published) events.push({ type: AgUi.STATE_SNAPSHOT, snapshot: published });
+  return emit({ ...state, published }, events);
+}
+
+/**
+ * The AG-UI events of the next log event. An answer to a request asked during this run ends the
+ * run first, with the interrupts that were pending just before it: the answer belongs to the run
+ * that resumes.
+ */
+export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
+  if (state.ended || e.sequence <= state.seq) return { state, out: [] };
+  if (
+    (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
+    isAwaiting(state) &&
+    (state.asked[e.payload.request_id] ?? 0) > state.frame.after
+  )
+    return finishParked(state);
+  const before = state;
+  let s: AgUiRunState = { ...fold(state, e), seq: e.sequence, emittedAtSeq: 0 };
+  const out: AgUiEvent[] = [];
+  if (e.type !== 'OUTPUT_CHUNK' && s.text) {
+    out.push({ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId });
+    s = { ...s, lastText: s.text.content, text: null };
+  }
+  switch (e.type) {
+    case 'OUTPUT_CHUNK': {
+      const { call_id, delta } = e.payload;
+      if (!delta) break;
+      if (s.text && s.text.callId !== call_id) {
+        out.push({ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId });
+        s = { ...s, lastText: s.text.content, text: null };
+      }
+      if (!s.text) {
+        const messageId = `${call_id}-text`;
+        out.push({ type: AgUi.TEXT_MESSAGE_START, messageId, role: 'assistant' });
+        s = { ...s, text: { messageId, callId: call_id, content: '' } };
+      }
+      out.push({ type: AgUi.TEXT_MESSAGE_CONTENT, messageId: s.text!.messageId, delta });
+      s = { ...s, text: { ...s.text!, content: s.text!.content + delta } };
+      break;
+    }
+    case 'STEP_STARTED': {
+      const stepName = e.payload.step_id;
+      if (s.openSteps.includes(stepName)) break;
+      out.push({ type: AgUi.STEP_STARTED, stepName });
+      s = { ...s, openSteps: [...s.openSteps, stepName] };
+      break;
+    }
+    case 'STEP_COMPLETED':
+    case 'STEP_FAILED': {
+      const stepName = e.payload.step_id;
+      if (!s.openSteps.includes(stepName)) break;
+      out.push({ type: AgUi.STEP_FINISHED, stepName });
+      s = { ...s, openSteps: s.openSteps.filter((n) => n !== stepName) };
+      break;
+    }
+    case 'TOOL_CALLED': {
+      const { call_id, tool, args } = e.payload;
+      if (s.startedCalls.includes(call_id)) break;
+      out.push(
+        { type: AgUi.TOOL_CALL_START, toolCallId: call_id, toolCallName: tool },
+        { type: AgUi.TOOL_CALL_ARGS, toolCallId: call_id, delta: JSON.stringify(args) },
+        { type: AgUi.TOOL_CALL_END, toolCallId: call_id },
+      );
+      s = { ...s, startedCalls: [...s.startedCalls, call_id] };
+      break;
+    }
+    case 'TOOL_COMPLETED':
+    case 'TOOL_FAILED': {
+      const { call_id, tool } = e.payload;
+      // a call refused before it ran (denied, hard stop) has no TOOL_CALLED: it is shown as called, with its refusal
+      if (!s.startedCalls.includes(call_id)) {
+        out.push(
+          { type: AgUi.TOOL_CALL_START, toolCallId: call_id, toolCallName: tool },
+          { type: AgUi.TOOL_CALL_END, toolCallId: call_id },
+        );
+        s = { ...s, startedCalls: [...s.startedCalls, call_id] };
+      }
+      out.push({
+        type: AgUi.TOOL_CALL_RESULT,
+        messageId: `${call_id}-result-${e.sequence}`,
+        toolCallId: call_id,
+        role: 'tool',
+        content:
+          e.type === 'TOOL_COMPLETED'
+            ? contentOf(e.payload.result.output)
+            : `${e.payload.error_kind}: ${e.payload.error}`,
+      });
+      break;
+    }
+    case 'TASK_COMPLETED': {
+      const answer = e.payload.result;
+      if (answer && answer !== s.lastText) {
+        const messageId = `${state.frame.taskId}-answer`;
+        out.push(
+          { type: AgUi.TEXT_MESSAGE_START, messageId, role: 'assistant' },
+          { type: AgUi.TEXT_MESSAGE_CONTENT, messageId, delta: answer },
+          { type: AgUi.TEXT_MESSAGE_END, messageId },
+        );
+        s = { ...s, lastText: answer };
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  const published = s.task ? publishedOf(s.task) : null;
+  if (published) {
+    if (!before.published) out.push({ type: AgUi.STATE_SNAPSHOT, snapshot: published });
+    else {
+      const delta = stateDelta(before.published, published);
+      if (delta.length) out.push({ type: AgUi.STATE_DELTA, delta });
+    }
+    s = { ...s, published };
+  }
+  switch (e.type) {
+    case 'TASK_COMPLETED':
+      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'success' }, e.payload.result)], true);
+    case 'TASK_CANCELLED':
+      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'cancelled' })], true);
+    case 'TASK_FAILED':
+      return emit(
+        s,
+        [
+          ...out,
+          {
+            type: AgUi.RUN_ERROR,
+            message: e.payload.detail || e.payload.stop_reason,
+            code: e.payload.stop_reason,
+            ...usageField(s),
+          },
+        ],
+        true,
+      );
+    default:
+      return emit(s, out);
+  }
+}
+
+/**
+ * Ends the run on the task's pending requests: one interrupt each (outcome interrupt). Called when
+ * the task waits and the log holds nothing after the run's last event, and before an answer to a
+ * request the run asked. Nothing when the task is not waiting.
+ */
+export function finishParked(state: AgUiRunState): AgUiStep {
+  if (state.ended || !isAwaiting(state)) return { state, out: [] };
+  const interrupts = state.task!.pending_requests.map((p) => interruptOf(state.frame.taskId, p));
+  return emit(state, [...closeOpen(state), finished(state, { type: 'interrupt', interrupts })], true);
+}
+
+function interruptOf(taskId: string, p: PendingRequest): Interrupt {
+  const common = { task_id: taskId, request_id: p.request_id, call_id: p.call_id, tool: p.tool };
+  if (p.kind === 'permission')
+    return {
+      id: interruptIdOf(taskId, p.request_id),
+      reason: 'permission_required',
+      message: p.reason,
+      responseSchema: PERMISSION_ANSWER_SCHEMA,
+      metadata: {
+        ...common,
+        kind: 'permission',
+        args: p.args ?? {},
+        // what an allow_always answer would cover from now on
+        ...(p.covers ? { covers: p.covers } : {}),
+      },
+    };
+  return {
+    id: interruptIdOf(taskId, p.request_id),
+    reason: 'secret_required',
+    message: p.reason,
+    responseSchema: SECRET_ANSWER_SCHEMA,
+    metadata: { ...common, kind: 'secret', secret_name: p.secret_name ?? '' },
+  };
+}
+
+function fold(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
+  const asked =
+    e.type === 'TASK_AWAITING_PERMISSION' || e.type === 'TASK_AWAITING_SECRET'
+      ? { ...state.asked, [e.payload.request_id]: e.sequence }
+      : state.asked;
+  return { ...state, task: evolve(state.task, e), asked };
+}
+
+/** The open text message and steps closed: a run ends with none open. */
+function closeOpen(s: AgUiRunState): AgUiEvent[] {
+  return [
+    ...(s.text ? [{ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId } as AgUiEvent] : []),
+    ...s.openSteps.map((stepName) => ({ type: AgUi.STEP_FINISHED, stepName }) as AgUiEvent),
+  ];
+}
+
+function finished(s: AgUiRunState, outcome: RunFinishedEvent['outcome'], result?: string): AgUiEvent {
+  return {
+    type: AgUi.RUN_FINISHED,
+    threadId: s.frame.threadId,
+    runId: s.frame.runId,
+    outcome,
+    ...(result !== undefined ? { result } : {}),
+    ...usageField(s),
+  };
+}
+
+/** The tokens this run's model calls used (the task's since the run started), when there were any. */
+function usageField(s: AgUiRunState): { usage?: TokenUsage[] } {
+  const now = s.task?.usage;
+  if (!now) return {};
+  const start = s.usageAtStart;
+  const inputTokens = now.prompt_tokens - (start?.prompt_tokens ?? 0);
+  const outputTokens = now.completion_tokens - (start?.completion_tokens ?? 0);
+  if (inputTokens <= 0 && outputTokens <= 0) return {};
+  return { usage: [{ inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }] };
+}
+
+function emit(state: AgUiRunState, events: AgUiEvent[], ends = false): AgUiStep {
+  const out = events.map((event, i) => ({ id: `${state.seq}-${state.emittedAtSeq + i}`, event }));
+  return {
+    state: { ...state, emittedAtSeq: state.emittedAtSeq + events.length, ended: state.ended || ends },
+    out,
+  };
+}
+
+export function publishedOf(t: TaskState): AgUiTaskState {
+  return {
+    task_id: t.task_id,
+    status: t.status,
+    stop_reason: t.stop_reason,
+    result: t.result,
+    pending: t.pending_requests.map((p) => ({
+      request_id: p.request_id,
+      kind: p.kind,
+      tool: p.tool,
+      reason: p.reason,
+    })),
+    usage: {
+      rounds: t.usage.rounds,
+      tool_calls: t.usage.tool_calls,
+      model_calls: t.usage.model_calls,
+      total_tokens: t.usage.total_tokens,
+      cost_usd: t.usage.cost_usd,
+    },
+  };
+}
+
+/** A JSON Patch replacing each top-level field that changed. */
+export function stateDelta(
+  from: AgUiTaskState,
+  to: AgUiTaskState,
+): { op: 'replace'; path: string; value: unknown }[] {
+  return (Object.keys(to) as (keyof AgUiTaskState)[])
+    .filter((k) => canonicalJson(from[k]) !== canonicalJson(to[k]))
+    .map((k) => ({ op: 'replace', path: `/${k}`, value: to[k] }));
+}
+
+const contentOf = (output: unknown): string =>
+  typeof output === 'string' ? output : output === undefined ? '' : JSON.stringify(output);
