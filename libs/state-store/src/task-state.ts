@@ -214,8 +214,8 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TODO_ADDED':
     case 'TODO_UPDATED':
       return { ...s, status: progressed(s) };
-    case 'CHECKPOINT_SAVED':
     // outbound deliveries live in their own streams, never a task's
+    case 'CHECKPOINT_SAVED':
     case 'CALLBACK_REGISTERED':
     case 'CALLBACK_REMOVED':
     case 'DELIVERY_STARTED':
