@@ -6,6 +6,7 @@ import * as createMemoryEntries from './1795334683660-CreateMemoryEntries';
 import * as createProcesses from './1795334683670-CreateProcesses';
 import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 import * as createEventLogHead from './1795334683690-CreateEventLogHead';
+import * as addEventSchemaVersion from './1795334683741-AddEventSchemaVersion';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -26,6 +27,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683670-CreateProcesses': createProcesses,
   '1795334683680-CreateTaskLeases': createTaskLeases,
   '1795334683690-CreateEventLogHead': createEventLogHead,
+  '1795334683741-AddEventSchemaVersion': addEventSchemaVersion,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

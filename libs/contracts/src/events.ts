@@ -423,6 +423,8 @@ export type RuntimeEvent<T extends EventType = EventType> = {
     causation_id: string | null;
     correlation_id: string;
     created_at: string;
+    /** the version of the payload's shape (see event-versions.ts); served upcast to today's */
+    schema_version: number;
   };
 }[T];
 
@@ -452,6 +454,8 @@ export const RuntimeEventEnvelope = z.object({
   causation_id: Id.nullable(),
   correlation_id: Id,
   created_at: z.string(),
+  /** the payload's shape (see event-versions.ts): events are served in today's, upcast on read */
+  schema_version: z.number().int().positive(),
 });
 
 /**

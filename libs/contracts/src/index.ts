@@ -9,3 +9,4 @@ export * from './events';
 export * from './ids';
 export * from './module-options';
 export * from './mcp-tool-name';
+export * from './event-versions';

@@ -7,6 +7,7 @@ import {
   NewEvent,
   RuntimeEvent,
   ValidationError,
+  currentSchemaVersion,
   isFinalEventType,
   newId,
   parseEventBody,
@@ -210,6 +211,7 @@ export function buildEnvelopes(
       causation_id: e.causation_id,
       correlation_id: e.correlation_id ?? taskId,
       created_at: e.created_at ?? now,
+      schema_version: currentSchemaVersion(e.type),
     } as UnpositionedEvent;
   });
 }
@@ -245,9 +247,20 @@ export function decideAppend(
 
 /** The events table's columns an append inserts (the store assigns `position`), in the order of `eventRowValues`. */
 export const EVENT_INSERT_COLUMNS =
-  'event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at';
+  'event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at, schema_version';
 
-export type EventRowValues = [string, string, string, number, string, string, string | null, string, string];
+export type EventRowValues = [
+  string,
+  string,
+  string,
+  number,
+  string,
+  string,
+  string | null,
+  string,
+  string,
+  number,
+];
 
 /** An envelope's values for an INSERT into EVENT_INSERT_COLUMNS, the payload as JSON text. */
 export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
@@ -260,4 +273,5 @@ export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
   e.causation_id,
   e.correlation_id,
   e.created_at,
+  e.schema_version,
 ];

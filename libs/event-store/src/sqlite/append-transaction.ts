@@ -133,7 +133,9 @@ export class SqliteAppendTransaction {
                 (SELECT type FROM events WHERE task_id = ? ORDER BY sequence DESC LIMIT 1) AS last_type`,
       ),
       byId: raw.prepare('SELECT * FROM events WHERE event_id = ?'),
-      insert: raw.prepare(`INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insert: raw.prepare(
+        `INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
       begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),
       rollback: raw.prepare('ROLLBACK'),

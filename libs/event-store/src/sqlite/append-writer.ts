@@ -1,7 +1,7 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { RuntimeEvent } from '@runledger/contracts';
+import { RuntimeEvent, currentSchemaVersion } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { GroupOutcome, GroupRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
@@ -113,6 +113,7 @@ export function fromReply(request: GroupRequest, reply: OutcomeReply): GroupOutc
         causation_id: e.causation_id,
         correlation_id: a.correlation_id,
         created_at: a.created_at,
+        schema_version: currentSchemaVersion(e.type),
         position: a.position,
       } as RuntimeEvent;
     }),

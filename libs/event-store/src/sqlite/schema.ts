@@ -12,6 +12,8 @@ export interface EventsTable {
   causation_id: string | null;
   correlation_id: string;
   created_at: string;
+  /** the payload's shape when written; 1 for rows older than the column */
+  schema_version: number;
 }
 
 /**

@@ -25,7 +25,7 @@ import {
   WriterThreadOptions,
 } from './append-writer';
 import { SqliteHandle } from './open-sqlite';
-import { EventRow, RAW_EVENT_JSON, rowToEvent } from './rows';
+import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 
 export interface SqliteEventStoreOptions {
   /** read models updated inside every append transaction, in this order */
@@ -286,9 +286,9 @@ export class SqliteEventStore extends EventStore {
 
   /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
   override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
-    return (await streamQuery(this.handle.db, taskId, options)
-      .select(RAW_EVENT_COLUMNS)
-      .execute()) as RawEvent[];
+    return servedRaw(
+      (await streamQuery(this.handle.db, taskId, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[],
+    );
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
@@ -296,7 +296,9 @@ export class SqliteEventStore extends EventStore {
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
-    return (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[];
+    return servedRaw(
+      (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[],
+    );
   }
 
   override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {

@@ -6,6 +6,7 @@ import {
   NewEvent,
   RuntimeEvent,
   ValidationError,
+  currentSchemaVersion,
 } from '@runledger/contracts';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { EventBus } from '../event-bus';
@@ -51,6 +52,16 @@ export function runEventStoreConformance(name: string, factory: () => Promise<Co
         for (let i = 1; i < all.length; i++) expect(all[i].position).toBeGreaterThan(all[i - 1].position);
         expect(all.map((e) => e.task_id)).toEqual(['t1', 't1', 't1', 't2', 't1', 't1']);
         expect(await sut.head()).toEqual({ position: all[5].position, event_count: 6 });
+      });
+
+      it('stores and serves each event with its schema version, on every read path', async () => {
+        const appended = await sut.append('t1', [taskReceived(), outputChunk(0)], { expected: 'no_stream' });
+        const expected = appended.events.map((e) => currentSchemaVersion(e.type));
+        expect(appended.events.map((e) => e.schema_version)).toEqual(expected);
+        expect((await sut.readStream('t1')).map((e) => e.schema_version)).toEqual(expected);
+        expect((await sut.readAll()).map((e) => e.schema_version)).toEqual(expected);
+        const raw = await sut.readStreamRaw('t1');
+        expect(raw.map((r) => (JSON.parse(r.json) as RuntimeEvent).schema_version)).toEqual(expected);
       });
 
       it('returns positions, stored envelopes and the next expected sequence', async () => {

@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely } from 'kysely';
+import { Database } from '@runledger/event-store';
+import { TaskState } from '../task-state';
+
+/** A stored events row as a golden log keeps it: the payload as the JSON text it was written as. */
+export interface GoldenRow {
+  position: number;
+  event_id: string;
+  task_id: string;
+  session_id: string;
+  sequence: number;
+  type: string;
+  payload: string;
+  causation_id: string | null;
+  correlation_id: string;
+  created_at: string;
+  schema_version: number;
+}
+
+export interface GoldenLog {
+  name: string;
+  rows: GoldenRow[];
+  /** every task's state as the code that wrote the log folded it */
+  states: Record<string, TaskState>;
+}
+
+const FOLDER = join(__dirname, '..', '..', 'fixtures', 'event-logs');
+
+/**
+ * The committed golden logs: events as a release wrote them (`<name>.jsonl`, one stored row a line)
+ * and the state each task folded to then (`<name>.states.json`). Never regenerated: a new release
+ * whose events look different adds a log of its own beside them.
+ */
+export const GOLDEN_LOG_NAMES = ['log-v1'] as const;
+
+export function readGoldenLog(name: (typeof GOLDEN_LOG_NAMES)[number]): GoldenLog {
+  const rows = readFileSync(join(FOLDER, `${name}.jsonl`), 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as GoldenRow);
+  const states = JSON.parse(readFileSync(join(FOLDER, `${name}.states.json`), 'utf8')) as Record<
+    string,
+    TaskState
+  >;
+  return { name, rows, states };
+}
+
+/** Writes a golden log's rows into a migrated database as they were stored (their own schema versions). */
+export async function loadGoldenLog(db: Kysely<Database>, log: GoldenLog): Promise<void> {
+  for (let i = 0; i < log.rows.length; i += 200) {
+    const page = log.rows.slice(i, i + 200).map(({ position: _position, ...row }) => row);
+    await db.insertInto('events').values(page).execute();
+  }
+}
