@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnCli } from '@runledger/testing';
+import { servedUrl, spawnCli } from '@runledger/testing';
 
 const CONFIGURED = 'tok-admin-banner-0123456789abcdef';
 
@@ -25,14 +25,7 @@ async function serveOnce(
       ...env,
     },
   });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const deadline = Date.now() + 30_000;
-  let url: string | undefined;
-  while (!(url = /dashboard: (http:\/\/[^/\s]+)/.exec(stderr)?.[1])) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const url = await servedUrl(child);
   expect((await fetch(`${url}/health`)).status).toBe(200);
   child.kill('SIGTERM');
   const result = await done;

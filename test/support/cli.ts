@@ -34,6 +34,25 @@ export function spawnCli(
   return { child, done };
 }
 
+/** The address `runledger serve` prints on stderr once it listens; rejects when it exits or takes too long. */
+export async function servedUrl(child: ChildProcess, timeoutMs = 30_000): Promise<string> {
+  let stderr = '';
+  const read = (c: Buffer) => (stderr += c.toString('utf8'));
+  child.stderr!.on('data', read);
+  try {
+    const deadline = Date.now() + timeoutMs;
+    let url: string | undefined;
+    while (!(url = /dashboard: (http:\/\/[^/\s]+)/.exec(stderr)?.[1])) {
+      if (child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`server did not start: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return url;
+  } finally {
+    child.stderr!.off('data', read);
+  }
+}
+
 export const runCli = (
   args: readonly string[],
   options: { cwd: string; env?: Record<string, string> },

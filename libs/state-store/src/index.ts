@@ -10,3 +10,4 @@ export * from './lease-store';
 export * from './postgres/pg-task-state-store';
 export * from './in-memory-lease-store';
 export * from './sql-lease-store';
+export * from './log-verification';

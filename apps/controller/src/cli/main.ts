@@ -25,6 +25,7 @@ import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/sta
 import { McpClientManager } from '@runledger/tools';
 import { AppConfig, dataDirOf, loadConfig } from '../config';
 import { CliModule } from './cli.module';
+import { backupDatabase, verifyDatabase } from './backup';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
@@ -309,7 +310,10 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
   return EXIT.waiting;
 }
 
-async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io: CliOutput): Promise<number> {
+async function execute(
+  cmd: Exclude<CliCommand, { kind: 'help' | 'serve' | 'backup' | 'verify' }>,
+  io: CliOutput,
+): Promise<number> {
   const env = { ...process.env };
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
   const app = await NestFactory.createApplicationContext(
@@ -422,6 +426,37 @@ async function execute(cmd: Exclude<CliCommand, { kind: 'help' | 'serve' }>, io:
   }
 }
 
+/**
+ * Backup and verify work on the database alone, without booting the runtime: a server may be running
+ * on it (backup), or it is a copy nothing runs on (verify).
+ */
+async function maintain(
+  cmd: Extract<CliCommand, { kind: 'backup' | 'verify' }>,
+  io: CliOutput,
+): Promise<number> {
+  const config = loadConfig(process.env);
+  if (cmd.kind === 'backup') {
+    const result = await backupDatabase(config, cmd.file, process.cwd());
+    io.answer(
+      cmd.json
+        ? JSON.stringify({ backup: result })
+        : `backed up ${result.events} events to ${result.file} (${result.bytes} bytes)`,
+    );
+    return EXIT.completed;
+  }
+  const report = await verifyDatabase(config, cmd.target, process.cwd());
+  if (cmd.json) io.answer(JSON.stringify({ verify: report }));
+  else if (report.ok)
+    io.answer(
+      `verified ${cmd.target}: ${report.tasks} tasks in ${report.streams} streams, ${report.events} events; every task folds to its stored state`,
+    );
+  else {
+    for (const p of report.problems) io.progress(p.problem, 'red');
+    io.answer(`${cmd.target} failed verification: ${report.problems.length} problem(s)`);
+  }
+  return report.ok ? EXIT.completed : EXIT.ended;
+}
+
 export async function runCli(argv: readonly string[]): Promise<number> {
   const io = new CliOutput(process, process.env);
   let cmd: CliCommand;
@@ -441,6 +476,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return new Promise<number>(() => undefined);
   }
   try {
+    if (cmd.kind === 'backup' || cmd.kind === 'verify') return await maintain(cmd, io);
     return await execute(cmd, io);
   } catch (e) {
     io.error(e instanceof Error ? e.message : String(e));

@@ -39,6 +39,12 @@ describe('parseArgs (commander)', () => {
       force: false,
     });
     expect(parseArgs(['rebuild', '--json'])).toEqual({ kind: 'rebuild', json: true, force: false });
+    expect(parseArgs(['backup', 'copy.db'])).toEqual({ kind: 'backup', file: 'copy.db', json: false });
+    expect(parseArgs(['verify', 'copy.db', '--json'])).toEqual({
+      kind: 'verify',
+      target: 'copy.db',
+      json: true,
+    });
     expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
     expect(parseArgs(['replay', 't1', '--json'])).toEqual({
       kind: 'replay',
@@ -128,7 +134,18 @@ describe('parseArgs (commander)', () => {
 
     const global = help([]);
     expect(help(['--help'])).toBe(global);
-    for (const command of ['run', 'resume', 'resolve', 'replay', 'fork', 'cancel', 'rebuild', 'serve'])
+    for (const command of [
+      'run',
+      'resume',
+      'resolve',
+      'replay',
+      'fork',
+      'cancel',
+      'rebuild',
+      'backup',
+      'verify',
+      'serve',
+    ])
       expect(global).toMatch(new RegExp(`^  ${command} `, 'm'));
     expect(global).toContain('2  bad usage');
     expect(global).not.toContain('--budget');

@@ -31,6 +31,8 @@ export type CliCommand =
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
+  | { kind: 'backup'; file: string; json: boolean }
+  | { kind: 'verify'; target: string; json: boolean }
   | { kind: 'serve' }
   | { kind: 'mcp_list'; json: boolean }
   /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
@@ -247,6 +249,26 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .addOption(option.json())
     .addOption(option.force('rebuild even while another runledger process has the database open'))
     .action((f: Flags) => done({ kind: 'rebuild', json: Boolean(f.json), force: Boolean(f.force) }));
+
+  program
+    .command('backup')
+    .summary('copy the SQLite database to a file while the server runs')
+    .description(
+      "Copy the SQLite database (RUNLEDGER_DB) to <file> with SQLite's online backup: a consistent copy taken while the server keeps writing. The file must not exist yet. On PostgreSQL use pg_dump (see docs/backup.md).",
+    )
+    .argument('<file>', 'where the copy goes (a new file)')
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((file: string, f: Flags) => done({ kind: 'backup', file, json: Boolean(f.json) }));
+
+  program
+    .command('verify')
+    .summary('check a backup (or any database): every task folds to its stored state')
+    .description(
+      'Open a SQLite file read-only (or a postgres:// URL), fold every task of its log and compare the fold with its row in the task projection; check that sequences have no gaps, positions rise and every payload parses. Exit 0 when all holds, 1 otherwise.',
+    )
+    .argument('<target>', 'a SQLite file, or a postgres:// URL (schema: RUNLEDGER_PG_SCHEMA)')
+    .addOption(new Option('--json', 'print the report as one JSON line on stdout'))
+    .action((target: string, f: Flags) => done({ kind: 'verify', target, json: Boolean(f.json) }));
 
   program
     .command('mcp')

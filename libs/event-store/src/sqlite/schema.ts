@@ -13,7 +13,7 @@ export interface EventsTable {
   correlation_id: string;
   created_at: string;
   /** the payload's shape when written; 1 for rows older than the column */
-  schema_version: number;
+  schema_version: Generated<number>;
 }
 
 /**

@@ -1,0 +1,114 @@
+import { RuntimeEvent, canonicalJson, parseEventBody } from '@runledger/contracts';
+import { Database, rowToEvent } from '@runledger/event-store';
+import { Kysely } from 'kysely';
+import { StateStoreDatabase, StateStoreTables } from './schema';
+import { TASK_COLUMNS, TaskRow, foldRun, stateToRow } from './task-state-store';
+
+/** One thing a verification found wrong, about one stream (or the log as a whole: task_id null). */
+export interface LogProblem {
+  task_id: string | null;
+  problem: string;
+}
+
+export interface LogVerification {
+  ok: boolean;
+  /** streams read (tasks and system streams) */
+  streams: number;
+  /** streams that are tasks, each folded and compared with its row */
+  tasks: number;
+  events: number;
+  problems: LogProblem[];
+}
+
+/** Problems beyond this many are counted, not listed. */
+const MAX_LISTED = 100;
+
+/** What is wrong with one stream read in sequence order, its events and its stored row. */
+export function streamProblems(
+  taskId: string,
+  events: readonly RuntimeEvent[],
+  row: TaskRow | undefined,
+): string[] {
+  const problems: string[] = [];
+  events.forEach((e, i) => {
+    if (e.sequence !== i + 1) problems.push(`sequence ${e.sequence} where ${i + 1} was due`);
+    if (i > 0 && e.position <= events[i - 1].position)
+      problems.push(
+        `position ${e.position} at sequence ${e.sequence} does not follow ${events[i - 1].position}`,
+      );
+    try {
+      parseEventBody(e);
+    } catch (err) {
+      problems.push(`event ${e.event_id} (${e.type}) does not parse: ${(err as Error).message}`);
+    }
+  });
+  let folded: ReturnType<typeof foldRun> = null;
+  try {
+    folded = foldRun(undefined, events);
+  } catch (err) {
+    problems.push(`the stream does not fold: ${(err as Error).message}`);
+  }
+  if (folded === null && row !== undefined) problems.push('a task row for a stream that is not a task');
+  if (folded !== null && row === undefined) problems.push('no task row for the task');
+  if (folded !== null && row !== undefined) {
+    const want = stateToRow(folded);
+    const differ = TASK_COLUMNS.filter((c) => canonicalJson(want[c]) !== canonicalJson(row[c]));
+    if (differ.length > 0)
+      problems.push(`its row differs from the fold of its events in ${differ.join(', ')}`);
+  }
+  return problems.map((p) => `${taskId}: ${p}`);
+}
+
+/**
+ * Reads a whole log (a backup, a restored database) stream by stream, folds every task and compares
+ * the fold with its row in the `tasks` projection; checks that sequences are gap-free, positions
+ * rise and every payload parses with today's catalogue. Reads only: works on a read-only
+ * connection, SQLite or PostgreSQL.
+ */
+export async function verifyLog(db: Kysely<Database>, pageSize = 500): Promise<LogVerification> {
+  const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
+  const problems: LogProblem[] = [];
+  let unlisted = 0;
+  const report = (task_id: string | null, problem: string) =>
+    problems.length < MAX_LISTED ? problems.push({ task_id, problem }) : unlisted++;
+  let streams = 0;
+  let tasks = 0;
+  let events = 0;
+  const seen = new Set<string>();
+  for (let after = ''; ;) {
+    const ids = (
+      await db
+        .selectFrom('events')
+        .select('task_id')
+        .distinct()
+        .where('task_id', '>', after)
+        .orderBy('task_id')
+        .limit(pageSize)
+        .execute()
+    ).map((r) => r.task_id);
+    if (ids.length === 0) break;
+    after = ids[ids.length - 1];
+    const rows = new Map(
+      (await tdb.selectFrom('tasks').selectAll().where('task_id', 'in', ids).execute()).map((r) => [
+        r.task_id,
+        r as TaskRow,
+      ]),
+    );
+    for (const id of ids) {
+      const stream = (
+        await db.selectFrom('events').selectAll().where('task_id', '=', id).orderBy('sequence').execute()
+      ).map(rowToEvent);
+      streams++;
+      events += stream.length;
+      seen.add(id);
+      const row = rows.get(id);
+      if (stream[0]?.type === 'TASK_RECEIVED') tasks++;
+      for (const p of streamProblems(id, stream, row)) report(id, p);
+    }
+  }
+  const orphans = await tdb.selectFrom('tasks').select('task_id').execute();
+  for (const { task_id } of orphans)
+    if (!seen.has(task_id)) report(task_id, `${task_id}: a task row without a single event`);
+  if (unlisted > 0) report(null, `${unlisted} more problems not listed`);
+  return { ok: problems.length === 0, streams, tasks, events, problems };
+}
