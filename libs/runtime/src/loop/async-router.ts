@@ -415,12 +415,17 @@ export class AsyncRouter {
     signal: AbortSignal,
     fallback: Fallback | null,
   ): Promise<RouterOutcome> {
+    const request = this.request(ctx.messages, ctx, signal);
     const res = await this.gateway.call({
       writer,
       backend: this.models.sysUtil,
       role: 'orchestrator',
       round,
-      request: this.request(ctx.messages, ctx, signal),
+      // after a configured model failed, sys_util says so rather than that no model is configured
+      request:
+        fallback?.from != null && request.view
+          ? { ...request, view: { ...request.view, fallback_reason: fallback.reason } }
+          : request,
     });
     const parsed = parseDirective(res.content);
     if (!parsed.ok)

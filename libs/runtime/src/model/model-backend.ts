@@ -46,6 +46,8 @@ export interface HistoryItem {
 export interface PromptView {
   input: string;
   history: HistoryItem[];
+  /** why the configured model is not answering this call (sys_util stands in for it), if it is a fallback */
+  fallback_reason?: string;
 }
 
 export interface ModelRequest {

@@ -14,15 +14,25 @@ export { SYS_UTIL };
 /** finish_reason of a sys_util answer that did not understand its input (the help text) */
 export const NOT_UNDERSTOOD = 'not_understood';
 
-export const SYS_UTIL_HELP = [
-  'No model is configured, so I only understand these commands:',
+/** What sys_util understands; opened by why no model answers: none configured, or the one configured failed. */
+export const sysUtilHelp = (fallbackReason?: string): string =>
+  [
+    fallbackReason
+      ? `The model could not answer (${fallbackReason}), so I only understand these commands:`
+      : 'No model is configured, so I only understand these commands:',
+    ...HELP_COMMANDS,
+  ].join('\n');
+
+const HELP_COMMANDS = [
   '  run <command>  (or  $ <command>)   run a shell command',
   '  read <path>                          read a file',
   '  write <path>: <text>                 write a file',
   '  remember <text> / recall <query>     store / search memory',
   '  A then B                             do A, then B',
   'To use a model, set RUNLEDGER_MODEL=openai with OPENAI_BASE_URL, OPENAI_API_KEY and RUNLEDGER_MODEL_ORCHESTRATOR.',
-].join('\n');
+];
+
+export const SYS_UTIL_HELP = sysUtilHelp();
 
 type Intent = { tool: string; args: Record<string, unknown> };
 
@@ -63,7 +73,7 @@ export function sysUtilDecide(view: PromptView): SysUtilDecision {
   const parts = view.input.split(/\s+then\s+/i).filter((p) => p.trim().length > 0);
   const intents = parts.map(parseIntent);
   if (parts.length === 0 || intents.some((i) => i === null))
-    return { directive: { type: 'respond', content: SYS_UTIL_HELP }, understood: false };
+    return { directive: { type: 'respond', content: sysUtilHelp(view.fallback_reason) }, understood: false };
   const found = intents as Intent[];
   if (found.length === 1)
     return { directive: { type: 'tool', tool: found[0].tool, args: found[0].args }, understood: true };

@@ -17,6 +17,8 @@ import {
 import { PermissionService, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolInputRequired, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from '../model/scripted-backend';
+import { ModelBackend, ModelRequest, ModelResponse } from '../model/model-backend';
+import { SYS_UTIL } from '../model/sys-util-name';
 import { RetrySettings } from '../discipline/settings';
 import { elicitedCall } from '../log/progress';
 import { rawChunksFor } from '../loop/respond-stream';
@@ -69,6 +71,36 @@ export class ReplayBackend extends ScriptedBackend {
     const [first] = events;
     if (first?.type === 'TASK_RECEIVED') replay.recordedProtocol = first.payload.settings?.model_protocol;
     return replay;
+  }
+}
+
+/**
+ * sys_util as the recording's fallbacks met it: its recorded answers given as
+ * sys_util gives them, in process and as JSON directives with no native tool
+ * calls, whatever protocol the recorded model spoke (the model's replay itself
+ * would answer as that model, with tool_calls). It draws from the replay's one
+ * list per role under the replay's adapter name, so the call cursor counts
+ * the model's calls and sys_util's together, in the recorded order.
+ */
+export class ReplayedSysUtil extends ModelBackend {
+  readonly backend: string;
+
+  constructor(private readonly recorded: ReplayBackend) {
+    super();
+    this.backend = recorded.backend;
+  }
+
+  override get answersInProcess(): boolean {
+    return true;
+  }
+
+  modelFor(role: Role): string | null {
+    return role === 'orchestrator' ? SYS_UTIL : null;
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    const { tool_calls: _none, ...answer } = await this.recorded.complete(request);
+    return answer;
   }
 }
 

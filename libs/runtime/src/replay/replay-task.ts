@@ -12,6 +12,7 @@ import { RecordedChildTasks } from '../delegation/child-tasks';
 import { TaskProgress, elicitedCall } from '../log/progress';
 import {
   ReplayBackend,
+  ReplayedSysUtil,
   ReplayMemoryRecall,
   ReplayPermissionPolicy,
   ReplayToolRegistry,
@@ -70,7 +71,7 @@ export async function runReplay(
       permissions: new ReplayPermissionPolicy(events),
       model: primary === undefined ? backend : new LabelledBackend(backend, primary),
       fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
-      sysUtil: backend,
+      sysUtil: new ReplayedSysUtil(backend),
       rng: recordedJitter(events, shaping.discipline?.retry, options.rng),
       // The live hooks (critic + memory write policy) are not run: the critic is reproduced
       // from the log and memory is not written (see replayCriticHook).

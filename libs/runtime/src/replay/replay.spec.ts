@@ -96,6 +96,33 @@ describe('replayTask', () => {
     expect(replayed.find((e) => e.type === 'ROUTER_DECIDED')?.payload).toMatchObject({ source: 'sys_util' });
   });
 
+  it('a tools-protocol model that fell back to sys_util replays event for event, the model still asked natively', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [
+        { error: 'provider_error' },
+        { content: 'echoed, done', tool_calls: [] },
+        { content: 'spare', tool_calls: [] },
+      ],
+    });
+    const id = await record(model, 'run echo fallback');
+    const replayed = await expectSameRun(id);
+    expect(replayed.find((e) => e.type === 'ROUTER_DECIDED')?.payload).toMatchObject({ source: 'sys_util' });
+    expect(replayed.filter((e) => e.type === 'MODEL_CALLED').length).toBeGreaterThan(2);
+  });
+
+  it("after a fallback sys_util's help says the model could not answer, never that none is configured; it replays", async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [{ error: 'provider_error', message: 'upstream 502' }],
+    });
+    const id = await record(model, 'what is the capital of France?');
+    const replayed = await expectSameRun(id);
+    const answers = replayed.filter((e) => e.type === 'MODEL_RESPONDED' && e.payload.model === 'sys_util');
+    expect(answers).toHaveLength(1);
+    const help = answers[0].type === 'MODEL_RESPONDED' ? String(answers[0].payload.content) : '';
+    expect(help).toContain('The model could not answer');
+    expect(help).not.toContain('No model is configured');
+  });
+
   it('a denied call is denied again in the replay', async () => {
     const model = new ScriptedBackend({
       orchestrator: [
