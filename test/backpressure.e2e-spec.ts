@@ -53,3 +53,47 @@ describe('POST /tasks under backpressure', () => {
     expect((await waitForTask(h, retried.body.task_id)).result).toBe('finished');
   });
 });
+
+describe('POST /tasks bursts at the default limits', () => {
+  let h: ApiHarness;
+  let model: GatedBackend;
+
+  beforeEach(async () => {
+    model = new GatedBackend('finished');
+    // the shipped loop limits, which the harness otherwise turns off
+    h = await bootApi(
+      {
+        RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '250',
+        RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '0.9',
+        RUNLEDGER_TASK_START_LOOP_UTILIZATION: '0.5',
+      },
+      { overrides: [[ModelBackend, model]] },
+    );
+  });
+
+  afterEach(async () => {
+    model.release();
+    await h.close();
+  });
+
+  it('accepts back-to-back bursts of 50 concurrent submissions, and answers 50 identical ones with one Idempotency-Key', async () => {
+    for (let burst = 0; burst < 3; burst++) {
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          h.request('POST', '/tasks', { body: { input: `burst ${burst}, task ${i}` } }),
+        ),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(50).fill(202));
+    }
+    const keyed = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        h.request('POST', '/tasks', {
+          body: { input: 'the same request' },
+          headers: { 'idempotency-key': 'one-key' },
+        }),
+      ),
+    );
+    expect(keyed.map((a) => a.status)).toEqual(Array(50).fill(202));
+    expect(new Set(keyed.map((a) => a.body.task_id)).size).toBe(1);
+  });
+});

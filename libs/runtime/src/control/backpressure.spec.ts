@@ -83,8 +83,6 @@ describe('RuntimeController backpressure', () => {
   };
   const receivedCount = async () =>
     (await temp.store.readAll({ after_position: 0, types: ['TASK_RECEIVED'] })).length;
-  const statusOf = async (runtime: TestRuntime['runtime'], taskId: string) =>
-    (await runtime.progress(taskId)).status;
 
   it('answers once TASK_RECEIVED is durable, queues beyond the run slots, and refuses a full queue (429) without writing', async () => {
     const model = new GatedBackend();
@@ -110,26 +108,44 @@ describe('RuntimeController backpressure', () => {
     expect((await sut.submit({ input: 'five' }, { source: 'api' })).status).toBe('queued');
   });
 
-  it('refuses a submission (503) while the event loop lags beyond the limit, and takes it again once it recovers', async () => {
+  /** a task running (held by the model) and `queued` more in the queue, queued this long ago */
+  const busyQueue = async (model: GatedBackend, queued: string[]) => {
+    const sut = running!.runtime;
+    const first = await sut.submit({ input: 'runs' }, { source: 'api' });
+    const rest = [];
+    for (const input of queued) rest.push(await sut.submit({ input }, { source: 'api' }));
+    return [first, ...rest];
+  };
+
+  it('refuses a submission (503) while the event loop lags beyond the limit and the queue is not absorbed, and takes it again once it is', async () => {
     const loopDelay = new FixedLoopLoad();
-    const sut = await start({ loopLoad: loopDelay });
+    const model = new GatedBackend();
+    const sut = await start({ loopLoad: loopDelay, model, limits: { maxStartWaitMs: 100 } });
+    await busyQueue(model, ['queued']);
     loopDelay.ms = 450;
+    // the queued task has waited less than maxStartWaitMs: the queue is being absorbed
+    expect((await sut.submit({ input: 'absorbed' }, { source: 'api' })).created).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 120));
     await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
       code: 'overloaded',
       details: { loop_delay_ms: 450, max_loop_delay_ms: 200, retry_after_s: 1 },
     });
     await temp.store.append('task_src', [received('source')], { expected: 'no_stream' });
     await expect(sut.fork('task_src', 1)).rejects.toBeInstanceOf(OverloadedError);
-    expect(await receivedCount()).toBe(1);
+    expect(await receivedCount()).toBe(4);
 
     loopDelay.ms = 150;
     expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
-    expect(await receivedCount()).toBe(2);
+    expect(await receivedCount()).toBe(5);
+    model.release();
   });
 
-  it('refuses a submission (503) while the event loop has no time left, though it is never late by much', async () => {
+  it('refuses a submission (503) while the event loop has no time left and the queue is not absorbed, though it is never late by much', async () => {
     const loopLoad = new FixedLoopLoad();
-    const sut = await start({ loopLoad });
+    const model = new GatedBackend();
+    const sut = await start({ loopLoad, model, limits: { maxStartWaitMs: 100 } });
+    await busyQueue(model, ['queued']);
+    await new Promise((resolve) => setTimeout(resolve, 120));
     loopLoad.ms = 30;
     loopLoad.busy = 0.97;
     await expect(sut.submit({ input: 'now' }, { source: 'api' })).rejects.toMatchObject({
@@ -137,9 +153,56 @@ describe('RuntimeController backpressure', () => {
       message: expect.stringMatching(/busy 97% of the time, at most 90%/),
       details: { loop_utilization: 0.97, max_loop_utilization: 0.9, retry_after_s: 1 },
     });
-    expect(await receivedCount()).toBe(0);
+    expect(await receivedCount()).toBe(2);
     loopLoad.busy = 0.6;
     expect((await sut.submit({ input: 'later' }, { source: 'api' })).created).toBe(true);
+    model.release();
+  });
+
+  it('accepts a burst of 50 concurrent submissions while the loop reads saturated, the queue being new', async () => {
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.ms = 450;
+    loopLoad.busy = 0.97;
+    const model = new GatedBackend();
+    const sut = await start({ loopLoad, model, concurrency: 2 });
+    const burst = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, i) => sut.submit({ input: `burst ${i}` }, { source: 'api' })),
+    );
+    expect(burst.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(await receivedCount()).toBe(50);
+    model.release();
+  });
+
+  it('never refuses a sequential client while the loop is busy with its tasks', async () => {
+    const loopLoad = new FixedLoopLoad();
+    loopLoad.ms = 450;
+    loopLoad.busy = 0.97;
+    const respond = JSON.stringify({ type: 'respond', content: 'done' });
+    const sut = await start({
+      loopLoad,
+      model: new ScriptedBackend({ orchestrator: [respond] }),
+    });
+    for (let i = 0; i < 10; i++) {
+      const { task_id } = await sut.submit({ input: `one after another ${i}` }, { source: 'api' });
+      expect((await sut.settled(task_id)).status).toBe('completed');
+    }
+  });
+
+  it('answers 50 identical requests with one idempotency key from the record, though the queue is full', async () => {
+    const model = new GatedBackend();
+    const sut = await start({ model, limits: { maxQueued: 2 } });
+    const keyed = await sut.submit({ input: 'keyed' }, { source: 'api', idempotency_key: 'k-50' });
+    await sut.submit({ input: 'queued 1' }, { source: 'api' });
+    await sut.submit({ input: 'queued 2' }, { source: 'api' });
+    await expect(sut.submit({ input: 'full' }, { source: 'api' })).rejects.toBeInstanceOf(QueueFullError);
+    const again = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        sut.submit({ input: 'keyed' }, { source: 'api', idempotency_key: 'k-50' }),
+      ),
+    );
+    expect(again.every((r) => r.task_id === keyed.task_id && !r.created)).toBe(true);
+    expect(await receivedCount()).toBe(3);
+    model.release();
   });
 
   it('refuses a submission (503) while too many others still wait for their TASK_RECEIVED to be durable', async () => {
@@ -186,80 +249,90 @@ describe('RuntimeController backpressure', () => {
     expect(await receivedCount()).toBe(3);
   });
 
-  it('holds queued tasks back while the loop lags and a task runs, then starts them', async () => {
+  /** appends of TASK_RECEIVED for `input` wait until the returned commit is called */
+  const slowSubmission = (input: string) => {
+    let commit!: () => void;
+    const slowDisk = new Promise<void>((resolve) => (commit = resolve));
+    const store = temp.store;
+    const append = store.append.bind(store);
+    store.append = async (...args: Parameters<typeof append>) => {
+      const [first] = args[1];
+      if (first?.type === 'TASK_RECEIVED' && first.payload.input === input) await slowDisk;
+      return append(...args);
+    };
+    return commit;
+  };
+  const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+  const eventually = async (taskId: string) => {
+    for (const until = Date.now() + 5_000; !(await started(taskId));) {
+      if (Date.now() > until) throw new Error(`${taskId} did not start`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  it('with no submission waiting, a lagging loop holds no queued task: they start up to the run slots', async () => {
     await temp.store.append('task_a', [received('a')], { expected: 'no_stream' });
     await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
     const loopDelay = new FixedLoopLoad();
     loopDelay.ms = 1000;
+    loopDelay.busy = 1;
     const model = new GatedBackend();
     const sut = await start({ model, loopLoad: loopDelay, concurrency: 2 });
     expect(await sut.resumeUnfinished()).toEqual(['task_a', 'task_b']);
-    // task_a started (one task always runs); task_b waits for the loop to recover
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect((await temp.store.readWholeStream('task_a')).length).toBeGreaterThan(1);
-    expect((await temp.store.readWholeStream('task_b')).length).toBe(1);
-
-    loopDelay.ms = 0;
+    await eventually('task_a');
+    await eventually('task_b');
     model.release();
-    expect((await sut.settled('task_b')).status).toBe('completed');
-    expect(await statusOf(sut, 'task_a')).toBe('completed');
+    for (const id of ['task_a', 'task_b']) expect((await sut.settled(id)).status).toBe('completed');
   });
 
-  it('holds queued tasks back while submissions arrive and the loop is busier than the start limit, and starts them while it is not', async () => {
-    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
-    const eventually = async (taskId: string) => {
-      for (const until = Date.now() + 5_000; !(await started(taskId));) {
-        if (Date.now() > until) throw new Error(`${taskId} did not start`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
+  it('holds queued tasks back while a submission waits and the loop is busier than the start limit, and starts them once none waits', async () => {
     const loopLoad = new FixedLoopLoad();
     loopLoad.busy = 0.7;
     const model = new GatedBackend();
     const sut = await start({ model, loopLoad, concurrency: 3 });
     const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    // a lone client's next task starts at once, however busy the loop
     const b = await sut.submit({ input: 'b' }, { source: 'api' });
-    // task a starts (one task always runs); b waits: the submissions keep the loop's headroom
     await eventually(a.task_id);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await started(b.task_id)).toBe(false);
-
-    loopLoad.busy = 0.4;
     await eventually(b.task_id);
 
-    // as busy as before, but no submission came for a while: a resumed task starts
-    loopLoad.busy = 0.7;
+    const commit = slowSubmission('waits');
+    const waiting = sut.submit({ input: 'waits' }, { source: 'api' });
     await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
-    await new Promise((resolve) => setTimeout(resolve, 600));
     expect(await sut.resumeUnfinished()).toEqual(['task_c']);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await started('task_c')).toBe(false);
+
+    commit();
+    const submitted = await waiting;
     await eventually('task_c');
     model.release();
-    for (const id of [a.task_id, b.task_id, 'task_c'])
+    for (const id of [a.task_id, b.task_id, 'task_c', submitted.task_id])
       expect((await sut.settled(id)).status).toBe('completed');
   });
 
-  it('holds a queued task back for the submissions at most maxStartWaitMs: then it starts though they keep coming', async () => {
-    const started = async (taskId: string) => (await temp.store.readWholeStream(taskId)).length > 1;
+  it('holds a queued task back for a waiting submission at most maxStartWaitMs: then it starts though the submission still waits', async () => {
     const loopLoad = new FixedLoopLoad();
     loopLoad.busy = 0.7;
     const model = new GatedBackend();
     const sut = await start({ model, loopLoad, concurrency: 3, limits: { maxStartWaitMs: 400 } });
     const a = await sut.submit({ input: 'a' }, { source: 'api' });
+    const commit = slowSubmission('waits');
+    const waiting = sut.submit({ input: 'waits' }, { source: 'api' });
+    await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
     const queuedAt = Date.now();
-    const b = await sut.submit({ input: 'b' }, { source: 'api' });
-    const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
-    try {
-      while (!(await started(b.task_id))) {
-        if (Date.now() - queuedAt > 5_000) throw new Error('b did not start');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      // held while it had waited less than the bound (timers fire at most a millisecond early)
-      expect(Date.now() - queuedAt).toBeGreaterThanOrEqual(400 - 1);
-    } finally {
-      clearInterval(keepSubmitting);
+    expect(await sut.resumeUnfinished()).toEqual(['task_b']);
+    while (!(await started('task_b'))) {
+      if (Date.now() - queuedAt > 5_000) throw new Error('b did not start');
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    // held while it had waited less than the bound (timers fire at most a millisecond early)
+    expect(Date.now() - queuedAt).toBeGreaterThanOrEqual(400 - 1);
+    commit();
+    const submitted = await waiting;
     model.release();
-    for (const id of [a.task_id, b.task_id]) expect((await sut.settled(id)).status).toBe('completed');
+    for (const id of [a.task_id, 'task_b', submitted.task_id])
+      expect((await sut.settled(id)).status).toBe('completed');
   });
 
   it('while submissions arrive and the loop is busier than the start limit, running tasks take turns: one step per PACED_STEP_MS', async () => {
@@ -272,7 +345,8 @@ describe('RuntimeController backpressure', () => {
     });
     const sut = await start({ model, loopLoad, concurrency: 1 });
     const { task_id } = await sut.submit({ input: 'four rounds' }, { source: 'api' });
-    // submissions keep arriving while it runs
+    // submissions keep arriving while it runs, and the queue grows
+    for (const input of ['noise 1', 'noise 2', 'noise 3']) void sut.submit({ input }, { source: 'api' });
     const keepSubmitting = setInterval(() => void sut.submit({ input: 'noise' }, { source: 'api' }), 50);
     try {
       expect((await sut.settled(task_id)).status).toBe('completed');
@@ -382,57 +456,89 @@ describe('SubmissionPacing', () => {
   });
   const limits = { maxLoopUtilizationForStarts: 0.5, maxStartWaitMs: 0 };
   const open = new AbortController().signal;
+  /** a queue the test sets: `waiting` submissions on their way to the store, `length` queued tasks */
+  const queue = (o: { waiting?: number; length?: number; oldestQueuedAt?: number | null } = {}) => {
+    const q = { waiting: 1, length: 0, oldestQueuedAt: null as number | null, ...o };
+    return {
+      q,
+      reading: {
+        oldestQueuedAt: () => q.oldestQueuedAt,
+        length: () => q.length,
+        submissionsWaiting: () => q.waiting,
+        allowance: 2,
+      },
+    };
+  };
+  const pacing = (
+    l: typeof limits | null,
+    source: LoopLoadSource,
+    now?: () => number,
+    o?: Parameters<typeof queue>[0],
+  ) => {
+    const sut = new SubmissionPacing(l, source, now);
+    const { q, reading } = queue(o);
+    sut.watchQueue(reading);
+    return { sut, q };
+  };
 
-  it('lets every step through at once while no submission came lately, or the loop has headroom', async () => {
+  it('lets every step through at once while no submission waits, or the loop has headroom', async () => {
     let now = 1_000;
-    const sut = new SubmissionPacing(limits, load(0.9), () => now);
-    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    const { sut, q } = pacing(limits, load(0.9), () => now);
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    q.waiting = 0;
     await Promise.all([sut.beforeStep(open), sut.beforeStep(open), sut.beforeStep(open)]);
     sut.submitted();
+    // a submission came and was answered, and the queue holds its level: a lone client is not paced
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    q.length = 2;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    // the queue rose more than its allowance above its recent low while submissions came: they wait
+    q.length = 3;
     expect(sut.submissionsNeedTheLoop()).toBe(true);
     now += SUBMISSIONS_RECENT_MS;
     expect(sut.submissionsNeedTheLoop()).toBe(false);
 
-    const idle = new SubmissionPacing(limits, load(0.9, 0.3));
-    idle.submitted();
     // the recent reading decides when the source has one
-    expect(idle.submissionsNeedTheLoop()).toBe(false);
+    expect(pacing(limits, load(0.9, 0.3)).sut.submissionsNeedTheLoop()).toBe(false);
     // a submission waits for the loop, then for the commit thread: their shares add up
-    const threaded = new SubmissionPacing(limits, load(0.9, 0.3, 0.3));
-    threaded.submitted();
-    expect(threaded.submissionsNeedTheLoop()).toBe(true);
-    const threadIdle = new SubmissionPacing(limits, load(0.9, 0.3, 0.1));
-    threadIdle.submitted();
-    expect(threadIdle.submissionsNeedTheLoop()).toBe(false);
+    expect(pacing(limits, load(0.9, 0.3, 0.3)).sut.submissionsNeedTheLoop()).toBe(true);
+    expect(pacing(limits, load(0.9, 0.3, 0.1)).sut.submissionsNeedTheLoop()).toBe(false);
     for (const off of [
-      new SubmissionPacing(null, load(1)),
-      new SubmissionPacing({ maxLoopUtilizationForStarts: 1, maxStartWaitMs: 0 }, load(1)),
-    ]) {
-      off.submitted();
+      pacing(null, load(1)).sut,
+      pacing({ maxLoopUtilizationForStarts: 1, maxStartWaitMs: 0 }, load(1)).sut,
+    ])
       expect(off.submissionsNeedTheLoop()).toBe(false);
+  });
+
+  it('a steady queue is no growth: its level over the last SUBMISSIONS_RECENT_MS is its low', () => {
+    let now = 1_000;
+    const { sut, q } = pacing(limits, load(0.9), () => now, { waiting: 0, length: 12 });
+    for (let i = 0; i < 20; i++) {
+      q.length = 11 + (i % 2);
+      sut.submitted();
+      now += 50;
+      expect(sut.submissionsNeedTheLoop()).toBe(false);
     }
   });
 
   it('once the oldest queued task has waited maxStartWaitMs, submissions no longer hold tasks', () => {
     let now = 1_000;
-    const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.9), () => now);
-    let queuedAt: number | null = null;
-    sut.watchQueue(() => queuedAt);
-    sut.submitted();
+    const { sut, q } = pacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.9), () => now);
     expect(sut.submissionsNeedTheLoop()).toBe(true);
-    queuedAt = now - 999;
+    q.oldestQueuedAt = now - 999;
     expect(sut.submissionsNeedTheLoop()).toBe(true);
-    queuedAt = now - 1_000;
+    expect(sut.oldestWaitMs()).toBe(999);
+    q.oldestQueuedAt = now - 1_000;
     expect(sut.submissionsNeedTheLoop()).toBe(false);
-    queuedAt = null;
+    q.oldestQueuedAt = null;
     now += 1;
     expect(sut.submissionsNeedTheLoop()).toBe(true);
   });
 
   it('steps come closer as the oldest queued task nears maxStartWaitMs', async () => {
     const sut = new SubmissionPacing({ ...limits, maxStartWaitMs: 1_000 }, load(0.2, 0.8));
-    sut.watchQueue(() => performance.now() - 750);
-    sut.submitted();
+    const { reading } = queue();
+    sut.watchQueue({ ...reading, oldestQueuedAt: () => performance.now() - 750 });
     const started = performance.now();
     await Promise.all([0, 1, 2, 3, 4].map(() => sut.beforeStep(open)));
     // a quarter of the bound left: a quarter of PACED_STEP_MS between two steps (four gaps: 20 ms, not 80)
@@ -440,8 +546,7 @@ describe('SubmissionPacing', () => {
   });
 
   it('while submissions need the loop, lets one step through per PACED_STEP_MS among all tasks; an abort ends the wait', async () => {
-    const sut = new SubmissionPacing(limits, load(0.2, 0.8));
-    sut.submitted();
+    const { sut } = pacing(limits, load(0.2, 0.8));
     const passed: number[] = [];
     const started = performance.now();
     await Promise.all(

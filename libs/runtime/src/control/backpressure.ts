@@ -8,19 +8,20 @@ export interface BackpressureLimits {
   /** submissions whose TASK_RECEIVED is not durable yet before a submission is refused (OverloadedError) */
   maxPendingSubmissions: number;
   /**
-   * sustained event-loop delay, ms, above which a submission is refused (OverloadedError) and no
-   * further task starts while one runs; 0: the loop is not watched
+   * sustained event-loop delay, ms, above which a submission is refused (OverloadedError) while the
+   * queue is not absorbed (its oldest task has waited maxStartWaitMs, 5 s without that bound); a
+   * loop busy with the tasks' own work refuses nothing; 0: the loop is not watched
    */
   maxLoopDelayMs: number;
   /**
-   * sustained share of time the event loop is busy (0..1) above which the same happens: a loop
-   * blocked in many short waits (an fsync per commit) is late by little each time yet has no time
-   * left, and requests then queue unseen in the kernel; 1: not watched
+   * sustained share of time the event loop is busy (0..1) above which the same happens, on the
+   * same condition: a loop blocked in many short waits (an fsync per commit) is late by little each
+   * time yet has no time left, and requests then queue unseen in the kernel; 1: not watched
    */
   maxLoopUtilization: number;
   /**
    * share of time the event loop is busy (0..1), with the store's commit thread's share added when it
-   * has one, above which, while submissions arrive, a queued task waits to start (beyond the one that
+   * has one, above which, while submissions wait (SubmissionPacing), a queued task waits to start (beyond the one that
    * always runs) and running tasks take turns (SubmissionPacing): the submissions' answers keep that
    * headroom, and the queue drains once they stop; 1: tasks start and run up to the overload limits
    */
@@ -42,6 +43,9 @@ export const DEFAULT_BACKPRESSURE: BackpressureLimits = {
   maxLoopUtilizationForStarts: 0.5,
   maxStartWaitMs: 5_000,
 };
+
+/** how long the oldest queued task may wait before a saturated loop refuses submissions, when maxStartWaitMs sets no bound */
+export const UNABSORBED_WAIT_MS = 5_000;
 
 /** Retry-After of a refused submission: overload is shed in well under a second once the burst stops. */
 export const BACKPRESSURE_RETRY_AFTER_SECONDS = 1;
@@ -174,28 +178,50 @@ export class EventLoopMonitor implements LoopLoadSource {
   }
 }
 
-/** submissions this recent still have the loop first: a few of EventLoopMonitor's 100 ms windows */
+/** the window over which the queue's low is taken, and a submission counts as recent: a few of EventLoopMonitor's 100 ms windows */
 export const SUBMISSIONS_RECENT_MS = 500;
 /** while submissions need the loop, running tasks take one step between them per this many ms */
 export const PACED_STEP_MS = 20;
 
+/** What the runtime's queue holds, as SubmissionPacing reads it (RuntimeController.watchQueue). */
+export interface QueueReading {
+  /** when the oldest queued task was queued (on the pacing's clock), null while none waits */
+  oldestQueuedAt(): number | null;
+  /** tasks waiting for a run slot */
+  length(): number;
+  /** submissions whose TASK_RECEIVED is on its way to the store */
+  submissionsWaiting(): number;
+  /** how far the queue may rise above its recent low before it counts as growing: the run slots */
+  allowance: number;
+}
+
+const NO_QUEUE: QueueReading = {
+  oldestQueuedAt: () => null,
+  length: () => 0,
+  submissionsWaiting: () => 0,
+  allowance: 1,
+};
+
 /**
- * Who gets the event loop while submissions arrive. A submission's answer must
- * not wait behind running tasks, and a loop kept saturated by tasks makes the
- * overload limit refuse submissions. So while submissions arrive and the loop
- * is busier than `maxLoopUtilizationForStarts`, queued tasks wait to start
- * (the controller asks `submissionsNeedTheLoop`) and running tasks take turns:
- * one step among them every PACED_STEP_MS (`beforeStep`), which keeps their
- * share of the loop small yet never stops them. Once submissions stop, or the
- * loop has headroom again, tasks run at full speed. The longer the oldest
- * queued task has waited, the closer the steps, until at `maxStartWaitMs`
- * nothing is held back: the queue then catches up rather than grows.
+ * Who gets the event loop while submissions wait. A submission's answer must
+ * not wait behind running tasks. So while submissions wait (one is on its way
+ * to the store, or the queue grows: it rose more than its run slots above its
+ * low of the last SUBMISSIONS_RECENT_MS) and the loop is busier than
+ * `maxLoopUtilizationForStarts`, queued tasks wait to start (the controller
+ * asks `submissionsNeedTheLoop`) and running tasks take turns: one step among
+ * them every PACED_STEP_MS (`beforeStep`), which keeps their share of the
+ * loop small yet never stops them. A lone client, or a steady load the tasks
+ * absorb (the queue holds its level), is never paced, however busy the loop is
+ * with the tasks' work. The longer the oldest queued task has waited, the
+ * closer the steps, until at `maxStartWaitMs` nothing is held back: the queue
+ * then catches up rather than grows.
  */
 export class SubmissionPacing {
   private lastSubmissionAt = -Infinity;
   private nextStepAt = -Infinity;
-  /** when the oldest queued task was queued (on `now`'s clock), null while none waits (watchQueue) */
-  private oldestQueuedAt: () => number | null = () => null;
+  private queue: QueueReading = NO_QUEUE;
+  /** the queue's lowest length in the current and the previous SUBMISSIONS_RECENT_MS window */
+  private low = { current: 0, previous: 0, since: -Infinity };
 
   constructor(
     private readonly limits: Pick<
@@ -210,22 +236,52 @@ export class SubmissionPacing {
   /** A submission asked to be admitted. */
   submitted(): void {
     this.lastSubmissionAt = this.now();
+    this.queueLength(this.lastSubmissionAt);
   }
 
-  /** Where the queue's oldest task time comes from (the runtime's queue; on `now`'s clock). */
-  watchQueue(oldestQueuedAt: () => number | null): void {
-    this.oldestQueuedAt = oldestQueuedAt;
+  /** Where the queue's readings come from (the runtime's queue; times on `now`'s clock). */
+  watchQueue(queue: QueueReading): void {
+    this.queue = queue;
+  }
+
+  /** How long the oldest queued task has waited, ms (0 while none waits). */
+  oldestWaitMs(): number {
+    const queuedAt = this.queue.oldestQueuedAt();
+    return queuedAt === null ? 0 : this.now() - queuedAt;
+  }
+
+  /** The queue's length now, noted for its recent low. */
+  private queueLength(now: number): number {
+    const length = this.queue.length();
+    const age = now - this.low.since;
+    if (age >= SUBMISSIONS_RECENT_MS) {
+      // the window just past is the previous one; after a longer lull there is none but this reading
+      const previous = age < 2 * SUBMISSIONS_RECENT_MS ? Math.min(this.low.current, length) : length;
+      this.low = { current: length, previous, since: now };
+    } else this.low.current = Math.min(this.low.current, length);
+    return length;
   }
 
   /**
-   * Whether submissions arrive while the loop is busier than the limit for task starts, and the
+   * Whether submissions wait: one is on its way to the store, or the queue rose more than
+   * its allowance above its low of the last SUBMISSIONS_RECENT_MS while submissions came.
+   */
+  submissionsWaiting(): boolean {
+    if (this.queue.submissionsWaiting() > 0) return true;
+    const now = this.now();
+    if (now - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
+    const length = this.queueLength(now);
+    return length - Math.min(this.low.current, this.low.previous) > this.queue.allowance;
+  }
+
+  /**
+   * Whether submissions wait while the loop is busier than the limit for task starts, and the
    * oldest queued task has not waited longer than maxStartWaitMs.
    */
   submissionsNeedTheLoop(): boolean {
     if (!this.limits || !this.load || this.limits.maxLoopUtilizationForStarts >= 1) return false;
-    const now = this.now();
-    if (now - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
-    if (this.queueSlack(now) === 0) return false;
+    if (!this.submissionsWaiting()) return false;
+    if (this.queueSlack(this.now()) === 0) return false;
     const loop = this.load.recentUtilization?.() ?? this.load.utilization();
     return (
       loop + (this.load.recentCommitThreadUtilization?.() ?? 0) > this.limits.maxLoopUtilizationForStarts
@@ -234,7 +290,7 @@ export class SubmissionPacing {
 
   /** 1 while no task waited, falling to 0 as the oldest queued one nears maxStartWaitMs (1 without a bound) */
   private queueSlack(now: number): number {
-    const queuedAt = this.oldestQueuedAt();
+    const queuedAt = this.queue.oldestQueuedAt();
     const bound = this.limits?.maxStartWaitMs ?? 0;
     if (bound <= 0 || queuedAt === null) return 1;
     return Math.max(0, 1 - (now - queuedAt) / bound);

@@ -29,6 +29,7 @@ import {
   BackpressureLimits,
   LoopLoadSource,
   SubmissionPacing,
+  UNABSORBED_WAIT_MS,
   holdTasksWhileAnswering,
 } from './backpressure';
 import { loadProgress } from '../log/checkpoints';
@@ -158,9 +159,14 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   constructor(private readonly deps: RuntimeControllerDeps) {
     this.idle.setMaxListeners(0);
     this.pacing = deps.pacing ?? new SubmissionPacing(deps.backpressure ?? null, deps.loopLoad ?? null);
-    this.pacing.watchQueue(() => {
-      const oldest = this.queue.values().next();
-      return oldest.done ? null : oldest.value;
+    this.pacing.watchQueue({
+      oldestQueuedAt: () => {
+        const oldest = this.queue.values().next();
+        return oldest.done ? null : oldest.value;
+      },
+      length: () => this.queue.size,
+      submissionsWaiting: () => this.pendingSubmissions,
+      allowance: deps.concurrency,
     });
     this.unfinished = new UnfinishedTasks(deps.store);
     deps.ownership?.onLost((taskId) => this.abandon(taskId));
@@ -182,6 +188,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
     const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
+    // a key already recorded is answered from its record: it adds no work, so admission has no say
+    if (key) {
+      const recorded = await this.recordedSubmission(task_id, request_hash);
+      if (recorded) return recorded;
+    }
     const received = this.admit();
     try {
       // A new session has no history; a named one is read now and recorded, so the task never reads it again.
@@ -215,19 +226,30 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       );
     } catch (err) {
       if (!(err instanceof ConcurrencyError) || !key) throw err;
-      const [first] = await this.deps.store.readStream(task_id, { limit: 1 });
-      if (first?.type !== 'TASK_RECEIVED' || first.payload.request_hash !== request_hash) {
-        throw new IdempotencyConflictError(
-          `idempotency key already used for a different request (task ${task_id})`,
-          { task_id },
-        );
-      }
-      return { task_id, status: (await this.progress(task_id)).status, created: false };
+      const recorded = await this.recordedSubmission(task_id, request_hash);
+      if (!recorded) throw err;
+      return recorded;
     } finally {
       received();
     }
     this.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
+  }
+
+  /**
+   * The answer to a submission whose idempotency key names `task_id`, when that task is recorded:
+   * refused (IdempotencyConflictError) when it was recorded for a different request; null when the
+   * key is not recorded yet.
+   */
+  private async recordedSubmission(task_id: string, request_hash: string): Promise<SubmitResult | null> {
+    const [first] = await this.deps.store.readStream(task_id, { limit: 1 });
+    if (first === undefined) return null;
+    if (first.type !== 'TASK_RECEIVED' || first.payload.request_hash !== request_hash)
+      throw new IdempotencyConflictError(
+        `idempotency key already used for a different request (task ${task_id})`,
+        { task_id },
+      );
+    return { task_id, status: (await this.progress(task_id)).status, created: false };
   }
 
   /**
@@ -603,7 +625,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     };
   }
 
-  /** Refuses a new task, before anything is written, when the queue is full or the process saturated. */
+  /** Refuses a new task, before anything is written, when the queue is full, too many submissions wait for the store, or the loop is saturated while the queue is not absorbed. */
   private refuseWhenSaturated(): void {
     const limits = this.deps.backpressure;
     if (!limits) return;
@@ -625,12 +647,22 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         },
       );
     const load = this.loopOverloaded();
-    if (load)
+    if (load && this.queueUnabsorbed())
       throw new OverloadedError(
         `the server is saturated (event loop ${load.reason}); retry later`,
         BACKPRESSURE_RETRY_AFTER_SECONDS,
         load.details,
       );
+  }
+
+  /**
+   * Whether the queue is not being absorbed: its oldest task has waited maxStartWaitMs (UNABSORBED_WAIT_MS
+   * without that bound). Only then does a saturated loop refuse a submission: a loop busy running
+   * the tasks it took is doing the work it exists for, and a burst it will absorb is accepted.
+   */
+  private queueUnabsorbed(): boolean {
+    const bound = this.deps.backpressure?.maxStartWaitMs || UNABSORBED_WAIT_MS;
+    return this.pacing.oldestWaitMs() >= bound;
   }
 
   /** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
@@ -804,12 +836,16 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   }
 
   /**
-   * Whether a queued task waits before it starts: submissions and the running tasks get the loop
-   * first. It waits while the loop is saturated, and while submissions arrive and the loop is
-   * busier than the start limit, since a task started then takes the time their answers need.
+   * Whether a queued task waits before it starts: waiting submissions and the running tasks get the
+   * loop first. It waits while submissions wait and the loop is busier than the start limit (or
+   * saturated), since a task started then takes the time their answers need; with no submission
+   * waiting, tasks start up to the run slots however busy the loop is with their work.
    */
   private startsHeldBack(): boolean {
-    return this.loopOverloaded() !== null || this.pacing.submissionsNeedTheLoop();
+    return (
+      this.pacing.submissionsNeedTheLoop() ||
+      (this.loopOverloaded() !== null && this.pacing.submissionsWaiting())
+    );
   }
 
   /**
