@@ -33,7 +33,7 @@ const FOLDER = join(__dirname, '..', '..', 'fixtures', 'event-logs');
  * and the state each task folded to then (`<name>.states.json`). Never regenerated: a new release
  * whose events look different adds a log of its own beside them.
  */
-export const GOLDEN_LOG_NAMES = ['log-v1'] as const;
+export const GOLDEN_LOG_NAMES = ['log-v1', 'log-v1-b'] as const;
 
 export function readGoldenLog(name: (typeof GOLDEN_LOG_NAMES)[number]): GoldenLog {
   const rows = readFileSync(join(FOLDER, `${name}.jsonl`), 'utf8')
