@@ -393,6 +393,8 @@ async function sqliteSides(dir: string): Promise<AppendSides> {
   }>('libs/state-store/src/index.js');
   const handle = openSqlite({ path: join(dir, 'raw.db'), synchronous: 'FULL' });
   await migrateToLatest(handle.db);
+  // the connection runs at NORMAL and the store's appends at FULL (connectionSynchronous): raw inserts commit as appends do
+  handle.raw.pragma('synchronous = FULL');
   const insert = handle.raw.prepare(
     `INSERT INTO events (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
