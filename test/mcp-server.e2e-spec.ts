@@ -186,7 +186,7 @@ describe("Runledger's MCP client over Streamable HTTP (against /mcp)", () => {
       expect(sut.status()[0]).toMatchObject({
         state: 'failed',
         tools: [],
-        error: expect.stringContaining('invalid token'),
+        error: expect.stringContaining('requires authorization (HTTP 401)'),
       });
       expect(sut.tools()).toEqual([]);
     } finally {

@@ -6,6 +6,8 @@ export interface McpServerListing {
   transport: 'stdio' | 'http';
   state: string;
   error: string | null;
+  /** 2026-07-28 or 2025-11-25; null while it is not connected */
+  protocol_version: string | null;
   tools: { name: string; description: string; read_only: boolean; idempotent: boolean }[];
 }
 
@@ -15,6 +17,7 @@ export function mcpListing(manager: McpClientManager): McpServerListing[] {
     transport: s.transport,
     state: s.state,
     error: s.error,
+    protocol_version: s.protocol_version,
     tools: s.tools.flatMap((name) => {
       const manifest = manager.get(name)?.entry.manifest;
       return manifest

@@ -3,16 +3,14 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  ElicitRequestSchema,
-  ToolListChangedNotificationSchema,
+  Client,
+  StreamableHTTPClientTransport,
   type ElicitResult,
   type Tool as McpToolDescription,
-} from '@modelcontextprotocol/sdk/types.js';
+  type Transport,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { ToolManifest, mcpToolName } from '@runledger/contracts';
 import type { ToolLogger, ToolOutcome } from '../discovery';
 import { findOnPath, type ToolSandbox } from '../sandbox';
@@ -36,6 +34,10 @@ export interface McpServerStatus {
   restarts: number;
   /** the child process (stdio), null otherwise or while it is down */
   pid: number | null;
+  /** the protocol revision spoken with it (2026-07-28 or 2025-11-25), null while it is not connected */
+  protocol_version: string | null;
+  /** how long its tool list is fresh (its `ttlMs`; re-listed then), null when it gave none */
+  tools_ttl_ms: number | null;
 }
 
 /** A tool of a server as the registry holds it. */
@@ -74,6 +76,8 @@ const VERSION = '1.0.0';
 /** A connection that stayed up this long was healthy: the next failure starts the backoff again. */
 const STABLE_AFTER_MS = 10_000;
 const MAX_NAME = 64;
+/** a list given a shorter ttlMs is still not asked for more often than this */
+const MIN_RELIST_MS = 250;
 /** characters of a child's stderr kept to explain why it stopped */
 const STDERR_TAIL = 1000;
 
@@ -104,6 +108,9 @@ export class McpServerConnection {
   private failures = 0;
   private connectedAt = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** re-lists the tools when the list the server gave goes stale (its ttlMs) */
+  private relist: NodeJS.Timeout | null = null;
+  private toolsTtlMs: number | null = null;
   private stderrTail = '';
   private readonly ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
 
@@ -121,6 +128,8 @@ export class McpServerConnection {
       error: this.error,
       restarts: this.restarts,
       pid: this.transport instanceof StdioClientTransport ? this.transport.pid : null,
+      protocol_version: this.state === 'ready' ? (this.client?.getNegotiatedProtocolVersion() ?? null) : null,
+      tools_ttl_ms: this.toolsTtlMs,
     };
   }
 
@@ -137,6 +146,7 @@ export class McpServerConnection {
     this.state = 'stopped';
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.stopRelisting();
     const client = this.client;
     this.client = null;
     this.transport = null;
@@ -162,10 +172,13 @@ export class McpServerConnection {
     const call: ActiveCall = { asked: 0, answer: ctx.elicitationAnswer, inputRequired };
     this.active.add(call);
     try {
-      const request = client.callTool({ name: entry.remoteName, arguments: args }, undefined, {
-        signal: stop.signal,
-        timeout: this.config.timeout_ms,
-      });
+      const request = client.callTool(
+        { name: entry.remoteName, arguments: args },
+        {
+          signal: stop.signal,
+          timeout: this.config.timeout_ms,
+        },
+      );
       // the call that lost the race (cancelled below) must not surface as an unhandled rejection
       request.catch(() => undefined);
       const result = await Promise.race([request, needsInput]);
@@ -181,12 +194,21 @@ export class McpServerConnection {
 
   private async connect(): Promise<void> {
     this.stderrTail = '';
+    // HTTP: server/discover first, 2026-07-28 with a server that answers it, the 2025-11-25
+    // handshake with the rest; a question of a 2026 server (input_required) reaches the same
+    // handler. Stdio keeps the 2025-11-25 handshake: the SDK probes a child by starting a second
+    // one, and a 1.x server never answers the probe, so every start would wait out its timeout.
     const client = new Client(
       { name: 'runledger', version: VERSION },
-      { capabilities: { elicitation: { form: {} } } },
+      {
+        capabilities: { elicitation: { form: {} } },
+        ...(isStdioServer(this.config) ? {} : { versionNegotiation: { mode: 'auto' as const } }),
+      },
     );
-    client.setRequestHandler(ElicitRequestSchema, (request) => this.elicit(request.params));
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setRequestHandler('elicitation/create', (request) =>
+      this.elicit(request.params as Record<string, unknown>),
+    );
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       if (this.client === client)
         void this.listTools(client).catch((err) => this.warn('tools/list failed', err));
     });
@@ -255,10 +277,13 @@ export class McpServerConnection {
   private async listTools(client: Client, timeout?: number): Promise<void> {
     const listed: McpToolDescription[] = [];
     let cursor: string | undefined;
+    let ttlMs: number | null = null;
     do {
       const page = await client.listTools(cursor ? { cursor } : undefined, timeout ? { timeout } : undefined);
       listed.push(...page.tools);
       cursor = page.nextCursor;
+      // a 2026-07-28 list says how long it stays fresh; the shortest page decides
+      if (typeof page.ttlMs === 'number') ttlMs = Math.min(ttlMs ?? page.ttlMs, page.ttlMs);
     } while (cursor);
     const entries = new Map<string, McpToolEntry>();
     for (const tool of listed) {
@@ -272,7 +297,32 @@ export class McpServerConnection {
     }
     if (this.client !== client) return;
     this.entries = entries;
+    this.toolsTtlMs = ttlMs;
+    this.scheduleRelist(client, ttlMs);
     this.deps.onToolsChanged();
+  }
+
+  /**
+   * A server of 2026-07-28 pushes no list_changed without a stream of its own: its list is kept
+   * for the ttlMs it gave (the SDK's response cache answers within it) and read again after.
+   */
+  private scheduleRelist(client: Client, ttlMs: number | null): void {
+    this.stopRelisting();
+    if (!ttlMs || ttlMs <= 0) return;
+    this.relist = setTimeout(
+      () => {
+        this.relist = null;
+        if (this.client === client && this.state === 'ready')
+          void this.listTools(client).catch((err) => this.warn('tools/list failed', err));
+      },
+      Math.max(ttlMs, MIN_RELIST_MS),
+    );
+    this.relist.unref();
+  }
+
+  private stopRelisting(): void {
+    if (this.relist) clearTimeout(this.relist);
+    this.relist = null;
   }
 
   private entryFor(tool: McpToolDescription): McpToolEntry {
@@ -312,6 +362,7 @@ export class McpServerConnection {
     if (this.state === 'stopped') return;
     const stable = this.state === 'ready' && Date.now() - this.connectedAt >= STABLE_AFTER_MS;
     if (stable) this.failures = 0;
+    this.stopRelisting();
     this.client = null;
     this.transport = null;
     this.entries.clear();
