@@ -80,7 +80,7 @@ export const requestOf = (t: Task): Record<string, unknown> => {
 };
 
 /** A local receiver of deliveries: answers `status()` to each, records what it took (2xx) by update. */
-export async function startReceiver(status: () => number = () => 200) {
+export async function startReceiver(status: () => number = () => 200, delayMs = 0) {
   const taken: { body: string; headers: IncomingMessage['headers'] }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -88,7 +88,7 @@ export async function startReceiver(status: () => number = () => 200) {
     req.on('end', () => {
       const code = status();
       if (code >= 200 && code < 300) taken.push({ body, headers: req.headers });
-      res.writeHead(code).end();
+      setTimeout(() => res.writeHead(code).end(), delayMs);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
