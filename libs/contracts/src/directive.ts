@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AcceptCheck, Budgets, TodoSpec, TodoStatus } from './task';
 
-export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent'] as const;
+export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent', 'wait'] as const;
 
 const JsonArgs = z.record(z.string(), z.unknown());
 
@@ -21,6 +21,16 @@ export const DelegateArgs = z
   .strict();
 export type DelegateArgs = z.infer<typeof DelegateArgs>;
 
+/** the longest a wait may last: what a Node timer can hold, about 24.8 days */
+export const MAX_WAIT_MS = 2_147_483_647;
+
+/** How long a durable timer waits: a duration from when it is set, or a point in time. */
+export const WaitArgs = z.union([
+  z.object({ duration_ms: z.number().int().nonnegative().max(MAX_WAIT_MS) }).strict(),
+  z.object({ until: z.string().datetime({ offset: true }) }).strict(),
+]);
+export type WaitArgs = z.infer<typeof WaitArgs>;
+
 export const PlanStep = z
   .object({
     id: z.string().min(1).max(100),
@@ -34,8 +44,8 @@ export const PlanStep = z
   .strict()
   // An agent step's args are a delegation: checked when the plan is parsed, so a bad one gets a correction turn.
   .superRefine((step, ctx) => {
-    if (step.kind !== 'agent') return;
-    const args = DelegateArgs.safeParse(step.args);
+    if (step.kind !== 'agent' && step.kind !== 'wait') return;
+    const args = (step.kind === 'agent' ? DelegateArgs : WaitArgs).safeParse(step.args);
     if (!args.success)
       for (const issue of args.error.issues)
         ctx.addIssue({ code: 'custom', path: ['args', ...issue.path], message: issue.message });
@@ -77,17 +87,31 @@ export const FailDirective = z.object({ type: z.literal('fail'), reason: z.strin
 /** Hand the work to a named agent: a child task with its own stream, whose result is this round's outcome. */
 export const DelegateDirective = z.object({ type: z.literal('delegate'), ...DelegateArgs.shape }).strict();
 
+/** Wait, durably, for a time: the task holds no lease and no run slot meanwhile. */
+export const WaitDirective = z
+  .object({
+    type: z.literal('wait'),
+    duration_ms: z.number().int().nonnegative().max(MAX_WAIT_MS).optional(),
+    until: z.string().datetime({ offset: true }).optional(),
+  })
+  .strict()
+  .refine((d) => (d.duration_ms === undefined) !== (d.until === undefined), {
+    message: 'a wait needs exactly one of duration_ms and until',
+  });
+
 export const ExecutionDirective = z.discriminatedUnion('type', [
   PlanDirective,
   ToolDirective,
   RespondDirective,
   FailDirective,
   DelegateDirective,
+  WaitDirective,
 ]);
 export type ExecutionDirective = z.infer<typeof ExecutionDirective>;
 export type PlanDirective = z.infer<typeof PlanDirective>;
 export type ToolDirective = z.infer<typeof ToolDirective>;
 export type DelegateDirective = z.infer<typeof DelegateDirective>;
+export type WaitDirective = z.infer<typeof WaitDirective>;
 
 /**
  * One native tool call as the model sent it (OpenAI `tool_calls`): the id the

@@ -304,6 +304,22 @@ export const EventPayloads = {
     result: z.string().nullable(),
     usage: TaskUsage,
   }),
+  /**
+   * A durable timer: the task waits, holding no lease and no run slot, until `due_at` (computed once,
+   * here). `counts_against_timeout`: the wait is part of the task's time budget (its settings say so).
+   */
+  TIMER_SET: z.object({
+    timer_id: Id,
+    /** the plan step that waits (`wait` for a wait directive) */
+    step_id: Id,
+    due_at: z.string().datetime({ offset: true }),
+    /** as asked: a duration from when the timer was set, or a point in time */
+    duration_ms: z.number().int().nonnegative().nullable(),
+    until: z.string().nullable(),
+    counts_against_timeout: z.boolean(),
+  }),
+  /** the timer came due and was fired by whichever instance held the task then: once per TIMER_SET */
+  TIMER_FIRED: z.object({ timer_id: Id, due_at: z.string() }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */
   GUARD_TRIGGERED: z.object({
     guard: z.enum([

@@ -5,6 +5,7 @@ export const TASK_STATUSES = [
   'running',
   'awaiting_permission',
   'awaiting_secret',
+  'waiting',
   'completed',
   'failed',
   'cancelled',
@@ -116,6 +117,8 @@ export const UserTask = z
     session_id: z.string().min(1).max(200).optional(),
     accept_checks: z.array(AcceptCheck).max(50).optional(),
     budgets: Budgets.optional(),
+    /** whether time spent in a `wait` counts against budgets.timeout_ms (absent: it does not) */
+    timeout_includes_waits: z.boolean().optional(),
   })
   .strict();
 export type UserTask = z.infer<typeof UserTask>;
@@ -246,6 +249,8 @@ export const RunSettings = z.object({
   coder_tool_turns: z.number().int().positive().optional(),
   /** todos offered from the first round, and a build request reminded to create its own (absent in older runs: off) */
   todos: z.enum(['on', 'off']).optional(),
+  /** time spent in a `wait` counts against the time budget (absent: it does not) */
+  timeout_includes_waits: z.literal(true).optional(),
   discipline: z
     .object({
       budgets: z.object({

@@ -1,3 +1,4 @@
+import { RecordedTimers } from './loop/engine/timers';
 import { AgentProfile } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
@@ -38,6 +39,8 @@ export interface RuntimeSettings {
   rng?: () => number;
   /** what budgets and the end-to-end deadline are timed by; the wall clock when absent (a replay: the recording's) */
   clock?: RunClock;
+  /** a replay's timers: each due when the recording set it (absent: computed by the clock) */
+  recordedTimers?: RecordedTimers;
   redact?: EngineDeps['redact'];
   /** what the accept gate looks at when the log does not settle a file check (the allowed root) */
   workspace?: WorkspaceView | null;

@@ -149,6 +149,8 @@ const newEngine = (
       maxDepth: o.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH,
       clock: o.clock,
     },
+    clock: o.clock,
+    recordedTimers: o.recordedTimers ?? null,
   });
 const agentCatalogOf = (o: RuntimeOptions) => new AgentCatalog(o.agents ?? []);
 const newContext = (o: RuntimeOptions, memory: MemoryRecall) =>
@@ -399,6 +401,8 @@ function runtimeProviders(): Provider[] {
       ) => {
         const controller = new RuntimeController({
           ownership,
+          // a run on another clock (a replay's, the recording's) fires only the firings it is handed
+          wallClockTimers: o.clock === undefined,
           store,
           loop,
           vault,

@@ -183,6 +183,10 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
       const pending = s.pending_requests.filter((r) => r.request_id !== e.payload.request_id);
       return { ...s, pending_requests: pending, status: statusFor(pending) };
     }
+    case 'TIMER_SET':
+      return { ...s, status: 'waiting' };
+    case 'TIMER_FIRED':
+      return { ...s, status: statusFor(s.pending_requests) };
     case 'TASK_COMPLETED':
     case 'TASK_FAILED':
     case 'TASK_CANCELLED':

@@ -30,6 +30,8 @@ export function a2aStateOf(status: TaskStatus, stopReason: StopReason | null, ro
     case 'queued':
       return TaskState.TASK_STATE_SUBMITTED;
     case 'running':
+    // waiting on a timer needs nothing of the client: the agent is still at work
+    case 'waiting':
       return TaskState.TASK_STATE_WORKING;
     case 'awaiting_permission':
       return TaskState.TASK_STATE_INPUT_REQUIRED;

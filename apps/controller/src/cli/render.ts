@@ -44,7 +44,9 @@ export function eventLine(e: RuntimeEvent): string | null {
               ? 'respond'
               : d.type === 'delegate'
                 ? `delegate to ${d.agent}: ${short(d.input, 80)}`
-                : `fail: ${short(d.reason)}`;
+                : d.type === 'wait'
+                  ? `wait ${d.until !== undefined ? `until ${d.until}` : `${d.duration_ms} ms`}`
+                  : `fail: ${short(d.reason)}`;
       return `→ round ${e.payload.round}: ${what} [${e.payload.source}${e.payload.fallback_reason ? `, fallback: ${short(e.payload.fallback_reason, 80)}` : ''}]`;
     }
     case 'PLAN_STARTED':
@@ -89,6 +91,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `  ☐ todo ${e.payload.todo_id}${e.payload.required ? '' : ' (optional)'}: ${short(e.payload.text, 100)}`;
     case 'TODO_UPDATED':
       return `  ${e.payload.status === 'done' ? '☑' : '☐'} todo ${e.payload.todo_id} ${e.payload.status}${e.payload.note ? `: ${short(e.payload.note, 80)}` : ''}`;
+    case 'TIMER_SET':
+      return `… waiting until ${e.payload.due_at} (step ${e.payload.step_id})`;
+    case 'TIMER_FIRED':
+      return `· timer ${e.payload.timer_id} fired`;
     case 'GUARD_TRIGGERED':
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':

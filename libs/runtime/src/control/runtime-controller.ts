@@ -40,9 +40,10 @@ import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { formAnswer } from './permission-answers';
 import { LeaseLostSignal, ReplayRequest, ReplayResult, SecretVault, ShutdownSignal } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
-import { TaskProgress } from '../log/progress';
+import { TaskProgress, pendingTimer } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
-import { RuntimeLoop } from '../loop/runtime-loop';
+import { RuntimeLoop, SUSPENDED_STATUSES } from '../loop/runtime-loop';
+import { DueTimers } from './due-timers';
 import { TaskEndedElsewhereError, TaskWriter, WriterLease } from '../log/task-writer';
 import type { SessionTask } from '../log/task-views';
 
@@ -106,15 +107,20 @@ export interface RuntimeControllerDeps {
    * log in memory): then every task runs here, unfenced.
    */
   ownership?: TaskOwnership | null;
+  /**
+   * whether this process fires timers by the wall clock when they come due (false: only fireTimer
+   * fires them, as a replay does with the recording's firings)
+   */
+  wallClockTimers?: boolean;
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
 export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency:${key}`).slice(0, 32)}`;
 
-const SUSPENDED: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
-
 /** Resolves once this turn of the event loop is done: its I/O callbacks and the promise jobs they started. */
 const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** how soon a due timer whose task was busy is looked at again */
+const TIMER_RETRY_MS = 100;
 /** how long queued tasks are held back before the event loop is looked at again */
 const HOLD_BACK_MS = 50;
 
@@ -149,6 +155,9 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** event ids of the answers this process records: it runs those tasks on itself, noticeCommits skips them */
   private readonly ownAnswers = new Set<string>();
   private readonly detachCommits: () => void;
+  private readonly detachTimers: () => void;
+  /** the timers this process fires when they come due; null when it fires none by the wall clock */
+  private readonly dueTimers: DueTimers | null;
   private recovery: { timer: NodeJS.Timeout; sweep: Promise<unknown> | null } | null = null;
   private closed = false;
   /** submissions whose TASK_RECEIVED append has not returned yet */
@@ -173,6 +182,20 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     this.detachCommits = deps.ownership
       ? deps.store.onCommitted((events) => this.noticeCommits(events))
       : () => undefined;
+    this.dueTimers =
+      deps.wallClockTimers === false
+        ? null
+        : new DueTimers((taskId) => {
+            void this.fireTimer(taskId).catch((err: unknown) =>
+              this.deps.logger.warn(
+                { task_id: taskId, err },
+                'timer not fired; the recovery sweep tries again',
+              ),
+            );
+          });
+    this.detachTimers = this.dueTimers
+      ? deps.store.onCommitted((events) => this.noticeTimers(events))
+      : () => undefined;
   }
 
   async submit(input: UserTask, options: SubmitOptions): Promise<SubmitResult> {
@@ -187,7 +210,13 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const request_hash = sha256(canonicalJson(options.ag_ui ? { task, ag_ui: options.ag_ui } : task));
     const task_id = key ? taskIdForKey(key) : newId('task');
     const session_id = task.session_id ?? newId('sess');
-    const settings = options.settings === undefined ? this.deps.runSettings(task.budgets) : options.settings;
+    const settings =
+      options.settings === undefined
+        ? {
+            ...this.deps.runSettings(task.budgets),
+            ...(task.timeout_includes_waits ? { timeout_includes_waits: true as const } : {}),
+          }
+        : options.settings;
     // a key already recorded is answered from its record: it adds no work, so admission has no say
     if (key) {
       const recorded = await this.recordedSubmission(task_id, request_hash);
@@ -508,7 +537,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       if (this.closed) break;
       if (free && !free.has(taskId)) continue;
       const p = await this.progress(taskId);
-      if (p.final || SUSPENDED.includes(p.status)) continue;
+      if (p.final || SUSPENDED_STATUSES.includes(p.status)) continue;
       if (ownership && !(await ownership.claim(taskId, { force: options.force }))) continue;
       if (p.last_seq > 1) {
         const marked = await this.appendIfUnchanged(p, {
@@ -532,7 +561,43 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       resumed.push({ taskId, child: p.parent_task_id !== null });
     }
     for (const { taskId, child } of resumed) this.enqueue(taskId, { child });
+    if (this.dueTimers && !this.closed)
+      for (const t of await this.unfinished.pendingTimers()) this.dueTimers.arm(t.task_id, t.due_at);
     return resumed.map((r) => r.taskId);
+  }
+
+  /**
+   * Fires the timer the task waits for once it is due (`early`: now, due or not; a replay fires the
+   * recording's firings so). Whichever instance gets here first records TIMER_FIRED; the append
+   * expects the sequence the task was read at, so a second firing anywhere is refused and nothing
+   * fires twice. False when there was nothing to fire here.
+   */
+  async fireTimer(taskId: string, options: { early?: boolean } = {}): Promise<boolean> {
+    const p = await this.progress(taskId);
+    const timer = pendingTimer(p);
+    if (!timer || p.final) return false;
+    if (!options.early && Date.parse(timer.due_at) > Date.now()) {
+      this.dueTimers?.arm(taskId, timer.due_at);
+      return false;
+    }
+    // a run still winding down (here, or under another instance's live lease) appends on: fire after it
+    if (this.active.has(taskId) || (await this.ownedElsewhere(taskId)) !== null) {
+      this.dueTimers?.arm(taskId, new Date(Date.now() + TIMER_RETRY_MS).toISOString());
+      return false;
+    }
+    try {
+      await this.recordResolution(p, {
+        type: 'TIMER_FIRED',
+        payload: { timer_id: timer.timer_id, due_at: timer.due_at },
+      });
+      return true;
+    } catch (err) {
+      // fired by another instance (or this one) meanwhile, or its task taken over: not ours to fire
+      if (!(err instanceof IllegalStateError || err instanceof LeaseLostError)) throw err;
+      // the task moved on meanwhile: looked at again shortly (fired by then, it costs one read)
+      this.dueTimers?.arm(taskId, new Date(Date.now() + TIMER_RETRY_MS).toISOString());
+      return false;
+    }
   }
 
   /**
@@ -601,6 +666,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       await this.recovery.sweep;
     }
     if (this.holdBackTimer) clearTimeout(this.holdBackTimer);
+    this.dueTimers?.stop();
+    this.detachTimers();
     this.pacing.load?.stop();
     const running = [...this.active.values()];
     for (const r of running) r.ctrl.abort(new ShutdownSignal());
@@ -740,12 +807,20 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       if (isFinalEventType(e.type)) {
         this.active.get(e.task_id)?.ctrl.abort(new LeaseLostSignal(`task ${e.task_id} ended`));
       } else if (
-        (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
+        (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED' || e.type === 'TIMER_FIRED') &&
         !this.ownAnswers.has(e.event_id) &&
         this.deps.ownership?.holds(e.task_id)
       ) {
         this.enqueue(e.task_id);
       }
+    }
+  }
+
+  /** Timers set anywhere are armed here: whichever instance sees one due first fires it. */
+  private noticeTimers(events: readonly RuntimeEvent[]): void {
+    for (const e of events) {
+      if (e.type === 'TIMER_SET') this.dueTimers?.arm(e.task_id, e.payload.due_at);
+      else if (e.type === 'TIMER_FIRED' || isFinalEventType(e.type)) this.dueTimers?.drop(e.task_id);
     }
   }
 

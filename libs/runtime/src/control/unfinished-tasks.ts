@@ -9,13 +9,15 @@ import { EventStore } from '@runledger/event-store';
  */
 const PAGE = 250;
 
-/** What moves a task in or out of the set: received, waiting for a person, answered, ended. */
+/** What moves a task in or out of the set: received, waiting for a person or a timer, answered or fired, ended. */
 const TRACKED: readonly EventType[] = [
   'TASK_RECEIVED',
   'TASK_AWAITING_PERMISSION',
   'TASK_AWAITING_SECRET',
   'PERMISSION_RESOLVED',
   'SECRET_PROVIDED',
+  'TIMER_SET',
+  'TIMER_FIRED',
   'TASK_COMPLETED',
   'TASK_FAILED',
   'TASK_CANCELLED',
@@ -31,11 +33,34 @@ const TRACKED: readonly EventType[] = [
 export class UnfinishedTasks {
   private readonly open = new Set<string>();
   private readonly waiting = new Set<string>();
+  /** the TIMER_SET each task waiting for a timer waits on, with its due time once read */
+  private readonly timers = new Map<string, { sequence: number; due_at: string | null }>();
   private after = 0;
 
   constructor(private readonly store: EventStore) {}
 
   async list(): Promise<string[]> {
+    await this.catchUp();
+    return [...this.open].filter((taskId) => !this.waiting.has(taskId));
+  }
+
+  /** The timers unfinished tasks wait for, with their due times. */
+  async pendingTimers(): Promise<Array<{ task_id: string; due_at: string }>> {
+    await this.catchUp();
+    const due: Array<{ task_id: string; due_at: string }> = [];
+    for (const [task_id, timer] of this.timers) {
+      // heads carry no payload: each timer's own event is read once, for its due time
+      if (timer.due_at === null) {
+        const [set] = await this.store.readStream(task_id, { after_seq: timer.sequence - 1, limit: 1 });
+        if (set?.type !== 'TIMER_SET') continue;
+        timer.due_at = set.payload.due_at;
+      }
+      due.push({ task_id, due_at: timer.due_at });
+    }
+    return due;
+  }
+
+  private async catchUp(): Promise<void> {
     for (;;) {
       const page = await this.store.readHeads({ after_position: this.after, limit: PAGE, types: TRACKED });
       for (const e of page) {
@@ -47,17 +72,26 @@ export class UnfinishedTasks {
           case 'TASK_AWAITING_SECRET':
             this.waiting.add(e.task_id);
             break;
+          case 'TIMER_SET':
+            this.waiting.add(e.task_id);
+            this.timers.set(e.task_id, { sequence: e.sequence, due_at: null });
+            break;
           case 'PERMISSION_RESOLVED':
           case 'SECRET_PROVIDED':
             this.waiting.delete(e.task_id);
             break;
+          case 'TIMER_FIRED':
+            this.waiting.delete(e.task_id);
+            this.timers.delete(e.task_id);
+            break;
           default:
             this.open.delete(e.task_id);
             this.waiting.delete(e.task_id);
+            this.timers.delete(e.task_id);
         }
       }
       if (page.length > 0) this.after = page[page.length - 1].position;
-      if (page.length < PAGE) return [...this.open].filter((taskId) => !this.waiting.has(taskId));
+      if (page.length < PAGE) return;
       await nextTurn();
     }
   }

@@ -148,8 +148,12 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
     case 'TASK_AWAITING_PERMISSION':
     case 'TASK_AWAITING_SECRET':
       return { ...state, waitingSince: state.waitingSince ?? event.created_at };
+    case 'TIMER_SET':
+      if (event.payload.counts_against_timeout) return state;
+      return { ...state, waitingSince: state.waitingSince ?? event.created_at };
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED':
+    case 'TIMER_FIRED':
       if (!state.waitingSince) return state;
       return {
         ...state,

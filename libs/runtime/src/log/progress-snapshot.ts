@@ -11,7 +11,7 @@ import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
 import { SeenSet } from '../discipline/seen-set';
 import { initialTodoState } from '../discipline/todos';
-import { CallProgress, ChildProgress, PlanProgress, TaskProgress } from './progress';
+import { CallProgress, ChildProgress, PlanProgress, TaskProgress, TimerProgress } from './progress';
 
 /** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
 export const PROGRESS_SNAPSHOT_VERSION = 2;
@@ -98,6 +98,8 @@ const ProgressSnapshotSchema = z.looseObject({
   plans: z.array(PlanSnapshot),
   pendingPermission: Loose.nullable(),
   pendingSecret: Loose.nullable(),
+  /** absent in snapshots taken before timers existed: those tasks had none */
+  timers: z.array(z.tuple([z.string(), z.object({ set: Loose, fired: z.boolean() })])).optional(),
   permissionDecisions: z.array(
     z.tuple([
       z.string(),
@@ -137,6 +139,7 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
       errors: [...plan.errors],
     })),
     permissionDecisions: [...p.permissionDecisions],
+    timers: [...p.timers],
     modelCallBackends: [...p.modelCallBackends],
     children: [...p.children],
     meter: { ...p.meter, rounds: p.meter.rounds.values() },
@@ -152,9 +155,17 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
   return {
     ...(s as unknown as Omit<
       TaskProgress,
-      'calls' | 'plans' | 'permissionDecisions' | 'modelCallBackends' | 'meter' | 'children' | 'todos'
+      | 'calls'
+      | 'plans'
+      | 'permissionDecisions'
+      | 'modelCallBackends'
+      | 'meter'
+      | 'children'
+      | 'todos'
+      | 'timers'
     >),
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
+    timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
     children: new Map(s.children as Array<[string, ChildProgress]>),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
     plans: new Map(

@@ -55,6 +55,12 @@ export interface ChildProgress {
   ended: EventPayload<'CHILD_TASK_ENDED'> | null;
 }
 
+/** A durable timer of the task: as set, and whether it fired. */
+export interface TimerProgress {
+  set: EventPayload<'TIMER_SET'>;
+  fired: boolean;
+}
+
 export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
 export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
 
@@ -91,6 +97,8 @@ export interface TaskProgress {
   plans: Map<string, PlanProgress>;
   pendingPermission: PendingPermission | null;
   pendingSecret: PendingSecret | null;
+  /** the task's timers by timer id, in the order they were set */
+  timers: Map<string, TimerProgress>;
   /** by call_id; an MCP server's question has its own (elicitationCallId) and may carry the form's content */
   permissionDecisions: Map<
     string,
@@ -131,6 +139,7 @@ const initial = (task_id: string): TaskProgress => ({
   plans: new Map(),
   pendingPermission: null,
   pendingSecret: null,
+  timers: new Map(),
   permissionDecisions: new Map(),
   modelCalls: {},
   modelCallBackends: new Map(),
@@ -396,6 +405,16 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       p.pendingSecret = null;
       p.status = 'running';
       break;
+    case 'TIMER_SET':
+      p.timers.set(e.payload.timer_id, { set: e.payload, fired: false });
+      p.status = 'waiting';
+      break;
+    case 'TIMER_FIRED': {
+      const timer = p.timers.get(e.payload.timer_id);
+      if (timer) timer.fired = true;
+      p.status = 'running';
+      break;
+    }
     case 'GUARD_TRIGGERED':
       // A directive-less answer ends its round with only the reminder to show for it.
       if (e.payload.guard === 'completion_reminder' && !currentHistory(p)) {
@@ -445,6 +464,13 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     }
   }
   return p;
+}
+
+/** The timer the task waits for, or null when it waits for none. */
+export function pendingTimer(p: TaskProgress): EventPayload<'TIMER_SET'> | null {
+  if (p.status !== 'waiting') return null;
+  for (const t of p.timers.values()) if (!t.fired) return t.set;
+  return null;
 }
 
 export function foldProgress(taskId: string, events: readonly RuntimeEvent[]): TaskProgress {

@@ -1,7 +1,7 @@
 import { AgentProfile, EventPayload, ToolManifest } from '@runledger/contracts';
 import { agentLines } from '../delegation/agent-catalog';
 import { ChatMessage, HistoryItem, PromptView, ToolFunction } from '../model/model-backend';
-import { delegateFunction, toolFunctions, toolTurn } from './native-tool-calls';
+import { delegateFunction, timeFunctions, toolFunctions, toolTurn } from './native-tool-calls';
 import { MemoryHit, MemoryRecall } from '../ports';
 import { TaskProgress } from '../log/progress';
 import {
@@ -398,7 +398,7 @@ export class ContextBuilder {
     return {
       messages,
       functions: opts.toolCalling
-        ? [...toolFunctions(tools, { todos }), ...delegateFunction(this.agents)]
+        ? [...toolFunctions(tools, { todos }), ...delegateFunction(this.agents), ...timeFunctions()]
         : [],
       // sys_util reads the results whole (its answer is the last output), never the elided prompt text;
       // the session's earlier tasks are not results of this one

@@ -6,7 +6,8 @@ import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry } from '@runledger/tools';
 import { ModelGateway } from './model-gateway';
 import { ModelBackend } from '../model/model-backend';
-import { SecretVault, Stop, ToolOutcomeHook } from '../ports';
+import { RunClock, SecretVault, Stop, ToolOutcomeHook } from '../ports';
+import { RecordedTimers } from './engine/timers';
 import { callIdFor } from '../log/progress';
 import { TaskWriter } from '../log/task-writer';
 import { failDirectiveStop } from '../discipline/stop-reasons';
@@ -40,10 +41,16 @@ export interface EngineDeps {
   log: (message: string, err?: unknown) => void;
   /** agents, the host of child tasks and the depth limit; a task cannot delegate when absent */
   delegation?: DelegationDeps;
+  /** what a timer's due time is computed from; the wall clock when absent */
+  clock?: RunClock;
+  /** a replay's timers: due when the recording says */
+  recordedTimers?: RecordedTimers | null;
 }
 
 /** The one step a delegate directive runs as: a plan of one agent step. */
 export const DELEGATE_STEP_ID = 'delegate';
+/** The one step a wait directive runs as: a plan of one wait step. */
+export const WAIT_STEP_ID = 'wait';
 
 /**
  * Runs a decided directive: plan, tool, respond, fail. Plans go to the
@@ -109,6 +116,24 @@ export class ExecutionEngine {
           tool: null,
           args,
           description: `delegate to ${args.agent}`,
+          requires_confirmation: false,
+          depends_on: [],
+        };
+        return this.plans.run(writer, [step], round, signal);
+      }
+      case 'wait': {
+        // A wait alone is a plan of one wait step, as a delegation is of one agent step.
+        const args =
+          directive.until !== undefined ? { until: directive.until } : { duration_ms: directive.duration_ms };
+        const step = {
+          id: WAIT_STEP_ID,
+          kind: 'wait' as const,
+          tool: null,
+          args,
+          description:
+            directive.until !== undefined
+              ? `wait until ${directive.until}`
+              : `wait ${directive.duration_ms} ms`,
           requires_confirmation: false,
           depends_on: [],
         };

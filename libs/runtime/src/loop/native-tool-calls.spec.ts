@@ -1,6 +1,8 @@
 import { BUILT_IN_CODER, ModelToolCall } from '@runledger/contracts';
 import {
   DELEGATE_FUNCTION,
+  WAIT_FUNCTION,
+  timeFunctions,
   FAIL_FUNCTION,
   PLAN_FUNCTION,
   delegateFunction,
@@ -169,7 +171,7 @@ describe('toolFunctions', () => {
       properties: {
         steps: {
           type: 'array',
-          items: { properties: { kind: { enum: ['tool', 'coder', 'memory', 'respond', 'agent'] } } },
+          items: { properties: { kind: { enum: ['tool', 'coder', 'memory', 'respond', 'agent', 'wait'] } } },
         },
       },
     });
@@ -224,5 +226,40 @@ describe('runledger_delegate', () => {
     if (out.ok) return;
     expect(out.error).toContain('input');
     expect(out.answers[0]).toMatchObject({ role: 'tool', tool_call_id: 'c1' });
+  });
+});
+
+describe('runledger_wait', () => {
+  const wait = (id: string, args: unknown) => ({ id, name: WAIT_FUNCTION, arguments: JSON.stringify(args) });
+  const anyArgs = () => null;
+
+  it('is offered beside the tools', () => {
+    expect(timeFunctions().map((f) => f.name)).toEqual([WAIT_FUNCTION]);
+  });
+
+  it('a call is a wait directive, for a duration or until a time', () => {
+    expect(directiveFromToolCalls([wait('w1', { duration_ms: 500 })], anyArgs)).toEqual({
+      ok: true,
+      directive: { type: 'wait', duration_ms: 500 },
+    });
+    expect(directiveFromToolCalls([wait('w1', { until: '2030-01-01T00:00:00Z' })], anyArgs)).toEqual({
+      ok: true,
+      directive: { type: 'wait', until: '2030-01-01T00:00:00Z' },
+    });
+  });
+
+  it('both or neither of duration_ms and until, or a call beside others, get a correction turn', () => {
+    const both = directiveFromToolCalls(
+      [wait('w1', { duration_ms: 5, until: '2030-01-01T00:00:00Z' })],
+      anyArgs,
+    );
+    expect(both.ok).toBe(false);
+    const neither = directiveFromToolCalls([wait('w1', {})], anyArgs);
+    expect(neither.ok).toBe(false);
+    const beside = directiveFromToolCalls(
+      [wait('w1', { duration_ms: 5 }), { id: 'c2', name: 'file_read', arguments: '{}' }],
+      anyArgs,
+    );
+    expect(beside).toMatchObject({ ok: false, error: expect.stringContaining('must be the only call') });
   });
 });

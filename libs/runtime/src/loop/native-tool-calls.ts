@@ -3,6 +3,7 @@ import {
   AgentProfile,
   DelegateArgs,
   ExecutionDirective,
+  MAX_WAIT_MS,
   ModelToolCall,
   PlanStep,
   PlanTodos,
@@ -18,6 +19,7 @@ import { ChatMessage, ToolFunction } from '../model/model-backend';
 export const PLAN_FUNCTION = 'runledger_plan';
 export const FAIL_FUNCTION = 'runledger_fail';
 export const DELEGATE_FUNCTION = 'runledger_delegate';
+export const WAIT_FUNCTION = 'runledger_wait';
 
 const PLAN_PARAMETERS = wireSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }));
 const PLAN_WITH_TODOS_PARAMETERS = wireSchema(
@@ -35,6 +37,32 @@ const TODO_PARAMETERS = wireSchema(
   }),
 );
 const FAIL_PARAMETERS = wireSchema(z.object({ reason: z.string().min(1) }));
+const WAIT_PARAMETERS = wireSchema(
+  z.object({
+    duration_ms: z.number().int().nonnegative().max(MAX_WAIT_MS).optional(),
+    until: z.string().datetime({ offset: true }).optional(),
+  }),
+);
+
+/** The runtime's durable wait, offered to an orchestrator beside its tools. */
+export function timeFunctions(): ToolFunction[] {
+  return [
+    {
+      name: WAIT_FUNCTION,
+      description:
+        'Wait, durably, before going on: for duration_ms milliseconds or until an ISO 8601 time (give one of them). The task sleeps without holding resources and survives restarts. Call it alone.',
+      parameters: WAIT_PARAMETERS,
+    },
+  ];
+}
+
+/** the directive a runtime function of its own stands for */
+const ownDirective = (name: string, args: Record<string, unknown>): Record<string, unknown> =>
+  name === PLAN_FUNCTION
+    ? { type: 'plan', ...args }
+    : name === WAIT_FUNCTION
+      ? { type: 'wait', ...args }
+      : { type: 'fail', ...args };
 
 /**
  * The tools a role may use, as functions (manifest name, description, args schema), then plan and
@@ -159,16 +187,16 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
   const errors = new Map<string, string>();
   const parsed = calls.map((c) => ({ call: c, args: argsOf(c) }));
   for (const { call, args } of parsed) if (!args.ok) errors.set(call.id, args.error);
-  const own = calls.filter((c) => c.name === PLAN_FUNCTION || c.name === FAIL_FUNCTION);
+  const own = calls.filter(
+    (c) => c.name === PLAN_FUNCTION || c.name === FAIL_FUNCTION || c.name === WAIT_FUNCTION,
+  );
   if (own.length > 0 && calls.length > 1)
     for (const c of own) errors.set(c.id, `${c.name} must be the only call of its reply`);
   if (errors.size > 0) return refuse(calls, errors);
 
   if (own.length === 1) {
     const args = (parsed[0].args as { ok: true; args: Record<string, unknown> }).args;
-    const directive = parseDirective(
-      JSON.stringify(own[0].name === PLAN_FUNCTION ? { type: 'plan', ...args } : { type: 'fail', ...args }),
-    );
+    const directive = parseDirective(JSON.stringify(ownDirective(own[0].name, args)));
     if (!directive.ok) return refuse(calls, new Map([[own[0].id, directive.error]]));
     return { ok: true, directive: directive.directive };
   }

@@ -1,4 +1,4 @@
-import { ConfigError, LeaseLostError, RunSettings } from '@runledger/contracts';
+import { ConfigError, LeaseLostError, RunSettings, TaskStatus } from '@runledger/contracts';
 import { ToolRegistry } from '@runledger/tools';
 import { PermissionService } from '@runledger/permissions';
 import { EventStore } from '@runledger/event-store';
@@ -40,6 +40,13 @@ export type ShapedLoopParts = Pick<LoopDeps, 'context' | 'router' | 'engine' | '
 
 /** Why a task whose end-to-end deadline passed while something ran (a model call, a tool) was stopped. */
 export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
+
+/** A task in one of these waits, holding no lease and no run slot, for a person or a timer. */
+export const SUSPENDED_STATUSES: readonly TaskStatus[] = [
+  'awaiting_permission',
+  'awaiting_secret',
+  'waiting',
+];
 
 const CANCELLED: Stop = { stop_reason: 'cancelled', detail: 'cancelled by request' };
 
@@ -145,8 +152,7 @@ export class RuntimeLoop {
   }
 
   private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
-    const runsNoMore = (p: TaskProgress) =>
-      Boolean(p.final) || p.status === 'awaiting_permission' || p.status === 'awaiting_secret';
+    const runsNoMore = (p: TaskProgress) => Boolean(p.final) || SUSPENDED_STATUSES.includes(p.status);
     for (;;) {
       let p = writer.progress;
       if (runsNoMore(p)) return;
@@ -260,12 +266,7 @@ export class RuntimeLoop {
     const out = await this.deps.engine.execute(writer, p.directive!, p.round, signal);
     if (out.kind === 'end') await this.end(writer, out.stop, out.result);
     const now = writer.progress;
-    if (
-      out.kind === 'suspend' &&
-      !signal.aborted &&
-      now.status !== 'awaiting_permission' &&
-      now.status !== 'awaiting_secret'
-    ) {
+    if (out.kind === 'suspend' && !signal.aborted && !SUSPENDED_STATUSES.includes(now.status)) {
       throw new Error(`task ${now.task_id}: execution suspended with nothing to wait for`);
     }
   }

@@ -9,7 +9,8 @@ import { RuntimeController } from '../control/runtime-controller';
 import { RuntimeParts } from '../runtime-options';
 import { DynamicModule } from '@nestjs/common';
 import { RecordedChildTasks } from '../delegation/child-tasks';
-import { TaskProgress, elicitedCall } from '../log/progress';
+import { TaskProgress, elicitedCall, pendingTimer } from '../log/progress';
+import { RecordedTimers } from '../loop/engine/timers';
 import {
   ReplayBackend,
   ReplayedSysUtil,
@@ -81,6 +82,8 @@ export async function runReplay(
       workspace: new RecordedWorkspaceView(events),
       // a replay writes no checkpoints (and its comparison leaves them out, see replayView)
       checkpoints: null,
+      // timers are due when the recording set them, and fire as it fired them (see recordedAnswers)
+      recordedTimers: RecordedTimers.fromEvents(events),
       // children are not run again: each delegation ends as the recording says its child did
       childTasks: new RecordedChildTasks(events),
     }),
@@ -147,18 +150,26 @@ export type ReplayOptions = Omit<
 >;
 
 /**
- * The recording's answers to the questions MCP servers asked, by elicitation id in order: a form's
+ * The recording's timer firings, and its answers to the questions MCP servers asked, by elicitation id in order: a form's
  * decision and content again; a secret, whose value the log never held, as random hex (the replayed
  * tool answers from the log, so no server sees it; redacted like any secret, it must match nothing).
  */
 function recordedAnswers(events: readonly RuntimeEvent[]) {
   const forms = new Map<string, Array<Extract<RuntimeEvent, { type: 'PERMISSION_RESOLVED' }>['payload']>>();
+  const fired = new Set<string>();
+  for (const e of events) if (e.type === 'TIMER_FIRED') fired.add(e.payload.timer_id);
   for (const e of events)
     if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
       forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
   return {
     next(p: TaskProgress): ((runtime: RuntimeController, taskId: string) => Promise<void>) | null {
       if (p.final) return null;
+      // the recording's timer fired (a replay does not wait for it)
+      const timer = pendingTimer(p);
+      if (timer && fired.has(timer.timer_id))
+        return async (runtime, taskId) => {
+          await runtime.fireTimer(taskId, { early: true });
+        };
       const form = p.pendingPermission;
       if (form && elicitedCall(form.call_id)) {
         const recorded = forms.get(form.call_id)?.shift();

@@ -87,6 +87,39 @@ describe('replayTask', () => {
     expect(replayed.some((e) => e.type === 'PLAN_FAILED')).toBe(true);
   });
 
+  it('a run that waited on a timer replays with the recorded due time and firing, without waiting', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [
+        JSON.stringify({ type: 'wait', duration_ms: 300 }),
+        JSON.stringify({ type: 'respond', content: 'after the wait' }),
+      ],
+    });
+    const rt = await startTestRuntime({
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new RuleTablePolicy({}),
+      model,
+    });
+    const { task_id } = await rt.runtime.submit({ input: 'wait a little' }, { source: 'cli' });
+    // the run stops at the timer, holding nothing; the process's due timers fire it
+    expect((await rt.runtime.settled(task_id)).status).toBe('waiting');
+    for (let end = Date.now() + 5_000; !(await rt.runtime.progress(task_id)).final;) {
+      if (Date.now() > end) throw new Error('the timer never fired');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await rt.runtime.settled(task_id);
+    await rt.close();
+    const started = Date.now();
+    const replayed = await expectSameRun(task_id);
+    // the replay never waits the recorded 300 ms by the wall clock
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const original = await temp.store.readWholeStream(task_id);
+    const setOf = (events: typeof original) => events.find((e) => e.type === 'TIMER_SET')?.payload;
+    expect(setOf(replayed)).toEqual(setOf(original));
+    expect(replayed.filter((e) => e.type === 'TIMER_FIRED')).toHaveLength(1);
+    expect(replayed[replayed.length - 1]).toMatchObject({ type: 'TASK_COMPLETED' });
+  });
+
   it('a provider error that fell back to sys_util replays the same fallback', async () => {
     const model = new ScriptedBackend({
       orchestrator: [{ error: 'provider_error' }, '{"type":"respond","content":"fine"}'],

@@ -1,4 +1,4 @@
-import { DelegateArgs, ModelToolCall, NewEvent, PlanStep, TodoSpec } from '@runledger/contracts';
+import { DelegateArgs, ModelToolCall, NewEvent, PlanStep, TodoSpec, WaitArgs } from '@runledger/contracts';
 import { planTodoEvents } from '../../discipline/todos';
 import { toolsForAgent } from '../../delegation/agent-catalog';
 import { DelegationRunner } from '../../delegation/delegation-runner';
@@ -19,6 +19,8 @@ import { letTheLoopTurn } from '../../control/backpressure';
 import { TaskWriter } from '../../log/task-writer';
 import { DoneOutcome, ExecOutcome, HardStop, StepOutcome } from './call-types';
 import { ToolCallRunner } from './tool-call-runner';
+import { RecordedTimers, dueAtOf } from './timers';
+import { RunClock, WALL_CLOCK } from '../../ports';
 
 export interface PlanDeps {
   toolCalls: ToolCallRunner;
@@ -38,6 +40,10 @@ export interface PlanDeps {
   rng?: () => number;
   /** runs agent steps; null: this runtime cannot delegate */
   delegation: DelegationRunner | null;
+  /** what a timer's due time is computed from; the wall clock when absent */
+  clock?: RunClock;
+  /** a replay's timers: due when the recording says, never computed again */
+  recordedTimers?: RecordedTimers | null;
 }
 
 const CODER_SYSTEM = 'You are the coder. Do exactly what is asked and reply with the result only.';
@@ -304,7 +310,44 @@ export class PlanRunner {
           signal,
         );
       }
+      case 'wait':
+        return this.waitStep(writer, args, step, round);
     }
+  }
+
+  /**
+   * A durable timer: set once (TIMER_SET, its due time computed here and never again), then the task
+   * waits without a lease or a run slot until an instance fires it (TIMER_FIRED); the step runs again
+   * then and completes.
+   */
+  private async waitStep(
+    writer: TaskWriter,
+    args: Record<string, unknown>,
+    step: PlanStep,
+    round: number,
+  ): Promise<StepOutcome> {
+    const timer_id = callIdFor(round, step.id);
+    const timer = writer.progress.timers.get(timer_id);
+    if (timer?.fired) return { kind: 'completed', output: { waited_until: timer.set.due_at } };
+    if (timer) return { kind: 'suspend' };
+    const wait = WaitArgs.safeParse(args);
+    if (!wait.success) return { kind: 'failed', error: `invalid wait step: ${wait.error.issues[0].message}` };
+    const due_at =
+      this.deps.recordedTimers?.dueAt(timer_id) ?? dueAtOf(wait.data, (this.deps.clock ?? WALL_CLOCK).now());
+    await writer.append([
+      {
+        type: 'TIMER_SET',
+        payload: {
+          timer_id,
+          step_id: step.id,
+          due_at,
+          duration_ms: 'duration_ms' in wait.data ? wait.data.duration_ms : null,
+          until: 'until' in wait.data ? wait.data.until : null,
+          counts_against_timeout: writer.progress.settings?.timeout_includes_waits === true,
+        },
+      },
+    ]);
+    return { kind: 'suspend' };
   }
 
   /**
