@@ -29,8 +29,8 @@ export function a2aStateOf(status: TaskStatus, stopReason: StopReason | null, ro
   switch (status) {
     case 'queued':
       return TaskState.TASK_STATE_SUBMITTED;
-    case 'running':
     // waiting on a timer needs nothing of the client: the agent is still at work
+    case 'running':
     case 'waiting':
       return TaskState.TASK_STATE_WORKING;
     case 'awaiting_permission':
