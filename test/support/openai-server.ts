@@ -21,7 +21,7 @@ export interface FakeReply {
   stall_ms?: number;
   model?: string;
   /** native tool calls of the reply (finish_reason tool_calls); streamed as deltas: id and name, then the arguments in pieces of 5 characters */
-  tool_calls?: { id: string; name: string; arguments: string }[];
+  tool_calls?: { id?: string; name: string; arguments: string }[];
   /** streaming: after the content, an error sent inside the stream (`data: {"error": {...}}`) instead of the end */
   stream_error?: { message: string; code?: string; type?: string; status?: number };
 }

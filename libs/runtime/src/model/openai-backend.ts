@@ -109,9 +109,12 @@ function toWire(messages: readonly ChatMessage[]): OpenAI.ChatCompletionMessageP
   });
 }
 
+/** A whole reply's function calls; one the server sent without an id is given one from its index, as a streamed one is. */
 const functionCalls = (calls: readonly OpenAI.ChatCompletionMessageToolCall[] | undefined): ModelToolCall[] =>
-  (calls ?? []).flatMap((c) =>
-    c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
+  (calls ?? []).flatMap((c, index) =>
+    c.type === 'function'
+      ? [{ id: c.id || `call_${index}`, name: c.function.name, arguments: c.function.arguments }]
+      : [],
   );
 
 /** A 400 that names response_format: the server does not do structured output. */
@@ -167,9 +170,10 @@ export class OpenAiBackend extends ModelBackend {
     if (!model) throw new ModelCallError('provider_error', `no model configured for role ${request.role}`);
     // Layered: the whole request has timeout_ms; a stream also may not go silent for longer than
     // idle_timeout_ms (each chunk is a sign of life); the caller's signal (task deadline, cancel) wins over both.
+    // A reply that arrives whole (streaming off) sends no sign of life before it ends: only timeout_ms counts.
     const deadline = createDeadline({
       totalMs: request.timeout_ms,
-      idleMs: request.stream ? (request.idle_timeout_ms ?? request.timeout_ms) : null,
+      idleMs: this.streams(request) ? (request.idle_timeout_ms ?? request.timeout_ms) : null,
       parent: request.signal,
       label: 'model call',
     });
@@ -193,6 +197,11 @@ export class OpenAiBackend extends ModelBackend {
     }
   }
 
+  /** the caller asked for a stream and this server is asked to stream (RUNLEDGER_MODEL_STREAM not off) */
+  private streams(request: ModelRequest): boolean {
+    return request.stream === true && this.options.stream !== false;
+  }
+
   /** json protocol: structured output first; a server that refuses response_format is asked again without it, from then on. */
   private async send(
     model: string,
@@ -202,9 +211,7 @@ export class OpenAiBackend extends ModelBackend {
   ): Promise<ModelResponse> {
     const body = this.body(model, request);
     const call = (b: OpenAI.ChatCompletionCreateParamsNonStreaming) =>
-      request.stream && this.options.stream !== false
-        ? this.streamed(b, request, signal, touch)
-        : this.whole(b, request, signal);
+      this.streams(request) ? this.streamed(b, request, signal, touch) : this.whole(b, request, signal);
     if (!body.response_format) return call(body);
     try {
       return await call(body);
