@@ -187,6 +187,7 @@ export class CompositionModule {
             modelTimeoutMs: c.RUNLEDGER_MODEL_TIMEOUT_MS,
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,
             todos: c.RUNLEDGER_TODOS === 'on',
+            roundPolicy: c.RUNLEDGER_ROUND_POLICY === 'on',
             agents: c.RUNLEDGER_AGENTS ?? [],
             maxDelegationDepth: c.RUNLEDGER_MAX_DELEGATION_DEPTH,
             redact: redactSecrets,

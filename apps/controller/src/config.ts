@@ -236,6 +236,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
   /** todos offered from a task's first round and a request for a change reminded to create its own (docs/todos.md) */
   RUNLEDGER_TODOS: z.enum(['on', 'off']).default('off'),
+  /** the runtime decides each round's tool surface from the task and its log (docs/round-policy.md) */
+  RUNLEDGER_ROUND_POLICY: z.enum(['on', 'off']).default('off'),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */

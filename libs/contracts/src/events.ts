@@ -13,9 +13,11 @@ import {
   SessionTurn,
   StopReason,
   TaskUsage,
+  MutationIntent,
   TodoOwner,
   TodoStatus,
   TokenUsage,
+  ToolSurface,
 } from './task';
 import { ToolResult } from './tool';
 
@@ -101,6 +103,8 @@ export const EventPayloads = {
     agent: AgentProfile.optional(),
     /** AG-UI: the thread, run, context, forwarded props and frontend tools the run was started with */
     ag_ui: AgUiRun.optional(),
+    /** round policy: whether the task may change things, and why (absent: round policy off) */
+    mutation_intent: MutationIntent.optional(),
   }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),
@@ -114,6 +118,10 @@ export const EventPayloads = {
     /** text: what the prompt showed, so a replay can show it again */
     memory_hits: z.array(z.object({ id: Id, score: z.number(), text: z.string().optional() })).default([]),
     compacted: z.boolean().default(false),
+    /** round policy: what the round was offered, and why (absent: round policy off, every tool offered) */
+    tool_surface: z
+      .object({ surface: ToolSurface, reason: z.string(), tools: z.array(z.string()) })
+      .optional(),
   }),
   ROUTER_DECIDED: z.object({
     round: z.number().int().nonnegative(),
@@ -394,8 +402,18 @@ export const EventPayloads = {
     note: z.string().nullable().default(null),
     call_id: Id.nullable().default(null),
   }),
-  TASK_COMPLETED: z.object({ ...FinalPayload, stop_reason: z.literal('completed'), result: z.string() }),
-  TASK_FAILED: z.object({ ...FinalPayload, result: z.string().nullable().default(null) }),
+  TASK_COMPLETED: z.object({
+    ...FinalPayload,
+    stop_reason: z.literal('completed'),
+    result: z.string(),
+    /** round policy: who wrote the visible answer, the model or the runtime from recorded facts (absent: policy off) */
+    answer_source: z.enum(['model', 'runtime']).optional(),
+  }),
+  TASK_FAILED: z.object({
+    ...FinalPayload,
+    result: z.string().nullable().default(null),
+    answer_source: z.enum(['model', 'runtime']).optional(),
+  }),
   TASK_CANCELLED: z.object({ ...FinalPayload, stop_reason: z.literal('cancelled') }),
 } as const;
 

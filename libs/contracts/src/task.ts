@@ -29,6 +29,7 @@ export const STOP_REASONS = [
   'repeat_cycle',
   'missing_completion_signal',
   'model_gave_up',
+  'mutation_refused',
   'cancelled',
 ] as const;
 export const StopReason = z.enum(STOP_REASONS);
@@ -119,9 +120,24 @@ export const UserTask = z
     budgets: Budgets.optional(),
     /** whether time spent in a `wait` counts against budgets.timeout_ms (absent: it does not) */
     timeout_includes_waits: z.boolean().optional(),
+    /** a person allows this task to change things whatever its input says (round policy; recorded as the decision) */
+    allow_mutation: z.boolean().optional(),
   })
   .strict();
 export type UserTask = z.infer<typeof UserTask>;
+
+/** What a round may do, decided by the runtime before the round (round policy; see docs/round-policy.md). */
+export const TOOL_SURFACES = ['retrieval', 'inspection', 'mutation', 'answer_only'] as const;
+export const ToolSurface = z.enum(TOOL_SURFACES);
+export type ToolSurface = z.infer<typeof ToolSurface>;
+
+/** Whether a task may change things, and who or what decided it. */
+export const MutationIntent = z.object({
+  allowed: z.boolean(),
+  reason: z.string(),
+  decided_by: z.enum(['classifier', 'person']),
+});
+export type MutationIntent = z.infer<typeof MutationIntent>;
 
 /**
  * An earlier task of the task's session, as its context shows it: what was asked and what came of
@@ -251,6 +267,8 @@ export const RunSettings = z.object({
   todos: z.enum(['on', 'off']).optional(),
   /** time spent in a `wait` counts against the time budget (absent: it does not) */
   timeout_includes_waits: z.literal(true).optional(),
+  /** the runtime decides each round's tool surface and refuses what it did not offer (absent in older runs: off) */
+  round_policy: z.enum(['on', 'off']).optional(),
   discipline: z
     .object({
       budgets: z.object({

@@ -32,6 +32,8 @@ export interface RuntimeSettings {
   coderToolTurns?: number;
   /** todos offered from a task's first round, a request for a change reminded to create its own (RUNLEDGER_TODOS; off when absent) */
   todos?: boolean;
+  /** the runtime decides each round's tool surface and refuses what it did not offer (RUNLEDGER_ROUND_POLICY; off when absent) */
+  roundPolicy?: boolean;
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;

@@ -419,6 +419,7 @@ function runtimeProviders(): Provider[] {
                 coderToolTurns: coderToolTurnsOf(o),
                 discipline: o.discipline,
                 todos: o.todos,
+                roundPolicy: o.roundPolicy,
               },
               budgets,
               orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',

@@ -344,6 +344,7 @@ async function execute(
             budgets: cmd.budgets,
             accept_checks: cmd.accept,
             ...(cmd.session ? { session_id: cmd.session } : {}),
+            ...(cmd.write ? { allow_mutation: true } : {}),
           },
           { source: 'cli' },
         );

@@ -17,6 +17,8 @@ export type CliCommand =
       budgets: Budgets;
       accept: AcceptCheck[];
       session: string | null;
+      /** --write: a person allows the task to change things (round policy) */
+      write?: true;
     }
   | {
       kind: 'resume';
@@ -116,6 +118,7 @@ interface Flags {
   save?: boolean;
   model?: string;
   session?: string;
+  write?: boolean;
   budget?: string[];
   accept?: string[];
 }
@@ -143,6 +146,10 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     )
     .option('--accept <json>', 'an AcceptCheck as JSON, repeatable', collect)
     .option('--session <id>', 'continue the conversation of that session')
+    .option(
+      '--write',
+      'allow the task to change things whatever its input says (round policy: allow_mutation)',
+    )
     .action((input: string, f: Flags) => {
       if (!input.trim()) throw new ValidationError('run needs a non-empty input (quote it)');
       done({
@@ -154,6 +161,7 @@ function buildProgram(done: (command: CliCommand) => void): Command {
         budgets: budgets(f.budget ?? []),
         accept: (f.accept ?? []).map(acceptCheck),
         session: f.session ?? null,
+        ...(f.write ? { write: true as const } : {}),
       });
     });
 

@@ -207,6 +207,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description:
       "`on`: every task is offered todos from its first round (the todo tool, a plan's `todos`) and a request for a change is reminded once to create its own; `off`: todos are offered once a plan declares them. Either way required todos gate acceptance; recorded per task (see [todos.md](todos.md))",
   },
+  RUNLEDGER_ROUND_POLICY: {
+    group: 'Run discipline',
+    description:
+      "`on`: the runtime decides each round's tool surface (retrieval, inspection, mutation, answer_only) from the task and its log, offers mutating tools only when the request asks for a change or `allow_mutation` is set, and refuses calls outside the surface; `off`: every round offers every tool. Recorded per task (see [round-policy.md](round-policy.md))",
+  },
   RUNLEDGER_CODER_TOOL_TURNS: {
     group: 'Run discipline',
     description:

@@ -40,6 +40,7 @@ import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { formAnswer } from './permission-answers';
 import { LeaseLostSignal, ReplayRequest, ReplayResult, SecretVault, ShutdownSignal } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
+import { mutationIntentOf } from '../discipline/round-policy';
 import { TaskProgress, pendingTimer } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
 import { RuntimeLoop, SUSPENDED_STATUSES } from '../loop/runtime-loop';
@@ -248,6 +249,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               ...(settings ? { settings } : {}),
               ...(session_history.length ? { session_history } : {}),
               ...(options.ag_ui ? { ag_ui: options.ag_ui } : {}),
+              // the round policy's one decision about the whole task, from its input (or a person), never from what it reads
+              ...(settings?.round_policy === 'on'
+                ? { mutation_intent: mutationIntentOf(task.input, task.allow_mutation) }
+                : {}),
             },
           },
         ],
@@ -394,6 +399,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async startChild(spec: ChildTaskSpec): Promise<void> {
     if ((await this.deps.store.streamVersion(spec.task_id)) === 0) {
+      const childSettings = this.deps.runSettings(spec.budgets);
       try {
         await this.deps.store.append(
           spec.task_id,
@@ -410,7 +416,10 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
                 request_hash: null,
                 source: 'delegation',
                 forked_from: null,
-                settings: this.deps.runSettings(spec.budgets),
+                settings: childSettings,
+                ...(childSettings.round_policy === 'on'
+                  ? { mutation_intent: mutationIntentOf(spec.input, undefined) }
+                  : {}),
                 parent_task_id: spec.parent_task_id,
                 root_task_id: spec.root_task_id,
                 depth: spec.depth,

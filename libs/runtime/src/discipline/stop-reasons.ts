@@ -16,6 +16,8 @@ const TEXT: Record<StopReason, string> = {
   repeat_cycle: 'The agent kept repeating the same step with the same result, even after a reminder.',
   missing_completion_signal: 'The orchestrator kept answering without a directive, even after reminders.',
   model_gave_up: 'The model gave up on the task and said why.',
+  mutation_refused:
+    'The model kept calling tools the round did not allow (a change the request did not ask for, or a tool when the answer was due); none of them ran.',
   cancelled: 'The task was cancelled.',
 };
 

@@ -4,6 +4,7 @@ import {
   Budgets,
   EventPayload,
   ExecutionDirective,
+  MutationIntent,
   PermissionDecision,
   PlanStep,
   Role,
@@ -115,6 +116,10 @@ export interface TaskProgress {
   meter: MeterState;
   /** the task's todos (its own: a session's next task starts with none) */
   todos: TodoState;
+  /** round policy: whether the task may change things (null: policy off) */
+  mutationIntent: MutationIntent | null;
+  /** round policy: the latest round's surface, from its CONTEXT_BUILT (null: policy off) */
+  surface: EventPayload<'CONTEXT_BUILT'>['tool_surface'] | null;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
   last_seq: number;
 }
@@ -148,6 +153,8 @@ const initial = (task_id: string): TaskProgress => ({
   usage: emptyUsage(),
   meter: initialMeterState(),
   todos: initialTodoState(),
+  mutationIntent: null,
+  surface: null,
   final: null,
   last_seq: 0,
 });
@@ -255,6 +262,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         root_task_id: e.payload.root_task_id ?? e.task_id,
         depth: e.payload.depth ?? 0,
         agent: e.payload.agent ?? null,
+        mutationIntent: e.payload.mutation_intent ?? null,
       });
       // the conversation so far comes first, as the oldest history
       p.history = sessionHistoryItems(e.payload.session_history ?? []);
@@ -268,6 +276,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       break;
     }
     case 'CONTEXT_BUILT':
+      p.surface = e.payload.tool_surface ?? null;
       if (e.payload.round !== p.round)
         Object.assign(p, { round: e.payload.round, directive: null, roundClosed: false });
       p.status = 'running';

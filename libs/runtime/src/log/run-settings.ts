@@ -10,6 +10,8 @@ export interface RunShaping {
   discipline?: DisciplineSettings;
   /** todos offered from the first round (recorded only when on, so runs without them record what they did before) */
   todos?: boolean;
+  /** round policy on (recorded only when on, like todos) */
+  roundPolicy?: boolean;
 }
 
 /** What a task asking for `budgets` runs under in this process, as TASK_RECEIVED records it. */
@@ -24,6 +26,7 @@ export function recordRunSettings(
     model_protocol: modelProtocol,
     ...(shaping.coderToolTurns !== undefined ? { coder_tool_turns: shaping.coderToolTurns } : {}),
     ...(shaping.todos ? { todos: 'on' as const } : {}),
+    ...(shaping.roundPolicy ? { round_policy: 'on' as const } : {}),
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,

@@ -404,6 +404,7 @@ export class AsyncRouter {
       timeout_ms: this.timeoutMs,
       signal,
       tools: ctx.functions,
+      ...(ctx.toolChoice ? { tool_choice: ctx.toolChoice } : {}),
       response_schema: DIRECTIVE_RESPONSE_SCHEMA,
     };
   }

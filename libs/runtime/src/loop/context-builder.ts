@@ -42,6 +42,10 @@ export const SYSTEM_PROMPT = [
   'Results of earlier steps are under History. Answer with respond once the results answer the task.',
 ].join('\n');
 
+/** Said in an answer_only round (round policy). */
+export const ANSWER_ONLY_NOTE =
+  'This round is answer only: no tool may be called. Answer the task from the results above (JSON protocol: a respond directive).';
+
 /** Said of plans when todos are part of the task. */
 const PLAN_TODOS_PROMPT =
   '  a plan may carry "todos":[{"id":"t1","text":"<what>","required":true}]; move each along with the todo_update tool.';
@@ -78,6 +82,8 @@ export interface BuiltContext {
   functions: ToolFunction[];
   view: PromptView;
   event: EventPayload<'CONTEXT_BUILT'>;
+  /** answer_only round: the model may not call tools (natively: tool_choice none) */
+  toolChoice?: 'none';
   /** over the prompt budget: these old rounds should be summarised (utility role) and the context built again */
   compaction?: { rounds: number[]; text: string; summaryTokens: number };
   /** cannot fit even trimmed and compacted: the task stops with budget_exceeded */
@@ -245,7 +251,8 @@ export class ContextBuilder {
     tools: readonly ToolManifest[],
     signal?: AbortSignal,
     /** toolCalling: the orchestrator speaks native tool calling, so tools go as functions and decided rounds as tool turns */
-    opts: { canCompact?: boolean; toolCalling?: boolean } = {},
+    /** answerOnly: the round policy's answer_only round: no tools, natively tool_choice none */
+    opts: { canCompact?: boolean; toolCalling?: boolean; answerOnly?: boolean } = {},
   ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
@@ -382,6 +389,7 @@ export class ContextBuilder {
       memory && `## Memory\n${memory}`,
       history && `## History\n${history}`,
       todoText && `## Todos\n${todoText}`,
+      opts.answerOnly && `## Round\n${ANSWER_ONLY_NOTE}`,
       `## Task\n${user}`,
     ].filter(Boolean);
     const messages: ChatMessage[] = opts.toolCalling
@@ -419,6 +427,7 @@ export class ContextBuilder {
       },
       compaction,
       overBudget,
+      ...(opts.answerOnly ? { toolChoice: 'none' as const } : {}),
     };
   }
 

@@ -14,6 +14,7 @@ import { SubmissionPacing, letTheLoopTurn } from '../control/backpressure';
 import { describeStop } from '../discipline/stop-reasons';
 import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
+import { decideSurface, isRoundPolicyOn, runtimeAnswer } from '../discipline/round-policy';
 
 export interface LoopDeps {
   store: EventStore;
@@ -214,18 +215,21 @@ export class RuntimeLoop {
     // after the guards, which judge the round by the log's times rather than by a timer that fires meanwhile
     await letTheLoopTurn(p);
     const toolCalling = this.deps.router.speaksToolCalls();
-    // a delegated agent is shown only the tools its profile allows
-    const tools = toolsForAgent(this.deps.tools.list(), p.agent);
+    // a delegated agent is shown only the tools its profile allows; the round policy narrows them to the round's surface
+    const agentTools = toolsForAgent(this.deps.tools.list(), p.agent);
+    const surface = decideSurface(p, agentTools);
+    const tools = surface ? surface.tools : agentTools;
+    const shape = { toolCalling, answerOnly: surface?.surface === 'answer_only' };
     let ctx = await this.deps.context.build(p, round, tools, signal, {
       canCompact: this.deps.router.canCompact(),
-      toolCalling,
+      ...shape,
     });
     if (ctx.compaction) {
       // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
       await this.deps.router.compact(writer, round, ctx.compaction, signal);
       ctx = await this.deps.context.build(writer.progress, round, tools, signal, {
         canCompact: false,
-        toolCalling,
+        ...shape,
       });
     }
     if (ctx.overBudget)
@@ -236,7 +240,17 @@ export class RuntimeLoop {
       );
     // The round's first commit is the router's (MODEL_CALLED, or its decision): the context rides in it. A crash
     // before then loses nothing a resume needs, since a round with no decision is built again.
-    writer.defer([{ type: 'CONTEXT_BUILT', payload: ctx.event }]);
+    const event = surface
+      ? {
+          ...ctx.event,
+          tool_surface: {
+            surface: surface.surface,
+            reason: surface.reason,
+            tools: surface.tools.map((t) => t.name),
+          },
+        }
+      : ctx.event;
+    writer.defer([{ type: 'CONTEXT_BUILT', payload: event }]);
     const decision = await this.deps.router.decide(writer, round, ctx, signal).catch((err: unknown) => {
       if (signal.aborted) return null;
       throw err;
@@ -296,11 +310,19 @@ export class RuntimeLoop {
     if (closing.some((e) => !UNMETERED_CLOSING_TYPES.has(e.type))) await writer.append(closing);
     else writer.defer(closing);
     const usage = structuredClone(writer.progress.usage);
+    // round policy: where the outcome follows from recorded facts the runtime writes the answer, and says who wrote it
+    const policy = isRoundPolicyOn(writer.progress);
+    const own = policy ? runtimeAnswer(writer.progress, final) : null;
+    if (own !== null) result = own;
+    const source =
+      policy && result !== null
+        ? { answer_source: own !== null ? ('runtime' as const) : ('model' as const) }
+        : {};
     if (final.stop_reason === 'completed') {
       await writer.append([
         {
           type: 'TASK_COMPLETED',
-          payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '' },
+          payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '', ...source },
         },
       ]);
     } else if (final.stop_reason === 'cancelled') {
@@ -311,7 +333,7 @@ export class RuntimeLoop {
       await writer.append([
         {
           type: 'TASK_FAILED',
-          payload: { stop_reason: final.stop_reason, detail: final.detail, usage, result },
+          payload: { stop_reason: final.stop_reason, detail: final.detail, usage, result, ...source },
         },
       ]);
     }

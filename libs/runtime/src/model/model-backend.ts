@@ -65,6 +65,8 @@ export interface ModelRequest {
   cursor?: number;
   /** functions the model may call natively; backends that speak the tools protocol send them as `tools`, the others ignore them */
   tools?: ToolFunction[];
+  /** 'none': the tools are listed but none may be called this time (the round policy's answer_only round) */
+  tool_choice?: 'none';
   /**
    * JSON protocol: the JSON schema the reply must follow, sent as
    * response_format where the server accepts it; the prompt says the same in text.

@@ -232,6 +232,7 @@ export class OpenAiBackend extends ModelBackend {
       }));
       const settings = this.options.toolCalls?.[request.role] ?? {};
       if (settings.tool_choice) body.tool_choice = settings.tool_choice;
+      if (request.tool_choice) body.tool_choice = request.tool_choice;
       if (settings.parallel_tool_calls !== undefined) body.parallel_tool_calls = settings.parallel_tool_calls;
     }
     if (this.protocol === 'json' && request.response_schema && !this.responseFormatRefused)

@@ -28,6 +28,7 @@ import { ElicitationGate } from './gates/elicitation-gate';
 import { InterruptedCallGate } from './gates/interrupted-call-gate';
 import { PermissionGate } from './gates/permission-gate';
 import { SecretGate } from './gates/secret-gate';
+import { RoundSurfaceGate } from './gates/round-surface-gate';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
 import { ValidateGate } from './gates/validate-gate';
 
@@ -67,6 +68,7 @@ type ToolOutcomeBody = Extract<NewEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED
 /** The pre-call checks in the order they apply; budgets and the circuit breaker belong to run discipline. */
 export function toolGates(deps: ToolCallDeps): ToolGate[] {
   const gates: ToolGate[] = [
+    new RoundSurfaceGate(),
     new ValidateGate(deps.tools),
     new AgentToolsGate(),
     new ElicitationGate(),
