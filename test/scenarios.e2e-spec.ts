@@ -109,6 +109,7 @@ describe('run discipline scenarios (scripted model)', () => {
       permissions?: PermissionService;
       settings?: DisciplineSettings;
       modelTimeoutMs?: number;
+      roundPolicy?: boolean;
     } = {},
   ) {
     rt = await startTestRuntime({
@@ -119,6 +120,7 @@ describe('run discipline scenarios (scripted model)', () => {
       discipline: o.settings ?? fast,
       rng: seededRandom(42),
       modelTimeoutMs: o.modelTimeoutMs ?? 2000,
+      roundPolicy: o.roundPolicy ?? false,
     });
     const { task_id } = await rt.runtime.submit(
       { input, budgets: o.budgets, accept_checks: o.accept_checks },
@@ -568,6 +570,25 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(r.stop).toBe('model_gave_up');
       expect(r.detail).toBe('cannot read');
       expect(rounds(r.events)).toBe(2);
+    });
+  });
+
+  describe('round policy', () => {
+    it('a request that asks for no change: a write is refused once, then mutation_refused with the answer the runtime writes', async () => {
+      const r = await run(
+        {
+          orchestrator: [
+            tool('file_write', { path: 'out.txt', content: 'x' }),
+            tool('file_write', { path: 'out.txt', content: 'x' }),
+            j({ type: 'respond', content: 'I wrote out.txt' }),
+          ],
+        },
+        'summarise the notes',
+        { roundPolicy: true },
+      );
+      expect(r.stop).toBe('mutation_refused');
+      expect(existsSync(join(dir, 'out.txt'))).toBe(false);
+      expect(r.events[r.events.length - 1]).toMatchObject({ payload: { answer_source: 'runtime' } });
     });
   });
 
