@@ -133,7 +133,7 @@ describe('API documents (e2e)', () => {
     expect(param('/tasks/{task_id}/permissions/{request_id}', 'post', 'request_id')).toMatchObject({
       in: 'path',
       required: true,
-      schema: { pattern: '^[A-Za-z0-9_.:-]{1,200}$' },
+      schema: { pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.:-]{1,200}$' },
     });
     expect(param('/tasks', 'post', 'Idempotency-Key')).toMatchObject({
       in: 'header',
@@ -191,7 +191,9 @@ describe('API documents (e2e)', () => {
       4401: expect.any(String),
       4008: expect.any(String),
     });
-    expect(doc.components.schemas.subscribe.properties.task_id.pattern).toBe('^[A-Za-z0-9_.:-]{1,200}$');
+    expect(doc.components.schemas.subscribe.properties.task_id.pattern).toBe(
+      '^(?!\\.\\.?$)[A-Za-z0-9_.:-]{1,200}$',
+    );
     expect(doc.components.schemas.event.properties.event).toEqual({
       $ref: '#/components/schemas/RuntimeEvent',
     });
