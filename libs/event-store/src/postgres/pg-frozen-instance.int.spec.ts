@@ -87,7 +87,8 @@ describePostgres('PgEventStore: an instance frozen while it holds the append loc
     other.child.kill('SIGCONT');
     expect(await other.outcome()).toMatch(/^refused: .*(idle-in-transaction|terminat)/);
     await new Promise((r) => setTimeout(r, 200));
-    expect(other.child.exitCode).toBeNull();
+    // it may end on its own once nothing is left for it to do (its pool empty), but never by a crash (exit 1)
+    expect([null, 0]).toContain(other.child.exitCode);
     await sut.close();
   }, 40_000);
 });
