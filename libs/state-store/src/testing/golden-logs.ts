@@ -1,23 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely } from 'kysely';
-import { Database } from '@runledger/event-store';
+import { Kysely, Selectable } from 'kysely';
+import { Database, EventsTable } from '@runledger/event-store';
 import { TaskState } from '../task-state';
 
 /** A stored events row as a golden log keeps it: the payload as the JSON text it was written as. */
-export interface GoldenRow {
-  position: number;
-  event_id: string;
-  task_id: string;
-  session_id: string;
-  sequence: number;
-  type: string;
-  payload: string;
-  causation_id: string | null;
-  correlation_id: string;
-  created_at: string;
-  schema_version: number;
-}
+export type GoldenRow = Selectable<EventsTable>;
 
 export interface GoldenLog {
   name: string;
