@@ -22,6 +22,8 @@ export interface FakeReply {
   model?: string;
   /** native tool calls of the reply (finish_reason tool_calls); streamed as deltas: id and name, then the arguments in pieces of 5 characters */
   tool_calls?: { id?: string; name: string; arguments: string }[];
+  /** the reply's finish_reason; tool_calls when it has calls, else stop, when absent */
+  finish_reason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
   /** streaming: after the content, an error sent inside the stream (`data: {"error": {...}}`) instead of the end */
   stream_error?: { message: string; code?: string; type?: string; status?: number };
 }
@@ -115,7 +117,7 @@ async function sendChat(
   const id = `chatcmpl-${Date.now()}`;
   const created = Math.floor(Date.now() / 1000);
   const calls = reply.tool_calls ?? [];
-  const finish_reason = calls.length > 0 ? 'tool_calls' : 'stop';
+  const finish_reason = reply.finish_reason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(

@@ -3,11 +3,13 @@ import { DIRECTIVE_RESPONSE_SCHEMA, parseDirective } from '../model/directive-pa
 import { BuiltContext } from './context-builder';
 import { ModelGateway } from './model-gateway';
 import {
+  CUT_OFF,
   ChatMessage,
   ModelBackend,
   ModelCallError,
   ModelRequest,
   ModelResponse,
+  cutOff,
 } from '../model/model-backend';
 import { ArgsCheck, directiveFromToolCalls } from './native-tool-calls';
 import {
@@ -198,6 +200,20 @@ export class AsyncRouter {
    */
   private async read(writer: TaskWriter, round: number, res: ModelResponse): Promise<ReadReply> {
     const text = classifyOrchestratorText(res.content);
+    if (cutOff(res))
+      return {
+        kind: 'invalid',
+        error: CUT_OFF,
+        attempted: true,
+        correction: [
+          { role: 'assistant', content: text.cleaned },
+          {
+            role: 'user',
+            content:
+              'Your last reply was cut off at the output token limit (finish_reason "length"). Reply again in full, and shorter, so that the whole of it fits.',
+          },
+        ],
+      };
     if (text.fabricated.length > 0)
       await writer.append([
         guardEvent('correction', round, FABRICATION_NOTE, { fabricated: text.fabricated.length }),
@@ -210,7 +226,7 @@ export class AsyncRouter {
         error: native.error,
         attempted: true,
         correction: [
-          { role: 'assistant', content: text.cleaned, tool_calls: res.tool_calls },
+          { role: 'assistant', content: text.cleaned, tool_calls: native.calls },
           ...native.answers,
         ],
       };

@@ -123,6 +123,41 @@ describe('a coder step that speaks the tools protocol', () => {
     );
   });
 
+  it('two coder calls sharing one id both run, and go back with an id each, so the next request is sent', async () => {
+    await build({
+      orchestrator: [coderPlan],
+      coder: [
+        {
+          content: '',
+          tool_calls: [
+            { id: 'same', name: 'echo', arguments: json({ text: 'a' }) },
+            { id: 'same', name: 'echo', arguments: json({ text: 'b' }) },
+          ],
+        },
+        'echoed a and b',
+      ],
+    });
+    const { progress } = await submit('coder with a repeated id');
+    expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'echoed a and b' });
+    expect(coderRequests).toHaveLength(2);
+    expect(
+      coderRequests[1].messages.slice(2).map((m) => (m.role === 'tool' ? m.tool_call_id : m.role)),
+    ).toEqual(['assistant', 'same', 'same_2']);
+  });
+
+  it('a coder answer cut off at the token limit (finish_reason length) fails the step: it is not its output', async () => {
+    await build({
+      orchestrator: [coderPlan, '{"type":"fail","reason":"cut off"}'],
+      coder: [{ content: 'function half(', finish_reason: 'length' }],
+    });
+    const { task_id } = await submit('coder cut off');
+    const events = await store.readWholeStream(task_id);
+    expect(ofType(events, 'STEP_COMPLETED').find((e) => e.payload.step_id === 'code')).toBeUndefined();
+    expect(ofType(events, 'STEP_FAILED').find((e) => e.payload.step_id === 'code')?.payload.error).toMatch(
+      /^coder: the reply was cut off at the output token limit/,
+    );
+  });
+
   it('a coder that never answers in text fails the step after its bound of tool-call replies', async () => {
     await build({
       orchestrator: [coderPlan, '{"type":"fail","reason":"looping coder"}'],

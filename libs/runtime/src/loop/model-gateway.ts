@@ -1,4 +1,4 @@
-import { NewEvent, PriceTable, Role, newId } from '@runledger/contracts';
+import { EventPayload, EventValidationError, NewEvent, PriceTable, Role, newId } from '@runledger/contracts';
 import { admit, costOf, resolveBudgets } from '../discipline/budgets';
 import { FailureError } from '../discipline/failure-policy';
 import { DisciplineSettings } from '../discipline/settings';
@@ -105,24 +105,19 @@ export class ModelGateway {
       emit(safe.flush());
       if (streamFailed) throw (streamFailed as { error: unknown }).error;
       // the reply rides with what the task does with it next (a tool's intent, the next call, the end)
-      c.writer.defer([
-        {
-          type: 'MODEL_RESPONDED',
-          payload: {
-            call_id,
-            role: c.role,
-            model: res.model,
-            content: res.content,
-            usage: res.usage,
-            latency_ms: Date.now() - started,
-            error: null,
-            finish_reason: res.finish_reason,
-            retry_after_ms: null,
-            ...(res.tool_calls ? { tool_calls: res.tool_calls } : {}),
-            cost_usd: costOf(res.model, res.usage, this.prices),
-          },
-        },
-      ]);
+      this.deferReply(c.writer, {
+        call_id,
+        role: c.role,
+        model: res.model,
+        content: res.content,
+        usage: res.usage,
+        latency_ms: Date.now() - started,
+        error: null,
+        finish_reason: res.finish_reason,
+        retry_after_ms: null,
+        ...(res.tool_calls ? { tool_calls: res.tool_calls } : {}),
+        cost_usd: costOf(res.model, res.usage, this.prices),
+      });
       return res;
     } catch (err) {
       const e =
@@ -146,6 +141,19 @@ export class ModelGateway {
         },
       ]);
       throw e;
+    }
+  }
+
+  /**
+   * A reply our own event check refuses (a tool call with no name, an id too long to store) is not the
+   * provider failing: asking again would bring the same reply, so it is a validation_error, never retried as is.
+   */
+  private deferReply(writer: TaskWriter, payload: EventPayload<'MODEL_RESPONDED'>): void {
+    try {
+      writer.defer([{ type: 'MODEL_RESPONDED', payload }]);
+    } catch (err) {
+      if (!(err instanceof EventValidationError)) throw err;
+      throw new ModelCallError('validation_error', `the reply cannot be recorded: ${err.message}`);
     }
   }
 }

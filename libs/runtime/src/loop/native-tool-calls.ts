@@ -14,6 +14,7 @@ import {
 import { TODO_FUNCTION } from '../discipline/todos';
 import { parseDirective, wireSchema } from '../model/directive-parser';
 import { ChatMessage, ToolFunction } from '../model/model-backend';
+import { distinctCallIds } from '../model/tool-turns';
 
 /** The runtime's own functions, offered beside the tools: what is not a tool call. */
 export const PLAN_FUNCTION = 'runledger_plan';
@@ -129,6 +130,8 @@ export type NativeReply =
   | {
       ok: false;
       error: string;
+      /** the correction turn's assistant calls: the reply's, each with an id of its own (see distinctCallIds) */
+      calls: ModelToolCall[];
       /** the correction turn: one `tool` message per call, in order, each saying what was wrong with it (or that it was not run) */
       answers: ChatMessage[];
     };
@@ -164,6 +167,7 @@ const delegateProblem = (args: Record<string, unknown>): string | null => {
 
 const refuse = (calls: readonly ModelToolCall[], errors: Map<string, string>): NativeReply => ({
   ok: false,
+  calls: [...calls],
   error: [...errors]
     .map(([id, e]) => `${calls.find((c) => c.id === id)?.name ?? id} (${id}): ${e}`)
     .join('; '),
@@ -177,6 +181,37 @@ const refuse = (calls: readonly ModelToolCall[], errors: Map<string, string>): N
 });
 
 /**
+ * Calls that share an id cannot be told apart by their answers: none is run, and the correction
+ * turn gives each an id of its own so that it can be sent at all.
+ */
+function sharedIdsRefused(calls: readonly ModelToolCall[]): NativeReply | null {
+  const counts = new Map<string, number>();
+  for (const c of calls) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+  const shared = [...counts].filter(([, n]) => n > 1);
+  if (shared.length === 0) return null;
+  const turn = distinctCallIds(calls);
+  return {
+    ok: false,
+    error: shared
+      .map(
+        ([id, n]) =>
+          `tool call id ${id} is given to ${n} calls of one reply; each call needs an id of its own`,
+      )
+      .join('; '),
+    calls: turn,
+    answers: turn.map((c, k) => ({
+      role: 'tool',
+      tool_call_id: c.id,
+      content:
+        (c.id === calls[k].id
+          ? `not run: another call of your reply has the id ${c.id} too.`
+          : `not run: this call had the id ${calls[k].id} of an earlier call of your reply (renamed ${c.id} here so that it can be answered).`) +
+        ' Make the calls again, each with an id of its own.',
+    })),
+  };
+}
+
+/**
  * A reply's native tool calls -> one validated directive: one tool call is a
  * `tool` directive; several are a plan of independent steps (one per call, the
  * step id being the call id, each with its own permission check); plan and
@@ -184,6 +219,8 @@ const refuse = (calls: readonly ModelToolCall[], errors: Map<string, string>): N
  * back with the `tool` messages of a correction turn.
  */
 export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: ArgsCheck): NativeReply {
+  const shared = sharedIdsRefused(calls);
+  if (shared) return shared;
   const errors = new Map<string, string>();
   const parsed = calls.map((c) => ({ call: c, args: argsOf(c) }));
   for (const { call, args } of parsed) if (!args.ok) errors.set(call.id, args.error);

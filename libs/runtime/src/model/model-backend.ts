@@ -88,11 +88,21 @@ export interface ModelResponse {
   tool_calls?: ModelToolCall[];
 }
 
+/**
+ * The reply stopped at the output token limit (finish_reason "length"): whatever it holds is cut
+ * off, never a complete answer nor a directive to act on.
+ */
+export const cutOff = (res: Pick<ModelResponse, 'finish_reason'>): boolean => res.finish_reason === 'length';
+export const CUT_OFF =
+  'the reply was cut off at the output token limit (finish_reason "length"), so it is not a complete answer';
+
 export const MODEL_ERROR_KINDS = [
   'provider_error',
   'rate_limited',
   'timeout',
   'authentication_error',
+  /** the reply came, but not in a shape the log can record (the runtime's own event check refused it): never retried as is */
+  'validation_error',
 ] as const;
 export type ModelErrorKind = (typeof MODEL_ERROR_KINDS)[number];
 

@@ -1,6 +1,6 @@
 import { ModelToolCall } from '@runledger/contracts';
 import { ChatMessage } from './model-backend';
-import { ToolCallAssembler, ToolCallDelta, checkToolTurns } from './tool-turns';
+import { ToolCallAssembler, ToolCallDelta, checkToolTurns, distinctCallIds } from './tool-turns';
 
 const call = (id: string, name = 'read_file'): ModelToolCall => ({ id, name, arguments: '{}' });
 const sys: ChatMessage = { role: 'system', content: 's' };
@@ -137,5 +137,17 @@ describe('ToolCallAssembler', () => {
     ],
   ])('%s', (_name, chunks, expected) => {
     expect(assemble(...chunks)).toEqual(expected);
+  });
+});
+
+describe('distinctCallIds', () => {
+  it('keeps distinct ids, renames a repeated one after its position, and never onto an id the reply already has', () => {
+    expect(distinctCallIds([call('a'), call('b')])).toEqual([call('a'), call('b')]);
+    expect(distinctCallIds([call('a'), call('a'), call('a_2'), call('a')]).map((c) => c.id)).toEqual([
+      'a',
+      'a_2_2',
+      'a_2',
+      'a_4',
+    ]);
   });
 });

@@ -64,6 +64,26 @@ function turnProblems(
   return [];
 }
 
+/**
+ * `calls` with an id each of its own, to be sent back as a tool turn: a call whose id an earlier
+ * call of the reply already has gets `<id>_<n>` (n its position, 1-based, the first free one). A
+ * reply whose calls share an id cannot be answered otherwise, as every server refuses the repeat.
+ */
+export function distinctCallIds(calls: readonly ModelToolCall[]): ModelToolCall[] {
+  const taken = new Set(calls.map((c) => c.id));
+  const seen = new Set<string>();
+  return calls.map((c, k) => {
+    if (!seen.has(c.id)) {
+      seen.add(c.id);
+      return c;
+    }
+    let id = `${c.id}_${k + 1}`;
+    for (let n = 2; taken.has(id); n++) id = `${c.id}_${k + 1}_${n}`;
+    taken.add(id);
+    return { ...c, id };
+  });
+}
+
 /** One streamed piece of a tool call, as chat.completions chunks carry it. */
 export interface ToolCallDelta {
   index: number;

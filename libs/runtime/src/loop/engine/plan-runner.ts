@@ -11,7 +11,8 @@ import {
 } from '@runledger/scheduler';
 import { NO_RETRIES, DisciplineSettings } from '../../discipline/settings';
 import { ModelGateway } from '../model-gateway';
-import { ChatMessage, ModelBackend, ModelResponse } from '../../model/model-backend';
+import { CUT_OFF, ChatMessage, ModelBackend, ModelResponse, cutOff } from '../../model/model-backend';
+import { distinctCallIds } from '../../model/tool-turns';
 import { FAIL_FUNCTION, PLAN_FUNCTION, argsOf, toolFunctions } from '../native-tool-calls';
 import { PlanProgress, callIdFor, coderCallIdFor, planIdFor, resultText } from '../../log/progress';
 import { callThroughChain } from '../provider-chain';
@@ -385,6 +386,7 @@ export class PlanRunner {
       const reply = recorded[turn] ?? (await this.askCoder(writer, messages, tools, step, round, signal));
       if (typeof reply === 'string') return { kind: 'failed', error: reply };
       const calls = reply.tool_calls ?? [];
+      if (cutOff(reply)) return { kind: 'failed', error: `coder: ${CUT_OFF}` };
       if (calls.length === 0) return { kind: 'completed', output: reply.content };
       const fail = calls.find((c) => c.name === FAIL_FUNCTION);
       if (fail) {
@@ -395,6 +397,8 @@ export class PlanRunner {
       if (turn + 1 >= maxTurns)
         return { kind: 'failed', error: `coder: no text answer after ${maxTurns} tool-call replies` };
       const answers: ChatMessage[] = [];
+      // sent back with an id each, even when the coder gave two calls one (the request would be refused)
+      const sent = distinctCallIds(calls);
       for (const [k, call] of calls.entries()) {
         const answer = await this.runCoderCall(
           writer,
@@ -404,9 +408,9 @@ export class PlanRunner {
           signal,
         );
         if (answer.kind !== 'answer') return answer;
-        answers.push({ role: 'tool', tool_call_id: call.id, content: answer.content });
+        answers.push({ role: 'tool', tool_call_id: sent[k].id, content: answer.content });
       }
-      messages.push({ role: 'assistant', content: reply.content, tool_calls: [...calls] }, ...answers);
+      messages.push({ role: 'assistant', content: reply.content, tool_calls: sent }, ...answers);
     }
   }
 
