@@ -35,6 +35,11 @@ import { ModelOptions, RuntimeOptions, RuntimeParts, RuntimeSettings } from './r
 import { recordRunSettings, runShapingOf } from './log/run-settings';
 import { TaskOwnership } from './control/task-ownership';
 import { RuntimeController } from './control/runtime-controller';
+import { RunQueue } from './control/run-queue';
+import { Admission } from './control/admission';
+import { TaskAnswers } from './control/task-answers';
+import { Recovery } from './control/recovery';
+import { loadProgress } from './log/checkpoints';
 import { EventLoopMonitor, SubmissionPacing } from './control/backpressure';
 import { RuntimeLogger } from './runtime-logger';
 import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';
@@ -380,6 +385,59 @@ function runtimeProviders(): Provider[] {
       ],
     },
     {
+      provide: RunQueue,
+      useFactory: (
+        o: RuntimeOptions,
+        loop: RuntimeLoop,
+        logger: RuntimeLogger,
+        pacing: SubmissionPacing,
+        ownership: TaskOwnership | null,
+      ) =>
+        new RunQueue({
+          loop,
+          logger,
+          concurrency: o.concurrency ?? 4,
+          pacing,
+          backpressure: o.backpressure ?? null,
+          ownership,
+        }),
+      inject: [RUNTIME_OPTIONS, RuntimeLoop, RuntimeLogger, SubmissionPacing, TaskOwnership],
+    },
+    {
+      provide: Admission,
+      useFactory: (o: RuntimeOptions, runs: RunQueue, pacing: SubmissionPacing) =>
+        new Admission(runs, pacing, o.backpressure ?? null, o.concurrency ?? 4),
+      inject: [RUNTIME_OPTIONS, RunQueue, SubmissionPacing],
+    },
+    {
+      provide: TaskAnswers,
+      useFactory: (store: EventStore, runs: RunQueue, ownership: TaskOwnership | null) =>
+        new TaskAnswers(store, runs, ownership),
+      inject: [RUNTIME_STORE, RunQueue, TaskOwnership],
+    },
+    {
+      provide: Recovery,
+      useFactory: (
+        o: RuntimeOptions,
+        store: EventStore,
+        runs: RunQueue,
+        answers: TaskAnswers,
+        ownership: TaskOwnership | null,
+        logger: RuntimeLogger,
+      ) =>
+        new Recovery({
+          store,
+          runs,
+          answers,
+          ownership,
+          logger,
+          progress: (taskId) => loadProgress(store, o.checkpoints?.store ?? null, taskId),
+          // a run on another clock (a replay's, the recording's) fires only the firings it is handed
+          wallClockTimers: o.clock === undefined,
+        }),
+      inject: [RUNTIME_OPTIONS, RUNTIME_STORE, RunQueue, TaskAnswers, TaskOwnership, RuntimeLogger],
+    },
+    {
       provide: RuntimeController,
       useFactory: (
         o: RuntimeOptions,
@@ -397,19 +455,21 @@ function runtimeProviders(): Provider[] {
         views: TaskViews,
         ownership: TaskOwnership | null,
         children: ChildTasks,
-        pacing: SubmissionPacing,
+        runs: RunQueue,
+        admission: Admission,
+        answers: TaskAnswers,
+        recovery: Recovery,
       ) => {
         const controller = new RuntimeController({
           ownership,
-          // a run on another clock (a replay's, the recording's) fires only the firings it is handed
-          wallClockTimers: o.clock === undefined,
           store,
           loop,
           vault,
           secrets,
-          concurrency: o.concurrency ?? 4,
-          backpressure: o.backpressure ?? null,
-          pacing,
+          runs,
+          admission,
+          answers,
+          recovery,
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
@@ -458,7 +518,10 @@ function runtimeProviders(): Provider[] {
         TaskViews,
         TaskOwnership,
         ChildTasks,
-        SubmissionPacing,
+        RunQueue,
+        Admission,
+        TaskAnswers,
+        Recovery,
       ],
     },
   ];

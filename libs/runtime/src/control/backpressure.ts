@@ -92,6 +92,31 @@ class RecentShare {
   }
 }
 
+/** What says the event loop is loaded beyond the limits, or null when it is not (or not watched). */
+export function loopOverloaded(
+  limits: BackpressureLimits | null,
+  loop: LoopLoadSource | null,
+): { reason: string; details: Record<string, number> } | null {
+  if (!limits || !loop) return null;
+  if (limits.maxLoopDelayMs > 0) {
+    const delay = Math.round(loop.delayMs());
+    if (delay > limits.maxLoopDelayMs)
+      return {
+        reason: `delay ${delay} ms, at most ${limits.maxLoopDelayMs}`,
+        details: { loop_delay_ms: delay, max_loop_delay_ms: limits.maxLoopDelayMs },
+      };
+  }
+  if (limits.maxLoopUtilization < 1) {
+    const utilization = Math.round(loop.utilization() * 100) / 100;
+    if (utilization > limits.maxLoopUtilization)
+      return {
+        reason: `busy ${Math.round(utilization * 100)}% of the time, at most ${Math.round(limits.maxLoopUtilization * 100)}%`,
+        details: { loop_utilization: utilization, max_loop_utilization: limits.maxLoopUtilization },
+      };
+  }
+  return null;
+}
+
 /**
  * How late a 20 ms timer fires, as the largest lateness of each 100 ms window, and the loop's
  * utilization over each window; a reading is the smaller of the last two windows', so a lone stall (a GC pause, one large synchronous read) fills

@@ -155,3 +155,12 @@ export class TaskOwnership {
     }
   }
 }
+
+/** The owner id of another process that holds a live lease on the task, null when none does (or without leases). */
+export async function ownedElsewhere(
+  ownership: TaskOwnership | null,
+  taskId: string,
+): Promise<string | null> {
+  if (!ownership || ownership.holds(taskId)) return null;
+  return (await ownership.liveLease(taskId))?.owner ?? null;
+}
