@@ -517,15 +517,15 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
       const sut = await openService(env, { rebuildInBackground: true });
       const internals = sut as unknown as {
-        positionSaved: Promise<void>;
-        rebuild: { job: { done: Promise<unknown> } } | null;
+        projection: { positionSaved: Promise<void> };
+        index: { rebuild: { job: { done: Promise<unknown> } } | null };
       };
-      const built = internals.rebuild!.job.done;
+      const built = internals.index.rebuild!.job.done;
       const loads = jest.spyOn(VectorIndex, 'open');
       try {
         // the close waits for the last pass's position write while the worker finishes
         let savePosition!: () => void;
-        internals.positionSaved = new Promise<void>((r) => (savePosition = r));
+        internals.projection.positionSaved = new Promise<void>((r) => (savePosition = r));
         const closing = sut.close();
         await built;
         await new Promise((r) => setTimeout(r, 20));
