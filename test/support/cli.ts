@@ -60,7 +60,7 @@ export const runCli = (
 
 /** What `auto` prints when this machine cannot give the OS sandbox (no bubblewrap, or bwrap unusable here). */
 const SANDBOX_FALLBACK_NOTICE =
-  /^runledger: .*: shell commands run without the OS sandbox \(process-level confinement only\)$/;
+  /^runledger: .*: shell commands run without the OS sandbox \(process-level confinement only\)(; with --yes, .*)?$/;
 
 /**
  * The lines of a CLI's stderr that report a problem: its `runledger: ...` diagnostics and anything Node

@@ -51,6 +51,8 @@ export interface CompositionOptions {
   log?: Logger;
   /** where the fallback providers' api_key_env variables are read; process.env when absent */
   env?: NodeJS.ProcessEnv;
+  /** what running without the OS sandbox also means here, said in its one warning line (the CLI's --yes) */
+  sandboxNotice?: string;
 }
 
 /**
@@ -147,6 +149,7 @@ export class CompositionModule {
           ) => ({
             allowedRoot,
             sandbox: c.RUNLEDGER_SANDBOX,
+            sandboxNotice: o.sandboxNotice,
             plugins: c.RUNLEDGER_PLUGINS,
             maxOutputBytes: c.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES,
             memory: memory ? toolsOver(memory, policy.config) : null,

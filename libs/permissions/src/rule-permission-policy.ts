@@ -8,6 +8,7 @@ import {
   splitMcpToolName,
 } from '@runledger/contracts';
 import { PermissionService, PermissionSubject } from './permission-service';
+import { promptNeedsOsSandbox } from './os-sandbox-rules';
 
 import { ALLOW, check, newProgramCall, ProgramCall, unknownProgram } from './programs/program-spec';
 import { programSpec } from './programs/table';
@@ -23,9 +24,20 @@ import {
 
 const SEVERITY: Record<PermissionVerdict, number> = { allow: 0, prompt: 1, deny: 2, hard_stop: 3 };
 
-/** The most severe verdict wins; on a tie the first found is kept (it names the earliest part). */
+/**
+ * The most severe verdict wins. On a tie of prompts, one that only an OS sandbox makes safe to allow
+ * wins (the request then names it, and a blanket yes without the sandbox refuses it); otherwise the
+ * first found is kept (it names the earliest part).
+ */
 export function mostSevere(checks: readonly PermissionCheck[]): PermissionCheck {
-  return checks.reduce((a, b) => (SEVERITY[b.verdict] > SEVERITY[a.verdict] ? b : a), ALLOW);
+  return checks.reduce(
+    (a, b) =>
+      SEVERITY[b.verdict] > SEVERITY[a.verdict] ||
+      (SEVERITY[b.verdict] === SEVERITY[a.verdict] && promptNeedsOsSandbox(b) && !promptNeedsOsSandbox(a))
+        ? b
+        : a,
+    ALLOW,
+  );
 }
 
 /** The folder a command runs in: a path, the root (undefined), or not known before it runs. */
@@ -259,7 +271,9 @@ export class RulePermissionPolicy extends PermissionService {
   checkShellCommand(command: string, cwd?: string): PermissionCheck {
     const found: PermissionCheck[] = [];
     if (FORK_BOMB.test(command)) found.push(check('hard_stop', 'fork_bomb', 'a fork bomb'));
-    for (const p of this.patterns) if (p.re.test(command)) found.push(check(p.verdict, p.rule, p.reason));
+    const configured = this.patterns
+      .filter((p) => p.re.test(command))
+      .map((p) => check(p.verdict, p.rule, p.reason));
     if (cwd !== undefined && !this.isInsideRoot(this.real(this.resolve(cwd))))
       found.push(check('deny', 'cwd_outside_root', `cwd outside the allowed root: ${cwd}`));
     const analysis = analyzeShell(command);
@@ -292,7 +306,10 @@ export class RulePermissionPolicy extends PermissionService {
       }
       found.push(this.checkCommand(c, here));
     }
-    return mostSevere(found);
+    // a configured pattern the command matches names it: it decides at its own severity or above
+    const judged = mostSevere(found);
+    const named = mostSevere(configured);
+    return named.verdict !== 'allow' && SEVERITY[named.verdict] >= SEVERITY[judged.verdict] ? named : judged;
   }
 
   /** The command with known variables filled in; a program that becomes known is judged by name. */
@@ -367,8 +384,11 @@ export class RulePermissionPolicy extends PermissionService {
     if (r.prompt_programs.includes(name))
       found.push(check('prompt', 'configured_prompt', `${name} asks first`));
     const allowed = r.allow_programs.includes(name);
-    if (!spec) return mostSevere(allowed ? found : [...found, unknownProgram(name)]);
-    found.push(...(spec.effects?.(call) ?? []));
+    // a program the rules name (allowed, or asking first) is the operator's choice: it is no unknown program,
+    // and its network use is not the OS sandbox's business
+    const named = allowed || r.prompt_programs.includes(name);
+    if (!spec) return mostSevere(named ? found : [...found, unknownProgram(name)]);
+    found.push(...(spec.effects?.(call) ?? []).map((c) => (named ? namedNetwork(c) : c)));
     if (!allowed) found.push(...(spec.reads?.(call) ?? []));
     return mostSevere(found);
   }
@@ -404,6 +424,11 @@ export class RulePermissionPolicy extends PermissionService {
     return check('allow', null, 'no hard-stop request found');
   }
 }
+
+const namedNetwork = (c: PermissionCheck): PermissionCheck =>
+  c.rule === 'network_program'
+    ? { ...c, rule: 'named_network_program', reason: `${c.reason} (named in the permission rules)` }
+    : c;
 
 /** A dangerous program named anywhere in the text: judged from there to the end of the line. */
 const INPUT_COMMANDS =

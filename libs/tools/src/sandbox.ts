@@ -43,6 +43,8 @@ export interface ToolSandboxOptions {
   maxReadBytes?: number;
   /** where bwrap is; `null` means "not installed" (tests); default: looked up on PATH */
   bwrapPath?: string | null;
+  /** what else the fallback means for this process (the CLI's --yes), said in the same one warning line */
+  fallbackNotice?: string;
   logger?: ToolLogger;
 }
 
@@ -136,6 +138,8 @@ export class ToolSandbox {
       options.mode ?? 'auto',
       options.bwrapPath === undefined ? findOnPath('bwrap') : options.bwrapPath,
     );
+    if (this.status.effective === 'process' && this.status.warning && options.fallbackNotice)
+      this.status.warning += `; ${options.fallbackNotice}`;
     if (this.status.warning) options.logger?.warn({ sandbox: this.status }, this.status.warning);
   }
 

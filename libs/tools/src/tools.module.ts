@@ -14,6 +14,8 @@ export interface ToolsOptions {
   allowedRoot: string;
   /** RUNLEDGER_SANDBOX */
   sandbox?: SandboxMode;
+  /** appended to the one warning about running without the OS sandbox (see ToolSandboxOptions.fallbackNotice) */
+  sandboxNotice?: string;
   /** RUNLEDGER_PLUGINS (`:`-separated) or a list of folders */
   plugins?: string | readonly string[];
   /** RUNLEDGER_TOOL_OUTPUT_MAX_BYTES */
@@ -53,6 +55,7 @@ export class ToolsModule {
               allowedRoot: o.allowedRoot,
               mode: o.sandbox ?? 'auto',
               maxOutputBytes: o.maxOutputBytes,
+              fallbackNotice: o.sandboxNotice,
               logger: loggerOf(o),
             }),
           inject: [TOOLS_OPTIONS],

@@ -22,7 +22,8 @@ import {
   todoList,
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
-import { McpClientManager } from '@runledger/tools';
+import { McpClientManager, ToolSandbox } from '@runledger/tools';
+import { needsOsSandbox } from '@runledger/permissions';
 import { AppConfig, dataDirOf, loadConfig } from '../config';
 import { CliModule } from './cli.module';
 import { backupDatabase, verifyDatabase } from './backup';
@@ -40,6 +41,10 @@ import {
 } from './render';
 
 export const EXIT = { completed: 0, ended: 1, usage: 2, waiting: 3 } as const;
+
+/** What --yes cannot answer where no OS sandbox stands behind the permission parser (see OS_SANDBOX_RULES). */
+export const YES_WITHOUT_SANDBOX =
+  "with --yes, reads and writes outside the allowed root, other processes' data and the network stay refused unless the permission rules name them";
 
 interface FollowOptions {
   io: CliOutput;
@@ -107,6 +112,8 @@ function showEvent(e: RuntimeEvent, o: Pick<FollowOptions, 'io' | 'json'>): void
 /** Prints the task's events as they are written and answers what it can until the task ends or must wait. */
 async function follow(app: INestApplicationContext, taskId: string, o: FollowOptions): Promise<number> {
   const runtime = app.get(RuntimeController);
+  // without bubblewrap nothing but the parser stands between a command and the machine
+  const confined = app.get(ToolSandbox).sandboxStatus().effective === 'bwrap';
   let lastSeq = 0;
   let printing: Promise<void> = Promise.resolve();
   const seen: RuntimeEvent[] = [];
@@ -138,6 +145,14 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
         );
       if (!o.yes && !o.interactive)
         return waiting(p, o, `runledger resolve ${p.task_id} ${req.request_id} allow_once|allow_always|deny`);
+      if (o.yes && !confined && needsOsSandbox(req.rule)) {
+        o.io.progress(
+          `--yes refused ${req.tool} (${req.reason}): without the OS sandbox only the permission rules, or you when asked, may allow it`,
+          'yellow',
+        );
+        await runtime.resolvePermission(p.task_id, req.request_id, 'deny');
+        return null;
+      }
       const decision: PermissionDecision = o.yes ? 'allow_once' : await askPermission(o.io, p, o.json);
       await runtime.resolvePermission(p.task_id, req.request_id, decision);
       return null;
@@ -329,6 +344,7 @@ async function execute(
         process.cwd(),
       ),
       defaultAllowedRoot: process.cwd(),
+      ...('yes' in cmd && cmd.yes ? { sandboxNotice: YES_WITHOUT_SANDBOX } : {}),
     }),
     { logger: false, abortOnError: false },
   );

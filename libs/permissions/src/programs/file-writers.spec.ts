@@ -18,10 +18,10 @@ describeVerdicts('file-writing program specs', [
   ['tee -a /etc/sudoers', 'hard_stop', 'write_system_path'],
   ['mkdir /opt/x', 'deny', 'write_outside_root'],
   ['cp a.txt b.txt', 'prompt', 'write_inside_root'],
-  ['cp /etc/shadow b.txt', 'prompt', 'write_inside_root'],
+  ['cp /etc/shadow b.txt', 'prompt', 'read_outside_root'],
   ['cp a.txt /tmp/b.txt', 'deny', 'write_outside_root'],
   ['cp -t /usr/bin a b', 'hard_stop', 'write_system_path'],
-  ['ln -s /etc/passwd p', 'prompt', 'write_inside_root'],
+  ['ln -s /etc/passwd p', 'prompt', 'read_outside_root'],
   ['dd if=/dev/zero of=/dev/sda', 'hard_stop', 'write_block_device'],
   ['dd if=a.img of=b.img', 'prompt', 'write_inside_root'],
 ]);

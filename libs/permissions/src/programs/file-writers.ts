@@ -82,7 +82,10 @@ export const COPIERS: ProgramSpec = {
   effects: (call) => {
     const t = call.args.findIndex((a) => a.text === '-t' || a.text === '--target-directory');
     const targets = t >= 0 && call.args[t + 1] ? [call.args[t + 1]] : call.operands.slice(-1);
-    return fileWrites(call, targets, { sources: call.name === 'cp' ? call.operands.slice(0, -1) : [] });
+    // a link's target is where later commands reach through it: judged as a read of that place
+    return fileWrites(call, targets, {
+      sources: call.name === 'cp' || call.name === 'ln' ? call.operands.slice(0, -1) : [],
+    });
   },
 };
 

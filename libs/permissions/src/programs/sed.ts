@@ -17,7 +17,7 @@ export const SED: ProgramSpec = {
   effects: (call) => {
     if (inPlace(call)) return fileWrites(call, files(call));
     if (scriptHasSideEffects(call))
-      return [check('prompt', 'write_program', 'sed script writes files or runs commands')];
+      return [check('prompt', 'sed_side_effects', 'sed script writes files or runs commands')];
     return [];
   },
   reads: (call) => [
