@@ -5,6 +5,7 @@ import { PrimedReply, runModelBackendConformance } from '../testing/model-backen
 import { OpenAiBackend } from './openai-backend';
 import { LabelledBackend } from './providers';
 import { ScriptItem, ScriptedBackend } from './scripted-backend';
+import { SysUtilBackend } from './sys-util';
 
 const USAGE = { prompt_tokens: 12, completion_tokens: 5 };
 
@@ -105,3 +106,24 @@ for (const toolCalls of [false, true]) {
     { toolCalls },
   );
 }
+
+// sys_util computes its directive from the task's input: it is primed by that input, speaks the JSON
+// protocol only, streams nothing and never fails
+runModelBackendConformance('sys_util, primed by its input', async () => ({ sut: new SysUtilBackend() }), {
+  toolCalls: false,
+  streams: false,
+  fails: false,
+  answersFrom: [
+    { input: 'read a.txt', content: '{"type":"tool","tool":"file_read","args":{"path":"a.txt"}}' },
+    { input: 'run echo hi', content: '{"type":"tool","tool":"shell_exec","args":{"command":"echo hi"}}' },
+    {
+      input: 'write b.txt: hello',
+      content: '{"type":"tool","tool":"file_write","args":{"path":"b.txt","content":"hello"}}',
+    },
+    {
+      input: 'remember the sky is blue',
+      content: '{"type":"tool","tool":"memory_insert","args":{"text":"the sky is blue"}}',
+    },
+    { input: 'recall sky', content: '{"type":"tool","tool":"memory_search","args":{"query":"sky"}}' },
+  ],
+});
