@@ -232,6 +232,24 @@ export const ConfigSchema = z.object({
   RUNLEDGER_OUTBOUND_TIMEOUT_MS: intFromEnv(1, 600_000).default(10_000),
   /** how many delegations down from the task a person submitted a task may be */
   RUNLEDGER_MAX_DELEGATION_DEPTH: intFromEnv(0, 20).default(3),
+  /** JSON array of regular expressions: every match is masked in an incident bundle (runledger bundle; docs/bundles.md) */
+  RUNLEDGER_BUNDLE_REDACT: jsonFromEnv(
+    z
+      .array(
+        z.string().refine(
+          (source) => {
+            try {
+              new RegExp(source, 'g');
+              return source.length > 0;
+            } catch {
+              return false;
+            }
+          },
+          { error: 'must be a non-empty regular expression' },
+        ),
+      )
+      .max(200),
+  ).optional(),
   /** snapshots of a running task (after a round or plan step, on waiting for a person, every N events) */
   RUNLEDGER_CHECKPOINTS: z.enum(['on', 'off']).default('on'),
   /** todos offered from a task's first round and a request for a change reminded to create its own (docs/todos.md) */

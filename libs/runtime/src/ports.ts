@@ -107,6 +107,11 @@ export class SecretVault {
   drop(taskId: string, callId: string): void {
     this.values.delete(this.key(taskId, callId));
   }
+
+  /** every value held now, for whatever task and call */
+  held(): string[] {
+    return [...this.values.values()].flatMap((byName) => [...byName.values()]);
+  }
 }
 
 /** detail prefix of a task whose input the permission policy hard-stopped */

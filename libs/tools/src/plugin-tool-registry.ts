@@ -52,9 +52,9 @@ class Tool implements RegisteredTool {
  */
 export class PluginToolRegistry extends ToolRegistry {
   private readonly tools = new Map<string, Tool>();
+  private readonly ajv = newArgsCompiler();
   /** plugins that were reported and skipped */
   readonly problems: PluginProblem[] = [];
-  private readonly ajv = new Ajv({ allErrors: true, strict: false, useDefaults: false });
 
   constructor(definitions: readonly ToolDefinition[] = [], logger?: ToolLogger) {
     super();
@@ -111,13 +111,10 @@ export class PluginToolRegistry extends ToolRegistry {
     if (this.tools.has(manifest.name)) throw new Error(`duplicate tool name ${manifest.name}`);
     if (typeof def.implementation?.run !== 'function')
       throw new Error(`${manifest.name}: implementation has no run()`);
-    let validate: ValidateFunction;
-    try {
-      validate = this.ajv.compile(manifest.args_schema);
-    } catch (e) {
-      throw new Error(`${manifest.name}: args_schema is not a valid JSON Schema: ${(e as Error).message}`);
-    }
-    this.tools.set(manifest.name, new Tool(manifest, def.implementation, validate));
+    this.tools.set(
+      manifest.name,
+      new Tool(manifest, def.implementation, compileArgsSchema(this.ajv, manifest)),
+    );
   }
 
   list(): ToolManifest[] {
@@ -129,15 +126,35 @@ export class PluginToolRegistry extends ToolRegistry {
   }
 
   validateArgs(name: string, args: Record<string, unknown>): ArgsValidation {
-    const tool = this.tools.get(name);
-    if (!tool) return { ok: false, error: `unknown tool ${JSON.stringify(name)}` };
-    if (args === null || typeof args !== 'object' || Array.isArray(args))
-      return { ok: false, error: 'args must be an object' };
-    if (tool.validate(args)) return { ok: true };
-    const detail = (tool.validate.errors ?? []).map(
-      (e) =>
-        `${e.instancePath || '(args)'} ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
-    );
-    return { ok: false, error: `invalid args for ${name}: ${detail.join('; ')}` };
+    return validateAgainst(name, this.tools.get(name)?.validate, args);
   }
+}
+
+/** What a registry compiles its tools' args schemas with (one per registry: ajv keeps each schema's $id). */
+export const newArgsCompiler = (): Ajv => new Ajv({ allErrors: true, strict: false, useDefaults: false });
+
+/** The manifest's args_schema compiled once; throws naming the tool when it is no JSON Schema. */
+export function compileArgsSchema(ajv: Ajv, manifest: ToolManifest): ValidateFunction {
+  try {
+    return ajv.compile(manifest.args_schema);
+  } catch (e) {
+    throw new Error(`${manifest.name}: args_schema is not a valid JSON Schema: ${(e as Error).message}`);
+  }
+}
+
+/** `args` checked by the tool's compiled schema (undefined: no such tool); never throws. */
+export function validateAgainst(
+  name: string,
+  validate: ValidateFunction | undefined,
+  args: Record<string, unknown>,
+): ArgsValidation {
+  if (!validate) return { ok: false, error: `unknown tool ${JSON.stringify(name)}` };
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    return { ok: false, error: 'args must be an object' };
+  if (validate(args)) return { ok: true };
+  const detail = (validate.errors ?? []).map(
+    (e) =>
+      `${e.instancePath || '(args)'} ${e.message ?? 'invalid'}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+  );
+  return { ok: false, error: `invalid args for ${name}: ${detail.join('; ')}` };
 }

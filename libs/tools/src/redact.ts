@@ -6,6 +6,20 @@
  */
 export const REDACTED = '[REDACTED]';
 
+/** What a hidden match is replaced by. */
+export type Mask = (match: string) => string;
+
+const redactedMask: Mask = () => REDACTED;
+
+/**
+ * `[REDACTED**]`, as long as what it hides (`***` below ten characters): lengths derived from the
+ * text (a prompt's size, a token estimate) stay what they were, so a scrubbed log still replays.
+ */
+export const sameLengthMask: Mask = (match) =>
+  match.length < REDACTED.length
+    ? '*'.repeat(match.length)
+    : `${REDACTED.slice(0, -1)}${'*'.repeat(match.length - REDACTED.length)}]`;
+
 /** Base64 forms shorter than this are not matched: they would wipe unrelated text. */
 const MIN_BASE64_CORE = 4;
 /** A line break a printer may insert inside a value (base64 -w76, folded headers, JSON "\n"). */
@@ -109,20 +123,20 @@ function secretRegex(secret: string): RegExp {
   return re;
 }
 
-export function redactString(text: string, secrets: readonly string[]): string {
+export function redactString(text: string, secrets: readonly string[], mask: Mask = redactedMask): string {
   let out = text;
   for (const s of secrets) {
     if (!s) continue;
-    out = out.replace(secretRegex(s), REDACTED);
-    out = redactCutPrefix(out, s);
+    out = out.replace(secretRegex(s), mask);
+    out = redactCutPrefix(out, s, mask);
   }
   return out;
 }
 
 /** Output capped in the middle of a secret ends with its first characters: those go too. */
-function redactCutPrefix(text: string, secret: string): string {
+function redactCutPrefix(text: string, secret: string, mask: Mask): string {
   for (let k = secret.length - 1; k >= MIN_BASE64_CORE; k--) {
-    if (text.endsWith(secret.slice(0, k))) return text.slice(0, text.length - k) + REDACTED;
+    if (text.endsWith(secret.slice(0, k))) return text.slice(0, text.length - k) + mask(secret.slice(0, k));
   }
   return text;
 }
@@ -131,22 +145,26 @@ function redactCutPrefix(text: string, secret: string): string {
  * Deep copy of `value` with every occurrence of every secret (in any encoding above) replaced by
  * `[REDACTED]`, in strings and object keys alike. Non-JSON leaves (numbers, booleans) pass through.
  */
-export function redactSecrets<T>(value: T, secrets: readonly string[]): T {
+export function redactSecrets<T>(value: T, secrets: readonly string[], mask: Mask = redactedMask): T {
   const live = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length);
   if (live.length === 0) return value;
-  return walk(value, live) as T;
+  return walk(value, (text) => redactString(text, live, mask)) as T;
 }
 
-function walk(value: unknown, secrets: readonly string[]): unknown {
-  if (typeof value === 'string') return redactString(value, secrets);
-  if (Buffer.isBuffer(value)) return redactString(value.toString('utf8'), secrets);
-  if (Array.isArray(value)) return value.map((v) => walk(v, secrets));
+/** Deep copy of `value` with every match of every pattern (global regexes) masked, in strings and keys alike. */
+export function redactPatterns<T>(value: T, patterns: readonly RegExp[], mask: Mask = redactedMask): T {
+  if (patterns.length === 0) return value;
+  const global = patterns.map((p) => (p.global ? p : new RegExp(p.source, `${p.flags}g`)));
+  return walk(value, (text) => global.reduce((out, p) => out.replace(p, mask), text)) as T;
+}
+
+function walk(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Buffer.isBuffer(value)) return redact(value.toString('utf8'));
+  if (Array.isArray(value)) return value.map((v) => walk(v, redact));
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value as Record<string, unknown>).map(([k, v]) => [
-        redactString(k, secrets),
-        walk(v, secrets),
-      ]),
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => [redact(k), walk(v, redact)]),
     );
   }
   return value;

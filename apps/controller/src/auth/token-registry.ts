@@ -81,7 +81,7 @@ export function resolveTokens(config: AppConfig): ResolvedTokens {
   };
 }
 
-function readTokensFile(path: string): Array<{ name: string; token: string; scopes: Scope[] }> {
+export function readTokensFile(path: string): Array<{ name: string; token: string; scopes: Scope[] }> {
   if (!existsSync(path)) throw new ConfigError(`RUNLEDGER_TOKENS_FILE: file not found: ${path}`);
   let raw: unknown;
   try {

@@ -8,7 +8,7 @@ import {
   RuntimeEvent,
   ValidationError,
 } from '@runledger/contracts';
-import { INestApplicationContext } from '@nestjs/common';
+import { INestApplicationContext, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventStore, isPostgresUrl } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
@@ -16,9 +16,12 @@ import {
   RuntimeController,
   TaskProgress,
   TaskTree,
+  ReplayMatch,
+  ReplayResult,
+  StderrRuntimeLogger,
+  compareReplay,
   progressContextFold,
-  replayDivergence,
-  replayView,
+  replayBundle,
   todoList,
 } from '@runledger/runtime';
 import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
@@ -27,6 +30,13 @@ import { needsOsSandbox } from '@runledger/permissions';
 import { AppConfig, dataDirOf, loadConfig } from '../config';
 import { CliModule } from './cli.module';
 import { backupDatabase, verifyDatabase } from './backup';
+import {
+  bundlePatterns,
+  checkBundleTarget,
+  installationSecrets,
+  readBundleFile,
+  writeBundle,
+} from './bundle';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
@@ -249,27 +259,6 @@ async function rebuild(app: INestApplicationContext, io: CliOutput, json: boolea
   return tasks.changed.length + checkpoints.changed.length === 0 ? EXIT.completed : EXIT.ended;
 }
 
-interface ReplayMatch {
-  matches: boolean;
-  compared: number;
-  /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN and CHECKPOINT_SAVED left out: a replay writes neither) */
-  diverged_at: number | null;
-  /** the first differing field and both values, e.g. "event 7 (MODEL_CALLED) payload.role: recorded 'orchestrator', replayed 'coder'" */
-  detail: string | null;
-}
-
-/** A replay must give the recording's event types, order and payloads (replayView says what is compared). */
-export function compareReplay(
-  recorded: readonly RuntimeEvent[],
-  replayed: readonly RuntimeEvent[],
-): ReplayMatch {
-  const compared = Math.max(replayView(recorded).length, replayView(replayed).length);
-  const divergence = replayDivergence(recorded, replayed);
-  return divergence
-    ? { matches: false, compared, diverged_at: divergence.at, detail: divergence.detail }
-    : { matches: true, compared, diverged_at: null, detail: null };
-}
-
 function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): number {
   const f = p.final!;
   const todos = todoList(p.todos);
@@ -325,18 +314,13 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
   return EXIT.waiting;
 }
 
-async function execute(
-  cmd: Exclude<CliCommand, { kind: 'help' | 'serve' | 'backup' | 'verify' }>,
-  io: CliOutput,
-): Promise<number> {
-  const env = { ...process.env };
-  if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
-  const app = await NestFactory.createApplicationContext(
+/** The runtime over the configured database, as the CLI runs it: one person at a terminal, no load to shed. */
+function bootCli(config: AppConfig): Promise<INestApplicationContext> {
+  return NestFactory.createApplicationContext(
     CliModule.forRoot({
-      // one submission from the one person at the terminal: no load to shed
       config: protectStorage(
         {
-          ...loadConfig(env),
+          ...config,
           RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: 0,
           RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: 1,
           RUNLEDGER_TASK_START_LOOP_UTILIZATION: 1,
@@ -348,6 +332,15 @@ async function execute(
     }),
     { logger: false, abortOnError: false },
   );
+}
+
+async function execute(
+  cmd: Exclude<CliCommand, { kind: 'help' | 'serve' | 'backup' | 'verify' | 'bundle' | 'replay_bundle' }>,
+  io: CliOutput,
+): Promise<number> {
+  const env = { ...process.env };
+  if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
+  const app = await bootCli(loadConfig(env));
   const runtime = app.get(RuntimeController);
   const store = app.get(EventStore);
   const interactive = io.interactive;
@@ -416,26 +409,8 @@ async function execute(
       case 'replay': {
         // the replay ran on a log of its own, settled before it returns: its events are printed from there
         const replay = await runtime.replay(cmd.task_id, { save: cmd.save });
-        const { task_id } = replay;
-        const o = { io, json: cmd.json, yes: false, interactive: false };
-        for (const e of replay.events) showEvent(e, o);
-        let code: number = EXIT.ended;
-        if (replay.progress.final) code = summary(replay.progress, o, unknownOutcomes(replay.events));
-        else io.progress(`the replay stopped before its end (${replay.progress.status})`, 'yellow');
         const match = compareReplay(await store.readWholeStream(cmd.task_id), replay.events);
-        if (cmd.json)
-          io.answer(
-            JSON.stringify({
-              replay: { source_task_id: cmd.task_id, task_id, saved: replay.saved, ...match },
-            }),
-          );
-        else
-          io.answer(
-            match.matches
-              ? `replay matches the recording of ${cmd.task_id} (${match.compared} events compared)`
-              : `replay diverged from the recording of ${cmd.task_id}: ${match.detail}`,
-          );
-        return match.matches ? code : Math.max(code, EXIT.ended);
+        return reportReplay(replay, match, { task_id: cmd.task_id }, io, cmd.json);
       }
     }
   } finally {
@@ -474,6 +449,75 @@ async function maintain(
   return report.ok ? EXIT.completed : EXIT.ended;
 }
 
+/** `runledger bundle`: the task tree's bundle, scrubbed, written to a new file. */
+async function bundle(cmd: Extract<CliCommand, { kind: 'bundle' }>, io: CliOutput): Promise<number> {
+  const config = loadConfig(process.env);
+  const target = checkBundleTarget(config, cmd.file, process.cwd());
+  const patterns = bundlePatterns(config, cmd.redact);
+  // read before the runtime boots: the model clients take the provider keys out of the environment
+  const secrets = installationSecrets(config, process.env);
+  const app = await bootCli(config);
+  try {
+    const written = await writeBundle(app, config, { taskId: cmd.task_id, target, secrets, patterns });
+    io.answer(
+      cmd.json
+        ? JSON.stringify({ bundle: written })
+        : `bundled ${written.tasks} task(s), ${written.events} events, to ${written.file} (${written.bytes} bytes); ` +
+            `masked ${written.scrubbed.masked} match(es) of ${written.scrubbed.secrets} secret(s) and ${written.scrubbed.patterns.length} pattern(s)`,
+    );
+    return EXIT.completed;
+  } finally {
+    await app.close();
+  }
+}
+
+/** The replay's events, its summary and its verdict, as `runledger replay` prints them. */
+function reportReplay(
+  replay: ReplayResult,
+  match: ReplayMatch,
+  source: { task_id: string; bundle?: string },
+  io: CliOutput,
+  json: boolean,
+): number {
+  const o = { io, json, yes: false, interactive: false };
+  for (const e of replay.events) showEvent(e, o);
+  let code: number = EXIT.ended;
+  if (replay.progress.final) code = summary(replay.progress, o, unknownOutcomes(replay.events));
+  else io.progress(`the replay stopped before its end (${replay.progress.status})`, 'yellow');
+  const of = source.bundle ? `${source.task_id} (bundle ${source.bundle})` : source.task_id;
+  if (json)
+    io.answer(
+      JSON.stringify({
+        replay: {
+          source_task_id: source.task_id,
+          ...(source.bundle ? { bundle: source.bundle } : {}),
+          task_id: replay.task_id,
+          saved: replay.saved,
+          ...match,
+        },
+      }),
+    );
+  else
+    io.answer(
+      match.matches
+        ? `replay matches the recording of ${of} (${match.compared} events compared)`
+        : `replay diverged from the recording of ${of}: ${match.detail}`,
+    );
+  return match.matches ? code : Math.max(code, EXIT.ended);
+}
+
+/** `runledger replay --bundle`: from the file alone; no configuration, database or model of this machine is used. */
+async function replayBundled(
+  cmd: Extract<CliCommand, { kind: 'replay_bundle' }>,
+  io: CliOutput,
+): Promise<number> {
+  const bundled = readBundleFile(cmd.file, process.cwd());
+  // the replay's runtime is a Nest context of its own: its boot lines are not the CLI's output
+  Logger.overrideLogger(false);
+  const { replay, match } = await replayBundle(bundled, new StderrRuntimeLogger());
+  return reportReplay(replay, match, { task_id: bundled.task_id, bundle: cmd.file }, io, cmd.json);
+}
+
 export async function runCli(argv: readonly string[]): Promise<number> {
   const io = new CliOutput(process, process.env);
   let cmd: CliCommand;
@@ -494,6 +538,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
   try {
     if (cmd.kind === 'backup' || cmd.kind === 'verify') return await maintain(cmd, io);
+    if (cmd.kind === 'bundle') return await bundle(cmd, io);
+    if (cmd.kind === 'replay_bundle') return await replayBundled(cmd, io);
     return await execute(cmd, io);
   } catch (e) {
     io.error(e instanceof Error ? e.message : String(e));

@@ -58,6 +58,18 @@ describe('parseArgs (commander)', () => {
       json: false,
       save: true,
     });
+    expect(parseArgs(['replay', '--bundle', 'b.json', '--json'])).toEqual({
+      kind: 'replay_bundle',
+      file: 'b.json',
+      json: true,
+    });
+    expect(parseArgs(['bundle', 't1', 'b.json', '--redact', 'a+', '--redact', 'b'])).toEqual({
+      kind: 'bundle',
+      task_id: 't1',
+      file: 'b.json',
+      redact: ['a+', 'b'],
+      json: false,
+    });
     expect(parseArgs(['serve'])).toEqual({ kind: 'serve' });
     expect(parseArgs(['resolve', 't1', 'r1', 'allow_once', '--json'])).toEqual({
       kind: 'resolve',
@@ -78,8 +90,16 @@ describe('parseArgs (commander)', () => {
       '--budget does not apply to resume (it takes --model, --yes, --json, --force)',
     );
     expect(refused(['replay', 't1', '--yes'])).toBe(
-      '--yes does not apply to replay (it takes --json, --save)',
+      '--yes does not apply to replay (it takes --json, --save, --bundle)',
     );
+    expect(refused(['replay', 't1', '--bundle', 'b.json'])).toBe(
+      'replay: give a <task_id> or --bundle <file>, not both',
+    );
+    expect(refused(['replay', '--bundle', 'b.json', '--save'])).toBe(
+      'replay: --save writes to a database; a --bundle replay has none',
+    );
+    expect(refused(['replay'])).toBe('replay: give a <task_id> or --bundle <file>');
+    expect(refused(['bundle', 't1'])).toBe("missing required argument 'file'; see runledger bundle --help");
     expect(refused(['resolve', 't1', 'r1', 'deny', '--accept', '{}'])).toContain(
       '--accept does not apply to resolve',
     );

@@ -30,6 +30,9 @@ export type CliCommand =
     }
   | { kind: 'resolve'; task_id: string; request_id: string; decision: PermissionDecision; json: boolean }
   | { kind: 'replay'; task_id: string; json: boolean; save: boolean }
+  /** replay --bundle: the bundled task, offline, from the file alone */
+  | { kind: 'replay_bundle'; file: string; json: boolean }
+  | { kind: 'bundle'; task_id: string; file: string; redact: string[]; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
@@ -116,6 +119,8 @@ interface Flags {
   json?: boolean;
   force?: boolean;
   save?: boolean;
+  bundle?: string;
+  redact?: string[];
   model?: string;
   session?: string;
   write?: boolean;
@@ -205,7 +210,7 @@ function buildProgram(done: (command: CliCommand) => void): Command {
   program
     .command('replay')
     .description('re-run a recorded task offline and compare it with its log')
-    .argument('<task_id>')
+    .argument('[task_id]', 'a task of the database (or give --bundle)')
     .addOption(option.json())
     .addOption(
       new Option(
@@ -213,8 +218,36 @@ function buildProgram(done: (command: CliCommand) => void): Command {
         'write the replayed task to the log (by default a replay leaves the log as it was)',
       ),
     )
-    .action((taskId: string, f: Flags) =>
-      done({ kind: 'replay', task_id: taskId, json: Boolean(f.json), save: Boolean(f.save) }),
+    .addOption(
+      new Option(
+        '--bundle <file>',
+        'replay the task of an incident bundle (runledger bundle) from the file alone: no database, model or network',
+      ),
+    )
+    .action((taskId: string | undefined, f: Flags) => {
+      if (f.bundle !== undefined) {
+        if (taskId !== undefined)
+          throw new ValidationError('replay: give a <task_id> or --bundle <file>, not both');
+        if (f.save)
+          throw new ValidationError('replay: --save writes to a database; a --bundle replay has none');
+        return done({ kind: 'replay_bundle', file: f.bundle, json: Boolean(f.json) });
+      }
+      if (taskId === undefined) throw new ValidationError('replay: give a <task_id> or --bundle <file>');
+      done({ kind: 'replay', task_id: taskId, json: Boolean(f.json), save: Boolean(f.save) });
+    });
+
+  program
+    .command('bundle')
+    .summary('write a task tree to one file, secrets scrubbed, for replay elsewhere')
+    .description(
+      'Write the incident bundle of a task and the tasks it delegated to: their events, the runtime settings they ran under and their outputs, with secrets (provided ones, the keys and tokens of this installation) and patterns (built-in credential shapes, RUNLEDGER_BUNDLE_REDACT, --redact) masked. `runledger replay --bundle <file>` replays it on any machine. The file must not exist yet.',
+    )
+    .argument('<task_id>')
+    .argument('<file>', 'where the bundle goes (a new file)')
+    .option('--redact <regex>', 'mask every match of this regular expression too, repeatable', collect)
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((taskId: string, file: string, f: Flags) =>
+      done({ kind: 'bundle', task_id: taskId, file, redact: f.redact ?? [], json: Boolean(f.json) }),
     );
 
   program

@@ -369,6 +369,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     group: 'A2A and outbound deliveries',
     description: "one delivery request's time limit (ms); an attempt's claim lasts three times as long",
   },
+  RUNLEDGER_BUNDLE_REDACT: {
+    group: 'Logs and traces',
+    description:
+      'JSON array of regular expressions; every match is masked in an incident bundle, besides the built-in credential shapes and the known secrets (see [bundles.md](bundles.md))',
+  },
   RUNLEDGER_CHECKPOINTS: {
     group: 'Checkpoints and leases',
     description:

@@ -1,14 +1,13 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RuntimeEvent, ToolManifest } from '@runledger/contracts';
+import { RuntimeEvent } from '@runledger/contracts';
 import { Critic, CriticVerdict } from '@runledger/critic';
 import { SqliteEventStore } from '@runledger/event-store';
 import { MemoryService, createCriticMemoryHook } from '@runledger/memory';
 import { ScriptedBackend } from '../model/scripted-backend';
-import { AllowAllPolicy, startTestRuntime, testToolRegistry } from '../testing';
+import { AllowAllPolicy, startTestRuntime, withSudoStdin } from '../testing';
 import { SqliteWithMemory, openSqliteWithMemory } from '../testing/sqlite-memory';
 
 const SECRET = 'Pw-int-4e1b!q9';
@@ -20,24 +19,6 @@ const FORMS = [
   Buffer.from(SECRET).toString('hex'),
 ];
 const leaks = (text: string) => FORMS.filter((f) => text.includes(f));
-
-/** Like `sudo -S`: the command gets the sudo_password secret on stdin, and only there. */
-const sudoStdin: ToolManifest = {
-  name: 'sudo_stdin',
-  description: 'Runs a command with the sudo password on stdin.',
-  args_schema: {
-    type: 'object',
-    properties: { command: { type: 'string' } },
-    required: ['command'],
-    additionalProperties: false,
-  },
-  requires_permission: false,
-  idempotent: false,
-  timeout_ms: 30_000,
-  secrets: ['sudo_password'],
-  sensitive_output: false,
-  entry: 'index.js',
-};
 
 /** A critic that finds every outcome worth remembering, so the memory write policy writes what it saw. */
 class KeepEverythingCritic extends Critic {
@@ -79,16 +60,7 @@ describe('a provided secret is redacted from the later output of its session', (
 
   /** A runtime as the controller builds one: the critic + memory write policy hook, the fingerprint key beside the db. */
   function runtime(orchestrator: string[]) {
-    const tools = testToolRegistry(dir).add(
-      sudoStdin,
-      (a, ctx) =>
-        new Promise((res, rej) => {
-          const child = execFile('sh', ['-c', String(a.command)], { cwd: dir }, (err, stdout, stderr) =>
-            err ? rej(err) : res({ exit_code: 0, stdout, stderr }),
-          );
-          child.stdin!.end(`${ctx.secrets.get('sudo_password')}\n`);
-        }),
-    );
+    const tools = withSudoStdin(dir);
     return startTestRuntime({
       store,
       tools,

@@ -149,6 +149,18 @@ export class SessionSecrets {
       }
   }
 
+  /**
+   * The secrets of the events' sessions this instance holds, or recovers from the events themselves
+   * (any SECRET_PROVIDED among them learnt first): what must not leave with a copy of them.
+   */
+  secretsIn(events: readonly RuntimeEvent[]): string[] {
+    for (const e of events) this.learn(e);
+    for (const e of events)
+      if (e.session_id && e.type !== 'SECRET_PROVIDED') this.recover(e.session_id, e.payload);
+    const sessions = new Set(events.map((e) => e.session_id));
+    return [...sessions].flatMap((id) => [...(this.values.get(id) ?? [])]);
+  }
+
   /** The events with every secret of their session redacted; SECRET_PROVIDED fingerprints are learnt. */
   redactEvents(events: readonly NewEvent[]): NewEvent[] {
     return events.map((e) => {

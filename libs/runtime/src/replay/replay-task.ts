@@ -124,25 +124,24 @@ export async function runReplay(
     // an unfinished task in the live log would be resumed there, with the live model
     if (!progress.final)
       throw new IllegalStateError(`replay of ${sourceTaskId} did not end (${progress.status}); not saved`);
-    ({ events: replayed } = await options.store.append(
-      task_id,
-      replayed.map(
-        (e) =>
-          ({
-            type: e.type,
-            payload: e.payload,
-            event_id: e.event_id,
-            causation_id: e.causation_id,
-            correlation_id: e.correlation_id,
-            session_id: e.session_id,
-            created_at: e.created_at,
-          }) as NewEvent,
-      ),
-      { expected: 'no_stream' },
-    ));
+    ({ events: replayed } = await options.store.append(task_id, replayed.map(asWrittenAgain), {
+      expected: 'no_stream',
+    }));
   }
   return { task_id, progress, events: replayed, saved: request.save === true };
 }
+
+/** A stored event to append to another log as it is: its ids, session and time kept. */
+export const asWrittenAgain = (e: RuntimeEvent): NewEvent =>
+  ({
+    type: e.type,
+    payload: e.payload,
+    event_id: e.event_id,
+    causation_id: e.causation_id,
+    correlation_id: e.correlation_id,
+    session_id: e.session_id,
+    created_at: e.created_at,
+  }) as NewEvent;
 
 export type ReplayOptions = Omit<
   RuntimeParts,

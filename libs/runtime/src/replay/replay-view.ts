@@ -108,3 +108,24 @@ function shown(v: unknown): string {
   const text = typeof v === 'string' ? `'${v}'` : JSON.stringify(v);
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
+
+export interface ReplayMatch {
+  matches: boolean;
+  compared: number;
+  /** 1-based index into the compared events (ids, times and latencies aside; MEMORY_WRITTEN and CHECKPOINT_SAVED left out: a replay writes neither) */
+  diverged_at: number | null;
+  /** the first differing field and both values, e.g. "event 7 (MODEL_CALLED) payload.role: recorded 'orchestrator', replayed 'coder'" */
+  detail: string | null;
+}
+
+/** A replay must give the recording's event types, order and payloads (replayView says what is compared). */
+export function compareReplay(
+  recorded: readonly RuntimeEvent[],
+  replayed: readonly RuntimeEvent[],
+): ReplayMatch {
+  const compared = Math.max(replayView(recorded).length, replayView(replayed).length);
+  const divergence = replayDivergence(recorded, replayed);
+  return divergence
+    ? { matches: false, compared, diverged_at: divergence.at, detail: divergence.detail }
+    : { matches: true, compared, diverged_at: null, detail: null };
+}

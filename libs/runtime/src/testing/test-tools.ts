@@ -166,3 +166,24 @@ export class RuleTablePolicy extends AllowAllPolicy {
     return this.secrets[s.manifest.name] ?? [];
   }
 }
+
+/** Like `sudo -S`: runs a command in `root` with the sudo_password secret on its stdin, and only there. */
+export const SUDO_STDIN: ToolManifest = manifest({
+  name: 'sudo_stdin',
+  description: 'Runs a command with the sudo password on stdin.',
+  args_schema: obj({ command: { type: 'string' } }, ['command']),
+  secrets: ['sudo_password'],
+});
+
+/** testToolRegistry(root) with SUDO_STDIN besides. */
+export const withSudoStdin = (root: string): InMemoryToolRegistry =>
+  testToolRegistry(root).add(
+    SUDO_STDIN,
+    (a, ctx) =>
+      new Promise((res, rej) => {
+        const child = execFile('sh', ['-c', String(a.command)], { cwd: root }, (err, stdout, stderr) =>
+          err ? rej(err) : res({ exit_code: 0, stdout, stderr }),
+        );
+        child.stdin!.end(`${ctx.secrets.get('sudo_password')}\n`);
+      }),
+  );
