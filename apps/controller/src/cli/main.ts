@@ -315,7 +315,7 @@ function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
 }
 
 /** The runtime over the configured database, as the CLI runs it: one person at a terminal, no load to shed. */
-function bootCli(config: AppConfig): Promise<INestApplicationContext> {
+function bootCli(config: AppConfig, yes = false): Promise<INestApplicationContext> {
   return NestFactory.createApplicationContext(
     CliModule.forRoot({
       config: protectStorage(
@@ -328,7 +328,7 @@ function bootCli(config: AppConfig): Promise<INestApplicationContext> {
         process.cwd(),
       ),
       defaultAllowedRoot: process.cwd(),
-      ...('yes' in cmd && cmd.yes ? { sandboxNotice: YES_WITHOUT_SANDBOX } : {}),
+      ...(yes ? { sandboxNotice: YES_WITHOUT_SANDBOX } : {}),
     }),
     { logger: false, abortOnError: false },
   );
@@ -340,7 +340,7 @@ async function execute(
 ): Promise<number> {
   const env = { ...process.env };
   if ('model' in cmd && cmd.model) env.RUNLEDGER_MODEL = cmd.model;
-  const app = await bootCli(loadConfig(env));
+  const app = await bootCli(loadConfig(env), 'yes' in cmd && cmd.yes);
   const runtime = app.get(RuntimeController);
   const store = app.get(EventStore);
   const interactive = io.interactive;
