@@ -26,6 +26,8 @@ export interface FakeReply {
   finish_reason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
   /** streaming: after the content, an error sent inside the stream (`data: {"error": {...}}`) instead of the end */
   stream_error?: { message: string; code?: string; type?: string; status?: number };
+  /** /v1/responses: false answers without keeping the response, as if it expired at once: continuing it is refused */
+  stored?: boolean;
 }
 
 export interface RecordedRequest {
@@ -33,6 +35,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
+  /** /v1/responses: the whole conversation the server answered, the stored one it continued included */
+  conversation?: unknown[];
 }
 
 export interface FakeOpenAiServer {
@@ -47,6 +51,8 @@ export interface FakeOpenAiServer {
    * of one plan): `route` is asked first; undefined falls through to the queue and the default.
    */
   setRoute(route: ((body: Record<string, unknown>) => FakeReply | undefined) | null): void;
+  /** /v1/responses: the stored responses are gone (expired, another server): a request continuing one is refused */
+  forgetResponses(): void;
   close(): Promise<void>;
 }
 
@@ -54,6 +60,8 @@ export interface FakeServerOptions {
   /** bearer key the server requires; any key when absent */
   apiKey?: string;
   embeddingDim?: number;
+  /** /v1/responses: false stores nothing (a server without conversation state), so every previous_response_id is refused */
+  storeResponses?: boolean;
 }
 
 const readBody = (req: IncomingMessage): Promise<Record<string, unknown>> =>
@@ -192,10 +200,147 @@ async function sendChat(
   res.end('data: [DONE]\n\n');
 }
 
+type Item = Record<string, unknown>;
+
+/** The input of a responses request as items (a bare string is one user message). */
+const inputItems = (input: unknown): Item[] =>
+  typeof input === 'string'
+    ? [{ type: 'message', role: 'user', content: input }]
+    : Array.isArray(input)
+      ? (input as Item[])
+      : [];
+
+let responseCounter = 0;
+
+/** A reply as the output of a response, and as the items a later request would send for it. */
+function responseOutput(reply: FakeReply): { output: Item[]; asInput: Item[] } {
+  const content = reply.content ?? '';
+  const calls = reply.tool_calls ?? [];
+  const output: Item[] = [];
+  const asInput: Item[] = [];
+  if (content || calls.length === 0) {
+    output.push({
+      type: 'message',
+      id: `msg_${++responseCounter}`,
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: content, annotations: [] }],
+    });
+    if (content) asInput.push({ type: 'message', role: 'assistant', content });
+  }
+  for (const [i, c] of calls.entries()) {
+    const call_id = c.id ?? `call_${i}`;
+    output.push({
+      type: 'function_call',
+      id: `fc_${++responseCounter}`,
+      call_id,
+      name: c.name,
+      arguments: c.arguments,
+      status: 'completed',
+    });
+    asInput.push({ type: 'function_call', call_id, name: c.name, arguments: c.arguments });
+  }
+  return { output, asInput };
+}
+
+async function sendResponse(
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  reply: FakeReply,
+  id: string,
+  output: Item[],
+  closing: { closed: boolean },
+): Promise<void> {
+  const model = reply.model ?? String(body.model ?? 'fake-model');
+  const usage =
+    reply.usage === null
+      ? null
+      : {
+          input_tokens: reply.usage?.prompt_tokens ?? 10,
+          output_tokens: reply.usage?.completion_tokens ?? 5,
+          total_tokens: (reply.usage?.prompt_tokens ?? 10) + (reply.usage?.completion_tokens ?? 5),
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens_details: { reasoning_tokens: 0 },
+        };
+  const response = (status: string, out: Item[]) => ({
+    id,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    model,
+    output: out,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    previous_response_id: body.previous_response_id ?? null,
+    store: body.store !== false,
+    tools: body.tools ?? [],
+    tool_choice: body.tool_choice ?? 'auto',
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    usage: status === 'completed' ? usage : null,
+  });
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response('completed', output)));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let sequence_number = 0;
+  const send = (type: string, data: object) =>
+    res.write(
+      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence_number++, ...data })}\n\n`,
+    );
+  send('response.created', { response: response('in_progress', []) });
+  for (const [output_index, item] of output.entries()) {
+    if (closing.closed) return;
+    if (item.type === 'message') {
+      const text = (item.content as { text: string }[])[0].text;
+      send('response.output_item.added', {
+        output_index,
+        item: { ...item, status: 'in_progress', content: [] },
+      });
+      const chunks = reply.chunks ?? text.match(/[\s\S]{1,8}/g) ?? [];
+      for (const [i, delta] of chunks.entries()) {
+        if (closing.closed) return;
+        send('response.output_text.delta', { item_id: item.id, output_index, content_index: 0, delta });
+        if (i === 0 && reply.stall_ms) await sleep(reply.stall_ms);
+      }
+      send('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text });
+    } else {
+      send('response.output_item.added', {
+        output_index,
+        item: { ...item, arguments: '', status: 'in_progress' },
+      });
+      for (const delta of String(item.arguments).match(/[\s\S]{1,5}/g) ?? [])
+        send('response.function_call_arguments.delta', { item_id: item.id, output_index, delta });
+      send('response.function_call_arguments.done', {
+        item_id: item.id,
+        output_index,
+        arguments: item.arguments,
+      });
+    }
+    send('response.output_item.done', { output_index, item });
+  }
+  if (closing.closed) return;
+  if (reply.stream_error) {
+    send('error', {
+      code: reply.stream_error.code ?? null,
+      message: reply.stream_error.message,
+      param: null,
+    });
+    res.end();
+    return;
+  }
+  send('response.completed', { response: response('completed', output) });
+  res.end();
+}
+
 /**
- * A local OpenAI-compatible server for tests: /v1/chat/completions (plain and
- * streamed) and /v1/embeddings, answering from a queue of scripted replies
- * (content, 429 with Retry-After, 500, 401, slow or stalled answers).
+ * A local OpenAI-compatible server for tests: /v1/chat/completions and
+ * /v1/responses (plain and streamed; responses stored by id and continued with
+ * previous_response_id, an unknown id refused as OpenAI refuses it) and
+ * /v1/embeddings, answering from one queue of scripted replies (content, 429
+ * with Retry-After, 500, 401, slow or stalled answers).
  */
 export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Promise<FakeOpenAiServer> {
   const queue: FakeReply[] = [];
@@ -203,6 +348,8 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
   let route: ((body: Record<string, unknown>) => FakeReply | undefined) | null = null;
   const requests: RecordedRequest[] = [];
   const closing = { closed: false };
+  /** /v1/responses: each stored response's whole conversation, its own output included */
+  const stored = new Map<string, Item[]>();
   const server: Server = createServer((req, res) => {
     void (async () => {
       const body = await readBody(req).catch(() => null);
@@ -225,13 +372,46 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
         );
         return;
       }
-      if (req.method !== 'POST' || path !== '/v1/chat/completions')
-        return sendError(res, { status: 404, message: `no route ${req.method} ${path}` });
+      const api =
+        req.method !== 'POST'
+          ? null
+          : path === '/v1/chat/completions'
+            ? 'chat'
+            : path === '/v1/responses'
+              ? 'responses'
+              : null;
+      if (!api) return sendError(res, { status: 404, message: `no route ${req.method} ${path}` });
+      let conversation: Item[] = [];
+      if (api === 'responses') {
+        const previous = body.previous_response_id;
+        const earlier = typeof previous === 'string' ? stored.get(previous) : [];
+        if (!earlier) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              error: {
+                message: `Previous response with id '${String(previous)}' not found.`,
+                type: 'invalid_request_error',
+                param: 'previous_response_id',
+                code: 'previous_response_not_found',
+              },
+            }),
+          );
+          return;
+        }
+        conversation = [...earlier, ...inputItems(body.input)];
+        requests[requests.length - 1].conversation = conversation;
+      }
       const reply = route?.(body) ?? queue.shift() ?? fallback;
       if (reply.delay_ms) await sleep(reply.delay_ms);
       if (closing.closed || res.destroyed) return;
       if (reply.status && reply.status >= 300) return sendError(res, reply);
-      await sendChat(res, body, reply, closing);
+      if (api === 'chat') return await sendChat(res, body, reply, closing);
+      const id = `resp_${++responseCounter}`;
+      const { output, asInput } = responseOutput(reply);
+      if (body.store !== false && options.storeResponses !== false && reply.stored !== false)
+        stored.set(id, [...conversation, ...asInput]);
+      await sendResponse(res, body, reply, id, output, closing);
     })().catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -242,6 +422,7 @@ export async function startFakeOpenAiServer(options: FakeServerOptions = {}): Pr
     enqueue: (...replies) => queue.push(...replies),
     setDefault: (reply) => (fallback = reply),
     setRoute: (r) => (route = r),
+    forgetResponses: () => stored.clear(),
     close: async () => {
       closing.closed = true;
       server.closeAllConnections();

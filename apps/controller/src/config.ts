@@ -9,7 +9,7 @@ import {
   PriceTable,
   ROLES,
 } from '@runledger/contracts';
-import { DEFAULT_BACKPRESSURE, providerLabel } from '@runledger/runtime';
+import { DEFAULT_BACKPRESSURE, MODEL_APIS, providerLabel } from '@runledger/runtime';
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
 import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
 import { StorageOptions } from '@runledger/state-store';
@@ -97,6 +97,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_MODEL_CODER: z.string().optional(),
   RUNLEDGER_MODEL_CRITIC: z.string().optional(),
   RUNLEDGER_MODEL_UTILITY: z.string().optional(),
+  /** openai: the chat completions API (`chat`) or the Responses API (`responses`, stored conversations continued by id) */
+  RUNLEDGER_MODEL_API: z.enum(MODEL_APIS).default('chat'),
   /** openai: native tool calling (`tools`), or the JSON directive in the text for servers without tool support */
   RUNLEDGER_MODEL_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   /** off: answers arrive whole (for servers that cannot stream tool calls); no OUTPUT_CHUNK then */

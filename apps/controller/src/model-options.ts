@@ -4,10 +4,16 @@ import {
   ModelBackend,
   ModelOptions,
   OpenAiBackend,
+  OpenAiBackendOptions,
+  ResponsesBackend,
   ScriptedBackend,
   SysUtilBackend,
 } from '@runledger/runtime';
 import { AppConfig } from './config';
+
+/** RUNLEDGER_MODEL_API -> the backend speaking that API of an OpenAI-compatible server. */
+const openAiCompatible = (config: AppConfig, options: OpenAiBackendOptions): ModelBackend =>
+  config.RUNLEDGER_MODEL_API === 'responses' ? new ResponsesBackend(options) : new OpenAiBackend(options);
 
 /** RUNLEDGER_MODEL -> the backend serving every role. */
 export function modelFromConfig(config: AppConfig): ModelBackend {
@@ -20,7 +26,7 @@ export function modelFromConfig(config: AppConfig): ModelBackend {
     critic: config.RUNLEDGER_MODEL_CRITIC,
     utility: config.RUNLEDGER_MODEL_UTILITY,
   };
-  return new OpenAiBackend({
+  return openAiCompatible(config, {
     baseURL: config.OPENAI_BASE_URL,
     apiKey: config.OPENAI_API_KEY,
     models,
@@ -39,17 +45,16 @@ export function fallbackModelsFromConfig(
   config: AppConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): ModelBackend[] {
-  return (config.RUNLEDGER_FALLBACK_MODELS ?? []).map(
-    (p) =>
-      new OpenAiBackend({
-        baseURL: p.base_url,
-        apiKey: p.api_key_env ? env[p.api_key_env] : undefined,
-        models: { orchestrator: p.model },
-        label: p.name,
-        protocol: config.RUNLEDGER_MODEL_PROTOCOL,
-        stream: config.RUNLEDGER_MODEL_STREAM === 'on',
-        toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
-      }),
+  return (config.RUNLEDGER_FALLBACK_MODELS ?? []).map((p) =>
+    openAiCompatible(config, {
+      baseURL: p.base_url,
+      apiKey: p.api_key_env ? env[p.api_key_env] : undefined,
+      models: { orchestrator: p.model },
+      label: p.name,
+      protocol: config.RUNLEDGER_MODEL_PROTOCOL,
+      stream: config.RUNLEDGER_MODEL_STREAM === 'on',
+      toolCalls: config.RUNLEDGER_MODEL_TOOL_CALLS,
+    }),
   );
 }
 

@@ -13,6 +13,7 @@ import {
   SessionTurn,
   StopReason,
   TaskUsage,
+  ModelContinuation,
   MutationIntent,
   TodoOwner,
   TodoStatus,
@@ -161,6 +162,8 @@ export const EventPayloads = {
     tool_calls: z.array(ModelToolCall).optional(),
     /** priced when recorded (config price table), so a later price change never rewrites history */
     cost_usd: z.number().nonnegative().optional(),
+    /** Responses API: the stored conversation this call continued, or why it sent the whole one */
+    continuation: ModelContinuation.optional(),
   }),
   PLAN_STARTED: z.object({ plan_id: Id, steps: z.array(PlanStep).min(1) }),
   PLAN_COMPLETED: z.object({ plan_id: Id, step_results: z.array(StepResultSummary) }),

@@ -166,6 +166,25 @@ export const TokenUsage = z.object({
 });
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
+/**
+ * How a Responses API call stood to the server's stored conversation (RUNLEDGER_MODEL_API=responses).
+ * The anchor of the next call is this call's `response_id` with `items_hash` / `item_count`: the
+ * items the response saw, its own output included. `previous_response_id` set: only the items after
+ * the anchor were sent; null: the whole conversation was, for `stateless_reason`.
+ */
+export const CONTINUATION_STATELESS_REASONS = ['missing', 'stale', 'refused'] as const;
+export const ModelContinuation = z.object({
+  response_id: z.string().nullable(),
+  items_hash: z.string(),
+  item_count: z.number().int().nonnegative(),
+  previous_response_id: z.string().nullable(),
+  sent_items: z.number().int().nonnegative(),
+  /** missing: no earlier response to continue (or it had no id); stale: the conversation no longer extends it; refused: the server refused the id */
+  stateless_reason: z.enum(CONTINUATION_STATELESS_REASONS).nullable(),
+  detail: z.string().nullable(),
+});
+export type ModelContinuation = z.infer<typeof ModelContinuation>;
+
 /** Usage summed over a task, on the task state and on every final event. */
 export const TaskUsage = z.object({
   rounds: z.number().int().nonnegative(),

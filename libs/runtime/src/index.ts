@@ -1,5 +1,7 @@
 export * from './model/model-backend';
 export * from './model/openai-backend';
+export * from './model/openai-compatible';
+export * from './model/responses-backend';
 export * from './model/scripted-backend';
 export * from './model/sys-util';
 export * from './model/providers';

@@ -124,6 +124,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description: "the utility role's model (summarises old rounds when the prompt runs out of room)",
     default: "the orchestrator's",
   },
+  RUNLEDGER_MODEL_API: {
+    group: 'Models',
+    description:
+      "`chat`: `/v1/chat/completions`; `responses`: `/v1/responses`, continuing the stored conversation with `previous_response_id` when the log's anchors match, else sending it whole (see docs/models.md)",
+  },
   RUNLEDGER_MODEL_PROTOCOL: {
     group: 'Models',
     description:

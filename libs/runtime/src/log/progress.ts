@@ -17,7 +17,7 @@ import {
   emptyUsage,
 } from '@runledger/contracts';
 import { StepStatus } from '@runledger/scheduler';
-import { HistoryItem } from '../model/model-backend';
+import { ContinuationAnchor, HistoryItem } from '../model/model-backend';
 import { MeterState, initialMeterState, meterEvolve } from '../discipline/budgets';
 import { COMPACTED_ROUNDS } from '../discipline/prompt-budget';
 import { sessionHistoryItems } from './session-history';
@@ -109,6 +109,10 @@ export interface TaskProgress {
   modelCalls: Record<string, number>;
   /** backend of each model call, from MODEL_CALLED */
   modelCallBackends: Map<string, string>;
+  /** the conversation each model call belongs to (continuationKey), from MODEL_CALLED */
+  modelCallConversations: Map<string, string>;
+  /** Responses API: per conversation, the last answered response and the items it saw (see continuationKey) */
+  continuations: Map<string, ContinuationAnchor>;
   history: HistoryItem[];
   /** notes for the round being decided (fabricated tool results cut from the reply), shown with its history item */
   pendingNotes: string[];
@@ -148,6 +152,8 @@ const initial = (task_id: string): TaskProgress => ({
   permissionDecisions: new Map(),
   modelCalls: {},
   modelCallBackends: new Map(),
+  modelCallConversations: new Map(),
+  continuations: new Map(),
   history: [],
   pendingNotes: [],
   usage: emptyUsage(),
@@ -160,6 +166,9 @@ const initial = (task_id: string): TaskProgress => ({
 });
 
 export const modelCallKey = (backend: string, role: Role): string => `${backend}/${role}`;
+/** one stored conversation on a server: a role's calls through one backend, a coder step's apart from the rest */
+export const continuationKey = (backend: string, role: Role, stepId: string | undefined): string =>
+  `${backend}/${role}/${stepId ?? ''}`;
 export const planIdFor = (round: number): string => `plan_${round}`;
 export const callIdFor = (round: number, stepId: string | null): string =>
   stepId ? `call_${round}_${stepId}` : `call_${round}`;
@@ -295,11 +304,23 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       break;
     case 'MODEL_CALLED':
       p.modelCallBackends.set(e.payload.call_id, e.payload.backend);
+      p.modelCallConversations.set(
+        e.payload.call_id,
+        continuationKey(e.payload.backend, e.payload.role, e.payload.step_id),
+      );
       break;
     case 'MODEL_RESPONDED': {
       const role = e.payload.role;
       const key = modelCallKey(p.modelCallBackends.get(e.payload.call_id) ?? '', role);
       p.modelCalls[key] = (p.modelCalls[key] ?? 0) + 1;
+      const c = e.payload.continuation;
+      const conversation = p.modelCallConversations.get(e.payload.call_id);
+      if (c && conversation !== undefined)
+        p.continuations.set(conversation, {
+          response_id: c.response_id,
+          items_hash: c.items_hash,
+          item_count: c.item_count,
+        });
       break;
     }
     case 'PLAN_STARTED':

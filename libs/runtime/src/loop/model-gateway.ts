@@ -4,7 +4,7 @@ import { FailureError } from '../discipline/failure-policy';
 import { DisciplineSettings } from '../discipline/settings';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from '../model/model-backend';
 import { TaskWriter } from '../log/task-writer';
-import { modelCallKey } from '../log/progress';
+import { continuationKey, modelCallKey } from '../log/progress';
 import { CharSafeChunks, PlainTextStream, RespondStreamExtractor } from './respond-stream';
 import { checkToolTurns } from '../model/tool-turns';
 
@@ -101,6 +101,8 @@ export class ModelGateway {
         cursor,
         stream: Boolean(extractor),
         onChunk,
+        continuation:
+          c.writer.progress.continuations.get(continuationKey(c.backend.backend, c.role, c.step_id)) ?? null,
       });
       emit(safe.flush());
       if (streamFailed) throw (streamFailed as { error: unknown }).error;
@@ -117,6 +119,7 @@ export class ModelGateway {
         retry_after_ms: null,
         ...(res.tool_calls ? { tool_calls: res.tool_calls } : {}),
         cost_usd: costOf(res.model, res.usage, this.prices),
+        ...(res.continuation ? { continuation: res.continuation } : {}),
       });
       return res;
     } catch (err) {

@@ -3,6 +3,7 @@ import { startFakeOpenAiServer } from '@runledger/testing';
 import { ReplayBackend } from '../replay/recorded-parts';
 import { PrimedReply, runModelBackendConformance } from '../testing/model-backend-conformance';
 import { OpenAiBackend } from './openai-backend';
+import { ResponsesBackend } from './responses-backend';
 import { LabelledBackend } from './providers';
 import { ScriptItem, ScriptedBackend } from './scripted-backend';
 import { SysUtilBackend } from './sys-util';
@@ -29,34 +30,38 @@ const script = (replies: PrimedReply[], toolCalls: boolean): ScriptItem[] => {
 for (const toolCalls of [false, true]) {
   const protocol = toolCalls ? 'tools' : 'json';
 
-  runModelBackendConformance(
-    `openai (${protocol} protocol) against a local OpenAI-compatible server`,
-    async (replies) => {
-      const server = await startFakeOpenAiServer();
-      server.enqueue(
-        ...replies.map((r) =>
-          'error' in r
-            ? {
-                status: { rate_limited: 429, provider_error: 500, authentication_error: 401 }[r.error],
-                message: r.error,
-              }
-            : 'tool_calls' in r
-              ? { content: '', tool_calls: r.tool_calls, usage: USAGE }
-              : { content: r.content, chunks: r.chunks, usage: USAGE },
-        ),
-      );
-      return {
-        sut: new OpenAiBackend({
-          baseURL: server.baseURL,
-          apiKey: 'k',
-          models: { orchestrator: 'test-model' },
-          protocol,
-        }),
-        close: () => server.close(),
-      };
-    },
-    { toolCalls },
-  );
+  for (const [name, Backend] of [
+    ['openai chat completions', OpenAiBackend],
+    ['openai responses', ResponsesBackend],
+  ] as const)
+    runModelBackendConformance(
+      `${name} (${protocol} protocol) against a local OpenAI-compatible server`,
+      async (replies) => {
+        const server = await startFakeOpenAiServer();
+        server.enqueue(
+          ...replies.map((r) =>
+            'error' in r
+              ? {
+                  status: { rate_limited: 429, provider_error: 500, authentication_error: 401 }[r.error],
+                  message: r.error,
+                }
+              : 'tool_calls' in r
+                ? { content: '', tool_calls: r.tool_calls, usage: USAGE }
+                : { content: r.content, chunks: r.chunks, usage: USAGE },
+          ),
+        );
+        return {
+          sut: new Backend({
+            baseURL: server.baseURL,
+            apiKey: 'k',
+            models: { orchestrator: 'test-model' },
+            protocol,
+          }),
+          close: () => server.close(),
+        };
+      },
+      { toolCalls },
+    );
 
   runModelBackendConformance(
     `scripted (${protocol})`,

@@ -1,4 +1,4 @@
-import { ModelToolCall, RunledgerError, Role, TokenUsage } from '@runledger/contracts';
+import { ModelContinuation, ModelToolCall, RunledgerError, Role, TokenUsage } from '@runledger/contracts';
 import { estimateUsage } from '../discipline/budgets';
 
 /**
@@ -74,7 +74,15 @@ export interface ModelRequest {
   response_schema?: { name: string; schema: Record<string, unknown> };
   /** the model to ask in place of the role's configured one: a delegated agent's own (its profile's models) */
   model?: string;
+  /**
+   * Responses API: the last response of this conversation as the log recorded it (its id and the
+   * items it saw); null or absent: none. Backends without stored conversations ignore it.
+   */
+  continuation?: ContinuationAnchor | null;
 }
+
+/** Where a stored conversation stands on the server: a response and the items it saw, its own output included. */
+export type ContinuationAnchor = Pick<ModelContinuation, 'response_id' | 'items_hash' | 'item_count'>;
 
 export interface ModelResponse {
   content: string;
@@ -86,6 +94,8 @@ export interface ModelResponse {
    * backend spoke the tools protocol for this request; absent for a text-only reply.
    */
   tool_calls?: ModelToolCall[];
+  /** Responses API: how the request stood to the stored conversation (recorded on MODEL_RESPONDED) */
+  continuation?: ModelContinuation;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { APIError } from 'openai';
 import { ModelErrorKind } from './model-backend';
-import { toModelCallError } from './openai-backend';
+import { toModelCallError } from './openai-compatible';
 
 /** An error as the openai client raises it: from an HTTP status, or (status undefined) from `data: {"error": ...}` inside a stream. */
 const apiError = (status: number | undefined, body: Record<string, unknown>) =>

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, ModelToolCall, ROLES, Role, TokenUsage } from '@runledger/contracts';
+import { ConfigError, ModelContinuation, ModelToolCall, ROLES, Role, TokenUsage } from '@runledger/contracts';
 import {
   MODEL_ERROR_KINDS,
   ModelBackend,
@@ -37,6 +37,8 @@ const ScriptItem = z.union([
       chunks: z.array(z.string()).optional(),
       /** native tool calls of the reply: a role whose script has any speaks the tools protocol (text alone is then the answer) */
       tool_calls: z.array(ModelToolCall).optional(),
+      /** a recorded Responses API call's continuation, given back as recorded (replay) */
+      continuation: ModelContinuation.optional(),
     })
     .strict(),
 ]);
@@ -147,6 +149,7 @@ export class ScriptedBackend extends ModelBackend {
       item.model ?? this.backend,
       item.chunks ?? [item.content],
       item.tool_calls ?? this.toolCallsOf(request.role, []),
+      item.continuation,
     );
   }
 
@@ -173,6 +176,7 @@ export class ScriptedBackend extends ModelBackend {
     model: string,
     chunks: string[],
     tool_calls: ModelToolCall[] | undefined,
+    continuation?: ModelContinuation,
   ): ModelResponse {
     if (request.stream) for (const c of chunks) if (c) request.onChunk?.(c);
     return {
@@ -181,6 +185,7 @@ export class ScriptedBackend extends ModelBackend {
       model,
       finish_reason: finish,
       ...(tool_calls ? { tool_calls } : {}),
+      ...(continuation ? { continuation } : {}),
     };
   }
 }

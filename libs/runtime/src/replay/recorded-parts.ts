@@ -64,6 +64,8 @@ export class ReplayBackend extends ScriptedBackend {
               ? (chunks.get(p.call_id) ?? [])
               : rawChunksFor(p.content ?? '', chunks.get(p.call_id) ?? []),
             ...(p.tool_calls ? { tool_calls: p.tool_calls } : {}),
+            // the stored conversation as the recording met it: replay calls no server
+            ...(p.continuation ? { continuation: p.continuation } : {}),
           };
       (script[p.role] ??= []).push(item);
     }
