@@ -66,8 +66,9 @@ export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
 export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
 
 /**
- * Where a task stands, folded from its events alone: everything the loop needs
- * to decide its next action, before or after a restart.
+ * Where a task's run stands, folded from its events alone: everything the loop needs
+ * to decide its next action, before or after a restart. The run part of the task fold
+ * (TaskFold), which also keeps the task's public state.
  */
 export interface TaskProgress {
   task_id: string;

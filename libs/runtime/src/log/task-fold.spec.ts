@@ -1,5 +1,6 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
+import { foldTaskState } from '@runledger/state-store';
 import { meterFromEvents } from '../discipline/budgets';
 import { completionStateFromEvents } from '../discipline/completion';
 import { toolGuardFromEvents } from '../discipline/failure-policy';
@@ -113,6 +114,20 @@ describe('TaskFold', () => {
       ),
     );
     expect(beforeAgain.circuitFailedSinceTold('net_fetch')).toBe(false);
+  });
+
+  it('keeps the public state as the tasks projection folds it, through the events the log holds', () => {
+    const sut = new TaskFold('task_1', events.slice(0, 3));
+    expect(sut.state).toEqual(foldTaskState(events.slice(0, 3)));
+    // applied (folded ahead of the log) moves the run's state only; committed moves the public state
+    for (const e of events.slice(3)) sut.apply(e);
+    expect(sut.state).toEqual(foldTaskState(events.slice(0, 3)));
+    for (const e of events.slice(3)) sut.committed(e);
+    expect(sut.state).toEqual(foldTaskState(events));
+    expect(sut.state?.status).not.toBe('queued');
+    // a fold started again keeps the public state it is handed, not one folded from its events
+    const kept = new TaskFold('task_1', events, foldTaskState(events.slice(0, 1)));
+    expect(kept.state).toEqual(foldTaskState(events.slice(0, 1)));
   });
 
   it('keeps the latest decision and the provider switches per role', () => {

@@ -1,4 +1,5 @@
 import { EventPayload, RuntimeEvent } from '@runledger/contracts';
+import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { MeterState, initialMeterState, meterEvolve } from '../discipline/budgets';
 import { CompletionState, completionEvolve, initialCompletionState } from '../discipline/completion';
 import { ToolGuardState, initialToolGuardState, toolGuardEvolve } from '../discipline/failure-policy';
@@ -20,14 +21,19 @@ interface RepeatCursor {
 }
 
 /**
- * Everything the runtime derives from one task's log, kept up to date one
- * event at a time: progress (with the usage meter), the tool facts and rounds
- * (accept gate, repeat detector), tool health (circuit breaker, adaptive
- * timeouts), the completion protocol's misses, provider switches, and which
- * guards already spoke. The task writer applies every event it appends or
- * reads, so the loop, its guards and the engine's gates read the current state
- * instead of folding the log again; each step costs O(1) however long the task.
- * The per-event `evolve` functions it composes stay pure and are tested alone.
+ * The task fold: where a task's state is. Everything the runtime derives from one task's log, kept
+ * up to date one event at a time:
+ * - `progress`, the run's state (progress.ts, with the usage meter): what the loop decides its next
+ *   action from; a checkpoint stores it (progress-snapshot.ts), and loadProgress folds it from there;
+ * - `state`, the task's public state (state-store's `evolve`: status, pending requests, usage,
+ *   result), the same fold the tasks projection, the task views and the protocol adapters run, as of
+ *   what the log holds (`committed`); a checkpoint stores it beside the progress;
+ * - the tool facts and rounds (accept gate, repeat detector), tool health (circuit breaker,
+ *   adaptive timeouts), the completion protocol's misses, provider switches, and which guards
+ *   already spoke.
+ * The task writer applies every event it appends or reads, so the loop, its guards and the engine's
+ * gates read the current state instead of folding the log again; each step costs O(1) however long
+ * the task. The per-event `evolve` functions it composes stay pure and are tested alone.
  */
 export class TaskFold {
   readonly progress: TaskProgress;
@@ -45,10 +51,17 @@ export class TaskFold {
   private readonly meters = new Map<number, { options: { charsPerToken: number }; state: MeterState }>();
   /** the repeat detector, per threshold, over the rounds that closed */
   private readonly repeats = new Map<number, RepeatCursor>();
+  /** the public state through the events the log holds, as the store returned them */
+  private committedState: TaskState | null;
 
-  constructor(taskId: string, events: readonly RuntimeEvent[] = []) {
+  /**
+   * `events` as the log holds them. `state`: the public state they fold to, when it is known already
+   * (a writer's fold started again after another writer's append keeps the state it had).
+   */
+  constructor(taskId: string, events: readonly RuntimeEvent[] = [], state?: TaskState | null) {
     this.progress = foldProgress(taskId, []);
     for (const e of events) this.apply(e);
+    this.committedState = state === undefined ? foldTaskState(events) : state;
   }
 
   apply(e: RuntimeEvent): void {
@@ -77,6 +90,16 @@ export class TaskFold {
       default:
         break;
     }
+  }
+
+  /** An event the log now holds, as the store returned it (its time, its redactions): the public state moves on. */
+  committed(e: RuntimeEvent): void {
+    this.committedState = evolve(this.committedState, e);
+  }
+
+  /** The task's public state through what the log holds (null before its first event). */
+  get state(): TaskState | null {
+    return this.committedState;
   }
 
   /** Every event of the task so far, in order. */

@@ -13,7 +13,7 @@ import {
   StateStoreDatabase,
   TaskState,
   TaskStateStore,
-  evolve,
+  foldTaskState,
 } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 
@@ -95,7 +95,7 @@ export abstract class TaskViews {
 
 /** A task's view folded from its events with the projection's own pure fold (the log is the truth). */
 export function taskViewFromEvents(events: readonly RuntimeEvent[]): TaskView | null {
-  return events.length === 0 ? null : taskViewFromState(events.reduce<TaskState | null>(evolve, null)!);
+  return events.length === 0 ? null : taskViewFromState(foldTaskState(events)!);
 }
 
 export const INPUT_LINE_MAX = 200;
@@ -148,8 +148,7 @@ export class LogTaskViews extends TaskViews {
   }
 
   private async state(taskId: string): Promise<TaskState | null> {
-    if (!this.checkpoints)
-      return (await this.store.readWholeStream(taskId)).reduce<TaskState | null>(evolve, null);
+    if (!this.checkpoints) return foldTaskState(await this.store.readWholeStream(taskId));
     return (await this.checkpoints.load(taskId))?.state ?? null;
   }
 

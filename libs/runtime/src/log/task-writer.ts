@@ -8,7 +8,6 @@ import {
   parseEventBody,
 } from '@runledger/contracts';
 import { AppendResult, EventStore, LeaseToken, buildEnvelopes } from '@runledger/event-store';
-import { TaskState, evolve, foldTaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
@@ -80,8 +79,6 @@ export class TaskWriter {
   /** the last sequence known committed */
   private committedSeq: number;
   private failed: unknown = null;
-  /** the task-state projection's own fold of what this writer saw committed: a checkpoint's state, unread */
-  private taskState: TaskState | null;
   /** appends streamed events that no other append carried in time (see stream) */
   private streamFlush: NodeJS.Timeout | null = null;
   private closed = false;
@@ -97,7 +94,6 @@ export class TaskWriter {
   ) {
     this.current = new TaskFold(taskId, events);
     this.committedSeq = this.current.progress.last_seq;
-    this.taskState = foldTaskState(events);
   }
 
   /** `final` hears the task's final event written through this writer: handed to the store, then committed. */
@@ -317,10 +313,10 @@ export class TaskWriter {
       }
       // the folded copy is the one the log holds: it gets what only the store could assign
       Object.assign(s.folded, { position: e.position, session_id: e.session_id, created_at: e.created_at });
-      this.taskState = evolve(this.taskState, e);
+      this.current.committed(e);
       this.committedSeq = e.sequence;
       // not waited for: the snapshot's context and state are this checkpoint's
-      if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.taskState);
+      if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.current.state);
       s.settle.resolve(e);
     });
     if (this.final && isFinalEventType(stored[stored.length - 1]?.type)) {
@@ -339,8 +335,8 @@ export class TaskWriter {
     const missed = await this.store.readStream(this.taskId, { after_seq: this.committedSeq });
     const committed = this.current.log.filter((e) => e.sequence <= this.committedSeq);
     const pending = [...batch, ...this.staged];
-    this.current = new TaskFold(this.taskId, [...committed, ...missed]);
-    for (const e of missed) this.taskState = evolve(this.taskState, e);
+    this.current = new TaskFold(this.taskId, [...committed, ...missed], this.current.state);
+    for (const e of missed) this.current.committed(e);
     this.committedSeq = this.current.progress.last_seq;
     if (this.progress.final) {
       const err = new TaskEndedElsewhereError(`task ${this.taskId} already ended`);
