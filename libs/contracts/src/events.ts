@@ -29,6 +29,20 @@ import { ToolResult } from './tool';
 const Json = z.unknown();
 const Id = z.string().min(1).max(200);
 
+/** An A2A task's state as a delegating task records it. */
+export const RemoteTaskState = z.enum([
+  'submitted',
+  'working',
+  'input-required',
+  'auth-required',
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+  'unknown',
+]);
+export type RemoteTaskState = z.infer<typeof RemoteTaskState>;
+
 const StepResultSummary = z.object({
   step_id: Id,
   status: z.enum(['completed', 'failed', 'skipped', 'pending']),
@@ -303,6 +317,36 @@ export const EventPayloads = {
     budgets: Budgets,
     accept_checks: z.array(AcceptCheck).default([]),
     depth: z.number().int().positive(),
+    /**
+     * A remote agent's delegation: recorded before the message is sent, so a resumed parent finds the
+     * remote task by this message and context instead of sending it again. No local child task exists.
+     */
+    remote: z
+      .object({
+        /** the agent's card URL or base URL, as configured when it started */
+        url: z.string(),
+        message_id: Id,
+        context_id: Id,
+      })
+      .optional(),
+  }),
+  /**
+   * What a remote agent's task became, as the parent uses it: its state, its status message (and what
+   * it asks, when it waits for input), its artifacts' text and reported usage. A replay reads these
+   * instead of the network.
+   */
+  REMOTE_TASK_UPDATED: z.object({
+    call_id: Id,
+    remote_task_id: Id,
+    context_id: z.string(),
+    state: RemoteTaskState,
+    message: z.string().nullable(),
+    /** an input-required / auth-required task's question: its data part, and what identifies it */
+    request: z.object({ ask_id: z.string().min(1), data: z.record(z.string(), Json).nullable() }).nullable(),
+    artifacts: z.array(z.object({ artifact_id: z.string(), name: z.string(), text: z.string() })),
+    /** the remote's own stop reason and usage, when it reports them (a Runledger does) */
+    stop_reason: z.string().nullable(),
+    usage: TaskUsage.nullable(),
   }),
   /** the child task of a delegation ended: its stop reason, result and usage (added to this task's) */
   CHILD_TASK_ENDED: z.object({

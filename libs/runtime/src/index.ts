@@ -38,3 +38,6 @@ export * from './delegation/child-tasks';
 export * from './delegation/delegation-runner';
 export * from './delegation/task-tree';
 export { DEFAULT_CODER_TOOL_TURNS } from './loop/engine/plan-runner';
+export * from './delegation/remote-agents';
+export * from './delegation/remote-delegation';
+export * from './delegation/a2a-remote-agents';

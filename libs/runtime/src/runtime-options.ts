@@ -7,6 +7,7 @@ import { ToolRegistry } from '@runledger/tools';
 import { BackpressureLimits, LoopLoadSource } from './control/backpressure';
 import { OwnershipSettings } from './control/task-ownership';
 import { ChildTaskHost } from './delegation/child-tasks';
+import { RemoteAgents } from './delegation/remote-agents';
 import { DisciplineSettings } from './discipline/settings';
 import { WorkspaceView } from './discipline/workspace-view';
 import { CheckpointSettings } from './log/checkpoints';
@@ -68,6 +69,8 @@ export interface RuntimeOptions extends RuntimeSettings {
   checkpoints?: CheckpointSettings | null;
   /** where delegations' child tasks run: this runtime's controller when absent (a replay answers from its recording) */
   childTasks?: ChildTaskHost;
+  /** where remote agents (A2A) are reached: over the network when absent (a replay answers from its recording) */
+  remoteAgents?: RemoteAgents;
 }
 
 /** ModelModule's options: the backend serving every role, and the providers that stand in for it. */

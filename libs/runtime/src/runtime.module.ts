@@ -2,6 +2,8 @@ import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { ConfigError, ModuleAsyncOptions, RunSettings, forRootAsyncModule } from '@runledger/contracts';
 import { AgentCatalog } from './delegation/agent-catalog';
 import { ChildTasks } from './delegation/child-tasks';
+import { A2ARemoteAgents } from './delegation/a2a-remote-agents';
+import { RemoteAgents } from './delegation/remote-agents';
 import { TaskTree } from './delegation/task-tree';
 import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
@@ -93,6 +95,7 @@ interface ShapingPorts {
   logger: RuntimeLogger;
   scheduler: ExecutionScheduler;
   children: ChildTasks;
+  remote: RemoteAgents;
 }
 
 // The parts of the loop that run settings shape (RunSettings: budgets, prices, retries, guards, prompt
@@ -153,6 +156,7 @@ const newEngine = (
       children: p.children,
       maxDepth: o.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH,
       clock: o.clock,
+      remote: { agents: p.remote, vault: p.vault },
     },
     clock: o.clock,
     recordedTimers: o.recordedTimers ?? null,
@@ -230,6 +234,11 @@ function runtimeProviders(): Provider[] {
     { provide: SecretVault, useFactory: () => new SecretVault() },
     { provide: ChildTasks, useFactory: () => new ChildTasks() },
     {
+      provide: RemoteAgents,
+      useFactory: (o: RuntimeOptions) => o.remoteAgents ?? new A2ARemoteAgents(),
+      inject: [RUNTIME_OPTIONS],
+    },
+    {
       provide: TaskTree,
       useFactory: (store: EventStore, views: TaskViews) => new TaskTree(store, views),
       inject: [EventStore, TaskViews],
@@ -277,10 +286,11 @@ function runtimeProviders(): Provider[] {
         logger: RuntimeLogger,
         scheduler: ExecutionScheduler,
         children: ChildTasks,
+        remote: RemoteAgents,
       ) =>
         newEngine(
           o,
-          { store, tools, permissions, vault, hooks, logger, scheduler, children },
+          { store, tools, permissions, vault, hooks, logger, scheduler, children, remote },
           gateway,
           coder,
           coderFallbacks,
@@ -298,6 +308,7 @@ function runtimeProviders(): Provider[] {
         RuntimeLogger,
         ExecutionScheduler,
         ChildTasks,
+        RemoteAgents,
       ],
     },
     {
@@ -335,6 +346,7 @@ function runtimeProviders(): Provider[] {
         scheduler: ExecutionScheduler,
         children: ChildTasks,
         pacing: SubmissionPacing,
+        remote: RemoteAgents,
       ) => {
         const ports: ShapingPorts = {
           store,
@@ -347,6 +359,7 @@ function runtimeProviders(): Provider[] {
           logger,
           scheduler,
           children,
+          remote,
         };
         return new RuntimeLoop({
           store,
@@ -382,6 +395,7 @@ function runtimeProviders(): Provider[] {
         ExecutionScheduler,
         ChildTasks,
         SubmissionPacing,
+        RemoteAgents,
       ],
     },
     {
@@ -459,9 +473,11 @@ function runtimeProviders(): Provider[] {
         admission: Admission,
         answers: TaskAnswers,
         recovery: Recovery,
+        remote: RemoteAgents,
       ) => {
         const controller = new RuntimeController({
           ownership,
+          remoteChildren: { agents: agentCatalogOf(o), remote },
           store,
           loop,
           vault,
@@ -522,6 +538,7 @@ function runtimeProviders(): Provider[] {
         Admission,
         TaskAnswers,
         Recovery,
+        RemoteAgents,
       ],
     },
   ];

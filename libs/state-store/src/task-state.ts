@@ -215,6 +215,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'OUTPUT_CHUNK':
     case 'GUARD_TRIGGERED':
     case 'CHILD_TASK_STARTED':
+    case 'REMOTE_TASK_UPDATED':
     case 'TODO_ADDED':
     case 'TODO_UPDATED':
       return { ...s, status: progressed(s) };

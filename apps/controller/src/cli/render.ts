@@ -84,7 +84,11 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'ACCEPTANCE_DECIDED':
       return `${e.payload.passed ? '✓' : '✗'} acceptance: ${e.payload.results.map((r) => `${r.id} ${r.passed ? 'passed' : 'failed'}`).join(', ')}`;
     case 'CHILD_TASK_STARTED':
-      return `  ⇢ ${e.payload.agent} agent started as task ${e.payload.child_task_id}: ${short(e.payload.input, 80)}`;
+      return e.payload.remote
+        ? `  ⇢ remote agent ${e.payload.agent} (${e.payload.remote.url}) sent: ${short(e.payload.input, 80)}`
+        : `  ⇢ ${e.payload.agent} agent started as task ${e.payload.child_task_id}: ${short(e.payload.input, 80)}`;
+    case 'REMOTE_TASK_UPDATED':
+      return `  · remote task ${e.payload.remote_task_id} ${e.payload.state}${e.payload.message ? `: ${short(e.payload.message, 80)}` : ''}`;
     case 'CHILD_TASK_ENDED':
       return `  ${e.payload.status === 'completed' ? '✓' : '✗'} task ${e.payload.child_task_id} ${e.payload.stop_reason}: ${short(e.payload.result ?? e.payload.detail, 80)}`;
     case 'TODO_ADDED':

@@ -22,6 +22,9 @@ import { CheckpointStore } from '@runledger/state-store';
 import { loadProgress } from '../log/checkpoints';
 import { TaskOwnership, ownedElsewhere } from './task-ownership';
 import { ChildEnd, ChildTaskHost, ChildTaskSpec, endOf } from '../delegation/child-tasks';
+import { AgentCatalog } from '../delegation/agent-catalog';
+import { RemoteAgents } from '../delegation/remote-agents';
+import { cancelRemoteChild } from '../delegation/remote-delegation';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { formAnswer } from './permission-answers';
 import { ReplayRequest, ReplayResult, SecretVault } from '../ports';
@@ -94,6 +97,8 @@ export interface RuntimeControllerDeps {
    * log in memory): then every task runs here, unfenced.
    */
   ownership?: TaskOwnership | null;
+  /** where the remote tasks of delegations to remote agents are cancelled; none when absent */
+  remoteChildren?: { agents: AgentCatalog; remote: RemoteAgents };
 }
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
@@ -289,15 +294,29 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   /** A task that ended leaves no child running: each unfinished one is cancelled, with its own children. */
   private async cancelChildren(p: TaskProgress): Promise<void> {
-    const open = [...p.children.values()].filter((c) => !c.ended).map((c) => c.started.child_task_id);
-    await Promise.all(
-      open.map((id) =>
-        this.cancel(id).catch((err: unknown) => {
-          // a child that ended on its own meanwhile is no longer anyone's to cancel
-          if (!(err instanceof IllegalStateError || err instanceof NotFoundError)) throw err;
-        }),
-      ),
-    );
+    const unfinished = [...p.children.values()].filter((c) => !c.ended);
+    const remote = this.deps.remoteChildren;
+    await Promise.all([
+      ...unfinished
+        .filter((c) => !c.started.remote)
+        .map((c) =>
+          this.cancel(c.started.child_task_id).catch((err: unknown) => {
+            // a child that ended on its own meanwhile is no longer anyone's to cancel
+            if (!(err instanceof IllegalStateError || err instanceof NotFoundError)) throw err;
+          }),
+        ),
+      ...unfinished
+        .filter((c) => c.started.remote && remote)
+        .map((c) =>
+          cancelRemoteChild(remote!.remote, remote!.agents, c).catch((err: unknown) =>
+            // the parent is cancelled either way; the remote agent keeps what it could not be told
+            this.deps.logger.warn(
+              { err, task_id: p.task_id },
+              'the remote task of a delegation was not cancelled',
+            ),
+          ),
+        ),
+    ]);
   }
 
   /**

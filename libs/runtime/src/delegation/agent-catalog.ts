@@ -1,4 +1,4 @@
-import { AgentProfile, BUILT_IN_CODER, ToolManifest } from '@runledger/contracts';
+import { AgentProfile, BUILT_IN_CODER, ToolManifest, agentDescription } from '@runledger/contracts';
 
 /**
  * The agents a task may delegate to: the built-in `coder`, then the configured
@@ -30,4 +30,4 @@ export const toolsForAgent = (tools: readonly ToolManifest[], agent: AgentProfil
 
 /** One line per agent, for the orchestrator's prompt and the delegate function's description. */
 export const agentLines = (agents: readonly AgentProfile[]): string =>
-  agents.map((a) => `- ${a.name}: ${a.description}`).join('\n');
+  agents.map((a) => `- ${a.name}: ${agentDescription(a)}`).join('\n');

@@ -1,12 +1,14 @@
-import { Budgets, DelegateArgs, emptyUsage, sha256 } from '@runledger/contracts';
+import { Budgets, DelegateArgs, emptyUsage, remoteAgentAddress, sha256 } from '@runledger/contracts';
 import { activeMs } from '../discipline/budgets';
-import { RunClock, WALL_CLOCK } from '../ports';
+import { RunClock, SecretVault, WALL_CLOCK } from '../ports';
 import { childOutcomeText } from '../log/progress';
 import { TaskWriter } from '../log/task-writer';
 import { StepOutcome } from '../loop/engine/call-types';
 import { AgentCatalog } from './agent-catalog';
 import { carveBudgets } from './carve-budgets';
-import { ChildTaskHost } from './child-tasks';
+import { ChildEnd, ChildTaskHost } from './child-tasks';
+import { RemoteAgents, remoteContextIdFor, remoteMessageIdFor } from './remote-agents';
+import { RemoteDelegation } from './remote-delegation';
 
 export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
 
@@ -16,6 +18,8 @@ export interface DelegationDeps {
   /** how many delegations down from a root a task may be */
   maxDepth: number;
   clock?: RunClock;
+  /** where agents with `a2a` are reached; a task cannot delegate to one when absent */
+  remote?: { agents: RemoteAgents; vault: SecretVault };
 }
 
 /** One delegation as the engine runs it: a plan step's (`agent`) or a delegate directive's. */
@@ -38,13 +42,20 @@ export const childTaskIdFor = (parentTaskId: string, callId: string): string =>
  * while the parent was down.
  */
 export class DelegationRunner {
-  constructor(private readonly deps: DelegationDeps) {}
+  private readonly remote: RemoteDelegation | null;
+
+  constructor(private readonly deps: DelegationDeps) {
+    this.remote = deps.remote
+      ? new RemoteDelegation({ remote: deps.remote.agents, vault: deps.remote.vault, clock: deps.clock })
+      : null;
+  }
 
   async run(writer: TaskWriter, spec: DelegationSpec, signal: AbortSignal): Promise<StepOutcome> {
     const p = writer.progress;
     if (!p.children.has(spec.call_id)) {
       const admitted = this.admit(writer, spec.args);
       if (typeof admitted === 'string') return { kind: 'failed', error: admitted };
+      const link = this.deps.agents.get(spec.args.agent)!.a2a;
       await writer.append([
         {
           type: 'CHILD_TASK_STARTED',
@@ -57,6 +68,16 @@ export class DelegationRunner {
             budgets: admitted.budgets,
             accept_checks: spec.args.accept_checks ?? [],
             depth: p.depth + 1,
+            // the message is named before it is sent: a resumed parent finds what it sent by it
+            ...(link
+              ? {
+                  remote: {
+                    url: remoteAgentAddress(link),
+                    message_id: remoteMessageIdFor(p.task_id, spec.call_id),
+                    context_id: remoteContextIdFor(p.task_id, spec.call_id),
+                  },
+                }
+              : {}),
           },
         },
       ]);
@@ -65,29 +86,33 @@ export class DelegationRunner {
     if (!child.ended) {
       const started = child.started;
       const agent = this.deps.agents.get(started.agent);
-      const end = agent
-        ? await this.deps.children
-            .startChild({
-              task_id: started.child_task_id,
-              call_id: spec.call_id,
-              session_id: writer.progress.session_id,
-              parent_task_id: writer.progress.task_id,
-              root_task_id: writer.progress.root_task_id,
-              depth: started.depth,
-              agent,
-              input: started.input,
-              budgets: started.budgets,
-              accept_checks: started.accept_checks,
-            })
-            .then(() => this.deps.children.childEnded(started.child_task_id, signal))
-        : {
-            // started before a restart under a config that had this agent; the child was never created
-            status: 'failed' as const,
-            stop_reason: 'validation_error' as const,
-            detail: `agent ${started.agent} is no longer configured`,
-            result: null,
-            usage: emptyUsage(),
-          };
+      let end: ChildEnd | null;
+      if (started.remote) {
+        const remoteEnd =
+          agent?.a2a && this.remote
+            ? await this.remote.run(writer, spec.call_id, agent, signal)
+            : gone(`remote agent ${started.agent} is no longer configured`);
+        if (remoteEnd === 'suspend') return { kind: 'suspend' };
+        end = remoteEnd;
+      } else
+        end =
+          agent && !agent.a2a
+            ? await this.deps.children
+                .startChild({
+                  task_id: started.child_task_id,
+                  call_id: spec.call_id,
+                  session_id: writer.progress.session_id,
+                  parent_task_id: writer.progress.task_id,
+                  root_task_id: writer.progress.root_task_id,
+                  depth: started.depth,
+                  agent,
+                  input: started.input,
+                  budgets: started.budgets,
+                  accept_checks: started.accept_checks,
+                })
+                .then(() => this.deps.children.childEnded(started.child_task_id, signal))
+            : // started before a restart under a config that had this agent; the child was never created
+              gone(`agent ${started.agent} is no longer configured as a local agent`);
       if (!end) return { kind: 'suspend' };
       await writer.append([
         {
@@ -110,8 +135,10 @@ export class DelegationRunner {
   /** the child's budgets, or why the delegation may not start (unknown agent, too deep, no budget left) */
   private admit(writer: TaskWriter, args: DelegateArgs): string | { budgets: Budgets } {
     const p = writer.progress;
-    if (!this.deps.agents.get(args.agent))
-      return `unknown agent ${args.agent}; the agents are: ${this.deps.agents.names().join(', ')}`;
+    const agent = this.deps.agents.get(args.agent);
+    if (!agent) return `unknown agent ${args.agent}; the agents are: ${this.deps.agents.names().join(', ')}`;
+    if (agent.a2a && !this.remote)
+      return `agent ${args.agent} is remote and this runtime reaches no remote agents`;
     if (p.depth + 1 > this.deps.maxDepth)
       return `delegation depth limit reached: task ${p.task_id} is ${p.depth} delegation(s) down and the limit is ${this.deps.maxDepth}`;
     // children whose start is committed hold their budgets; those starting together with this one (handed to
@@ -133,3 +160,11 @@ export class DelegationRunner {
     return carve.ok ? { budgets: carve.budgets } : carve.error;
   }
 }
+
+const gone = (detail: string): ChildEnd => ({
+  status: 'failed',
+  stop_reason: 'validation_error',
+  detail,
+  result: null,
+  usage: emptyUsage(),
+});

@@ -115,7 +115,13 @@ const ProgressSnapshotSchema = z.looseObject({
   depth: z.number().int().nonnegative(),
   agent: Loose.nullable(),
   settings: Loose.nullable(),
-  children: z.array(z.tuple([z.string(), z.object({ started: Loose, ended: Loose.nullable() })])),
+  /** `remote` absent in snapshots taken before remote agents: those children were local */
+  children: z.array(
+    z.tuple([
+      z.string(),
+      z.object({ started: Loose, ended: Loose.nullable(), remote: Loose.nullable().default(null) }),
+    ]),
+  ),
   meter: MeterSnapshot,
   /** absent in snapshots taken before tasks had todos: those tasks had none */
   todos: TodoSnapshot.optional(),

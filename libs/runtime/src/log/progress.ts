@@ -54,6 +54,8 @@ export interface PlanProgress {
 export interface ChildProgress {
   started: EventPayload<'CHILD_TASK_STARTED'>;
   ended: EventPayload<'CHILD_TASK_ENDED'> | null;
+  /** a remote agent's task as last recorded (null: local child, or not heard of yet) */
+  remote: EventPayload<'REMOTE_TASK_UPDATED'> | null;
 }
 
 /** A durable timer of the task: as set, and whether it fired. */
@@ -278,8 +280,13 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       p.history = sessionHistoryItems(e.payload.session_history ?? []);
       break;
     case 'CHILD_TASK_STARTED':
-      p.children.set(e.payload.call_id, { started: e.payload, ended: null });
+      p.children.set(e.payload.call_id, { started: e.payload, ended: null, remote: null });
       break;
+    case 'REMOTE_TASK_UPDATED': {
+      const child = p.children.get(e.payload.call_id);
+      if (child) child.remote = e.payload;
+      break;
+    }
     case 'CHILD_TASK_ENDED': {
       const child = p.children.get(e.payload.call_id);
       if (child) child.ended = e.payload;

@@ -11,6 +11,7 @@ import {
   TodoStatus,
   ToolManifest,
 } from '@runledger/contracts';
+import { agentLines } from '../delegation/agent-catalog';
 import { TODO_FUNCTION } from '../discipline/todos';
 import { parseDirective, wireSchema } from '../model/directive-parser';
 import { ChatMessage, ToolFunction } from '../model/model-backend';
@@ -116,7 +117,7 @@ export function delegateFunction(agents: readonly AgentProfile[]): ToolFunction[
   return [
     {
       name: DELEGATE_FUNCTION,
-      description: `Hand a self-contained part of the task to an agent, which runs it as a task of its own and answers with its result (several calls in one reply run at the same time). Agents:\n${agents.map((a) => `- ${a.name}: ${a.description}`).join('\n')}`,
+      description: `Hand a self-contained part of the task to an agent, which runs it as a task of its own and answers with its result (several calls in one reply run at the same time). Agents:\n${agentLines(agents)}`,
       parameters,
     },
   ];

@@ -9,6 +9,7 @@ import { RuntimeController } from '../control/runtime-controller';
 import { RuntimeParts } from '../runtime-options';
 import { DynamicModule } from '@nestjs/common';
 import { RecordedChildTasks } from '../delegation/child-tasks';
+import { RecordedRemoteAgents } from '../delegation/remote-agents';
 import { TaskProgress, elicitedCall, pendingTimer } from '../log/progress';
 import { RecordedTimers } from '../loop/engine/timers';
 import {
@@ -86,6 +87,8 @@ export async function runReplay(
       recordedTimers: RecordedTimers.fromEvents(events),
       // children are not run again: each delegation ends as the recording says its child did
       childTasks: new RecordedChildTasks(events),
+      // nor are remote agents called: each remote task changes as the recording saw it change
+      remoteAgents: new RecordedRemoteAgents(events),
     }),
     // the Nest logger stays whatever the process set (overriding it here would override it for everyone)
     { abortOnError: false },

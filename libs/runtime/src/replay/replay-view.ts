@@ -19,6 +19,9 @@ export function replayView(events: readonly RuntimeEvent[]): Array<{ type: strin
     'forked_from',
     // a child's id follows from its parent's, and a replay is a task of its own
     'child_task_id',
+    // so does the message a remote agent's delegation is sent as, and its context
+    'message_id',
+    'context_id',
     // CRITIC_RESULT names the scored outcome by event id; its call_id is compared
     'target_event_id',
   ]);
