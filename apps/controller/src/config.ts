@@ -207,7 +207,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_STEP_CONCURRENCY: intFromEnv(1, 64).default(4),
   /**
    * JSON [{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names] | null, "instructions"?}]:
-   * the agents a task may delegate to, beside the built-in `coder` (an entry named coder replaces it)
+   * the agents a task may delegate to, beside the built-in `coder` (an entry named coder replaces it); a remote
+   * agent: {"name", "a2a": {"url" | "card_url", "headers_from"?}, "timeout_ms"?}
    */
   RUNLEDGER_AGENTS: jsonFromEnv(
     z
