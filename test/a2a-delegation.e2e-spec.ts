@@ -100,7 +100,7 @@ async function startProxy() {
   };
 }
 
-const poll = async <T>(read: () => Promise<T | null | undefined>, what: string, ms = 30_000): Promise<T> => {
+const poll = async <T>(read: () => Promise<T | null | undefined>, what: string, ms = 60_000): Promise<T> => {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await read();
@@ -170,7 +170,7 @@ describe('remote agents as delegates (two Runledger servers over A2A)', () => {
     });
     expect(answered.status).toBe(202);
 
-    const done = await a.waitFor(parentId, undefined, 30_000);
+    const done = await a.waitFor(parentId, undefined, 60_000);
     expect(done.status).toBe('completed');
 
     const bTasks = (await b.request('GET', '/tasks?limit=100')).body.tasks as { task_id: string }[];
@@ -202,12 +202,12 @@ describe('remote agents as delegates (two Runledger servers over A2A)', () => {
   it('cancelling the parent cancels the remote task', async () => {
     const submitted = await a.request('POST', '/tasks', { input: 'ask b again, then change your mind' });
     const parentId: string = submitted.body.task_id;
-    await a.waitFor(parentId, (s) => s === 'awaiting_permission');
+    await a.waitFor(parentId, (s) => s === 'awaiting_permission', 60_000);
     const remoteId = (await a.events(parentId)).find((e) => e.type === 'REMOTE_TASK_UPDATED')!.payload
       .remote_task_id as string;
     expect((await b.request('GET', `/tasks/${remoteId}`)).body.status).toBe('awaiting_permission');
     expect((await a.request('POST', `/tasks/${parentId}/cancel`)).status).toBeLessThan(300);
-    await b.waitFor(remoteId);
+    await b.waitFor(remoteId, undefined, 30_000);
     expect((await b.request('GET', `/tasks/${remoteId}`)).body.status).toBe('cancelled');
     expect((await a.request('GET', `/tasks/${parentId}`)).body.status).toBe('cancelled');
   });
