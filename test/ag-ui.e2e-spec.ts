@@ -1,10 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HttpAgent } from '@ag-ui/client';
 import type { BaseEvent, Interrupt, RunAgentInput } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
-import { ApiHarness, TOKENS, bootApi, eventCount, parseSse, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+import { SseEvent, agentFor, post } from './ag-ui-client';
 
 jest.setTimeout(60_000);
 
@@ -13,35 +13,6 @@ function scripted(dir: string, orchestrator: unknown[]): Record<string, string> 
   const file = join(dir, 'script.json');
   writeFileSync(file, JSON.stringify({ orchestrator: orchestrator.map((d) => JSON.stringify(d)) }));
   return { RUNLEDGER_MODEL: `scripted:${file}` };
-}
-
-interface SseEvent {
-  id: string;
-  type: string;
-  event: BaseEvent & Record<string, unknown>;
-}
-
-/** POST /ag-ui with a raw body, read to the end: the events with their SSE ids. */
-async function post(
-  h: ApiHarness,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; events: SseEvent[]; text: string }> {
-  const res = await fetch(`${h.url}/ag-ui`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${TOKENS.writer}`,
-      'content-type': 'application/json',
-      accept: 'text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  const events = res.headers.get('content-type')?.startsWith('text/event-stream')
-    ? parseSse(text).map((m) => ({ id: m.id, type: m.event, event: JSON.parse(m.data) }))
-    : [];
-  return { status: res.status, events, text };
 }
 
 /** Every event is one @ag-ui/core's schema accepts, its SSE `event:` its type. */
@@ -62,9 +33,6 @@ const input = (threadId: string, runId: string, text: string): RunAgentInput => 
   forwardedProps: { locale: 'en' },
   state: {},
 });
-
-const agentFor = (h: ApiHarness, threadId: string) =>
-  new HttpAgent({ url: `${h.url}/ag-ui`, headers: { Authorization: `Bearer ${TOKENS.writer}` }, threadId });
 
 async function taskEvents(h: ApiHarness, taskId: string) {
   return (await h.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events as {

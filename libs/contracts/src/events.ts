@@ -210,6 +210,8 @@ export const EventPayloads = {
     tool: z.string(),
     result: ToolResult,
     duration_ms: z.number().nonnegative(),
+    /** the client-tool request this outcome answers: the client ran the tool and sent its result */
+    request_id: Id.optional(),
   }),
   TOOL_FAILED: z.object({
     call_id: Id,
@@ -225,6 +227,20 @@ export const EventPayloads = {
       'hard_stop',
     ]),
     duration_ms: z.number().nonnegative().default(0),
+    /** the client-tool request this outcome answers: the client sent an error, or would not run it */
+    request_id: Id.optional(),
+  }),
+  /**
+   * A call to a tool the client offered (AG-UI frontend tools, TASK_RECEIVED.ag_ui.tools): it runs
+   * there, not here, so the task waits for its result, which is recorded as the call's TOOL_COMPLETED
+   * or TOOL_FAILED naming this request.
+   */
+  TASK_AWAITING_CLIENT_TOOL: z.object({
+    request_id: Id,
+    call_id: Id,
+    tool: z.string(),
+    args: z.record(z.string(), Json),
+    reason: z.string(),
   }),
   TASK_AWAITING_PERMISSION: z.object({
     request_id: Id,

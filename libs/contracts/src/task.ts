@@ -5,6 +5,7 @@ export const TASK_STATUSES = [
   'running',
   'awaiting_permission',
   'awaiting_secret',
+  'awaiting_client_tool',
   'waiting',
   'completed',
   'failed',
@@ -349,3 +350,9 @@ export const AgUiRun = z.object({
     .default([]),
 });
 export type AgUiRun = z.infer<typeof AgUiRun>;
+
+/** A tool the client offered: it runs there, and the task waits for its result (TASK_AWAITING_CLIENT_TOOL). */
+export type ClientTool = AgUiRun['tools'][number];
+
+/** A client tool's name as a model function may be named; the runtime's own functions start with `runledger_`. */
+export const CLIENT_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;

@@ -41,3 +41,4 @@ export { DEFAULT_CODER_TOOL_TURNS } from './loop/engine/plan-runner';
 export * from './delegation/remote-agents';
 export * from './delegation/remote-delegation';
 export * from './delegation/a2a-remote-agents';
+export { clientSchemaProblem } from './loop/engine/client-tools';

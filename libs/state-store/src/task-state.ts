@@ -13,13 +13,13 @@ import {
   isTerminalStatus,
 } from '@runledger/contracts';
 
-/** A question the task is waiting on a human for, bound to its tool call. */
+/** A question the task is waiting on a human (or the client, for a tool it offered) for, bound to its tool call. */
 export interface PendingRequest {
-  kind: 'permission' | 'secret';
+  kind: 'permission' | 'secret' | 'client_tool';
   request_id: string;
   call_id: string;
   tool: string;
-  /** permission only: the arguments and their hash the decision binds to */
+  /** permission: the arguments and their hash the decision binds to; client_tool: the call's arguments */
   args?: Record<string, unknown>;
   args_hash?: string;
   /** permission only: what an allow_always answer would cover */
@@ -72,20 +72,40 @@ const blank = (e: RuntimeEvent): TaskState => ({
   updated_at: e.created_at,
 });
 
-/** Status once a pending request is gone: the next one still open, else running. */
-const statusFor = (pending: readonly PendingRequest[]): TaskStatus =>
-  pending.length === 0
-    ? 'running'
-    : pending[0].kind === 'permission'
-      ? 'awaiting_permission'
-      : 'awaiting_secret';
+const AWAITING_STATUS: Record<PendingRequest['kind'], TaskStatus> = {
+  permission: 'awaiting_permission',
+  secret: 'awaiting_secret',
+  client_tool: 'awaiting_client_tool',
+};
 
-/** Waiting on a new question (a re-asked request replaces its earlier copy). */
+/**
+ * Status once a pending request is gone: the first person's question still open, else the client's
+ * tools still running, else running.
+ */
+const statusFor = (pending: readonly PendingRequest[]): TaskStatus => {
+  const person = pending.find((r) => r.kind !== 'client_tool');
+  return person ? AWAITING_STATUS[person.kind] : pending.length ? 'awaiting_client_tool' : 'running';
+};
+
+/**
+ * Waiting on a new question (a re-asked request replaces its earlier copy). A client tool's call
+ * asked while a person's question is open leaves the task waiting for the person.
+ */
 const awaiting = (s: TaskState, request: PendingRequest): TaskState => ({
   ...s,
-  status: request.kind === 'permission' ? 'awaiting_permission' : 'awaiting_secret',
+  status:
+    request.kind === 'client_tool' && (s.status === 'awaiting_permission' || s.status === 'awaiting_secret')
+      ? s.status
+      : AWAITING_STATUS[request.kind],
   pending_requests: [...s.pending_requests.filter((r) => r.request_id !== request.request_id), request],
 });
+
+/** A tool outcome that answers a client-tool request closes that request. */
+const answered = (s: TaskState, requestId: string | undefined): TaskState => {
+  if (requestId === undefined) return { ...s, status: progressed(s) };
+  const pending = s.pending_requests.filter((r) => r.request_id !== requestId);
+  return { ...s, pending_requests: pending, status: statusFor(pending) };
+};
 
 /** Status after any event that is neither a question, an answer nor an end: the first one starts the task. */
 const progressed = (s: TaskState): TaskStatus => (s.status === 'queued' ? 'running' : s.status);
@@ -158,7 +178,13 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TOOL_CALLED':
       return { ...s, status: progressed(s), usage: { ...s.usage, tool_calls: s.usage.tool_calls + 1 } };
     case 'TOOL_FAILED':
-      return { ...s, status: progressed(s), usage: { ...s.usage, failures: s.usage.failures + 1 } };
+      return answered({ ...s, usage: { ...s.usage, failures: s.usage.failures + 1 } }, e.payload.request_id);
+    case 'TOOL_COMPLETED':
+      return answered(s, e.payload.request_id);
+    case 'TASK_AWAITING_CLIENT_TOOL': {
+      const { request_id, call_id, tool, args, reason } = e.payload;
+      return awaiting(s, { kind: 'client_tool', request_id, call_id, tool, args, reason });
+    }
     case 'CHILD_TASK_ENDED':
       return { ...s, status: progressed(s), usage: addChildUsage(s.usage, e.payload.usage) };
     case 'TASK_AWAITING_PERMISSION': {
@@ -208,7 +234,6 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'STEP_STARTED':
     case 'STEP_COMPLETED':
     case 'STEP_FAILED':
-    case 'TOOL_COMPLETED':
     case 'CRITIC_RESULT':
     case 'MEMORY_WRITTEN':
     case 'ACCEPTANCE_DECIDED':

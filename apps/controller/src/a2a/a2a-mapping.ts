@@ -29,9 +29,10 @@ export function a2aStateOf(status: TaskStatus, stopReason: StopReason | null, ro
   switch (status) {
     case 'queued':
       return TaskState.TASK_STATE_SUBMITTED;
-    // waiting on a timer needs nothing of the client: the agent is still at work
+    // waiting on a timer, or on an AG-UI frontend's tool, needs nothing of an A2A client: the agent is still at work
     case 'running':
     case 'waiting':
+    case 'awaiting_client_tool':
       return TaskState.TASK_STATE_WORKING;
     case 'awaiting_permission':
       return TaskState.TASK_STATE_INPUT_REQUIRED;
@@ -99,6 +100,10 @@ export function agentMessage(messageId: string, taskId: string, contextId: strin
   };
 }
 
+/** The requests a person answers: an AG-UI frontend's tool calls are its own to answer. */
+export const personRequests = (pending: readonly PendingRequestView[]): PendingRequestView[] =>
+  pending.filter((p) => p.kind !== 'client_tool');
+
 /**
  * What a person is asked, as the data part of an input-required (permission) or auth-required
  * (secret) message; the answer is a message whose data part is `{request_id, decision}` or
@@ -132,8 +137,9 @@ const requestLine = (p: PendingRequestView): string =>
     : `secret ${p.secret_name ?? ''} needed for ${p.tool}: ${p.reason}`;
 
 /** The task's status with the message that explains it: the pending requests, or why it stopped. */
-export function a2aStatusOf(view: TaskView, pending: readonly PendingRequestView[]): A2ATaskStatus {
+export function a2aStatusOf(view: TaskView, all: readonly PendingRequestView[]): A2ATaskStatus {
   const state = a2aStateOf(view.status, view.stop_reason, view.usage.rounds);
+  const pending = personRequests(all);
   const asked =
     pending.length > 0 && (view.status === 'awaiting_permission' || view.status === 'awaiting_secret');
   const message = asked

@@ -56,6 +56,7 @@ import {
   isEndState,
   isRestingState,
   messageIdOfKey,
+  personRequests,
   statusFilterOf,
 } from './a2a-mapping';
 import { followTask } from './task-follow';
@@ -383,7 +384,8 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
 
   /** The task's own pending requests, or, while it waits on a task it delegated to, that task's. */
   private async pendingOf(view: TaskView): Promise<PendingRequestView[]> {
-    return view.pending.length > 0 ? view.pending : this.deps.tree.descendantsPending(view.task_id);
+    const own = personRequests(view.pending);
+    return own.length > 0 ? own : personRequests(await this.deps.tree.descendantsPending(view.task_id));
   }
 
   private async requireView(taskId: string): Promise<TaskView> {

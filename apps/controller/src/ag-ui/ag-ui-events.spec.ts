@@ -170,7 +170,75 @@ const frame = (after = 0, runId = 'run-1'): AgUiRunFrame => ({
   after,
 });
 
+/** A frontend tool's call: asked of the client, answered by its result, then the answer. */
+const clientToolLog = [
+  ev(1, 'TASK_RECEIVED', { input: 'make it teal', session_id: 'thread-1' }),
+  ev(2, 'ROUTER_DECIDED', {
+    round: 1,
+    directive: { type: 'tool', tool: 'setThemeColor', args: { color: 'teal' } },
+    source: 'orchestrator',
+  }),
+  ev(3, 'TOOL_CALLED', {
+    call_id: 'call_1',
+    tool: 'setThemeColor',
+    args: { color: 'teal' },
+    args_hash: 'h',
+  }),
+  ev(4, 'TASK_AWAITING_CLIENT_TOOL', {
+    request_id: 'ctool_1',
+    call_id: 'call_1',
+    tool: 'setThemeColor',
+    args: { color: 'teal' },
+    reason: 'setThemeColor runs in the client',
+  }),
+  ev(5, 'TOOL_COMPLETED', {
+    call_id: 'call_1',
+    tool: 'setThemeColor',
+    result: { tool: 'setThemeColor', ok: true, output: { applied: 'teal' }, error: null, metadata: {} },
+    duration_ms: 0,
+    request_id: 'ctool_1',
+  }),
+  ev(6, 'TASK_COMPLETED', { stop_reason: 'completed', detail: 'done', usage: usage(0, 0), result: 'Teal.' }),
+];
+
 describe('AG-UI events of a task log', () => {
+  it("ends a run on a frontend tool's call with an interrupt carrying the call; the resumed run does not echo the client's own result", async () => {
+    const first = run(frame(), clientToolLog.slice(0, 4));
+    const start = first.find((o) => o.event.type === 'TOOL_CALL_START')!.event;
+    expect(start).toEqual({
+      type: 'TOOL_CALL_START',
+      toolCallId: `${TASK}.call_1`,
+      toolCallName: 'setThemeColor',
+    });
+    expect(first.at(-1)!.event).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: {
+        type: 'interrupt',
+        interrupts: [
+          {
+            id: `${TASK}/ctool_1`,
+            reason: 'tool_call',
+            toolCallId: `${TASK}.call_1`,
+            metadata: { kind: 'client_tool', name: 'setThemeColor', args: { color: 'teal' } },
+          },
+        ],
+      },
+    });
+    expect(await verified(first)).toHaveLength(first.length);
+    // with the answer already in the log (a reconnect), the first run still ends where it ended live
+    expect(run(frame(), clientToolLog, false)).toEqual(first);
+
+    const resumed = run(frame(4, 'run-2'), clientToolLog);
+    expect(types(resumed)).not.toContain('TOOL_CALL_RESULT');
+    expect(resumed.at(-1)!.event).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+      result: 'Teal.',
+    });
+    for (const o of [...first, ...resumed]) expect(EventSchema.safeParse(o.event).error).toBeUndefined();
+    expect(await verified(resumed)).toHaveLength(resumed.length);
+  });
+
   it('streams the answer as one text message from its chunks and finishes with success, in the order the client enforces', async () => {
     const sut = run(frame(), answered);
     expect(types(sut)).toEqual([
@@ -294,14 +362,18 @@ describe('AG-UI events of a task log', () => {
     });
     expect(sut[4].event).toEqual({
       type: 'TOOL_CALL_ARGS',
-      toolCallId: 'call_t1',
+      toolCallId: 'task_1.call_t1',
       delta: '{"command":"touch x"}',
     });
     expect(sut[6].event).toEqual({
       type: 'STATE_DELTA',
       delta: [{ op: 'replace', path: '/usage', value: expect.objectContaining({ tool_calls: 1 }) }],
     });
-    expect(sut[7].event).toMatchObject({ toolCallId: 'call_t1', content: '{"exit_code":0}', role: 'tool' });
+    expect(sut[7].event).toMatchObject({
+      toolCallId: 'task_1.call_t1',
+      content: '{"exit_code":0}',
+      role: 'tool',
+    });
     // the step opened before the interrupt closes in the run that opened it, not in this one
     expect(types(sut)).not.toContain('STEP_FINISHED');
     expect(await verified(sut)).toHaveLength(sut.length);
@@ -326,12 +398,12 @@ describe('AG-UI events of a task log', () => {
     ];
     const sut = run(frame(4, 'run-2'), denied);
     expect(sut.filter((o) => o.event.type.startsWith('TOOL_CALL')).map((o) => o.event)).toEqual([
-      { type: 'TOOL_CALL_START', toolCallId: 'call_t1', toolCallName: 'shell_exec' },
-      { type: 'TOOL_CALL_END', toolCallId: 'call_t1' },
+      { type: 'TOOL_CALL_START', toolCallId: 'task_1.call_t1', toolCallName: 'shell_exec' },
+      { type: 'TOOL_CALL_END', toolCallId: 'task_1.call_t1' },
       {
         type: 'TOOL_CALL_RESULT',
-        messageId: 'call_t1-result-6',
-        toolCallId: 'call_t1',
+        messageId: 'task_1.call_t1-result-6',
+        toolCallId: 'task_1.call_t1',
         role: 'tool',
         content: 'permission_denied: denied by the user',
       },

@@ -33,7 +33,7 @@ export interface AgUiTaskState {
   status: TaskStatus;
   stop_reason: string | null;
   result: string | null;
-  pending: { request_id: string; kind: 'permission' | 'secret'; tool: string; reason: string }[];
+  pending: { request_id: string; kind: PendingRequest['kind']; tool: string; reason: string }[];
   usage: Pick<TaskUsage, 'rounds' | 'tool_calls' | 'model_calls' | 'total_tokens' | 'cost_usd'>;
 }
 
@@ -82,7 +82,7 @@ export const isAfter = (id: string, cursor: [number, number] | null): boolean =>
   return seq > cursor[0] || (seq === cursor[0] && n > cursor[1]);
 };
 
-const AWAITING: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret'];
+const AWAITING: readonly TaskStatus[] = ['awaiting_permission', 'awaiting_secret', 'awaiting_client_tool'];
 export const isAwaiting = (s: AgUiRunState): boolean => s.task !== null && AWAITING.includes(s.task.status);
 
 export const PERMISSION_ANSWER_SCHEMA = {
@@ -96,6 +96,22 @@ export const PERMISSION_ANSWER_SCHEMA = {
   },
   required: ['decision'],
 };
+/** The answer to a call of a tool the frontend offered: the tool's result (any JSON), or why it failed. */
+export const CLIENT_TOOL_ANSWER_SCHEMA = {
+  type: 'object',
+  properties: {
+    result: { description: "the tool's result, any JSON value" },
+    error: { type: 'string', minLength: 1, description: 'why the tool failed (instead of result)' },
+  },
+  oneOf: [{ required: ['result'] }, { required: ['error'] }],
+};
+
+/**
+ * A tool call's id in the thread: a task's call ids (`call_1`, ...) repeat from task to task, and a
+ * frontend keeps one list of the thread's tool calls.
+ */
+export const toolCallIdOf = (taskId: string, callId: string): string => `${taskId}.${callId}`;
+
 export const SECRET_ANSWER_SCHEMA = {
   type: 'object',
   properties: { secret: { type: 'string', minLength: 1 } },
@@ -140,11 +156,13 @@ export function openRun(frame: AgUiRunFrame, before: readonly RuntimeEvent[]): A
  */
 export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
   if (state.ended || e.sequence <= state.seq) return { state, out: [] };
-  if (
-    (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
-    isAwaiting(state) &&
-    (state.asked[e.payload.request_id] ?? 0) > state.frame.after
-  )
+  const answers =
+    e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED'
+      ? e.payload.request_id
+      : e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED'
+        ? e.payload.request_id
+        : undefined;
+  if (answers !== undefined && isAwaiting(state) && (state.asked[answers] ?? 0) > state.frame.after)
     return finishParked(state);
   const before = state;
   let s: AgUiRunState = { ...fold(state, e), seq: e.sequence, emittedAtSeq: 0 };
@@ -188,10 +206,11 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
     case 'TOOL_CALLED': {
       const { call_id, tool, args } = e.payload;
       if (s.startedCalls.includes(call_id)) break;
+      const toolCallId = toolCallIdOf(state.frame.taskId, call_id);
       out.push(
-        { type: AgUi.TOOL_CALL_START, toolCallId: call_id, toolCallName: tool },
-        { type: AgUi.TOOL_CALL_ARGS, toolCallId: call_id, delta: JSON.stringify(args) },
-        { type: AgUi.TOOL_CALL_END, toolCallId: call_id },
+        { type: AgUi.TOOL_CALL_START, toolCallId, toolCallName: tool },
+        { type: AgUi.TOOL_CALL_ARGS, toolCallId, delta: JSON.stringify(args) },
+        { type: AgUi.TOOL_CALL_END, toolCallId },
       );
       s = { ...s, startedCalls: [...s.startedCalls, call_id] };
       break;
@@ -199,18 +218,21 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
     case 'TOOL_COMPLETED':
     case 'TOOL_FAILED': {
       const { call_id, tool } = e.payload;
+      const toolCallId = toolCallIdOf(state.frame.taskId, call_id);
+      // the frontend's own result for a call an earlier run handed it: it has it already
+      if (e.payload.request_id !== undefined && !s.startedCalls.includes(call_id)) break;
       // a call refused before it ran (denied, hard stop) has no TOOL_CALLED: it is shown as called, with its refusal
       if (!s.startedCalls.includes(call_id)) {
         out.push(
-          { type: AgUi.TOOL_CALL_START, toolCallId: call_id, toolCallName: tool },
-          { type: AgUi.TOOL_CALL_END, toolCallId: call_id },
+          { type: AgUi.TOOL_CALL_START, toolCallId, toolCallName: tool },
+          { type: AgUi.TOOL_CALL_END, toolCallId },
         );
         s = { ...s, startedCalls: [...s.startedCalls, call_id] };
       }
       out.push({
         type: AgUi.TOOL_CALL_RESULT,
-        messageId: `${call_id}-result-${e.sequence}`,
-        toolCallId: call_id,
+        messageId: `${toolCallId}-result-${e.sequence}`,
+        toolCallId,
         role: 'tool',
         content:
           e.type === 'TOOL_COMPLETED'
@@ -281,6 +303,15 @@ export function finishParked(state: AgUiRunState): AgUiStep {
 
 function interruptOf(taskId: string, p: PendingRequest): Interrupt {
   const common = { task_id: taskId, request_id: p.request_id, call_id: p.call_id, tool: p.tool };
+  if (p.kind === 'client_tool')
+    return {
+      id: interruptIdOf(taskId, p.request_id),
+      reason: 'tool_call',
+      message: `run ${p.tool} and resume with its result`,
+      toolCallId: toolCallIdOf(taskId, p.call_id),
+      responseSchema: CLIENT_TOOL_ANSWER_SCHEMA,
+      metadata: { ...common, kind: 'client_tool', name: p.tool, args: p.args ?? {} },
+    };
   if (p.kind === 'permission')
     return {
       id: interruptIdOf(taskId, p.request_id),
@@ -306,7 +337,9 @@ function interruptOf(taskId: string, p: PendingRequest): Interrupt {
 
 function fold(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
   const asked =
-    e.type === 'TASK_AWAITING_PERMISSION' || e.type === 'TASK_AWAITING_SECRET'
+    e.type === 'TASK_AWAITING_PERMISSION' ||
+    e.type === 'TASK_AWAITING_SECRET' ||
+    e.type === 'TASK_AWAITING_CLIENT_TOOL'
       ? { ...state.asked, [e.payload.request_id]: e.sequence }
       : state.asked;
   return { ...state, task: evolve(state.task, e), asked };

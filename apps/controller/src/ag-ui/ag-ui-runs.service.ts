@@ -9,16 +9,21 @@ import {
   ValidationError,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import { RuntimeController } from '@runledger/runtime';
+import { ClientToolAnswer, RuntimeController } from '@runledger/runtime';
+import { ToolRegistry } from '@runledger/tools';
 import { ProvideSecretBody, ResolvePermissionBody } from '../dtos/approvals.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { AgUiRunFrame, parseInterruptId } from './ag-ui-events';
-import { lastUserText, runIdempotencyKey } from './ag-ui.dto';
+import { ClientToolResultBody, checkOfferedTools, lastUserText, runIdempotencyKey } from './ag-ui.dto';
 
 type Answer =
   | { kind: 'permission'; requestId: string; body: z.infer<typeof ResolvePermissionBody> }
   | { kind: 'secret'; requestId: string; secret: string }
+  | { kind: 'client_tool'; requestId: string; answer: ClientToolAnswer }
   | { kind: 'cancel' };
+
+/** What a cancelled resume entry for a frontend tool's call tells the model. */
+export const CLIENT_TOOL_CANCELLED = 'the client did not run the tool (its interrupt was cancelled)';
 
 /**
  * Turns a RunAgentInput into the task run it streams: a new run submits the last user message as a
@@ -31,6 +36,7 @@ export class AgUiRuns {
   constructor(
     @Inject(RuntimeController) private readonly runtime: RuntimeController,
     @Inject(EventStore) private readonly store: EventStore,
+    @Inject(ToolRegistry) private readonly tools: ToolRegistry,
   ) {}
 
   begin(input: RunAgentInput): Promise<AgUiRunFrame> {
@@ -57,6 +63,10 @@ export class AgUiRuns {
         })),
       },
       'body',
+    );
+    checkOfferedTools(
+      ag_ui.tools,
+      this.tools.list().map((t) => t.name),
     );
     const { task_id } = await this.runtime.submit(
       { input: text, session_id: input.threadId },
@@ -107,7 +117,20 @@ export class AgUiRuns {
       after = Math.max(after, asked.sequence);
       if (answeredIn(log, requestId)) return;
       const where = `resume entry ${entry.interruptId} payload`;
-      if (asked.type === 'TASK_AWAITING_PERMISSION')
+      if (asked.type === 'TASK_AWAITING_CLIENT_TOOL') {
+        const body =
+          entry.status === 'cancelled' ? null : parseOrThrow(ClientToolResultBody, entry.payload, where);
+        answers.push({
+          kind: 'client_tool',
+          requestId,
+          answer:
+            body === null
+              ? { ok: false, error: CLIENT_TOOL_CANCELLED }
+              : 'error' in body
+                ? { ok: false, error: body.error }
+                : { ok: true, output: body.result },
+        });
+      } else if (asked.type === 'TASK_AWAITING_PERMISSION')
         answers.push({
           kind: 'permission',
           requestId,
@@ -128,6 +151,8 @@ export class AgUiRuns {
       if (a.kind === 'permission')
         await this.runtime.resolvePermission(taskId, a.requestId, a.body.decision, a.body.content);
       else if (a.kind === 'secret') await this.runtime.provideSecret(taskId, a.requestId, a.secret);
+      else if (a.kind === 'client_tool')
+        await this.runtime.provideClientToolResult(taskId, a.requestId, a.answer);
     }
     // a secret the person would not give: the run cannot go on, so the task is cancelled
     if (answers.some((a) => a.kind === 'cancel'))
@@ -140,14 +165,21 @@ export class AgUiRuns {
 
 const askedEvent = (log: readonly RuntimeEvent[], requestId: string) =>
   log.find(
-    (e): e is RuntimeEvent<'TASK_AWAITING_PERMISSION' | 'TASK_AWAITING_SECRET'> =>
-      (e.type === 'TASK_AWAITING_PERMISSION' || e.type === 'TASK_AWAITING_SECRET') &&
+    (
+      e,
+    ): e is RuntimeEvent<'TASK_AWAITING_PERMISSION' | 'TASK_AWAITING_SECRET' | 'TASK_AWAITING_CLIENT_TOOL'> =>
+      (e.type === 'TASK_AWAITING_PERMISSION' ||
+        e.type === 'TASK_AWAITING_SECRET' ||
+        e.type === 'TASK_AWAITING_CLIENT_TOOL') &&
       e.payload.request_id === requestId,
   );
 
 const answeredIn = (log: readonly RuntimeEvent[], requestId: string): boolean =>
   log.some(
     (e) =>
-      (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
+      (e.type === 'PERMISSION_RESOLVED' ||
+        e.type === 'SECRET_PROVIDED' ||
+        e.type === 'TOOL_COMPLETED' ||
+        e.type === 'TOOL_FAILED') &&
       e.payload.request_id === requestId,
   );

@@ -75,6 +75,8 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `? secret needed: ${e.payload.secret_name} for ${e.payload.tool}`;
     case 'SECRET_PROVIDED':
       return `· secret ${e.payload.secret_name} provided`;
+    case 'TASK_AWAITING_CLIENT_TOOL':
+      return `? waiting for the client to run ${e.payload.tool} ${short(e.payload.args, 100)}`;
     case 'CRITIC_RESULT':
       return `· critic: ${e.payload.score ? `correctness ${e.payload.score.correctness}, weight ${e.payload.score.weight}` : `error ${e.payload.error}`}`;
     case 'MEMORY_WRITTEN':

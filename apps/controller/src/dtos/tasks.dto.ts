@@ -61,7 +61,9 @@ export const PendingRequestResponse = z.object({
     .string()
     .describe('the task the request belongs to and is answered through: this one or one it delegated to'),
   request_id: z.string(),
-  kind: z.enum(['permission', 'secret']),
+  kind: z
+    .enum(['permission', 'secret', 'client_tool'])
+    .describe('client_tool: a call to a tool an AG-UI frontend offered, answered by its resume entry'),
   call_id: z.string(),
   tool: z.string(),
   reason: z.string(),

@@ -101,8 +101,13 @@ export function toInputRequest(p: PendingRequestView, origin: string): McpInputR
   };
 }
 
+/** The requests an MCP client can answer: an AG-UI frontend's tool calls are that frontend's to answer. */
+const answerable = (pending: readonly PendingRequestView[]): PendingRequestView[] =>
+  pending.filter((p) => p.kind !== 'client_tool');
+
 /** Our status in the extension's words: anything waiting for a person (here or in a delegated task) is input_required. */
-export function mcpStatusOf(view: TaskView, pending: readonly PendingRequestView[]): McpTaskStatus {
+export function mcpStatusOf(view: TaskView, all: readonly PendingRequestView[]): McpTaskStatus {
+  const pending = answerable(all);
   switch (view.status) {
     case 'completed':
     case 'failed':
@@ -118,9 +123,10 @@ export function mcpStatusOf(view: TaskView, pending: readonly PendingRequestView
 /** A task of ours as an MCP task, with its pending requests (its own and its delegated tasks') and its result. */
 export function toMcpTask(
   view: TaskView,
-  pending: readonly PendingRequestView[],
+  all: readonly PendingRequestView[],
   origin: string,
 ): McpDetailedTask {
+  const pending = answerable(all);
   const status = mcpStatusOf(view, pending);
   const base = {
     taskId: view.task_id,
@@ -164,7 +170,7 @@ export function answersOf(
   inputResponses: Record<string, unknown>,
   pending: readonly PendingRequestView[],
 ): McpTaskAnswer[] {
-  const byKey = new Map(pending.map((p) => [inputRequestKey(p), p]));
+  const byKey = new Map(answerable(pending).map((p) => [inputRequestKey(p), p]));
   return Object.entries(inputResponses).map(([key, response]): McpTaskAnswer => {
     const p = byKey.get(key);
     if (!p) return { kind: 'none', key, why: 'not an outstanding request of this task' };

@@ -54,6 +54,9 @@ export interface SubmitOptions {
   ag_ui?: AgUiRun;
 }
 
+/** What the client answered for a tool it offered: the tool's output, or why it did not run. */
+export type ClientToolAnswer = { ok: true; output: unknown } | { ok: false; error: string };
+
 export interface ForkOptions {
   /** the orchestrator model the fork runs with (sys_util, or a model of the configured server); the source's when absent */
   model?: string;
@@ -455,6 +458,45 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         this.deps.vault.put(taskId, pending.call_id, pending.secret_name, secret);
         this.deps.secrets.remember(p.session_id, secret);
       },
+    );
+  }
+
+  /**
+   * The client's result for a call to one of the tools it offered: recorded as the call's outcome
+   * (TOOL_COMPLETED or TOOL_FAILED naming the request), and the task runs on once no other call
+   * waits for the client.
+   */
+  async provideClientToolResult(taskId: string, requestId: string, answer: ClientToolAnswer): Promise<void> {
+    const p = await this.progress(taskId);
+    const pending = p.pendingClientTools.get(requestId);
+    if (!pending || p.final)
+      throw new IllegalStateError(`client tool request ${requestId} of task ${taskId} is not pending`);
+    const { call_id, tool } = pending;
+    await this.deps.answers.recordResolution(
+      p,
+      answer.ok
+        ? {
+            type: 'TOOL_COMPLETED',
+            payload: {
+              call_id,
+              tool,
+              result: { tool, ok: true, output: answer.output, error: null, metadata: {} },
+              duration_ms: 0,
+              request_id: requestId,
+            },
+          }
+        : {
+            type: 'TOOL_FAILED',
+            payload: {
+              call_id,
+              tool,
+              result: null,
+              error: answer.error,
+              error_kind: 'tool_error',
+              duration_ms: 0,
+              request_id: requestId,
+            },
+          },
     );
   }
 

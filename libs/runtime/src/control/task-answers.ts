@@ -82,7 +82,7 @@ export class TaskAnswers {
   }
 
   /**
-   * Commits of every writer, other processes' included: an answer to a task this process holds
+   * Commits of every writer, other processes' included: an answer (a client's tool result too) to a task this process holds
    * runs it on; a task that ended elsewhere (cancelled through another instance) stops here.
    */
   private noticeCommits(events: readonly RuntimeEvent[]): void {
@@ -90,7 +90,11 @@ export class TaskAnswers {
       if (isFinalEventType(e.type)) {
         this.runs.abortRun(e.task_id, new LeaseLostSignal(`task ${e.task_id} ended`));
       } else if (
-        (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED' || e.type === 'TIMER_FIRED') &&
+        (e.type === 'PERMISSION_RESOLVED' ||
+          e.type === 'SECRET_PROVIDED' ||
+          e.type === 'TIMER_FIRED' ||
+          ((e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED') &&
+            e.payload.request_id !== undefined)) &&
         !this.ownAnswers.has(e.event_id) &&
         this.ownership?.holds(e.task_id)
       ) {

@@ -63,4 +63,36 @@ describe('UnfinishedTasks', () => {
     // timers ran while the pages were read: no page read waited for the whole backlog
     expect(turns).toBeGreaterThanOrEqual(readAll.mock.calls.length - 1);
   });
+
+  it('leaves out a task waiting for its client until every call the client was asked for has its result', async () => {
+    const store = new InMemoryEventStore();
+    const sut = new UnfinishedTasks(store);
+    const ask = (request_id: string, call_id: string) =>
+      ({
+        type: 'TASK_AWAITING_CLIENT_TOOL',
+        payload: { request_id, call_id, tool: 'setTheme', args: {}, reason: 'r' },
+      }) as NewEvent;
+    const result = (call_id: string, request_id?: string) =>
+      ({
+        type: 'TOOL_COMPLETED',
+        payload: {
+          call_id,
+          tool: 'setTheme',
+          result: { tool: 'setTheme', ok: true, output: 1, error: null, metadata: {} },
+          duration_ms: 0,
+          ...(request_id ? { request_id } : {}),
+        },
+      }) as NewEvent;
+    await store.append('t1', [received, ask('ct_1', 'call_a'), ask('ct_2', 'call_b')], {
+      expected: 'no_stream',
+    });
+    expect(await sut.list()).toEqual([]);
+    // an outcome of a tool that ran here, and a person's answer meanwhile, do not end the wait
+    await store.append('t1', [result('call_c'), awaiting, resolved], { expected: 3 });
+    expect(await sut.list()).toEqual([]);
+    await store.append('t1', [result('call_a', 'ct_1')], { expected: 6 });
+    expect(await sut.list()).toEqual([]);
+    await store.append('t1', [result('call_b', 'ct_2')], { expected: 7 });
+    expect(await sut.list()).toEqual(['t1']);
+  });
 });

@@ -9,13 +9,19 @@ import { EventStore } from '@runledger/event-store';
  */
 const PAGE = 250;
 
-/** What moves a task in or out of the set: received, waiting for a person or a timer, answered or fired, ended. */
+/**
+ * What moves a task in or out of the set: received, waiting for a person, the client or a timer,
+ * answered or fired, ended. A tool outcome matters only to a task waiting for the client.
+ */
 const TRACKED: readonly EventType[] = [
   'TASK_RECEIVED',
   'TASK_AWAITING_PERMISSION',
   'TASK_AWAITING_SECRET',
+  'TASK_AWAITING_CLIENT_TOOL',
   'PERMISSION_RESOLVED',
   'SECRET_PROVIDED',
+  'TOOL_COMPLETED',
+  'TOOL_FAILED',
   'TIMER_SET',
   'TIMER_FIRED',
   'TASK_COMPLETED',
@@ -35,6 +41,8 @@ export class UnfinishedTasks {
   private readonly waiting = new Set<string>();
   /** the TIMER_SET each task waiting for a timer waits on, with its due time once read */
   private readonly timers = new Map<string, { sequence: number; due_at: string | null }>();
+  /** how many calls to its client's tools each task waits for */
+  private readonly clientCalls = new Map<string, number>();
   private after = 0;
 
   constructor(private readonly store: EventStore) {}
@@ -60,6 +68,14 @@ export class UnfinishedTasks {
     return due;
   }
 
+  private async answersClient(taskId: string, sequence: number): Promise<boolean> {
+    const [outcome] = await this.store.readStream(taskId, { after_seq: sequence - 1, limit: 1 });
+    return (
+      (outcome?.type === 'TOOL_COMPLETED' || outcome?.type === 'TOOL_FAILED') &&
+      outcome.payload.request_id !== undefined
+    );
+  }
+
   private async catchUp(): Promise<void> {
     for (;;) {
       const page = await this.store.readHeads({ after_position: this.after, limit: PAGE, types: TRACKED });
@@ -72,13 +88,30 @@ export class UnfinishedTasks {
           case 'TASK_AWAITING_SECRET':
             this.waiting.add(e.task_id);
             break;
+          case 'TASK_AWAITING_CLIENT_TOOL':
+            this.waiting.add(e.task_id);
+            this.clientCalls.set(e.task_id, (this.clientCalls.get(e.task_id) ?? 0) + 1);
+            break;
+          case 'TOOL_COMPLETED':
+          case 'TOOL_FAILED': {
+            const waitingFor = this.clientCalls.get(e.task_id) ?? 0;
+            // heads carry no payload: an outcome of a task waiting for its client is read, to see whether it answers it
+            if (waitingFor === 0 || !(await this.answersClient(e.task_id, e.sequence))) break;
+            if (waitingFor > 1) this.clientCalls.set(e.task_id, waitingFor - 1);
+            else {
+              this.clientCalls.delete(e.task_id);
+              this.waiting.delete(e.task_id);
+            }
+            break;
+          }
           case 'TIMER_SET':
             this.waiting.add(e.task_id);
             this.timers.set(e.task_id, { sequence: e.sequence, due_at: null });
             break;
           case 'PERMISSION_RESOLVED':
           case 'SECRET_PROVIDED':
-            this.waiting.delete(e.task_id);
+            // still waiting while calls to the client's tools are out
+            if (!this.clientCalls.has(e.task_id)) this.waiting.delete(e.task_id);
             break;
           case 'TIMER_FIRED':
             this.waiting.delete(e.task_id);
@@ -88,6 +121,7 @@ export class UnfinishedTasks {
             this.open.delete(e.task_id);
             this.waiting.delete(e.task_id);
             this.timers.delete(e.task_id);
+            this.clientCalls.delete(e.task_id);
         }
       }
       if (page.length > 0) this.after = page[page.length - 1].position;

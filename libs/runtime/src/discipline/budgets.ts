@@ -132,6 +132,16 @@ const addRole = (usage: TaskUsage, role: Role, patch: Partial<RoleUsage>): TaskU
   by_role: addRoleUsage(usage, role, patch),
 });
 
+/** A wait for a person, the client or a timer ended at `at`: its time is not the task's running time. */
+function waitEnded(state: MeterState, at: string): MeterState {
+  if (!state.waitingSince) return state;
+  return {
+    ...state,
+    waitingSince: null,
+    waitedMs: state.waitedMs + Math.max(0, Date.parse(at) - Date.parse(state.waitingSince)),
+  };
+}
+
 /**
  * Pure fold of one event into the meter. Usage is derived from the log only,
  * so a resumed task meters exactly what it had spent before the restart.
@@ -147,6 +157,7 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
       return { ...state, startedAt: state.startedAt ?? event.created_at };
     case 'TASK_AWAITING_PERMISSION':
     case 'TASK_AWAITING_SECRET':
+    case 'TASK_AWAITING_CLIENT_TOOL':
       return { ...state, waitingSince: state.waitingSince ?? event.created_at };
     case 'TIMER_SET':
       if (event.payload.counts_against_timeout) return state;
@@ -154,12 +165,7 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED':
     case 'TIMER_FIRED':
-      if (!state.waitingSince) return state;
-      return {
-        ...state,
-        waitingSince: null,
-        waitedMs: state.waitedMs + Math.max(0, Date.parse(event.created_at) - Date.parse(state.waitingSince)),
-      };
+      return waitEnded(state, event.created_at);
     case 'CONTEXT_BUILT': {
       const round = event.payload.round;
       if (state.rounds.has(round)) return state;
@@ -167,8 +173,13 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
     }
     case 'TOOL_CALLED':
       return { ...state, usage: { ...u, tool_calls: u.tool_calls + 1 } };
-    case 'TOOL_FAILED':
-      return { ...state, usage: { ...u, failures: u.failures + 1 } };
+    case 'TOOL_COMPLETED':
+      // the client's answer for a tool it ran ends the wait for it
+      return event.payload.request_id ? waitEnded(state, event.created_at) : state;
+    case 'TOOL_FAILED': {
+      const failed = { ...state, usage: { ...u, failures: u.failures + 1 } };
+      return event.payload.request_id ? waitEnded(failed, event.created_at) : failed;
+    }
     case 'CHILD_TASK_ENDED':
       return { ...state, usage: addChildUsage(u, event.payload.usage) };
     case 'PLAN_FAILED':

@@ -27,6 +27,7 @@ export function checkpointLabel(
   for (const e of batch) {
     if (e.type === 'TASK_AWAITING_PERMISSION') return 'awaiting permission';
     if (e.type === 'TASK_AWAITING_SECRET') return 'awaiting secret';
+    if (e.type === 'TASK_AWAITING_CLIENT_TOOL') return 'awaiting client tool';
   }
   return (
     (milestones ? milestoneLabel(before, batch) : null) ??

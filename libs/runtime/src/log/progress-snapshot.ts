@@ -1,4 +1,5 @@
 import {
+  ClientTool,
   PermissionDecision,
   StopReason,
   TaskStatus,
@@ -11,7 +12,14 @@ import { StepStatus } from '@runledger/scheduler';
 import { z } from 'zod';
 import { SeenSet } from '../discipline/seen-set';
 import { initialTodoState } from '../discipline/todos';
-import { CallProgress, ChildProgress, PlanProgress, TaskProgress, TimerProgress } from './progress';
+import {
+  CallProgress,
+  ChildProgress,
+  PendingClientTool,
+  PlanProgress,
+  TaskProgress,
+  TimerProgress,
+} from './progress';
 
 /** Version of the snapshot's shape; a snapshot of another version is ignored and the log folded instead. */
 export const PROGRESS_SNAPSHOT_VERSION = 2;
@@ -98,6 +106,9 @@ const ProgressSnapshotSchema = z.looseObject({
   plans: z.array(PlanSnapshot),
   pendingPermission: Loose.nullable(),
   pendingSecret: Loose.nullable(),
+  /** absent in snapshots taken before client tools existed: those tasks had none */
+  clientTools: z.array(z.tuple([z.string(), Loose])).optional(),
+  pendingClientTools: z.array(z.tuple([z.string(), Loose])).optional(),
   /** absent in snapshots taken before timers existed: those tasks had none */
   timers: z.array(z.tuple([z.string(), z.object({ set: Loose, fired: z.boolean() })])).optional(),
   permissionDecisions: z.array(
@@ -146,6 +157,8 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     })),
     permissionDecisions: [...p.permissionDecisions],
     timers: [...p.timers],
+    clientTools: [...p.clientTools],
+    pendingClientTools: [...p.pendingClientTools],
     modelCallBackends: [...p.modelCallBackends],
     children: [...p.children],
     meter: { ...p.meter, rounds: p.meter.rounds.values() },
@@ -169,7 +182,11 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
       | 'children'
       | 'todos'
       | 'timers'
+      | 'clientTools'
+      | 'pendingClientTools'
     >),
+    clientTools: new Map((s.clientTools ?? []) as Array<[string, ClientTool]>),
+    pendingClientTools: new Map((s.pendingClientTools ?? []) as Array<[string, PendingClientTool]>),
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
     timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
     children: new Map(s.children as Array<[string, ChildProgress]>),

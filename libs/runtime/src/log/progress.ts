@@ -2,6 +2,7 @@ import {
   AcceptCheck,
   AgentProfile,
   Budgets,
+  ClientTool,
   EventPayload,
   ExecutionDirective,
   MutationIntent,
@@ -66,6 +67,7 @@ export interface TimerProgress {
 
 export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
 export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
+export type PendingClientTool = EventPayload<'TASK_AWAITING_CLIENT_TOOL'>;
 
 /**
  * Where a task's run stands, folded from its events alone: everything the loop needs
@@ -101,6 +103,10 @@ export interface TaskProgress {
   plans: Map<string, PlanProgress>;
   pendingPermission: PendingPermission | null;
   pendingSecret: PendingSecret | null;
+  /** the tools the client offered (TASK_RECEIVED.ag_ui.tools), by name: they run there */
+  clientTools: Map<string, ClientTool>;
+  /** calls to the client's tools waiting for their results, by request id */
+  pendingClientTools: Map<string, PendingClientTool>;
   /** the task's timers by timer id, in the order they were set */
   timers: Map<string, TimerProgress>;
   /** by call_id; an MCP server's question has its own (elicitationCallId) and may carry the form's content */
@@ -151,6 +157,8 @@ const initial = (task_id: string): TaskProgress => ({
   plans: new Map(),
   pendingPermission: null,
   pendingSecret: null,
+  clientTools: new Map(),
+  pendingClientTools: new Map(),
   timers: new Map(),
   permissionDecisions: new Map(),
   modelCalls: {},
@@ -255,6 +263,19 @@ export function childOutcomeText(ended: EventPayload<'CHILD_TASK_ENDED'>): strin
   return `child task ${ended.child_task_id} ended ${ended.stop_reason}: ${ended.detail}${result}`;
 }
 
+/**
+ * A person's answer lets the task run on, unless calls to the client's tools are still out: it then
+ * waits for those too, and runs on with all the answers.
+ */
+const afterAnswer = (p: TaskProgress): TaskStatus =>
+  p.pendingClientTools.size > 0 ? 'awaiting_client_tool' : 'running';
+
+/** The client's result for one of its tools closes the request; with none left out the task runs on. */
+function clientToolAnswered(p: TaskProgress, requestId: string | undefined): void {
+  if (requestId === undefined || !p.pendingClientTools.delete(requestId)) return;
+  if (p.status === 'awaiting_client_tool' && p.pendingClientTools.size === 0) p.status = 'running';
+}
+
 /** evolve: one event into the progress. Mutates and returns `p` (the fold owns it). */
 export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   p.last_seq = e.sequence;
@@ -275,6 +296,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         depth: e.payload.depth ?? 0,
         agent: e.payload.agent ?? null,
         mutationIntent: e.payload.mutation_intent ?? null,
+        clientTools: new Map((e.payload.ag_ui?.tools ?? []).map((t) => [t.name, t])),
       });
       // the conversation so far comes first, as the oldest history
       p.history = sessionHistoryItems(e.payload.session_history ?? []);
@@ -392,6 +414,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       });
       break;
     case 'TOOL_COMPLETED': {
+      clientToolAnswered(p, e.payload.request_id);
       const call = p.calls.get(e.payload.call_id);
       if (call) Object.assign(call, { outcome: 'completed', result: e.payload.result });
       if (closesWithTool(p, e.payload.call_id)) {
@@ -401,6 +424,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       break;
     }
     case 'TOOL_FAILED': {
+      clientToolAnswered(p, e.payload.request_id);
       const prev = p.calls.get(e.payload.call_id);
       p.calls.set(e.payload.call_id, {
         call_id: e.payload.call_id,
@@ -432,7 +456,13 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         ...(e.payload.content ? { content: e.payload.content } : {}),
       });
       p.pendingPermission = null;
-      p.status = 'running';
+      p.status = afterAnswer(p);
+      break;
+    case 'TASK_AWAITING_CLIENT_TOOL':
+      p.pendingClientTools.set(e.payload.request_id, e.payload);
+      // a person's question asked before it is still what the task waits for first
+      if (p.status !== 'awaiting_permission' && p.status !== 'awaiting_secret')
+        p.status = 'awaiting_client_tool';
       break;
     case 'TASK_AWAITING_SECRET':
       p.pendingSecret = e.payload;
@@ -441,7 +471,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       break;
     case 'SECRET_PROVIDED':
       p.pendingSecret = null;
-      p.status = 'running';
+      p.status = afterAnswer(p);
       break;
     case 'TIMER_SET':
       p.timers.set(e.payload.timer_id, { set: e.payload, fired: false });

@@ -21,7 +21,7 @@ export interface PendingRequestView {
   /** the task the request belongs to (and is answered through): this one, or a task it delegated to */
   task_id: string;
   request_id: string;
-  kind: 'permission' | 'secret';
+  kind: 'permission' | 'secret' | 'client_tool';
   call_id: string;
   tool: string;
   reason: string;

@@ -27,6 +27,8 @@ import { NOT_UNDERSTOOD, SYS_UTIL } from '../model/sys-util';
 import { callThroughChain } from './provider-chain';
 import { Stop } from '../ports';
 import { TaskWriter } from '../log/task-writer';
+import { TaskProgress } from '../log/progress';
+import { clientArgsProblem } from './engine/client-tools';
 
 export type RouterSource = EventPayload<'ROUTER_DECIDED'>['source'];
 
@@ -198,6 +200,15 @@ export class AsyncRouter {
    * text. Tool results written by the model are never evidence: they are cut
    * before anything reads the reply.
    */
+  /** The client's own tools (AG-UI frontend tools) are checked against the schemas it offered; the rest by the registry. */
+  private argsCheckFor(p: TaskProgress): ArgsCheck {
+    if (p.clientTools.size === 0) return this.argsCheck;
+    return (name, args) => {
+      const offered = p.clientTools.get(name);
+      return offered ? clientArgsProblem(offered, args) : this.argsCheck(name, args);
+    };
+  }
+
   private async read(writer: TaskWriter, round: number, res: ModelResponse): Promise<ReadReply> {
     const text = classifyOrchestratorText(res.content);
     if (cutOff(res))
@@ -219,7 +230,7 @@ export class AsyncRouter {
         guardEvent('correction', round, FABRICATION_NOTE, { fabricated: text.fabricated.length }),
       ]);
     if (res.tool_calls && res.tool_calls.length > 0) {
-      const native = directiveFromToolCalls(res.tool_calls, this.argsCheck);
+      const native = directiveFromToolCalls(res.tool_calls, this.argsCheckFor(writer.progress));
       if (native.ok) return { kind: 'directive', directive: native.directive, tool_calls: res.tool_calls };
       return {
         kind: 'invalid',

@@ -15,6 +15,7 @@ import { describeStop } from '../discipline/stop-reasons';
 import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
 import { decideSurface, isRoundPolicyOn, runtimeAnswer } from '../discipline/round-policy';
+import { clientToolManifests } from './engine/client-tools';
 
 export interface LoopDeps {
   store: EventStore;
@@ -42,10 +43,11 @@ export type ShapedLoopParts = Pick<LoopDeps, 'context' | 'router' | 'engine' | '
 /** Why a task whose end-to-end deadline passed while something ran (a model call, a tool) was stopped. */
 export const DEADLINE_PASSED = 'the task ran over its end-to-end time budget';
 
-/** A task in one of these waits, holding no lease and no run slot, for a person or a timer. */
+/** A task in one of these waits, holding no lease and no run slot, for a person, the client or a timer. */
 export const SUSPENDED_STATUSES: readonly TaskStatus[] = [
   'awaiting_permission',
   'awaiting_secret',
+  'awaiting_client_tool',
   'waiting',
 ];
 
@@ -217,8 +219,14 @@ export class RuntimeLoop {
     const toolCalling = this.deps.router.speaksToolCalls();
     // a delegated agent is shown only the tools its profile allows; the round policy narrows them to the round's surface
     const agentTools = toolsForAgent(this.deps.tools.list(), p.agent);
-    const surface = decideSurface(p, agentTools);
-    const tools = surface ? surface.tools : agentTools;
+    const decided = decideSurface(p, agentTools);
+    // the client's own tools (AG-UI frontend tools) join every surface that offers tools: they change nothing here
+    const clientTools = clientToolManifests(p);
+    const surface =
+      decided && decided.surface !== 'answer_only'
+        ? { ...decided, tools: [...decided.tools, ...clientTools] }
+        : decided;
+    const tools = surface ? surface.tools : [...agentTools, ...clientTools];
     const shape = { toolCalling, answerOnly: surface?.surface === 'answer_only' };
     let ctx = await this.deps.context.build(p, round, tools, signal, {
       canCompact: this.deps.router.canCompact(),

@@ -20,6 +20,7 @@ export function reproducedInReplay(e: RuntimeEvent): boolean {
     case 'PERMISSION_RESOLVED':
     case 'TASK_AWAITING_SECRET':
     case 'SECRET_PROVIDED':
+    case 'TASK_AWAITING_CLIENT_TOOL':
       return false;
     case 'GUARD_TRIGGERED':
       return e.payload.guard !== 'resumed';

@@ -5,7 +5,7 @@ import { LabelledBackend, recordedProviderLabels } from '../model/providers';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
 import { RecordedClock, RecordedClockEventStore } from './replay-clock';
 import { runShapingOf } from '../log/run-settings';
-import { RuntimeController } from '../control/runtime-controller';
+import { ClientToolAnswer, RuntimeController } from '../control/runtime-controller';
 import { RuntimeParts } from '../runtime-options';
 import { DynamicModule } from '@nestjs/common';
 import { RecordedChildTasks } from '../delegation/child-tasks';
@@ -160,6 +160,13 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
   const forms = new Map<string, Array<Extract<RuntimeEvent, { type: 'PERMISSION_RESOLVED' }>['payload']>>();
   const fired = new Set<string>();
   for (const e of events) if (e.type === 'TIMER_FIRED') fired.add(e.payload.timer_id);
+  // what the client answered for each call to a tool it offered
+  const clientAnswers = new Map<string, ClientToolAnswer>();
+  for (const e of events)
+    if (e.type === 'TOOL_COMPLETED' && e.payload.request_id)
+      clientAnswers.set(e.payload.call_id, { ok: true, output: e.payload.result.output });
+    else if (e.type === 'TOOL_FAILED' && e.payload.request_id)
+      clientAnswers.set(e.payload.call_id, { ok: false, error: e.payload.error });
   for (const e of events)
     if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
       forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
@@ -183,6 +190,11 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
       if (secret && elicitedCall(secret.call_id))
         return (runtime, taskId) =>
           runtime.provideSecret(taskId, secret.request_id, randomBytes(24).toString('hex'));
+      for (const asked of p.pendingClientTools.values()) {
+        const answer = clientAnswers.get(asked.call_id);
+        if (answer)
+          return (runtime, taskId) => runtime.provideClientToolResult(taskId, asked.request_id, answer);
+      }
       return null;
     },
   };

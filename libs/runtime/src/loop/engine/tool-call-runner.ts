@@ -31,6 +31,7 @@ import { SecretGate } from './gates/secret-gate';
 import { RoundSurfaceGate } from './gates/round-surface-gate';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
 import { ValidateGate } from './gates/validate-gate';
+import { ClientArgsGate, awaitsClient, clientRegisteredTool, clientToolRequest } from './client-tools';
 
 export interface ToolCallDeps {
   tools: ToolRegistry;
@@ -85,6 +86,24 @@ export function toolGates(deps: ToolCallDeps): ToolGate[] {
 }
 
 /**
+ * The checks a call to a tool the client offered passes before the client is asked: the round's
+ * surface, its arguments against the offered schema, the agent's tools, and run discipline.
+ * Permissions and secrets are the client's own to handle: the tool runs there.
+ */
+export function clientToolGates(deps: ToolCallDeps): ToolGate[] {
+  return toolGates(deps).flatMap((gate) =>
+    gate instanceof ValidateGate
+      ? [new ClientArgsGate()]
+      : gate instanceof RoundSurfaceGate ||
+          gate instanceof AgentToolsGate ||
+          gate instanceof BudgetGate ||
+          gate instanceof CircuitBreakerGate
+        ? [gate]
+        : [],
+  );
+}
+
+/**
  * One tool call, resumable: a recorded outcome is returned as is; otherwise
  * the gates judge the call, then TOOL_CALLED, the sandboxed run within its
  * (adaptive) timeout, the redacted outcome and the outcome hooks, with retries
@@ -92,9 +111,11 @@ export function toolGates(deps: ToolCallDeps): ToolGate[] {
  */
 export class ToolCallRunner {
   private readonly gates: readonly ToolGate[];
+  private readonly clientGates: readonly ToolGate[];
 
   constructor(private readonly deps: ToolCallDeps) {
     this.gates = toolGates(deps);
+    this.clientGates = clientToolGates(deps);
   }
 
   /**
@@ -132,7 +153,10 @@ export class ToolCallRunner {
       };
     // The runtime's own todo tool changes nothing but the log: no gate, no sandbox, no outcome hooks.
     if (isTodoTool(spec.tool)) return this.todoCall(writer, spec);
-    const tool = this.deps.tools.get(spec.tool);
+    // A tool the client offered runs there: once it is asked for, the call waits for its answer.
+    const offered = p.clientTools.get(spec.tool);
+    if (offered && awaitsClient(p, spec.call_id)) return { outcome: { kind: 'suspend' }, record: [] };
+    const tool = offered ? clientRegisteredTool(offered) : this.deps.tools.get(spec.tool);
     // Nothing to gate without a tool: the call fails as invalid, with no manifest for the outcome hooks.
     if (!tool) {
       const error = `unknown tool ${spec.tool}`;
@@ -142,7 +166,16 @@ export class ToolCallRunner {
       };
     }
     const args_hash = hashArgs(spec.tool, spec.args);
-    const verdict = await this.judge({ spec, tool, args_hash, progress: p, fold: writer.fold, prior });
+    const verdict = await this.judge(offered ? this.clientGates : this.gates, {
+      spec,
+      tool,
+      args_hash,
+      progress: p,
+      fold: writer.fold,
+      prior,
+    });
+    // the outcome hooks (critic, memory) judge what ran here, not the client's tools
+    const hooked = offered ? null : tool.manifest;
     switch (verdict.kind) {
       case 'allow':
         break;
@@ -151,22 +184,23 @@ export class ToolCallRunner {
       case 'deny':
         return {
           outcome: { kind: 'done', ok: false, output: null, error: verdict.step_error },
-          record: await this.failureEvents(writer, spec, tool.manifest, verdict.error, verdict.error_kind),
+          record: await this.failureEvents(writer, spec, hooked, verdict.error, verdict.error_kind),
         };
       case 'hard_stop':
         return {
           outcome: { kind: 'hard_stop', reason: verdict.reason, stop_reason: verdict.stop_reason },
           record: verdict.recordFailure
-            ? await this.failureEvents(writer, spec, tool.manifest, verdict.reason, 'hard_stop')
+            ? await this.failureEvents(writer, spec, hooked, verdict.reason, 'hard_stop')
             : [],
         };
     }
+    if (offered) return { outcome: { kind: 'suspend' }, record: clientToolRequest(spec, args_hash) };
     return this.runAttempts(writer, spec, tool, args_hash, (prior?.attempt ?? 0) + 1, signal);
   }
 
   /** The first gate that does not allow the call decides. */
-  private async judge(call: GateCall): Promise<GateVerdict> {
-    for (const gate of this.gates) {
+  private async judge(gates: readonly ToolGate[], call: GateCall): Promise<GateVerdict> {
+    for (const gate of gates) {
       const verdict = await gate.check(call);
       if (verdict.kind !== 'allow') return verdict;
     }
