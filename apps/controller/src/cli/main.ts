@@ -38,6 +38,7 @@ import {
   writeBundle,
 } from './bundle';
 import { mcpListing, mcpListingText } from './mcp-list';
+import { listTasks, printEvents } from './listings';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -394,6 +395,10 @@ async function execute(
         io.answer(cmd.json ? JSON.stringify({ mcp: servers }) : mcpListingText(servers));
         return servers.every((s) => s.state === 'ready') ? EXIT.completed : EXIT.ended;
       }
+      case 'tasks':
+        return await listTasks(app, io, cmd);
+      case 'events':
+        return await printEvents(app, io, cmd);
       case 'cancel':
         await runtime.cancel(cmd.task_id);
         return await follow(app, cmd.task_id, { io, json: cmd.json, yes: false, interactive: false });

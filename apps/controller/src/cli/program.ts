@@ -4,6 +4,8 @@ import {
   Budgets,
   PERMISSION_DECISIONS,
   PermissionDecision,
+  TASK_STATUSES,
+  TaskStatus,
   ValidationError,
 } from '@runledger/contracts';
 
@@ -35,6 +37,8 @@ export type CliCommand =
   | { kind: 'bundle'; task_id: string; file: string; redact: string[]; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
+  | { kind: 'tasks'; status: TaskStatus | null; session: string | null; limit: number; json: boolean }
+  | { kind: 'events'; task_id: string; follow: boolean; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'backup'; file: string; json: boolean }
   | { kind: 'verify'; target: string; json: boolean }
@@ -126,6 +130,18 @@ interface Flags {
   write?: boolean;
   budget?: string[];
   accept?: string[];
+  status?: TaskStatus;
+  limit?: string;
+  follow?: boolean;
+}
+
+/** `--limit`: a whole number from 1 to 500 */
+function listLimit(text: string | undefined): number {
+  if (text === undefined) return 20;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > 500)
+    throw new ValidationError(`--limit must be a whole number from 1 to 500, got ${JSON.stringify(text)}`);
+  return n;
 }
 
 /** The commands, their arguments and options; each action turns what commander parsed into a CliCommand. */
@@ -280,6 +296,33 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .argument('<task_id>')
     .addOption(option.json())
     .action((taskId: string, f: Flags) => done({ kind: 'cancel', task_id: taskId, json: Boolean(f.json) }));
+
+  program
+    .command('tasks')
+    .description('list tasks, newest first: id, status, stop reason, when, input')
+    .addOption(new Option('--status <status>', 'only tasks in this status').choices(TASK_STATUSES))
+    .option('--session <id>', 'only the tasks of this session')
+    .option('--limit <n>', 'at most this many (1 to 500, default 20)')
+    .addOption(new Option('--json', 'print the page as one JSON line on stdout'))
+    .action((f: Flags) =>
+      done({
+        kind: 'tasks',
+        status: f.status ?? null,
+        session: f.session ?? null,
+        limit: listLimit(f.limit),
+        json: Boolean(f.json),
+      }),
+    );
+
+  program
+    .command('events')
+    .description("print a task's events in order, one line each")
+    .argument('<task_id>')
+    .option('--follow', 'keep printing its events as they are written, until its final event')
+    .addOption(new Option('--json', 'print every event as one JSON line on stdout'))
+    .action((taskId: string, f: Flags) =>
+      done({ kind: 'events', task_id: taskId, follow: Boolean(f.follow), json: Boolean(f.json) }),
+    );
 
   program
     .command('rebuild')
