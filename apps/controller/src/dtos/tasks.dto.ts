@@ -1,6 +1,6 @@
 import { createZodDto } from './zod-dto';
 import { z } from 'zod';
-import { StopReason, TaskStatus, TaskUsage, TodoItem, UserTask } from '@runledger/contracts';
+import { RemoteTaskState, StopReason, TaskStatus, TaskUsage, TodoItem, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
 import { ChildTaskView, INPUT_LINE_MAX, TaskLineage, TaskView } from '@runledger/runtime';
 
@@ -123,6 +123,19 @@ export const ChildTaskResponse = TaskResponse.extend({
     .string()
     .nullable()
     .describe("the parent's plan step that delegated (`delegate` for a delegate directive)"),
+  remote: z
+    .object({
+      url: z.string().describe("the remote agent's card URL or base URL"),
+      remote_task_id: z
+        .string()
+        .nullable()
+        .describe("the remote agent's id of the task; null until heard of"),
+      state: RemoteTaskState.nullable().describe("the remote task's A2A state as last recorded"),
+    })
+    .nullable()
+    .describe(
+      "a remote agent's task (A2A): the view is what the parent recorded of it, and task_id names no local task; null for a local child",
+    ),
 });
 export const TaskChildrenResponse = z.object({ task_id: z.string(), children: z.array(ChildTaskResponse) });
 export type TaskChildrenResponse = z.infer<typeof TaskChildrenResponse>;
@@ -147,6 +160,7 @@ export const toChildTaskResponse = (c: ChildTaskView) => ({
   ...toTaskResponse(c),
   agent: c.agent,
   step_id: c.step_id,
+  remote: c.remote,
 });
 
 export const TaskListResponse = z.object({

@@ -279,8 +279,10 @@ export class EventsGateway
           { kind: 'task', task_id, after_seq },
           (events) =>
             this.sendEvents(client, id, events, (e) => {
-              if (e.type === 'CHILD_TASK_STARTED')
-                start((JSON.parse(e.json) as RuntimeEvent<'CHILD_TASK_STARTED'>).payload.child_task_id, 0);
+              if (e.type !== 'CHILD_TASK_STARTED') return;
+              const started = (JSON.parse(e.json) as RuntimeEvent<'CHILD_TASK_STARTED'>).payload;
+              // a remote agent's task has no log here: what the parent recorded of it is in the parent's
+              if (!started.remote) start(started.child_task_id, 0);
             }),
           {
             onOverflow: (queued) => this.slowConsumer(client, `${queued} live events queued`),

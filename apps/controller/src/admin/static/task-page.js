@@ -184,6 +184,26 @@ const taskView = {
   async renderTree(t) {
     const box = $('t-tree');
     const node = async (task, agent, depth) => {
+      // a remote agent's task lives on its own service: shown with its address and id, not linked here
+      if (task.remote)
+        return el(
+          'li',
+          { 'data-task': task.task_id, class: 'remote' },
+          el('span', { class: 'input' }, task.input_first_line || task.task_id),
+          el('span', { class: 'agent' }, `(${agent}, remote)`),
+          statusBadge(task.status),
+          el(
+            'span',
+            { class: 'remote-where muted' },
+            ' at ',
+            el(
+              'a',
+              { href: task.remote.url, class: 'remote-url', rel: 'noopener', target: '_blank' },
+              task.remote.url,
+            ),
+            task.remote.remote_task_id ? ` task ${task.remote.remote_task_id}` : ' (not heard of yet)',
+          ),
+        );
       const item = el(
         'li',
         { 'data-task': task.task_id, class: task.task_id === t.task_id ? 'current' : '' },
