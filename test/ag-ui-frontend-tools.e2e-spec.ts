@@ -297,4 +297,32 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
         .provideClientToolResult(taskId, interrupt.id.split('/')[1], { ok: true, output: 'again' }),
     ).rejects.toThrow('not pending');
   });
+
+  it("a reply's reasoning (reasoning_content) is recorded on MODEL_RESPONDED, streamed as REASONING events, and replayed", async () => {
+    model.enqueue({ reasoning: 'The user greets; greet back briefly.', content: 'Hi there.' });
+    const agent = agentFor(sut, 'thread-reason');
+    agent.addMessage({ id: 'u1', role: 'user', content: 'hello' });
+    const { events, outcome } = await run(agent, { runId: 'run-reason-1' });
+    expect(outcome).toBe('success');
+    const reasoning = events.filter((e) => e.type.startsWith('REASONING'));
+    expect(reasoning.map((e) => e.type)).toEqual([
+      'REASONING_START',
+      'REASONING_MESSAGE_START',
+      'REASONING_MESSAGE_CONTENT',
+      'REASONING_MESSAGE_END',
+      'REASONING_END',
+    ]);
+    expect(reasoning[2]).toMatchObject({ delta: 'The user greets; greet back briefly.' });
+    expect(agent.messages).toContainEqual(
+      expect.objectContaining({ role: 'reasoning', content: 'The user greets; greet back briefly.' }),
+    );
+    const taskId = await onlyTask(sut, 'thread-reason');
+    const log = await logOf(sut, taskId);
+    expect(log.find((e) => e.type === 'MODEL_RESPONDED')?.payload).toMatchObject({
+      content: 'Hi there.',
+      reasoning: 'The user greets; greet back briefly.',
+    });
+    const replay = await sut.app.get(RuntimeController).replay(taskId);
+    expect(replayView(replay.events)).toEqual(replayView(log));
+  });
 });

@@ -20,6 +20,8 @@ export interface FakeReply {
   /** streaming: wait this long after the first chunk (a stalled stream) */
   stall_ms?: number;
   model?: string;
+  /** reasoning sent before the content: streamed as `delta.reasoning_content` pieces, whole as `message.reasoning_content` */
+  reasoning?: string;
   /** native tool calls of the reply (finish_reason tool_calls); streamed as deltas: id and name, then the arguments in pieces of 5 characters */
   tool_calls?: { id?: string; name: string; arguments: string }[];
   /** the reply's finish_reason; tool_calls when it has calls, else stop, when absent */
@@ -140,6 +142,7 @@ async function sendChat(
             message: {
               role: 'assistant',
               content: calls.length > 0 && !content ? null : content,
+              ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
               ...(calls.length > 0
                 ? {
                     tool_calls: calls.map((c) => ({
@@ -169,6 +172,8 @@ async function sendChat(
     res.write(
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices, ...extra })}\n\n`,
     );
+  for (const piece of reply.reasoning?.match(/[\s\S]{1,8}/g) ?? [])
+    send([{ index: 0, delta: { reasoning_content: piece }, finish_reason: null }]);
   for (let i = 0; i < chunks.length; i++) {
     if (closing.closed) return;
     const delta = i === 0 ? { role: 'assistant', content: chunks[i] } : { content: chunks[i] };

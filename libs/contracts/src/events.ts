@@ -176,6 +176,8 @@ export const EventPayloads = {
     tool_calls: z.array(ModelToolCall).optional(),
     /** priced when recorded (config price table), so a later price change never rewrites history */
     cost_usd: z.number().nonnegative().optional(),
+    /** the model's reasoning, when its server returned it apart from the content (absent: none returned) */
+    reasoning: z.string().optional(),
     /** Responses API: the stored conversation this call continued, or why it sent the whole one */
     continuation: ModelContinuation.optional(),
   }),

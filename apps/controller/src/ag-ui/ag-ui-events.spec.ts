@@ -202,6 +202,30 @@ const clientToolLog = [
 ];
 
 describe('AG-UI events of a task log', () => {
+  it("shows a reply's recorded reasoning as one reasoning message, in the order the client enforces", async () => {
+    const log = answered.map((e) =>
+      e.type === 'MODEL_RESPONDED'
+        ? { ...e, payload: { ...e.payload, reasoning: 'They said hi; answer in kind.' } }
+        : e,
+    ) as RuntimeEvent[];
+    const sut = run(frame(), log);
+    const reasoning = sut.filter((o) => o.event.type.startsWith('REASONING'));
+    expect(reasoning.map((o) => o.event)).toEqual([
+      { type: 'REASONING_START', messageId: 'call_m1-reasoning' },
+      { type: 'REASONING_MESSAGE_START', messageId: 'call_m1-reasoning', role: 'reasoning' },
+      {
+        type: 'REASONING_MESSAGE_CONTENT',
+        messageId: 'call_m1-reasoning',
+        delta: 'They said hi; answer in kind.',
+      },
+      { type: 'REASONING_MESSAGE_END', messageId: 'call_m1-reasoning' },
+      { type: 'REASONING_END', messageId: 'call_m1-reasoning' },
+    ]);
+    for (const o of sut) expect(EventSchema.safeParse(o.event).error).toBeUndefined();
+    expect(await verified(sut)).toHaveLength(sut.length);
+    expect(types(run(frame(), answered))).not.toContain('REASONING_START');
+  });
+
   it("ends a run on a frontend tool's call with an interrupt carrying the call; the resumed run does not echo the client's own result", async () => {
     const first = run(frame(), clientToolLog.slice(0, 4));
     const start = first.find((o) => o.event.type === 'TOOL_CALL_START')!.event;

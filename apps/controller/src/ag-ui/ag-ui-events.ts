@@ -188,6 +188,20 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
       s = { ...s, text: { ...s.text!, content: s.text!.content + delta } };
       break;
     }
+    case 'MODEL_RESPONDED': {
+      // the reasoning is recorded with the reply, so it is shown once the reply is complete
+      const { reasoning, call_id } = e.payload;
+      if (!reasoning) break;
+      const messageId = `${call_id}-reasoning`;
+      out.push(
+        { type: AgUi.REASONING_START, messageId },
+        { type: AgUi.REASONING_MESSAGE_START, messageId, role: 'reasoning' },
+        { type: AgUi.REASONING_MESSAGE_CONTENT, messageId, delta: reasoning },
+        { type: AgUi.REASONING_MESSAGE_END, messageId },
+        { type: AgUi.REASONING_END, messageId },
+      );
+      break;
+    }
     case 'STEP_STARTED': {
       const stepName = e.payload.step_id;
       if (s.openSteps.includes(stepName)) break;

@@ -119,6 +119,7 @@ export class ModelGateway {
         retry_after_ms: null,
         ...(res.tool_calls ? { tool_calls: res.tool_calls } : {}),
         cost_usd: costOf(res.model, res.usage, this.prices),
+        ...(res.reasoning ? { reasoning: res.reasoning } : {}),
         ...(res.continuation ? { continuation: res.continuation } : {}),
       });
       return res;

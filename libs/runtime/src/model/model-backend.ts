@@ -94,6 +94,8 @@ export interface ModelResponse {
    * backend spoke the tools protocol for this request; absent for a text-only reply.
    */
   tool_calls?: ModelToolCall[];
+  /** the model's reasoning, when its server returned it apart from the content (reasoning_content / reasoning) */
+  reasoning?: string;
   /** Responses API: how the request stood to the stored conversation (recorded on MODEL_RESPONDED) */
   continuation?: ModelContinuation;
 }

@@ -85,8 +85,10 @@ export class OpenAiBackend extends OpenAiCompatibleBackend {
     const res = await this.client.chat.completions.create(body, { signal });
     const message = res.choices[0]?.message;
     const content = message?.content ?? '';
+    const reasoning = reasoningOf(message);
     return {
       content,
+      ...(reasoning ? { reasoning } : {}),
       usage: usageOf(res.usage) ?? estimatedUsage(request.messages, content),
       model: res.model || body.model,
       finish_reason: res.choices[0]?.finish_reason ?? null,
@@ -106,6 +108,7 @@ export class OpenAiBackend extends OpenAiCompatibleBackend {
     );
     const calls = new ToolCallAssembler();
     let content = '';
+    let reasoning = '';
     let usage: TokenUsage | null = null;
     let finish: string | null = null;
     let served = body.model;
@@ -116,6 +119,7 @@ export class OpenAiBackend extends OpenAiCompatibleBackend {
       const choice = chunk.choices[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
       calls.feed(choice?.delta?.tool_calls);
+      reasoning += reasoningOf(choice?.delta) ?? '';
       const delta = choice?.delta?.content;
       if (delta) {
         content += delta;
@@ -124,10 +128,22 @@ export class OpenAiBackend extends OpenAiCompatibleBackend {
     }
     return {
       content,
+      ...(reasoning ? { reasoning } : {}),
       usage: usage ?? estimatedUsage(request.messages, content),
       model: served,
       finish_reason: finish,
       ...this.callsOf(request, calls.result()),
     };
   }
+}
+
+/**
+ * The reasoning an OpenAI-compatible server returns beside the content, as those that do name it:
+ * `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (OpenRouter, Ollama).
+ */
+function reasoningOf(part: unknown): string | undefined {
+  if (!part || typeof part !== 'object') return undefined;
+  const { reasoning_content, reasoning } = part as { reasoning_content?: unknown; reasoning?: unknown };
+  const text = typeof reasoning_content === 'string' ? reasoning_content : reasoning;
+  return typeof text === 'string' && text !== '' ? text : undefined;
 }

@@ -39,6 +39,8 @@ const ScriptItem = z.union([
       tool_calls: z.array(ModelToolCall).optional(),
       /** a recorded Responses API call's continuation, given back as recorded (replay) */
       continuation: ModelContinuation.optional(),
+      /** the model's reasoning returned beside the content */
+      reasoning: z.string().optional(),
     })
     .strict(),
 ]);
@@ -150,6 +152,7 @@ export class ScriptedBackend extends ModelBackend {
       item.chunks ?? [item.content],
       item.tool_calls ?? this.toolCallsOf(request.role, []),
       item.continuation,
+      item.reasoning,
     );
   }
 
@@ -177,6 +180,7 @@ export class ScriptedBackend extends ModelBackend {
     chunks: string[],
     tool_calls: ModelToolCall[] | undefined,
     continuation?: ModelContinuation,
+    reasoning?: string,
   ): ModelResponse {
     if (request.stream) for (const c of chunks) if (c) request.onChunk?.(c);
     return {
@@ -186,6 +190,7 @@ export class ScriptedBackend extends ModelBackend {
       finish_reason: finish,
       ...(tool_calls ? { tool_calls } : {}),
       ...(continuation ? { continuation } : {}),
+      ...(reasoning ? { reasoning } : {}),
     };
   }
 }

@@ -66,6 +66,7 @@ export class ReplayBackend extends ScriptedBackend {
             ...(p.tool_calls ? { tool_calls: p.tool_calls } : {}),
             // the stored conversation as the recording met it: replay calls no server
             ...(p.continuation ? { continuation: p.continuation } : {}),
+            ...(p.reasoning ? { reasoning: p.reasoning } : {}),
           };
       (script[p.role] ??= []).push(item);
     }
