@@ -31,19 +31,19 @@ const tasksView = {
           { 'data-task': t.task_id },
           el(
             'td',
-            { class: 'input', title: t.task_id },
+            { class: 'input', title: `${t.input_first_line}\n${t.task_id}` },
             el('a', { href: taskHref(t.task_id) }, t.input_first_line || '(no input)'),
             el('code', {}, t.task_id),
           ),
           el('td', {}, statusBadge(t.status)),
-          el('td', {}, t.stop_reason ?? ''),
+          el('td', { title: t.stop_detail ?? t.stop_reason ?? '' }, t.stop_reason ?? ''),
           el('td', { class: 'num', title: new Date(t.created_at).toLocaleString() }, fmtAge(t.created_at)),
           el('td', { class: 'num' }, taskDuration(t)),
           el('td', { class: 'num' }, t.usage.total_tokens),
           el('td', { class: 'num' }, fmtCost(t.usage.cost_usd)),
           el(
             'td',
-            {},
+            { title: t.session_id },
             el(
               'button',
               {
