@@ -1,5 +1,6 @@
 import {
   ClientTool,
+  ModelContinuation,
   PermissionDecision,
   StopReason,
   TaskStatus,
@@ -119,6 +120,16 @@ const ProgressSnapshotSchema = z.looseObject({
   ),
   modelCalls: z.record(z.string(), z.number()),
   modelCallBackends: z.array(z.tuple([z.string(), z.string()])),
+  /** absent in snapshots taken before the Responses API: those tasks continued no stored conversation */
+  modelCallConversations: z.array(z.tuple([z.string(), z.string()])).optional(),
+  continuations: z
+    .array(
+      z.tuple([
+        z.string(),
+        ModelContinuation.pick({ response_id: true, items_hash: true, item_count: true }),
+      ]),
+    )
+    .optional(),
   history: z.array(HistorySnapshot),
   pendingNotes: z.array(z.string()),
   parent_task_id: z.string().nullable(),
@@ -160,6 +171,8 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     clientTools: [...p.clientTools],
     pendingClientTools: [...p.pendingClientTools],
     modelCallBackends: [...p.modelCallBackends],
+    modelCallConversations: [...p.modelCallConversations],
+    continuations: [...p.continuations],
     children: [...p.children],
     meter: { ...p.meter, rounds: p.meter.rounds.values() },
     todos: { ...p.todos, items: [...p.todos.items] },
@@ -178,6 +191,8 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
       | 'plans'
       | 'permissionDecisions'
       | 'modelCallBackends'
+      | 'modelCallConversations'
+      | 'continuations'
       | 'meter'
       | 'children'
       | 'todos'
@@ -204,6 +219,8 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
     ),
     permissionDecisions: new Map(s.permissionDecisions),
     modelCallBackends: new Map(s.modelCallBackends),
+    modelCallConversations: new Map(s.modelCallConversations ?? []),
+    continuations: new Map(s.continuations ?? []),
     meter: { ...s.meter, rounds: SeenSet.of(s.meter.rounds) },
     // the fold keeps usage as the meter's own numbers
     usage: s.meter.usage,
