@@ -304,8 +304,17 @@ export class ToolCallRunner {
     else await writer.append([intent]);
     const started = Date.now();
     const ctrl = new AbortController();
-    const onAbort = () => ctrl.abort();
+    // A tool that ignores its signal must not hold the task past a cancel or its deadline: the
+    // abort settles the call as the tool's own rejection would (recorded, unless it is a shutdown).
+    let abandon: (reason: Error) => void = () => undefined;
+    const abandoned = new Promise<never>((_, reject) => (abandon = reject));
+    const onAbort = () => {
+      ctrl.abort();
+      const why = signal.reason instanceof Error ? signal.reason.message : 'cancelled';
+      abandon(new Error(`${spec.tool} stopped with its task: ${why}`));
+    };
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     let timer: NodeJS.Timeout | undefined;
     // the secrets its server asked for join these as they are handed to it
     const secretValues = [...held.values()];
@@ -325,6 +334,7 @@ export class ToolCallRunner {
           elicitationAnswer: (index) => answers.answer(index),
         }),
         timeout,
+        abandoned,
       ]);
       const duration_ms = Date.now() - started;
       // Stopped by a shutdown: the outcome is unknown, so none is recorded; the next boot decides from the intent.
