@@ -20,7 +20,7 @@ describe('access control (e2e)', () => {
   let taskId: string;
 
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
     taskId = (await sut.request('POST', '/tasks', { body: { input: 'auth target' } })).body.task_id;
     await waitForTask(sut, taskId);
   });
@@ -176,6 +176,10 @@ describe('access control (e2e)', () => {
     const text = sut.logs.join('');
     expect(sut.logs.length).toBeGreaterThan(20);
     for (const t of [...Object.values(TOKENS), WRONG, SECRET]) expect(text).not.toContain(t);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
 

@@ -16,14 +16,17 @@ describe('sessions and POST /tasks/:task_id/fork over HTTP', () => {
 
   beforeEach(async () => {
     server = await startFakeOpenAiServer({ apiKey: 'test-key' });
-    sut = await bootApi({
-      RUNLEDGER_MODEL: 'openai',
-      OPENAI_BASE_URL: server.baseURL,
-      OPENAI_API_KEY: 'test-key',
-      RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
-      RUNLEDGER_CRITIC: 'off',
-      RUNLEDGER_MEMORY: 'off',
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: 'openai',
+        OPENAI_BASE_URL: server.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
+        RUNLEDGER_CRITIC: 'off',
+        RUNLEDGER_MEMORY: 'off',
+      },
+      { checkResponses: true },
+    );
   });
   afterEach(async () => {
     await sut.close();
@@ -213,6 +216,10 @@ describe('sessions and POST /tasks/:task_id/fork over HTTP', () => {
     expect((await fork({ at_sequence: 1 }, null)).status).toBe(401);
     expect((await fork({ at_sequence: 1, model: 'has space' })).status).toBe(400);
     expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
 

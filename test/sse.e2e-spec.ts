@@ -24,7 +24,7 @@ async function readSse(
 describe('SSE /tasks/:task_id/stream (e2e)', () => {
   let sut: ApiHarness;
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
   });
   afterAll(async () => {
     await sut.close();
@@ -124,5 +124,9 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
     // the wait's checkpoint rides in the same append, after the request
     expect(messages.slice(-2).map((m) => m.event)).toEqual(['TASK_AWAITING_PERMISSION', 'CHECKPOINT_SAVED']);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });

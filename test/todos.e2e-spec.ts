@@ -28,7 +28,10 @@ describe('todos on GET /tasks/:id and in a fork', () => {
       script,
       JSON.stringify({ orchestrator: [plan, update('parse', 'done'), respond('half done')] }),
     );
-    sut = await bootApi({ RUNLEDGER_MODEL: `scripted:${script}`, RUNLEDGER_MEMORY: 'off' });
+    sut = await bootApi(
+      { RUNLEDGER_MODEL: `scripted:${script}`, RUNLEDGER_MEMORY: 'off' },
+      { checkResponses: true },
+    );
   });
   afterAll(async () => {
     await sut.close();
@@ -73,6 +76,10 @@ describe('todos on GET /tasks/:id and in a fork', () => {
       ['parse', 'done'],
       ['tests', 'pending'],
     ]);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
 
