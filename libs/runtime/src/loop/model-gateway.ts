@@ -6,7 +6,7 @@ import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } 
 import { TaskWriter } from '../log/task-writer';
 import { continuationKey, modelCallKey } from '../log/progress';
 import { CharSafeChunks, PlainTextStream, RespondStreamExtractor } from './respond-stream';
-import { checkToolTurns } from '../model/tool-turns';
+import { checkToolTurns, withJsonArguments } from '../model/tool-turns';
 
 export interface GatewayCall {
   writer: TaskWriter;
@@ -96,6 +96,7 @@ export class ModelGateway {
       const idle_timeout_ms = c.request.idle_timeout_ms ?? this.discipline?.streamIdleTimeoutMs;
       const res = await c.backend.complete({
         ...c.request,
+        messages: withJsonArguments(c.request.messages),
         idle_timeout_ms,
         role: c.role,
         cursor,

@@ -1,6 +1,12 @@
 import { ModelToolCall } from '@runledger/contracts';
 import { ChatMessage } from './model-backend';
-import { ToolCallAssembler, ToolCallDelta, checkToolTurns, distinctCallIds } from './tool-turns';
+import {
+  ToolCallAssembler,
+  ToolCallDelta,
+  checkToolTurns,
+  distinctCallIds,
+  withJsonArguments,
+} from './tool-turns';
 
 const call = (id: string, name = 'read_file'): ModelToolCall => ({ id, name, arguments: '{}' });
 const sys: ChatMessage = { role: 'system', content: 's' };
@@ -149,5 +155,34 @@ describe('distinctCallIds', () => {
       'a_2',
       'a_4',
     ]);
+  });
+});
+
+describe('withJsonArguments', () => {
+  it('sends a call whose arguments are not JSON back with them as a JSON string; JSON arguments stay as they are', () => {
+    const bad: ModelToolCall = { id: 'b', name: 'echo', arguments: '{"text": "hi"' };
+    const good: ModelToolCall = { id: 'g', name: 'echo', arguments: '{"text":"ok"}' };
+    const messages: ChatMessage[] = [
+      sys,
+      user,
+      { role: 'assistant', content: '', tool_calls: [good, bad] },
+      answers('g'),
+      answers('b'),
+    ];
+    const sent = withJsonArguments(messages);
+    expect(sent[2]).toEqual({
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        good,
+        { id: 'b', name: 'echo', arguments: '{"unparsed_arguments":"{\\"text\\": \\"hi\\""}' },
+      ],
+    });
+    expect(JSON.parse((sent[2] as { tool_calls: ModelToolCall[] }).tool_calls[1].arguments)).toEqual({
+      unparsed_arguments: '{"text": "hi"',
+    });
+    expect(sent.filter((m, i) => m !== messages[i])).toHaveLength(1);
+    const clean = asks('a');
+    expect(withJsonArguments([clean])[0]).toBe(clean);
   });
 });

@@ -64,6 +64,37 @@ function turnProblems(
   return [];
 }
 
+const isJsonText = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The messages as a server will take them back: a call whose arguments were not JSON (a model's
+ * slip, a reply cut off mid-call) goes back as `{"unparsed_arguments": "<what it sent>"}`. The tool
+ * message after it already says the arguments were refused; servers that parse the arguments of
+ * the history (vLLM's and Ollama's chat templates among them) would refuse the whole request
+ * otherwise. The log keeps what the model sent.
+ */
+export function withJsonArguments(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((m) =>
+    m.role === 'assistant' && m.tool_calls?.some((c) => !isJsonText(c.arguments))
+      ? {
+          ...m,
+          tool_calls: m.tool_calls.map((c) =>
+            isJsonText(c.arguments)
+              ? c
+              : { ...c, arguments: JSON.stringify({ unparsed_arguments: c.arguments }) },
+          ),
+        }
+      : m,
+  );
+}
+
 /**
  * `calls` with an id each of its own, to be sent back as a tool turn: a call whose id an earlier
  * call of the reply already has gets `<id>_<n>` (n its position, 1-based, the first free one). A
