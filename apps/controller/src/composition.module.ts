@@ -191,6 +191,7 @@ export class CompositionModule {
             coderToolTurns: c.RUNLEDGER_CODER_TOOL_TURNS,
             todos: c.RUNLEDGER_TODOS === 'on',
             roundPolicy: c.RUNLEDGER_ROUND_POLICY === 'on',
+            answerEvaluator: c.RUNLEDGER_EVALUATOR,
             agents: c.RUNLEDGER_AGENTS ?? [],
             maxDelegationDepth: c.RUNLEDGER_MAX_DELEGATION_DEPTH,
             redact: redactSecrets,

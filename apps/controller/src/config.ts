@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import {
+  AnswerEvaluatorSettings,
   AgentProfile,
   Budgets,
   ConfigError,
@@ -259,6 +260,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_TODOS: z.enum(['on', 'off']).default('off'),
   /** the runtime decides each round's tool surface from the task and its log (docs/round-policy.md) */
   RUNLEDGER_ROUND_POLICY: z.enum(['on', 'off']).default('off'),
+  /** JSON {"threshold"?, "max_tokens"?, "criteria"?, "timeout_ms"?}: the orchestrator's own answers are evaluated (agents: their profile's `evaluator`) */
+  RUNLEDGER_EVALUATOR: jsonFromEnv(AnswerEvaluatorSettings).optional(),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */

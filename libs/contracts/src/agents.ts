@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgentName } from './directive';
-import { Role } from './task';
+import { AnswerEvaluatorSettings, Role } from './task';
 
 /**
  * Where a remote agent is reached over A2A 1.0: its base URL (the card at
@@ -46,6 +46,8 @@ export const AgentProfile = z
     instructions: z.string().max(20_000).default(''),
     a2a: RemoteAgentLink.optional(),
     timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+    /** the agent's final answers are evaluated, and retried once below the threshold (absent: off) */
+    evaluator: AnswerEvaluatorSettings.optional(),
   })
   .strict()
   .refine((a) => a.a2a !== undefined || a.description !== '', {

@@ -405,6 +405,7 @@ export const EventPayloads = {
       'correction',
       'resumed',
       'todo_reminder',
+      'answer_retry',
     ]),
     round: z.number().int().nonnegative().nullable().default(null),
     detail: z.string(),
@@ -466,6 +467,26 @@ export const EventPayloads = {
     status: TodoStatus,
     note: z.string().nullable().default(null),
     call_id: Id.nullable().default(null),
+  }),
+  /**
+   * The answer evaluator's verdict on a final answer (attempt 1, or 2 for the one retry), before the
+   * task ends. `retry`: the score was below the threshold and the model answers once more (a
+   * GUARD_TRIGGERED answer_retry follows with the feedback it is shown). A failed or skipped
+   * evaluation has no score and never stops the task.
+   */
+  ANSWER_EVALUATED: z.object({
+    round: z.number().int().nonnegative(),
+    attempt: z.number().int().positive(),
+    /** the evaluator's model call (its MODEL_CALLED / MODEL_RESPONDED); null: none was made */
+    call_id: Id.nullable(),
+    score: z.number().min(0).max(1).nullable(),
+    feedback: z.string(),
+    threshold: z.number().min(0).max(1),
+    passed: z.boolean().nullable(),
+    error: z.string().nullable(),
+    retry: z.boolean(),
+    /** tokens the evaluator's call used (counted against its own max_tokens) */
+    tokens: z.number().int().nonnegative(),
   }),
   TASK_COMPLETED: z.object({
     ...FinalPayload,

@@ -186,6 +186,30 @@ export const ModelContinuation = z.object({
 });
 export type ModelContinuation = z.infer<typeof ModelContinuation>;
 
+/**
+ * The answer evaluator (off unless set, per agent profile or for the orchestrator's own tasks): the
+ * critic role's model scores a task's final answer before it ends; below `threshold` the model answers
+ * once more with the evaluation as feedback. `max_tokens` is the evaluator's own budget in a task:
+ * once its calls have used that many tokens, answers are no longer evaluated.
+ */
+export const AnswerEvaluatorSettings = z
+  .object({
+    threshold: z.number().min(0).max(1).default(0.7),
+    max_tokens: z.number().int().positive().max(10_000_000).default(8000),
+    /** what a good answer must do, besides answering the task (shown to the evaluator) */
+    criteria: z.string().max(4000).default(''),
+    timeout_ms: z.number().int().positive().max(600_000).default(30_000),
+  })
+  .strict();
+export type AnswerEvaluatorSettings = z.infer<typeof AnswerEvaluatorSettings>;
+
+/** The evaluator's reply: how well the answer does the task (0..1), and what it lacks. */
+export const AnswerScore = z.object({
+  score: z.number().min(0).max(1),
+  feedback: z.string().max(4000),
+});
+export type AnswerScore = z.infer<typeof AnswerScore>;
+
 /** Usage summed over a task, on the task state and on every final event. */
 export const TaskUsage = z.object({
   rounds: z.number().int().nonnegative(),
@@ -289,6 +313,8 @@ export const RunSettings = z.object({
   timeout_includes_waits: z.literal(true).optional(),
   /** the runtime decides each round's tool surface and refuses what it did not offer (absent in older runs: off) */
   round_policy: z.enum(['on', 'off']).optional(),
+  /** the orchestrator's own tasks have their final answer evaluated (absent: off; a delegated agent's profile says its own) */
+  answer_evaluator: AnswerEvaluatorSettings.optional(),
   discipline: z
     .object({
       budgets: z.object({

@@ -56,6 +56,40 @@ export abstract class Critic {
   abstract evaluate(input: CriticInput, signal?: AbortSignal): Promise<CriticVerdict>;
 }
 
+/** A judge's model call as the log records it: MODEL_CALLED and MODEL_RESPONDED of the critic role. */
+export function exchangeEvents(x: CriticExchange, causationId: string | null): NewEvent[] {
+  return [
+    {
+      type: 'MODEL_CALLED',
+      causation_id: causationId,
+      payload: {
+        call_id: x.call_id,
+        role: 'critic',
+        model: x.model,
+        backend: x.backend,
+        attempt: 1,
+        round: null,
+        prompt_chars: x.prompt_chars,
+      },
+    },
+    {
+      type: 'MODEL_RESPONDED',
+      causation_id: causationId,
+      payload: {
+        call_id: x.call_id,
+        role: 'critic',
+        model: x.model,
+        content: x.content,
+        usage: x.usage,
+        latency_ms: x.latency_ms,
+        error: x.error,
+        finish_reason: null,
+        retry_after_ms: null,
+      },
+    },
+  ];
+}
+
 /**
  * The events that record a verdict: the critic's model call (when it made one),
  * then CRITIC_RESULT. `criticEventId` lets a later event name the result as its cause.
@@ -65,40 +99,7 @@ export function criticEvents(
   verdict: CriticVerdict,
   criticEventId: string = newId('evt'),
 ): NewEvent[] {
-  const events: NewEvent[] = [];
-  const x = verdict.exchange;
-  if (x) {
-    events.push(
-      {
-        type: 'MODEL_CALLED',
-        causation_id: input.target_event_id,
-        payload: {
-          call_id: x.call_id,
-          role: 'critic',
-          model: x.model,
-          backend: x.backend,
-          attempt: 1,
-          round: null,
-          prompt_chars: x.prompt_chars,
-        },
-      },
-      {
-        type: 'MODEL_RESPONDED',
-        causation_id: input.target_event_id,
-        payload: {
-          call_id: x.call_id,
-          role: 'critic',
-          model: x.model,
-          content: x.content,
-          usage: x.usage,
-          latency_ms: x.latency_ms,
-          error: x.error,
-          finish_reason: null,
-          retry_after_ms: null,
-        },
-      },
-    );
-  }
+  const events: NewEvent[] = verdict.exchange ? exchangeEvents(verdict.exchange, input.target_event_id) : [];
   events.push({
     type: 'CRITIC_RESULT',
     event_id: criticEventId,

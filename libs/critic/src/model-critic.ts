@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { CriticScore, TokenUsage, newId } from '@runledger/contracts';
 import { Critic, CriticExchange, CriticInput, CriticVerdict } from './critic';
 
@@ -16,7 +17,11 @@ export interface CriticModel {
   complete(
     messages: CriticMessage[],
     options: { timeout_ms: number; signal: AbortSignal },
-  ): Promise<{ content: string; usage?: TokenUsage }>;
+  ): Promise<{
+    content: string;
+    usage?: TokenUsage;
+    /** the model the server says answered */ model?: string;
+  }>;
 }
 
 export const CRITIC_SYSTEM_PROMPT = [
@@ -45,22 +50,36 @@ export function criticPrompt(input: CriticInput): CriticMessage[] {
   ];
 }
 
-/** Parse a critic reply: JSON (a ```json fence tolerated) that satisfies CriticScore, or an error string. */
-export function parseCriticReply(content: string): { score: CriticScore } | { error: string } {
+/**
+ * A judge's reply as the schema it must follow: JSON (a ```json fence tolerated) that
+ * satisfies `schema`, or an error string naming `what` was expected.
+ */
+export function parseJudgeReply<T>(
+  content: string,
+  schema: z.ZodType<T>,
+  judge: string,
+  what: string,
+): { value: T } | { error: string } {
   const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(content);
   const text = (fenced ? fenced[1] : content).trim();
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    return { error: `critic reply is not JSON: ${JSON.stringify(content.slice(0, 120))}` };
+    return { error: `${judge} reply is not JSON: ${JSON.stringify(content.slice(0, 120))}` };
   }
-  const parsed = CriticScore.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success)
     return {
-      error: `critic reply is not a CriticScore: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      error: `${judge} reply is not ${what}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
     };
-  return { score: parsed.data };
+  return { value: parsed.data };
+}
+
+/** Parse a critic reply: JSON (a ```json fence tolerated) that satisfies CriticScore, or an error string. */
+export function parseCriticReply(content: string): { score: CriticScore } | { error: string } {
+  const parsed = parseJudgeReply(content, CriticScore, 'critic', 'a CriticScore');
+  return 'value' in parsed ? { score: parsed.value } : parsed;
 }
 
 const zeroUsage = (): TokenUsage => ({
@@ -81,6 +100,72 @@ function errorKindOf(err: unknown): string {
   return ERROR_KINDS.find((k) => k === kind) ?? 'provider_error';
 }
 
+/** What a judge's model call came to: its reply (null when it failed, with `error` saying why) and the exchange to record. */
+export interface JudgeReply {
+  content: string | null;
+  error: string | null;
+  exchange: CriticExchange;
+}
+
+/**
+ * One call of a judge (the critic, the answer evaluator) to the critic role's model, bounded by
+ * `timeoutMs` even when the model ignores its signal. Never throws: a failure is a reply with an
+ * error, and the exchange records the call either way, so a replay can answer it again.
+ */
+export async function askJudge(
+  model: CriticModel,
+  messages: CriticMessage[],
+  timeoutMs: number,
+  judge: string,
+  signal?: AbortSignal,
+): Promise<JudgeReply> {
+  const controller = new AbortController();
+  const onOuter = () => controller.abort(signal?.reason);
+  signal?.addEventListener('abort', onOuter, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  // A model that ignores its signal must not hold the task: the timer settles the call.
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new Error(`${judge} timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+  });
+  const started = Date.now();
+  const exchange: CriticExchange = {
+    call_id: newId('mc'),
+    model: model.model,
+    backend: model.backend,
+    prompt_chars: messages.reduce((n, m) => n + m.content.length, 0),
+    content: null,
+    usage: zeroUsage(),
+    latency_ms: 0,
+    error: null,
+  };
+  try {
+    const res = await Promise.race([
+      model.complete(messages, { timeout_ms: timeoutMs, signal: controller.signal }),
+      timeout,
+    ]);
+    exchange.content = res.content;
+    exchange.usage = res.usage ?? zeroUsage();
+    // as the gateway records a reply: by the model that served it (a replay's is the recording's)
+    exchange.model = res.model ?? exchange.model;
+    exchange.latency_ms = Date.now() - started;
+    return { content: res.content, error: null, exchange };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    exchange.latency_ms = Date.now() - started;
+    exchange.error = {
+      kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : errorKindOf(err),
+      message,
+    };
+    return { content: null, error: `${judge} failed: ${message}`, exchange };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onOuter);
+  }
+}
+
 /** Asks the critic role for a CriticScore; any failure (throw, timeout, non-JSON, out of range) is a verdict with an error. */
 export class ModelCritic extends Critic {
   readonly kind = 'model' as const;
@@ -93,52 +178,12 @@ export class ModelCritic extends Critic {
   }
 
   async evaluate(input: CriticInput, signal?: AbortSignal): Promise<CriticVerdict> {
-    const messages = criticPrompt(input);
-    const controller = new AbortController();
-    const onOuter = () => controller.abort(signal?.reason);
-    signal?.addEventListener('abort', onOuter, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    // A model that ignores its signal must not hold the task: the timer settles the call.
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        controller.abort();
-        reject(new Error(`critic timed out after ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-    });
-    const started = Date.now();
-    const exchange: CriticExchange = {
-      call_id: newId('mc'),
-      model: this.model.model,
-      backend: this.model.backend,
-      prompt_chars: messages.reduce((n, m) => n + m.content.length, 0),
-      content: null,
-      usage: zeroUsage(),
-      latency_ms: 0,
-      error: null,
-    };
-    try {
-      const res = await Promise.race([
-        this.model.complete(messages, { timeout_ms: this.timeoutMs, signal: controller.signal }),
-        timeout,
-      ]);
-      exchange.content = res.content;
-      exchange.usage = res.usage ?? zeroUsage();
-      exchange.latency_ms = Date.now() - started;
-      const parsed = parseCriticReply(res.content);
-      return 'score' in parsed
-        ? { critic: 'model', score: parsed.score, error: null, exchange }
-        : { critic: 'model', score: null, error: parsed.error, exchange };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      exchange.latency_ms = Date.now() - started;
-      exchange.error = {
-        kind: controller.signal.aborted && !signal?.aborted ? 'timeout' : errorKindOf(err),
-        message,
-      };
-      return { critic: 'model', score: null, error: `critic failed: ${message}`, exchange };
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onOuter);
-    }
+    const reply = await askJudge(this.model, criticPrompt(input), this.timeoutMs, 'critic', signal);
+    if (reply.content === null)
+      return { critic: 'model', score: null, error: reply.error, exchange: reply.exchange };
+    const parsed = parseCriticReply(reply.content);
+    return 'score' in parsed
+      ? { critic: 'model', score: parsed.score, error: null, exchange: reply.exchange }
+      : { critic: 'model', score: null, error: parsed.error, exchange: reply.exchange };
   }
 }

@@ -5,6 +5,7 @@ export * from './model/responses-backend';
 export * from './model/scripted-backend';
 export * from './model/sys-util';
 export * from './model/providers';
+export * from './model/critic-model';
 export * from './model/directive-parser';
 export * from './log/progress';
 export * from './log/progress-snapshot';

@@ -1,5 +1,5 @@
 import { RecordedTimers } from './loop/engine/timers';
-import { AgentProfile } from '@runledger/contracts';
+import { AgentProfile, AnswerEvaluatorSettings } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import { LeaseStore } from '@runledger/state-store';
@@ -35,6 +35,8 @@ export interface RuntimeSettings {
   todos?: boolean;
   /** the runtime decides each round's tool surface and refuses what it did not offer (RUNLEDGER_ROUND_POLICY; off when absent) */
   roundPolicy?: boolean;
+  /** the orchestrator's own tasks have their final answer evaluated (RUNLEDGER_EVALUATOR; off when absent) */
+  answerEvaluator?: AnswerEvaluatorSettings;
   sectionBudgets?: SectionBudgets;
   /** run discipline (budgets, retries, completion protocol, repeat detector, accept gate); off when absent */
   discipline?: DisciplineSettings;

@@ -44,6 +44,7 @@ import { Recovery } from './control/recovery';
 import { loadProgress } from './log/checkpoints';
 import { EventLoopMonitor, SubmissionPacing } from './control/backpressure';
 import { RuntimeLogger } from './runtime-logger';
+import { AnswerEvaluation } from './discipline/answer-evaluation';
 import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';
 import { TaskCheckpoints } from './log/checkpoints';
 import { LogTaskViews, ProjectionTaskViews, TaskViews } from './log/task-views';
@@ -374,6 +375,7 @@ function runtimeProviders(): Provider[] {
           recordedShape: (settings, model) => recordedShape(o, ports, settings, model),
           checkpoints: o.checkpoints ? (log) => new TaskCheckpoints(o.checkpoints!, logger, log) : null,
           pacing,
+          evaluation: new AnswerEvaluation(orchestrator, o.discipline?.prices),
         });
       },
       inject: [
@@ -496,6 +498,7 @@ function runtimeProviders(): Provider[] {
                 discipline: o.discipline,
                 todos: o.todos,
                 roundPolicy: o.roundPolicy,
+                answerEvaluator: o.answerEvaluator,
               },
               budgets,
               orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',

@@ -243,6 +243,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'REMOTE_TASK_UPDATED':
     case 'TODO_ADDED':
     case 'TODO_UPDATED':
+    case 'ANSWER_EVALUATED':
       return { ...s, status: progressed(s) };
     // outbound deliveries live in their own streams, never a task's
     case 'CHECKPOINT_SAVED':

@@ -79,6 +79,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `? waiting for the client to run ${e.payload.tool} ${short(e.payload.args, 100)}`;
     case 'CRITIC_RESULT':
       return `· critic: ${e.payload.score ? `correctness ${e.payload.score.correctness}, weight ${e.payload.score.weight}` : `error ${e.payload.error}`}`;
+    case 'ANSWER_EVALUATED':
+      return e.payload.score === null
+        ? `· answer not evaluated: ${short(e.payload.error ?? '', 100)}`
+        : `· answer scored ${e.payload.score} (threshold ${e.payload.threshold})${e.payload.retry ? ', asking once more' : ''}: ${short(e.payload.feedback, 80)}`;
     case 'MEMORY_WRITTEN':
       return `· memory ${e.payload.op}: ${short(e.payload.text, 80)}`;
     case 'CHECKPOINT_SAVED':

@@ -217,6 +217,12 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description:
       "`on`: the runtime decides each round's tool surface (retrieval, inspection, mutation, answer_only) from the task and its log, offers mutating tools only when the request asks for a change or `allow_mutation` is set, and refuses calls outside the surface; `off`: every round offers every tool. Recorded per task (see [round-policy.md](round-policy.md))",
   },
+  RUNLEDGER_EVALUATOR: {
+    group: 'Run discipline',
+    description:
+      'JSON `{"threshold"?: 0.7, "max_tokens"?: 8000, "criteria"?: "", "timeout_ms"?: 30000}`: the critic role\'s model scores the final answer of the orchestrator\'s own tasks before they end, and below the threshold the model answers once more with the evaluation as feedback; `max_tokens` is the evaluator\'s own budget per task. A delegated agent\'s profile has its own `evaluator`. Recorded per task (see [evaluation.md](evaluation.md))',
+    default: 'off',
+  },
   RUNLEDGER_CODER_TOOL_TURNS: {
     group: 'Run discipline',
     description:
@@ -339,7 +345,7 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_AGENTS: {
     group: 'Delegation',
     description:
-      'JSON `[{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names], "instructions"?}]`: agents a task may delegate to, beside the built-in `coder` (an entry named `coder` replaces it); see [models.md](models.md#delegation-and-agents). A remote agent is `{"name", "a2a": {"url" | "card_url", "headers_from"?: "env:VAR" | "file:path"}, "timeout_ms"?}`: delegating to it sends an A2A message (see [a2a.md](a2a.md#remote-agents-as-delegates))',
+      'JSON `[{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names], "instructions"?, "evaluator"?}]`: agents a task may delegate to, beside the built-in `coder` (an entry named `coder` replaces it); see [models.md](models.md#delegation-and-agents). A remote agent is `{"name", "a2a": {"url" | "card_url", "headers_from"?: "env:VAR" | "file:path"}, "timeout_ms"?}`: delegating to it sends an A2A message (see [a2a.md](a2a.md#remote-agents-as-delegates))',
   },
   RUNLEDGER_MAX_DELEGATION_DEPTH: {
     group: 'Delegation',

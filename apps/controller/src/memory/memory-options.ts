@@ -1,7 +1,7 @@
 import { dirname, join, resolve, basename } from 'node:path';
 import { Logger } from 'pino';
 import { ConfigError } from '@runledger/contracts';
-import { CriticModel, CriticOptions } from '@runledger/critic';
+import { CriticOptions } from '@runledger/critic';
 import {
   DEFAULT_MEMORY_POLICY,
   EmbedderOptions,
@@ -9,7 +9,7 @@ import {
   MemoryPolicyConfig,
   MemoryService,
 } from '@runledger/memory';
-import { MemoryRecall, ModelBackend } from '@runledger/runtime';
+import { MemoryRecall, ModelBackend, criticModelOf } from '@runledger/runtime';
 import { MemoryToolService } from '@runledger/tools';
 import { AppConfig } from '../config';
 import { isPostgresUrl } from '@runledger/event-store';
@@ -25,14 +25,7 @@ export function criticOptionsFromConfig(config: AppConfig, model: ModelBackend):
       );
     return { mode: 'heuristic' };
   }
-  const criticModel: CriticModel = {
-    model: name,
-    backend: model.backend,
-    async complete(messages, { timeout_ms, signal }) {
-      const res = await model.complete({ role: 'critic', messages, timeout_ms, signal });
-      return { content: res.content, usage: res.usage };
-    },
-  };
+  const criticModel = criticModelOf(model)!;
   return { mode: 'model', model: criticModel, timeoutMs: config.RUNLEDGER_CRITIC_TIMEOUT_MS };
 }
 

@@ -131,6 +131,8 @@ export interface TaskProgress {
   todos: TodoState;
   /** round policy: whether the task may change things (null: policy off) */
   mutationIntent: MutationIntent | null;
+  /** the answer evaluator: verdicts so far, whether its one retry was used, its tokens, the round of the latest verdict */
+  evaluation: { attempts: number; retried: boolean; tokens: number; round: number | null };
   /** round policy: the latest round's surface, from its CONTEXT_BUILT (null: policy off) */
   surface: EventPayload<'CONTEXT_BUILT'>['tool_surface'] | null;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
@@ -171,6 +173,7 @@ const initial = (task_id: string): TaskProgress => ({
   meter: initialMeterState(),
   todos: initialTodoState(),
   mutationIntent: null,
+  evaluation: { attempts: 0, retried: false, tokens: 0, round: null },
   surface: null,
   final: null,
   last_seq: 0,
@@ -500,6 +503,19 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       )
         note(p, `note: ${e.payload.detail}`, true);
       if (e.payload.guard === 'compaction') compactHistory(p, e.payload.data);
+      // the evaluator found the answer wanting: the round closes with its feedback and the model answers again
+      if (e.payload.guard === 'answer_retry') {
+        note(p, `note: ${e.payload.detail}`, false);
+        p.roundClosed = true;
+      }
+      break;
+    case 'ANSWER_EVALUATED':
+      p.evaluation = {
+        attempts: p.evaluation.attempts + 1,
+        retried: p.evaluation.retried || e.payload.retry,
+        tokens: p.evaluation.tokens + e.payload.tokens,
+        round: e.payload.round,
+      };
       break;
     case 'TASK_COMPLETED':
       p.final = { stop_reason: e.payload.stop_reason, detail: e.payload.detail, result: e.payload.result };

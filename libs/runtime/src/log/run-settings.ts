@@ -1,4 +1,4 @@
-import { Budgets, RunSettings } from '@runledger/contracts';
+import { AnswerEvaluatorSettings, Budgets, RunSettings } from '@runledger/contracts';
 import { resolveBudgets } from '../discipline/budgets';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from '../discipline/settings';
 
@@ -12,6 +12,8 @@ export interface RunShaping {
   todos?: boolean;
   /** round policy on (recorded only when on, like todos) */
   roundPolicy?: boolean;
+  /** the orchestrator's own answers evaluated (recorded only when set) */
+  answerEvaluator?: AnswerEvaluatorSettings;
 }
 
 /** What a task asking for `budgets` runs under in this process, as TASK_RECEIVED records it. */
@@ -27,6 +29,7 @@ export function recordRunSettings(
     ...(shaping.coderToolTurns !== undefined ? { coder_tool_turns: shaping.coderToolTurns } : {}),
     ...(shaping.todos ? { todos: 'on' as const } : {}),
     ...(shaping.roundPolicy ? { round_policy: 'on' as const } : {}),
+    ...(shaping.answerEvaluator ? { answer_evaluator: shaping.answerEvaluator } : {}),
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,

@@ -16,6 +16,7 @@ import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
 import { decideSurface, isRoundPolicyOn, runtimeAnswer } from '../discipline/round-policy';
 import { clientToolManifests } from './engine/client-tools';
+import { AnswerEvaluation } from '../discipline/answer-evaluation';
 
 export interface LoopDeps {
   store: EventStore;
@@ -35,6 +36,8 @@ export interface LoopDeps {
   recordedShape?: (settings: RunSettings | null, model: string | null) => ShapedLoopParts;
   /** gives arriving submissions the event loop first: a running task waits its turn before each step */
   pacing?: SubmissionPacing | null;
+  /** scores a final answer before the task ends, for tasks whose settings or agent ask for it */
+  evaluation?: AnswerEvaluation | null;
 }
 
 /** The parts of the loop that run settings shape. */
@@ -286,7 +289,18 @@ export class RuntimeLoop {
   private async execute(writer: TaskWriter, signal: AbortSignal): Promise<void> {
     const p = writer.progress;
     const out = await this.deps.engine.execute(writer, p.directive!, p.round, signal);
-    if (out.kind === 'end') await this.end(writer, out.stop, out.result);
+    if (out.kind === 'end') {
+      // the model's answer is judged before the task ends with it; one that falls short is asked for once more
+      if (
+        this.deps.evaluation &&
+        p.directive!.type === 'respond' &&
+        out.stop.stop_reason === 'completed' &&
+        out.result !== null &&
+        ((await this.deps.evaluation.judge(writer, out.result, signal)) === 'retry' || signal.aborted)
+      )
+        return;
+      await this.end(writer, out.stop, out.result);
+    }
     const now = writer.progress;
     if (out.kind === 'suspend' && !signal.aborted && !SUSPENDED_STATUSES.includes(now.status)) {
       throw new Error(`task ${now.task_id}: execution suspended with nothing to wait for`);

@@ -18,6 +18,7 @@ import { PermissionService, PermissionSubject } from '@runledger/permissions';
 import { ArgsValidation, RegisteredTool, ToolInputRequired, ToolRegistry } from '@runledger/tools';
 import { ModelScript, ScriptItem, ScriptedBackend } from '../model/scripted-backend';
 import { ModelBackend, ModelRequest, ModelResponse } from '../model/model-backend';
+import { criticModelOf } from '../model/critic-model';
 import { SYS_UTIL } from '../model/sys-util-name';
 import { RetrySettings } from '../discipline/settings';
 import { elicitedCall } from '../log/progress';
@@ -351,20 +352,7 @@ export function replayCriticHook(
     verdicts.set(key, [...(verdicts.get(key) ?? []), { critic: e.payload.critic, call }]);
   });
   if (verdicts.size === 0) return null;
-  const served = (call: { model: string; cursor: number }): CriticModel => ({
-    model: call.model,
-    backend: backend.backend,
-    async complete(messages, { timeout_ms, signal }) {
-      const res = await backend.complete({
-        role: 'critic',
-        messages,
-        timeout_ms,
-        signal,
-        cursor: call.cursor,
-      });
-      return { content: res.content, usage: res.usage };
-    },
-  });
+  const served = (call: { model: string; cursor: number }): CriticModel => criticModelOf(backend, call)!;
   return async (ctx) => {
     const verdict = verdicts.get(ctx.event.payload.call_id)?.shift();
     if (!verdict) return [];
