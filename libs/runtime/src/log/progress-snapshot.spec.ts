@@ -72,4 +72,34 @@ describe('progress snapshots', () => {
     expect(fromSnapshot.continuations).toEqual(fromLog.continuations);
     expect(progressSnapshot(fromSnapshot)).toEqual(progressSnapshot(fromLog));
   });
+
+  it("keep the answer evaluator's verdicts, so a resumed task neither evaluates an answer twice nor retries twice", () => {
+    seq = 0;
+    const log = [
+      event('TASK_RECEIVED', taskReceivedPayload('x', { session_id: 's' })),
+      event('ANSWER_EVALUATED', {
+        round: 1,
+        attempt: 1,
+        call_id: 'mc_1',
+        score: 0.2,
+        feedback: 'wrong',
+        threshold: 0.7,
+        passed: false,
+        error: null,
+        retry: true,
+        tokens: 150,
+      }),
+    ];
+    const folded = foldProgress('t', log);
+    const restored = progressFromSnapshot(JSON.parse(JSON.stringify(progressSnapshot(folded))));
+    expect(restored!.evaluation).toEqual({ attempts: 1, retried: true, tokens: 150, round: 1 });
+    // a snapshot taken before verdicts were kept: none so far
+    const { evaluation: _none, ...older } = progressSnapshot(foldProgress('t', log.slice(0, 1)));
+    expect(progressFromSnapshot(JSON.parse(JSON.stringify(older)))!.evaluation).toEqual({
+      attempts: 0,
+      retried: false,
+      tokens: 0,
+      round: null,
+    });
+  });
 });

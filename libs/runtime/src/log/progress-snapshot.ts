@@ -147,6 +147,15 @@ const ProgressSnapshotSchema = z.looseObject({
   meter: MeterSnapshot,
   /** absent in snapshots taken before tasks had todos: those tasks had none */
   todos: TodoSnapshot.optional(),
+  /** absent in snapshots taken before answers were evaluated: those tasks had no verdict */
+  evaluation: z
+    .object({
+      attempts: z.number().int().nonnegative(),
+      retried: z.boolean(),
+      tokens: z.number().int().nonnegative(),
+      round: z.number().int().nullable(),
+    })
+    .optional(),
   final: z.object({ stop_reason: StopReason, detail: z.string(), result: z.string().nullable() }).nullable(),
   last_seq: z.number().int().nonnegative(),
 });
@@ -203,6 +212,7 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
     clientTools: new Map((s.clientTools ?? []) as Array<[string, ClientTool]>),
     pendingClientTools: new Map((s.pendingClientTools ?? []) as Array<[string, PendingClientTool]>),
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
+    evaluation: s.evaluation ?? { attempts: 0, retried: false, tokens: 0, round: null },
     timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
     children: new Map(s.children as Array<[string, ChildProgress]>),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
