@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
-import { spawnCli } from '@runledger/testing';
+import { TestPostgres, spawnCli } from '@runledger/testing';
 
 export const ADMIN = 'tok-admin-perm-0123456789abcdef';
 
@@ -167,4 +167,28 @@ export class ServerProcess {
   async events(taskId: string): Promise<{ type: string; payload: Record<string, unknown> }[]> {
     return (await this.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
   }
+}
+
+/**
+ * Two server instances on a fresh PostgreSQL schema with short leases (renewed every 250 ms, lost
+ * 1.5 s after a kill), the second beside the first; `configure` sets up the first before the second
+ * copies its environment.
+ */
+export async function pgServerPair(
+  pg: TestPostgres,
+  configure: (first: ServerProcess) => void = () => undefined,
+): Promise<[ServerProcess, ServerProcess]> {
+  const schema = await pg.freshSchema({ migrate: false });
+  await schema.handle.close();
+  const a = ServerProcess.create({
+    RUNLEDGER_DB: schema.url,
+    RUNLEDGER_PG_SCHEMA: schema.schema,
+    RUNLEDGER_LEASE_RENEW_MS: '250',
+    RUNLEDGER_LEASE_TTL_MS: '1500',
+    RUNLEDGER_MEMORY: 'off',
+    LOG_LEVEL: 'warn',
+  });
+  a.env.RUNLEDGER_DATA_DIR = join(a.dir, 'data');
+  configure(a);
+  return [a, ServerProcess.beside(a)];
 }

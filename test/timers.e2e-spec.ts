@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isTerminalStatus } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
-import { ServerProcess } from './permissions-server';
+import { ServerProcess, pgServerPair } from './permissions-server';
 
 /**
  * Durable timers through real server processes: a task that waits holds nothing, survives a SIGKILL
@@ -131,19 +131,7 @@ describePostgres('durable timers on PostgreSQL: two instances, one killed as the
   const PG_WAIT_MS = 1_500;
 
   beforeEach(async () => {
-    const schema = await pg.freshSchema({ migrate: false });
-    await schema.handle.close();
-    a = ServerProcess.create({
-      RUNLEDGER_DB: schema.url,
-      RUNLEDGER_PG_SCHEMA: schema.schema,
-      RUNLEDGER_LEASE_RENEW_MS: '250',
-      RUNLEDGER_LEASE_TTL_MS: '1500',
-      RUNLEDGER_MEMORY: 'off',
-      LOG_LEVEL: 'warn',
-    });
-    a.env.RUNLEDGER_DATA_DIR = join(a.dir, 'data');
-    scriptIn(a, PG_WAIT_MS);
-    b = ServerProcess.beside(a);
+    [a, b] = await pgServerPair(pg, (first) => scriptIn(first, PG_WAIT_MS));
   });
   afterEach(async () => {
     await b.dispose();

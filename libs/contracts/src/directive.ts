@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AcceptCheck, Budgets, TodoSpec, TodoStatus } from './task';
 
-export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent', 'wait'] as const;
+export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent', 'wait', 'wait_for_signal'] as const;
 
 const JsonArgs = z.record(z.string(), z.unknown());
 
@@ -31,6 +31,27 @@ export const WaitArgs = z.union([
 ]);
 export type WaitArgs = z.infer<typeof WaitArgs>;
 
+/** A signal's name: what `POST /tasks/:id/signals/:name` and a wait_for_signal name. */
+export const SignalName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/,
+    'letters, digits, . _ : and -, starting with a letter or digit (max 100)',
+  );
+
+/** What a wait for a signal waits for: the signal's name, and how long at most (absent: for as long as it takes). */
+export const WaitForSignalArgs = z
+  .object({ name: SignalName, timeout_ms: z.number().int().positive().max(MAX_WAIT_MS).optional() })
+  .strict();
+export type WaitForSignalArgs = z.infer<typeof WaitForSignalArgs>;
+
+/** The args a step kind is checked against when its plan is parsed (the others' args are the tool's business). */
+const STEP_ARGS: Partial<Record<(typeof STEP_KINDS)[number], z.ZodType>> = {
+  agent: DelegateArgs,
+  wait: WaitArgs,
+  wait_for_signal: WaitForSignalArgs,
+};
+
 export const PlanStep = z
   .object({
     id: z.string().min(1).max(100),
@@ -42,10 +63,11 @@ export const PlanStep = z
     depends_on: z.array(z.string().min(1).max(100)).default([]),
   })
   .strict()
-  // An agent step's args are a delegation: checked when the plan is parsed, so a bad one gets a correction turn.
+  // An agent or wait step's args are checked when the plan is parsed, so a bad one gets a correction turn.
   .superRefine((step, ctx) => {
-    if (step.kind !== 'agent' && step.kind !== 'wait') return;
-    const args = (step.kind === 'agent' ? DelegateArgs : WaitArgs).safeParse(step.args);
+    const schema = STEP_ARGS[step.kind];
+    if (!schema) return;
+    const args = schema.safeParse(step.args);
     if (!args.success)
       for (const issue of args.error.issues)
         ctx.addIssue({ code: 'custom', path: ['args', ...issue.path], message: issue.message });
@@ -99,6 +121,11 @@ export const WaitDirective = z
     message: 'a wait needs exactly one of duration_ms and until',
   });
 
+/** Wait, durably, for a signal sent to the task (one that came before the wait is taken first). */
+export const WaitForSignalDirective = z
+  .object({ type: z.literal('wait_for_signal'), ...WaitForSignalArgs.shape })
+  .strict();
+
 export const ExecutionDirective = z.discriminatedUnion('type', [
   PlanDirective,
   ToolDirective,
@@ -106,12 +133,14 @@ export const ExecutionDirective = z.discriminatedUnion('type', [
   FailDirective,
   DelegateDirective,
   WaitDirective,
+  WaitForSignalDirective,
 ]);
 export type ExecutionDirective = z.infer<typeof ExecutionDirective>;
 export type PlanDirective = z.infer<typeof PlanDirective>;
 export type ToolDirective = z.infer<typeof ToolDirective>;
 export type DelegateDirective = z.infer<typeof DelegateDirective>;
 export type WaitDirective = z.infer<typeof WaitDirective>;
+export type WaitForSignalDirective = z.infer<typeof WaitForSignalDirective>;
 
 /**
  * One native tool call as the model sent it (OpenAI `tool_calls`): the id the

@@ -393,6 +393,27 @@ export const EventPayloads = {
   }),
   /** the timer came due and was fired by whichever instance held the task then: once per TIMER_SET */
   TIMER_FIRED: z.object({ timer_id: Id, due_at: z.string() }),
+  /**
+   * A signal sent to the task (`POST /tasks/:id/signals/:name`, an inbound webhook): recorded once per
+   * signal_id, kept until a wait for its name takes it, in the order received.
+   */
+  SIGNAL_RECEIVED: z.object({ signal_id: Id, name: Id, payload: Json }),
+  /**
+   * The task waits for a signal of this name (a wait_for_signal step): with a timeout, a TIMER_SET of
+   * the same id rides in the same commit, and its firing ends the wait as timed out.
+   */
+  SIGNAL_AWAITED: z.object({
+    wait_id: Id,
+    step_id: Id,
+    name: Id,
+    timeout_ms: z.number().int().positive().nullable(),
+    counts_against_timeout: z.boolean(),
+  }),
+  /**
+   * The wait ends with this signal, the oldest of its name not yet taken. A delivery to a wait that
+   * already ended, or of a signal already taken, changes nothing.
+   */
+  SIGNAL_DELIVERED: z.object({ wait_id: Id, signal_id: Id, name: Id }),
   /** a guard acted without ending the task: a reminder, a retry, a fallback, a compaction, a circuit breaker */
   GUARD_TRIGGERED: z.object({
     guard: z.enum([

@@ -19,6 +19,7 @@ export * from './loop/provider-chain';
 export * from './loop/execution-engine';
 export * from './loop/runtime-loop';
 export * from './control/runtime-controller';
+export * from './control/task-signals';
 export * from './control/session-turns';
 export * from './control/task-ownership';
 export * from './control/backpressure';

@@ -210,9 +210,13 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
       return { ...s, pending_requests: pending, status: statusFor(pending) };
     }
     case 'TIMER_SET':
+    case 'SIGNAL_AWAITED':
       return { ...s, status: 'waiting' };
     case 'TIMER_FIRED':
       return { ...s, status: statusFor(s.pending_requests) };
+    case 'SIGNAL_DELIVERED':
+      // a delivery that ended the wait; one to a wait already over (a race's second) moves nothing
+      return s.status === 'waiting' ? { ...s, status: statusFor(s.pending_requests) } : s;
     case 'TASK_COMPLETED':
     case 'TASK_FAILED':
     case 'TASK_CANCELLED':
@@ -245,6 +249,9 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TODO_UPDATED':
     case 'ANSWER_EVALUATED':
       return { ...s, status: progressed(s) };
+    // a signal is kept until a wait takes it: its arrival alone moves nothing
+    case 'SIGNAL_RECEIVED':
+      return s;
     // outbound deliveries live in their own streams, never a task's
     case 'CHECKPOINT_SAVED':
     case 'CALLBACK_REGISTERED':

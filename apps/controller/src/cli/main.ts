@@ -20,6 +20,8 @@ import {
   ReplayResult,
   StderrRuntimeLogger,
   compareReplay,
+  pendingSignalWait,
+  pendingTimer,
   progressContextFold,
   replayBundle,
   todoList,
@@ -204,6 +206,18 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
         if (code !== null) return code;
         continue;
       }
+      // a timer is waited out here (this process fires it when due); a signal must come from elsewhere
+      const signalWait = pendingSignalWait(p);
+      if (signalWait && !pendingTimer(p))
+        return waiting(
+          p,
+          o,
+          `runledger signal ${p.task_id} ${signalWait.name} '<payload JSON>' (or POST /tasks/${p.task_id}/signals/${signalWait.name} on a running server)`,
+        );
+      if (p.status === 'waiting') {
+        await runtime.untilMovedOn(taskId, p.last_seq);
+        continue;
+      }
       o.io.progress(
         `task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`,
         'yellow',
@@ -297,19 +311,25 @@ function summary(p: TaskProgress, o: FollowOptions, unknown: UnknownOutcome[]): 
 }
 
 function waiting(p: TaskProgress, o: FollowOptions, how: string): number {
+  const signal = pendingSignalWait(p);
   if (o.json)
     o.io.answer(
       JSON.stringify({
         waiting: {
           task_id: p.task_id,
           status: p.status,
-          request: p.pendingPermission ?? p.pendingSecret,
+          request: p.pendingPermission ?? p.pendingSecret ?? signal,
           resolve: how,
         },
       }),
     );
   else {
-    o.io.progress(`task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:`, 'cyan');
+    o.io.progress(
+      signal
+        ? `task ${p.task_id} is waiting for signal ${signal.name}. Send it with:`
+        : `task ${p.task_id} is ${p.status}; no terminal to ask. Resolve it with:`,
+      'cyan',
+    );
     o.io.progress(`  ${how}`);
   }
   return EXIT.waiting;
@@ -399,6 +419,21 @@ async function execute(
         return await listTasks(app, io, cmd);
       case 'events':
         return await printEvents(app, io, cmd);
+      case 'signal': {
+        const sent = await runtime.sendSignal(cmd.task_id, {
+          name: cmd.name,
+          payload: cmd.payload,
+          ...(cmd.signal_id ? { signal_id: cmd.signal_id } : {}),
+        });
+        if (cmd.json) io.answer(JSON.stringify({ signal: sent }));
+        else
+          io.progress(
+            `signal ${sent.name} ${sent.created ? 'recorded' : 'was already recorded'} as ${sent.signal_id}; ${sent.taken_by ? `taken by wait ${sent.taken_by}` : 'kept until a wait for it takes it'}`,
+          );
+        // a task the signal woke runs here: followed to its end, or until it waits again
+        if (!sent.created || sent.taken_by === null) return EXIT.completed;
+        return await follow(app, cmd.task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+      }
       case 'cancel':
         await runtime.cancel(cmd.task_id);
         return await follow(app, cmd.task_id, { io, json: cmd.json, yes: false, interactive: false });

@@ -46,6 +46,20 @@ describe('parseArgs (commander)', () => {
       json: true,
     });
     expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
+    expect(parseArgs(['signal', 't1', 'ci.done', '{"ok":true}', '--id', 'run-7'])).toEqual({
+      kind: 'signal',
+      task_id: 't1',
+      name: 'ci.done',
+      payload: { ok: true },
+      signal_id: 'run-7',
+      json: false,
+      yes: false,
+    });
+    expect(parseArgs(['signal', 't1', 'ci'])).toMatchObject({
+      kind: 'signal',
+      payload: null,
+      signal_id: null,
+    });
     expect(parseArgs(['replay', 't1', '--json'])).toEqual({
       kind: 'replay',
       task_id: 't1',
@@ -115,6 +129,9 @@ describe('parseArgs (commander)', () => {
     );
     expect(refused(['run'])).toBe("missing required argument 'input'; see runledger run --help");
     expect(refused(['cancel'])).toBe("missing required argument 'task_id'; see runledger cancel --help");
+    expect(refused(['signal', 't1', 'ci', '{not json'])).toMatch(/payload\] must be JSON/);
+    expect(refused(['signal', 't1', '-bad'])).toBeTruthy();
+    expect(refused(['signal', 't1', 'bad name'])).toMatch(/signal: <name>/);
     expect(refused(['resume', 't1', 't2'])).toMatch(/^too many arguments for 'resume'/);
     expect(refused(['serve', 'extra'])).toMatch(/^too many arguments for 'serve'/);
     expect(refused(['resolve', 't1', 'r1', 'maybe'])).toContain(

@@ -6,6 +6,7 @@ import {
   PermissionDecision,
   TASK_STATUSES,
   TaskStatus,
+  SignalName,
   ValidationError,
 } from '@runledger/contracts';
 
@@ -39,6 +40,15 @@ export type CliCommand =
   | { kind: 'cancel'; task_id: string; json: boolean }
   | { kind: 'tasks'; status: TaskStatus | null; session: string | null; limit: number; json: boolean }
   | { kind: 'events'; task_id: string; follow: boolean; json: boolean }
+  | {
+      kind: 'signal';
+      task_id: string;
+      name: string;
+      payload: unknown;
+      signal_id: string | null;
+      json: boolean;
+      yes: boolean;
+    }
   | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'backup'; file: string; json: boolean }
   | { kind: 'verify'; target: string; json: boolean }
@@ -60,7 +70,7 @@ Exit codes:
   0  the task completed (replay: and matched its recording)
   1  it ended otherwise
   2  bad usage
-  3  it waits for a person (no terminal to ask)`;
+  3  it waits for a person (no terminal to ask) or for a signal`;
 
 function budgetPair(text: string): [string, number] {
   const m = /^([a-z_]+)=(.+)$/.exec(text);
@@ -133,6 +143,7 @@ interface Flags {
   status?: TaskStatus;
   limit?: string;
   follow?: boolean;
+  id?: string;
 }
 
 /** `--limit`: a whole number from 1 to 500 */
@@ -323,6 +334,39 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .action((taskId: string, f: Flags) =>
       done({ kind: 'events', task_id: taskId, follow: Boolean(f.follow), json: Boolean(f.json) }),
     );
+
+  program
+    .command('signal')
+    .description(
+      'send a signal to a task (kept until a wait_for_signal of its name takes it); a task it wakes is followed',
+    )
+    .argument('<task_id>')
+    .argument('<name>')
+    .argument('[payload]', 'the payload as JSON (default: null)')
+    .addOption(new Option('--id <signal_id>', "the signal's id: sent again with it, it is recorded once"))
+    .addOption(option.yes())
+    .addOption(option.json())
+    .action((taskId: string, name: string, payloadText: string | undefined, f: Flags) => {
+      const signalName = SignalName.safeParse(name);
+      if (!signalName.success)
+        throw new ValidationError(`signal: <name> ${signalName.error.issues[0].message}`);
+      let payload: unknown = null;
+      if (payloadText !== undefined)
+        try {
+          payload = JSON.parse(payloadText);
+        } catch {
+          throw new ValidationError(`signal: [payload] must be JSON, got ${JSON.stringify(payloadText)}`);
+        }
+      done({
+        kind: 'signal',
+        task_id: taskId,
+        name,
+        payload,
+        signal_id: typeof f.id === 'string' ? f.id : null,
+        json: Boolean(f.json),
+        yes: Boolean(f.yes),
+      });
+    });
 
   program
     .command('rebuild')

@@ -46,7 +46,9 @@ export function eventLine(e: RuntimeEvent): string | null {
                 ? `delegate to ${d.agent}: ${short(d.input, 80)}`
                 : d.type === 'wait'
                   ? `wait ${d.until !== undefined ? `until ${d.until}` : `${d.duration_ms} ms`}`
-                  : `fail: ${short(d.reason)}`;
+                  : d.type === 'wait_for_signal'
+                    ? `wait for signal ${d.name}${d.timeout_ms !== undefined ? `, at most ${d.timeout_ms} ms` : ''}`
+                    : `fail: ${short(d.reason)}`;
       return `→ round ${e.payload.round}: ${what} [${e.payload.source}${e.payload.fallback_reason ? `, fallback: ${short(e.payload.fallback_reason, 80)}` : ''}]`;
     }
     case 'PLAN_STARTED':
@@ -105,6 +107,12 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `… waiting until ${e.payload.due_at} (step ${e.payload.step_id})`;
     case 'TIMER_FIRED':
       return `· timer ${e.payload.timer_id} fired`;
+    case 'SIGNAL_RECEIVED':
+      return `· signal ${e.payload.name} received (${e.payload.signal_id}): ${short(e.payload.payload, 80)}`;
+    case 'SIGNAL_AWAITED':
+      return `… waiting for signal ${e.payload.name}${e.payload.timeout_ms !== null ? `, at most ${e.payload.timeout_ms} ms` : ''} (step ${e.payload.step_id})`;
+    case 'SIGNAL_DELIVERED':
+      return `· signal ${e.payload.name} (${e.payload.signal_id}) taken by the wait`;
     case 'GUARD_TRIGGERED':
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':

@@ -2,7 +2,15 @@ import { createZodDto } from './zod-dto';
 import { z } from 'zod';
 import { RemoteTaskState, StopReason, TaskStatus, TaskUsage, TodoItem, UserTask } from '@runledger/contracts';
 import { queryInt } from './zod.pipe';
-import { ChildTaskView, INPUT_LINE_MAX, TaskLineage, TaskView } from '@runledger/runtime';
+import {
+  ChildTaskView,
+  INPUT_LINE_MAX,
+  TaskLineage,
+  TaskProgress,
+  TaskView,
+  pendingSignalWait,
+  pendingTimer,
+} from '@runledger/runtime';
 
 export const CreateTaskBody = UserTask;
 export class CreateTaskDto extends createZodDto(CreateTaskBody) {}
@@ -115,6 +123,26 @@ export const TaskDetailResponse = TaskResponse.extend({
     ),
 });
 export type TaskDetailResponse = z.infer<typeof TaskDetailResponse>;
+
+/** What a `waiting` task waits for: a time, or a signal (until a time, with a timeout). */
+export const WaitingFor = z
+  .discriminatedUnion('kind', [
+    z.object({ kind: z.literal('timer'), timer_id: z.string(), due_at: z.string() }),
+    z.object({
+      kind: z.literal('signal'),
+      wait_id: z.string(),
+      name: z.string(),
+      due_at: z.string().nullable().describe('when the wait times out; null: it never does'),
+    }),
+  ])
+  .nullable()
+  .describe('what a `waiting` task waits for; null for any other status');
+export type WaitingFor = z.infer<typeof WaitingFor>;
+
+/** A task's detail with what it waits for. */
+export const TaskWaitingDetailResponse = TaskDetailResponse.extend({ waiting_for: WaitingFor });
+export type TaskWaitingDetailResponse = z.infer<typeof TaskWaitingDetailResponse>;
+export class TaskWaitingDetailResponseDto extends createZodDto(TaskWaitingDetailResponse) {}
 export class TaskDetailResponseDto extends createZodDto(TaskDetailResponse) {}
 
 export const ChildTaskResponse = TaskResponse.extend({
@@ -184,3 +212,17 @@ export const toTaskResponse = (t: TaskView): TaskResponse => ({
   updated_at: t.updated_at,
   duration_ms: t.duration_ms,
 });
+
+/** What the task's progress says it waits for (a wait for a signal names its timeout's due time). */
+export function waitingFor(p: TaskProgress): WaitingFor {
+  const signal = pendingSignalWait(p);
+  const timer = pendingTimer(p);
+  if (signal)
+    return {
+      kind: 'signal',
+      wait_id: signal.wait_id,
+      name: signal.name,
+      due_at: timer?.timer_id === signal.wait_id ? timer.due_at : null,
+    };
+  return timer ? { kind: 'timer', timer_id: timer.timer_id, due_at: timer.due_at } : null;
+}

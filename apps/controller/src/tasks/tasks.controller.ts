@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { NotFoundError } from '@runledger/contracts';
+import { NotFoundError, SignalName } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
 import { ApiBackpressure, ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
 import {
@@ -32,8 +32,9 @@ import {
   SubmitResponseDto,
   TaskChildrenResponse,
   TaskChildrenResponseDto,
-  TaskDetailResponse,
-  TaskDetailResponseDto,
+  TaskWaitingDetailResponse,
+  TaskWaitingDetailResponseDto,
+  waitingFor,
   TaskListResponse,
   TaskListResponseDto,
   TaskResponse,
@@ -43,12 +44,14 @@ import {
   toTaskResponse,
 } from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
+import { SendSignalBody, SendSignalDto, SignalResponse, SignalResponseDto } from '../dtos/signals.dto';
 import { EventStore } from '@runledger/event-store';
 import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
 import type { z } from 'zod';
 
 const taskIdPipe = new ZodPipe(IdParam, 'task_id');
 const requestIdPipe = new ZodPipe(IdParam, 'request_id');
+const signalNamePipe = new ZodPipe(SignalName, 'name');
 const ApiTaskId = () => ApiIdParam('task_id', 'the task, as returned by POST /tasks');
 const ApiRequestId = () => ApiIdParam('request_id', "a pending request of the task (its state's `pending`)");
 
@@ -120,18 +123,21 @@ export class TasksController {
       'Task state: status, stop reason, result, pending requests (its own and those of the tasks it delegated to), usage, place in its tree, todos',
   })
   @ApiTaskId()
-  @ApiResponse({ status: 200, description: 'the task', type: TaskDetailResponseDto.Output })
+  @ApiResponse({ status: 200, description: 'the task', type: TaskWaitingDetailResponseDto.Output })
   @ApiErrors({ 400: 'invalid task_id', 404: 'no such task' })
-  async get(@Param('task_id', taskIdPipe) taskId: string): Promise<TaskDetailResponse> {
+  async get(@Param('task_id', taskIdPipe) taskId: string): Promise<TaskWaitingDetailResponse> {
     const task = await this.requireTask(taskId);
     const lineage = await this.tree.lineage(taskId);
     if (!lineage) throw new NotFoundError(`task ${taskId} not found`, { task_id: taskId });
-    return toTaskDetailResponse(
-      task,
-      lineage,
-      await this.tree.descendantsPending(taskId),
-      await this.tree.todos(taskId),
-    );
+    return {
+      ...toTaskDetailResponse(
+        task,
+        lineage,
+        await this.tree.descendantsPending(taskId),
+        await this.tree.todos(taskId),
+      ),
+      waiting_for: task.status === 'waiting' ? waitingFor(await this.runtime.progress(taskId)) : null,
+    };
   }
 
   @Get(':task_id/children')
@@ -259,6 +265,45 @@ export class TasksController {
   ): Promise<z.infer<typeof ResolutionResponse>> {
     await this.runtime.provideSecret(taskId, requestId, body.secret);
     return { task_id: taskId, request_id: requestId, status: (await this.requireTask(taskId)).status };
+  }
+
+  @Post(':task_id/signals/:name')
+  @HttpCode(202)
+  @RequireScope('tasks:write')
+  @ApiOperation({
+    operationId: 'sendSignal',
+    summary: 'Send a signal to a task: kept in order until a wait_for_signal of its name takes it',
+    description:
+      'Recorded as SIGNAL_RECEIVED. When the task waits for a signal of this name, the oldest kept one is ' +
+      'delivered to the wait (SIGNAL_DELIVERED) and the task runs on; otherwise it is kept for a later wait. ' +
+      'The same signal_id is recorded once, whoever sends it and on whichever instance.',
+  })
+  @ApiTaskId()
+  @ApiIdParam('name', "the signal's name, as a wait_for_signal names it")
+  @ApiResponse({ status: 202, description: 'the signal is recorded', type: SignalResponseDto.Output })
+  @ApiErrors({
+    400: 'invalid task_id, name or body, or a payload over 64 KiB',
+    404: 'no such task',
+    409: 'the task has ended, or the signal_id was used with another name or payload',
+    413: 'body larger than RUNLEDGER_BODY_LIMIT',
+  })
+  async sendSignal(
+    @Param('task_id', taskIdPipe) taskId: string,
+    @Param('name', signalNamePipe) name: string,
+    @Body(new ZodPipe(SendSignalBody.optional(), 'body')) body: SendSignalDto | undefined,
+  ): Promise<z.infer<typeof SignalResponse>> {
+    const sent = await this.runtime.sendSignal(taskId, {
+      name,
+      payload: body?.payload,
+      signal_id: body?.signal_id,
+    });
+    return {
+      task_id: sent.task_id,
+      signal_id: sent.signal_id,
+      name: sent.name,
+      created: sent.created,
+      taken_by: sent.taken_by,
+    };
   }
 
   private async requireTask(taskId: string) {

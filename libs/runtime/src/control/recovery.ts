@@ -6,6 +6,7 @@ import { SUSPENDED_STATUSES } from '../loop/runtime-loop';
 import { DueTimers } from './due-timers';
 import { RunQueue } from './run-queue';
 import { TaskAnswers } from './task-answers';
+import { deliverKeptSignal } from './task-signals';
 import { TaskOwnership, ownedElsewhere } from './task-ownership';
 import { UnfinishedTasks } from './unfinished-tasks';
 
@@ -70,6 +71,7 @@ export class Recovery {
       if (runs.closed) break;
       if (free && !free.has(taskId)) continue;
       const p = await this.deps.progress(taskId);
+      if (!p.final && p.status === 'waiting') await deliverKeptSignal(this.deps.answers, p);
       if (p.final || SUSPENDED_STATUSES.includes(p.status)) continue;
       if (ownership && !(await ownership.claim(taskId, { force: options.force }))) continue;
       if (p.last_seq > 1) {
@@ -171,7 +173,8 @@ export class Recovery {
   private noticeTimers(events: readonly RuntimeEvent[]): void {
     for (const e of events) {
       if (e.type === 'TIMER_SET') this.dueTimers?.arm(e.task_id, e.payload.due_at);
-      else if (e.type === 'TIMER_FIRED' || isFinalEventType(e.type)) this.dueTimers?.drop(e.task_id);
+      else if (e.type === 'TIMER_FIRED' || e.type === 'SIGNAL_DELIVERED' || isFinalEventType(e.type))
+        this.dueTimers?.drop(e.task_id);
     }
   }
 }

@@ -32,13 +32,14 @@ import { SessionSecrets } from '../log/session-secrets';
 import { mutationIntentOf } from '../discipline/round-policy';
 import { TaskProgress } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
-import { RuntimeLoop } from '../loop/runtime-loop';
+import { RuntimeLoop, SUSPENDED_STATUSES } from '../loop/runtime-loop';
 import { TaskEndedElsewhereError, TaskWriter } from '../log/task-writer';
 import type { SessionTask } from '../log/task-views';
 import { Admission } from './admission';
 import { Recovery } from './recovery';
 import { RunQueue } from './run-queue';
 import { TaskAnswers } from './task-answers';
+import { SignalSent, SignalToSend, sendSignal } from './task-signals';
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
@@ -103,6 +104,11 @@ export interface RuntimeControllerDeps {
   /** where the remote tasks of delegations to remote agents are cancelled; none when absent */
   remoteChildren?: { agents: AgentCatalog; remote: RemoteAgents };
 }
+
+/** how often a waiting task is looked at while a caller waits for it to move on */
+const MOVED_ON_POLL_MS = 100;
+/** how long a task that moved on without being queued here is watched before it counts as run elsewhere */
+const MOVED_ON_ELSEWHERE_MS = 2_000;
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
 export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency:${key}`).slice(0, 32)}`;
@@ -498,6 +504,28 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
             },
           },
     );
+  }
+
+  /** A signal for the task: recorded once per signal id, delivered to a wait for its name (see sendSignal). */
+  sendSignal(taskId: string, signal: SignalToSend): Promise<SignalSent> {
+    return sendSignal(this.deps.answers, (id) => this.progress(id), taskId, signal);
+  }
+
+  /**
+   * Resolves once a waiting task has moved on from event `seq`: it runs (or is queued) here, it
+   * ended or waits again, or another process took it up.
+   */
+  async untilMovedOn(taskId: string, seq: number): Promise<void> {
+    for (let movedAt: number | null = null; ;) {
+      if (this.deps.runs.holds(taskId)) return;
+      const p = await this.progress(taskId);
+      if (p.last_seq > seq) {
+        if (p.final || SUSPENDED_STATUSES.includes(p.status)) return;
+        movedAt ??= Date.now();
+        if (Date.now() - movedAt > MOVED_ON_ELSEWHERE_MS) return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, MOVED_ON_POLL_MS));
+    }
   }
 
   /**

@@ -33,13 +33,18 @@ export class TaskAnswers {
   }
 
   /** Appended under this process's lease on the task when it holds one. */
-  async appendIfUnchanged(p: TaskProgress, event: NewEvent): Promise<void> {
+  async appendIfUnchanged(p: TaskProgress, event: NewEvent | readonly NewEvent[]): Promise<void> {
     const lease = this.ownership?.tokenOf(p.task_id);
+    const events = (Array.isArray(event) ? event : [event]) as readonly NewEvent[];
     try {
-      await this.store.append(p.task_id, [{ ...event, session_id: p.session_id }], {
-        expected: p.last_seq,
-        ...(lease ? { lease } : {}),
-      });
+      await this.store.append(
+        p.task_id,
+        events.map((e) => ({ ...e, session_id: p.session_id })),
+        {
+          expected: p.last_seq,
+          ...(lease ? { lease } : {}),
+        },
+      );
     } catch (err) {
       if (err instanceof ConcurrencyError)
         throw new IllegalStateError(`task ${p.task_id} changed meanwhile; try again`);
@@ -55,21 +60,28 @@ export class TaskAnswers {
    * runs on.
    */
   /** `accepted` runs once the append has made this answer the one recorded, before the task runs on. */
-  async recordResolution(p: TaskProgress, event: NewEvent, accepted?: () => void): Promise<void> {
+  async recordResolution(
+    p: TaskProgress,
+    event: NewEvent | readonly NewEvent[],
+    accepted?: () => void,
+  ): Promise<void> {
     const ownership = this.ownership;
     const claimed =
       ownership && !this.runs.closed
         ? !ownership.holds(p.task_id) && (await ownership.claim(p.task_id))
         : false;
-    const event_id = newId('evt');
-    this.ownAnswers.add(event_id);
+    const events = ((Array.isArray(event) ? event : [event]) as readonly NewEvent[]).map((e) => ({
+      ...e,
+      event_id: newId('evt'),
+    }));
+    for (const e of events) this.ownAnswers.add(e.event_id);
     try {
-      await this.appendIfUnchanged(p, { ...event, event_id });
+      await this.appendIfUnchanged(p, events);
     } catch (err) {
       if (claimed) await ownership!.release(p.task_id);
       throw err;
     } finally {
-      this.ownAnswers.delete(event_id);
+      for (const e of events) this.ownAnswers.delete(e.event_id);
     }
     accepted?.();
     if (!ownership || ownership.holds(p.task_id))
@@ -93,6 +105,7 @@ export class TaskAnswers {
         (e.type === 'PERMISSION_RESOLVED' ||
           e.type === 'SECRET_PROVIDED' ||
           e.type === 'TIMER_FIRED' ||
+          e.type === 'SIGNAL_DELIVERED' ||
           ((e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED') &&
             e.payload.request_id !== undefined)) &&
         !this.ownAnswers.has(e.event_id) &&

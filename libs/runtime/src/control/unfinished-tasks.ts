@@ -24,6 +24,9 @@ const TRACKED: readonly EventType[] = [
   'TOOL_FAILED',
   'TIMER_SET',
   'TIMER_FIRED',
+  'SIGNAL_RECEIVED',
+  'SIGNAL_AWAITED',
+  'SIGNAL_DELIVERED',
   'TASK_COMPLETED',
   'TASK_FAILED',
   'TASK_CANCELLED',
@@ -43,6 +46,8 @@ export class UnfinishedTasks {
   private readonly timers = new Map<string, { sequence: number; due_at: string | null }>();
   /** how many calls to its client's tools each task waits for */
   private readonly clientCalls = new Map<string, number>();
+  /** tasks that were sent a signal */
+  private readonly signalled = new Set<string>();
   private after = 0;
 
   constructor(private readonly store: EventStore) {}
@@ -114,14 +119,25 @@ export class UnfinishedTasks {
             if (!this.clientCalls.has(e.task_id)) this.waiting.delete(e.task_id);
             break;
           case 'TIMER_FIRED':
+          case 'SIGNAL_DELIVERED':
             this.waiting.delete(e.task_id);
             this.timers.delete(e.task_id);
+            break;
+          // a task sent signals is looked at by every sweep while it waits: a signal and its wait may
+          // have crossed, leaving one to deliver (see RuntimeController.deliverKeptSignal)
+          case 'SIGNAL_RECEIVED':
+            this.signalled.add(e.task_id);
+            this.waiting.delete(e.task_id);
+            break;
+          case 'SIGNAL_AWAITED':
+            if (!this.signalled.has(e.task_id)) this.waiting.add(e.task_id);
             break;
           default:
             this.open.delete(e.task_id);
             this.waiting.delete(e.task_id);
             this.timers.delete(e.task_id);
             this.clientCalls.delete(e.task_id);
+            this.signalled.delete(e.task_id);
         }
       }
       if (page.length > 0) this.after = page[page.length - 1].position;

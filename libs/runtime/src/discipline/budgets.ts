@@ -160,11 +160,13 @@ export function meterEvolve(state: MeterState, event: RuntimeEvent, options: Met
     case 'TASK_AWAITING_CLIENT_TOOL':
       return { ...state, waitingSince: state.waitingSince ?? event.created_at };
     case 'TIMER_SET':
+    case 'SIGNAL_AWAITED':
       if (event.payload.counts_against_timeout) return state;
       return { ...state, waitingSince: state.waitingSince ?? event.created_at };
     case 'PERMISSION_RESOLVED':
     case 'SECRET_PROVIDED':
     case 'TIMER_FIRED':
+    case 'SIGNAL_DELIVERED':
       return waitEnded(state, event.created_at);
     case 'CONTEXT_BUILT': {
       const round = event.payload.round;

@@ -18,6 +18,8 @@ import {
   ChildProgress,
   PendingClientTool,
   PlanProgress,
+  SignalProgress,
+  SignalWaitProgress,
   TaskProgress,
   TimerProgress,
 } from './progress';
@@ -112,6 +114,13 @@ const ProgressSnapshotSchema = z.looseObject({
   pendingClientTools: z.array(z.tuple([z.string(), Loose])).optional(),
   /** absent in snapshots taken before timers existed: those tasks had none */
   timers: z.array(z.tuple([z.string(), z.object({ set: Loose, fired: z.boolean() })])).optional(),
+  /** absent in snapshots taken before signals existed: those tasks had none */
+  signals: z
+    .array(z.tuple([z.string(), z.object({ received: Loose, taken_by: z.string().nullable() })]))
+    .optional(),
+  signalWaits: z
+    .array(z.tuple([z.string(), z.object({ awaited: Loose, outcome: Loose.nullable() })]))
+    .optional(),
   permissionDecisions: z.array(
     z.tuple([
       z.string(),
@@ -179,6 +188,8 @@ export function progressSnapshot(p: TaskProgress): ProgressSnapshot {
     timers: [...p.timers],
     clientTools: [...p.clientTools],
     pendingClientTools: [...p.pendingClientTools],
+    signals: [...p.signals],
+    signalWaits: [...p.signalWaits],
     modelCallBackends: [...p.modelCallBackends],
     modelCallConversations: [...p.modelCallConversations],
     continuations: [...p.continuations],
@@ -208,12 +219,16 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
       | 'timers'
       | 'clientTools'
       | 'pendingClientTools'
+      | 'signals'
+      | 'signalWaits'
     >),
     clientTools: new Map((s.clientTools ?? []) as Array<[string, ClientTool]>),
     pendingClientTools: new Map((s.pendingClientTools ?? []) as Array<[string, PendingClientTool]>),
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
     evaluation: s.evaluation ?? { attempts: 0, retried: false, tokens: 0, round: null },
     timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
+    signals: new Map((s.signals ?? []) as Array<[string, SignalProgress]>),
+    signalWaits: new Map((s.signalWaits ?? []) as Array<[string, SignalWaitProgress]>),
     children: new Map(s.children as Array<[string, ChildProgress]>),
     calls: new Map(s.calls.map((c) => [c.call_id, c as CallProgress])),
     plans: new Map(

@@ -65,6 +65,19 @@ export interface TimerProgress {
   fired: boolean;
 }
 
+/** A signal sent to the task: kept, in the order received, until a wait takes it. */
+export interface SignalProgress {
+  received: EventPayload<'SIGNAL_RECEIVED'>;
+  /** the wait that took it; null while it is kept */
+  taken_by: string | null;
+}
+
+/** A wait for a signal: as started, and how it ended (null while it waits). */
+export interface SignalWaitProgress {
+  awaited: EventPayload<'SIGNAL_AWAITED'>;
+  outcome: { kind: 'signal'; signal_id: string } | { kind: 'timeout' } | null;
+}
+
 export type PendingPermission = EventPayload<'TASK_AWAITING_PERMISSION'>;
 export type PendingSecret = EventPayload<'TASK_AWAITING_SECRET'>;
 export type PendingClientTool = EventPayload<'TASK_AWAITING_CLIENT_TOOL'>;
@@ -109,6 +122,10 @@ export interface TaskProgress {
   pendingClientTools: Map<string, PendingClientTool>;
   /** the task's timers by timer id, in the order they were set */
   timers: Map<string, TimerProgress>;
+  /** signals sent to the task by signal id, in the order received */
+  signals: Map<string, SignalProgress>;
+  /** the task's waits for a signal by wait id, in the order started */
+  signalWaits: Map<string, SignalWaitProgress>;
   /** by call_id; an MCP server's question has its own (elicitationCallId) and may carry the form's content */
   permissionDecisions: Map<
     string,
@@ -162,6 +179,8 @@ const initial = (task_id: string): TaskProgress => ({
   clientTools: new Map(),
   pendingClientTools: new Map(),
   timers: new Map(),
+  signals: new Map(),
+  signalWaits: new Map(),
   permissionDecisions: new Map(),
   modelCalls: {},
   modelCallBackends: new Map(),
@@ -482,7 +501,28 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
       break;
     case 'TIMER_FIRED': {
       const timer = p.timers.get(e.payload.timer_id);
+      // a wait for a signal whose timer fires ends timed out
+      const wait = p.signalWaits.get(e.payload.timer_id);
+      if (wait?.outcome) break;
+      if (wait) wait.outcome = { kind: 'timeout' };
       if (timer) timer.fired = true;
+      p.status = 'running';
+      break;
+    }
+    case 'SIGNAL_RECEIVED':
+      if (!p.signals.has(e.payload.signal_id))
+        p.signals.set(e.payload.signal_id, { received: e.payload, taken_by: null });
+      break;
+    case 'SIGNAL_AWAITED':
+      p.signalWaits.set(e.payload.wait_id, { awaited: e.payload, outcome: null });
+      p.status = 'waiting';
+      break;
+    case 'SIGNAL_DELIVERED': {
+      const wait = p.signalWaits.get(e.payload.wait_id);
+      const signal = p.signals.get(e.payload.signal_id);
+      if (!wait || wait.outcome || !signal || signal.taken_by !== null) break;
+      wait.outcome = { kind: 'signal', signal_id: signal.received.signal_id };
+      signal.taken_by = wait.awaited.wait_id;
       p.status = 'running';
       break;
     }
@@ -550,10 +590,24 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
   return p;
 }
 
-/** The timer the task waits for, or null when it waits for none. */
+/** The timer the task waits for, or null when it waits for none (a wait for a signal that ended has none). */
 export function pendingTimer(p: TaskProgress): EventPayload<'TIMER_SET'> | null {
   if (p.status !== 'waiting') return null;
-  for (const t of p.timers.values()) if (!t.fired) return t.set;
+  for (const t of p.timers.values())
+    if (!t.fired && !p.signalWaits.get(t.set.timer_id)?.outcome) return t.set;
+  return null;
+}
+
+/** The wait for a signal the task is in, or null when it waits for none. */
+export function pendingSignalWait(p: TaskProgress): EventPayload<'SIGNAL_AWAITED'> | null {
+  if (p.status !== 'waiting') return null;
+  for (const w of p.signalWaits.values()) if (!w.outcome) return w.awaited;
+  return null;
+}
+
+/** The oldest signal of this name no wait has taken yet: the next a wait for it takes. */
+export function keptSignal(p: TaskProgress, name: string): EventPayload<'SIGNAL_RECEIVED'> | null {
+  for (const s of p.signals.values()) if (s.taken_by === null && s.received.name === name) return s.received;
   return null;
 }
 

@@ -51,6 +51,8 @@ export interface EngineDeps {
 export const DELEGATE_STEP_ID = 'delegate';
 /** The one step a wait directive runs as: a plan of one wait step. */
 export const WAIT_STEP_ID = 'wait';
+/** The one step a wait_for_signal directive runs as. */
+export const WAIT_FOR_SIGNAL_STEP_ID = 'wait_for_signal';
 
 /**
  * Runs a decided directive: plan, tool, respond, fail. Plans go to the
@@ -134,6 +136,22 @@ export class ExecutionEngine {
             directive.until !== undefined
               ? `wait until ${directive.until}`
               : `wait ${directive.duration_ms} ms`,
+          requires_confirmation: false,
+          depends_on: [],
+        };
+        return this.plans.run(writer, [step], round, signal);
+      }
+      case 'wait_for_signal': {
+        const { type: _wait, ...args } = directive;
+        const step = {
+          id: WAIT_FOR_SIGNAL_STEP_ID,
+          kind: 'wait_for_signal' as const,
+          tool: null,
+          args,
+          description:
+            args.timeout_ms === undefined
+              ? `wait for signal ${args.name}`
+              : `wait for signal ${args.name}, at most ${args.timeout_ms} ms`,
           requires_confirmation: false,
           depends_on: [],
         };

@@ -1,6 +1,7 @@
 import { BUILT_IN_CODER, ModelToolCall } from '@runledger/contracts';
 import {
   DELEGATE_FUNCTION,
+  WAIT_FOR_SIGNAL_FUNCTION,
   WAIT_FUNCTION,
   timeFunctions,
   FAIL_FUNCTION,
@@ -234,7 +235,7 @@ describe('runledger_wait', () => {
   const anyArgs = () => null;
 
   it('is offered beside the tools', () => {
-    expect(timeFunctions().map((f) => f.name)).toEqual([WAIT_FUNCTION]);
+    expect(timeFunctions().map((f) => f.name)).toEqual([WAIT_FUNCTION, WAIT_FOR_SIGNAL_FUNCTION]);
   });
 
   it('a call is a wait directive, for a duration or until a time', () => {
@@ -258,6 +259,36 @@ describe('runledger_wait', () => {
     expect(neither.ok).toBe(false);
     const beside = directiveFromToolCalls(
       [wait('w1', { duration_ms: 5 }), { id: 'c2', name: 'file_read', arguments: '{}' }],
+      anyArgs,
+    );
+    expect(beside).toMatchObject({ ok: false, error: expect.stringContaining('must be the only call') });
+  });
+});
+
+describe('runledger_wait_for_signal', () => {
+  const wait = (id: string, args: unknown) => ({
+    id,
+    name: WAIT_FOR_SIGNAL_FUNCTION,
+    arguments: JSON.stringify(args),
+  });
+  const anyArgs = () => null;
+
+  it('a call is a wait_for_signal directive, with or without a timeout', () => {
+    expect(directiveFromToolCalls([wait('s1', { name: 'ci.done' })], anyArgs)).toEqual({
+      ok: true,
+      directive: { type: 'wait_for_signal', name: 'ci.done' },
+    });
+    expect(directiveFromToolCalls([wait('s1', { name: 'paid', timeout_ms: 60_000 })], anyArgs)).toEqual({
+      ok: true,
+      directive: { type: 'wait_for_signal', name: 'paid', timeout_ms: 60_000 },
+    });
+  });
+
+  it('a bad name, a zero timeout, or a call beside others get a correction turn', () => {
+    expect(directiveFromToolCalls([wait('s1', { name: '-x' })], anyArgs).ok).toBe(false);
+    expect(directiveFromToolCalls([wait('s1', { name: 'ci', timeout_ms: 0 })], anyArgs).ok).toBe(false);
+    const beside = directiveFromToolCalls(
+      [wait('s1', { name: 'ci' }), { id: 'c2', name: 'file_read', arguments: '{}' }],
       anyArgs,
     );
     expect(beside).toMatchObject({ ok: false, error: expect.stringContaining('must be the only call') });

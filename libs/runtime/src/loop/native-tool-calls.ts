@@ -4,6 +4,7 @@ import {
   DelegateArgs,
   ExecutionDirective,
   MAX_WAIT_MS,
+  WaitForSignalArgs,
   ModelToolCall,
   PlanStep,
   PlanTodos,
@@ -22,6 +23,7 @@ export const PLAN_FUNCTION = 'runledger_plan';
 export const FAIL_FUNCTION = 'runledger_fail';
 export const DELEGATE_FUNCTION = 'runledger_delegate';
 export const WAIT_FUNCTION = 'runledger_wait';
+export const WAIT_FOR_SIGNAL_FUNCTION = 'runledger_wait_for_signal';
 
 const PLAN_PARAMETERS = wireSchema(z.object({ steps: z.array(PlanStep).min(1).max(50) }));
 const PLAN_WITH_TODOS_PARAMETERS = wireSchema(
@@ -46,7 +48,9 @@ const WAIT_PARAMETERS = wireSchema(
   }),
 );
 
-/** The runtime's durable wait, offered to an orchestrator beside its tools. */
+const WAIT_FOR_SIGNAL_PARAMETERS = wireSchema(WaitForSignalArgs);
+
+/** The runtime's durable waits, offered to an orchestrator beside its tools. */
 export function timeFunctions(): ToolFunction[] {
   return [
     {
@@ -55,16 +59,28 @@ export function timeFunctions(): ToolFunction[] {
         'Wait, durably, before going on: for duration_ms milliseconds or until an ISO 8601 time (give one of them). The task sleeps without holding resources and survives restarts. Call it alone.',
       parameters: WAIT_PARAMETERS,
     },
+    {
+      name: WAIT_FOR_SIGNAL_FUNCTION,
+      description:
+        "Wait, durably, for a signal sent to this task by another system (POST /tasks/{id}/signals/{name}); a signal sent before the wait is taken at once. With timeout_ms the wait ends as timed out after that long. The result is the signal's payload. Call it alone.",
+      parameters: WAIT_FOR_SIGNAL_PARAMETERS,
+    },
   ];
 }
 
+/** the runtime functions whose call is a directive of its own (and must be the only call of its reply) */
+const OWN_FUNCTIONS: Record<string, string> = {
+  [PLAN_FUNCTION]: 'plan',
+  [FAIL_FUNCTION]: 'fail',
+  [WAIT_FUNCTION]: 'wait',
+  [WAIT_FOR_SIGNAL_FUNCTION]: 'wait_for_signal',
+};
+
 /** the directive a runtime function of its own stands for */
-const ownDirective = (name: string, args: Record<string, unknown>): Record<string, unknown> =>
-  name === PLAN_FUNCTION
-    ? { type: 'plan', ...args }
-    : name === WAIT_FUNCTION
-      ? { type: 'wait', ...args }
-      : { type: 'fail', ...args };
+const ownDirective = (name: string, args: Record<string, unknown>): Record<string, unknown> => ({
+  type: OWN_FUNCTIONS[name],
+  ...args,
+});
 
 /**
  * The tools a role may use, as functions (manifest name, description, args schema), then plan and
@@ -225,9 +241,7 @@ export function directiveFromToolCalls(calls: readonly ModelToolCall[], check: A
   const errors = new Map<string, string>();
   const parsed = calls.map((c) => ({ call: c, args: argsOf(c) }));
   for (const { call, args } of parsed) if (!args.ok) errors.set(call.id, args.error);
-  const own = calls.filter(
-    (c) => c.name === PLAN_FUNCTION || c.name === FAIL_FUNCTION || c.name === WAIT_FUNCTION,
-  );
+  const own = calls.filter((c) => Object.hasOwn(OWN_FUNCTIONS, c.name));
   if (own.length > 0 && calls.length > 1)
     for (const c of own) errors.set(c.id, `${c.name} must be the only call of its reply`);
   if (errors.size > 0) return refuse(calls, errors);

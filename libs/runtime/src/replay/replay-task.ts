@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
-import { IllegalStateError, NewEvent, NotFoundError, RuntimeEvent } from '@runledger/contracts';
+import { EventPayload, IllegalStateError, NewEvent, NotFoundError, RuntimeEvent } from '@runledger/contracts';
 import { LabelledBackend, recordedProviderLabels } from '../model/providers';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
 import { RecordedClock, RecordedClockEventStore } from './replay-clock';
@@ -10,7 +10,7 @@ import { RuntimeParts } from '../runtime-options';
 import { DynamicModule } from '@nestjs/common';
 import { RecordedChildTasks } from '../delegation/child-tasks';
 import { RecordedRemoteAgents } from '../delegation/remote-agents';
-import { TaskProgress, elicitedCall, pendingTimer } from '../log/progress';
+import { TaskProgress, elicitedCall, pendingSignalWait, pendingTimer } from '../log/progress';
 import { RecordedTimers } from '../loop/engine/timers';
 import {
   ReplayBackend,
@@ -167,6 +167,14 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
       clientAnswers.set(e.payload.call_id, { ok: true, output: e.payload.result.output });
     else if (e.type === 'TOOL_FAILED' && e.payload.request_id)
       clientAnswers.set(e.payload.call_id, { ok: false, error: e.payload.error });
+  // the signal each recorded wait took, as it was sent
+  const sent = new Map<string, EventPayload<'SIGNAL_RECEIVED'>>();
+  const taken = new Map<string, EventPayload<'SIGNAL_RECEIVED'>>();
+  for (const e of events) {
+    if (e.type === 'SIGNAL_RECEIVED') sent.set(e.payload.signal_id, e.payload);
+    if (e.type === 'SIGNAL_DELIVERED' && !taken.has(e.payload.wait_id) && sent.has(e.payload.signal_id))
+      taken.set(e.payload.wait_id, sent.get(e.payload.signal_id)!);
+  }
   for (const e of events)
     if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
       forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
@@ -178,6 +186,13 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
       if (timer && fired.has(timer.timer_id))
         return async (runtime, taskId) => {
           await runtime.fireTimer(taskId, { early: true });
+        };
+      // the signal the recording's wait took comes again (one sent before the wait comes when it waits)
+      const wait = pendingSignalWait(p);
+      const signal = wait && taken.get(wait.wait_id);
+      if (signal)
+        return async (runtime, taskId) => {
+          await runtime.sendSignal(taskId, signal);
         };
       const form = p.pendingPermission;
       if (form && elicitedCall(form.call_id)) {

@@ -120,6 +120,44 @@ describe('replayTask', () => {
     expect(replayed[replayed.length - 1]).toMatchObject({ type: 'TASK_COMPLETED' });
   });
 
+  it('a run woken by a signal, and one whose wait timed out, replay with the recorded outcome', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [
+        JSON.stringify({ type: 'wait_for_signal', name: 'paid', timeout_ms: 200 }),
+        JSON.stringify({ type: 'wait_for_signal', name: 'paid' }),
+        JSON.stringify({ type: 'respond', content: 'paid' }),
+      ],
+    });
+    const rt = await startTestRuntime({
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new RuleTablePolicy({}),
+      model,
+    });
+    const { task_id } = await rt.runtime.submit({ input: 'wait to be paid' }, { source: 'cli' });
+    // the first wait times out by the wall clock; the second is ended by a signal
+    for (let end = Date.now() + 5_000; ;) {
+      const p = await rt.runtime.progress(task_id);
+      if (p.signalWaits.size === 2 && p.status === 'waiting') break;
+      if (Date.now() > end) throw new Error(`the second wait never started: ${p.status}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const sent = await rt.runtime.sendSignal(task_id, { name: 'paid', payload: { amount: 5 } });
+    expect(sent.taken_by).not.toBeNull();
+    for (let end = Date.now() + 5_000; !(await rt.runtime.progress(task_id)).final;) {
+      if (Date.now() > end) throw new Error('the task never ended');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await rt.runtime.settled(task_id);
+    await rt.close();
+    const replayed = await expectSameRun(task_id);
+    const steps = replayed.filter((e) => e.type === 'STEP_FAILED' || e.type === 'STEP_COMPLETED');
+    expect(steps.map((e) => e.type)).toEqual(['STEP_FAILED', 'STEP_COMPLETED']);
+    expect(replayed.find((e) => e.type === 'SIGNAL_RECEIVED')?.payload).toEqual(
+      (await temp.store.readWholeStream(task_id)).find((e) => e.type === 'SIGNAL_RECEIVED')?.payload,
+    );
+  });
+
   it('a provider error that fell back to sys_util replays the same fallback', async () => {
     const model = new ScriptedBackend({
       orchestrator: [{ error: 'provider_error' }, '{"type":"respond","content":"fine"}'],

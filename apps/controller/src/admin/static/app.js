@@ -119,6 +119,29 @@ $('t-cancel').addEventListener('click', async () => {
     flash(e.message);
   }
 });
+$('t-signal').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const name = $('t-signal-name').value.trim();
+  const text = $('t-signal-payload').value.trim();
+  let payload = null;
+  try {
+    payload = text ? JSON.parse(text) : null;
+  } catch {
+    flash('the payload is not JSON');
+    return;
+  }
+  try {
+    const sent = await api(
+      `/tasks/${encodeURIComponent(taskView.id)}/signals/${encodeURIComponent(name)}`,
+      { method: 'POST', body: { payload } },
+    );
+    flash(sent.taken_by ? `signal ${name} delivered` : `signal ${name} kept until the task waits for it`);
+    $('t-signal-payload').value = '';
+    await taskView.loadState();
+  } catch (e) {
+    flash(e.message);
+  }
+});
 $('t-more').addEventListener('click', () => taskView.showEarlier());
 $('t-timeline').addEventListener('click', async (ev) => {
   const button = ev.target.closest('button.fork');

@@ -152,6 +152,16 @@ const taskView = {
     $('t-duration').textContent = taskDuration(t);
     $('t-result').textContent = t.result ?? '';
     $('t-cancel').hidden = TERMINAL.has(t.status);
+    $('t-signal').hidden = TERMINAL.has(t.status);
+    const w = t.waiting_for;
+    $('t-waiting-label').hidden = $('t-waiting').hidden = !w;
+    $('t-waiting').textContent = !w
+      ? ''
+      : w.kind === 'timer'
+        ? `a timer, due ${w.due_at}`
+        : `signal ${w.name}${w.due_at ? `, at most until ${w.due_at}` : ''}`;
+    // a wait for a signal names it: the form is filled in for the person who sends it
+    if (w?.kind === 'signal' && !$('t-signal-name').value) $('t-signal-name').value = w.name;
     this.renderPending(t);
     this.renderTodos(t);
     await this.renderTree(t);

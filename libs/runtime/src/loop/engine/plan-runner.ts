@@ -1,4 +1,12 @@
-import { DelegateArgs, ModelToolCall, NewEvent, PlanStep, TodoSpec, WaitArgs } from '@runledger/contracts';
+import {
+  DelegateArgs,
+  ModelToolCall,
+  NewEvent,
+  PlanStep,
+  TodoSpec,
+  WaitArgs,
+  WaitForSignalArgs,
+} from '@runledger/contracts';
 import { planTodoEvents } from '../../discipline/todos';
 import { toolsForAgent } from '../../delegation/agent-catalog';
 import { DelegationRunner } from '../../delegation/delegation-runner';
@@ -14,7 +22,15 @@ import { ModelGateway } from '../model-gateway';
 import { CUT_OFF, ChatMessage, ModelBackend, ModelResponse, cutOff } from '../../model/model-backend';
 import { distinctCallIds } from '../../model/tool-turns';
 import { FAIL_FUNCTION, PLAN_FUNCTION, argsOf, toolFunctions } from '../native-tool-calls';
-import { PlanProgress, callIdFor, coderCallIdFor, planIdFor, resultText } from '../../log/progress';
+import {
+  PlanProgress,
+  TaskProgress,
+  callIdFor,
+  coderCallIdFor,
+  keptSignal,
+  planIdFor,
+  resultText,
+} from '../../log/progress';
 import { callThroughChain } from '../provider-chain';
 import { letTheLoopTurn } from '../../control/backpressure';
 import { TaskWriter } from '../../log/task-writer';
@@ -313,7 +329,86 @@ export class PlanRunner {
       }
       case 'wait':
         return this.waitStep(writer, args, step, round);
+      case 'wait_for_signal':
+        return this.waitForSignalStep(writer, args, step, round);
     }
+  }
+
+  /**
+   * A durable wait for a signal: SIGNAL_AWAITED (with a TIMER_SET of the same id for a timeout), and
+   * in the same commit the oldest kept signal of the name when one came before. Otherwise the task
+   * waits, holding nothing, until a signal's sender delivers it (SIGNAL_DELIVERED) or the timer
+   * fires; the step runs again then and ends with the signal, or fails as timed out.
+   */
+  private async waitForSignalStep(
+    writer: TaskWriter,
+    args: Record<string, unknown>,
+    step: PlanStep,
+    round: number,
+  ): Promise<StepOutcome> {
+    const wait_id = callIdFor(round, step.id);
+    const ended = (p: TaskProgress): StepOutcome | null => {
+      const wait = p.signalWaits.get(wait_id);
+      if (!wait?.outcome) return null;
+      if (wait.outcome.kind === 'timeout')
+        return {
+          kind: 'failed',
+          error: `timeout: no signal "${wait.awaited.name}" within ${wait.awaited.timeout_ms} ms`,
+        };
+      const signal = p.signals.get(wait.outcome.signal_id)!.received;
+      return {
+        kind: 'completed',
+        output: { signal: signal.name, signal_id: signal.signal_id, payload: signal.payload },
+      };
+    };
+    const deliver = (p: TaskProgress, name: string): NewEvent[] => {
+      const kept = keptSignal(p, name);
+      return kept
+        ? [{ type: 'SIGNAL_DELIVERED', payload: { wait_id, signal_id: kept.signal_id, name } }]
+        : [];
+    };
+    if (writer.progress.signalWaits.has(wait_id)) {
+      const end = ended(writer.progress);
+      if (end) return end;
+      // a signal kept when the wait started that its own commit did not take (it came in between)
+      const late = deliver(writer.progress, writer.progress.signalWaits.get(wait_id)!.awaited.name);
+      if (late.length === 0) return { kind: 'suspend' };
+      await writer.append(late);
+      return ended(writer.progress) ?? { kind: 'suspend' };
+    }
+    const wait = WaitForSignalArgs.safeParse(args);
+    if (!wait.success)
+      return { kind: 'failed', error: `invalid wait_for_signal step: ${wait.error.issues[0].message}` };
+    const { name, timeout_ms } = wait.data;
+    const counts_against_timeout = writer.progress.settings?.timeout_includes_waits === true;
+    const timer: NewEvent[] =
+      timeout_ms === undefined
+        ? []
+        : [
+            {
+              type: 'TIMER_SET',
+              payload: {
+                timer_id: wait_id,
+                step_id: step.id,
+                due_at:
+                  this.deps.recordedTimers?.dueAt(wait_id) ??
+                  dueAtOf({ duration_ms: timeout_ms }, (this.deps.clock ?? WALL_CLOCK).now()),
+                duration_ms: timeout_ms,
+                until: null,
+                counts_against_timeout,
+              },
+            },
+          ];
+    await writer.append([
+      {
+        type: 'SIGNAL_AWAITED',
+        payload: { wait_id, step_id: step.id, name, timeout_ms: timeout_ms ?? null, counts_against_timeout },
+      },
+      ...timer,
+      ...deliver(writer.progress, name),
+    ]);
+    // the append may have met a signal sent meanwhile (the writer folded it in before this wait): taken now
+    return this.waitForSignalStep(writer, args, step, round);
   }
 
   /**
