@@ -88,7 +88,7 @@ export class ServerProcess {
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 90_000;
     for (;;) {
       const m = /listening on (http:\/\/\S+)/.exec(buffered);
       if (m) {
