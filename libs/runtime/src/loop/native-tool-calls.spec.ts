@@ -172,7 +172,11 @@ describe('toolFunctions', () => {
       properties: {
         steps: {
           type: 'array',
-          items: { properties: { kind: { enum: ['tool', 'coder', 'memory', 'respond', 'agent', 'wait'] } } },
+          items: {
+            properties: {
+              kind: { enum: ['tool', 'coder', 'memory', 'respond', 'agent', 'wait', 'wait_for_signal'] },
+            },
+          },
         },
       },
     });
