@@ -132,6 +132,40 @@ describe('A2A 1.0 through the SDK client', () => {
     });
   });
 
+  it('a file the task wrote in the allowed root is an artifact: in the stream before the final status, and in GetTask while it exists', async () => {
+    const waiting = asTask(
+      await admin.sendMessage(send(message([text('write notes/a2a-notes.md: # Notes\nhello artifact')]))),
+    );
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const asked = requestOf(waiting);
+    expect(asked).toMatchObject({ tool: 'file_write' });
+    const answer = message([data({ request_id: asked.request_id, decision: 'allow_once' })], {
+      taskId: waiting.id,
+    });
+    const streamed: StreamResponse[] = [];
+    for await (const r of admin.sendMessageStream(send(answer))) streamed.push(r);
+    expect(stateOf(streamed[streamed.length - 1])).toBe(TaskState.TASK_STATE_COMPLETED);
+    const artifacts = streamed.flatMap((r) =>
+      r.payload?.$case === 'artifactUpdate' ? [r.payload.value.artifact!] : [],
+    );
+    const file = artifacts.find((a) => a.name === 'notes/a2a-notes.md');
+    expect(file?.parts[0]).toMatchObject({
+      content: { $case: 'text', value: '# Notes\nhello artifact' },
+      filename: 'a2a-notes.md',
+      mediaType: 'text/markdown',
+    });
+    expect(artifacts.map((a) => a.name)).toContain('result');
+
+    const got = await admin.getTask({ tenant: '', id: waiting.id });
+    expect(got.artifacts.map((a) => a.name)).toEqual(['result', 'notes/a2a-notes.md']);
+    expect(got.artifacts[1].artifactId).toBe(`${waiting.id}:file:notes/a2a-notes.md`);
+    // the artifact is the file as it is: one deleted since is no longer shown
+    rmSync(join(sut.workspace, 'notes', 'a2a-notes.md'));
+    expect((await admin.getTask({ tenant: '', id: waiting.id })).artifacts.map((a) => a.name)).toEqual([
+      'result',
+    ]);
+  });
+
   it('streams until input-required; a dropped subscription resubscribes to every later update once, in order', async () => {
     const stream = admin.sendMessageStream(send(message([text('run echo streamed > a2a-streamed.txt')])));
     const first: StreamResponse[] = [];

@@ -168,6 +168,58 @@ export function resultArtifact(taskId: string, result: string): Artifact {
   };
 }
 
+/** A file a task wrote in the allowed root, as read when the task is shown (null text: not UTF-8 text). */
+export interface WrittenFile {
+  path: string;
+  text: string | null;
+  bytes: number;
+  truncated: boolean;
+}
+
+export const fileArtifactId = (taskId: string, path: string): string => `${taskId}:file:${path}`;
+
+const MEDIA_TYPES: Record<string, string> = {
+  md: 'text/markdown',
+  json: 'application/json',
+  html: 'text/html',
+  csv: 'text/csv',
+  js: 'text/javascript',
+  ts: 'text/x-typescript',
+  py: 'text/x-python',
+};
+const mediaTypeOf = (path: string): string =>
+  MEDIA_TYPES[/\.([A-Za-z0-9]+)$/.exec(path)?.[1].toLowerCase() ?? ''] ?? 'text/plain';
+
+/** A written file as an artifact: its text (a binary file is named, not included). */
+export function fileArtifact(taskId: string, f: WrittenFile): Artifact {
+  const filename = f.path.split('/').pop() ?? f.path;
+  return {
+    artifactId: fileArtifactId(taskId, f.path),
+    name: f.path,
+    description: 'a file the task wrote in its allowed root',
+    parts: [
+      f.text !== null
+        ? {
+            content: { $case: 'text', value: f.text },
+            metadata: undefined,
+            filename,
+            mediaType: mediaTypeOf(f.path),
+          }
+        : {
+            content: {
+              $case: 'data',
+              value: { path: f.path, bytes: f.bytes, note: 'not UTF-8 text: not included' },
+            },
+            metadata: undefined,
+            filename,
+            mediaType: 'application/json',
+          },
+    ],
+    metadata: { runledger: { path: f.path, bytes: f.bytes, truncated: f.truncated } },
+    extensions: [],
+  };
+}
+
 /** Our stop reason, stop detail, usage and the log position a view stands at, in A2A metadata. */
 export const runledgerMetadata = (view: TaskView): { runledger: Record<string, unknown> } => ({
   runledger: {
@@ -193,7 +245,13 @@ export interface TaskInput {
 export function a2aTaskOf(
   view: TaskView,
   input: TaskInput,
-  options: { pending?: readonly PendingRequestView[]; historyLength?: number; artifacts?: boolean } = {},
+  options: {
+    pending?: readonly PendingRequestView[];
+    historyLength?: number;
+    artifacts?: boolean;
+    /** the files the task wrote, after its answer */
+    files?: readonly Artifact[];
+  } = {},
 ): Task {
   const history: Message[] = [
     {
@@ -216,7 +274,12 @@ export function a2aTaskOf(
     contextId: view.session_id,
     status: a2aStatusOf(view, options.pending ?? view.pending),
     artifacts:
-      options.artifacts === false || view.result === null ? [] : [resultArtifact(view.task_id, view.result)],
+      options.artifacts === false
+        ? []
+        : [
+            ...(view.result === null ? [] : [resultArtifact(view.task_id, view.result)]),
+            ...(options.files ?? []),
+          ],
     history: keep === undefined ? history : keep <= 0 ? [] : history.slice(-keep),
     metadata: runledgerMetadata(view),
   };

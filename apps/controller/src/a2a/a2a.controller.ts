@@ -7,6 +7,7 @@ import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { AgentCatalog, RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
+import { ToolSandbox } from '@runledger/tools';
 import { AuthenticatedRequest, requireScope } from '../auth/auth.guard';
 import { Public, RequireToken } from '../auth/scopes';
 import { scopeOfJsonRpc, scopeOfRest } from './a2a-scopes';
@@ -16,6 +17,22 @@ import { OutboundDeliveries } from '../outbound/outbound-deliveries';
 import { eventSourceOf } from '../streaming/follow-events';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, AGENT_CARD_ROUTE, buildAgentCard } from './agent-card';
 import { A2ACaller, RunledgerA2AHandler } from './runledger-a2a-handler';
+import { WrittenFile } from './a2a-mapping';
+
+/** Most of one written file an artifact carries. */
+const FILE_ARTIFACT_MAX_BYTES = 1024 * 1024;
+
+/** A written file through the sandbox (confined to the allowed root, symlinks resolved); null when it is gone. */
+function readWritten(sandbox: ToolSandbox, path: string): WrittenFile | null {
+  try {
+    const f = sandbox.readFile(path, FILE_ARTIFACT_MAX_BYTES);
+    // what did not decode as UTF-8 text (or holds NUL bytes) is a binary file
+    const binary = f.content.includes('\uFFFD') || f.content.includes('\u0000');
+    return { path, text: binary ? null : f.content, bytes: f.bytes, truncated: f.truncated };
+  } catch {
+    return null;
+  }
+}
 
 /**
  * A2A 1.0 at this service's own URL: the agent card (public), the JSON-RPC binding at /a2a/jsonrpc
@@ -38,6 +55,7 @@ export class A2AController {
     @Inject(EventStore) store: EventStore,
     @Inject(EventBus) bus: EventBus,
     @Inject(OutboundDeliveries) outbound: OutboundDeliveries,
+    @Inject(ToolSandbox) sandbox: ToolSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(HttpAdapterHost) private readonly http: HttpAdapterHost,
   ) {
@@ -50,6 +68,7 @@ export class A2AController {
       events: eventSourceOf(store, bus),
       outbound,
       card: () => this.card(),
+      readFile: (path) => readWritten(sandbox, path),
     });
     const userBuilder = (req: Request) =>
       Promise.resolve(

@@ -29,9 +29,11 @@ import {
   NotFoundError,
   RuntimeEvent,
   ValidationError,
+  isFinalEventType,
   isTerminalStatus,
   sha256,
 } from '@runledger/contracts';
+import { Artifact } from '@a2a-js/sdk';
 import { EventStore } from '@runledger/event-store';
 import {
   PendingRequestView,
@@ -39,6 +41,7 @@ import {
   TaskTree,
   TaskView,
   TaskViews,
+  filesWritten,
   taskViewFromState,
 } from '@runledger/runtime';
 import { TaskState as OurTaskState } from '@runledger/state-store';
@@ -51,6 +54,7 @@ import {
   a2aTaskOf,
   a2aUpdateStep,
   answerOfMessage,
+  fileArtifact,
   idempotencyKeyOf,
   inputOfMessage,
   isEndState,
@@ -58,6 +62,7 @@ import {
   messageIdOfKey,
   personRequests,
   statusFilterOf,
+  WrittenFile,
 } from './a2a-mapping';
 import { followTask } from './task-follow';
 
@@ -88,7 +93,12 @@ export interface A2AHandlerDeps {
   events: EventSource;
   outbound: OutboundDeliveries;
   card: () => AgentCard;
+  /** a file of the allowed root as it is now; null when it is gone (or no longer inside the root) */
+  readFile: (path: string) => WrittenFile | null;
 }
+
+/** How many written files a task shows as artifacts (the first written), and how much of each. */
+export const FILE_ARTIFACTS_MAX = 50;
 
 const LIST_PAGE_MAX = 100;
 const LIST_PAGE_DEFAULT = 50;
@@ -198,6 +208,7 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
           a2aTaskOf(v, await this.inputOf(v.task_id), {
             historyLength: params.historyLength,
             artifacts: params.includeArtifacts === true,
+            files: params.includeArtifacts === true ? await this.fileArtifacts(v.task_id) : [],
           }),
         ),
       );
@@ -344,7 +355,10 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
     const state = events.reduce<OurTaskState | null>((s, e) => a2aUpdateStep(s, e).state, null)!;
     // the snapshot is the fold of the events read, so the updates go on from exactly there
     const view = taskViewFromState(state);
-    const task = a2aTaskOf(view, inputFrom(events[0]), { pending: await this.pendingOf(view) });
+    const task = a2aTaskOf(view, inputFrom(events[0]), {
+      pending: await this.pendingOf(view),
+      files: await this.fileArtifacts(taskId),
+    });
     yield { payload: { $case: 'task', value: task } };
     if (stopAt(task.status!.state)) return;
     for await (const update of this.updates(taskId, state.last_seq, closed, state)) {
@@ -370,6 +384,22 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
     for await (const e of followTask(this.deps.events, taskId, afterSeq, closed)) {
       const step = a2aUpdateStep(state, e);
       state = step.state;
+      // at the end the written files come as artifacts too, before the final status
+      if (isFinalEventType(e.type))
+        for (const artifact of await this.fileArtifacts(taskId))
+          yield {
+            payload: {
+              $case: 'artifactUpdate',
+              value: {
+                taskId,
+                contextId: state.session_id,
+                artifact,
+                append: false,
+                lastChunk: true,
+                metadata: { runledger: { seq: e.sequence, event_type: e.type } },
+              },
+            },
+          };
       yield* step.updates;
     }
   }
@@ -379,7 +409,30 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
     return a2aTaskOf(view, await this.inputOf(taskId), {
       historyLength,
       pending: await this.pendingOf(view),
+      files: await this.fileArtifacts(taskId),
     });
+  }
+
+  /**
+   * The files the task and the tasks it delegated to here wrote (recorded write calls), as they
+   * are in the allowed root now; one deleted since is left out.
+   */
+  private async fileArtifacts(taskId: string): Promise<Artifact[]> {
+    const paths: string[] = [];
+    for (let level = [taskId]; level.length > 0 && paths.length < FILE_ARTIFACTS_MAX;) {
+      const next: string[] = [];
+      for (const id of level) {
+        for (const path of filesWritten(await this.deps.store.readWholeStream(id)))
+          if (!paths.includes(path)) paths.push(path);
+        next.push(...(await this.deps.tree.children(id)).filter((c) => !c.remote).map((c) => c.task_id));
+      }
+      level = next;
+    }
+    return paths
+      .slice(0, FILE_ARTIFACTS_MAX)
+      .map((path) => this.deps.readFile(path))
+      .filter((f): f is WrittenFile => f !== null)
+      .map((f) => fileArtifact(taskId, f));
   }
 
   /** The task's own pending requests, or, while it waits on a task it delegated to, that task's. */

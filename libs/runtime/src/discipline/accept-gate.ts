@@ -307,3 +307,20 @@ export function judgeFacts(
   const failing = results.find((r) => r.required && !r.passed) ?? null;
   return { passed: failing === null, results, failing };
 }
+
+/**
+ * The files a task's recorded write calls left in the allowed root (file_write, file_edit; a later
+ * file_delete takes one out), as the tools were given their paths, in the order first written.
+ * Files a shell command wrote are not known to the log and not listed.
+ */
+export function filesWritten(events: readonly RuntimeEvent[]): string[] {
+  const files = new Map<string, string>();
+  for (const f of toolFacts(events)) {
+    if (f.ok !== true || !WRITE_TOOLS.includes(f.tool)) continue;
+    const path = pathOf(f);
+    if (path === null) continue;
+    if (f.tool === 'file_delete') files.delete(normPath(path));
+    else if (!files.has(normPath(path))) files.set(normPath(path), path);
+  }
+  return [...files.values()];
+}
