@@ -23,6 +23,7 @@ export * from './control/task-signals';
 export * from './control/session-turns';
 export * from './control/task-ownership';
 export * from './control/backpressure';
+export * from './loop/pacing';
 export * from './runtime-logger';
 export * from './runtime.module';
 export * from './runtime-options';

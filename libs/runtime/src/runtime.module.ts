@@ -42,7 +42,7 @@ import { Admission } from './control/admission';
 import { TaskAnswers } from './control/task-answers';
 import { Recovery } from './control/recovery';
 import { loadProgress } from './log/checkpoints';
-import { EventLoopMonitor, SubmissionPacing } from './control/backpressure';
+import { EventLoopMonitor, SubmissionPacing } from './loop/pacing';
 import { RuntimeLogger } from './runtime-logger';
 import { AnswerEvaluation } from './discipline/answer-evaluation';
 import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';

@@ -2,11 +2,10 @@ import { OverloadedError, QueueFullError } from '@runledger/contracts';
 import {
   BACKPRESSURE_RETRY_AFTER_SECONDS,
   BackpressureLimits,
-  SubmissionPacing,
   UNABSORBED_WAIT_MS,
-  holdTasksWhileAnswering,
   loopOverloaded,
 } from './backpressure';
+import { SubmissionPacing, holdTasksWhileAnswering } from '../loop/pacing';
 import { RunQueue } from './run-queue';
 
 /**

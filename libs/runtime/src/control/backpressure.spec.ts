@@ -1,10 +1,10 @@
 import { NewEvent, OverloadedError, QueueFullError } from '@runledger/contracts';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import { BackpressureLimits } from './backpressure';
 import {
   ANSWERING_HOLD_MAX_MS,
   ANSWERING_WAIT_MAX_MS,
-  BackpressureLimits,
   EventLoopMonitor,
   LoopLoadSource,
   PACED_STEP_MS,
@@ -13,7 +13,7 @@ import {
   TASK_SLICE_MS,
   holdTasksWhileAnswering,
   letTheLoopTurn,
-} from './backpressure';
+} from '../loop/pacing';
 import { taskReceivedPayload } from '../discipline/testing-events';
 import { ScriptedBackend } from '../model/scripted-backend';
 import { AllowAllPolicy, GatedBackend, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';

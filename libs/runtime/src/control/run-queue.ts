@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { BackpressureLimits, SubmissionPacing, loopOverloaded } from './backpressure';
+import { BackpressureLimits, loopOverloaded } from './backpressure';
+import { SubmissionPacing } from '../loop/pacing';
 import { TaskOwnership } from './task-ownership';
 import { LeaseLostSignal, ShutdownSignal } from '../ports';
 import { TaskProgress } from '../log/progress';

@@ -29,7 +29,7 @@ import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { formAnswer } from './permission-answers';
 import { ReplayRequest, ReplayResult, SecretVault } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
-import { mutationIntentOf } from '../discipline/round-policy';
+import { mutationIntentOf } from '../loop/round-policy';
 import { TaskProgress } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
 import { RuntimeLoop, SUSPENDED_STATUSES } from '../loop/runtime-loop';

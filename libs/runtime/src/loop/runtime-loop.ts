@@ -10,11 +10,11 @@ import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from
 import { TaskProgress } from '../log/progress';
 import { TaskEndListener, TaskEndedElsewhereError, TaskWriter, WriterLease } from '../log/task-writer';
 import { TaskCheckpoints } from '../log/checkpoints';
-import { SubmissionPacing, letTheLoopTurn } from '../control/backpressure';
+import { SubmissionPacing, letTheLoopTurn } from './pacing';
 import { describeStop } from '../discipline/stop-reasons';
 import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
-import { decideSurface, isRoundPolicyOn, runtimeAnswer } from '../discipline/round-policy';
+import { decideSurface, isRoundPolicyOn, runtimeAnswer } from './round-policy';
 import { clientToolManifests } from './engine/client-tools';
 import { AnswerEvaluation } from '../discipline/answer-evaluation';
 

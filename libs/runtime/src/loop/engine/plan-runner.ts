@@ -32,7 +32,7 @@ import {
   resultText,
 } from '../../log/progress';
 import { callThroughChain } from '../provider-chain';
-import { letTheLoopTurn } from '../../control/backpressure';
+import { letTheLoopTurn } from '../pacing';
 import { TaskWriter } from '../../log/task-writer';
 import { DoneOutcome, ExecOutcome, HardStop, StepOutcome } from './call-types';
 import { ToolCallRunner } from './tool-call-runner';

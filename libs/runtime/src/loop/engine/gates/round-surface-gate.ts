@@ -1,4 +1,4 @@
-import { NOT_OFFERED, isRoundPolicyOn, surfaceRefusal } from '../../../discipline/round-policy';
+import { NOT_OFFERED, isRoundPolicyOn, surfaceRefusal } from '../../round-policy';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './tool-gate';
 
 /**

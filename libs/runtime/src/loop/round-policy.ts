@@ -1,8 +1,8 @@
 import { MutationIntent, ToolManifest, ToolSurface } from '@runledger/contracts';
 import { TaskProgress } from '../log/progress';
 import { Stop } from '../ports';
-import { classifyRequest } from './request-intent';
-import { isTodoTool } from './todos';
+import { classifyRequest } from '../discipline/request-intent';
+import { isTodoTool } from '../discipline/todos';
 
 /**
  * The round policy: the runtime, not the model, decides what each round may do. A task may change
