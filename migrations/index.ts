@@ -7,6 +7,7 @@ import * as createProcesses from './1795334683670-CreateProcesses';
 import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 import * as createEventLogHead from './1795334683690-CreateEventLogHead';
 import * as addEventSchemaVersion from './1795334683741-AddEventSchemaVersion';
+import * as createArchive from './1795334683800-CreateArchive';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -28,6 +29,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683680-CreateTaskLeases': createTaskLeases,
   '1795334683690-CreateEventLogHead': createEventLogHead,
   '1795334683741-AddEventSchemaVersion': addEventSchemaVersion,
+  '1795334683800-CreateArchive': createArchive,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -1,72 +1,20 @@
-import { ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { CliResult, runCli, servedUrl, spawnCli } from '@runledger/testing';
-
-const TOKEN = 'tok-backup-e2e-0123456789abcdef';
-const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-
-interface Server {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<CliResult>;
-}
-
-/** `runledger serve` on `db` as a child process, once it answers. */
-async function serve(dir: string, db: string): Promise<Server> {
-  const { child, done } = spawnCli(['serve'], {
-    cwd: dir,
-    env: {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      RUNLEDGER_DB: db,
-      RUNLEDGER_ALLOWED_ROOT: join(dir, 'workspace'),
-      RUNLEDGER_ADMIN_TOKEN: TOKEN,
-      RUNLEDGER_SANDBOX: 'process',
-      RUNLEDGER_RATE_LIMIT: '0',
-      // the machine running the tests is busy: never shed a submission here
-      RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
-      RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
-      RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
-      LOG_LEVEL: 'info',
-    },
-  });
-  return {
-    url: await servedUrl(child),
-    child,
-    stop: async () => {
-      child.kill('SIGTERM');
-      return done;
-    },
-  };
-}
-
-const submit = async (url: string, input: string): Promise<string> => {
-  const res = await fetch(`${url}/tasks`, { method: 'POST', headers: auth, body: JSON.stringify({ input }) });
-  expect(res.status).toBe(202);
-  return ((await res.json()) as { task_id: string }).task_id;
-};
-
-const taskOf = async (url: string, id: string): Promise<Record<string, unknown>> => {
-  const res = await fetch(`${url}/tasks/${id}`, { headers: auth });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown>;
-};
-
-async function settled(url: string, id: string): Promise<Record<string, unknown>> {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    const task = await taskOf(url, id);
-    if (['completed', 'failed', 'cancelled'].includes(task.status as string)) return task;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`task ${id} did not end`);
-}
+import {
+  Served,
+  runCli,
+  serveChild as serve,
+  servedAuth as auth,
+  settledTask as settled,
+  submitTask as submit,
+  taskOf,
+} from '@runledger/testing';
 
 describe('backup, verify and restore (e2e, CLI child processes against a running server)', () => {
   let dir: string;
-  const servers: Server[] = [];
+  const servers: Served[] = [];
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'rl-backup-'));
     mkdirSync(join(dir, 'workspace'));

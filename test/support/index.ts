@@ -2,3 +2,4 @@ export * from './openai-server';
 export * from '../../libs/runtime/src/testing';
 export * from './cli';
 export * from './postgres';
+export * from './served';

@@ -13,7 +13,7 @@ import {
 import { DEFAULT_BACKPRESSURE, MODEL_APIS, providerLabel } from '@runledger/runtime';
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
 import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
-import { StorageOptions } from '@runledger/state-store';
+import { StorageOptions, parseRetention } from '@runledger/state-store';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -262,6 +262,24 @@ export const ConfigSchema = z.object({
   RUNLEDGER_ROUND_POLICY: z.enum(['on', 'off']).default('off'),
   /** JSON {"threshold"?, "max_tokens"?, "criteria"?, "timeout_ms"?}: the orchestrator's own answers are evaluated (agents: their profile's `evaluator`) */
   RUNLEDGER_EVALUATOR: jsonFromEnv(AnswerEvaluatorSettings).optional(),
+  /**
+   * retention (docs/retention.md): off, a duration (7d: finished task trees leave the live log that long
+   * after they ended) or a JSON list of rules [{older_than, status?, session_id?, agent?}], first match decides
+   */
+  RUNLEDGER_RETENTION: z
+    .union([z.string(), z.array(z.unknown())])
+    .default('off')
+    .superRefine((value, ctx) => {
+      try {
+        parseRetention(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
+  /** how often the retention sweeper looks for what is due (with RUNLEDGER_RETENTION on) */
+  RUNLEDGER_RETENTION_SWEEP_MS: intFromEnv(1_000, 86_400_000).default(3_600_000),
+  /** tasks per archive segment at most: what one write transaction moves */
+  RUNLEDGER_RETENTION_BATCH: intFromEnv(1, 10_000).default(200),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */

@@ -509,6 +509,27 @@ export const EventPayloads = {
     /** tokens the evaluator's call used (counted against its own max_tokens) */
     tokens: z.number().int().nonnegative(),
   }),
+  /**
+   * Finished task trees moved out of the live log into a checksummed archive segment (stream
+   * `system:archive`), recorded in the transaction that moved them
+   */
+  TASKS_ARCHIVED: z.object({
+    segment_id: Id,
+    task_ids: z.array(Id),
+    /** streams moved besides the tasks' own (their outbound deliveries) */
+    companion_streams: z.array(z.string()).default([]),
+    events: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    sha256: z.string(),
+    /** policy: the retention sweeper or `runledger archive`; older_than: an age given by hand */
+    reason: z.enum(['policy', 'older_than']),
+  }),
+  /** archived tasks brought back into the live log (stream `system:archive`) */
+  TASKS_RESTORED: z.object({
+    segment_id: Id,
+    task_ids: z.array(Id),
+    events: z.number().int().nonnegative(),
+  }),
   TASK_COMPLETED: z.object({
     ...FinalPayload,
     stop_reason: z.literal('completed'),

@@ -275,3 +275,15 @@ export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
   e.created_at,
   e.schema_version,
 ];
+
+/**
+ * The database refused an append to an archived task (trigger events_not_archived): the caller gets
+ * what it can act on, a restore first. Other errors pass as they are.
+ */
+export function archivedTaskError(taskId: string, err: unknown): unknown {
+  if (!(err instanceof Error) || !/task is archived/.test(err.message)) return err;
+  return new IllegalStateError(
+    `task ${taskId} is archived; its stream takes no events until it is restored (runledger restore ${taskId})`,
+    { task_id: taskId, archived: true },
+  );
+}

@@ -1,5 +1,6 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
+import type { ArchivedRange } from './archive/archived-streams';
 
 /** Expected stream version for an append: a sequence number, or a condition. */
 export type ExpectedSequence = number | 'no_stream' | 'stream_exists' | 'any';
@@ -46,8 +47,9 @@ export interface ReadAllOptions {
 }
 
 export interface StoreHead {
-  /** highest global position, 0 for an empty log */
+  /** highest global position ever given, 0 for an empty log (archived events keep theirs) */
   position: number;
+  /** events the log holds, live and archived: archiving moves events, it does not take them out of the log */
   event_count: number;
 }
 
@@ -137,6 +139,15 @@ export abstract class EventStore {
    */
   async readStreamRaw(taskId: string, options?: ReadStreamOptions): Promise<RawEvent[]> {
     return (await this.readStream(taskId, options)).map(rawEventOf);
+  }
+
+  /**
+   * The archived stretches of the global log after `after_position` (through `through`): readAll
+   * reads the live table only, so its reader is told what was moved out instead of seeing a silent
+   * gap. An adapter without an archive has none.
+   */
+  async archivedRanges(_afterPosition: number, _through?: number): Promise<ArchivedRange[]> {
+    return [];
   }
 
   /** readAll's events as JSON text; see readStreamRaw. */

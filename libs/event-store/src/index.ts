@@ -7,9 +7,19 @@ export * from './sqlite/schema';
 export * from './sqlite/open-sqlite';
 export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
-export { buildEnvelopes, type StreamHead, type ValidatedEvent } from './append-batch';
+export {
+  EVENT_INSERT_COLUMNS,
+  buildEnvelopes,
+  eventRowValues,
+  validateBatch,
+  type StreamHead,
+  type ValidatedEvent,
+} from './append-batch';
+export { type EventRow } from './sqlite/rows';
 export * from './group-committer';
 export { checkLease } from './sqlite/check-lease';
 export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';
 export * from './postgres/open-postgres';
 export * from './postgres/pg-event-store';
+export * from './archive/segment';
+export * from './archive/archived-streams';

@@ -1,3 +1,4 @@
+import type { ArchivedRange } from './archive/archived-streams';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import {
@@ -75,6 +76,10 @@ export abstract class WrappingEventStore extends EventStore {
 
   head(): Promise<StoreHead> {
     return this.inner.head();
+  }
+
+  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
+    return this.inner.archivedRanges(afterPosition, through);
   }
 
   streamVersion(taskId: string): Promise<number> {

@@ -11,3 +11,6 @@ export * from './postgres/pg-task-state-store';
 export * from './in-memory-lease-store';
 export * from './sql-lease-store';
 export * from './log-verification';
+export * from './archive/retention-policy';
+export * from './archive/archiver';
+export * from './archive/open-archiver';

@@ -1,5 +1,5 @@
 import { RuntimeEvent, canonicalJson, parseEventBody } from '@runledger/contracts';
-import { Database, rowToEvent } from '@runledger/event-store';
+import { Database, SegmentBytes, decodeSegment, rowToEvent } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from './schema';
 import { TASK_COLUMNS, TaskRow, foldRun, stateToRow } from './task-state-store';
@@ -62,10 +62,16 @@ export function streamProblems(
 /**
  * Reads a whole log (a backup, a restored database) stream by stream, folds every task and compares
  * the fold with its row in the `tasks` projection; checks that sequences are gap-free, positions
- * rise and every payload parses with today's catalogue. Reads only: works on a read-only
- * connection, SQLite or PostgreSQL.
+ * rise and every payload parses with today's catalogue. Archived tasks are read from their segments
+ * (`segmentBytes`: a SQLite database's files; PostgreSQL's are rows), each checked against its
+ * recorded checksum, and folded the same way. Reads only: works on a read-only connection, SQLite or
+ * PostgreSQL.
  */
-export async function verifyLog(db: Kysely<Database>, pageSize = 500): Promise<LogVerification> {
+export async function verifyLog(
+  db: Kysely<Database>,
+  pageSize = 500,
+  segmentBytes?: SegmentBytes,
+): Promise<LogVerification> {
   const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
   const problems: LogProblem[] = [];
   let unlisted = 0;
@@ -106,9 +112,75 @@ export async function verifyLog(db: Kysely<Database>, pageSize = 500): Promise<L
       for (const p of streamProblems(id, stream, row)) report(id, p);
     }
   }
+  const archived = await verifyArchive(db, seen, segmentBytes, report);
+  streams += archived.streams;
+  tasks += archived.tasks;
+  events += archived.events;
   const orphans = await tdb.selectFrom('tasks').select('task_id').execute();
   for (const { task_id } of orphans)
     if (!seen.has(task_id)) report(task_id, `${task_id}: a task row without a single event`);
   if (unlisted > 0) report(null, `${unlisted} more problems not listed`);
   return { ok: problems.length === 0, streams, tasks, events, problems };
+}
+
+/** A database from before the archive (an old backup) has no archive tables: nothing is archived there. */
+async function archiveSegments(db: Kysely<Database>) {
+  try {
+    return await db.selectFrom('archive_segments').select(['segment_id', 'sha256', 'content']).execute();
+  } catch {
+    return [];
+  }
+}
+
+/** Every archived stream, read from its segment and checked as a live one is; added to `seen`. */
+async function verifyArchive(
+  db: Kysely<Database>,
+  seen: Set<string>,
+  segmentBytes: SegmentBytes | undefined,
+  report: (task_id: string | null, problem: string) => void,
+): Promise<{ streams: number; tasks: number; events: number }> {
+  const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
+  const counts = { streams: 0, tasks: 0, events: 0 };
+  for (const segment of await archiveSegments(db)) {
+    const archived = await db
+      .selectFrom('archived_tasks')
+      .selectAll()
+      .where('segment_id', '=', segment.segment_id)
+      .execute();
+    let content;
+    try {
+      const bytes = segment.content ?? (segmentBytes ? await segmentBytes(segment.segment_id) : null);
+      if (!bytes) throw new Error('no segment content and no folder to read it from');
+      content = decodeSegment(bytes, segment.sha256, segment.segment_id);
+    } catch (err) {
+      report(null, `archive segment ${segment.segment_id} cannot be read: ${(err as Error).message}`);
+      for (const a of archived) seen.add(a.task_id);
+      continue;
+    }
+    for (const a of archived) {
+      // the live streams were read first: one already seen is in both places
+      if (seen.has(a.task_id))
+        report(a.task_id, `${a.task_id}: archived in ${segment.segment_id} and live as well`);
+      seen.add(a.task_id);
+      const stream = content.events
+        .filter((e) => e.task_id === a.task_id)
+        .sort((x, y) => x.sequence - y.sequence)
+        .map(rowToEvent);
+      if (stream.length !== a.event_count || stream[stream.length - 1]?.sequence !== a.last_sequence)
+        report(
+          a.task_id,
+          `${a.task_id}: its segment holds ${stream.length} events, its record ${a.event_count}`,
+        );
+      const row = (await tdb
+        .selectFrom('tasks')
+        .selectAll()
+        .where('task_id', '=', a.task_id)
+        .executeTakeFirst()) as TaskRow | undefined;
+      counts.streams++;
+      counts.events += stream.length;
+      if (stream[0]?.type === 'TASK_RECEIVED') counts.tasks++;
+      for (const p of streamProblems(a.task_id, stream, row)) report(a.task_id, p);
+    }
+  }
+  return counts;
 }

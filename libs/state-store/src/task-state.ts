@@ -252,13 +252,15 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     // a signal is kept until a wait takes it: its arrival alone moves nothing
     case 'SIGNAL_RECEIVED':
       return s;
-    // outbound deliveries live in their own streams, never a task's
+    // outbound deliveries and the archive's record live in their own streams, never a task's
     case 'CHECKPOINT_SAVED':
     case 'CALLBACK_REGISTERED':
     case 'CALLBACK_REMOVED':
     case 'DELIVERY_STARTED':
     case 'DELIVERY_SUCCEEDED':
     case 'DELIVERY_FAILED':
+    case 'TASKS_ARCHIVED':
+    case 'TASKS_RESTORED':
       return s;
     default:
       return assertNever(e, type);

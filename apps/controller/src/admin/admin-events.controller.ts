@@ -35,6 +35,9 @@ export class AdminEventsController {
       }),
       this.store.head().then((h) => h.position),
     ]);
-    return toAdminEventsResponse(events, query.after_position, head);
+    // the page covers positions up to its last event (or the head, when nothing live is left after it)
+    const through = events.length === query.limit ? events[events.length - 1].position : head;
+    const archived = await this.store.archivedRanges(query.after_position, through);
+    return toAdminEventsResponse(events, query.after_position, head, archived);
   }
 }

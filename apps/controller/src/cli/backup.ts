@@ -1,7 +1,16 @@
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ValidationError } from '@runledger/contracts';
-import { Database as EventsDatabase, isPostgresUrl, openPostgres } from '@runledger/event-store';
+import {
+  Database as EventsDatabase,
+  fsyncPath,
+  isPostgresUrl,
+  openPostgres,
+  readSegmentFile,
+  segmentFile,
+  segmentFolder,
+  writeSegmentFile,
+} from '@runledger/event-store';
 import { LogVerification, verifyLog } from '@runledger/state-store';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -12,19 +21,12 @@ export interface BackupResult {
   bytes: number;
   /** events in the copy: its highest position */
   events: number;
+  /** archive segments the copy records, copied into `<file>.archive` beside it */
+  segments: number;
 }
 
 /** Pages copied per step once the copy has begun: all that is left, so a busy writer cannot restart it for ever. */
 const ALL_PAGES = 1 << 30;
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * SQLite's online backup of RUNLEDGER_DB into `file`, taken on a read-only connection while the
@@ -45,19 +47,30 @@ export async function backupDatabase(config: AppConfig, file: string, cwd: strin
   if (target === source) throw new ValidationError('backup: the copy cannot be the database itself');
   const partial = `${target}.partial-${process.pid}`;
   try {
-    const events = await copyInto(source, partial);
+    const { events, segments } = await copyInto(source, partial);
+    // the copy's archive: the segments it records (immutable once recorded), beside it under its name
+    if (segments.length > 0) mkdirSync(segmentFolder(target), { recursive: true });
+    for (const id of segments) {
+      const from = segmentFile(segmentFolder(source), id);
+      if (!existsSync(from))
+        throw new ValidationError(
+          `backup: archive segment ${id} was restored away while copying; run it again`,
+        );
+      writeSegmentFile(segmentFile(segmentFolder(target), id), readSegmentFile(from));
+    }
     fsyncPath(partial);
     renameSync(partial, target);
     fsyncPath(dirname(target));
-    return { file: target, bytes: statSync(target).size, events };
+    return { file: target, bytes: statSync(target).size, events, segments: segments.length };
   } catch (err) {
     rmSync(partial, { force: true });
+    rmSync(segmentFolder(target), { recursive: true, force: true });
     throw err;
   }
 }
 
-/** The online backup of `source` into `file`, made a single file; returns how many events it holds. */
-async function copyInto(source: string, file: string): Promise<number> {
+/** The online backup of `source` into `file`, made a single file; returns how many events it holds and its segments. */
+async function copyInto(source: string, file: string): Promise<{ events: number; segments: string[] }> {
   const db = new Database(source, { readonly: true, fileMustExist: true });
   try {
     await db.backup(file, { progress: () => ALL_PAGES });
@@ -69,10 +82,21 @@ async function copyInto(source: string, file: string): Promise<number> {
   const copy = new Database(file, { fileMustExist: true });
   try {
     copy.pragma('journal_mode = DELETE');
-    const { position } = copy.prepare('SELECT max(position) AS position FROM events').get() as {
-      position: number | null;
-    };
-    return position ?? 0;
+    const { position } = copy
+      .prepare(
+        "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",
+      )
+      .get() as { position: number | null };
+    // a database from before the archive has no segments to copy
+    const hasArchive = copy
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_segments'")
+      .get();
+    const segments = hasArchive
+      ? (copy.prepare('SELECT segment_id FROM archive_segments').all() as { segment_id: string }[]).map(
+          (r) => r.segment_id,
+        )
+      : [];
+    return { events: position ?? 0, segments };
   } finally {
     copy.close();
   }
@@ -103,7 +127,7 @@ export async function verifyDatabase(
   }
   const db = new Kysely<EventsDatabase>({ dialect: new SqliteDialect({ database: raw }) });
   try {
-    return await verifyLog(db);
+    return await verifyLog(db, 500, async (id) => readSegmentFile(segmentFile(segmentFolder(path), id)));
   } finally {
     await db.destroy();
   }

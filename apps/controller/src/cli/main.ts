@@ -39,6 +39,7 @@ import {
   readBundleFile,
   writeBundle,
 } from './bundle';
+import { archiveNow, restoreArchived, vacuumDatabase } from './archive';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { listTasks, printEvents } from './listings';
 import { CliOutput } from './output';
@@ -356,7 +357,7 @@ function bootCli(config: AppConfig, yes = false): Promise<INestApplicationContex
 }
 
 async function execute(
-  cmd: Exclude<CliCommand, { kind: 'help' | 'serve' | 'backup' | 'verify' | 'bundle' | 'replay_bundle' }>,
+  cmd: Exclude<CliCommand, { kind: 'help' | 'serve' | MaintenanceKind | 'bundle' | 'replay_bundle' }>,
   io: CliOutput,
 ): Promise<number> {
   const env = { ...process.env };
@@ -458,15 +459,60 @@ async function execute(
   }
 }
 
+/** Commands that work on the database alone, without the runtime (see maintain). */
+type MaintenanceKind = 'backup' | 'verify' | 'archive' | 'restore' | 'vacuum';
+const MAINTENANCE: readonly string[] = ['backup', 'verify', 'archive', 'restore', 'vacuum'];
+const isMaintenance = (cmd: CliCommand): cmd is Extract<CliCommand, { kind: MaintenanceKind }> =>
+  MAINTENANCE.includes(cmd.kind);
+
+/** archive, restore, vacuum: the archiver on the configured database, what it did on stdout. */
+async function archiveCommand(
+  cmd: Extract<CliCommand, { kind: 'archive' | 'restore' | 'vacuum' }>,
+  config: AppConfig,
+  io: CliOutput,
+): Promise<number> {
+  const cwd = process.cwd();
+  if (cmd.kind === 'archive') {
+    const run = await archiveNow(config, cwd, { older_than: cmd.older_than, dry_run: cmd.dry_run });
+    if (cmd.json) io.answer(JSON.stringify({ archive: run }));
+    else {
+      for (const s of run.skipped) io.progress(`kept ${s.task_id}: ${s.reason}`, 'dim');
+      io.answer(
+        run.busy
+          ? 'another instance is archiving now; nothing done'
+          : run.dry_run
+            ? `would archive ${run.tasks.length} task(s), ${run.events} events`
+            : `archived ${run.tasks.length} task(s), ${run.events} events, into ${run.segments.length} segment(s) (${run.bytes} bytes)`,
+      );
+    }
+    return EXIT.completed;
+  }
+  if (cmd.kind === 'restore') {
+    const restored = await restoreArchived(config, cwd, cmd.id);
+    io.answer(
+      cmd.json
+        ? JSON.stringify({ restore: restored })
+        : `restored ${restored.task_ids.length} task(s), ${restored.events} events, from ${restored.segment_id}`,
+    );
+    return EXIT.completed;
+  }
+  const vacuumed = await vacuumDatabase(config, cwd);
+  io.answer(
+    cmd.json
+      ? JSON.stringify({ vacuum: vacuumed })
+      : `vacuum (${vacuumed.mode}): ${vacuumed.bytes_before} -> ${vacuumed.bytes_after} bytes`,
+  );
+  return EXIT.completed;
+}
+
 /**
  * Backup and verify work on the database alone, without booting the runtime: a server may be running
  * on it (backup), or it is a copy nothing runs on (verify).
  */
-async function maintain(
-  cmd: Extract<CliCommand, { kind: 'backup' | 'verify' }>,
-  io: CliOutput,
-): Promise<number> {
+async function maintain(cmd: Extract<CliCommand, { kind: MaintenanceKind }>, io: CliOutput): Promise<number> {
   const config = loadConfig(process.env);
+  if (cmd.kind === 'archive' || cmd.kind === 'restore' || cmd.kind === 'vacuum')
+    return archiveCommand(cmd, config, io);
   if (cmd.kind === 'backup') {
     const result = await backupDatabase(config, cmd.file, process.cwd());
     io.answer(
@@ -577,7 +623,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return new Promise<number>(() => undefined);
   }
   try {
-    if (cmd.kind === 'backup' || cmd.kind === 'verify') return await maintain(cmd, io);
+    if (isMaintenance(cmd)) return await maintain(cmd, io);
     if (cmd.kind === 'bundle') return await bundle(cmd, io);
     if (cmd.kind === 'replay_bundle') return await replayBundled(cmd, io);
     return await execute(cmd, io);

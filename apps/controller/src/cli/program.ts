@@ -52,6 +52,9 @@ export type CliCommand =
   | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'backup'; file: string; json: boolean }
   | { kind: 'verify'; target: string; json: boolean }
+  | { kind: 'archive'; older_than: string | null; dry_run: boolean; json: boolean }
+  | { kind: 'restore'; id: string; json: boolean }
+  | { kind: 'vacuum'; json: boolean }
   | { kind: 'serve' }
   | { kind: 'mcp_list'; json: boolean }
   /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
@@ -397,6 +400,40 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .argument('<target>', 'a SQLite file, or a postgres:// URL (schema: RUNLEDGER_PG_SCHEMA)')
     .addOption(new Option('--json', 'print the report as one JSON line on stdout'))
     .action((target: string, f: Flags) => done({ kind: 'verify', target, json: Boolean(f.json) }));
+
+  program
+    .command('archive')
+    .summary('move finished task trees out of the live log now (the retention policy, or --older-than)')
+    .description(
+      'Apply the retention policy (RUNLEDGER_RETENTION) now, or archive every finished task tree that ended longer than --older-than ago: their events move into checksummed archive segments and stay readable through every reader. Waiting and running tasks, and trees with one, never move. Works while the server runs. See docs/retention.md.',
+    )
+    .addOption(new Option('--older-than <duration>', 'an age instead of the policy: 30d, 12h, 90m'))
+    .addOption(new Option('--dry-run', 'say what would move, move nothing'))
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((f: Flags & { olderThan?: string; dryRun?: boolean }) =>
+      done({
+        kind: 'archive',
+        older_than: f.olderThan ?? null,
+        dry_run: Boolean(f.dryRun),
+        json: Boolean(f.json),
+      }),
+    );
+
+  program
+    .command('restore')
+    .summary('bring an archived task tree (or a whole segment) back into the live log')
+    .argument('<id>', 'a task id (its whole tree returns) or an archive segment id (seg_...)')
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((id: string, f: Flags) => done({ kind: 'restore', id, json: Boolean(f.json) }));
+
+  program
+    .command('vacuum')
+    .summary('give the space archived events used back (SQLite: the file shrinks)')
+    .description(
+      'SQLite: free pages are handed back to the file system (incremental vacuum; the first run on a database made before it rewrites the file once, holding writers meanwhile). PostgreSQL: VACUUM of the log tables (space is reused, not returned).',
+    )
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((f: Flags) => done({ kind: 'vacuum', json: Boolean(f.json) }));
 
   program
     .command('mcp')

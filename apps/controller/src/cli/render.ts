@@ -125,6 +125,10 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· delivery ${e.payload.delivery_id} of event ${e.payload.seq}, attempt ${e.payload.attempt}`;
     case 'DELIVERY_SUCCEEDED':
       return `· delivery ${e.payload.delivery_id} answered ${e.payload.status_code}`;
+    case 'TASKS_ARCHIVED':
+      return `· archived ${e.payload.task_ids.length} task(s), ${e.payload.events} events, into ${e.payload.segment_id}`;
+    case 'TASKS_RESTORED':
+      return `· restored ${e.payload.task_ids.length} task(s) from ${e.payload.segment_id}`;
     case 'DELIVERY_FAILED':
       return `! delivery ${e.payload.delivery_id} failed: ${short(e.payload.error, 80)}${e.payload.retry_at ? `; again at ${e.payload.retry_at}` : '; given up'}`;
     case 'TASK_COMPLETED':

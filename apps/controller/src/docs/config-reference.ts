@@ -390,6 +390,20 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description:
       "`on`: a running task saves a checkpoint (its state's snapshot, with `CHECKPOINT_SAVED` in the same append) after a round or plan step, when it starts waiting for a person, and every `RUNLEDGER_CHECKPOINT_EVERY_EVENTS` events; resume and task reads load the latest snapshot plus the events after it. `off`: none",
   },
+  RUNLEDGER_RETENTION: {
+    group: 'Storage',
+    description:
+      '`off`: the log keeps every task live. A duration (`7d`, `12h`): the retention sweeper archives finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
+  },
+  RUNLEDGER_RETENTION_SWEEP_MS: {
+    group: 'Storage',
+    description: 'how often the retention sweeper looks for what is due (with `RUNLEDGER_RETENTION` on)',
+  },
+  RUNLEDGER_RETENTION_BATCH: {
+    group: 'Storage',
+    description:
+      'tasks (with their children) per archive segment at most: what one short write transaction moves',
+  },
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: {
     group: 'Checkpoints and leases',
     description: 'events after which a checkpoint is saved even without a milestone',

@@ -46,10 +46,24 @@ export const TaskEventsResponse = z.object({
   next_after_seq: z.number().int(),
 });
 export class TaskEventsResponseDto extends createZodDto(TaskEventsResponse) {}
+/** A stretch of the log whose events of these tasks were moved to the archive (docs/retention.md). */
+export const ArchivedRangeSchema = z.object({
+  segment_id: z.string(),
+  first_position: z.number().int(),
+  last_position: z.number().int(),
+  event_count: z.number().int().describe('events of the range that are archived; the others are live'),
+  task_ids: z.array(z.string()).describe('read them through GET /tasks/{task_id}/events'),
+});
+
 export const AdminEventsResponse = z.object({
   events: z.array(RuntimeEventEnvelope),
   next_after_position: z.number().int(),
   head_position: z.number().int(),
+  archived: z
+    .array(ArchivedRangeSchema)
+    .describe(
+      'archived stretches between after_position and next_after_position: positions missing there were archived, not lost',
+    ),
 });
 export class AdminEventsResponseDto extends createZodDto(AdminEventsResponse) {}
 
@@ -62,8 +76,10 @@ export const toAdminEventsResponse = (
   events: RuntimeEvent[],
   afterPosition: number,
   headPosition: number,
+  archived: z.infer<typeof ArchivedRangeSchema>[] = [],
 ) => ({
   events,
   next_after_position: events.length ? events[events.length - 1].position : afterPosition,
   head_position: headPosition,
+  archived,
 });

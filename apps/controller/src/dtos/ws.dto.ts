@@ -3,6 +3,7 @@ import { EventTypeSchema, RuntimeEventEnvelope } from '@runledger/contracts';
 import { Scope } from '../auth/scopes';
 import { ErrorResponse } from './error.dto';
 import { IdParam } from './zod.pipe';
+import { ArchivedRangeSchema } from './events.dto';
 
 const SubscriptionId = z
   .string()
@@ -51,7 +52,13 @@ export const WsServerMessages = {
       after_seq: Cursor,
       include_children: z.boolean().optional(),
     }),
-    z.object({ type: z.literal('subscribed'), subscription_id: z.string(), after_position: Cursor }),
+    z.object({
+      type: z.literal('subscribed'),
+      subscription_id: z.string(),
+      after_position: Cursor,
+      /** archived stretches of the log after the cursor (docs/retention.md); absent when there are none */
+      archived: z.array(ArchivedRangeSchema).optional(),
+    }),
   ]),
   unsubscribed: z.object({ type: z.literal('unsubscribed'), subscription_id: z.string() }),
   event: z.object({ type: z.literal('event'), subscription_id: z.string(), event: RuntimeEventEnvelope }),

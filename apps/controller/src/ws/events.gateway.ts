@@ -76,6 +76,7 @@ export class EventsGateway
   private readonly clients = new Map<WebSocket, Client>();
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly events: EventSource;
+  private readonly store: EventStore;
 
   constructor(
     @Inject(TaskViews) private readonly tasks: TaskViews,
@@ -86,6 +87,7 @@ export class EventsGateway
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(MetricsService) metrics: MetricsService,
   ) {
+    this.store = store;
     this.events = eventSourceOf(store, bus);
     metrics.trackWsClients(() => this.clients.size);
   }
@@ -196,7 +198,14 @@ export class EventsGateway
       case 'subscribe_all': {
         this.require(client, 'admin');
         const id = this.claimId(client, msg.subscription_id);
-        this.send(client, { type: 'subscribed', subscription_id: id, after_position: msg.after_position });
+        // archived stretches after the cursor: their positions will not come, and are not lost
+        const archived = await this.store.archivedRanges(msg.after_position);
+        this.send(client, {
+          type: 'subscribed',
+          subscription_id: id,
+          after_position: msg.after_position,
+          ...(archived.length > 0 ? { archived } : {}),
+        });
         return this.follow(client, id, {
           kind: 'all',
           after_position: msg.after_position,

@@ -6,6 +6,7 @@ import {
   StreamHead,
   UnpositionedEvent,
   ValidatedEvent,
+  archivedTaskError,
   checkLeaseHeld,
   decideAppend,
   eventRowValues,
@@ -22,6 +23,8 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
+import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
+import { SegmentContent, decodeSegment } from '../archive/segment';
 import { EventRow, rowToEvent } from '../sqlite/rows';
 import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
@@ -118,6 +121,7 @@ export class PgEventStore extends EventStore {
   private pollTimer: NodeJS.Timeout | null = null;
   private unlistening: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly archive: ArchivedStreams;
 
   constructor(
     private readonly handle: PostgresHandle,
@@ -128,6 +132,15 @@ export class PgEventStore extends EventStore {
     this.projections = options.projections ?? [];
     this.pollMs = options.pollMs ?? 1000;
     this.committer = new GroupCommitter((jobs) => this.flush(jobs), { maxBatch: options.maxBatch });
+    this.archive = new ArchivedStreams(handle.db, async (id) => {
+      const row = await handle.db
+        .selectFrom('archive_segments')
+        .select('content')
+        .where('segment_id', '=', id)
+        .executeTakeFirst();
+      if (!row?.content) throw new Error(`archive segment ${id} holds no content`);
+      return row.content;
+    });
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -168,7 +181,7 @@ export class PgEventStore extends EventStore {
         return await this.commitTogether(client, jobs);
       } catch (error) {
         await client.query('ROLLBACK');
-        if (jobs.length === 1) throw error;
+        if (jobs.length === 1) throw archivedTaskError(jobs[0].taskId, error);
         return await this.commitOneByOne(client, jobs);
       }
     } catch (error) {
@@ -224,7 +237,7 @@ export class PgEventStore extends EventStore {
         outcomes.push({ ok: true, value: outcomeOf(decision, positions) });
       } catch (error) {
         await client.query('ROLLBACK TO SAVEPOINT append');
-        outcomes.push({ ok: false, error });
+        outcomes.push({ ok: false, error: archivedTaskError(job.taskId, error) });
       }
     }
     const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
@@ -358,8 +371,14 @@ export class PgEventStore extends EventStore {
     );
   }
 
+  /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    return (await streamQuery(this.handle.db, taskId, options).selectAll().execute()).map(rowToEvent);
+    const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
+    return (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent);
+  }
+
+  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
+    return this.archive.ranges(afterPosition, through);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
@@ -370,16 +389,21 @@ export class PgEventStore extends EventStore {
     return eventHeads(this.handle.db, options);
   }
 
-  /** Two index reads: the highest position, and the count every append keeps (event_log_head). */
+  /**
+   * Index reads: the highest position (live, or archived: archived events keep theirs), and the
+   * count every append keeps (event_log_head), which archiving leaves as it is (the events are
+   * still the log's, in its archive).
+   */
   async head(): Promise<StoreHead> {
     const { rows } = await this.pool.query<{ position: string | null; event_count: string }>(
-      'SELECT (SELECT max(position) FROM events) AS position, (SELECT event_count FROM event_log_head WHERE id = 1) AS event_count',
+      `SELECT GREATEST((SELECT max(position) FROM events), (SELECT max(last_position) FROM archive_segments)) AS position,
+              (SELECT event_count FROM event_log_head WHERE id = 1) AS event_count`,
     );
     return { position: Number(rows[0].position ?? 0), event_count: Number(rows[0].event_count) };
   }
 
   async streamVersion(taskId: string): Promise<number> {
-    return streamVersion(this.handle.db, taskId);
+    return (await streamVersion(this.handle.db, taskId)) || this.archive.version(taskId);
   }
 
   /** Stops listening; the pool belongs to whoever opened it. */
@@ -463,6 +487,16 @@ async function loadLeases(client: PoolClient, taskIds: readonly string[]): Promi
   return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
 }
 
+/** A segment's events whose tasks are still archived (a restored task's are live again), in position order. */
+async function archivedEventsOf(client: PoolClient, content: SegmentContent): Promise<RuntimeEvent[]> {
+  const { rows } = await client.query<{ task_id: string }>(
+    'SELECT task_id FROM archived_tasks WHERE segment_id = $1',
+    [content.segment_id],
+  );
+  const archived = new Set(rows.map((r) => r.task_id));
+  return content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent);
+}
+
 /**
  * Empty a projection and refold the whole log into it in one transaction that
  * holds the append lock, so appends wait and nobody sees it half built.
@@ -491,6 +525,18 @@ export async function rebuildPgProjection(
       await projection.apply(client, events);
       count += events.length;
       after = events[events.length - 1].position;
+    }
+    // archived tasks are the log's too: their streams are folded from their segments
+    const { rows: segments } = await client.query<{ segment_id: string; sha256: string; content: Buffer }>(
+      'SELECT segment_id, sha256, content FROM archive_segments ORDER BY first_position',
+    );
+    for (const segment of segments) {
+      const events = await archivedEventsOf(
+        client,
+        decodeSegment(segment.content, segment.sha256, segment.segment_id),
+      );
+      await projection.apply(client, events);
+      count += events.length;
     }
     await around.after?.(client);
     await client.query('COMMIT');

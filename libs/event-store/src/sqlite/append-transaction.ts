@@ -7,6 +7,7 @@ import {
   StreamHead,
   UnpositionedEvent,
   ValidatedEvent,
+  archivedTaskError,
   decideAppend,
   eventRowValues,
 } from '../append-batch';
@@ -233,7 +234,12 @@ export class SqliteAppendTransaction {
     };
     const decision = decideAppend(taskId, batch, expected, head, (id) => this.stmt.byId.get(id));
     if (decision.kind === 'retry') return decision;
-    const written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+    let written: RuntimeEvent[];
+    try {
+      written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+    } catch (err) {
+      throw archivedTaskError(taskId, err);
+    }
     for (const projection of this.projections) projection.apply(this.raw, written);
     return { kind: 'written', events: written };
   }

@@ -9,6 +9,7 @@ import {
   EventStore,
   EventHead,
   RawEvent,
+  rawEventOf,
   ReadAllOptions,
   ReadStreamOptions,
   StoreHead,
@@ -24,6 +25,8 @@ import {
   ThreadAppendWriter,
   WriterThreadOptions,
 } from './append-writer';
+import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
+import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../archive/segment';
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 
@@ -109,6 +112,8 @@ export class SqliteEventStore extends EventStore {
   private readonly busyRetryMs: number;
   private readonly stmt: {
     maxPosition: BetterSqlite3.Statement<[], { position: number | null }>;
+    /** the highest position AUTOINCREMENT ever gave: archived events keep theirs */
+    lastPosition: BetterSqlite3.Statement<[], { position: number | null }>;
     /** positions after the first and before the second, at most PUBLISH_PAGE of them */
     between: BetterSqlite3.Statement<[number, number], EventRow>;
   };
@@ -120,6 +125,7 @@ export class SqliteEventStore extends EventStore {
   private readonly writer: AppendWriter;
   private readonly committer: GroupCommitter<GroupRequest, GroupOutcome>;
   private readonly counts: CommitStats = { transactions: 0, commits: 0, appends: 0, events: 0 };
+  private readonly archive: ArchivedStreams;
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -133,11 +139,16 @@ export class SqliteEventStore extends EventStore {
       : null;
     this.stmt = {
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
+      lastPosition: this.raw.prepare(
+        "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",
+      ),
       between: this.raw.prepare(
         `SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ${PUBLISH_PAGE}`,
       ),
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
+    const folder = segmentFolder(this.raw.name);
+    this.archive = new ArchivedStreams(handle.db, async (id) => readSegmentFile(segmentFile(folder, id)));
     this.pollMs = options.foreignCommitPollMs ?? 200;
     this.writer = threadOptions
       ? new ThreadAppendWriter(threadOptions)
@@ -280,15 +291,23 @@ export class SqliteEventStore extends EventStore {
     this.poll = null;
   }
 
+  /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    return (await streamQuery(this.handle.db, taskId, options).selectAll().execute()).map(rowToEvent);
+    const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
+    return (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent);
   }
 
   /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
   override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
-    return servedRaw(
-      (await streamQuery(this.handle.db, taskId, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[],
-    );
+    const rows = (await streamQuery(this.handle.db, taskId, options)
+      .select(RAW_EVENT_COLUMNS)
+      .execute()) as RawEvent[];
+    if (rows.length > 0) return servedRaw(rows);
+    return (await this.archive.stream(taskId, options)).map((row) => rawEventOf(rowToEvent(row)));
+  }
+
+  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
+    return this.archive.ranges(afterPosition, through);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
@@ -306,19 +325,20 @@ export class SqliteEventStore extends EventStore {
   }
 
   /**
-   * Without counting: positions come from AUTOINCREMENT, no event is ever
-   * deleted (a trigger refuses it), and a rolled-back append (its savepoint or
-   * its whole transaction) rolls sqlite_sequence back too, so positions have no
-   * gaps and the highest one is the count. max(position) is one seek to the end
-   * of the rowid b-tree.
+   * Without counting: positions come from AUTOINCREMENT, and a rolled-back
+   * append (its savepoint or its whole transaction) rolls sqlite_sequence back
+   * too, so positions have no gaps and the highest one given is the count of
+   * the log's events. An archived event leaves the table but keeps its
+   * position in the log (sqlite_sequence remembers it), so archiving changes
+   * neither figure. Two seeks: the rowid b-tree's end and one sqlite_sequence row.
    */
   async head(): Promise<StoreHead> {
-    const position = this.stmt.maxPosition.get()?.position ?? 0;
+    const position = this.stmt.lastPosition.get()?.position ?? 0;
     return { position, event_count: position };
   }
 
   async streamVersion(taskId: string): Promise<number> {
-    return streamVersion(this.handle.db, taskId);
+    return (await streamVersion(this.handle.db, taskId)) || this.archive.version(taskId);
   }
 
   /** Waits for queued appends to settle; the store does not own the connection: whoever opened it closes it. */
@@ -347,11 +367,35 @@ export function rebuildProjection(raw: BetterSqlite3.Database, projection: Inlin
       let count = 0;
       for (let after = 0; ;) {
         const events = page.all(after, REBUILD_PAGE).map(rowToEvent);
-        if (events.length === 0) return count;
+        if (events.length === 0) break;
         projection.apply(raw, events);
         count += events.length;
         after = events[events.length - 1].position;
       }
+      // archived tasks are the log's too: their streams are folded from their segments
+      for (const events of archivedStreamsOf(raw)) {
+        projection.apply(raw, events);
+        count += events.length;
+      }
+      return count;
     })
     .immediate();
+}
+
+/** Each archive segment's events whose tasks are still archived, read synchronously (inside a transaction). */
+function* archivedStreamsOf(raw: BetterSqlite3.Database): Generator<RuntimeEvent[]> {
+  const segments = raw
+    .prepare<[], { segment_id: string; sha256: string }>(
+      'SELECT segment_id, sha256 FROM archive_segments ORDER BY first_position',
+    )
+    .all();
+  const tasksOf = raw.prepare<[string], { task_id: string }>(
+    'SELECT task_id FROM archived_tasks WHERE segment_id = ?',
+  );
+  const folder = segmentFolder(raw.name);
+  for (const s of segments) {
+    const content = decodeSegment(readSegmentFile(segmentFile(folder, s.segment_id)), s.sha256, s.segment_id);
+    const archived = new Set(tasksOf.all(s.segment_id).map((r) => r.task_id));
+    yield content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent);
+  }
 }

@@ -581,6 +581,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'DELIVERY_FAILED':
     case 'TODO_ADDED':
     case 'TODO_UPDATED':
+    case 'TASKS_ARCHIVED':
+    case 'TASKS_RESTORED':
       break;
     default: {
       const unreachable: never = e;

@@ -1,0 +1,113 @@
+import { Kysely, Selectable } from 'kysely';
+import { ReadStreamOptions } from '../event-store';
+import { EventRow } from '../sqlite/rows';
+import { ArchivedTasksTable, Database } from '../sqlite/schema';
+import { SegmentContent, decodeSegment } from './segment';
+
+export type ArchivedTaskRow = Selectable<ArchivedTasksTable>;
+
+/** A segment's bytes, by id: a file beside a SQLite database, a row on PostgreSQL. */
+export type SegmentBytes = (segmentId: string) => Promise<Buffer>;
+
+/** An archived stretch of the global log, for readers of it who would otherwise see a silent gap. */
+export interface ArchivedRange {
+  segment_id: string;
+  first_position: number;
+  last_position: number;
+  /** events of the range that are archived (the rest of it are live events of other tasks) */
+  event_count: number;
+  task_ids: string[];
+}
+
+/** decoded segments kept: a task's pages are read one after another from the same one */
+const CACHED_SEGMENTS = 4;
+
+/**
+ * The event store's read side of the archive: an archived task's stream, served from its segment
+ * (checksum checked on every load) as the live table served it. A task is either wholly live or
+ * wholly archived: the triggers refuse appends to an archived one, and the archiver moves a task's
+ * whole stream in one transaction.
+ */
+export class ArchivedStreams {
+  private readonly cache = new Map<string, Promise<SegmentContent>>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly bytesOf: SegmentBytes,
+  ) {}
+
+  task(taskId: string): Promise<ArchivedTaskRow | undefined> {
+    return this.db.selectFrom('archived_tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst();
+  }
+
+  /** The archived events of a task after `after_seq`, as stored rows; empty when it is not archived. */
+  async stream(taskId: string, options: ReadStreamOptions = {}): Promise<EventRow[]> {
+    const task = await this.task(taskId);
+    if (!task) return [];
+    const after = options.after_seq ?? 0;
+    if (after >= task.last_sequence) return [];
+    const content = await this.segment(task.segment_id);
+    const rows = content.events.filter((e) => e.task_id === taskId && e.sequence > after);
+    rows.sort((a, b) => a.sequence - b.sequence);
+    return options.limit === undefined ? rows : rows.slice(0, options.limit);
+  }
+
+  async version(taskId: string): Promise<number> {
+    return (await this.task(taskId))?.last_sequence ?? 0;
+  }
+
+  /** The segment's content, checked against its recorded checksum. */
+  segment(segmentId: string): Promise<SegmentContent> {
+    const cached = this.cache.get(segmentId);
+    if (cached) return cached;
+    const loading = (async () => {
+      const record = await this.db
+        .selectFrom('archive_segments')
+        .select(['sha256'])
+        .where('segment_id', '=', segmentId)
+        .executeTakeFirst();
+      if (!record) throw new Error(`archive segment ${segmentId} is not recorded`);
+      return decodeSegment(await this.bytesOf(segmentId), record.sha256, segmentId);
+    })();
+    this.cache.set(segmentId, loading);
+    // a failed load is not kept: the next read tries again
+    loading.catch(() => this.cache.delete(segmentId));
+    if (this.cache.size > CACHED_SEGMENTS) this.cache.delete(this.cache.keys().next().value!);
+    return loading;
+  }
+
+  /** Segments whose position span reaches past `after` (and up to `through`, when given), oldest first. */
+  async ranges(after: number, through?: number): Promise<ArchivedRange[]> {
+    const segments = await this.db
+      .selectFrom('archive_segments')
+      .select(['segment_id', 'first_position', 'last_position', 'event_count'])
+      .where('last_position', '>', after)
+      .$if(through !== undefined, (q) => q.where('first_position', '<=', through!))
+      .orderBy('first_position')
+      .limit(100)
+      .execute();
+    if (segments.length === 0) return [];
+    const tasks = await this.db
+      .selectFrom('archived_tasks')
+      .select(['segment_id', 'task_id'])
+      .where(
+        'segment_id',
+        'in',
+        segments.map((s) => s.segment_id),
+      )
+      .orderBy('first_position')
+      .execute();
+    return segments.map((s) => ({
+      segment_id: s.segment_id,
+      first_position: Number(s.first_position),
+      last_position: Number(s.last_position),
+      event_count: Number(s.event_count),
+      task_ids: tasks.filter((t) => t.segment_id === s.segment_id).map((t) => t.task_id),
+    }));
+  }
+
+  /** A segment rewritten or restored away is read afresh. */
+  forget(segmentId: string): void {
+    this.cache.delete(segmentId);
+  }
+}

@@ -1,0 +1,794 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  EventPayload,
+  IllegalStateError,
+  NewEvent,
+  NotFoundError,
+  TERMINAL_STATUSES,
+  isFinalEventType,
+} from '@runledger/contracts';
+import {
+  APPEND_LOCK_SQL,
+  EVENTS_CHANNEL,
+  EVENT_INSERT_COLUMNS,
+  EventRow,
+  SegmentContent,
+  SegmentTask,
+  buildEnvelopes,
+  decodeSegment,
+  encodeSegment,
+  eventRowValues,
+  readSegmentFile,
+  removeSegmentFile,
+  segmentFile,
+  validateBatch,
+  writeSegmentFile,
+} from '@runledger/event-store';
+import { Kysely, PostgresAdapter, RawBuilder, sql } from 'kysely';
+import { StateStoreDatabase } from '../schema';
+import { RetentionPolicy, dueForArchive, shortestAge } from './retention-policy';
+
+/** The stream the archive records what it moved in (TASKS_ARCHIVED, TASKS_RESTORED). */
+export const ARCHIVE_STREAM = 'system:archive';
+
+type Db = Kysely<StateStoreDatabase>;
+
+export interface ArchiverOptions {
+  /**
+   * SQLite: the folder segments are written to (beside the database). null on PostgreSQL: segments are
+   * rows of `archive_segments`, written in the transaction that moves their events.
+   */
+  folder: string | null;
+  /** tasks (with their children) per segment at most: what one write transaction moves; default 200 */
+  batchTasks?: number;
+  /** streams that belong to a task besides its own (its outbound deliveries): moved and restored with it */
+  companionStreams?: (taskId: string) => string[];
+  /** a segment file no record names is removed once this old (a crashed run's); default 10 minutes */
+  orphanAgeMs?: number;
+}
+
+/** A finished task tree the policy lets go: the tasks, and every stream that moves with them. */
+export interface PlannedTree {
+  root_task_id: string;
+  session_id: string;
+  task_ids: string[];
+  streams: string[];
+  ended_at: string;
+}
+
+export interface SkippedTree {
+  task_id: string;
+  reason: string;
+}
+
+export interface ArchivePlan {
+  trees: PlannedTree[];
+  skipped: SkippedTree[];
+}
+
+export interface ArchivedSegment {
+  segment_id: string;
+  task_ids: string[];
+  events: number;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ArchiveRun {
+  dry_run: boolean;
+  segments: ArchivedSegment[];
+  /** what would move (dry run) or moved */
+  tasks: string[];
+  events: number;
+  bytes: number;
+  skipped: SkippedTree[];
+  /** another instance holds the archive lease (PostgreSQL): this run did nothing */
+  busy: boolean;
+}
+
+export interface RestoreResult {
+  segment_id: string;
+  task_ids: string[];
+  events: number;
+}
+
+export interface VacuumResult {
+  /** SQLite: incremental (pages freed in place) or full (the file rewritten once to turn incremental on); PostgreSQL: vacuum */
+  mode: 'incremental' | 'full' | 'vacuum';
+  bytes_before: number;
+  bytes_after: number;
+}
+
+const isPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/** The advisory lock one archiving instance holds on PostgreSQL for a whole run. */
+const ARCHIVE_LEASE_KEY = sql`hashtext('runledger.archive:' || current_schema())`;
+
+/** Page size of the candidate scan: finished tasks looked at per query. */
+const SCAN_PAGE = 500;
+
+class ArchiveConflict extends Error {}
+
+interface ReceivedInfo {
+  root_task_id: string;
+  agent: string | null;
+}
+
+const receivedInfo = (taskId: string, payloadText: string): ReceivedInfo => {
+  const p = JSON.parse(payloadText) as EventPayload<'TASK_RECEIVED'>;
+  return { root_task_id: p.root_task_id ?? taskId, agent: p.agent?.name ?? null };
+};
+
+const chunks = <T>(items: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+
+/**
+ * Moves finished task trees out of the live `events` table into checksummed segments and back.
+ *
+ * One batch: its streams are read, the segment is built and (SQLite) written to its file atomically;
+ * then one write transaction checks that nothing moved meanwhile, records the segment and its tasks,
+ * deletes their checkpoints and events (the triggers let an event go only once its task's archive
+ * record exists) and appends TASKS_ARCHIVED. A crash before the commit leaves the log as it was (and
+ * at most a file no record names, removed by a later run); after it, the segment is recorded. Nothing
+ * is lost, nothing is in both places.
+ */
+export class Archiver {
+  private readonly batchTasks: number;
+  private readonly companions: (taskId: string) => string[];
+  private readonly orphanAgeMs: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: ArchiverOptions,
+  ) {
+    this.batchTasks = options.batchTasks ?? 200;
+    this.companions = options.companionStreams ?? (() => []);
+    this.orphanAgeMs = options.orphanAgeMs ?? 600_000;
+  }
+
+  /**
+   * Apply the policy once, batch after batch, until nothing more is due or `maxBatches` ran. On
+   * PostgreSQL the run holds the archive lease: a second instance's run finds it taken and does nothing.
+   */
+  async run(
+    policy: RetentionPolicy,
+    now: number,
+    options: {
+      dryRun?: boolean;
+      maxBatches?: number;
+      reason?: 'policy' | 'older_than';
+      pause?: () => Promise<void>;
+    } = {},
+  ): Promise<ArchiveRun> {
+    const result: ArchiveRun = {
+      dry_run: options.dryRun ?? false,
+      segments: [],
+      tasks: [],
+      events: 0,
+      bytes: 0,
+      skipped: [],
+      busy: false,
+    };
+    return this.db.connection().execute(async (conn) => {
+      if (isPostgres(this.db)) {
+        const { rows } = await sql<{
+          ok: boolean;
+        }>`SELECT pg_try_advisory_lock(${ARCHIVE_LEASE_KEY}) AS ok`.execute(conn);
+        if (!rows[0].ok) return { ...result, busy: true };
+      }
+      try {
+        if (!result.dry_run) this.removeOrphanFiles(await this.recordedSegments(conn));
+        const done = new Set<string>();
+        for (let batch = 0; batch < (options.maxBatches ?? Infinity); batch++) {
+          const plan = await this.plan(conn, policy, now, done);
+          for (const s of plan.skipped)
+            if (!result.skipped.some((k) => k.task_id === s.task_id)) result.skipped.push(s);
+          if (plan.trees.length === 0) break;
+          for (const t of plan.trees) for (const id of t.task_ids) done.add(id);
+          if (result.dry_run) {
+            result.tasks.push(...plan.trees.flatMap((t) => t.task_ids));
+            result.events += await this.countEvents(
+              conn,
+              plan.trees.flatMap((t) => t.streams),
+            );
+            continue;
+          }
+          const segment = await this.archiveTrees(conn, plan.trees, options.reason ?? 'policy');
+          if (segment) {
+            result.segments.push(segment);
+            result.tasks.push(...segment.task_ids);
+            result.events += segment.events;
+            result.bytes += segment.bytes;
+          }
+          if (options.pause) await options.pause();
+        }
+        return result;
+      } finally {
+        if (isPostgres(this.db)) await sql`SELECT pg_advisory_unlock(${ARCHIVE_LEASE_KEY})`.execute(conn);
+      }
+    });
+  }
+
+  /** The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already). */
+  async plan(
+    conn: Db,
+    policy: RetentionPolicy,
+    now: number,
+    exclude: ReadonlySet<string> = new Set(),
+  ): Promise<ArchivePlan> {
+    const cutoff = new Date(now - shortestAge(policy)).toISOString();
+    const trees: PlannedTree[] = [];
+    const skipped: SkippedTree[] = [];
+    const seenRoots = new Set<string>();
+    let taskCount = 0;
+    let after: { updated_at: string; task_id: string } | null = null;
+    while (taskCount < this.batchTasks) {
+      const page: { task_id: string; status: string; session_id: string; updated_at: string }[] = await conn
+        .selectFrom('tasks as t')
+        .select(['t.task_id', 't.status', 't.session_id', 't.updated_at'])
+        .where('t.status', 'in', [...TERMINAL_STATUSES])
+        .where('t.updated_at', '<=', cutoff)
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('archived_tasks as a').select('a.task_id').whereRef('a.task_id', '=', 't.task_id'),
+            ),
+          ),
+        )
+        .$if(after !== null, (q) =>
+          q.where((eb) =>
+            eb.or([
+              eb('t.updated_at', '>', after!.updated_at),
+              eb.and([eb('t.updated_at', '=', after!.updated_at), eb('t.task_id', '>', after!.task_id)]),
+            ]),
+          ),
+        )
+        .orderBy('t.updated_at')
+        .orderBy('t.task_id')
+        .limit(SCAN_PAGE)
+        .execute();
+      if (page.length === 0) break;
+      after = page[page.length - 1];
+      const candidates = page.filter((c) => !exclude.has(c.task_id));
+      const received = await this.received(
+        conn,
+        candidates.map((c) => c.task_id),
+      );
+      const roots = new Map<string, string>();
+      for (const c of candidates) {
+        const info = received.get(c.task_id);
+        if (!info) continue;
+        if (seenRoots.has(info.root_task_id)) continue;
+        if (!dueForArchive(policy, { ...c, agent: info.agent, ended_at: c.updated_at }, now)) continue;
+        roots.set(info.root_task_id, c.task_id);
+      }
+      for (const tree of await this.trees(conn, [...roots.keys()], cutoff, skipped)) {
+        seenRoots.add(tree.root_task_id);
+        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks) return { trees, skipped };
+        trees.push(tree);
+        taskCount += tree.task_ids.length;
+      }
+      for (const r of roots.keys()) seenRoots.add(r);
+      if (page.length < SCAN_PAGE) break;
+    }
+    return { trees, skipped };
+  }
+
+  private async received(conn: Db, taskIds: readonly string[]): Promise<Map<string, ReceivedInfo>> {
+    const out = new Map<string, ReceivedInfo>();
+    for (const ids of chunks(taskIds, 500)) {
+      if (ids.length === 0) continue;
+      const rows = await conn
+        .selectFrom('events')
+        .select(['task_id', 'payload'])
+        .where('type', '=', 'TASK_RECEIVED')
+        .where('task_id', 'in', ids)
+        .execute();
+      for (const r of rows) out.set(r.task_id, receivedInfo(r.task_id, r.payload));
+    }
+    return out;
+  }
+
+  /** Each root's whole tree, when every task of it is finished and nothing that moves with it is still busy. */
+  private async trees(
+    conn: Db,
+    roots: readonly string[],
+    cutoff: string,
+    skipped: SkippedTree[],
+  ): Promise<PlannedTree[]> {
+    if (roots.length === 0) return [];
+    const rootOf: RawBuilder<string | null> = isPostgres(this.db)
+      ? sql`(payload::jsonb ->> 'root_task_id')`
+      : sql`json_extract(payload, '$.root_task_id')`;
+    const members = new Map<string, Set<string>>(roots.map((r) => [r, new Set([r])]));
+    for (const ids of chunks(roots, 500)) {
+      const rows = await conn
+        .selectFrom('events')
+        .select(['task_id', rootOf.as('root')])
+        .where('type', '=', 'TASK_RECEIVED')
+        .where(rootOf, 'in', ids)
+        .execute();
+      for (const r of rows) if (r.root) members.get(r.root)?.add(r.task_id);
+    }
+    const all = [...members.values()].flatMap((s) => [...s]);
+    const rows = new Map<string, { status: string; session_id: string; updated_at: string }>();
+    for (const ids of chunks(all, 500))
+      for (const r of await conn
+        .selectFrom('tasks')
+        .select(['task_id', 'status', 'session_id', 'updated_at'])
+        .where('task_id', 'in', ids)
+        .execute())
+        rows.set(r.task_id, r);
+    const sessions = [...new Set(roots.map((r) => rows.get(r)?.session_id).filter((s): s is string => !!s))];
+    const busySessions = new Set<string>();
+    for (const ids of chunks(sessions, 500))
+      for (const r of await conn
+        .selectFrom('tasks')
+        .select('session_id')
+        .distinct()
+        .where('session_id', 'in', ids)
+        .where('status', 'not in', [...TERMINAL_STATUSES])
+        .execute())
+        busySessions.add(r.session_id);
+    const companions = all.flatMap((id) => this.companions(id));
+    const companionLast = new Map<string, string>();
+    for (const ids of chunks(companions, 500))
+      for (const r of await conn
+        .selectFrom('events')
+        .select(['task_id', (eb) => eb.fn.max('created_at').as('last')])
+        .where('task_id', 'in', ids)
+        .groupBy('task_id')
+        .execute())
+        companionLast.set(r.task_id, String(r.last));
+
+    const trees: PlannedTree[] = [];
+    for (const [root, ids] of members) {
+      const rootRow = rows.get(root);
+      const taskIds = [...ids];
+      const waiting = taskIds.find((id) => {
+        const r = rows.get(id);
+        return !r || !TERMINAL_STATUSES.includes(r.status as never);
+      });
+      if (!rootRow) {
+        skipped.push({ task_id: root, reason: 'its root task has no row' });
+        continue;
+      }
+      if (waiting) {
+        skipped.push({ task_id: root, reason: `task ${waiting} of its tree has not finished` });
+        continue;
+      }
+      if (busySessions.has(rootRow.session_id)) {
+        skipped.push({ task_id: root, reason: `session ${rootRow.session_id} has a task not finished` });
+        continue;
+      }
+      const late = taskIds.find((id) => rows.get(id)!.updated_at > cutoff);
+      if (late) {
+        skipped.push({ task_id: root, reason: `task ${late} of its tree ended too recently` });
+        continue;
+      }
+      const streams = taskIds.flatMap((id) => this.companions(id)).filter((s) => companionLast.has(s));
+      const busyCompanion = streams.find((s) => companionLast.get(s)! > cutoff);
+      if (busyCompanion) {
+        skipped.push({ task_id: root, reason: `stream ${busyCompanion} moved too recently` });
+        continue;
+      }
+      trees.push({
+        root_task_id: root,
+        session_id: rootRow.session_id,
+        task_ids: taskIds,
+        streams: [...taskIds, ...streams],
+        ended_at: rootRow.updated_at,
+      });
+    }
+    return trees;
+  }
+
+  private async countEvents(conn: Db, streams: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const ids of chunks(streams, 500)) {
+      const row = await conn
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('task_id', 'in', ids)
+        .executeTakeFirst();
+      n += Number(row?.n ?? 0);
+    }
+    return n;
+  }
+
+  /** One segment of the given trees; null when something moved meanwhile (nothing is archived then). */
+  async archiveTrees(
+    conn: Db,
+    trees: readonly PlannedTree[],
+    reason: 'policy' | 'older_than',
+  ): Promise<ArchivedSegment | null> {
+    const streams = trees.flatMap((t) => t.streams);
+    const taskIds = trees.flatMap((t) => t.task_ids);
+    const rootOf = new Map<string, PlannedTree>();
+    for (const t of trees) for (const s of t.streams) rootOf.set(s, t);
+    const events: EventRow[] = [];
+    for (const ids of chunks(streams, 500))
+      events.push(...(await conn.selectFrom('events').selectAll().where('task_id', 'in', ids).execute()));
+    events.sort((a, b) => a.position - b.position);
+    if (events.length === 0) return null;
+    const checkpoints: Record<string, unknown>[] = [];
+    for (const ids of chunks(taskIds, 500))
+      checkpoints.push(
+        ...(await conn.selectFrom('checkpoints').selectAll().where('task_id', 'in', ids).execute()),
+      );
+    let tasks: SegmentTask[];
+    try {
+      tasks = segmentTasks(events, rootOf);
+    } catch (err) {
+      if (err instanceof ArchiveConflict) return null;
+      throw err;
+    }
+    const segmentId = `seg_${events[0].position}_${randomBytes(6).toString('hex')}`;
+    const content: SegmentContent = {
+      segment_id: segmentId,
+      created_at: new Date().toISOString(),
+      tasks,
+      events,
+      checkpoints,
+    };
+    const encoded = encodeSegment(content);
+    const file = this.options.folder ? segmentFile(this.options.folder, segmentId) : null;
+    if (file) {
+      mkdirSync(this.options.folder!, { recursive: true });
+      writeSegmentFile(file, encoded.bytes);
+    }
+    try {
+      await this.inWriteTransaction(conn, async (trx) => {
+        await this.checkUnmoved(trx, tasks, taskIds);
+        await trx
+          .insertInto('archive_segments')
+          .values({
+            segment_id: segmentId,
+            sha256: encoded.sha256,
+            bytes: encoded.bytes.length,
+            task_count: tasks.length,
+            event_count: events.length,
+            first_position: events[0].position,
+            last_position: events[events.length - 1].position,
+            created_at: content.created_at,
+            content: file ? null : encoded.bytes,
+          })
+          .execute();
+        for (const part of chunks(tasks, 100))
+          await trx
+            .insertInto('archived_tasks')
+            .values(part.map((t) => ({ ...t, segment_id: segmentId, archived_at: content.created_at })))
+            .execute();
+        for (const ids of chunks(taskIds, 500))
+          await trx.deleteFrom('checkpoints').where('task_id', 'in', ids).execute();
+        let deleted = 0;
+        for (const ids of chunks(streams, 500))
+          deleted += Number(
+            (await trx.deleteFrom('events').where('task_id', 'in', ids).executeTakeFirst()).numDeletedRows,
+          );
+        if (deleted !== events.length)
+          throw new ArchiveConflict(`deleted ${deleted} events, read ${events.length}`);
+        await this.record(trx, 'TASKS_ARCHIVED', {
+          segment_id: segmentId,
+          task_ids: taskIds,
+          companion_streams: streams.filter((s) => !taskIds.includes(s)),
+          events: events.length,
+          bytes: encoded.bytes.length,
+          sha256: encoded.sha256,
+          reason,
+        });
+      });
+    } catch (err) {
+      if (file) removeSegmentFile(file);
+      if (err instanceof ArchiveConflict) return null;
+      throw err;
+    }
+    return {
+      segment_id: segmentId,
+      task_ids: taskIds,
+      events: events.length,
+      bytes: encoded.bytes.length,
+      sha256: encoded.sha256,
+    };
+  }
+
+  /** Inside the transaction: every stream still holds what the segment holds, and its tasks ended. */
+  private async checkUnmoved(
+    trx: Db,
+    tasks: readonly SegmentTask[],
+    taskIds: readonly string[],
+  ): Promise<void> {
+    const streams = tasks.map((t) => t.task_id);
+    for (const ids of chunks(streams, 500)) {
+      const archived = await trx
+        .selectFrom('archived_tasks')
+        .select('task_id')
+        .where('task_id', 'in', ids)
+        .executeTakeFirst();
+      if (archived) throw new ArchiveConflict(`${archived.task_id} was archived meanwhile`);
+      const live = await trx
+        .selectFrom('events')
+        .select(['task_id', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.max('sequence').as('v')])
+        .where('task_id', 'in', ids)
+        .groupBy('task_id')
+        .execute();
+      const byId = new Map(live.map((r) => [r.task_id, r]));
+      for (const t of tasks.filter((x) => ids.includes(x.task_id))) {
+        const r = byId.get(t.task_id);
+        if (!r || Number(r.n) !== t.event_count || Number(r.v) !== t.last_sequence)
+          throw new ArchiveConflict(`${t.task_id} moved meanwhile`);
+      }
+    }
+    for (const ids of chunks(taskIds, 500)) {
+      const open = await trx
+        .selectFrom('tasks')
+        .select('task_id')
+        .where('task_id', 'in', ids)
+        .where('status', 'not in', [...TERMINAL_STATUSES])
+        .executeTakeFirst();
+      if (open) throw new ArchiveConflict(`${open.task_id} is not finished`);
+    }
+  }
+
+  /**
+   * Bring archived tasks back into the live log: the whole tree `id` belongs to (a task id), or every
+   * task of a segment (a segment id). Their events return at their own positions, their checkpoints
+   * with them; appends to them are accepted again.
+   */
+  async restore(id: string): Promise<RestoreResult> {
+    return this.db.connection().execute(async (conn) => {
+      let rows = await conn.selectFrom('archived_tasks').selectAll().where('segment_id', '=', id).execute();
+      if (rows.length === 0) {
+        const task = await conn
+          .selectFrom('archived_tasks')
+          .selectAll()
+          .where('task_id', '=', id)
+          .executeTakeFirst();
+        if (!task) {
+          const live = await conn
+            .selectFrom('events')
+            .select('task_id')
+            .where('task_id', '=', id)
+            .executeTakeFirst();
+          if (live) throw new IllegalStateError(`${id} is in the live log, not archived`, { task_id: id });
+          throw new NotFoundError(`no archived task or segment ${id}`, { id });
+        }
+        rows = await conn
+          .selectFrom('archived_tasks')
+          .selectAll()
+          .where('segment_id', '=', task.segment_id)
+          .where('root_task_id', '=', task.root_task_id)
+          .execute();
+      }
+      const segmentId = rows[0].segment_id;
+      const content = decodeSegment(
+        await this.segmentBytes(conn, segmentId),
+        await this.sha256Of(conn, segmentId),
+        segmentId,
+      );
+      const streams = new Set(rows.map((r) => r.task_id));
+      const events = content.events.filter((e) => streams.has(e.task_id));
+      const checkpoints = content.checkpoints.filter((c) => streams.has(String(c.task_id)));
+      const taskIds = rows
+        .filter((r) => content.tasks.some((t) => t.task_id === r.task_id))
+        .map((r) => r.task_id);
+      let segmentGone = false;
+      await this.inWriteTransaction(conn, async (trx) => {
+        for (const ids of chunks([...streams], 500))
+          await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).execute();
+        const postgres = isPostgres(this.db);
+        for (const part of chunks(events, 200)) {
+          const values = part.map(
+            (e) =>
+              sql`(${sql.join([
+                e.position,
+                e.event_id,
+                e.task_id,
+                e.session_id,
+                e.sequence,
+                e.type,
+                e.payload,
+                e.causation_id,
+                e.correlation_id,
+                e.created_at,
+                e.schema_version,
+              ])})`,
+          );
+          await sql`INSERT INTO events (position, ${sql.raw(EVENT_INSERT_COLUMNS)}) ${sql.raw(
+            postgres ? 'OVERRIDING SYSTEM VALUE ' : '',
+          )}VALUES ${sql.join(values)}`.execute(trx);
+        }
+        for (const part of chunks(checkpoints, 100))
+          await trx
+            .insertInto('checkpoints')
+            .values(part as never)
+            .execute();
+        const left = await trx
+          .selectFrom('archived_tasks')
+          .select('task_id')
+          .where('segment_id', '=', segmentId)
+          .executeTakeFirst();
+        if (!left) {
+          await trx.deleteFrom('archive_segments').where('segment_id', '=', segmentId).execute();
+          segmentGone = true;
+        }
+        await this.record(trx, 'TASKS_RESTORED', {
+          segment_id: segmentId,
+          task_ids: taskIds,
+          events: events.length,
+        });
+      });
+      if (segmentGone && this.options.folder) removeSegmentFile(segmentFile(this.options.folder, segmentId));
+      return { segment_id: segmentId, task_ids: taskIds, events: events.length };
+    });
+  }
+
+  /** Give back the space archiving freed: see VacuumResult. */
+  async vacuum(): Promise<VacuumResult> {
+    if (isPostgres(this.db)) {
+      const size = async () =>
+        Number(
+          (
+            await sql<{
+              n: string;
+            }>`SELECT pg_total_relation_size('events') + pg_total_relation_size('checkpoints') AS n`.execute(
+              this.db,
+            )
+          ).rows[0].n,
+        );
+      const before = await size();
+      await sql`VACUUM (ANALYZE) events, checkpoints, archived_tasks, archive_segments`.execute(this.db);
+      return { mode: 'vacuum', bytes_before: before, bytes_after: await size() };
+    }
+    return this.db.connection().execute(async (conn) => {
+      const pragma = async (name: string) =>
+        Number(Object.values((await sql.raw(`PRAGMA ${name}`).execute(conn)).rows[0] as object)[0]);
+      const size = async () => (await pragma('page_count')) * (await pragma('page_size'));
+      const before = await size();
+      let mode: VacuumResult['mode'] = 'incremental';
+      if ((await pragma('auto_vacuum')) !== 2) {
+        await sql`PRAGMA auto_vacuum = INCREMENTAL`.execute(conn);
+        await sql`VACUUM`.execute(conn);
+        mode = 'full';
+      } else {
+        await sql`PRAGMA incremental_vacuum`.execute(conn);
+      }
+      await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(conn);
+      return { mode, bytes_before: before, bytes_after: await size() };
+    });
+  }
+
+  /** SQLite with auto_vacuum=INCREMENTAL: hand back up to `pages` free pages (bounded, so it holds the writer briefly). */
+  async reclaim(pages = 2000): Promise<void> {
+    if (isPostgres(this.db)) return;
+    await this.db.connection().execute(async (conn) => {
+      const mode = Number(Object.values((await sql`PRAGMA auto_vacuum`.execute(conn)).rows[0] as object)[0]);
+      if (mode === 2) await sql.raw(`PRAGMA incremental_vacuum(${Math.trunc(pages)})`).execute(conn);
+    });
+  }
+
+  private async recordedSegments(conn: Db): Promise<Set<string>> {
+    return new Set(
+      (await conn.selectFrom('archive_segments').select('segment_id').execute()).map((r) => r.segment_id),
+    );
+  }
+
+  /** Files a crashed run left: a segment no record names, or a partial write, once old enough to be nobody's in flight. */
+  removeOrphanFiles(recorded: ReadonlySet<string>): string[] {
+    const folder = this.options.folder;
+    if (!folder || !existsSync(folder)) return [];
+    const removed: string[] = [];
+    const old = Date.now() - this.orphanAgeMs;
+    for (const name of readdirSync(folder)) {
+      const path = join(folder, name);
+      const id = name.replace(/\.jsonl\.gz(\.partial)?$/, '');
+      if (id === name || (recorded.has(id) && !name.endsWith('.partial'))) continue;
+      if (statSync(path).mtimeMs > old) continue;
+      removeSegmentFile(path.replace(/\.partial$/, ''));
+      removed.push(name);
+    }
+    return removed;
+  }
+
+  private async segmentBytes(conn: Db, segmentId: string): Promise<Buffer> {
+    if (this.options.folder) return readSegmentFile(segmentFile(this.options.folder, segmentId));
+    const row = await conn
+      .selectFrom('archive_segments')
+      .select('content')
+      .where('segment_id', '=', segmentId)
+      .executeTakeFirst();
+    if (!row?.content)
+      throw new NotFoundError(`archive segment ${segmentId} holds no content`, { segment_id: segmentId });
+    return row.content;
+  }
+
+  private async sha256Of(conn: Db, segmentId: string): Promise<string> {
+    const row = await conn
+      .selectFrom('archive_segments')
+      .select('sha256')
+      .where('segment_id', '=', segmentId)
+      .executeTakeFirst();
+    if (!row)
+      throw new NotFoundError(`archive segment ${segmentId} is not recorded`, { segment_id: segmentId });
+    return row.sha256;
+  }
+
+  /**
+   * One transaction holding the writer: BEGIN IMMEDIATE on SQLite (appends of other connections wait
+   * out its few statements), the append lock on PostgreSQL (appends queue behind it, as behind each other).
+   */
+  private async inWriteTransaction(conn: Db, body: (trx: Db) => Promise<void>): Promise<void> {
+    const postgres = isPostgres(this.db);
+    await sql.raw(postgres ? 'BEGIN' : 'BEGIN IMMEDIATE').execute(conn);
+    try {
+      if (postgres) await sql.raw(APPEND_LOCK_SQL).execute(conn);
+      await body(conn);
+      if (postgres) await sql.raw(`SELECT pg_notify('${EVENTS_CHANNEL}', '')`).execute(conn);
+      await sql`COMMIT`.execute(conn);
+    } catch (err) {
+      await sql`ROLLBACK`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The archive's own record, appended to ARCHIVE_STREAM inside the transaction that did the work. */
+  private async record<T extends 'TASKS_ARCHIVED' | 'TASKS_RESTORED'>(
+    trx: Db,
+    type: T,
+    payload: EventPayload<T>,
+  ): Promise<void> {
+    const batch = validateBatch(ARCHIVE_STREAM, [{ type, payload } as NewEvent], 'any');
+    const head = await trx
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('sequence').as('v'))
+      .where('task_id', '=', ARCHIVE_STREAM)
+      .executeTakeFirst();
+    const [envelope] = buildEnvelopes(
+      ARCHIVE_STREAM,
+      batch,
+      { version: Number(head?.v ?? 0), session_id: null, last_type: null },
+      new Date().toISOString(),
+    );
+    await sql`INSERT INTO events (${sql.raw(EVENT_INSERT_COLUMNS)}) VALUES (${sql.join(eventRowValues(envelope))})`.execute(
+      trx,
+    );
+    if (isPostgres(this.db))
+      await sql`UPDATE event_log_head SET event_count = event_count + 1 WHERE id = 1`.execute(trx);
+  }
+}
+
+/** Per stream of the batch: where its events start and end, and the tree it belongs to. */
+function segmentTasks(events: readonly EventRow[], rootOf: ReadonlyMap<string, PlannedTree>): SegmentTask[] {
+  const byStream = new Map<string, SegmentTask & { last_type: string }>();
+  for (const e of events) {
+    const t = byStream.get(e.task_id);
+    if (!t) {
+      const tree = rootOf.get(e.task_id)!;
+      byStream.set(e.task_id, {
+        task_id: e.task_id,
+        root_task_id: tree.root_task_id,
+        session_id: tree.session_id,
+        last_sequence: e.sequence,
+        event_count: 1,
+        first_position: e.position,
+        last_position: e.position,
+        last_type: e.type,
+      });
+      continue;
+    }
+    if (e.sequence > t.last_sequence) {
+      t.last_sequence = e.sequence;
+      t.last_type = e.type;
+    }
+    t.event_count++;
+    t.last_position = e.position;
+  }
+  return [...byStream.values()].map(({ last_type, ...t }) => {
+    // a task's stream moves only once it ended: a waiting task's last event is never final
+    if (rootOf.get(t.task_id)!.task_ids.includes(t.task_id) && !isFinalEventType(last_type))
+      throw new ArchiveConflict(`${t.task_id} does not end with a final event`);
+    return t;
+  });
+}

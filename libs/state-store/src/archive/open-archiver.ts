@@ -1,0 +1,39 @@
+import { Database as EventsDatabase, segmentFolder } from '@runledger/event-store';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { StateStoreDatabase } from '../schema';
+import { Archiver, ArchiverOptions } from './archiver';
+
+export interface ArchiveAccess {
+  archiver: Archiver;
+  close(): Promise<void>;
+}
+
+/**
+ * An archiver on a SQLite file, on a connection of its own: its write transactions (BEGIN IMMEDIATE
+ * across several statements) must not share the store's connection, where an append would run
+ * inside them. Appends of the store wait out each short batch in their busy handling.
+ */
+export function openSqliteArchiver(
+  path: string,
+  options: Omit<ArchiverOptions, 'folder'> & { busyTimeoutMs?: number } = {},
+): ArchiveAccess {
+  const raw = new BetterSqlite3(path, { fileMustExist: true, timeout: options.busyTimeoutMs ?? 30_000 });
+  raw.pragma('journal_mode = WAL');
+  // the segment file is synced before the transaction that records it; FULL makes that record durable too
+  raw.pragma('synchronous = FULL');
+  raw.pragma('foreign_keys = ON');
+  const db = new Kysely<StateStoreDatabase>({ dialect: new SqliteDialect({ database: raw }) });
+  return {
+    archiver: new Archiver(db, { ...options, folder: segmentFolder(raw.name) }),
+    close: () => db.destroy(),
+  };
+}
+
+/** An archiver on a PostgreSQL database's pool: segments are rows there. */
+export function postgresArchiver(
+  db: Kysely<EventsDatabase>,
+  options: Omit<ArchiverOptions, 'folder'> = {},
+): Archiver {
+  return new Archiver(db as unknown as Kysely<StateStoreDatabase>, { ...options, folder: null });
+}
