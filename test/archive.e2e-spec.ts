@@ -99,7 +99,7 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     const again = await cli(['vacuum', '--json']);
     expect(JSON.parse(again.stdout)).toMatchObject({ vacuum: { mode: 'incremental' } });
     expect(await eventsOf(ids[0])).toEqual(before[0]);
-  }, 120_000);
+  }, 240_000);
 
   it('refuses what it cannot do: no policy and no age, a bad age, an unknown id, a live task', async () => {
     const live = await serveChild(dir, db);
@@ -121,5 +121,5 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect(notArchived.stderr).toContain('is in the live log');
     // nothing moved: the task is live, as it was
     expect(liveEvents(db, id)).toBeGreaterThan(0);
-  }, 90_000);
+  }, 180_000);
 });

@@ -82,7 +82,7 @@ describe('backup, verify and restore (e2e, CLI child processes against a running
     // the restored server runs on: a new task completes there
     const fresh = await submit(restored.url, 'list the files after the restore');
     expect((await settled(restored.url, fresh)).status).toBe('completed');
-  }, 120_000);
+  }, 240_000);
 
   it('verify fails on a copy whose projection does not match its log, and on a file that is no database', async () => {
     const db = join(dir, 'data', 'runledger.db');
@@ -104,5 +104,5 @@ describe('backup, verify and restore (e2e, CLI child processes against a running
     const bad = await runCli(['verify', notDb], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('is not a Runledger database');
-  }, 90_000);
+  }, 180_000);
 });

@@ -281,7 +281,9 @@ export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
  * what it can act on, a restore first. Other errors pass as they are.
  */
 export function archivedTaskError(taskId: string, err: unknown): unknown {
-  if (!(err instanceof Error) || !/task is archived/.test(err.message)) return err;
+  // not instanceof Error: a native driver's errors may come from another realm (jest's module registries)
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof message !== 'string' || !/task is archived/.test(message)) return err;
   return new IllegalStateError(
     `task ${taskId} is archived; its stream takes no events until it is restored (runledger restore ${taskId})`,
     { task_id: taskId, archived: true },

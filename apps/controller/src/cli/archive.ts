@@ -12,10 +12,7 @@ import {
   postgresArchiver,
 } from '@runledger/state-store';
 import { AppConfig } from '../config';
-import { outboundStreamOf } from '../outbound/outbox';
-
-/** What moves with a task when it is archived: its outbound deliveries' stream. */
-export const companionStreams = (taskId: string): string[] => [outboundStreamOf(taskId)];
+import { companionStreams } from '../retention/companion-streams';
 
 /**
  * The archiver on RUNLEDGER_DB, for one command: a connection of its own on SQLite (the server may

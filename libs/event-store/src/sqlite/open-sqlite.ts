@@ -112,6 +112,9 @@ export function openSqlite<DB = Database>(options: OpenSqliteOptions): SqliteHan
     throw new ValidationError(`synchronous must be one of ${SQLITE_SYNCHRONOUS.join(', ')}`);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new BetterSqlite3(path, { timeout: busyTimeoutMs });
+  // a new database hands pages freed by archiving back to the file system (PRAGMA incremental_vacuum);
+  // the mode can only be chosen before the first table exists, and costs nothing until it is used
+  if (Number(raw.pragma('page_count', { simple: true })) === 0) raw.pragma('auto_vacuum = INCREMENTAL');
   raw.pragma('journal_mode = WAL');
   raw.pragma(`synchronous = ${connectionSynchronous(synchronous)}`);
   raw.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);

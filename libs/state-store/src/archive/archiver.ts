@@ -160,6 +160,8 @@ export class Archiver {
       maxBatches?: number;
       reason?: 'policy' | 'older_than';
       pause?: () => Promise<void>;
+      /** asked before each batch: true ends the run there (a sweeper stopping) */
+      stopped?: () => boolean;
     } = {},
   ): Promise<ArchiveRun> {
     const result: ArchiveRun = {
@@ -181,7 +183,7 @@ export class Archiver {
       try {
         if (!result.dry_run) this.removeOrphanFiles(await this.recordedSegments(conn));
         const done = new Set<string>();
-        for (let batch = 0; batch < (options.maxBatches ?? Infinity); batch++) {
+        for (let batch = 0; batch < (options.maxBatches ?? Infinity) && !options.stopped?.(); batch++) {
           const plan = await this.plan(conn, policy, now, done);
           for (const s of plan.skipped)
             if (!result.skipped.some((k) => k.task_id === s.task_id)) result.skipped.push(s);
