@@ -131,12 +131,14 @@ export class ServerProcess {
     path: string,
     body?: unknown,
     token: string = ADMIN,
+    headers: Record<string, string> = {},
     // parsed JSON of any route, read field by field by the tests
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
   ): Promise<{ status: number; body: any; text: string }> {
     const res = await fetch(`${this.url}${path}`, {
       method,
       headers: {
+        ...headers,
         authorization: `Bearer ${token}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },

@@ -2,7 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isTerminalStatus } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
-import { ServerProcess, pgServerPair } from './permissions-server';
+import { ADMIN, ServerProcess, pgServerPair } from './permissions-server';
+import { startReceiver } from './a2a-client';
+// eslint-disable-next-line no-restricted-imports
+import { verifySignature } from '../apps/controller/src/outbound/outbox';
 
 /**
  * Signals through real server processes: a task waits for a named signal holding nothing, a signal
@@ -13,6 +16,7 @@ import { ServerProcess, pgServerPair } from './permissions-server';
 jest.setTimeout(180_000);
 
 const NAP_MS = 400;
+const SIGNING_KEY = 'callback-signing-key-0123456789';
 const TIMEOUT_MS = 2_500;
 
 interface Ev {
@@ -88,7 +92,12 @@ function expectGapFree(events: Ev[]): void {
 describe('signals on SQLite', () => {
   let server: ServerProcess;
   beforeAll(async () => {
-    server = ServerProcess.create({ LOG_LEVEL: 'warn', RUNLEDGER_MEMORY: 'off' });
+    server = ServerProcess.create({
+      LOG_LEVEL: 'warn',
+      RUNLEDGER_MEMORY: 'off',
+      RUNLEDGER_OUTBOUND_SIGNING_KEY: SIGNING_KEY,
+      RUNLEDGER_OUTBOUND_BACKOFF_MS: '50',
+    });
     scriptIn(server);
     await server.start();
   });
@@ -204,6 +213,68 @@ describe('signals on SQLite', () => {
     // the first recorded is the one taken
     const firstReceived = events.find((e) => e.type === 'SIGNAL_RECEIVED')!;
     expect(delivered[0].payload.signal_id).toBe(firstReceived.payload.signal_id);
+  });
+
+  it('callback_url: every status change is POSTed, signed, retried after a failure, recorded; registered once per key', async () => {
+    let calls = 0;
+    const receiver = await startReceiver(() => (++calls === 1 ? 503 : 200));
+    try {
+      const tasksBefore = (await server.request('GET', '/tasks?limit=200')).body.tasks.length;
+      const bad = [
+        { input: 'x', callback_url: 'ftp://example.com/hook' },
+        { input: 'x', callback_url: 'not a url' },
+        { input: 'x', callback_token: 'orphan' },
+      ];
+      for (const body of bad) {
+        const res = await server.request('POST', '/tasks', body);
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ error: expect.any(String), message: expect.any(String) });
+      }
+      expect((await server.request('GET', '/tasks?limit=200')).body.tasks.length).toBe(tasksBefore);
+
+      const body = { input: 'tell me when done', callback_url: receiver.url, callback_token: 'rcv-token' };
+      const key = `cb-${Date.now()}`;
+      const post = () => server.request('POST', '/tasks', body, ADMIN, { 'idempotency-key': key });
+      const first = await post();
+      expect(first.status).toBe(202);
+      const id = first.body.task_id as string;
+      expect((await post()).body.task_id).toBe(id);
+      await untilWaitingForSignal(server, id);
+      await signal(server, id, { payload: 'go' });
+      await server.waitFor(id, isTerminalStatus, 10_000);
+      const statusOf = (r: { body: string }) => (JSON.parse(r.body) as { status: string }).status;
+      for (const deadline = Date.now() + 15_000; !receiver.taken.some((r) => statusOf(r) === 'completed');) {
+        if (Date.now() > deadline)
+          throw new Error(`no final callback: ${receiver.taken.map(statusOf).join(',')}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const bodies = receiver.taken.map((r) => JSON.parse(r.body) as Record<string, unknown>);
+      for (const r of receiver.taken) {
+        expect(verifySignature(SIGNING_KEY, r.body, r.headers['runledger-signature'] as string)).toBe(true);
+        expect(
+          verifySignature('another-key-0123456789', r.body, r.headers['runledger-signature'] as string),
+        ).toBe(false);
+        expect(r.headers['x-a2a-notification-token']).toBe('rcv-token');
+        expect(r.headers['content-type']).toMatch(/^application\/json/);
+      }
+      // in order, each once, from the first status to the end, the waits included
+      const seqs = bodies.map((b) => b.sequence as number);
+      expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
+      expect(bodies.map((b) => b.status)).toContain('waiting');
+      expect(bodies[bodies.length - 1]).toMatchObject({ task_id: id, status: 'completed', result: 'done' });
+      const outbound = (
+        await server.request(
+          'GET',
+          `/admin/events?task_id=${encodeURIComponent(`outbound:${id}`)}&limit=1000`,
+        )
+      ).body.events as Ev[];
+      const registered = outbound.filter((e) => e.type === 'CALLBACK_REGISTERED');
+      expect(registered).toHaveLength(1);
+      expect(registered[0].payload).toMatchObject({ format: 'runledger', url: receiver.url, from_seq: 0 });
+      expect(outbound.some((e) => e.type === 'DELIVERY_FAILED')).toBe(true);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('a task killed while it waits for a signal: its timeout fires once after the restart', async () => {

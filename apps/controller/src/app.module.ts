@@ -28,6 +28,7 @@ import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
+import { OutboundModule } from './outbound/outbound.module';
 import { SessionsController } from './sessions/sessions.controller';
 import { EventsGateway } from './ws/events.gateway';
 
@@ -52,6 +53,7 @@ export class AppModule {
         MemoryHttpModule,
         A2AModule,
         AgUiModule,
+        OutboundModule,
       ],
       controllers: [
         HealthController,

@@ -19,6 +19,7 @@ import { MemoryService } from '@runledger/memory';
 import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
+import { TaskCallbacks } from '../outbound/task-callbacks';
 import { SessionsController } from '../sessions/sessions.controller';
 import { buildOpenApiDocument } from './api-docs';
 import { DocsController } from './docs.controller';
@@ -96,6 +97,7 @@ describe('buildOpenApiDocument', () => {
         { provide: MemoryService, useValue: null },
         { provide: AgUiRuns, useValue: {} },
         { provide: AgUiStream, useValue: {} },
+        { provide: TaskCallbacks, useValue: {} },
       ],
     })
     class ControllersOnly {}
@@ -123,6 +125,9 @@ describe('buildOpenApiDocument', () => {
         // a session is named by whatever session_id its tasks were submitted with
         if (param === 'session_id')
           expect(documented?.schema).toMatchObject({ minLength: 1, maxLength: 200 });
+        // a signal's name is checked as a wait_for_signal names it
+        else if (param === 'name')
+          expect(documented?.schema.pattern).toBe('^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$');
         else expect(documented?.schema.pattern).toBe('^(?!\\.\\.?$)[A-Za-z0-9_.:-]{1,200}$');
       }
     },

@@ -12,7 +12,25 @@ import {
   pendingTimer,
 } from '@runledger/runtime';
 
-export const CreateTaskBody = UserTask;
+export const CreateTaskBody = UserTask.extend({
+  callback_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional()
+    .describe(
+      "POSTed the task's status whenever it changes (JSON: task_id, session_id, sequence, event_type, status, stop_reason, result, pending, usage), " +
+        'signed with the runledger-signature header (t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">), retried with backoff, recorded in the log; see docs/time.md',
+    ),
+  callback_token: z
+    .string()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe('sent back with every delivery in the x-a2a-notification-token header (needs callback_url)'),
+}).refine((b) => b.callback_token === undefined || b.callback_url !== undefined, {
+  message: 'callback_token needs callback_url',
+  path: ['callback_token'],
+});
 export class CreateTaskDto extends createZodDto(CreateTaskBody) {}
 
 export const IdempotencyKey = z

@@ -5,6 +5,7 @@ import { RuntimeLogger } from '@runledger/runtime';
 import { APP_CONFIG, AppConfig, dataDirOf } from '../config';
 import { readOrCreateRandomFile } from '../random-file';
 import { OutboundDeliveries } from './outbound-deliveries';
+import { TaskCallbacks } from './task-callbacks';
 
 /** Where the generated signing key lives when RUNLEDGER_OUTBOUND_SIGNING_KEY is not set: beside admin.token. */
 export const outboundKeyFile = (dataDir: string): string => join(dataDir, 'outbound-signing.key');
@@ -49,11 +50,16 @@ class OutboundLifecycle implements OnApplicationBootstrap, OnModuleDestroy {
       inject: [APP_CONFIG, EventStore, EventBus, RuntimeLogger],
     },
     {
+      provide: TaskCallbacks,
+      useFactory: (d: OutboundDeliveries) => new TaskCallbacks(d),
+      inject: [OutboundDeliveries],
+    },
+    {
       provide: OutboundLifecycle,
       useFactory: (d: OutboundDeliveries) => new OutboundLifecycle(d),
       inject: [OutboundDeliveries],
     },
   ],
-  exports: [OutboundDeliveries],
+  exports: [OutboundDeliveries, TaskCallbacks],
 })
 export class OutboundModule {}

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError, SignalName } from '@runledger/contracts';
 import { RequireScope } from '../auth/scopes';
 import { ApiBackpressure, ApiErrors, ApiIdParam, jsonSchemaOf } from '../docs/api-docs';
@@ -44,6 +44,7 @@ import {
   toTaskResponse,
 } from '../dtos/tasks.dto';
 import { IdParam, ZodPipe, parseOrThrow } from '../dtos/zod.pipe';
+import { TaskCallbacks } from '../outbound/task-callbacks';
 import { SendSignalBody, SendSignalDto, SignalResponse, SignalResponseDto } from '../dtos/signals.dto';
 import { EventStore } from '@runledger/event-store';
 import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
@@ -63,6 +64,7 @@ export class TasksController {
     @Inject(TaskViews) private readonly tasks: TaskViews,
     @Inject(EventStore) private readonly store: EventStore,
     @Inject(TaskTree) private readonly tree: TaskTree,
+    @Inject(TaskCallbacks) private readonly callbacks: TaskCallbacks,
   ) {}
 
   @Post()
@@ -96,10 +98,12 @@ export class TasksController {
     @Body(new ZodPipe(CreateTaskBody, 'body')) body: CreateTaskDto,
     @Headers('idempotency-key') idempotencyKey: unknown,
   ) {
-    const { task_id, status } = await this.runtime.submit(body, {
+    const { callback_url, callback_token, ...task } = body;
+    const { task_id, status } = await this.runtime.submit(task, {
       idempotency_key: parseOrThrow(IdempotencyKey, idempotencyKey, 'Idempotency-Key header') ?? null,
       source: 'api',
     });
+    if (callback_url) await this.callbacks.ensure(task_id, callback_url, callback_token ?? null);
     return { task_id, status };
   }
 
@@ -279,7 +283,12 @@ export class TasksController {
       'The same signal_id is recorded once, whoever sends it and on whichever instance.',
   })
   @ApiTaskId()
-  @ApiIdParam('name', "the signal's name, as a wait_for_signal names it")
+  @ApiParam({
+    name: 'name',
+    required: true,
+    description: "the signal's name, as a wait_for_signal names it",
+    schema: jsonSchemaOf(SignalName),
+  })
   @ApiResponse({ status: 202, description: 'the signal is recorded', type: SignalResponseDto.Output })
   @ApiErrors({
     400: 'invalid task_id, name or body, or a payload over 64 KiB',
