@@ -276,8 +276,6 @@ export const ConfigSchema = z.object({
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }
     }),
-  /** how often the retention sweeper looks for what is due (with RUNLEDGER_RETENTION on) */
-  RUNLEDGER_RETENTION_SWEEP_MS: intFromEnv(1_000, 86_400_000).default(3_600_000),
   /** tasks per archive segment at most: what one write transaction moves */
   RUNLEDGER_RETENTION_BATCH: intFromEnv(1, 10_000).default(200),
   /** events after which a checkpoint is saved even without a milestone */

@@ -393,11 +393,7 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_RETENTION: {
     group: 'Storage',
     description:
-      '`off`: the log keeps every task live. A duration (`7d`, `12h`): the retention sweeper archives finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
-  },
-  RUNLEDGER_RETENTION_SWEEP_MS: {
-    group: 'Storage',
-    description: 'how often the retention sweeper looks for what is due (with `RUNLEDGER_RETENTION` on)',
+      '`off`: `runledger archive` needs `--older-than`. A duration (`7d`, `12h`): `runledger archive` archives finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
   },
   RUNLEDGER_RETENTION_BATCH: {
     group: 'Storage',

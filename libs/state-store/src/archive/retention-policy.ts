@@ -37,7 +37,7 @@ export interface RetentionPolicy {
 }
 
 /**
- * RUNLEDGER_RETENTION: `off` (nothing is archived by the sweeper), one duration (`7d`: every
+ * RUNLEDGER_RETENTION: `off` (no policy), one duration (`7d`: every
  * finished task tree ended that long ago), or a JSON list of rules, first match decides:
  * `[{"older_than":"30d","status":["failed"]},{"older_than":"7d","agent":"researcher"},{"older_than":"90d"}]`.
  * A task no rule covers stays live. From a config file the list may be given as JSON itself.
