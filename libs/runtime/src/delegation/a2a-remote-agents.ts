@@ -141,17 +141,24 @@ const sendRequest = (message: Message) => ({
 
 /** A failure worth another try: the agent could not be reached, or answered 5xx / 429. */
 export function isTransient(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const cause = (err as { cause?: { code?: string } }).cause;
-  if (err.name === 'TypeError' && /fetch failed/.test(err.message)) return true;
-  if (
-    cause?.code &&
-    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(cause.code)
-  )
-    return true;
-  return /Status: (5\d\d|429)\b|Agent Card from .*: (5\d\d|429)\b|terminated|other side closed/.test(
-    err.message,
-  );
+  // the SDK may wrap the fetch error: the whole cause chain is looked at
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (
+      typeof code === 'string' &&
+      /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(
+        code,
+      )
+    )
+      return true;
+    if (
+      /fetch failed|Status: (5\d\d|429)\b|Agent Card from .*: (5\d\d|429)\b|terminated|other side closed/.test(
+        e.message,
+      )
+    )
+      return true;
+  }
+  return false;
 }
 
 /** The headers an agent's requests carry, read where its profile says (never recorded, never logged). */
@@ -377,7 +384,7 @@ async function connect(link: RemoteAgentLink): Promise<Client> {
       ? await factory.createFromUrl(link.card_url, '')
       : await factory.createFromUrl(link.url!);
   } catch (err) {
-    if (isTransient(err)) throw err;
+    if (isTransient(err) || err instanceof RemoteConfigError) throw err;
     throw new RemoteConfigError(
       `its agent card offers nothing this runtime speaks (A2A 1.0 over JSON-RPC or HTTP+JSON): ${(err as Error).message}`,
     );
