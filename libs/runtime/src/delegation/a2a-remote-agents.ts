@@ -236,8 +236,13 @@ export class A2ARemoteAgents extends RemoteAgents {
           await client.getTask({ tenant: '', id: after.remote_task_id, historyLength: 0 }, { signal }),
         );
         if (remoteChanged(now, after) || isRemoteEnd(now.state)) return { kind: 'update', snapshot: now };
-        for await (const r of client.resubscribeTask({ tenant: '', id: after.remote_task_id }, { signal }))
-          if (changedBy(r, after)) break;
+        try {
+          for await (const r of client.resubscribeTask({ tenant: '', id: after.remote_task_id }, { signal }))
+            if (changedBy(r, after)) break;
+        } catch (err) {
+          // the task ended between the read and the subscription: it has no stream, the next read sees the end
+          if (!isUnsupportedOperation(err)) throw err;
+        }
         if (signal.aborted) return null;
       }
     });
@@ -315,8 +320,7 @@ export class A2ARemoteAgents extends RemoteAgents {
       );
     } catch (err) {
       // an agent without ListTasks: the messageId alone keeps a second send from starting a second task
-      if (/UnsupportedOperation|Method not found/i.test(`${(err as Error).name} ${(err as Error).message}`))
-        return null;
+      if (isUnsupportedOperation(err)) return null;
       throw err;
     }
   }
@@ -400,3 +404,7 @@ function changedBy(r: StreamResponse, after: RemoteSnapshot): boolean {
   const state = stateOf(status.state);
   return state !== after.state || askIdOf(after.remote_task_id, status) !== (after.request?.ask_id ?? null);
 }
+
+/** The agent's answer that it does not do this (an A2A UnsupportedOperation, or no such JSON-RPC method). */
+const isUnsupportedOperation = (err: unknown): boolean =>
+  /UnsupportedOperation|Method not found/i.test(`${(err as Error).name} ${(err as Error).message}`);
