@@ -1,8 +1,17 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
-import type { ArchivedRange } from './archive/archived-streams';
 
 /** Expected stream version for an append: a sequence number, or a condition. */
+/** An archived stretch of the global log, for readers of it who would otherwise see a silent gap. */
+export interface ArchivedRange {
+  segment_id: string;
+  first_position: number;
+  last_position: number;
+  /** events of the range that are archived (the rest of it are live events of other tasks) */
+  event_count: number;
+  task_ids: string[];
+}
+
 export type ExpectedSequence = number | 'no_stream' | 'stream_exists' | 'any';
 
 /** Who may write a running task: the owner and the epoch its claim got (see LeaseStore). */

@@ -1,23 +1,15 @@
 import { Kysely, Selectable } from 'kysely';
-import { ReadStreamOptions } from '../event-store';
+import { ArchivedRange, ReadStreamOptions } from '../event-store';
 import { EventRow } from '../sqlite/rows';
 import { ArchivedTasksTable, Database } from '../sqlite/schema';
 import { SegmentContent, decodeSegment } from './segment';
+
+export type { ArchivedRange };
 
 export type ArchivedTaskRow = Selectable<ArchivedTasksTable>;
 
 /** A segment's bytes, by id: a file beside a SQLite database, a row on PostgreSQL. */
 export type SegmentBytes = (segmentId: string) => Promise<Buffer>;
-
-/** An archived stretch of the global log, for readers of it who would otherwise see a silent gap. */
-export interface ArchivedRange {
-  segment_id: string;
-  first_position: number;
-  last_position: number;
-  /** events of the range that are archived (the rest of it are live events of other tasks) */
-  event_count: number;
-  task_ids: string[];
-}
 
 /** decoded segments kept: a task's pages are read one after another from the same one */
 const CACHED_SEGMENTS = 4;
