@@ -1,9 +1,12 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   AcceptCheck,
+  AgentProfile,
   Budgets,
   EventPayload,
   RuntimeEvent,
@@ -15,6 +18,7 @@ import {
 import { InMemoryEventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
 import {
+  A2ARemoteAgents,
   DEFAULT_DISCIPLINE_SETTINGS,
   DisciplineSettings,
   ModelScript,
@@ -110,9 +114,12 @@ describe('run discipline scenarios (scripted model)', () => {
       settings?: DisciplineSettings;
       modelTimeoutMs?: number;
       roundPolicy?: boolean;
+      agents?: AgentProfile[];
     } = {},
   ) {
     rt = await startTestRuntime({
+      agents: o.agents,
+      remoteAgents: new A2ARemoteAgents({ attempts: 3, backoffMs: 5, maxBackoffMs: 10 }),
       store,
       tools,
       permissions: o.permissions ?? new AllowAllPolicy(),
@@ -589,6 +596,39 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(r.stop).toBe('mutation_refused');
       expect(existsSync(join(dir, 'out.txt'))).toBe(false);
       expect(r.events[r.events.length - 1]).toMatchObject({ payload: { answer_source: 'runtime' } });
+    });
+  });
+
+  describe('remote_unavailable', () => {
+    it('a remote agent that refuses connections: retried, then the delegation and the task end remote_unavailable', async () => {
+      // a port that was just listened on and closed: connection refused
+      const server = createServer();
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      await new Promise((r) => server.close(r));
+      const r = await run(
+        {
+          orchestrator: [
+            j({ type: 'delegate', agent: 'far', input: 'do it over there' }),
+            j({ type: 'fail', reason: 'the remote agent is down' }),
+          ],
+        },
+        'ask far',
+        {
+          agents: [{ name: 'far', description: '', models: {}, tools: null, instructions: '', a2a: { url } }],
+        },
+      );
+      expect(r.stop).toBe('remote_unavailable');
+      expect(r.detail).toBe('the remote agent is down');
+      expect(of(r.events, 'CHILD_TASK_ENDED')[0].payload).toMatchObject({
+        status: 'failed',
+        stop_reason: 'remote_unavailable',
+        detail: expect.stringMatching(
+          new RegExp(`^remote agent far at ${url} could not be reached after 3 attempts: .*fetch failed`),
+        ),
+      });
+      expect(of(r.events, 'REMOTE_TASK_UPDATED')).toEqual([]);
+      expect(rounds(r.events)).toBe(2);
     });
   });
 

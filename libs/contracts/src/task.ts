@@ -31,6 +31,7 @@ export const STOP_REASONS = [
   'missing_completion_signal',
   'model_gave_up',
   'mutation_refused',
+  'remote_unavailable',
   'cancelled',
 ] as const;
 export const StopReason = z.enum(STOP_REASONS);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus } from '@a2a-js/sdk';
+import { AgentCard, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus } from '@a2a-js/sdk';
 import {
   Client,
   ClientFactory,
@@ -343,13 +343,13 @@ export class A2ARemoteAgents extends RemoteAgents {
         if (!isTransient(err))
           return {
             kind: 'failed',
-            stop_reason: 'tool_error',
+            stop_reason: 'remote_unavailable',
             error: `remote agent ${call.agent.name} at ${where}: ${message}`,
           };
         if (attempt >= this.retry.attempts)
           return {
             kind: 'failed',
-            stop_reason: 'provider_error',
+            stop_reason: 'remote_unavailable',
             error: `remote agent ${call.agent.name} at ${where} could not be reached after ${attempt} attempts: ${message}`,
           };
         const pause = Math.min(this.retry.maxBackoffMs, this.retry.backoffMs * 2 ** (attempt - 1));
@@ -378,17 +378,22 @@ async function connect(link: RemoteAgentLink): Promise<Client> {
     for (const [k, v] of Object.entries(headersOf(link))) headers.set(k, v);
     return fetch(input, { ...init, headers });
   };
+  const resolver = new DefaultAgentCardResolver({ fetchImpl });
   const factory = new ClientFactory({
     transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
     preferredTransports: ['JSONRPC', 'HTTP+JSON'],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    cardResolver: resolver,
   });
+  let card: AgentCard;
   try {
-    return link.card_url
-      ? await factory.createFromUrl(link.card_url, '')
-      : await factory.createFromUrl(link.url!);
+    card = link.card_url ? await resolver.resolve(link.card_url, '') : await resolver.resolve(link.url!);
   } catch (err) {
     if (isTransient(err) || err instanceof RemoteConfigError) throw err;
+    throw new RemoteConfigError(`its agent card could not be read: ${(err as Error).message}`);
+  }
+  try {
+    return await factory.createFromAgentCard(card);
+  } catch (err) {
     throw new RemoteConfigError(
       `its agent card offers nothing this runtime speaks (A2A 1.0 over JSON-RPC or HTTP+JSON): ${(err as Error).message}`,
     );

@@ -2,6 +2,7 @@ import {
   AgentProfile,
   EventPayload,
   NewEvent,
+  RuntimeEvent,
   StopReason,
   emptyUsage,
   hashArgs,
@@ -164,7 +165,8 @@ export class RemoteDelegation {
 
   /**
    * The delegation's time: the carved budget and the agent's own limit, counted from when it
-   * started (a remote task runs on while this process is down).
+   * started (a remote task runs on while this process is down), less the time its questions waited
+   * for a person (as a local child's waits are not its running time).
    */
   private deadline(
     writer: TaskWriter,
@@ -185,10 +187,7 @@ export class RemoteDelegation {
     const ms = limits.length > 0 ? Math.min(...limits) : null;
     if (ms !== null) {
       const clock = this.deps.clock ?? WALL_CLOCK;
-      const startedAt = writer.log.find(
-        (e) => e.type === 'CHILD_TASK_STARTED' && e.payload.call_id === callId,
-      )?.created_at;
-      const since = startedAt ? clock.now().getTime() - Date.parse(startedAt) : 0;
+      const since = remoteActiveMs(writer.log, callId, clock.now());
       cancelTimer = clock.after(Math.max(0, ms - since), () => {
         expired = true;
         ctrl.abort(new Error('remote agent timed out'));
@@ -211,6 +210,38 @@ interface Deadline {
   ms: number;
   expired(): boolean;
   dispose(): void;
+}
+
+/**
+ * How long a delegation has run by the log: from its CHILD_TASK_STARTED to `now`, less the spans
+ * from each question it forwarded to the person's answer.
+ */
+export function remoteActiveMs(log: readonly RuntimeEvent[], callId: string, now: Date): number {
+  let startedAt: number | null = null;
+  let waited = 0;
+  let waitingSince: number | null = null;
+  const asked = new Set<string>();
+  for (const e of log) {
+    const at = Date.parse(e.created_at);
+    if (e.type === 'CHILD_TASK_STARTED' && e.payload.call_id === callId) startedAt = at;
+    else if (
+      (e.type === 'TASK_AWAITING_PERMISSION' || e.type === 'TASK_AWAITING_SECRET') &&
+      elicitedCall(e.payload.call_id) === callId
+    ) {
+      asked.add(e.payload.request_id);
+      waitingSince ??= at;
+    } else if (
+      (e.type === 'PERMISSION_RESOLVED' || e.type === 'SECRET_PROVIDED') &&
+      asked.has(e.payload.request_id) &&
+      waitingSince !== null
+    ) {
+      waited += Math.max(0, at - waitingSince);
+      waitingSince = null;
+    }
+  }
+  if (startedAt === null) return 0;
+  const waiting = waitingSince === null ? 0 : Math.max(0, now.getTime() - waitingSince);
+  return Math.max(0, now.getTime() - startedAt - waited - waiting);
 }
 
 /** The remote's own id of the question a forwarded request stands for (null: it named none). */

@@ -18,6 +18,8 @@ const TEXT: Record<StopReason, string> = {
   model_gave_up: 'The model gave up on the task and said why.',
   mutation_refused:
     'The model kept calling tools the round did not allow (a change the request did not ask for, or a tool when the answer was due); none of them ran.',
+  remote_unavailable:
+    'A remote agent (A2A) could not be used: it could not be reached or kept failing (connection refused, reset or timed out; HTTP 5xx or 429) through every retry, its agent card could not be read or offers no protocol this runtime speaks, or it refused the request.',
   cancelled: 'The task was cancelled.',
 };
 
@@ -30,15 +32,21 @@ export const stopReasonText = (reason: StopReason): string => TEXT[reason];
 
 /**
  * The stop of a `fail` directive. A denied tool call is the cause when there
- * was one. sys_util only answers `fail` to report that the step it ran failed,
- * so its fail is a tool_error; a model's fail is the model's own decision to
- * give up, whatever failed before it.
+ * was one, then a remote agent that could not be used (nothing else could have
+ * been done about either). sys_util only answers `fail` to report that the step
+ * it ran failed, so its fail is a tool_error; a model's fail is the model's own
+ * decision to give up, whatever failed before it.
  */
 export function failDirectiveStop(
-  progress: { calls: ReadonlyMap<string, { error_kind?: string | null }> },
+  progress: {
+    calls: ReadonlyMap<string, { error_kind?: string | null }>;
+    children: ReadonlyMap<string, { ended: { stop_reason: StopReason } | null }>;
+  },
   lastDecision: EventPayload<'ROUTER_DECIDED'> | null,
 ): StopReason {
   if ([...progress.calls.values()].some((c) => c.error_kind === 'permission_denied'))
     return 'permission_denied';
+  if ([...progress.children.values()].some((c) => c.ended?.stop_reason === 'remote_unavailable'))
+    return 'remote_unavailable';
   return lastDecision?.source === 'sys_util' ? 'tool_error' : 'model_gave_up';
 }
