@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentName } from './directive';
 import { AnswerEvaluatorSettings, Role } from './task';
+import { ToolBudget } from './tool';
 
 /**
  * Where a remote agent is reached over A2A 1.0: its base URL (the card at
@@ -48,6 +49,8 @@ export const AgentProfile = z
     timeout_ms: z.number().int().positive().max(86_400_000).optional(),
     /** the agent's final answers are evaluated, and retried once below the threshold (absent: off) */
     evaluator: AnswerEvaluatorSettings.optional(),
+    /** per-tool budgets of this agent's tasks, by tool name; each replaces the tool manifest's own */
+    tool_budgets: z.record(z.string().min(1).max(200), ToolBudget).optional(),
   })
   .strict()
   .refine((a) => a.a2a !== undefined || a.description !== '', {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ToolBudget } from './tool';
 
 export const TASK_STATUSES = [
   'queued',
@@ -314,6 +315,8 @@ export const RunSettings = z.object({
   timeout_includes_waits: z.literal(true).optional(),
   /** the runtime decides each round's tool surface and refuses what it did not offer (absent in older runs: off) */
   round_policy: z.enum(['on', 'off']).optional(),
+  /** the tools' per-tool budgets from their manifests when the task was received, by tool name (absent: none declared) */
+  tool_budgets: z.record(z.string(), ToolBudget).optional(),
   /** the orchestrator's own tasks have their final answer evaluated (absent: off; a delegated agent's profile says its own) */
   answer_evaluator: AnswerEvaluatorSettings.optional(),
   discipline: z

@@ -17,6 +17,19 @@ export const ToolResult = z.object({
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 
+/**
+ * How often a task may run a tool (the round policy's per-tool budget): at most `max_calls_per_task`
+ * times, and, with `only_if_previous_empty`, again only when its previous call found nothing. A call
+ * past it is refused before it runs, and the tool is no longer offered.
+ */
+export const ToolBudget = z
+  .object({
+    max_calls_per_task: z.number().int().positive().max(10_000).optional(),
+    only_if_previous_empty: z.boolean().optional(),
+  })
+  .strict();
+export type ToolBudget = z.infer<typeof ToolBudget>;
+
 /** manifest.json of a tool plugin folder. */
 export const ToolManifest = z
   .object({
@@ -31,6 +44,10 @@ export const ToolManifest = z
     entry: z.string().default('index.js'),
     /** the tool only reads (an MCP tool's readOnlyHint): `mcp_allow_read_only` lets such tools run without asking */
     read_only: z.boolean().optional(),
+    /** per-tool budget: the most calls one task may run (absent: no limit of its own) */
+    max_calls_per_task: ToolBudget.shape.max_calls_per_task,
+    /** per-tool budget: a second call runs only when the previous one found nothing */
+    only_if_previous_empty: ToolBudget.shape.only_if_previous_empty,
   })
   .strict();
 export type ToolManifest = z.infer<typeof ToolManifest>;

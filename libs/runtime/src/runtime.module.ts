@@ -46,6 +46,7 @@ import { EventLoopMonitor, SubmissionPacing } from './loop/pacing';
 import { RuntimeLogger } from './runtime-logger';
 import { AnswerEvaluation } from './discipline/answer-evaluation';
 import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';
+import { toolBudgetsOf } from './loop/tool-budgets';
 import { TaskCheckpoints } from './log/checkpoints';
 import { LogTaskViews, ProjectionTaskViews, TaskViews } from './log/task-views';
 import { RedactingEventStore } from './log/redacting-event-store';
@@ -499,6 +500,7 @@ function runtimeProviders(): Provider[] {
                 todos: o.todos,
                 roundPolicy: o.roundPolicy,
                 answerEvaluator: o.answerEvaluator,
+                toolBudgets: toolBudgetsOf(tools.list()),
               },
               budgets,
               orchestrator.speaksToolCalls('orchestrator') ? 'tools' : 'json',

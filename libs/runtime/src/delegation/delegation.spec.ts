@@ -1,7 +1,13 @@
-import { RuntimeEvent, Role, emptyUsage } from '@runledger/contracts';
-import { ModelBackend, ModelRequest, ModelResponse, sleep } from '../model/model-backend';
+import { RuntimeEvent, emptyUsage } from '@runledger/contracts';
+import { ModelBackend, sleep } from '../model/model-backend';
 import { RuntimeParts } from '../runtime-options';
-import { AllowAllPolicy, TestRuntime, startTestRuntime, testToolRegistry } from '../testing';
+import {
+  AllowAllPolicy,
+  TaskRoutedBackend,
+  TestRuntime,
+  startTestRuntime,
+  testToolRegistry,
+} from '../testing';
 import { useTempStore } from '../testing/temp-store';
 import { DEFAULT_DISCIPLINE_SETTINGS } from '../discipline/settings';
 import { replayDivergence } from '../replay/replay-view';
@@ -16,38 +22,6 @@ const agentStep = (id: string, input: string, extra: Record<string, unknown> = {
   kind: 'agent',
   args: { agent: 'coder', input, ...extra },
 });
-
-/**
- * A model that answers by the task it works for (its `## Task` section): `reply(task, request)` is
- * the directive JSON. Every request is kept, so a test can read what a parent was shown.
- */
-class TaskRoutedBackend extends ModelBackend {
-  readonly backend = 'routed';
-  readonly requests: ModelRequest[] = [];
-
-  constructor(
-    private readonly reply: (task: string, prompt: string, signal?: AbortSignal) => Promise<string> | string,
-  ) {
-    super();
-  }
-
-  modelFor(role: Role): string | null {
-    return role === 'orchestrator' ? 'routed-model' : null;
-  }
-
-  async complete(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request);
-    const prompt = request.messages.map((m) => m.content).join('\n');
-    const task = /## Task\n([\s\S]*)$/.exec(prompt)?.[1].trim() ?? '';
-    const content = await this.reply(task, prompt, request.signal);
-    return {
-      content,
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, estimated: false },
-      model: 'routed-model',
-      finish_reason: 'stop',
-    };
-  }
-}
 
 describe('delegation', () => {
   const temp = useTempStore('rl-deleg-', () => rt?.close());

@@ -1,4 +1,4 @@
-import { AnswerEvaluatorSettings, Budgets, RunSettings } from '@runledger/contracts';
+import { AnswerEvaluatorSettings, Budgets, RunSettings, ToolBudget } from '@runledger/contracts';
 import { resolveBudgets } from '../discipline/budgets';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from '../discipline/settings';
 
@@ -14,6 +14,8 @@ export interface RunShaping {
   roundPolicy?: boolean;
   /** the orchestrator's own answers evaluated (recorded only when set) */
   answerEvaluator?: AnswerEvaluatorSettings;
+  /** the tools' per-tool budgets, by name (recorded only when some tool declares one) */
+  toolBudgets?: Record<string, ToolBudget>;
 }
 
 /** What a task asking for `budgets` runs under in this process, as TASK_RECEIVED records it. */
@@ -30,6 +32,9 @@ export function recordRunSettings(
     ...(shaping.todos ? { todos: 'on' as const } : {}),
     ...(shaping.roundPolicy ? { round_policy: 'on' as const } : {}),
     ...(shaping.answerEvaluator ? { answer_evaluator: shaping.answerEvaluator } : {}),
+    ...(shaping.toolBudgets && Object.keys(shaping.toolBudgets).length
+      ? { tool_budgets: shaping.toolBudgets }
+      : {}),
     discipline: d
       ? {
           budgets: resolveBudgets(budgets, d.budgetDefaults, d.budgetMaximums).budgets,

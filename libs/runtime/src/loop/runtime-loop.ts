@@ -15,6 +15,7 @@ import { describeStop } from '../discipline/stop-reasons';
 import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
 import { decideSurface, isRoundPolicyOn, runtimeAnswer } from './round-policy';
+import { withinBudgets } from './tool-budgets';
 import { clientToolManifests } from './engine/client-tools';
 import { AnswerEvaluation } from '../discipline/answer-evaluation';
 
@@ -220,8 +221,9 @@ export class RuntimeLoop {
     // after the guards, which judge the round by the log's times rather than by a timer that fires meanwhile
     await letTheLoopTurn(p);
     const toolCalling = this.deps.router.speaksToolCalls();
-    // a delegated agent is shown only the tools its profile allows; the round policy narrows them to the round's surface
-    const agentTools = toolsForAgent(this.deps.tools.list(), p.agent);
+    // a delegated agent is shown only the tools its profile allows, never a tool whose budget is spent;
+    // the round policy narrows them to the round's surface
+    const agentTools = withinBudgets(p, toolsForAgent(this.deps.tools.list(), p.agent));
     const decided = decideSurface(p, agentTools);
     // the client's own tools (AG-UI frontend tools) join every surface that offers tools: they change nothing here
     const clientTools = clientToolManifests(p);

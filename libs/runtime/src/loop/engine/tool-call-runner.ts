@@ -29,6 +29,7 @@ import { InterruptedCallGate } from './gates/interrupted-call-gate';
 import { PermissionGate } from './gates/permission-gate';
 import { SecretGate } from './gates/secret-gate';
 import { RoundSurfaceGate } from './gates/round-surface-gate';
+import { ToolBudgetGate } from './gates/tool-budget-gate';
 import { ALLOW, GateCall, GateVerdict, ToolGate } from './gates/tool-gate';
 import { ValidateGate } from './gates/validate-gate';
 import { ClientArgsGate, awaitsClient, clientRegisteredTool, clientToolRequest } from './client-tools';
@@ -70,6 +71,7 @@ type ToolOutcomeBody = Extract<NewEvent, { type: 'TOOL_COMPLETED' | 'TOOL_FAILED
 export function toolGates(deps: ToolCallDeps): ToolGate[] {
   const gates: ToolGate[] = [
     new RoundSurfaceGate(),
+    new ToolBudgetGate(),
     new ValidateGate(deps.tools),
     new AgentToolsGate(),
     new ElicitationGate(),
