@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
@@ -130,6 +130,22 @@ describe('commits per step (SQLite log, group commit)', () => {
       }
     },
   );
+
+  it('a 7-step task of the built-in file_read (its manifest does not say read_only): read-only as the round policy counts it, its steps ride with the next model call', async () => {
+    writeFileSync(join(dir, 'twelve.txt'), 'twelve bytes');
+    const plan = SEVEN_STEP_PLAN.replaceAll('"echo"', '"file_read"').replace(
+      /"args":\{"text":"step \d"\}/g,
+      '"args":{"path":"twelve.txt"}',
+    );
+    const { settled, events, groups, commits } = await runSevenSteps(false, plan);
+    expect(settled.final?.stop_reason).toBe('completed');
+    const outcomes = events.filter((e) => e.type === 'TOOL_COMPLETED');
+    expect(outcomes.map((e) => e.type === 'TOOL_COMPLETED' && e.payload.result.output)).toEqual(
+      Array.from({ length: 7 }, () => 'twelve bytes'),
+    );
+    expect(groups.filter((g) => g.includes('TOOL_CALLED'))).toHaveLength(1);
+    expect(commits).toBe(4);
+  });
 
   it('a read-only tool that changes its args in place: the intent stored after it ran holds the args it was given', async () => {
     const plan = JSON.stringify({

@@ -19,6 +19,7 @@ import { sleep } from '../../model/model-backend';
 import { SecretVault, ToolOutcomeHook, isShutdown } from '../../ports';
 import { TaskWriter } from '../../log/task-writer';
 import { elicitationCallId } from '../../log/progress';
+import { isReadOnlyTool } from '../round-policy';
 import { AllowAlwaysGrants } from './allow-always-grants';
 import { CallOutcome, CallSpec } from './call-types';
 import { AgentToolsGate } from './gates/agent-tools-gate';
@@ -288,7 +289,8 @@ export class ToolCallRunner {
     // unrecorded if the process stops before its intent is stored, and is simply run again: its intent
     // rides with its outcome's commit. (A retry's intent is stored first: after a stop, the call's last
     // record would otherwise be the failed attempt before it, and it would not be retried.)
-    const defersIntent = manifest.read_only === true && manifest.idempotent && attempt === 1;
+    // (read-only as the round policy counts it: a manifest's read_only, or a built-in that only reads)
+    const defersIntent = isReadOnlyTool(manifest) && manifest.idempotent && attempt === 1;
     const intent: NewEvent = {
       type: 'TOOL_CALLED',
       payload: {
