@@ -573,30 +573,39 @@ describe('letTheLoopTurn', () => {
   };
 
   it('tasks that yield in one slice share the next turn: the loop turns once a slice, not once a task', async () => {
+    const SPIN_MS = 0.2;
     let running = true;
+    let spins = 0;
     const task = async () => {
       while (running) {
-        spin(0.2);
+        spin(SPIN_MS);
+        spins++;
         await letTheLoopTurn({ parent_task_id: null });
       }
     };
-    // an immediate that queues itself again runs once per turn of the loop: its gaps are how long the loop was held
-    const turns: number[] = [];
+    // an immediate that queues itself again runs once per turn of the loop. Counted in spins, not in
+    // milliseconds, what ran between two turns does not grow when the machine is busy (a spin is at least
+    // SPIN_MS of wall time, a slice at most TASK_SLICE_MS plus one spin)
+    const spinsAtTurn: number[] = [];
+    let enoughTurns!: () => void;
+    const counted = new Promise<void>((resolve) => (enoughTurns = resolve));
     const probe = () => {
-      turns.push(performance.now());
+      spinsAtTurn.push(spins);
+      if (spinsAtTurn.length === 40) enoughTurns();
       if (running) setImmediate(probe);
     };
     setImmediate(probe);
     const tasks = Array.from({ length: 8 }, task);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await counted;
     running = false;
     await Promise.all(tasks);
 
-    const gaps = turns.slice(1).map((t, i) => t - turns[i]);
-    const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)];
-    // a turn each would hold the loop for 8 slices between two turns
-    expect(gaps.length).toBeGreaterThan(10);
-    expect(median).toBeLessThan(3 * TASK_SLICE_MS);
+    const between = spinsAtTurn.slice(1).map((n, i) => n - spinsAtTurn[i]);
+    const median = [...between].sort((a, b) => a - b)[Math.floor(between.length / 2)];
+    const slice = Math.ceil(TASK_SLICE_MS / SPIN_MS) + 1;
+    expect(median).toBeGreaterThan(0);
+    // a turn each would run 8 slices between two turns
+    expect(median).toBeLessThanOrEqual(2 * slice);
   });
 
   it('while a submission is being answered, tasks stop at their next turn and go on once it is (or after ANSWERING_WAIT_MAX_MS)', async () => {
