@@ -4,7 +4,7 @@ import { z } from 'zod';
 import {
   AnswerEvaluatorSettings,
   AgentProfile,
-  Budgets,
+  TaskBudgets,
   ConfigError,
   PermissionRulesConfig,
   PriceTable,
@@ -176,8 +176,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_WS_MAX_BUFFER: intFromEnv(1024, 1_073_741_824).default(8 * 1024 * 1024),
   // Run discipline (libs/runtime/src/discipline). Budgets use the API's `budgets` keys;
   // RUNLEDGER_MAX_ROUNDS is the default and the cap of max_rounds; the maximums cap what a task may ask for.
-  RUNLEDGER_BUDGET_DEFAULTS: jsonFromEnv(Budgets).optional(),
-  RUNLEDGER_BUDGET_MAXIMUMS: jsonFromEnv(Budgets).optional(),
+  RUNLEDGER_BUDGET_DEFAULTS: jsonFromEnv(TaskBudgets).optional(),
+  RUNLEDGER_BUDGET_MAXIMUMS: jsonFromEnv(TaskBudgets).optional(),
   /** {"<model>": {"input_per_mtok": USD, "output_per_mtok": USD}, "*": {...}} */
   RUNLEDGER_PRICE_TABLE: jsonFromEnv(PriceTable).optional(),
   /** characters per token when a provider reports no usage */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AcceptCheck, Budgets, TodoSpec, TodoStatus } from './task';
+import { AcceptCheck, TaskBudgets, TodoSpec, TodoStatus } from './task';
 
 export const STEP_KINDS = ['tool', 'coder', 'memory', 'respond', 'agent', 'wait', 'wait_for_signal'] as const;
 
@@ -15,7 +15,7 @@ export const DelegateArgs = z
   .object({
     agent: AgentName,
     input: z.string().min(1).max(100_000),
-    budgets: Budgets.optional(),
+    budgets: TaskBudgets.optional(),
     accept_checks: z.array(AcceptCheck).max(50).optional(),
   })
   .strict();

@@ -10,6 +10,7 @@ import {
   Budgets,
   Role,
   RunSettings,
+  SessionBudget,
   SessionTurn,
   StopReason,
   TaskUsage,
@@ -106,6 +107,8 @@ export const EventPayloads = {
     settings: RunSettings.optional(),
     /** the session's earlier ended tasks when this one was received, oldest first (absent: none) */
     session_history: z.array(SessionTurn).optional(),
+    /** the session's budget across its tasks and what it had spent when this one was received (absent: none) */
+    session_budget: SessionBudget.optional(),
     /** fork: the orchestrator model it runs with instead of the configured one (absent: the configured one) */
     model: z.string().min(1).max(200).optional(),
     /** delegation: the task that started this one (absent for a task submitted by a person) */
@@ -133,6 +136,17 @@ export const EventPayloads = {
     /** text: what the prompt showed, so a replay can show it again */
     memory_hits: z.array(z.object({ id: Id, score: z.number(), text: z.string().optional() })).default([]),
     compacted: z.boolean().default(false),
+    /**
+     * the session's spend when the round was built (earlier tasks' and this one's), and whether it
+     * was near the session budget: then the session's earlier tasks gave way first (absent: no session budget)
+     */
+    session_budget: z
+      .object({
+        used_tokens: z.number().int().nonnegative(),
+        used_cost_usd: z.number().nonnegative(),
+        near: z.boolean(),
+      })
+      .optional(),
     /** round policy: what the round was offered, and why (absent: round policy off, every tool offered) */
     tool_surface: z
       .object({ surface: ToolSurface, reason: z.string(), tools: z.array(z.string()) })

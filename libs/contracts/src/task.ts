@@ -47,10 +47,36 @@ export const Budgets = z
     max_tokens: z.number().int().positive(),
     max_cost_usd: z.number().nonnegative(),
     timeout_ms: z.number().int().positive(),
+    /** the session's token budget across its tasks: set by the first task of the session that names it */
+    session_max_tokens: z.number().int().positive(),
+    /** the session's cost budget across its tasks, as session_max_tokens */
+    session_max_cost_usd: z.number().nonnegative(),
   })
   .partial()
   .strict();
 export type Budgets = z.infer<typeof Budgets>;
+
+/** The budgets of one task alone: what a delegation may give its child (the session's are the session's). */
+export const TaskBudgets = Budgets.omit({ session_max_tokens: true, session_max_cost_usd: true });
+export type TaskBudgets = z.infer<typeof TaskBudgets>;
+
+/**
+ * The session budget a task runs under, recorded in its TASK_RECEIVED as it stood then, so a
+ * resume or a replay never reads the session again: the limits, what the session's earlier tasks
+ * had spent, and where the limits came from (`task`: a task's budgets.session_max_*, `set_by`
+ * that task; `setting`: the session's own setting, PUT /sessions/:id/budget).
+ */
+export const SessionBudget = z.object({
+  max_tokens: z.number().int().positive().nullable(),
+  max_cost_usd: z.number().nonnegative().nullable(),
+  used_tokens: z.number().int().nonnegative(),
+  used_cost_usd: z.number().nonnegative(),
+  source: z.enum(['task', 'setting']),
+  set_by: z.string().min(1).max(200).nullable(),
+  /** the earlier tasks of the session whose spend is in used_* (a delegated child's is in its parent's) */
+  tasks_counted: z.number().int().nonnegative(),
+});
+export type SessionBudget = z.infer<typeof SessionBudget>;
 
 export const ACCEPT_CHECK_KINDS = [
   'output_only',

@@ -190,7 +190,7 @@ describe('parseArgs (commander)', () => {
 
   it('a --budget key that does not exist is named once, with the keys that do', () => {
     expect(refused(['run', 'x', '--budget', 'foo=3'])).toBe(
-      '--budget: unknown key foo (one of max_rounds, max_tool_calls, max_model_calls, max_failures, max_tokens, max_cost_usd, timeout_ms)',
+      '--budget: unknown key foo (one of max_rounds, max_tool_calls, max_model_calls, max_failures, max_tokens, max_cost_usd, timeout_ms, session_max_tokens, session_max_cost_usd)',
     );
     expect(refused(['run', 'x', '--budget', 'max_rounds=0'])).toBe(
       '--budget: max_rounds: Too small: expected number to be >0',

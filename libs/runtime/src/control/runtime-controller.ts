@@ -2,12 +2,14 @@ import { OnModuleDestroy } from '@nestjs/common';
 import {
   AgUiRun,
   ConcurrencyError,
+  EventPayload,
   IdempotencyConflictError,
   IllegalStateError,
   NewEvent,
   NotFoundError,
   PermissionDecision,
   RunSettings,
+  SessionBudget,
   SessionTurn,
   TaskStatus,
   UserTask,
@@ -26,6 +28,7 @@ import { AgentCatalog } from '../delegation/agent-catalog';
 import { RemoteAgents } from '../delegation/remote-agents';
 import { cancelRemoteChild } from '../delegation/remote-delegation';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
+import { sessionBudgetFor } from './session-budget';
 import { formAnswer } from './permission-answers';
 import { ReplayRequest, ReplayResult, SecretVault } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
@@ -51,6 +54,8 @@ export interface SubmitOptions {
   settings?: RunSettings | null;
   /** the session's earlier tasks recorded for the task: a replay gives its recording's; otherwise read from the session */
   session_history?: SessionTurn[];
+  /** the session budget recorded for the task: a replay gives its recording's (null: none); otherwise the session's */
+  session_budget?: SessionBudget | null;
   /** AG-UI: what the frontend sent with the run, recorded with the task and part of what an idempotency key binds */
   ag_ui?: AgUiRun;
 }
@@ -155,11 +160,21 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const received = this.deps.admission.admit();
     try {
       // A new session has no history; a named one is read now and recorded, so the task never reads it again.
-      const session_history =
-        options.session_history ??
-        (task.session_id
-          ? sessionTurnsOf(await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ))
-          : []);
+      const earlier =
+        task.session_id && (options.session_history === undefined || options.session_budget === undefined)
+          ? await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ)
+          : [];
+      const session_history = options.session_history ?? sessionTurnsOf(earlier);
+      // so is the session's budget, with what the session had spent by now
+      const session_budget =
+        options.session_budget !== undefined
+          ? options.session_budget
+          : await sessionBudgetFor({
+              task_id,
+              asked: task.budgets ?? {},
+              earlier,
+              received: (id) => this.receivedOf(id),
+            });
       await this.deps.store.append(
         task_id,
         [
@@ -177,6 +192,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               forked_from: null,
               ...(settings ? { settings } : {}),
               ...(session_history.length ? { session_history } : {}),
+              ...(session_budget ? { session_budget } : {}),
               ...(options.ag_ui ? { ag_ui: options.ag_ui } : {}),
               // the round policy's one decision about the whole task, from its input (or a person), never from what it reads
               ...(settings?.round_policy === 'on'
@@ -197,6 +213,12 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }
     this.deps.runs.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
+  }
+
+  /** What an earlier task of a session recorded when it was received (null: not a task). */
+  private async receivedOf(taskId: string): Promise<EventPayload<'TASK_RECEIVED'> | null> {
+    const [first] = await this.deps.store.readStream(taskId, { limit: 1 });
+    return first?.type === 'TASK_RECEIVED' ? first.payload : null;
   }
 
   /**

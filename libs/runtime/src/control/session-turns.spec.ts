@@ -170,6 +170,7 @@ describe('sessions: tasks with one session_id are a conversation', () => {
       input: i === SESSION_HISTORY_MAX_TASKS + 4 ? 'x'.repeat(20_000) : `q${i}`,
       result: `a${i}`,
       stop_reason: 'completed' as const,
+      usage: { total_tokens: 0, cost_usd: 0 },
     }));
     const running = {
       task_id: 'now',
@@ -177,6 +178,7 @@ describe('sessions: tasks with one session_id are a conversation', () => {
       input: 'q',
       result: null,
       stop_reason: null,
+      usage: { total_tokens: 0, cost_usd: 0 },
     };
     const sut = sessionTurnsOf([...tasks, running]);
     expect(sut.map((t) => t.task_id)).toEqual(tasks.slice(5).map((t) => t.task_id));

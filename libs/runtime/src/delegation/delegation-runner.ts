@@ -6,6 +6,7 @@ import { TaskWriter } from '../log/task-writer';
 import { StepOutcome } from '../loop/engine/call-types';
 import { AgentCatalog } from './agent-catalog';
 import { carveBudgets } from './carve-budgets';
+import { withinSession } from '../discipline/session-budget';
 import { ChildEnd, ChildTaskHost } from './child-tasks';
 import { RemoteAgents, remoteContextIdFor, remoteMessageIdFor } from './remote-agents';
 import { RemoteDelegation } from './remote-delegation';
@@ -150,9 +151,10 @@ export class DelegationRunner {
       .filter(([call_id, c]) => !c.ended && (startedAt.get(call_id) ?? Infinity) <= writer.committedThrough)
       .map(([, c]) => c.started.budgets);
     const now = (this.deps.clock ?? WALL_CLOCK).now();
+    const own = p.settings?.discipline?.budgets ?? null;
     const carve = carveBudgets(
       args.budgets,
-      p.settings?.discipline?.budgets ?? null,
+      own && withinSession(own, p.session_budget, p.usage),
       p.usage,
       activeMs(p.meter, now),
       running,

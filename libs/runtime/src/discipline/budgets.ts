@@ -234,7 +234,8 @@ export const meterFromEvents = (events: readonly RuntimeEvent[], options: MeterO
   events.reduce((s, e) => meterEvolve(s, e, options), initialMeterState());
 
 export interface BudgetExceeded {
-  budget: BudgetKey;
+  /** a task budget, or the session's (session-budget.ts) */
+  budget: BudgetKey | 'session_max_tokens' | 'session_max_cost_usd';
   limit: number;
   actual: number;
   /** the role, for max_model_calls */

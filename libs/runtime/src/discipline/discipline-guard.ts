@@ -6,6 +6,7 @@ import { REPEAT_REMINDER } from './repeat-detector';
 import { guardEvent } from './retry-runner';
 import { isCircuitOpen } from './failure-policy';
 import { DisciplineSettings, ResolvedBudgets } from './settings';
+import { sessionExceeded } from './session-budget';
 import { describeStop } from './stop-reasons';
 import { WorkspaceView } from './workspace-view';
 import { judgeTodos } from './todos';
@@ -93,7 +94,9 @@ export class DisciplineGuard implements LoopGuard {
     const meter = ctx.fold.meter(this.settings.charsPerToken);
     const elapsed = activeMs(meter, this.now());
     const over =
-      firstExceeded(meter.usage, budgets, elapsed) ?? admit(meter.usage, budgets, { kind: 'round' });
+      firstExceeded(meter.usage, budgets, elapsed) ??
+      admit(meter.usage, budgets, { kind: 'round' }) ??
+      sessionExceeded(ctx.progress.session_budget, meter.usage, 'round');
     if (!over) return null;
     if (over.budget === 'timeout_ms')
       return { stop_reason: 'timeout', detail: describeStop('timeout', over.detail) };

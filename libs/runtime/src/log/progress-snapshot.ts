@@ -100,6 +100,8 @@ const ProgressSnapshotSchema = z.looseObject({
   session_id: z.string(),
   input: z.string(),
   budgets: z.record(z.string(), z.unknown()),
+  /** absent in snapshots taken before session budgets: those tasks had none */
+  session_budget: Loose.nullable().optional(),
   accept_checks: z.array(Loose),
   status: TaskStatus,
   round: z.number().int(),
@@ -226,6 +228,7 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
     pendingClientTools: new Map((s.pendingClientTools ?? []) as Array<[string, PendingClientTool]>),
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
     evaluation: s.evaluation ?? { attempts: 0, retried: false, tokens: 0, round: null },
+    session_budget: (s.session_budget ?? null) as TaskProgress['session_budget'],
     timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
     signals: new Map((s.signals ?? []) as Array<[string, SignalProgress]>),
     signalWaits: new Map((s.signalWaits ?? []) as Array<[string, SignalWaitProgress]>),

@@ -11,6 +11,7 @@ import {
   Role,
   RunSettings,
   RuntimeEvent,
+  SessionBudget,
   StopReason,
   TaskStatus,
   TaskUsage,
@@ -92,6 +93,8 @@ export interface TaskProgress {
   session_id: string;
   input: string;
   budgets: Budgets;
+  /** the session's budget across its tasks as it stood when the task was received (null: none) */
+  session_budget: SessionBudget | null;
   accept_checks: AcceptCheck[];
   /** what this process or the recording ran the task under (null: not recorded) */
   settings: RunSettings | null;
@@ -161,6 +164,7 @@ const initial = (task_id: string): TaskProgress => ({
   session_id: '',
   input: '',
   budgets: {},
+  session_budget: null,
   accept_checks: [],
   settings: null,
   parent_task_id: null,
@@ -311,6 +315,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         session_id: e.payload.session_id,
         input: e.payload.input,
         budgets: e.payload.budgets,
+        session_budget: e.payload.session_budget ?? null,
         accept_checks: e.payload.accept_checks,
         settings: e.payload.settings ?? null,
         parent_task_id: e.payload.parent_task_id ?? null,

@@ -74,6 +74,8 @@ export interface SessionTask {
   input: string;
   result: string | null;
   stop_reason: StopReason | null;
+  /** what it has spent so far (a delegating task's includes its ended children's) */
+  usage: Pick<TaskUsage, 'total_tokens' | 'cost_usd'>;
 }
 
 const sessionTaskOf = (s: TaskState): SessionTask => ({
@@ -82,6 +84,7 @@ const sessionTaskOf = (s: TaskState): SessionTask => ({
   input: s.input,
   result: s.result,
   stop_reason: s.stop_reason,
+  usage: { total_tokens: s.usage.total_tokens, cost_usd: s.usage.cost_usd },
 });
 
 /** Reads of tasks as views, for the API and the dashboard. */

@@ -376,10 +376,14 @@ export class AsyncRouter {
     }
     const summary = out.res.content.slice(0, c.summaryTokens * 4);
     await writer.append([
-      guardEvent('compaction', round, `rounds ${c.rounds.join(', ')} summarised by the utility role`, {
-        rounds: c.rounds,
-        summary,
-      }),
+      guardEvent(
+        'compaction',
+        round,
+        c.reason === 'session_budget'
+          ? `near the session budget: the session's earlier tasks (rounds ${c.rounds.join(', ')}) summarised by the utility role`
+          : `rounds ${c.rounds.join(', ')} summarised by the utility role`,
+        { rounds: c.rounds, summary, ...(c.reason ? { reason: c.reason } : {}) },
+      ),
     ]);
     return true;
   }

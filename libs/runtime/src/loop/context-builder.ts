@@ -14,6 +14,7 @@ import {
 import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from '../discipline/settings';
 import { estimateTokens } from '../discipline/budgets';
 import { isSessionItem, sessionTaskOf } from '../log/session-history';
+import { SessionPressure } from '../discipline/session-budget';
 import { TODO_UPDATE_LINE, todoSection, todosInPlay } from '../discipline/todos';
 
 export const CONTEXT_SECTIONS = ['system', 'memory', 'tools', 'history', 'user'] as const;
@@ -84,8 +85,11 @@ export interface BuiltContext {
   event: EventPayload<'CONTEXT_BUILT'>;
   /** answer_only round: the model may not call tools (natively: tool_choice none) */
   toolChoice?: 'none';
-  /** over the prompt budget: these old rounds should be summarised (utility role) and the context built again */
-  compaction?: { rounds: number[]; text: string; summaryTokens: number };
+  /**
+   * over the prompt budget, or near the session budget (`reason`): these old rounds should be
+   * summarised (utility role) and the context built again
+   */
+  compaction?: { rounds: number[]; text: string; summaryTokens: number; reason?: 'session_budget' };
   /** cannot fit even trimmed and compacted: the task stops with budget_exceeded */
   overBudget?: string;
 }
@@ -228,6 +232,28 @@ class HistoryRenderings {
 }
 
 /**
+ * How the session's earlier tasks (the leading session items of the history) give way near the
+ * session budget, that is with less than its near share left or less left than the whole prompt
+ * would take: summarised when a utility model can (`compact`: how many leading items), else left
+ * out (`drop`). Once summarised they stay summarised: the summary is bounded by summary_tokens.
+ */
+export function sessionGivesWay(
+  history: readonly HistoryItem[],
+  session: SessionPressure,
+  promptTokens: number,
+  canCompact: boolean,
+): { near: boolean; drop: number; compact: number } {
+  let count = 0;
+  while (count < history.length && isSessionItem(history[count])) count += 1;
+  const overLeft = session.tokens_left !== null && promptTokens > session.tokens_left;
+  const near = session.near || overLeft;
+  if (!near || count === 0) return { near, drop: 0, compact: 0 };
+  const turns = history.slice(0, count).some((h) => sessionTaskOf(h) !== null);
+  if (turns && canCompact) return { near, drop: 0, compact: count };
+  return { near, drop: turns ? count : 0, compact: 0 };
+}
+
+/**
  * system + memory + tools + history + user, each within its budget. History
  * over budget loses its oldest rounds first (the newest always stays, clipped
  * if it must); CONTEXT_BUILT records what was cut.
@@ -252,7 +278,13 @@ export class ContextBuilder {
     signal?: AbortSignal,
     /** toolCalling: the orchestrator speaks native tool calling, so tools go as functions and decided rounds as tool turns */
     /** answerOnly: the round policy's answer_only round: no tools, natively tool_choice none */
-    opts: { canCompact?: boolean; toolCalling?: boolean; answerOnly?: boolean } = {},
+    /** session: the task's session budget as it stands (see SessionPressure) */
+    opts: {
+      canCompact?: boolean;
+      toolCalling?: boolean;
+      answerOnly?: boolean;
+      session?: SessionPressure | null;
+    } = {},
   ): Promise<BuiltContext> {
     const cut: string[] = [];
     const sections: EventPayload<'CONTEXT_BUILT'>['sections'] = {};
@@ -295,6 +327,8 @@ export class ContextBuilder {
     let budgetChars = this.budgets.history * CHARS_PER_TOKEN;
     let compaction: BuiltContext['compaction'];
     let overBudget: string | undefined;
+    /** near its session budget: the session's earlier tasks give way before anything of the task's own */
+    let sessionNear = false;
     if (this.prompt) {
       // The window decides, not the fixed section budgets: elide, trim, compact, or give up.
       const items: PromptItem[] = [
@@ -311,16 +345,28 @@ export class ContextBuilder {
           tokens: tokensOf(memoryLine(h)),
         })),
       ];
+      const session = opts.session
+        ? sessionGivesWay(
+            whole,
+            opts.session,
+            items.reduce((n, i) => n + i.tokens, 0) + rendered.totalTokens(whole),
+            opts.canCompact ?? false,
+          )
+        : null;
+      sessionNear = session?.near ?? false;
+      // session items that give way are dropped ahead of the decision, which fits what is left
+      const first = session?.drop ?? 0;
+      const rest = first > 0 ? whole.slice(first) : whole;
       const decision = decidePrompt(
         items,
-        rendered.promptHistory(whole),
+        rendered.promptHistory(rest),
         this.prompt,
         opts.canCompact ?? false,
       );
       if (decision.kind === 'exceed') overBudget = decision.detail;
       else budgetChars = decision.sections.history.budget * CHARS_PER_TOKEN;
       const droppedMemory = decision.kind === 'trim' || decision.kind === 'compact' ? decision.drop : [];
-      if (decision.kind === 'trim' || decision.kind === 'compact') removed = decision.removeOldest;
+      removed = first + (decision.kind === 'trim' || decision.kind === 'compact' ? decision.removeOldest : 0);
       kept = whole.slice(removed);
       // One token of each output's share goes to its line's indent and to rounding, so the
       // elided history stays within the budget and is never clipped at its end.
@@ -334,7 +380,16 @@ export class ContextBuilder {
       const drop = new Set(droppedMemory);
       hits = hits.filter((h) => !drop.has(`memory:${h.id}`));
       cut.push(...droppedMemory);
-      if (decision.kind === 'compact') {
+      if (session?.compact) {
+        // the session's earlier tasks are summarised first; the next build fits the rest
+        const old = whole.slice(0, session.compact);
+        compaction = {
+          rounds: old.map((h) => h.round),
+          text: old.map((h) => rendered.text(h)).join('\n'),
+          summaryTokens: this.prompt.summaryTokens,
+          reason: 'session_budget',
+        };
+      } else if (decision.kind === 'compact') {
         // the summariser reads the old rounds as the budget weighed them: their outputs elided too
         const old = whole.slice(0, removed).map((h) => (elideTo === null ? h : elideItem(h, maxChars)));
         compaction = {
@@ -424,6 +479,15 @@ export class ContextBuilder {
         cut,
         memory_hits: hits.map((h) => ({ id: h.id, score: h.score, text: h.text })),
         compacted: kept.some(isCompactionSummary),
+        ...(opts.session
+          ? {
+              session_budget: {
+                used_tokens: opts.session.used_tokens,
+                used_cost_usd: opts.session.used_cost_usd,
+                near: sessionNear,
+              },
+            }
+          : {}),
       },
       compaction,
       overBudget,

@@ -18,6 +18,7 @@ import { decideSurface, isRoundPolicyOn, runtimeAnswer } from './round-policy';
 import { withinBudgets } from './tool-budgets';
 import { clientToolManifests } from './engine/client-tools';
 import { AnswerEvaluation } from '../discipline/answer-evaluation';
+import { sessionPressureOf } from '../discipline/session-budget';
 
 export interface LoopDeps {
   store: EventStore;
@@ -232,7 +233,11 @@ export class RuntimeLoop {
         ? { ...decided, tools: [...decided.tools, ...clientTools] }
         : decided;
     const tools = surface ? surface.tools : [...agentTools, ...clientTools];
-    const shape = { toolCalling, answerOnly: surface?.surface === 'answer_only' };
+    const shape = {
+      toolCalling,
+      answerOnly: surface?.surface === 'answer_only',
+      session: sessionPressureOf(p.session_budget, p.usage),
+    };
     let ctx = await this.deps.context.build(p, round, tools, signal, {
       canCompact: this.deps.router.canCompact(),
       ...shape,
@@ -241,8 +246,10 @@ export class RuntimeLoop {
       // Summarised, the old rounds shrink to one item; if the summary failed they are trimmed instead.
       await this.deps.router.compact(writer, round, ctx.compaction, signal);
       ctx = await this.deps.context.build(writer.progress, round, tools, signal, {
-        canCompact: false,
         ...shape,
+        canCompact: false,
+        // the summary's model call is the session's spend too
+        session: sessionPressureOf(writer.progress.session_budget, writer.progress.usage),
       });
     }
     if (ctx.overBudget)

@@ -108,6 +108,7 @@ export async function runReplay(
         source: 'replay',
         settings: recordedSettings,
         session_history: first.payload.session_history ?? [],
+        session_budget: first.payload.session_budget ?? null,
         ...(first.payload.ag_ui ? { ag_ui: first.payload.ag_ui } : {}),
       },
     ));
