@@ -242,6 +242,74 @@ describe('A2A 1.0 through the SDK client', () => {
     expect(await eventCount(sut)).toBe(before);
   });
 
+  it('the last push notification is the whole Task: its answer and the files it wrote as artifacts; a denied task ends with one too', async () => {
+    const receiver = await startReceiver();
+    const push = (id: string) => ({
+      taskPushNotificationConfig: {
+        tenant: '',
+        id,
+        taskId: '',
+        url: receiver.url,
+        token: '',
+        authentication: undefined,
+      },
+    });
+    const lastPushed = async (taskId: string, state: TaskState): Promise<Task> => {
+      const deadline = Date.now() + 15_000;
+      for (;;) {
+        const found = receiver.taken
+          .map((r) => StreamResponse.fromJSON(JSON.parse(r.body)))
+          .find(
+            (r) =>
+              r.payload?.$case === 'task' &&
+              r.payload.value.id === taskId &&
+              r.payload.value.status?.state === state,
+          );
+        if (found?.payload?.$case === 'task') return found.payload.value;
+        if (Date.now() > deadline) throw new Error(`no final push for ${taskId}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    try {
+      const waiting = asTask(
+        await admin.sendMessage(
+          send(message([text('write notes/pushed.md: pushed file')]), push('files-cfg')),
+        ),
+      );
+      const asked = requestOf(waiting);
+      await admin.sendMessage(
+        send(
+          message([data({ request_id: asked.request_id, decision: 'allow_once' })], { taskId: waiting.id }),
+        ),
+      );
+      const done = await lastPushed(waiting.id, TaskState.TASK_STATE_COMPLETED);
+      expect(done.artifacts.map((a) => a.name)).toEqual(['result', 'notes/pushed.md']);
+      expect(done.artifacts[1]).toMatchObject({
+        artifactId: `${waiting.id}:file:notes/pushed.md`,
+        parts: [{ content: { $case: 'text', value: 'pushed file' }, filename: 'pushed.md' }],
+      });
+
+      const refused = asTask(
+        await admin.sendMessage(send(message([text('write notes/refused.md: no')]), push('denied-cfg'))),
+      );
+      await admin.sendMessage(
+        send(
+          message([data({ request_id: requestOf(refused).request_id, decision: 'deny' })], {
+            taskId: refused.id,
+          }),
+        ),
+      );
+      const denied = await lastPushed(refused.id, TaskState.TASK_STATE_FAILED);
+      expect(denied.metadata?.runledger).toMatchObject({
+        status: 'failed',
+        stop_reason: 'permission_denied',
+      });
+      expect(denied.artifacts.map((a) => a.name)).not.toContain('notes/refused.md');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('push notifications: signed, retried after the receiver fails first, recorded in the log', async () => {
     let calls = 0;
     const receiver = await startReceiver(() => (++calls === 1 ? 503 : 200));

@@ -17,22 +17,7 @@ import { OutboundDeliveries } from '../outbound/outbound-deliveries';
 import { eventSourceOf } from '../streaming/follow-events';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, AGENT_CARD_ROUTE, buildAgentCard } from './agent-card';
 import { A2ACaller, RunledgerA2AHandler } from './runledger-a2a-handler';
-import { WrittenFile } from './a2a-mapping';
-
-/** Most of one written file an artifact carries. */
-const FILE_ARTIFACT_MAX_BYTES = 1024 * 1024;
-
-/** A written file through the sandbox (confined to the allowed root, symlinks resolved); null when it is gone. */
-function readWritten(sandbox: ToolSandbox, path: string): WrittenFile | null {
-  try {
-    const f = sandbox.readFile(path, FILE_ARTIFACT_MAX_BYTES);
-    // what did not decode as UTF-8 text (or holds NUL bytes) is a binary file
-    const binary = f.content.includes('\uFFFD') || f.content.includes('\u0000');
-    return { path, text: binary ? null : f.content, bytes: f.bytes, truncated: f.truncated };
-  } catch {
-    return null;
-  }
-}
+import { WrittenFileArtifacts, readWritten } from './written-file-artifacts';
 
 /**
  * A2A 1.0 at this service's own URL: the agent card (public), the JSON-RPC binding at /a2a/jsonrpc
@@ -68,7 +53,7 @@ export class A2AController {
       events: eventSourceOf(store, bus),
       outbound,
       card: () => this.card(),
-      readFile: (path) => readWritten(sandbox, path),
+      files: new WrittenFileArtifacts(store, tree, (path) => readWritten(sandbox, path)),
     });
     const userBuilder = (req: Request) =>
       Promise.resolve(

@@ -41,7 +41,6 @@ import {
   TaskTree,
   TaskView,
   TaskViews,
-  filesWritten,
   taskViewFromState,
 } from '@runledger/runtime';
 import { TaskState as OurTaskState } from '@runledger/state-store';
@@ -54,7 +53,6 @@ import {
   a2aTaskOf,
   a2aUpdateStep,
   answerOfMessage,
-  fileArtifact,
   idempotencyKeyOf,
   inputOfMessage,
   isEndState,
@@ -62,8 +60,8 @@ import {
   messageIdOfKey,
   personRequests,
   statusFilterOf,
-  WrittenFile,
 } from './a2a-mapping';
+import { WrittenFileArtifacts } from './written-file-artifacts';
 import { followTask } from './task-follow';
 
 /** The caller as the SDK carries it: who it is, and a signal that fires when its connection closes. */
@@ -93,12 +91,9 @@ export interface A2AHandlerDeps {
   events: EventSource;
   outbound: OutboundDeliveries;
   card: () => AgentCard;
-  /** a file of the allowed root as it is now; null when it is gone (or no longer inside the root) */
-  readFile: (path: string) => WrittenFile | null;
+  /** the files the task wrote, as artifacts */
+  files: WrittenFileArtifacts;
 }
-
-/** How many written files a task shows as artifacts (the first written), and how much of each. */
-export const FILE_ARTIFACTS_MAX = 50;
 
 const LIST_PAGE_MAX = 100;
 const LIST_PAGE_DEFAULT = 50;
@@ -413,26 +408,8 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
     });
   }
 
-  /**
-   * The files the task and the tasks it delegated to here wrote (recorded write calls), as they
-   * are in the allowed root now; one deleted since is left out.
-   */
-  private async fileArtifacts(taskId: string): Promise<Artifact[]> {
-    const paths: string[] = [];
-    for (let level = [taskId]; level.length > 0 && paths.length < FILE_ARTIFACTS_MAX;) {
-      const next: string[] = [];
-      for (const id of level) {
-        for (const path of filesWritten(await this.deps.store.readWholeStream(id)))
-          if (!paths.includes(path)) paths.push(path);
-        next.push(...(await this.deps.tree.children(id)).filter((c) => !c.remote).map((c) => c.task_id));
-      }
-      level = next;
-    }
-    return paths
-      .slice(0, FILE_ARTIFACTS_MAX)
-      .map((path) => this.deps.readFile(path))
-      .filter((f): f is WrittenFile => f !== null)
-      .map((f) => fileArtifact(taskId, f));
+  private fileArtifacts(taskId: string): Promise<Artifact[]> {
+    return this.deps.files.of(taskId);
   }
 
   /** The task's own pending requests, or, while it waits on a task it delegated to, that task's. */

@@ -1,5 +1,5 @@
-import { StreamResponse } from '@a2a-js/sdk';
-import { RuntimeEvent } from '@runledger/contracts';
+import { Artifact, StreamResponse } from '@a2a-js/sdk';
+import { RuntimeEvent, isFinalEventType } from '@runledger/contracts';
 import { taskViewFromState } from '@runledger/runtime';
 import { TaskState, evolve } from '@runledger/state-store';
 import { a2aTaskOf, a2aUpdateStep, messageIdOfKey } from '../a2a/a2a-mapping';
@@ -7,17 +7,22 @@ import { CallbackFormat, Notification } from './outbox';
 
 /**
  * What a callback is told, per format, from the task's events: one notification per event that
- * changes what the receiver sees, keyed by that event's sequence (the delivery cursor).
+ * changes what the receiver sees, keyed by that event's sequence (the delivery cursor). `files`:
+ * the artifacts of the files the task wrote, which the final A2A Task carries.
  */
-export function notificationsOf(format: CallbackFormat, events: readonly RuntimeEvent[]): Notification[] {
-  return format === 'a2a' ? a2aNotificationsOf(events) : statusNotificationsOf(events);
+export function notificationsOf(
+  format: CallbackFormat,
+  events: readonly RuntimeEvent[],
+  files: readonly Artifact[] = [],
+): Notification[] {
+  return format === 'a2a' ? a2aNotificationsOf(events, files) : statusNotificationsOf(events);
 }
 
 /**
  * A2A push notifications: each status update as a StreamResponse; at the end the whole task (its
- * answer as an artifact, its final status) as one `task` StreamResponse.
+ * answer and the files it wrote as artifacts, its final status) as one `task` StreamResponse.
  */
-function a2aNotificationsOf(events: readonly RuntimeEvent[]): Notification[] {
+function a2aNotificationsOf(events: readonly RuntimeEvent[], files: readonly Artifact[]): Notification[] {
   const [first] = events;
   if (first?.type !== 'TASK_RECEIVED') return [];
   const out: Notification[] = [];
@@ -26,16 +31,21 @@ function a2aNotificationsOf(events: readonly RuntimeEvent[]): Notification[] {
     const step = a2aUpdateStep(state, e);
     state = step.state;
     if (step.updates.length === 0) continue;
+    // the end is always the whole task: its answer and files, whichever way it ended
     const update: StreamResponse =
-      step.updates.length === 1
+      step.updates.length === 1 && !isFinalEventType(e.type)
         ? step.updates[0]
         : {
             payload: {
               $case: 'task',
-              value: a2aTaskOf(taskViewFromState(state), {
-                input: first.payload.input,
-                message_id: messageIdOfKey(first.payload.idempotency_key),
-              }),
+              value: a2aTaskOf(
+                taskViewFromState(state),
+                {
+                  input: first.payload.input,
+                  message_id: messageIdOfKey(first.payload.idempotency_key),
+                },
+                { files },
+              ),
             },
           };
     out.push({ seq: e.sequence, body: StreamResponse.toJSON(update) });

@@ -1,3 +1,4 @@
+import { Artifact } from '@a2a-js/sdk';
 import { ConcurrencyError, NotFoundError, RuntimeEvent, isFinalEventType, newId } from '@runledger/contracts';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { RuntimeLogger } from '@runledger/runtime';
@@ -27,6 +28,8 @@ export interface OutboundOptions {
   requestTimeoutMs: number;
   /** how often tracked tasks are looked at even when nothing was heard (other instances' commits, due retries) */
   sweepMs: number;
+  /** the artifacts of the files a task wrote, which the final A2A Task carries */
+  filesOf?: (taskId: string) => Promise<Artifact[]>;
   /** the A2A header the receiver's own token travels in */
   tokenHeader?: string;
   logger: Pick<RuntimeLogger, 'warn' | 'error'>;
@@ -190,8 +193,12 @@ export class OutboundDeliveries {
     const ended = events.some((e) => isFinalEventType(e.type));
     let wakeAt: number | null = null;
     let busy = false;
+    // read once a pass, and only for an ended task an A2A callback still has to be told of
+    let files: Artifact[] | null = null;
     for (const c of outbox.callbacks.values()) {
-      const notifications = notificationsOf(c.format, events);
+      if (c.format === 'a2a' && ended && files === null && this.options.filesOf)
+        files = await this.options.filesOf(taskId);
+      const notifications = notificationsOf(c.format, events, c.format === 'a2a' ? (files ?? []) : []);
       const next = nextDelivery(c, notifications, new Date());
       if (next.kind === 'idle') continue;
       busy = true;

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { EventBus, EventStore } from '@runledger/event-store';
-import { RuntimeLogger } from '@runledger/runtime';
+import { RuntimeLogger, TaskTree } from '@runledger/runtime';
+import { ToolSandbox } from '@runledger/tools';
+import { WrittenFileArtifacts, readWritten } from '../a2a/written-file-artifacts';
 import { APP_CONFIG, AppConfig, dataDirOf } from '../config';
 import { readOrCreateRandomFile } from '../random-file';
 import { OutboundDeliveries } from './outbound-deliveries';
@@ -34,8 +36,16 @@ class OutboundLifecycle implements OnApplicationBootstrap, OnModuleDestroy {
   providers: [
     {
       provide: OutboundDeliveries,
-      useFactory: (c: AppConfig, store: EventStore, bus: EventBus, logger: RuntimeLogger) =>
-        new OutboundDeliveries(store, bus, {
+      useFactory: (
+        c: AppConfig,
+        store: EventStore,
+        bus: EventBus,
+        logger: RuntimeLogger,
+        tree: TaskTree,
+        sandbox: ToolSandbox,
+      ) => {
+        const files = new WrittenFileArtifacts(store, tree, (path) => readWritten(sandbox, path));
+        return new OutboundDeliveries(store, bus, {
           signingKey: outboundSigningKey(c),
           retry: {
             maxAttempts: c.RUNLEDGER_OUTBOUND_MAX_ATTEMPTS,
@@ -45,9 +55,11 @@ class OutboundLifecycle implements OnApplicationBootstrap, OnModuleDestroy {
           claimMs: c.RUNLEDGER_OUTBOUND_TIMEOUT_MS * 3,
           requestTimeoutMs: c.RUNLEDGER_OUTBOUND_TIMEOUT_MS,
           sweepMs: 5_000,
+          filesOf: (taskId) => files.of(taskId),
           logger,
-        }),
-      inject: [APP_CONFIG, EventStore, EventBus, RuntimeLogger],
+        });
+      },
+      inject: [APP_CONFIG, EventStore, EventBus, RuntimeLogger, TaskTree, ToolSandbox],
     },
     {
       provide: TaskCallbacks,
