@@ -1,5 +1,5 @@
 import { HttpAgent } from '@ag-ui/client';
-import type { BaseEvent, Interrupt, RunAgentInput, Tool } from '@ag-ui/core';
+import type { BaseEvent, Interrupt, Message, RunAgentInput, Tool } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
 import { RuntimeEvent } from '@runledger/contracts';
 import { RuntimeController, replayView } from '@runledger/runtime';
@@ -135,6 +135,13 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
     expect(second.outcome).toBe('success');
     expect(second.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', result: 'The theme is teal now.' });
     expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'The theme is teal now.' });
+    // the thread as the log holds it: the user's message, the call, the frontend's result under it, the answer
+    const snapshot = second.events.find((e) => e.type === 'MESSAGES_SNAPSHOT') as unknown as {
+      messages: Message[];
+    };
+    expect(agent.messages).toEqual(snapshot.messages);
+    expect(agent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(agent.messages[2]).toMatchObject({ toolCallId: start.toolCallId, content: '{"applied":"teal"}' });
     expect(await onlyTask(sut, 'thread-theme')).toBe(taskId);
 
     // the model got the result as the call's tool turn

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BaseEvent, Interrupt, RunAgentInput } from '@ag-ui/core';
+import type { BaseEvent, Interrupt, Message, RunAgentInput } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
 import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
 import { SseEvent, agentFor, post } from './ag-ui-client';
@@ -96,6 +96,67 @@ describe('POST /ag-ui with the AG-UI client (e2e)', () => {
         tools: [],
       },
     });
+  });
+
+  it("ends each run with MESSAGES_SNAPSHOT of the thread from the log: HttpAgent's list after the run is exactly it, across runs and for a fresh client", async () => {
+    const snapshotIn = (events: BaseEvent[]) =>
+      (events.find((e) => e.type === 'MESSAGES_SNAPSHOT') as unknown as { messages: Message[] }).messages;
+    const runOnce = async (agent: ReturnType<typeof agentFor>, runId: string) => {
+      const seen: BaseEvent[] = [];
+      await agent.runAgent({ runId }, { onEvent: ({ event }) => void seen.push(event) });
+      expectValid(seen.map((event) => ({ event })));
+      expect(seen.at(-2)!.type).toBe('MESSAGES_SNAPSHOT');
+      return seen;
+    };
+    const agent = agentFor(sut, 'thread-snap');
+    agent.addMessage({ id: 'snap-u1', role: 'user', content: '  greet me, with spaces kept  ' });
+    const first = await runOnce(agent, 'run-snap-1');
+    expect(agent.messages).toEqual(snapshotIn(first));
+    expect(agent.messages).toEqual([
+      { id: 'snap-u1', role: 'user', content: '  greet me, with spaces kept  ' },
+      expect.objectContaining({ role: 'assistant', content: 'Hello from the ledger' }),
+    ]);
+
+    agent.addMessage({ id: 'snap-u2', role: 'user', content: 'again' });
+    const second = await runOnce(agent, 'run-snap-2');
+    expect(agent.messages).toEqual(snapshotIn(second));
+    expect(agent.messages.map((m) => m.id)).toEqual([
+      'snap-u1',
+      agent.messages[1].id,
+      'snap-u2',
+      agent.messages[3].id,
+    ]);
+
+    // a page reloaded: a client holding only its new message gets the whole thread (the snapshot in
+    // thread order; the client's merge rule keeps the messages it held where they were)
+    const fresh = agentFor(sut, 'thread-snap');
+    fresh.addMessage({ id: 'snap-u3', role: 'user', content: 'once more' });
+    const third = await runOnce(fresh, 'run-snap-3');
+    const snapshot = snapshotIn(third);
+    expect(snapshot.slice(0, 4)).toEqual(agent.messages);
+    expect(snapshot.map((m) => m.id).slice(4, 5)).toEqual(['snap-u3']);
+    expect(snapshot.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+    const byId = (a: Message, b: Message) => a.id.localeCompare(b.id);
+    expect([...fresh.messages].sort(byId)).toEqual([...snapshot].sort(byId));
+
+    // the same run streamed again (a reconnect) ends with the same snapshot: it is the log's
+    const again = await post(sut, {
+      threadId: 'thread-snap',
+      runId: 'run-snap-1',
+      messages: [{ id: 'snap-u1', role: 'user', content: '  greet me, with spaces kept  ' }],
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      state: {},
+    });
+    expect(snapshotIn(again.events.map((e) => e.event))).toEqual(snapshotIn(first));
   });
 
   it('a runId sent twice streams the one task it started; with another body it is refused (409)', async () => {

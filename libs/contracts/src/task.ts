@@ -404,6 +404,10 @@ export const AgUiRun = z.object({
   tools: z
     .array(z.object({ name: z.string().min(1), description: z.string(), parameters: z.unknown().optional() }))
     .default([]),
+  /** the user message the task runs, as sent (its id and content): the thread's messages show it so */
+  user_message: z
+    .object({ id: z.string().min(1).max(200), content: z.unknown(), name: z.string().optional() })
+    .optional(),
 });
 export type AgUiRun = z.infer<typeof AgUiRun>;
 

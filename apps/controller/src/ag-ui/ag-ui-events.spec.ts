@@ -1,6 +1,7 @@
 import { EventSchema } from '@ag-ui/core/schemas';
 import type { BaseEvent } from '@ag-ui/core';
-import { verifyEvents } from '@ag-ui/client';
+import { HttpAgent, defaultApplyEvents, verifyEvents } from '@ag-ui/client';
+import type { Message, RunAgentInput } from '@ag-ui/core';
 import { from } from 'rxjs';
 import { EventType, RuntimeEvent, emptyUsage, parseEventBody } from '@runledger/contracts';
 import {
@@ -9,6 +10,7 @@ import {
   finishParked,
   isAfter,
   mapEvent,
+  messagesOfTask,
   openRun,
   parseEventId,
   parseInterruptId,
@@ -42,10 +44,16 @@ const usage = (prompt: number, completion: number) => ({
 const tokens = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
 
 /** Runs a frame over a log the way the endpoint does: open, each event, then the parked check. */
-function run(frame: AgUiRunFrame, log: RuntimeEvent[], parkedAtEnd = true): AgUiEmitted[] {
+function run(
+  frame: AgUiRunFrame,
+  log: RuntimeEvent[],
+  parkedAtEnd = true,
+  thread: Message[] = [],
+): AgUiEmitted[] {
   let step = openRun(
     frame,
     log.filter((e) => e.sequence <= frame.after),
+    thread,
   );
   const out = [...step.out];
   for (const e of log) {
@@ -226,7 +234,7 @@ describe('AG-UI events of a task log', () => {
     expect(types(run(frame(), answered))).not.toContain('REASONING_START');
   });
 
-  it("ends a run on a frontend tool's call with an interrupt carrying the call; the resumed run does not echo the client's own result", async () => {
+  it("ends a run on a frontend tool's call with an interrupt carrying the call; the resumed run shows the recorded result under the call", async () => {
     const first = run(frame(), clientToolLog.slice(0, 4));
     const start = first.find((o) => o.event.type === 'TOOL_CALL_START')!.event;
     expect(start).toEqual({
@@ -253,7 +261,11 @@ describe('AG-UI events of a task log', () => {
     expect(run(frame(), clientToolLog, false)).toEqual(first);
 
     const resumed = run(frame(4, 'run-2'), clientToolLog);
-    expect(types(resumed)).not.toContain('TOOL_CALL_RESULT');
+    expect(types(resumed)).not.toContain('TOOL_CALL_START');
+    expect(resumed.find((o) => o.event.type === 'TOOL_CALL_RESULT')!.event).toMatchObject({
+      toolCallId: `${TASK}.call_1`,
+      role: 'tool',
+    });
     expect(resumed.at(-1)!.event).toMatchObject({
       type: 'RUN_FINISHED',
       outcome: { type: 'success' },
@@ -277,6 +289,7 @@ describe('AG-UI events of a task log', () => {
       'STATE_DELTA',
       'STATE_DELTA',
       'STATE_DELTA',
+      'MESSAGES_SNAPSHOT',
       'RUN_FINISHED',
     ]);
     const contents = sut.filter((o) => o.event.type === 'TEXT_MESSAGE_CONTENT').map((o) => o.event);
@@ -321,7 +334,7 @@ describe('AG-UI events of a task log', () => {
 
   it('ends a run that waits for permission with one interrupt carrying the request id and what allow_always covers', async () => {
     const sut = run(frame(), permissionLog);
-    expect(types(sut).slice(-2)).toEqual(['STEP_FINISHED', 'RUN_FINISHED']);
+    expect(types(sut).slice(-3)).toEqual(['STEP_FINISHED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
     expect(sut.at(-1)!.event).toMatchObject({
       type: 'RUN_FINISHED',
       outcome: {
@@ -368,6 +381,7 @@ describe('AG-UI events of a task log', () => {
       'TEXT_MESSAGE_CONTENT',
       'TEXT_MESSAGE_END',
       'STATE_DELTA',
+      'MESSAGES_SNAPSHOT',
       'RUN_FINISHED',
     ]);
     expect(sut[0]).toEqual({
@@ -468,5 +482,102 @@ describe('AG-UI events of a task log', () => {
     ).toEqual([]);
     const half = mapEvent(openRun(frame(), []).state, answered[0]).state;
     expect(mapEvent(half, answered[0]).out).toEqual([]);
+  });
+  it("ends every run with the thread's messages: what @ag-ui/client's HttpAgent holds after applying the runs' events", async () => {
+    /** The messages HttpAgent's own apply step gives from `messages` and a run's events. */
+    const applied = async (messages: Message[], out: AgUiEmitted[]): Promise<Message[]> => {
+      const agent = new HttpAgent({
+        url: 'http://127.0.0.1:1/unused',
+        threadId: 'thread-1',
+        initialMessages: messages,
+      });
+      const input = { threadId: 'thread-1', runId: 'r', messages, tools: [], context: [], state: {} };
+      // the client brings its own rxjs: its observable is subscribed to as it is
+      const applying = defaultApplyEvents(
+        input as RunAgentInput,
+        from(out.map((o) => o.event as BaseEvent)) as never,
+        agent,
+        [],
+      ) as unknown as {
+        subscribe(o: {
+          next(x: { messages?: Message[] }): void;
+          error(e: unknown): void;
+          complete(): void;
+        }): void;
+      };
+      const mutations = await new Promise<{ messages?: Message[] }[]>((resolve, reject) => {
+        const got: { messages?: Message[] }[] = [];
+        applying.subscribe({ next: (x) => got.push(x), error: reject, complete: () => resolve(got) });
+      });
+      return mutations.reduce<Message[]>((m, x) => x.messages ?? m, messages);
+    };
+    const snapshotOf = (out: AgUiEmitted[]) =>
+      (out.find((o) => o.event.type === 'MESSAGES_SNAPSHOT')!.event as unknown as { messages: Message[] })
+        .messages;
+    // the frontend's own message id, recorded with the task
+    const sentLog = clientToolLog.map((e) =>
+      e.type === 'TASK_RECEIVED'
+        ? ({
+            ...e,
+            payload: {
+              ...e.payload,
+              ag_ui: {
+                ...e.payload.ag_ui!,
+                user_message: { id: 'u-7', content: 'make it teal' },
+              },
+            },
+          } as RuntimeEvent)
+        : e,
+    );
+    const user: Message = { id: 'u-7', role: 'user', content: 'make it teal' };
+    const first = run(frame(), sentLog.slice(0, 4));
+    const afterFirst = await applied([user], first);
+    expect(snapshotOf(first)).toEqual(afterFirst);
+    expect(afterFirst[0]).toEqual(user);
+    expect(afterFirst.at(-1)).toMatchObject({ role: 'assistant', toolCalls: [{ id: `${TASK}.call_1` }] });
+
+    const resumed = run(frame(4, 'run-2'), sentLog);
+    const afterResumed = await applied(afterFirst, resumed);
+    expect(snapshotOf(resumed)).toEqual(afterResumed);
+    expect(afterResumed.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messagesOfTask('thread-1', sentLog)).toEqual(afterResumed);
+
+    // the thread's next run (a new task): its snapshot holds the earlier task's messages first
+    const later = answered.map(
+      (e) =>
+        ({
+          ...e,
+          task_id: 'task_2',
+          ...(e.type === 'TASK_RECEIVED'
+            ? {
+                payload: {
+                  ...e.payload,
+                  ag_ui: {
+                    thread_id: 'thread-1',
+                    run_id: 'run-3',
+                    context: [],
+                    tools: [],
+                    user_message: { id: 'u-8', content: 'say hi' },
+                  },
+                },
+              }
+            : {}),
+        }) as RuntimeEvent,
+    );
+    const next = run({ ...frame(), taskId: 'task_2', runId: 'run-3' }, later, true, afterResumed);
+    const sent: Message = { id: 'u-8', role: 'user', content: 'say hi' };
+    const afterNext = await applied([...afterResumed, sent], next);
+    expect(snapshotOf(next)).toEqual(afterNext);
+    expect(afterNext).toEqual([
+      ...afterResumed,
+      sent,
+      { id: 'call_m1-text', role: 'assistant', content: 'Hello' },
+    ]);
+    // a task submitted without AG-UI shows its input under an id of its own
+    expect(messagesOfTask('thread-1', answered)[0]).toEqual({
+      id: `${TASK}-user`,
+      role: 'user',
+      content: 'say hi',
+    });
   });
 });

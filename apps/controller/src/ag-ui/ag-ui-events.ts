@@ -1,5 +1,12 @@
 import { EventType as AgUi, PROTOCOL_VERSION } from '@ag-ui/core';
-import type { Event as AgUiEvent, Interrupt, RunFinishedEvent, TokenUsage } from '@ag-ui/core';
+import type {
+  Event as AgUiEvent,
+  Interrupt,
+  Message,
+  RunFinishedEvent,
+  TokenUsage,
+  ToolCall,
+} from '@ag-ui/core';
 import { RuntimeEvent, TaskStatus, TaskUsage, canonicalJson } from '@runledger/contracts';
 import { PendingRequest, TaskState, evolve } from '@runledger/state-store';
 
@@ -49,11 +56,18 @@ export interface AgUiRunState {
   /** the sequence each permission or secret request of the task was asked at */
   asked: Record<string, number>;
   published: AgUiTaskState | null;
-  text: { messageId: string; callId: string; content: string } | null;
-  /** the text of the run's last finished text message (the answer is not sent twice) */
-  lastText: string | null;
+  /** the text message this run has open */
+  text: { messageId: string; callId: string } | null;
+  /** the text the task's latest model call streamed (the answer is not sent twice) */
+  lastStreamed: { callId: string; content: string } | null;
   openSteps: string[];
+  /** the task's tool calls shown so far (by any run of the task) */
   startedCalls: string[];
+  /**
+   * The thread's messages as a frontend holds them after every run so far: the earlier tasks' and
+   * this task's up to the last event. MESSAGES_SNAPSHOT sends them before the run ends.
+   */
+  messages: Message[];
 }
 
 export interface AgUiStep {
@@ -118,24 +132,36 @@ export const SECRET_ANSWER_SCHEMA = {
   required: ['secret'],
 };
 
-/** Folds the events up to the frame's start and opens the run: RUN_STARTED, then the task's state. */
-export function openRun(frame: AgUiRunFrame, before: readonly RuntimeEvent[]): AgUiStep {
-  let state: AgUiRunState = {
-    frame,
-    task: null,
-    usageAtStart: null,
-    seq: frame.after,
-    emittedAtSeq: 0,
-    ended: false,
-    asked: {},
-    published: null,
-    text: null,
-    lastText: null,
-    openSteps: [],
-    startedCalls: [],
-  };
-  for (const e of before) if (e.sequence <= frame.after) state = fold(state, e);
-  state = { ...state, seq: frame.after, usageAtStart: state.task?.usage ?? null };
+const initialState = (frame: AgUiRunFrame, thread: readonly Message[]): AgUiRunState => ({
+  frame,
+  task: null,
+  usageAtStart: null,
+  seq: frame.after,
+  emittedAtSeq: 0,
+  ended: false,
+  asked: {},
+  published: null,
+  text: null,
+  lastStreamed: null,
+  openSteps: [],
+  startedCalls: [],
+  messages: [...thread],
+});
+
+/**
+ * Opens the run: RUN_STARTED, then the task's state. The events up to the frame's start are
+ * mapped as the earlier runs showed them (not sent), so the run knows the calls, texts and
+ * messages the frontend has already. `thread` is the messages of the thread's earlier tasks.
+ */
+export function openRun(
+  frame: AgUiRunFrame,
+  before: readonly RuntimeEvent[],
+  thread: readonly Message[] = [],
+): AgUiStep {
+  let state = initialState(frame, thread);
+  for (const e of before) if (e.sequence <= frame.after) state = shown(state, e);
+  // the earlier run closed what it had open when it ended
+  state = { ...state, text: null, openSteps: [], seq: frame.after, usageAtStart: state.task?.usage ?? null };
   const events: AgUiEvent[] = [
     {
       type: AgUi.RUN_STARTED,
@@ -147,6 +173,22 @@ export function openRun(frame: AgUiRunFrame, before: readonly RuntimeEvent[]): A
   const published = state.task ? publishedOf(state.task) : null;
   if (published) events.push({ type: AgUi.STATE_SNAPSHOT, snapshot: published });
   return emit({ ...state, published }, events);
+}
+
+/**
+ * The messages a frontend holds of one task after all its runs: its user message, then what the
+ * runs streamed (texts, reasoning, tool calls and their results, the answer).
+ */
+export function messagesOfTask(threadId: string, log: readonly RuntimeEvent[]): Message[] {
+  if (log.length === 0) return [];
+  const frame = { threadId, runId: '', taskId: log[0].task_id, after: 0 };
+  return log.reduce(shown, initialState(frame, [])).messages;
+}
+
+/** One log event as a run shows it, with the messages it adds, nothing sent. */
+function shown(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
+  const { s, out } = advance(state, e);
+  return { ...s, seq: e.sequence, messages: applyMessages(s.messages, out) };
 }
 
 /**
@@ -164,28 +206,57 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
         : undefined;
   if (answers !== undefined && isAwaiting(state) && (state.asked[answers] ?? 0) > state.frame.after)
     return finishParked(state);
+  const { s, out } = advance({ ...state, seq: e.sequence, emittedAtSeq: 0 }, e);
+  switch (e.type) {
+    case 'TASK_COMPLETED':
+      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'success' }, e.payload.result)], true);
+    case 'TASK_CANCELLED':
+      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'cancelled' })], true);
+    case 'TASK_FAILED':
+      return emit(
+        s,
+        [
+          ...out,
+          {
+            type: AgUi.RUN_ERROR,
+            message: e.payload.detail || e.payload.stop_reason,
+            code: e.payload.stop_reason,
+            ...usageField(s),
+          },
+        ],
+        true,
+      );
+    default:
+      return emit(s, out);
+  }
+}
+
+/** What a log event shows, before a run's end: the state after it and the AG-UI events it gives. */
+function advance(state: AgUiRunState, e: RuntimeEvent): { s: AgUiRunState; out: AgUiEvent[] } {
   const before = state;
-  let s: AgUiRunState = { ...fold(state, e), seq: e.sequence, emittedAtSeq: 0 };
+  let s: AgUiRunState = fold(state, e);
   const out: AgUiEvent[] = [];
   if (e.type !== 'OUTPUT_CHUNK' && s.text) {
     out.push({ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId });
-    s = { ...s, lastText: s.text.content, text: null };
+    s = { ...s, text: null };
   }
   switch (e.type) {
+    case 'TASK_RECEIVED':
+      s = { ...s, messages: [...s.messages, userMessageOf(e)] };
+      break;
     case 'OUTPUT_CHUNK': {
       const { call_id, delta } = e.payload;
       if (!delta) break;
       if (s.text && s.text.callId !== call_id) {
         out.push({ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId });
-        s = { ...s, lastText: s.text.content, text: null };
+        s = { ...s, text: null };
       }
       if (!s.text) {
         const messageId = `${call_id}-text`;
         out.push({ type: AgUi.TEXT_MESSAGE_START, messageId, role: 'assistant' });
-        s = { ...s, text: { messageId, callId: call_id, content: '' } };
+        s = { ...s, text: { messageId, callId: call_id } };
       }
       out.push({ type: AgUi.TEXT_MESSAGE_CONTENT, messageId: s.text!.messageId, delta });
-      s = { ...s, text: { ...s.text!, content: s.text!.content + delta } };
       break;
     }
     case 'MODEL_RESPONDED': {
@@ -219,30 +290,26 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
     }
     case 'TOOL_CALLED': {
       const { call_id, tool, args } = e.payload;
-      if (s.startedCalls.includes(call_id)) break;
+      if (before.startedCalls.includes(call_id)) break;
       const toolCallId = toolCallIdOf(state.frame.taskId, call_id);
       out.push(
         { type: AgUi.TOOL_CALL_START, toolCallId, toolCallName: tool },
         { type: AgUi.TOOL_CALL_ARGS, toolCallId, delta: JSON.stringify(args) },
         { type: AgUi.TOOL_CALL_END, toolCallId },
       );
-      s = { ...s, startedCalls: [...s.startedCalls, call_id] };
       break;
     }
     case 'TOOL_COMPLETED':
     case 'TOOL_FAILED': {
       const { call_id, tool } = e.payload;
       const toolCallId = toolCallIdOf(state.frame.taskId, call_id);
-      // the frontend's own result for a call an earlier run handed it: it has it already
-      if (e.payload.request_id !== undefined && !s.startedCalls.includes(call_id)) break;
       // a call refused before it ran (denied, hard stop) has no TOOL_CALLED: it is shown as called, with its refusal
-      if (!s.startedCalls.includes(call_id)) {
+      if (!before.startedCalls.includes(call_id))
         out.push(
           { type: AgUi.TOOL_CALL_START, toolCallId, toolCallName: tool },
           { type: AgUi.TOOL_CALL_END, toolCallId },
         );
-        s = { ...s, startedCalls: [...s.startedCalls, call_id] };
-      }
+      // a frontend tool's result too: the frontend sees it in the thread as recorded
       out.push({
         type: AgUi.TOOL_CALL_RESULT,
         messageId: `${toolCallId}-result-${e.sequence}`,
@@ -257,14 +324,13 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
     }
     case 'TASK_COMPLETED': {
       const answer = e.payload.result;
-      if (answer && answer !== s.lastText) {
+      if (answer && answer !== before.lastStreamed?.content) {
         const messageId = `${state.frame.taskId}-answer`;
         out.push(
           { type: AgUi.TEXT_MESSAGE_START, messageId, role: 'assistant' },
           { type: AgUi.TEXT_MESSAGE_CONTENT, messageId, delta: answer },
           { type: AgUi.TEXT_MESSAGE_END, messageId },
         );
-        s = { ...s, lastText: answer };
       }
       break;
     }
@@ -280,28 +346,110 @@ export function mapEvent(state: AgUiRunState, e: RuntimeEvent): AgUiStep {
     }
     s = { ...s, published };
   }
-  switch (e.type) {
-    case 'TASK_COMPLETED':
-      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'success' }, e.payload.result)], true);
-    case 'TASK_CANCELLED':
-      return emit(s, [...out, ...closeOpen(s), finished(s, { type: 'cancelled' })], true);
-    case 'TASK_FAILED':
-      return emit(
-        s,
-        [
-          ...out,
-          {
-            type: AgUi.RUN_ERROR,
-            message: e.payload.detail || e.payload.stop_reason,
-            code: e.payload.stop_reason,
-            ...usageField(s),
-          },
-        ],
-        true,
-      );
-    default:
-      return emit(s, out);
+  return { s, out };
+}
+
+/** The task's user message: as the frontend sent it (AG-UI), else its input under an id of the task. */
+function userMessageOf(e: RuntimeEvent<'TASK_RECEIVED'>): Message {
+  const sent = e.payload.ag_ui?.user_message;
+  if (sent)
+    return {
+      id: sent.id,
+      role: 'user',
+      content: sent.content as Extract<Message, { role: 'user' }>['content'],
+      ...(sent.name !== undefined ? { name: sent.name } : {}),
+    };
+  return { id: `${e.task_id}-user`, role: 'user', content: e.payload.input };
+}
+
+/**
+ * The messages after AG-UI events, as @ag-ui/client's HttpAgent applies them: a text or reasoning
+ * message by its id, a tool call as an assistant message of its own, a result after its call.
+ */
+export function applyMessages(messages: Message[], events: readonly AgUiEvent[]): Message[] {
+  let out = messages;
+  const edit = (index: number, change: (m: Message) => Message) => {
+    out = out === messages ? [...out] : out;
+    out[index] = change(out[index]);
+  };
+  const add = (m: Message, at = out.length) => {
+    out = out === messages ? [...out] : out;
+    out.splice(at, 0, m);
+  };
+  const callAt = (toolCallId: string) =>
+    out.findIndex((m) => m.role === 'assistant' && (m.toolCalls ?? []).some((c) => c.id === toolCallId));
+  const withCall = (m: Message, toolCallId: string, change: (c: ToolCall) => ToolCall): Message =>
+    m.role === 'assistant'
+      ? { ...m, toolCalls: (m.toolCalls ?? []).map((c) => (c.id === toolCallId ? change(c) : c)) }
+      : m;
+  for (const e of events) {
+    switch (e.type) {
+      case AgUi.TEXT_MESSAGE_START:
+        if (!out.some((m) => m.id === e.messageId))
+          add({ id: e.messageId, role: e.role ?? 'assistant', content: '' } as Message);
+        break;
+      case AgUi.REASONING_MESSAGE_START:
+        if (!out.some((m) => m.id === e.messageId)) add({ id: e.messageId, role: 'reasoning', content: '' });
+        break;
+      case AgUi.TEXT_MESSAGE_CONTENT:
+      case AgUi.REASONING_MESSAGE_CONTENT: {
+        const i = out.findIndex((m) => m.id === e.messageId);
+        if (i >= 0)
+          edit(
+            i,
+            (m) =>
+              ({ ...m, content: `${typeof m.content === 'string' ? m.content : ''}${e.delta}` }) as Message,
+          );
+        break;
+      }
+      case AgUi.TOOL_CALL_START: {
+        const i = callAt(e.toolCallId);
+        if (i >= 0)
+          edit(i, (m) =>
+            withCall(m, e.toolCallId, (c) => ({ ...c, function: { ...c.function, name: e.toolCallName } })),
+          );
+        else
+          add({
+            id: e.toolCallId,
+            role: 'assistant',
+            toolCalls: [
+              { id: e.toolCallId, type: 'function', function: { name: e.toolCallName, arguments: '' } },
+            ],
+          });
+        break;
+      }
+      case AgUi.TOOL_CALL_ARGS: {
+        const i = callAt(e.toolCallId);
+        if (i >= 0)
+          edit(i, (m) =>
+            withCall(m, e.toolCallId, (c) => ({
+              ...c,
+              function: { ...c.function, arguments: c.function.arguments + e.delta },
+            })),
+          );
+        break;
+      }
+      case AgUi.TOOL_CALL_RESULT: {
+        const result: Message = {
+          id: e.messageId,
+          role: 'tool',
+          toolCallId: e.toolCallId,
+          content: e.content,
+        };
+        const i = callAt(e.toolCallId);
+        if (i < 0) add(result);
+        else {
+          let at = i + 1;
+          while (at < out.length && out[at].role === 'tool') at++;
+          add(result, at);
+        }
+        break;
+      }
+      default:
+        break;
+    }
   }
+  return out;
 }
 
 /**
@@ -356,7 +504,20 @@ function fold(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
     e.type === 'TASK_AWAITING_CLIENT_TOOL'
       ? { ...state.asked, [e.payload.request_id]: e.sequence }
       : state.asked;
-  return { ...state, task: evolve(state.task, e), asked };
+  const call =
+    e.type === 'TOOL_CALLED' || e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED'
+      ? e.payload.call_id
+      : null;
+  const startedCalls =
+    call !== null && !state.startedCalls.includes(call) ? [...state.startedCalls, call] : state.startedCalls;
+  const last = state.lastStreamed;
+  const lastStreamed =
+    e.type === 'OUTPUT_CHUNK' && e.payload.delta
+      ? last?.callId === e.payload.call_id
+        ? { ...last, content: last.content + e.payload.delta }
+        : { callId: e.payload.call_id, content: e.payload.delta }
+      : last;
+  return { ...state, task: evolve(state.task, e), asked, startedCalls, lastStreamed };
 }
 
 /** The open text message and steps closed: a run ends with none open. */
@@ -389,10 +550,23 @@ function usageField(s: AgUiRunState): { usage?: TokenUsage[] } {
   return { usage: [{ inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }] };
 }
 
+/**
+ * The events with their ids, the state's messages after them; a run's end sends the thread's
+ * messages (MESSAGES_SNAPSHOT) just before its last event, so a frontend's list matches the log.
+ */
 function emit(state: AgUiRunState, events: AgUiEvent[], ends = false): AgUiStep {
-  const out = events.map((event, i) => ({ id: `${state.seq}-${state.emittedAtSeq + i}`, event }));
+  const messages = applyMessages(state.messages, events);
+  const sent: AgUiEvent[] = ends
+    ? [...events.slice(0, -1), { type: AgUi.MESSAGES_SNAPSHOT, messages }, ...events.slice(-1)]
+    : events;
+  const out = sent.map((event, i) => ({ id: `${state.seq}-${state.emittedAtSeq + i}`, event }));
   return {
-    state: { ...state, emittedAtSeq: state.emittedAtSeq + events.length, ended: state.ended || ends },
+    state: {
+      ...state,
+      messages,
+      emittedAtSeq: state.emittedAtSeq + sent.length,
+      ended: state.ended || ends,
+    },
     out,
   };
 }

@@ -14,7 +14,7 @@ import { ToolRegistry } from '@runledger/tools';
 import { ProvideSecretBody, ResolvePermissionBody } from '../dtos/approvals.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { AgUiRunFrame, parseInterruptId } from './ag-ui-events';
-import { ClientToolResultBody, checkOfferedTools, lastUserText, runIdempotencyKey } from './ag-ui.dto';
+import { ClientToolResultBody, checkOfferedTools, lastUserMessage, runIdempotencyKey } from './ag-ui.dto';
 
 type Answer =
   | { kind: 'permission'; requestId: string; body: z.infer<typeof ResolvePermissionBody> }
@@ -44,8 +44,8 @@ export class AgUiRuns {
   }
 
   private async start(input: RunAgentInput): Promise<AgUiRunFrame> {
-    const text = lastUserText(input.messages);
-    if (text === null)
+    const user = lastUserMessage(input.messages);
+    if (user === null)
       throw new ValidationError('invalid body: messages: no user message with text to run', {
         field: 'messages',
       });
@@ -61,6 +61,11 @@ export class AgUiRuns {
           description: t.description,
           ...(t.parameters !== undefined ? { parameters: t.parameters } : {}),
         })),
+        user_message: {
+          id: user.message.id,
+          content: user.message.content,
+          ...(user.message.name !== undefined ? { name: user.message.name } : {}),
+        },
       },
       'body',
     );
@@ -69,7 +74,7 @@ export class AgUiRuns {
       this.tools.list().map((t) => t.name),
     );
     const { task_id } = await this.runtime.submit(
-      { input: text, session_id: input.threadId },
+      { input: user.text, session_id: input.threadId },
       { idempotency_key: runIdempotencyKey(input.threadId, input.runId), source: 'api', ag_ui },
     );
     return { threadId: input.threadId, runId: input.runId, taskId: task_id, after: 0 };

@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import type { Message } from '@ag-ui/core';
 import type { Request, Response } from 'express';
 import { RuntimeEvent } from '@runledger/contracts';
 import { EventBus, EventStore } from '@runledger/event-store';
@@ -13,6 +14,7 @@ import {
   isAfter,
   isAwaiting,
   mapEvent,
+  messagesOfTask,
   openRun,
   parseEventId,
 } from './ag-ui-events';
@@ -22,6 +24,9 @@ import {
  * steps already under way when one of them asks still record their outcomes first.
  */
 export const PARKED_SETTLE_MS = 100;
+
+/** How many of a thread's latest tasks a run's MESSAGES_SNAPSHOT reads for the messages before its own. */
+export const THREAD_TASKS_READ = 100;
 
 /**
  * Writes one AG-UI run as server-sent events: the task's log read and then followed live
@@ -55,7 +60,7 @@ export class AgUiStream implements BeforeApplicationShutdown {
   ): Promise<void> {
     const cursor = lastEventId === undefined ? null : parseEventId(lastEventId);
     const before = frame.after > 0 ? await this.store.readStream(frame.taskId, { limit: frame.after }) : [];
-    let step = openRun(frame, before);
+    let step = openRun(frame, before, await this.threadBefore(frame));
     const sse = new SseResponse(req, res);
     const send = (out: AgUiEmitted[]) =>
       sse.write(
@@ -87,6 +92,26 @@ export class AgUiStream implements BeforeApplicationShutdown {
       { onOverflow: sse.abort, onError: sse.abort },
     );
     await sse.serve(follow, this.open);
+  }
+
+  /**
+   * The messages of the thread's tasks received before the run's task (delegated children aside),
+   * each as its log stood when the run's task was received: the same for every run of the task.
+   */
+  private async threadBefore(frame: AgUiRunFrame): Promise<Message[]> {
+    const [received] = await this.store.readStream(frame.taskId, { limit: 1 });
+    if (!received) return [];
+    const logs: RuntimeEvent[][] = [];
+    for (const t of await this.tasks.sessionTasks(received.session_id, THREAD_TASKS_READ)) {
+      if (t.task_id === frame.taskId) continue;
+      const log = await this.store.readWholeStream(t.task_id);
+      const [first] = log;
+      if (!first || first.position >= received.position) continue;
+      if (first.type === 'TASK_RECEIVED' && first.payload.parent_task_id !== undefined) continue;
+      logs.push(log.filter((e) => e.position < received.position));
+    }
+    logs.sort((a, b) => a[0].position - b[0].position);
+    return logs.flatMap((log) => messagesOfTask(frame.threadId, log));
   }
 
   /** The task waits and its log has held nothing after the run's last event for PARKED_SETTLE_MS. */

@@ -14,13 +14,18 @@ export const AgUiLastEventId = z
   .regex(/^\d{1,15}-\d{1,6}$/, 'must be an event id of this stream (<sequence>-<n>)')
   .optional();
 
-/** The text of the conversation's last user message: what the task is asked (null when there is none). */
-export function lastUserText(messages: readonly Message[]): string | null {
+/**
+ * The conversation's last user message and its text: what the task is asked (null when there is
+ * none, or it has no text).
+ */
+export function lastUserMessage(
+  messages: readonly Message[],
+): { message: Extract<Message, { role: 'user' }>; text: string } | null {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
     if (m.role !== 'user') continue;
     const text = contentToText(m.content).trim();
-    return text === '' ? null : text;
+    return text === '' ? null : { message: m, text };
   }
   return null;
 }
