@@ -29,6 +29,7 @@ import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
 import { OutboundModule } from './outbound/outbound.module';
+import { RetentionModule } from './retention/retention.module';
 import { SessionsController } from './sessions/sessions.controller';
 import { EventsGateway } from './ws/events.gateway';
 
@@ -54,6 +55,7 @@ export class AppModule {
         A2AModule,
         AgUiModule,
         OutboundModule,
+        RetentionModule,
       ],
       controllers: [
         HealthController,

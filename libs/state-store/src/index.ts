@@ -14,3 +14,4 @@ export * from './log-verification';
 export * from './archive/retention-policy';
 export * from './archive/archiver';
 export * from './archive/open-archiver';
+export * from './archive/retention-sweeper';

@@ -393,12 +393,22 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_RETENTION: {
     group: 'Storage',
     description:
-      '`off`: `runledger archive` needs `--older-than`. A duration (`7d`, `12h`): `runledger archive` archives finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
+      '`off`: `runledger archive` needs `--older-than`. A duration (`7d`, `12h`): the server\'s sweeper (every `RUNLEDGER_RETENTION_SWEEP_MS`) and `runledger archive` archive finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
   },
   RUNLEDGER_RETENTION_BATCH: {
     group: 'Storage',
     description:
       'tasks (with their children) per archive segment at most: what one short write transaction moves',
+  },
+  RUNLEDGER_RETENTION_SWEEP_MS: {
+    group: 'Storage',
+    description:
+      'with a policy set: how often the server archives what the policy lets go, in batches with a rest between them (on PostgreSQL one instance at a time, under the archive lease). `0`: the server never does; `runledger archive` (cron) still does',
+  },
+  RUNLEDGER_RETENTION_REST_MS: {
+    group: 'Storage',
+    description:
+      "the sweeper's rest between two archive batches (and two steps of giving freed pages back to the SQLite file): appends run meanwhile",
   },
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: {
     group: 'Checkpoints and leases',

@@ -3,7 +3,7 @@ import { RuntimeEvent } from '@runledger/contracts';
 import { Database, rawEventOf, segmentFolder } from '@runledger/event-store';
 import { Kysely, sql } from 'kysely';
 import { verifyLog } from '../log-verification';
-import { Storage } from '../storage';
+import { SqliteStorage, Storage } from '../storage';
 import { loadGoldenLog, readGoldenLog } from '../testing/golden-logs';
 import { TaskLog } from '../testing/task-events';
 import { TempStorage, asNew, describeEachStorage } from '../testing/temp-storage';
@@ -141,6 +141,24 @@ describeEachStorage('Archiver', (open) => {
     ).rejects.toMatchObject({ message: expect.stringMatching(/append-only/) });
   });
 
+  it('vacuum gives the freed pages back: the SQLite file shrinks to what stays live', async () => {
+    const { storage } = temp;
+    for (let i = 0; i < 6; i++) {
+      const id = `task_big${i}`;
+      const log = new TaskLog(id, `ses_big${i}`).received('y'.repeat(40_000)).completed();
+      await storage.eventStore.append(id, asNew(log.events), { expected: 'no_stream' });
+    }
+    await withArchiver(temp, (a) => a.run(anHour, Date.now() + 2 * 3_600_000));
+    const result = await withArchiver(temp, (a) => a.vacuum());
+    if (storage.driver === 'postgres') {
+      expect(result.mode).toBe('vacuum');
+      return;
+    }
+    expect(result.mode).toBe('incremental');
+    expect(result.bytes_after).toBeLessThan(result.bytes_before - 6 * 40_000);
+    expect(Number((storage as SqliteStorage).raw.pragma('freelist_count', { simple: true }))).toBe(0);
+  });
+
   it('restores a tree, or a whole segment, to the live log at its own positions', async () => {
     const { storage } = temp;
     const before = await streams(storage);
@@ -172,14 +190,9 @@ describeEachStorage('Archiver', (open) => {
 
   it('never moves a waiting task, a tree with a task not finished, or one in a busy session', async () => {
     const { storage } = temp;
-    const waiting = new TaskLog('task_waiting', 'ses_wait').received('wait for me').add('TIMER_SET', {
-      timer_id: 'tmr_1',
-      step_id: 'wait',
-      due_at: '2027-12-30T00:00:00.000Z',
-      duration_ms: null,
-      until: '2027-12-30T00:00:00.000Z',
-      counts_against_timeout: false,
-    });
+    const waiting = new TaskLog('task_waiting', 'ses_wait')
+      .received('wait for me')
+      .waitUntil('2027-12-30T00:00:00.000Z');
     await storage.eventStore.append('task_waiting', asNew(waiting.events), { expected: 'no_stream' });
     const sameSession = golden.states[taskIds[0]].session_id;
     const open = new TaskLog('task_open', sameSession).received('still running');

@@ -47,6 +47,11 @@ export interface ArchiverOptions {
   companionStreams?: (taskId: string) => string[];
   /** a segment file no record names is removed once this old (a crashed run's); default 10 minutes */
   orphanAgeMs?: number;
+  /**
+   * SQLite: runs a statement to its end on the archiver's connection. `PRAGMA incremental_vacuum(N)`
+   * frees one page per step, and a prepared statement's run() steps once: exec steps it through.
+   */
+  exec?: (statement: string) => void;
 }
 
 /** A finished task tree the policy lets go: the tasks, and every stream that moves with them. */
@@ -655,20 +660,35 @@ export class Archiver {
         await sql`VACUUM`.execute(conn);
         mode = 'full';
       } else {
-        await sql`PRAGMA incremental_vacuum`.execute(conn);
+        this.incrementalVacuum(null);
       }
       await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(conn);
       return { mode, bytes_before: before, bytes_after: await size() };
     });
   }
 
-  /** SQLite with auto_vacuum=INCREMENTAL: hand back up to `pages` free pages (bounded, so it holds the writer briefly). */
-  async reclaim(pages = 2000): Promise<void> {
-    if (isPostgres(this.db)) return;
-    await this.db.connection().execute(async (conn) => {
-      const mode = Number(Object.values((await sql`PRAGMA auto_vacuum`.execute(conn)).rows[0] as object)[0]);
-      if (mode === 2) await sql.raw(`PRAGMA incremental_vacuum(${Math.trunc(pages)})`).execute(conn);
+  /**
+   * SQLite with auto_vacuum=INCREMENTAL: hand back up to `pages` free pages (bounded, so it holds the
+   * writer briefly). The free pages left after it (0: nothing more to give back, or not SQLite).
+   */
+  async reclaim(pages = 2000): Promise<number> {
+    if (isPostgres(this.db)) return 0;
+    return this.db.connection().execute(async (conn) => {
+      const pragma = async (text: string) =>
+        Number(Object.values((await sql.raw(`PRAGMA ${text}`).execute(conn)).rows[0] ?? { n: 0 })[0]);
+      if ((await pragma('auto_vacuum')) !== 2) return 0;
+      this.incrementalVacuum(pages);
+      return pragma('freelist_count');
     });
+  }
+
+  /** SQLite: give back `pages` free pages to the file (null: all of them). */
+  private incrementalVacuum(pages: number | null): void {
+    if (!this.options.exec)
+      throw new Error('incremental vacuum needs the SQLite connection (ArchiverOptions.exec)');
+    this.options.exec(
+      pages === null ? 'PRAGMA incremental_vacuum' : `PRAGMA incremental_vacuum(${Math.trunc(pages)})`,
+    );
   }
 
   private async recordedSegments(conn: Db): Promise<Set<string>> {

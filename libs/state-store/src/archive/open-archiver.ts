@@ -25,7 +25,7 @@ export function openSqliteArchiver(
   raw.pragma('foreign_keys = ON');
   const db = new Kysely<StateStoreDatabase>({ dialect: new SqliteDialect({ database: raw }) });
   return {
-    archiver: new Archiver(db, { ...options, folder: segmentFolder(raw.name) }),
+    archiver: new Archiver(db, { ...options, folder: segmentFolder(raw.name), exec: (s) => raw.exec(s) }),
     close: () => db.destroy(),
   };
 }

@@ -164,6 +164,18 @@ export class TaskLog {
     return this.add('SECRET_PROVIDED', { request_id: requestId, call_id: 'call_s', secret_name: 'API_KEY' });
   }
 
+  /** a `wait` until the given time: the task waits on a timer (TIMER_SET is its last event) */
+  waitUntil(until: string): this {
+    return this.add('TIMER_SET', {
+      timer_id: `tmr_${this.taskId}`,
+      step_id: 'wait',
+      due_at: until,
+      duration_ms: null,
+      until,
+      counts_against_timeout: false,
+    });
+  }
+
   completed(result = 'done', rounds = 1): this {
     return this.add('TASK_COMPLETED', {
       stop_reason: 'completed',

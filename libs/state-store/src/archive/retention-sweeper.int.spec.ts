@@ -1,0 +1,200 @@
+import { openPostgres } from '@runledger/event-store';
+import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { SqliteStorage, Storage } from '../storage';
+import { TaskLog } from '../testing/task-events';
+import { TempStorage, asNew, createTempPgStorage, describeEachStorage } from '../testing/temp-storage';
+import { ARCHIVE_STREAM, ArchiveRun, Archiver } from './archiver';
+import { ArchiveAccess, openSqliteArchiver, postgresArchiver } from './open-archiver';
+import { parseRetention } from './retention-policy';
+import { RetentionSweeper } from './retention-sweeper';
+
+const anHour = parseRetention('1h')!;
+/** two hours on: every task appended now ended more than an hour before */
+const later = () => Date.now() + 2 * 3_600_000;
+const quiet = { info: () => undefined, error: (f: Record<string, unknown>) => console.error(f) };
+
+async function finishedTasks(storage: Storage, prefix: string, n: number, padding = 0): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `task_${prefix}${i}`);
+  for (const id of ids) {
+    const log = new TaskLog(id, `ses_${id}`)
+      .received(`input of ${id} ${'x'.repeat(padding)}`)
+      .completed(`answer of ${id}`);
+    await storage.eventStore.append(id, asNew(log.events), { expected: 'no_stream' });
+  }
+  return ids;
+}
+
+async function archivedIds(storage: Storage): Promise<string[]> {
+  const records = await storage.eventStore.readWholeStream(ARCHIVE_STREAM);
+  return records.flatMap((e) => (e.type === 'TASKS_ARCHIVED' ? e.payload.task_ids : []));
+}
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !(await check());) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function archiverOn(
+  temp: TempStorage<Storage>,
+  batchTasks: number,
+): { archiver: Archiver; close(): Promise<void> } {
+  if (temp.storage.driver === 'postgres')
+    return { archiver: postgresArchiver(temp.storage.db, { batchTasks }), close: async () => undefined };
+  const access: ArchiveAccess = openSqliteArchiver(temp.path, { batchTasks });
+  return access;
+}
+
+describeEachStorage('RetentionSweeper', (open) => {
+  let temp: TempStorage<Storage>;
+  let access: { archiver: Archiver; close(): Promise<void> };
+  let sweeper: RetentionSweeper | null = null;
+  beforeEach(async () => {
+    temp = await open();
+    access = archiverOn(temp, 3);
+  });
+  afterEach(async () => {
+    await sweeper?.stop();
+    sweeper = null;
+    await access.close();
+    await temp.dispose();
+  });
+
+  it('archives what the policy lets go on its interval, in bounded batches; waiting tasks stay; stop ends it', async () => {
+    const { storage } = temp;
+    const ids = await finishedTasks(storage, 'done', 8, 30_000);
+    const waiting = new TaskLog('task_timer', 'ses_timer')
+      .received('wait for me')
+      .waitUntil('2027-12-30T00:00:00.000Z');
+    await storage.eventStore.append('task_timer', asNew(waiting.events), { expected: 'no_stream' });
+    const asking = new TaskLog('task_asking', 'ses_asking').received('may I').askPermission('req_1');
+    await storage.eventStore.append('task_asking', asNew(asking.events), { expected: 'no_stream' });
+
+    sweeper = new RetentionSweeper(access.archiver, {
+      policy: anHour,
+      intervalMs: 20,
+      restMs: 5,
+      now: later,
+      log: quiet,
+    });
+    const pages = async () =>
+      temp.storage.driver === 'sqlite'
+        ? Number((temp.storage as SqliteStorage).raw.pragma('page_count', { simple: true }))
+        : 0;
+    const pagesBefore = await pages();
+    sweeper.start();
+    await until(async () => (await archivedIds(storage)).length === ids.length);
+    const records = (await storage.eventStore.readWholeStream(ARCHIVE_STREAM)).filter(
+      (e) => e.type === 'TASKS_ARCHIVED',
+    );
+    // 8 tasks, 3 per batch: three batches, each its own recorded segment
+    expect(records.map((r) => (r.type === 'TASKS_ARCHIVED' ? r.payload.task_ids.length : 0))).toEqual([
+      3, 3, 2,
+    ]);
+    expect((await archivedIds(storage)).sort()).toEqual([...ids].sort());
+    // archived tasks read as before; the waiting ones never moved
+    expect((await storage.eventStore.readWholeStream(ids[0])).map((e) => e.type)).toEqual([
+      'TASK_RECEIVED',
+      'TASK_COMPLETED',
+    ]);
+    for (const id of ['task_timer', 'task_asking']) {
+      const live = await storage.db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('task_id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(Number(live.n)).toBe(2);
+    }
+
+    // SQLite: the pages the moved events held go back to the file (incremental vacuum after the sweep)
+    if (temp.storage.driver === 'sqlite') {
+      const raw = (temp.storage as SqliteStorage).raw;
+      await until(async () => Number(raw.pragma('freelist_count', { simple: true })) === 0);
+      expect(await pages()).toBeLessThan(pagesBefore - 8 * 5);
+    }
+    await sweeper.stop();
+    const [late] = await finishedTasks(storage, 'late', 1);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await archivedIds(storage)).not.toContain(late);
+  });
+
+  it('stop() during a sweep ends it after the batch in flight: moved trees are whole, the rest stay live', async () => {
+    const { storage } = temp;
+    await access.close();
+    access = archiverOn(temp, 1);
+    const ids = await finishedTasks(storage, 'slow', 5);
+    sweeper = new RetentionSweeper(access.archiver, {
+      policy: anHour,
+      intervalMs: 60_000,
+      restMs: 60_000,
+      now: later,
+      log: quiet,
+    });
+    const run: Promise<ArchiveRun> = sweeper.sweep();
+    await until(async () => (await archivedIds(storage)).length === 1);
+    const stopping = Date.now();
+    await sweeper.stop();
+    expect(Date.now() - stopping).toBeLessThan(2_000);
+    const result = await run;
+    expect(result.segments).toHaveLength(1);
+    expect(result.tasks).toEqual(await archivedIds(storage));
+    const liveIds = ids.filter((id) => !result.tasks.includes(id));
+    expect(liveIds).toHaveLength(4);
+    for (const id of ids) expect(await storage.eventStore.readWholeStream(id)).toHaveLength(2);
+  });
+});
+
+describePostgres('RetentionSweeper on two PostgreSQL instances', () => {
+  const pg = useTestPostgres();
+
+  it('of two instances sweeping one database, one archives each tree, exactly once', async () => {
+    const temp = await createTempPgStorage(pg);
+    const other = openPostgres({ url: temp.path, schema: temp.dir, maxConnections: 3 });
+    try {
+      const ids = await finishedTasks(temp.storage, 'pair', 12);
+      const sweepers = [temp.storage.db, other.db].map(
+        (db) =>
+          new RetentionSweeper(postgresArchiver(db, { batchTasks: 2 }), {
+            policy: anHour,
+            intervalMs: 60_000,
+            restMs: 2,
+            now: later,
+            log: quiet,
+          }),
+      );
+      const runs: ArchiveRun[] = [];
+      for (let round = 0; round < 3; round++)
+        runs.push(...(await Promise.all(sweepers.map((s) => s.sweep()))));
+      const moved = await archivedIds(temp.storage);
+      expect([...moved].sort()).toEqual([...ids].sort());
+      expect(new Set(moved).size).toBe(moved.length);
+      expect(runs.flatMap((r) => r.tasks).sort()).toEqual([...ids].sort());
+      expect(runs.some((r) => r.busy)).toBe(true);
+      await Promise.all(sweepers.map((s) => s.stop()));
+
+      // without the lease too: two instances racing on the same planned trees, one moves them
+      const raced = await finishedTasks(temp.storage, 'race', 4);
+      const [a, b] = [temp.storage.db, other.db].map((db) => postgresArchiver(db, { batchTasks: 10 }));
+      const plan = await a.plan(temp.storage.db as never, anHour, later());
+      expect(plan.trees.map((t) => t.root_task_id).sort()).toEqual([...raced].sort());
+      const segments = await Promise.all(
+        [
+          [a, temp.storage.db],
+          [b, other.db],
+        ].map(([archiver, db]) =>
+          (db as typeof other.db)
+            .connection()
+            .execute((conn) => (archiver as Archiver).archiveTrees(conn as never, plan.trees, 'policy')),
+        ),
+      );
+      expect(segments.filter((s) => s !== null)).toHaveLength(1);
+      const all = await archivedIds(temp.storage);
+      expect(all.filter((id) => raced.includes(id)).sort()).toEqual([...raced].sort());
+      expect(new Set(all).size).toBe(all.length);
+    } finally {
+      await other.close();
+      await temp.dispose();
+    }
+  });
+});

@@ -1,0 +1,111 @@
+import { ArchiveRun, Archiver } from './archiver';
+import { RetentionPolicy } from './retention-policy';
+
+export interface RetentionSweeperOptions {
+  policy: RetentionPolicy;
+  /** time between the end of one sweep and the start of the next */
+  intervalMs: number;
+  /** rest between two batches of a sweep, and between two reclaim steps: the writer is free meanwhile */
+  restMs: number;
+  /** SQLite: free pages handed back to the file per step after a sweep moved something */
+  reclaimPages?: number;
+  /** reclaim steps per sweep at most (the rest waits for the next sweep) */
+  reclaimSteps?: number;
+  now?: () => number;
+  log: {
+    info(fields: Record<string, unknown>, msg: string): void;
+    error(fields: Record<string, unknown>, msg: string): void;
+  };
+}
+
+/**
+ * Applies the retention policy inside the server, on an interval: one sweep is an archiver run,
+ * batch after batch with a rest between them, so appends (and so POST /tasks) never queue behind
+ * more than one short batch transaction. What a batch moved is recorded by the archiver itself
+ * (TASKS_ARCHIVED). On PostgreSQL the run holds the archive lease: of several instances sweeping
+ * at once, one moves trees and the others find it busy. `stop()` ends a sweep between batches and
+ * waits for the batch in flight, so a shutdown never cuts one short (a batch is one transaction
+ * either way).
+ */
+export class RetentionSweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private current: Promise<unknown> | null = null;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly archiver: Archiver,
+    private readonly options: RetentionSweeperOptions,
+  ) {}
+
+  start(): void {
+    if (this.stopping || this.timer) return;
+    this.schedule();
+  }
+
+  /** Ends the sweep in progress after its current batch, and starts no other. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.wake?.();
+    await this.current?.catch(() => undefined);
+  }
+
+  /** One sweep now (the interval's own work): what moved, or `busy` when another instance sweeps. */
+  sweep(): Promise<ArchiveRun> {
+    const run = this.sweepOnce();
+    this.current = run;
+    return run;
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.sweep()
+        .catch((err: unknown) => this.options.log.error({ err }, 'retention sweep failed'))
+        .finally(() => {
+          if (!this.stopping) this.schedule();
+        });
+    }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  private async sweepOnce(): Promise<ArchiveRun> {
+    const started = Date.now();
+    const run = await this.archiver.run(this.options.policy, (this.options.now ?? Date.now)(), {
+      pause: () => this.rest(),
+      stopped: () => this.stopping,
+    });
+    if (run.segments.length > 0) {
+      for (let step = 0; step < (this.options.reclaimSteps ?? 20) && !this.stopping; step++) {
+        if ((await this.archiver.reclaim(this.options.reclaimPages ?? 1000)) === 0) break;
+        await this.rest();
+      }
+      this.options.log.info(
+        {
+          tasks: run.tasks.length,
+          events: run.events,
+          segments: run.segments.map((s) => s.segment_id),
+          bytes: run.bytes,
+          ms: Date.now() - started,
+        },
+        'retention sweep archived finished task trees',
+      );
+    }
+    return run;
+  }
+
+  /** The rest between two steps, cut short by stop(). */
+  private rest(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, this.options.restMs);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

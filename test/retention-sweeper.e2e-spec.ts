@@ -1,0 +1,109 @@
+import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { ApiHarness, bootApi, waitForTask } from './api-harness';
+
+/**
+ * The server's own retention sweeper: with a policy set it archives finished task trees on its
+ * interval, in batches, while tasks keep being submitted; every reader serves archived tasks as
+ * before; a task waiting for a person never moves; the server shuts down cleanly mid-sweep.
+ */
+jest.setTimeout(60_000);
+
+const sweeping = {
+  RUNLEDGER_RETENTION: '1s',
+  RUNLEDGER_RETENTION_SWEEP_MS: '100',
+  RUNLEDGER_RETENTION_REST_MS: '5',
+  RUNLEDGER_RETENTION_BATCH: '2',
+  RUNLEDGER_MEMORY: 'off',
+};
+
+async function archivedTaskIds(h: ApiHarness): Promise<string[]> {
+  const page = await h.request('GET', '/admin/events?after_position=0&limit=1000');
+  expect(page.status).toBe(200);
+  return (page.body.archived as { task_ids: string[] }[]).flatMap((r) => r.task_ids);
+}
+
+function sweeperSpec(env: () => Promise<Record<string, string>>): void {
+  let h: ApiHarness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  it('archives finished tasks on its interval while tasks run; reads stay the same; a waiting task stays', async () => {
+    h = await bootApi({ ...sweeping, ...(await env()) });
+    const server = h;
+    const submit = async (input: string) => {
+      const res = await server.request('POST', '/tasks', { body: { input } });
+      expect(res.status).toBe(202);
+      return res.body.task_id as string;
+    };
+    const waiting = await submit('run touch wait-for-me.txt');
+    await waitForTask(server, waiting, (s) => s === 'awaiting_permission');
+    const ids: string[] = [];
+    const seen = new Map<string, { task: unknown; events: unknown }>();
+    for (let i = 0; i < 5; i++) {
+      const id = await submit(`list the files ${i}`);
+      ids.push(id);
+      const task = await waitForTask(server, id);
+      seen.set(id, { task, events: (await server.request('GET', `/tasks/${id}/events?limit=1000`)).body });
+    }
+    for (const deadline = Date.now() + 20_000; ;) {
+      const moved = await archivedTaskIds(server);
+      if (ids.every((id) => moved.includes(id))) break;
+      if (Date.now() > deadline) throw new Error(`sweeper archived ${moved.length} of ${ids.length}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const moved = await archivedTaskIds(server);
+    expect(moved).not.toContain(waiting);
+    expect(new Set(moved).size).toBe(moved.length);
+    for (const id of ids) {
+      const task = await server.request('GET', `/tasks/${id}`);
+      const events = await server.request('GET', `/tasks/${id}/events?limit=1000`);
+      expect([task.status, events.status]).toEqual([200, 200]);
+      expect(task.body).toEqual(seen.get(id)!.task);
+      expect(events.body).toEqual(seen.get(id)!.events);
+    }
+    // what it did is in the log, batch by batch (2 tasks at most each)
+    const records = await server.request('GET', '/admin/events?type=TASKS_ARCHIVED&limit=1000');
+    const batches = (records.body.events as { payload: { task_ids: string[]; reason: string } }[]).map(
+      (e) => e.payload,
+    );
+    expect(batches.length).toBeGreaterThanOrEqual(3);
+    for (const b of batches) expect([b.task_ids.length <= 2, b.reason]).toEqual([true, 'policy']);
+    // the waiting task is still live and resumes
+    const allowed = await server.request('GET', `/tasks/${waiting}`);
+    expect(allowed.body.status).toBe('awaiting_permission');
+    const fresh = await submit('list the files after the sweep');
+    expect((await waitForTask(server, fresh)).status).toBe('completed');
+  });
+
+  it('shuts down cleanly while the sweeper is between batches', async () => {
+    h = await bootApi({ ...sweeping, RUNLEDGER_RETENTION_REST_MS: '60000', ...(await env()) });
+    const server = h;
+    for (let i = 0; i < 4; i++) {
+      const res = await server.request('POST', '/tasks', { body: { input: `list the files ${i}` } });
+      await waitForTask(server, res.body.task_id as string);
+    }
+    for (const deadline = Date.now() + 20_000; (await archivedTaskIds(server)).length === 0;) {
+      if (Date.now() > deadline) throw new Error('the sweeper archived nothing');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const closing = Date.now();
+    await server.close();
+    h = null;
+    // the minute-long rest between batches does not hold the shutdown
+    expect(Date.now() - closing).toBeLessThan(10_000);
+  });
+}
+
+describe('retention sweeper in the server (SQLite)', () => {
+  sweeperSpec(async () => ({}));
+});
+
+describePostgres('retention sweeper in the server (PostgreSQL)', () => {
+  const pg = useTestPostgres();
+  sweeperSpec(async () => {
+    const schema = await pg.freshSchema({ migrate: false });
+    return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+  });
+});
