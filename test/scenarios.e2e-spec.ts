@@ -21,8 +21,10 @@ import {
   A2ARemoteAgents,
   DEFAULT_DISCIPLINE_SETTINGS,
   DisciplineSettings,
+  ModelBackend,
   ModelScript,
   ScriptedBackend,
+  SysUtilBackend,
   seededRandom,
 } from '@runledger/runtime';
 import {
@@ -115,6 +117,7 @@ describe('run discipline scenarios (scripted model)', () => {
       modelTimeoutMs?: number;
       roundPolicy?: boolean;
       agents?: AgentProfile[];
+      model?: ModelBackend;
     } = {},
   ) {
     rt = await startTestRuntime({
@@ -123,7 +126,7 @@ describe('run discipline scenarios (scripted model)', () => {
       store,
       tools,
       permissions: o.permissions ?? new AllowAllPolicy(),
-      model: new ScriptedBackend(script),
+      model: o.model ?? new ScriptedBackend(script),
       discipline: o.settings ?? fast,
       rng: seededRandom(42),
       modelTimeoutMs: o.modelTimeoutMs ?? 2000,
@@ -577,6 +580,25 @@ describe('run discipline scenarios (scripted model)', () => {
       expect(r.stop).toBe('model_gave_up');
       expect(r.detail).toBe('cannot read');
       expect(rounds(r.events)).toBe(2);
+    });
+  });
+
+  describe('no model configured', () => {
+    it('input sys_util cannot handle: not_understood, its help text the answer, nothing ran', async () => {
+      const r = await run({}, 'What is the capital of France?', { model: new SysUtilBackend() });
+      expect(r.stop).toBe('not_understood');
+      expect(r.progress.status).toBe('failed');
+      expect(r.progress.final?.result).toMatch(
+        /^No model is configured, so I only understand these commands:/,
+      );
+      expect(of(r.events, 'TOOL_CALLED')).toEqual([]);
+      expect(rounds(r.events)).toBe(1);
+    });
+
+    it('input it understands still completes', async () => {
+      const r = await run({}, 'run echo understood', { model: new SysUtilBackend() });
+      expect(r.stop).toBe('completed');
+      expect(r.progress.final?.result).toContain('understood');
     });
   });
 

@@ -33,6 +33,7 @@ export const STOP_REASONS = [
   'model_gave_up',
   'mutation_refused',
   'remote_unavailable',
+  'not_understood',
   'cancelled',
 ] as const;
 export const StopReason = z.enum(STOP_REASONS);

@@ -20,6 +20,8 @@ const TEXT: Record<StopReason, string> = {
     'The model kept calling tools the round did not allow (a change the request did not ask for, or a tool when the answer was due); none of them ran.',
   remote_unavailable:
     'A remote agent (A2A) could not be used: it could not be reached or kept failing (connection refused, reset or timed out; HTTP 5xx or 429) through every retry, its agent card could not be read or offers no protocol this runtime speaks, or it refused the request.',
+  not_understood:
+    'No model is configured and the built-in command parser (sys_util) does not understand the input; its answer lists what it does understand.',
   cancelled: 'The task was cancelled.',
 };
 

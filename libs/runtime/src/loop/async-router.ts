@@ -44,7 +44,8 @@ export type RouterOutcome =
     }
   /** the orchestrator answered without attempting a directive: reminded, the next round asks again */
   | { kind: 'no_directive' }
-  | { kind: 'stop'; stop: Stop };
+  /** `result`: what the task answers though it stops (sys_util's help text for input it cannot handle) */
+  | { kind: 'stop'; stop: Stop; result?: string | null };
 
 /** Run discipline as the router applies it (libs/runtime/src/discipline). */
 export interface RouterPolicy {
@@ -94,8 +95,8 @@ interface Fallback {
   from: string | null;
   /** the stop reason when sys_util cannot help either */
   stop_reason: StopReason;
-  /** no model was meant to answer: sys_util's help text is a fine answer */
-  helpIsAnswer: boolean;
+  /** no model was meant to answer: input sys_util cannot handle ends not_understood, not with the model's failure */
+  noModelMeant: boolean;
 }
 
 /**
@@ -126,7 +127,7 @@ export class AsyncRouter {
         reason: 'orchestrator_missing: no orchestrator model configured',
         from: null,
         stop_reason: 'validation_error',
-        helpIsAnswer: true,
+        noModelMeant: true,
       };
     } else {
       let messages = ctx.messages;
@@ -161,7 +162,7 @@ export class AsyncRouter {
             reason: `invalid_directive: ${error}`,
             from: called.provider,
             stop_reason: 'validation_error',
-            helpIsAnswer: false,
+            noModelMeant: false,
           };
           break;
         }
@@ -325,7 +326,7 @@ export class AsyncRouter {
       };
     return {
       kind: 'fallback',
-      fallback: { reason, from: out.provider.label, stop_reason: out.failure.kind, helpIsAnswer: false },
+      fallback: { reason, from: out.provider.label, stop_reason: out.failure.kind, noModelMeant: false },
     };
   }
 
@@ -468,9 +469,16 @@ export class AsyncRouter {
           detail: `sys_util produced an invalid directive: ${parsed.error}`,
         },
       };
-    // sys_util did not understand the input: the help text is the answer only when no model was meant to answer.
-    if (fallback && res.finish_reason === NOT_UNDERSTOOD && !fallback.helpIsAnswer) {
-      return { kind: 'stop', stop: { stop_reason: fallback.stop_reason, detail: fallback.reason } };
+    // sys_util did not understand the input: after a model failed, that failure is why the task stops; with no
+    // model meant to answer it stops not_understood, and its help text (what it does understand) is the answer.
+    if (res.finish_reason === NOT_UNDERSTOOD) {
+      if (fallback && !fallback.noModelMeant)
+        return { kind: 'stop', stop: { stop_reason: fallback.stop_reason, detail: fallback.reason } };
+      return {
+        kind: 'stop',
+        stop: { stop_reason: 'not_understood', detail: describeStop('not_understood') },
+        result: parsed.directive.type === 'respond' ? parsed.directive.content : null,
+      };
     }
     return {
       kind: 'decided',

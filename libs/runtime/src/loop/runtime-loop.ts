@@ -276,7 +276,7 @@ export class RuntimeLoop {
       throw err;
     });
     if (!decision) return;
-    if (decision.kind === 'stop') return this.end(writer, decision.stop, null);
+    if (decision.kind === 'stop') return this.end(writer, decision.stop, decision.result ?? null);
     // Reminded (GUARD_TRIGGERED closed the round): the next round asks again.
     if (decision.kind === 'no_directive') return;
     // follows from the reply by computation alone: it rides with whatever the directive does first
