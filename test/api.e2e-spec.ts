@@ -20,7 +20,7 @@ describe('REST API (e2e over real HTTP)', () => {
 
   it('submits a task (202), runs it to completion and serves its state and events', async () => {
     const submitted = await sut.request('POST', '/tasks', {
-      body: { input: 'hello there', session_id: 'sess-1' },
+      body: { input: 'run echo hello there', session_id: 'sess-1' },
     });
     expect(submitted.status).toBe(202);
     expect(submitted.body).toEqual({ task_id: expect.any(String), status: expect.any(String) });
@@ -69,7 +69,7 @@ describe('REST API (e2e over real HTTP)', () => {
 
   it('lists tasks with filters and cursor pagination, no task twice', async () => {
     const ids: string[] = [];
-    for (const input of ['list a', 'list b', 'list c']) {
+    for (const input of ['run echo list a', 'run echo list b', 'run echo list c']) {
       ids.push(
         (await sut.request('POST', '/tasks', { body: { input, session_id: 'list-sess' } })).body.task_id,
       );

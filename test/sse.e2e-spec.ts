@@ -67,8 +67,8 @@ describe('SSE /tasks/:task_id/stream (e2e)', () => {
   });
 
   it('delivers live events to a stream opened before the task ends', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello from sse live' } })).body
-      .task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo hello from sse live' } }))
+      .body.task_id;
     const stream = readSse(`${sut.url}/tasks/${taskId}/stream`, { authorization: `Bearer ${TOKENS.admin}` });
     await waitForTask(sut, taskId);
     const { messages } = await stream;

@@ -83,11 +83,12 @@ describe('RuntimeController with the in-memory store', () => {
     });
   });
 
-  it('sys_util answers input it does not understand with help, completed', async () => {
+  it('sys_util answers input it does not understand with its help text, and the task stops not_understood', async () => {
     await build(new SysUtilBackend());
     const { events } = await run('what is the weather');
     const last = events[events.length - 1];
-    expect(last.type).toBe('TASK_COMPLETED');
+    expect(last.type).toBe('TASK_FAILED');
+    expect(last.payload).toMatchObject({ stop_reason: 'not_understood' });
     expect(json(last.payload)).toContain('RUNLEDGER_MODEL=openai');
   });
 
@@ -386,18 +387,25 @@ describe('RuntimeController with the in-memory store', () => {
     });
     const commits: EventType[][] = [];
     const detach = temp.store.onCommitted((events) => commits.push(types([...events])));
-    const first = await run('hello');
+    const first = await run('run echo hello');
     expect(first.progress.final).toMatchObject({ stop_reason: 'completed' });
     expect(seen).toEqual([['ACCEPTANCE_DECIDED']]);
     // the reply and the decision that ended the task ride with the first guard's events (sys_util answers
-    // in process: its call rides with them too)
+    // in process: its call rides with them too, and so does the echo's outcome, handed over before the round)
     expect(commits.slice(-2)).toEqual([
-      ['CONTEXT_BUILT', 'MODEL_CALLED', 'MODEL_RESPONDED', 'ROUTER_DECIDED', 'ACCEPTANCE_DECIDED'],
+      [
+        'TOOL_COMPLETED',
+        'CONTEXT_BUILT',
+        'MODEL_CALLED',
+        'MODEL_RESPONDED',
+        'ROUTER_DECIDED',
+        'ACCEPTANCE_DECIDED',
+      ],
       ['ACCEPTANCE_DECIDED', 'TASK_COMPLETED'],
     ]);
 
     last = [metered];
-    const second = await run('hello again');
+    const second = await run('run echo hello again');
     detach();
     expect(commits.slice(-2)).toEqual([['TOOL_FAILED'], ['TASK_COMPLETED']]);
     // the metered event counts in the final usage
