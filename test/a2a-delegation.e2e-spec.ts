@@ -210,6 +210,8 @@ describe('remote agents as delegates (two Runledger servers over A2A)', () => {
     await b.waitFor(remoteId, undefined, 30_000);
     expect((await b.request('GET', `/tasks/${remoteId}`)).body.status).toBe('cancelled');
     expect((await a.request('GET', `/tasks/${parentId}`)).body.status).toBe('cancelled');
+    // every REST answer of both servers so far, as the OpenAPI document describes it
+    expect([...(await a.responseMismatches()), ...(await b.responseMismatches())]).toEqual([]);
   });
 
   it('a replay of the delegating task calls nobody: B is gone, the recorded updates stand in for it', async () => {

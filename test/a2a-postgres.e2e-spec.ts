@@ -26,8 +26,8 @@ describePostgres('A2A push on PostgreSQL: two instances, one delivery per update
     const receiver = await startReceiver(() => 200, 150);
     const servers: ApiHarness[] = [];
     try {
-      servers.push(await bootApi(env));
-      servers.push(await bootApi(env));
+      servers.push(await bootApi(env, { checkResponses: true }));
+      servers.push(await bootApi(env, { checkResponses: true }));
       const [a, b] = servers;
       const client = await clientOf(a.url, TOKENS.admin);
       const task = asTask(
@@ -73,6 +73,7 @@ describePostgres('A2A push on PostgreSQL: two instances, one delivery per update
       const started = outbound.filter((e) => e.type === 'DELIVERY_STARTED');
       expect(started).toHaveLength(receiver.taken.length);
       expect(outbound.filter((e) => e.type === 'DELIVERY_SUCCEEDED')).toHaveLength(receiver.taken.length);
+      expect([...a.responseMismatches, ...b.responseMismatches]).toEqual([]);
     } finally {
       for (const s of servers.reverse()) await s.close();
       await receiver.close();

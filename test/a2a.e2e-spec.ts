@@ -44,11 +44,14 @@ describe('A2A 1.0 through the SDK client', () => {
     (await sut.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
 
   beforeAll(async () => {
-    sut = await bootApi({
-      RUNLEDGER_OUTBOUND_SIGNING_KEY: SIGNING_KEY,
-      RUNLEDGER_OUTBOUND_BACKOFF_MS: '50',
-      RUNLEDGER_AGENTS: JSON.stringify([{ name: 'researcher', description: 'Finds things out.' }]),
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_OUTBOUND_SIGNING_KEY: SIGNING_KEY,
+        RUNLEDGER_OUTBOUND_BACKOFF_MS: '50',
+        RUNLEDGER_AGENTS: JSON.stringify([{ name: 'researcher', description: 'Finds things out.' }]),
+      },
+      { checkResponses: true },
+    );
     admin = await clientOf(sut.url, TOKENS.admin);
   });
   afterAll(async () => {
@@ -395,11 +398,15 @@ describe('A2A 1.0 through the SDK client', () => {
       await receiver.close();
     }
   });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
+  });
 });
 
 describe('A2A: secrets and restarts', () => {
   it('a secret request is auth-required, answered by a data part; the value reaches no event', async () => {
-    const sut = await bootApi();
+    const sut = await bootApi({}, { checkResponses: true });
     try {
       const admin = await clientOf(sut.url, TOKENS.admin);
       const SECRET = 'a2a-secret-value-7f3k2';
@@ -434,6 +441,7 @@ describe('A2A: secrets and restarts', () => {
       expect(log.text).not.toContain(SECRET);
       expect(log.body.events.map((e: RuntimeEvent) => e.type)).toContain('SECRET_PROVIDED');
       expect(sut.logs.join('\n')).not.toContain(SECRET);
+      expect(sut.responseMismatches).toEqual([]);
     } finally {
       await sut.close();
     }
@@ -449,7 +457,7 @@ describe('A2A: secrets and restarts', () => {
     let up = false;
     const receiver = await startReceiver(() => (up ? 200 : 503));
     try {
-      const first = await bootApi(env);
+      const first = await bootApi(env, { checkResponses: true });
       let taskId: string;
       try {
         const admin = await clientOf(first.url, TOKENS.admin);
@@ -474,11 +482,12 @@ describe('A2A: secrets and restarts', () => {
           if (log.body.events.some((e: RuntimeEvent) => e.type === 'DELIVERY_FAILED')) break;
           await new Promise((r) => setTimeout(r, 25));
         }
+        expect(first.responseMismatches).toEqual([]);
       } finally {
         await first.close();
       }
       up = true;
-      const second = await bootApi(env);
+      const second = await bootApi(env, { checkResponses: true });
       try {
         const deadline = Date.now() + 15_000;
         while (!receiver.taken.some((r) => isFinalTask(r.body)) && Date.now() < deadline)
@@ -499,6 +508,7 @@ describe('A2A: secrets and restarts', () => {
         expect(
           log.body.events.filter((e: RuntimeEvent) => e.type === 'DELIVERY_FAILED').length,
         ).toBeGreaterThan(0);
+        expect(second.responseMismatches).toEqual([]);
       } finally {
         await second.close();
       }

@@ -10,27 +10,21 @@ export interface SseEvent {
   event: BaseEvent & Record<string, unknown>;
 }
 
-/** POST /ag-ui with a raw body, read to the end: the events with their SSE ids. */
+/** POST /ag-ui with a raw body, read to the end: the events with their SSE ids (through `h.request`, so checked as it checks). */
 export async function post(
   h: ApiHarness,
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; events: SseEvent[]; text: string }> {
-  const res = await fetch(`${h.url}/ag-ui`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${TOKENS.writer}`,
-      'content-type': 'application/json',
-      accept: 'text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify(body),
+  const res = await h.request('POST', '/ag-ui', {
+    token: TOKENS.writer,
+    body,
+    headers: { accept: 'text/event-stream', ...headers },
   });
-  const text = await res.text();
   const events = res.headers.get('content-type')?.startsWith('text/event-stream')
-    ? parseSse(text).map((m) => ({ id: m.id, type: m.event, event: JSON.parse(m.data) }))
+    ? parseSse(res.text).map((m) => ({ id: m.id, type: m.event, event: JSON.parse(m.data) }))
     : [];
-  return { status: res.status, events, text };
+  return { status: res.status, events, text: res.text };
 }
 
 export const agentFor = (h: ApiHarness, threadId: string) =>

@@ -61,13 +61,16 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
   let sut: ApiHarness;
   beforeAll(async () => {
     model = await startFakeOpenAiServer({ apiKey: 'test-key' });
-    sut = await bootApi({
-      RUNLEDGER_MODEL: 'openai',
-      OPENAI_BASE_URL: model.baseURL,
-      OPENAI_API_KEY: 'test-key',
-      RUNLEDGER_MODEL_ORCHESTRATOR: 'tool-model',
-      RUNLEDGER_CRITIC: 'off',
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: 'openai',
+        OPENAI_BASE_URL: model.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        RUNLEDGER_MODEL_ORCHESTRATOR: 'tool-model',
+        RUNLEDGER_CRITIC: 'off',
+      },
+      { checkResponses: true },
+    );
   });
   afterAll(async () => {
     await sut.close();
@@ -331,5 +334,9 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
     });
     const replay = await sut.app.get(RuntimeController).replay(taskId);
     expect(replayView(replay.events)).toEqual(replayView(log));
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });

@@ -45,8 +45,8 @@ describePostgres('POST /ag-ui on PostgreSQL: two instances over one database', (
     };
     const servers: ApiHarness[] = [];
     try {
-      servers.push(await bootApi(env));
-      servers.push(await bootApi(env));
+      servers.push(await bootApi(env, { checkResponses: true }));
+      servers.push(await bootApi(env, { checkResponses: true }));
       const [a, b] = servers;
       const body = input('thread-pg', 'run-pg-1', 'write the file');
       const first = await post(a, body);
@@ -90,6 +90,7 @@ describePostgres('POST /ag-ui on PostgreSQL: two instances over one database', (
       expect((await post(a, resumeBody, { 'Last-Event-ID': second.events[cut].id })).events).toEqual(
         second.events.slice(cut + 1),
       );
+      expect([...a.responseMismatches, ...b.responseMismatches]).toEqual([]);
     } finally {
       for (const s of servers.reverse()) await s.close();
       rmSync(dir, { recursive: true, force: true });

@@ -47,7 +47,9 @@ describe('POST /ag-ui with the AG-UI client (e2e)', () => {
   let sut: ApiHarness;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rl-agui-'));
-    sut = await bootApi(scripted(dir, [{ type: 'respond', content: 'Hello from the ledger' }]));
+    sut = await bootApi(scripted(dir, [{ type: 'respond', content: 'Hello from the ledger' }]), {
+      checkResponses: true,
+    });
   });
   afterAll(async () => {
     await sut.close();
@@ -197,18 +199,14 @@ describe('POST /ag-ui with the AG-UI client (e2e)', () => {
     expect(badCursor.status).toBe(400);
     expect(await eventCount(sut)).toBe(before);
 
-    const reader = await fetch(`${sut.url}/ag-ui`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.reader}`, 'content-type': 'application/json' },
-      body: JSON.stringify(input('t', 'r4', 'x')),
-    });
+    const reader = await sut.request('POST', '/ag-ui', { token: TOKENS.reader, body: input('t', 'r4', 'x') });
     expect(reader.status).toBe(403);
-    const anonymous = await fetch(`${sut.url}/ag-ui`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(input('t', 'r5', 'x')),
-    });
+    const anonymous = await sut.request('POST', '/ag-ui', { token: null, body: input('t', 'r5', 'x') });
     expect(anonymous.status).toBe(401);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
 
@@ -222,6 +220,7 @@ describe('POST /ag-ui: interrupts and resume (e2e)', () => {
         { type: 'tool', tool: 'shell_exec', args: { command: 'echo approved > approved.txt' } },
         { type: 'respond', content: 'wrote approved.txt' },
       ]),
+      { checkResponses: true },
     );
   });
   afterAll(async () => {
@@ -321,6 +320,10 @@ describe('POST /ag-ui: interrupts and resume (e2e)', () => {
     expect(other.status).toBe(400);
     expect(await eventCount(sut)).toBe(before);
   });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
+  });
 });
 
 describe('POST /ag-ui: Last-Event-ID reconnects (e2e)', () => {
@@ -338,7 +341,7 @@ describe('POST /ag-ui: Last-Event-ID reconnects (e2e)', () => {
       RUNLEDGER_DB: join(dir, 'runledger.db'),
     };
     const body = input('thread-reconnect', 'run-reconnect', 'greet me');
-    let sut = await bootApi(env);
+    let sut = await bootApi(env, { checkResponses: true });
     let full: SseEvent[];
     try {
       full = (await post(sut, body)).events;
@@ -349,16 +352,18 @@ describe('POST /ag-ui: Last-Event-ID reconnects (e2e)', () => {
         const rest = await post(sut, body, { 'Last-Event-ID': full[cut].id });
         expect(rest.events).toEqual(full.slice(cut + 1));
       }
+      expect(sut.responseMismatches).toEqual([]);
     } finally {
       await sut.close();
     }
-    sut = await bootApi(env);
+    sut = await bootApi(env, { checkResponses: true });
     try {
       const cut = Math.floor(full.length / 2);
       const rest = await post(sut, body, { 'Last-Event-ID': full[cut].id });
       expect(rest.status).toBe(200);
       expect(rest.events).toEqual(full.slice(cut + 1));
       expect((await sut.request('GET', '/tasks?session_id=thread-reconnect')).body.tasks).toHaveLength(1);
+      expect(sut.responseMismatches).toEqual([]);
     } finally {
       await sut.close();
     }

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Browser, chromium } from 'playwright-core';
+import { Browser, Page, chromium } from 'playwright-core';
 import WebSocket from 'ws';
 import { Abstract, Type } from '@nestjs/common';
 import { NestExpressApplication } from '@nestjs/platform-express';
@@ -57,6 +57,13 @@ export interface ApiHarness {
    * or a JSON body its schema refuses.
    */
   responseMismatches: ResponseMismatch[];
+  /**
+   * With `checkResponses`: every response of this server that `page` receives
+   * (the dashboard's own calls) is checked too; `checkedMismatches` waits for
+   * the checks of the bodies still being read.
+   */
+  watch(page: Page): void;
+  checkedMismatches(): Promise<ResponseMismatch[]>;
   request(
     method: string,
     path: string,
@@ -123,6 +130,11 @@ export async function bootApi(
         (await (await fetch(`${url}/docs/openapi.json`)).json()) as Record<string, unknown>,
       )
     : null;
+  const check = (method: string, path: string, status: number, contentType: string | null, body: unknown) => {
+    const problem = document?.check(method, path, status, contentType, body);
+    if (problem) responseMismatches.push({ request: `${method} ${path.slice(0, 120)}`, status, problem });
+  };
+  const reading = new Set<Promise<void>>();
   return {
     app: started.app,
     url,
@@ -131,6 +143,25 @@ export async function bootApi(
     workspace,
     logs,
     responseMismatches,
+    watch(page) {
+      if (!document) throw new Error('watch(page) checks responses: boot with checkResponses');
+      page.on('response', (res) => {
+        const at = new URL(res.url());
+        if (at.origin !== new URL(url).origin) return;
+        const contentType = res.headers()['content-type'] ?? null;
+        // a body the browser no longer holds (the page moved on) cannot be checked, nor wrongly refused
+        const read = (contentType?.includes('application/json') ? res.json() : Promise.resolve(null)).then(
+          (body) => check(res.request().method(), at.pathname + at.search, res.status(), contentType, body),
+          () => undefined,
+        );
+        reading.add(read);
+        void read.finally(() => reading.delete(read));
+      });
+    },
+    async checkedMismatches() {
+      await Promise.all(reading);
+      return responseMismatches;
+    },
     async request(method, path, options = {}) {
       const token = options.token === undefined ? TOKENS.admin : options.token;
       const headers: Record<string, string> = { ...options.headers };
@@ -152,9 +183,7 @@ export async function bootApi(
       } catch {
         parsed = null;
       }
-      const problem = document?.check(method, path, res.status, res.headers.get('content-type'), parsed);
-      if (problem)
-        responseMismatches.push({ request: `${method} ${path.slice(0, 120)}`, status: res.status, problem });
+      check(method, path, res.status, res.headers.get('content-type'), parsed);
       return { status: res.status, headers: res.headers, text, body: parsed };
     },
     async close() {

@@ -11,7 +11,7 @@ describe('POST /tasks under backpressure', () => {
     // one run slot and room for one more task: the third submission finds the queue full
     h = await bootApi(
       { RUNLEDGER_CONCURRENCY: '1', RUNLEDGER_QUEUE_MAX: '1' },
-      { overrides: [[ModelBackend, model]] },
+      { overrides: [[ModelBackend, model]], checkResponses: true },
     );
   });
 
@@ -51,6 +51,7 @@ describe('POST /tasks under backpressure', () => {
     });
     expect(retried.status).toBe(202);
     expect((await waitForTask(h, retried.body.task_id)).result).toBe('finished');
+    expect(h.responseMismatches).toEqual([]);
   });
 });
 
@@ -67,7 +68,7 @@ describe('POST /tasks bursts at the default limits', () => {
         RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '0.9',
         RUNLEDGER_TASK_START_LOOP_UTILIZATION: '0.5',
       },
-      { overrides: [[ModelBackend, model]] },
+      { overrides: [[ModelBackend, model]], checkResponses: true },
     );
   });
 
@@ -95,5 +96,6 @@ describe('POST /tasks bursts at the default limits', () => {
     );
     expect(keyed.map((a) => a.status)).toEqual(Array(50).fill(202));
     expect(new Set(keyed.map((a) => a.body.task_id)).size).toBe(1);
+    expect(h.responseMismatches).toEqual([]);
   });
 });

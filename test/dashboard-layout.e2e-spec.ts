@@ -16,7 +16,7 @@ describe('dashboard layout (headless Chromium)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
     browser = await launchChromium();
     // long inputs and session ids, as real ones are
     for (const [i, session] of ['a', 'b'].entries()) {
@@ -57,6 +57,7 @@ describe('dashboard layout (headless Chromium)', () => {
     [700, ['Task', 'Status', 'Stop reason', 'Age']],
   ])('at %i px wide the task table fits the window', async (width, columns) => {
     const page = await browser.newPage({ viewport: { width, height: 900 } });
+    sut.watch(page);
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.waitForSelector('#tasks-body tr[data-task]');
     expect(await overflow(page)).toEqual({ page: 0, cellsPastTheWindow: 0, columns, cutWithoutTitle: 0 });
@@ -65,6 +66,7 @@ describe('dashboard layout (headless Chromium)', () => {
 
   it('the event log says its times are commit times on the writing instance’s clock, ordered by position', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    sut.watch(page);
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.click('#nav-events');
     await page.waitForSelector('#ev-rows .evrow');
@@ -74,5 +76,9 @@ describe('dashboard layout (headless Chromium)', () => {
       /listed in position order.*that instance's own clock/,
     );
     await page.close();
+  });
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect(await sut.checkedMismatches()).toEqual([]);
   });
 });

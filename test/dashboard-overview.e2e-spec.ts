@@ -109,9 +109,10 @@ describe('dashboard overview: task list, approvals inbox, charts (e2e, headless 
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    sut = await bootApi({}, { beforeBoot: seed });
+    sut = await bootApi({}, { beforeBoot: seed, checkResponses: true });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.waitForSelector('#view-tasks:not([hidden])');
@@ -242,5 +243,9 @@ describe('dashboard overview: task list, approvals inbox, charts (e2e, headless 
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charts.png'), fullPage: true });
+  });
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect(await sut.checkedMismatches()).toEqual([]);
   });
 });

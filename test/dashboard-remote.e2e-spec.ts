@@ -30,18 +30,21 @@ describe('dashboard: a remote agent as a child (e2e, headless Chromium, two serv
             ],
           },
     );
-    remote = await bootApi();
+    remote = await bootApi({}, { checkResponses: true });
     process.env.RL_DASHBOARD_REMOTE_HEADERS = JSON.stringify({ authorization: `Bearer ${TOKENS.admin}` });
-    sut = await bootApi({
-      RUNLEDGER_MODEL: 'openai',
-      OPENAI_BASE_URL: model.baseURL,
-      OPENAI_API_KEY: 'test-key',
-      RUNLEDGER_MODEL_ORCHESTRATOR: 'tree-model',
-      RUNLEDGER_CRITIC: 'off',
-      RUNLEDGER_AGENTS: JSON.stringify([
-        { name: 'far', a2a: { url: remote.url, headers_from: 'env:RL_DASHBOARD_REMOTE_HEADERS' } },
-      ]),
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: 'openai',
+        OPENAI_BASE_URL: model.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        RUNLEDGER_MODEL_ORCHESTRATOR: 'tree-model',
+        RUNLEDGER_CRITIC: 'off',
+        RUNLEDGER_AGENTS: JSON.stringify([
+          { name: 'far', a2a: { url: remote.url, headers_from: 'env:RL_DASHBOARD_REMOTE_HEADERS' } },
+        ]),
+      },
+      { checkResponses: true },
+    );
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -56,6 +59,7 @@ describe('dashboard: a remote agent as a child (e2e, headless Chromium, two serv
     const parentId: string = (await sut.request('POST', '/tasks', { body: { input: 'ask far' } })).body
       .task_id;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(`${sut.url}/admin`);
@@ -100,5 +104,9 @@ describe('dashboard: a remote agent as a child (e2e, headless Chromium, two serv
     );
     expect((await waitForTask(remote, remoteTaskId)).status).toBe('completed');
     expect(pageErrors).toEqual([]);
+  });
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect([...(await sut.checkedMismatches()), ...remote.responseMismatches]).toEqual([]);
   });
 });

@@ -41,7 +41,7 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
   let browser: Browser;
 
   beforeAll(async () => {
-    sut = await bootApi({}, { beforeBoot: seed });
+    sut = await bootApi({}, { beforeBoot: seed, checkResponses: true });
     browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
@@ -53,6 +53,7 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
     const head = (await sut.request('GET', '/admin/events?limit=1')).body.head_position;
     expect(head).toBe(TASKS * (CHUNKS + 2));
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const timings: Record<string, number> = {};
@@ -121,4 +122,8 @@ describe('admin dashboard with 100k events in the log (e2e, headless Chromium)',
       JSON.stringify({ events: head, dom_rows: domRows, ms: timings }, null, 2),
     );
   }, 180_000);
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect(await sut.checkedMismatches()).toEqual([]);
+  });
 });

@@ -52,13 +52,16 @@ describe('dashboard: a task tree (e2e, headless Chromium)', () => {
             };
       return undefined;
     });
-    sut = await bootApi({
-      RUNLEDGER_MODEL: 'openai',
-      OPENAI_BASE_URL: model.baseURL,
-      OPENAI_API_KEY: 'test-key',
-      RUNLEDGER_MODEL_ORCHESTRATOR: 'tree-model',
-      RUNLEDGER_CRITIC: 'off',
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: 'openai',
+        OPENAI_BASE_URL: model.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        RUNLEDGER_MODEL_ORCHESTRATOR: 'tree-model',
+        RUNLEDGER_CRITIC: 'off',
+      },
+      { checkResponses: true },
+    );
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -70,6 +73,7 @@ describe('dashboard: a task tree (e2e, headless Chromium)', () => {
   it("shows the child's request on the parent, answers it through the child, and links parent and child in the tree", async () => {
     const parentId: string = (await sut.request('POST', '/tasks', { body: { input: PARENT } })).body.task_id;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(`${sut.url}/admin`);
@@ -111,5 +115,9 @@ describe('dashboard: a task tree (e2e, headless Chromium)', () => {
       `#/tasks/${parentId}`,
     );
     expect(pageErrors).toEqual([]);
+  });
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect(await sut.checkedMismatches()).toEqual([]);
   });
 });

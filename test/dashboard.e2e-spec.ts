@@ -14,7 +14,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -45,6 +45,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
 
   it('signs in, submits a task that needs a permission, approves it and sees it complete', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const consoleErrors: string[] = [];
     page.on('pageerror', (e) => consoleErrors.push(e.message));
     await page.goto(`${sut.url}/admin`);
@@ -127,6 +128,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
   it('answers a secret request with the Provide-secret control; the value never reaches the page or the log', async () => {
     const secret = 'browser-secret-5f1e';
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.fill('#submit-input', 'run sudo -n true');
@@ -165,6 +167,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
 
   it('denies one request and cancels another task from the task page', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.fill('#submit-input', 'run touch denied-by-browser.txt');
@@ -206,6 +209,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     const task = await waitForTask(sut, taskId);
     expect(task.status).toBe('completed');
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
     await page.waitForSelector('#view-tasks:not([hidden])');
     await page.goto(`${sut.url}/admin#/tasks/${taskId}`);
@@ -229,6 +233,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     const events = (await sut.request('GET', `/tasks/${source}/events?limit=1000`)).body.events;
     const at = events.find((e: { type: string }) => e.type === 'TOOL_COMPLETED').sequence;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const consoleErrors: string[] = [];
     page.on('pageerror', (e) => consoleErrors.push(e.message));
     await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
@@ -261,6 +266,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
 
   it('subscribes the live log once when the page is ready before the socket is authenticated', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    sut.watch(page);
     const consoleErrors: string[] = [];
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());
@@ -316,6 +322,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
+      sut.watch(page);
       await page.goto(`${sut.url}/admin#token=${encodeURIComponent(TOKENS.admin)}`);
       await page.waitForSelector('#view-tasks:not([hidden])');
       const dialogs: string[] = [];
@@ -339,11 +346,16 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
 
   it('rejects a wrong token at the sign-in form', async () => {
     const page = await browser.newPage();
+    sut.watch(page);
     await page.goto(`${sut.url}/admin`);
     await page.fill('#token-input', 'not-the-right-token-at-all');
     await page.click('#token-form button[type=submit]');
     await page.waitForFunction(() => (document.querySelector('#login-error')?.textContent ?? '').length > 0);
     expect(await page.isHidden('#app')).toBe(true);
     expect(await page.evaluate(() => sessionStorage.getItem('runledger.token'))).toBeNull();
+  });
+
+  it("answered every request above, its own and the dashboard's, as the OpenAPI document describes it", async () => {
+    expect(await sut.checkedMismatches()).toEqual([]);
   });
 });

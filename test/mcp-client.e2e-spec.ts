@@ -40,28 +40,31 @@ describe('MCP servers from npm as the tools of a scripted task', () => {
         ],
       }),
     );
-    h = await bootApi({
-      // the boot checks that the variable named in env_from is set; the servers read the process's
-      RL_MCP_E2E_GREETING: process.env.RL_MCP_E2E_GREETING,
-      RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
-      RUNLEDGER_MEMORY: 'off',
-      RUNLEDGER_CRITIC: 'heuristic',
-      RUNLEDGER_SANDBOX: 'bwrap',
-      RUNLEDGER_MCP_SERVERS: JSON.stringify([
-        {
-          name: 'everything',
-          command: join(BIN, 'mcp-server-everything'),
-          env_from: { GREETING: 'RL_MCP_E2E_GREETING' },
-          timeout_ms: 60_000,
-        },
-        { name: 'fs', command: join(BIN, 'mcp-server-filesystem'), args: ['.'] },
-        { name: 'missing', command: 'no-such-mcp-server-binary' },
-      ]),
-      RUNLEDGER_PERMISSION_RULES: JSON.stringify({
-        mcp_allow: ['everything'],
-        mcp_allow_read_only: true,
-      }),
-    });
+    h = await bootApi(
+      {
+        // the boot checks that the variable named in env_from is set; the servers read the process's
+        RL_MCP_E2E_GREETING: process.env.RL_MCP_E2E_GREETING,
+        RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
+        RUNLEDGER_MEMORY: 'off',
+        RUNLEDGER_CRITIC: 'heuristic',
+        RUNLEDGER_SANDBOX: 'bwrap',
+        RUNLEDGER_MCP_SERVERS: JSON.stringify([
+          {
+            name: 'everything',
+            command: join(BIN, 'mcp-server-everything'),
+            env_from: { GREETING: 'RL_MCP_E2E_GREETING' },
+            timeout_ms: 60_000,
+          },
+          { name: 'fs', command: join(BIN, 'mcp-server-filesystem'), args: ['.'] },
+          { name: 'missing', command: 'no-such-mcp-server-binary' },
+        ]),
+        RUNLEDGER_PERMISSION_RULES: JSON.stringify({
+          mcp_allow: ['everything'],
+          mcp_allow_read_only: true,
+        }),
+      },
+      { checkResponses: true },
+    );
     writeFileSync(join(h.workspace, 'seed.txt'), 'seeded line\n');
     await untilListed(h.app.get(McpClientManager), 'mcp__everything__trigger-elicitation-request');
   }, 60_000);
@@ -191,6 +194,10 @@ describe('MCP servers from npm as the tools of a scripted task', () => {
     expect([everything.state, everything.restarts, everything.pid]).toEqual(['ready', 1, expect.any(Number)]);
     expect(everything.pid).not.toBe(pid);
   }, 120_000);
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(h.responseMismatches).toEqual([]);
+  });
 });
 
 describe('runledger mcp list', () => {

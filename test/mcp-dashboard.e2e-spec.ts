@@ -26,12 +26,15 @@ describe("the dashboard answers an MCP server's form (e2e)", () => {
         ],
       }),
     );
-    sut = await bootApi({
-      RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
-      RUNLEDGER_MEMORY: 'off',
-      RUNLEDGER_MCP_SERVERS: JSON.stringify([{ name: 'everything', command: SERVER }]),
-      RUNLEDGER_PERMISSION_RULES: JSON.stringify({ mcp_allow: ['everything'] }),
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
+        RUNLEDGER_MEMORY: 'off',
+        RUNLEDGER_MCP_SERVERS: JSON.stringify([{ name: 'everything', command: SERVER }]),
+        RUNLEDGER_PERMISSION_RULES: JSON.stringify({ mcp_allow: ['everything'] }),
+      },
+      { checkResponses: true },
+    );
     browser = await launchChromium();
     await untilListed(sut.app.get(McpClientManager), ELICITING_TOOL);
   }, 60_000);
@@ -77,5 +80,6 @@ describe("the dashboard answers an MCP server's form (e2e)", () => {
     });
     const completed = events.find((e) => e.type === 'TOOL_COMPLETED');
     expect(JSON.stringify(completed?.payload)).toContain('Grace Hopper');
+    expect(sut.responseMismatches).toEqual([]);
   }, 60_000);
 });

@@ -75,7 +75,7 @@ describe('/mcp at 2026-07-28: stateless, server/discover, the Tasks extension', 
   let h: ApiHarness;
   const clients: Client[] = [];
   beforeAll(async () => {
-    h = await bootApi();
+    h = await bootApi({}, { checkResponses: true });
   });
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
@@ -232,10 +232,9 @@ describe('/mcp at 2026-07-28: stateless, server/discover, the Tasks extension', 
       z.object({}).passthrough(),
     );
     expect((await getTask(c, taskId)).status).toBe('input_required');
-    const provided = await fetch(request.params.url as string, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.approver}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ secret: 'not-the-sudo-password' }),
+    const provided = await h.request('POST', new URL(request.params.url as string).pathname, {
+      token: TOKENS.approver,
+      body: { secret: 'not-the-sudo-password' },
     });
     expect(provided.status).toBe(202);
     const ended = await until(c, taskId, (t) => t.status !== 'input_required' && t.status !== 'working');
@@ -268,5 +267,9 @@ describe('/mcp at 2026-07-28: stateless, server/discover, the Tasks extension', 
     // without the extension submit_task answers as a plain tool
     const call = await plain.callTool({ name: 'submit_task', arguments: { input: 'run echo plain' } });
     expect(call.structuredContent).toMatchObject({ task_id: expect.stringMatching(/^task_/) });
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(h.responseMismatches).toEqual([]);
   });
 });

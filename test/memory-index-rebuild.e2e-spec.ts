@@ -83,6 +83,7 @@ describe('memory index rebuilt at boot in a worker thread', () => {
         beforeBoot: async (dbPath) => {
           seeded = await seedWithoutIndex(dbPath);
         },
+        checkResponses: true,
       },
     );
   }, 120_000);
@@ -119,4 +120,8 @@ describe('memory index rebuilt at boot in a worker thread', () => {
     const afterRebuild = await Promise.all(QUERIES.map(recall));
     expect(afterRebuild.map((ids) => ids[0])).toEqual(seeded.exactTop.map((ids) => ids[0]));
   }, 120_000);
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(h.responseMismatches).toEqual([]);
+  });
 });

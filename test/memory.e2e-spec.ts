@@ -18,13 +18,25 @@ const score = (weight: number) =>
     notes: 'a fact worth keeping',
   });
 
+/** what the servers below answered that the OpenAPI document does not describe */
+const mismatches: ApiHarness['responseMismatches'] = [];
+
 async function withScript(
   script: unknown,
   env: Record<string, string> = {},
 ): Promise<{ h: ApiHarness; dispose: () => Promise<void> }> {
   // the composition's model (every role, the critic's too) is swapped for the script, nothing else
-  const h = await bootApi(env, { overrides: [[ModelBackend, new ScriptedBackend(script as ModelScript)]] });
-  return { h, dispose: () => h.close() };
+  const h = await bootApi(env, {
+    overrides: [[ModelBackend, new ScriptedBackend(script as ModelScript)]],
+    checkResponses: true,
+  });
+  return {
+    h,
+    dispose: async () => {
+      mismatches.push(...h.responseMismatches);
+      await h.close();
+    },
+  };
 }
 
 async function runTask(
@@ -260,5 +272,9 @@ describe('memory through the API with a scripted model', () => {
     } finally {
       await dispose();
     }
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(mismatches).toEqual([]);
   });
 });

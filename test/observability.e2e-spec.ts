@@ -19,12 +19,12 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 describe('metrics and request logs (e2e)', () => {
   let sut: ApiHarness;
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
   });
   afterAll(() => sut.close());
 
   it('serves the process and Node.js metrics beside our own counters, gauges and request histogram', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello' } })).body.task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo hello' } })).body.task_id;
     await waitForTask(sut, taskId);
     await sut.request('GET', '/no-such-route');
 
@@ -56,7 +56,7 @@ describe('metrics and request logs (e2e)', () => {
   });
 
   it('keeps the metrics and logs of two apps in one process apart', async () => {
-    const other = await bootApi();
+    const other = await bootApi({}, { checkResponses: true });
     try {
       await other.request('POST', '/tasks', { body: { input: 'hello' } });
       const mine = (await sut.request('GET', '/metrics')).text;
@@ -68,13 +68,14 @@ describe('metrics and request logs (e2e)', () => {
       const started = (logs: string[]) =>
         logs.filter((l) => JSON.parse(l).msg === 'Nest application successfully started').length;
       expect([started(sut.logs), started(other.logs)]).toEqual([1, 1]);
+      expect(other.responseMismatches).toEqual([]);
     } finally {
       await other.close();
     }
   });
 
   it('writes one request line with method, path without the query, route, status, duration and token name', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'hello' } })).body.task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo hello' } })).body.task_id;
     const res = await sut.request('GET', `/tasks/${taskId}/events?after_seq=0&limit=5`, {
       token: TOKENS.reader,
       headers: { 'X-Correlation-Id': 'obs-1' },
@@ -145,5 +146,9 @@ describe('metrics and request logs (e2e)', () => {
       expect.objectContaining({ msg: 'request', correlation_id: 'obs-2', status: 401, client: null }),
     );
     expect(sut.logs.join('')).not.toContain('tok-not-a-real-one');
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });

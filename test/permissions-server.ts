@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTerminalStatus, TaskStatus } from '@runledger/contracts';
 import { TestPostgres, spawnCli } from '@runledger/testing';
+import { OpenApiResponses, ResponseMismatch } from './support/openapi-responses';
 
 export const ADMIN = 'tok-admin-perm-0123456789abcdef';
 
@@ -10,6 +11,7 @@ export interface HttpRecord {
   method: string;
   path: string;
   status: number;
+  contentType: string | null;
   text: string;
 }
 
@@ -145,14 +147,25 @@ export class ServerProcess {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    this.responses.push({ method, path, status: res.status, text });
-    let parsed: unknown = null;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = null;
-    }
-    return { status: res.status, body: parsed, text };
+    this.responses.push({
+      method,
+      path,
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      text,
+    });
+    return { status: res.status, body: parseJson(text), text };
+  }
+
+  /** The responses `request` got that the running server's OpenAPI document does not describe. */
+  async responseMismatches(): Promise<ResponseMismatch[]> {
+    const document = new OpenApiResponses(
+      (await (await fetch(`${this.url}/docs/openapi.json`)).json()) as Record<string, unknown>,
+    );
+    return this.responses.flatMap(({ method, path, status, contentType, text }) => {
+      const problem = document.check(method, path, status, contentType, parseJson(text));
+      return problem ? [{ request: `${method} ${path.slice(0, 120)}`, status, problem }] : [];
+    });
   }
 
   async waitFor(taskId: string, done: (s: TaskStatus) => boolean = isTerminalStatus, timeoutMs = 20_000) {
@@ -170,6 +183,14 @@ export class ServerProcess {
     return (await this.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events;
   }
 }
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
 
 /**
  * Two server instances on a fresh PostgreSQL schema with short leases (renewed every 250 ms, lost

@@ -16,7 +16,7 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   };
 
   beforeAll(async () => {
-    sut = await bootApi({ RUNLEDGER_WS_HEARTBEAT_MS: '150' });
+    sut = await bootApi({ RUNLEDGER_WS_HEARTBEAT_MS: '150' }, { checkResponses: true });
   });
   afterEach(() => clients.splice(0).forEach((c) => c.close()));
   afterAll(async () => {
@@ -45,14 +45,17 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('subscribe_all replays then continues live, in position order, no gap, no duplicate', async () => {
-    const first = (await sut.request('POST', '/tasks', { body: { input: 'before the subscription' } })).body
-      .task_id;
+    const first = (
+      await sut.request('POST', '/tasks', { body: { input: 'run echo before the subscription' } })
+    ).body.task_id;
     await waitForTask(sut, first);
     const c = await open();
     c.send({ type: 'subscribe_all', after_position: 0, subscription_id: 'all' });
     const more = [];
     for (let i = 0; i < 3; i++)
-      more.push((await sut.request('POST', '/tasks', { body: { input: `during ${i}` } })).body.task_id);
+      more.push(
+        (await sut.request('POST', '/tasks', { body: { input: `run echo during ${i}` } })).body.task_id,
+      );
     await Promise.all(more.map((id) => waitForTask(sut, id)));
     const head = (await sut.request('GET', '/admin/events?limit=1')).body.head_position;
     await c.waitFor((m) => m.type === 'event' && m.event.position === head);
@@ -69,8 +72,8 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('carries several subscriptions per socket and stops one on unsubscribe', async () => {
-    const a = (await sut.request('POST', '/tasks', { body: { input: 'multi a' } })).body.task_id;
-    const b = (await sut.request('POST', '/tasks', { body: { input: 'multi b' } })).body.task_id;
+    const a = (await sut.request('POST', '/tasks', { body: { input: 'run echo multi a' } })).body.task_id;
+    const b = (await sut.request('POST', '/tasks', { body: { input: 'run echo multi b' } })).body.task_id;
     await Promise.all([waitForTask(sut, a), waitForTask(sut, b)]);
     const c = await open();
     c.send({ type: 'subscribe', task_id: a, after_seq: 0 });
@@ -93,8 +96,8 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     await c.waitFor((m) => m.type === 'subscribed' && m.subscription_id === 'tail');
     c.send({ type: 'unsubscribe', subscription_id: 'tail' });
     await c.waitFor((m) => m.type === 'unsubscribed' && m.subscription_id === 'tail');
-    const later = (await sut.request('POST', '/tasks', { body: { input: 'after unsubscribe' } })).body
-      .task_id;
+    const later = (await sut.request('POST', '/tasks', { body: { input: 'run echo after unsubscribe' } }))
+      .body.task_id;
     await waitForTask(sut, later);
     c.send({ type: 'ping' });
     await c.waitFor((m) => m.type === 'pong');
@@ -102,7 +105,8 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
   });
 
   it('handles messages in the order sent, even when they arrive in one packet', async () => {
-    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'in order' } })).body.task_id;
+    const taskId = (await sut.request('POST', '/tasks', { body: { input: 'run echo in order' } })).body
+      .task_id;
     await waitForTask(sut, taskId);
     const c = await open();
     // one TCP write carrying three frames: the server sees them in one read
@@ -241,7 +245,7 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
     };
     const slowSut = await bootApi(
       { RUNLEDGER_WS_MAX_BUFFER: '4194304', RUNLEDGER_WS_HEARTBEAT_MS: '2000' },
-      { beforeBoot: seed },
+      { beforeBoot: seed, checkResponses: true },
     );
     try {
       const head = (await slowSut.request('GET', '/admin/events?limit=1')).body.head_position;
@@ -268,8 +272,13 @@ describe('WebSocket /ws (e2e, real ws client)', () => {
       expect([4008, 1006]).toContain(closed.code);
       normal.close();
       slow.close();
+      expect(slowSut.responseMismatches).toEqual([]);
     } finally {
       await slowSut.close();
     }
   }, 90_000);
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
+  });
 });

@@ -10,8 +10,12 @@ export interface ResponseMismatch {
 }
 
 const DOC_ID = 'openapi.json';
-/** The document itself and its viewer are served beside the API, not part of it. */
-const DOCUMENTS = /^\/docs(\/|$)/;
+/**
+ * Served beside the REST API, not part of it: the document itself and its viewer,
+ * the protocols each described by its own specification (A2A with its agent card,
+ * MCP, OAuth protected-resource metadata), and the dashboard's page and files.
+ */
+const NOT_REST = /^(\/docs|\/a2a|\/mcp|\/\.well-known)(\/|$)|^\/admin(\/static\/[^/]+)?\/?$/;
 /**
  * Answers the document's description gives every path: 400 for a request line
  * or path that cannot be read (bad percent-encoding), 404 for a path no route
@@ -54,7 +58,7 @@ export class OpenApiResponses {
     body: unknown,
   ): string | null {
     const bare = path.split('?')[0];
-    if (DOCUMENTS.test(bare)) return null;
+    if (NOT_REST.test(bare)) return null;
     const op = this.templates
       .filter((t) => t.method === method.toLowerCase() && t.pattern.test(bare))
       .sort((a, b) => b.literals - a.literals)[0];
