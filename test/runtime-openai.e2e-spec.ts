@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { InMemoryEventStore } from '@runledger/event-store';
-import { ModelCallError, OpenAiBackend } from '@runledger/runtime';
+import { ModelCallError, OpenAiBackend, replayView } from '@runledger/runtime';
 import {
   AllowAllPolicy,
   FakeOpenAiServer,
@@ -120,6 +120,36 @@ describe('openai adapter against a local OpenAI-compatible server', () => {
       fallback_reason: expect.stringContaining('rate_limited'),
     });
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'done' });
+  });
+
+  it('a tools-protocol model that fell back to sys_util after a 429 replays event for event, its requests still native', async () => {
+    // a Retry-After longer than the runtime waits: the fallback answers round 1, the model round 2
+    server.enqueue({ status: 429, retry_after: '600' }, { content: 'echoed it' });
+    rt = await startTestRuntime({
+      store,
+      tools: testToolRegistry(dir),
+      permissions: new AllowAllPolicy(),
+      model: new OpenAiBackend({
+        baseURL: server.baseURL,
+        apiKey: 'test-key',
+        models: { orchestrator: 'orch-model' },
+        protocol: 'tools',
+      }),
+      modelTimeoutMs: 2000,
+    });
+    const { task_id } = await rt.runtime.submit({ input: 'run echo via fallback' }, { source: 'cli' });
+    expect((await rt.runtime.settled(task_id)).final).toMatchObject({
+      stop_reason: 'completed',
+      result: 'echoed it',
+    });
+    const events = await store.readWholeStream(task_id);
+    expect(ofType(events, 'ROUTER_DECIDED').map((e) => e.payload.source)).toEqual([
+      'sys_util',
+      'orchestrator',
+    ]);
+    expect(server.requests.every((r) => Array.isArray(r.body.tools))).toBe(true);
+    const replay = await rt.runtime.replay(task_id);
+    expect(replayView(replay.events)).toEqual(replayView(events));
   });
 
   it('429 on input sys_util cannot handle stops with rate_limited', async () => {
