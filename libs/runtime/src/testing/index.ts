@@ -5,3 +5,6 @@ export * from './gated-model';
 export * from './seven-step-plan';
 export * from './holding-finals';
 export * from './task-routed-model';
+export * from './sqlite-memory';
+export * from './memory-recall-conformance';
+export * from './run-clock-conformance';
