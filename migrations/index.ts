@@ -8,6 +8,7 @@ import * as createTaskLeases from './1795334683680-CreateTaskLeases';
 import * as createEventLogHead from './1795334683690-CreateEventLogHead';
 import * as addEventSchemaVersion from './1795334683741-AddEventSchemaVersion';
 import * as createArchive from './1795334683800-CreateArchive';
+import * as createModelUsage from './1795334683810-CreateModelUsage';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -30,6 +31,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683690-CreateEventLogHead': createEventLogHead,
   '1795334683741-AddEventSchemaVersion': addEventSchemaVersion,
   '1795334683800-CreateArchive': createArchive,
+  '1795334683810-CreateModelUsage': createModelUsage,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

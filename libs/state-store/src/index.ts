@@ -6,6 +6,7 @@ export * from './storage';
 export * from './process-registry';
 export * from './storage.module';
 export * from './task-stats';
+export type { ModelUsageRow } from './model-usage';
 export * from './lease-store';
 export * from './postgres/pg-task-state-store';
 export * from './in-memory-lease-store';

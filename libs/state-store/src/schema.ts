@@ -48,12 +48,24 @@ export interface TaskLeasesTable {
   expires_at: number | string;
 }
 
+export interface ModelUsageTable {
+  day: string;
+  model: string;
+  /** bigint columns come back as strings from pg */
+  model_calls: number | string;
+  prompt_tokens: number | string;
+  completion_tokens: number | string;
+  total_tokens: number | string;
+  cost_usd: number;
+}
+
 /** This lib's tables, for `db.withTables<StateStoreTables>()` on the shared handle. */
 export type StateStoreTables = {
   tasks: TasksTable;
   checkpoints: CheckpointsTable;
   processes: ProcessesTable;
   task_leases: TaskLeasesTable;
+  model_usage: ModelUsageTable;
 };
 
 export type StateStoreDatabase = Database & StateStoreTables;

@@ -19,6 +19,7 @@ import {
 import { isPostgres } from '@runledger/migrations';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Selectable, sql } from 'kysely';
+import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from './model-usage';
 import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
 import { PendingRequest, TaskState, evolve } from './task-state';
 
@@ -165,6 +166,8 @@ interface Statements {
   insert: BetterSqlite3.Statement<TaskRow[]>;
   /** UPDATE of exactly the changed columns, by column list: an index is only rewritten when its columns change */
   updates: Map<string, BetterSqlite3.Statement<TaskRow[]>>;
+  /** adds a run's model answers to `model_usage` */
+  usage: BetterSqlite3.Statement<ModelUsageRow[]>;
 }
 
 /**
@@ -269,10 +272,12 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
       const state = foldRun(before, run.events);
       if (state) this.write(raw, stmt, before, state);
     }
+    for (const row of modelUsageOf(events)) stmt.usage.run(row);
   }
 
   reset(raw: BetterSqlite3.Database): void {
     raw.prepare('DELETE FROM tasks').run();
+    raw.prepare('DELETE FROM model_usage').run();
   }
 
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */
@@ -308,6 +313,7 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
         `INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${TASK_COLUMNS.map((c) => `@${c}`).join(', ')})`,
       ),
       updates: new Map(),
+      usage: raw.prepare(modelUsageUpsert((c) => `@${c}`)),
     };
     return this.statements;
   }

@@ -1,3 +1,7 @@
+import { migrateToLatest } from '@runledger/migrations';
+import { sql } from 'kysely';
+import { openSqliteArchiver, postgresArchiver } from './archive/open-archiver';
+import { parseRetention } from './archive/retention-policy';
 import { StateStoreTables } from './schema';
 import { TaskStatsRepository } from './task-stats';
 import { TaskLog } from './testing/task-events';
@@ -66,5 +70,44 @@ describeEachStorage('TaskStatsRepository', (openStorage) => {
       },
     ]);
     expect(await sut.modelUsagePerDay('2026-01-02T00:00:00.000Z')).toHaveLength(1);
+  });
+
+  it('keeps counting model usage once the tasks are archived, and a rebuild folds the same figures from the log', async () => {
+    const first = new TaskLog('a').received().model('c1', 10, 5, 0.25).completed();
+    const second = new TaskLog('b').received().model('c2', 7, 3, 1).completed();
+    await append(first);
+    await append(second);
+    const before = await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z');
+    expect(before).toEqual([expect.objectContaining({ model_calls: 2, total_tokens: 25, cost_usd: 1.25 })]);
+    const everything = parseRetention('1h')!;
+    if (tmp.storage.driver === 'postgres') await postgresArchiver(tmp.storage.db).run(everything, Date.now());
+    else {
+      const access = openSqliteArchiver(tmp.path);
+      await access.archiver.run(everything, Date.now());
+      await access.close();
+    }
+    const live = await tmp.storage.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('type', '=', 'MODEL_RESPONDED')
+      .executeTakeFirstOrThrow();
+    expect(Number(live.n)).toBe(0);
+    expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual(before);
+    // the read model is the log's fold: a rebuild reads the archived streams from their segments
+    await tmp.storage.taskStates.rebuild();
+    expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual(before);
+  });
+
+  it('the migration that adds the read model fills it from the events already in the log', async () => {
+    await append(new TaskLog('a').received().model('c1', 10, 5, 0.25).model('c2', 1, 1, 0.5));
+    const expected = await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z');
+    const db = tmp.storage.db;
+    await db.schema.dropTable('model_usage').execute();
+    await sql`DELETE FROM kysely_migration WHERE name = '1795334683810-CreateModelUsage'`.execute(db);
+    await migrateToLatest(db);
+    expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual(expected);
+    expect(expected).toEqual([
+      expect.objectContaining({ model: 'm', model_calls: 2, prompt_tokens: 11, cost_usd: 0.75 }),
+    ]);
   });
 });

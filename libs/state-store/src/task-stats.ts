@@ -1,6 +1,6 @@
 import { TERMINAL_STATUSES } from '@runledger/contracts';
-import { isPostgres } from '@runledger/migrations';
-import { Kysely, sql } from 'kysely';
+import { Kysely } from 'kysely';
+import { ModelUsageRow } from './model-usage';
 import { StateStoreDatabase } from './schema';
 
 /** A task that has ended: when it started and ended, and why it stopped. */
@@ -10,18 +10,7 @@ export interface EndedTaskRow {
   updated_at: string;
 }
 
-/** Model usage summed over one UTC day and one model, from the MODEL_RESPONDED events. */
-export interface ModelUsageRow {
-  day: string;
-  model: string;
-  model_calls: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cost_usd: number;
-}
-
-/** Reads for the dashboard's charts over the task-state projection and the event log. Holds no decisions. */
+/** Reads for the dashboard's charts over the task-state projection and the model-usage read model. Holds no decisions. */
 export class TaskStatsRepository {
   constructor(private readonly db: Kysely<StateStoreDatabase>) {}
 
@@ -36,30 +25,16 @@ export class TaskStatsRepository {
       .execute();
   }
 
-  /** Tokens and cost per UTC day and model, from model answers recorded at or after `since`. */
+  /**
+   * Tokens and cost per UTC day and model, from the day of `since` (ISO time) on: the `model_usage`
+   * read model, which the task-state projection keeps from MODEL_RESPONDED events as read (past
+   * the upcasters) and which archiving leaves in place.
+   */
   async modelUsagePerDay(since: string): Promise<ModelUsageRow[]> {
-    const pg = isPostgres(this.db);
-    /** a JSON field of the payload (text on both dialects), by its path of keys */
-    const json = (...keys: string[]) =>
-      pg
-        ? sql`(payload::jsonb #>> ${`{${keys.join(',')}}`})`
-        : sql`json_extract(payload, ${`$.${keys.join('.')}`})`;
-    const field = (...keys: string[]) =>
-      sql<number>`coalesce(sum(${pg ? sql`${json(...keys)}::double precision` : json(...keys)}), 0)`;
     const rows = await this.db
-      .selectFrom('events')
-      .select([
-        sql<string>`substr(created_at, 1, 10)`.as('day'),
-        sql<string>`${json('model')}`.as('model'),
-        (eb) => eb.fn.countAll<number>().as('model_calls'),
-        field('usage', 'prompt_tokens').as('prompt_tokens'),
-        field('usage', 'completion_tokens').as('completion_tokens'),
-        field('usage', 'total_tokens').as('total_tokens'),
-        field('cost_usd').as('cost_usd'),
-      ])
-      .where('type', '=', 'MODEL_RESPONDED')
-      .where('created_at', '>=', since)
-      .groupBy(['day', 'model'])
+      .selectFrom('model_usage')
+      .selectAll()
+      .where('day', '>=', since.slice(0, 10))
       .orderBy('day')
       .orderBy('model')
       .execute();

@@ -1,6 +1,7 @@
 import { IdempotencyConflictError, RuntimeEvent } from '@runledger/contracts';
 import { PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
 import type { PoolClient } from 'pg';
+import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from '../model-usage';
 import {
   RebuildReport,
   TASK_COLUMNS,
@@ -41,10 +42,16 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
       return !before || changedColumns(before, row).length > 0;
     });
     if (changed.length > 0) await upsert(client, changed);
+    for (const row of modelUsageOf(events))
+      await client.query(
+        USAGE_UPSERT,
+        USAGE_COLUMNS.map((c) => row[c]),
+      );
   }
 
   async reset(client: PoolClient): Promise<void> {
     await client.query('DELETE FROM tasks');
+    await client.query('DELETE FROM model_usage');
   }
 
   async rebuild(): Promise<number> {
@@ -67,6 +74,12 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
     return { events, tasks: after.size, changed };
   }
 }
+
+const USAGE_COLUMNS: (keyof ModelUsageRow)[] = [];
+const USAGE_UPSERT = modelUsageUpsert((c, i) => {
+  USAGE_COLUMNS.push(c);
+  return `$${i + 1}`;
+});
 
 const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
   .map((c) => `${c} = excluded.${c}`)
