@@ -5,3 +5,4 @@ export * from './permissions.module';
 export { commandUsesSudo, SUDO_SECRET } from './shell/shell-parse';
 export * from './provider-keys';
 export * from './os-sandbox-rules';
+export { isReadOnlyCommand } from './read-commands';

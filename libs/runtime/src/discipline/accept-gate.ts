@@ -32,7 +32,7 @@ const record = (v: unknown): Record<string, unknown> =>
 const normPath = (p: string): string =>
   posix.normalize(p.replace(/\\/g, '/')).replace(/^\.\//, '').replace(/\/$/, '');
 /** Tools resolve relative paths inside the allowed root; an absolute path recorded by a tool matches by suffix. */
-function samePath(recorded: string, target: string): boolean {
+export function samePath(recorded: string, target: string): boolean {
   const a = normPath(recorded);
   const b = normPath(target);
   if (a === b) return true;
@@ -48,8 +48,9 @@ const under = (recorded: string, dir: string): boolean => {
   );
 };
 
-const pathOf = (f: ToolFact): string | null => str(f.args.path) ?? str(f.args.file) ?? str(f.args.file_path);
-const commandOf = (f: ToolFact): string | null => str(f.args.command) ?? str(f.args.cmd);
+export const pathOf = (f: ToolFact): string | null =>
+  str(f.args.path) ?? str(f.args.file) ?? str(f.args.file_path);
+export const commandOf = (f: ToolFact): string | null => str(f.args.command) ?? str(f.args.cmd);
 
 function exitCodeOf(f: ToolFact): number | null {
   const o = record(f.output);
@@ -306,6 +307,29 @@ export function judgeFacts(
   if (implicit) results.push(implicit);
   const failing = results.find((r) => r.required && !r.passed) ?? null;
   return { passed: failing === null, results, failing };
+}
+
+/** A check about what the task did (its tool calls, files, commands), not about its answer. */
+export const isEvidenceCheck = (c: AcceptCheck): boolean =>
+  c.kind === 'workspace_change' ||
+  c.kind === 'command_success' ||
+  c.kind === 'file_exists' ||
+  c.kind === 'tool_fact' ||
+  (c.kind === 'content_contains' && c.target !== '');
+
+/**
+ * The required checks about what the task did, when the log already shows every one of them
+ * passing (judged from recorded tool facts alone, without looking at the workspace); null when
+ * there are none or one does not pass yet. Only the answer is left to give then.
+ */
+export function evidenceRecorded(
+  checks: readonly AcceptCheck[],
+  facts: readonly ToolFact[],
+): string[] | null {
+  const evidence = checks.filter((c) => c.required && isEvidenceCheck(c));
+  if (evidence.length === 0) return null;
+  const { passed } = judgeFacts(evidence, facts, null);
+  return passed ? evidence.map((c) => c.id) : null;
 }
 
 /**

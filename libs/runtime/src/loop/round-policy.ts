@@ -1,8 +1,12 @@
 import { MutationIntent, ToolManifest, ToolSurface } from '@runledger/contracts';
-import { TaskProgress } from '../log/progress';
+import { isReadOnlyCommand } from '@runledger/permissions';
+import { TaskProgress, resultText } from '../log/progress';
 import { Stop } from '../ports';
 import { classifyRequest } from '../discipline/request-intent';
 import { isTodoTool } from '../discipline/todos';
+import { READ_TOOLS, commandOf, evidenceRecorded, pathOf, samePath } from '../discipline/accept-gate';
+import { RoundFactsFold, ToolFact } from '../discipline/round-facts';
+import { OVER_BUDGET } from './tool-budgets';
 
 /**
  * The round policy: the runtime, not the model, decides what each round may do. A task may change
@@ -33,42 +37,6 @@ export function mutationIntentOf(input: string, allowMutation: boolean | undefin
   return { allowed: intent.mutation, reason: intent.reason, decided_by: 'classifier' };
 }
 
-/** Programs the inspection surface runs, read-only whatever their arguments (bar those refused below). */
-const READ_PROGRAMS = [
-  'ls',
-  'cat',
-  'head',
-  'tail',
-  'wc',
-  'grep',
-  'rg',
-  'find',
-  'pwd',
-  'echo',
-  'stat',
-  'file',
-  'du',
-  'tree',
-  'git',
-];
-const GIT_READS = ['status', 'log', 'diff', 'show', 'ls-files', 'rev-parse', 'blame', 'branch'];
-const FIND_WRITES = /(^|\s)-(delete|exec|execdir|ok|okdir|fprint|fprintf|fls)\b/;
-
-/**
- * A shell command the inspection surface allows: one read-only program, no redirection, pipe,
- * chaining or substitution (anything else needs the mutation surface).
- */
-export function isReadOnlyCommand(command: string): boolean {
-  if (/[<>|;&`$(){}\n\\]/.test(command)) return false;
-  const words = command.trim().split(/\s+/);
-  const program = words[0] ?? '';
-  if (!READ_PROGRAMS.includes(program)) return false;
-  if (program === 'git')
-    return GIT_READS.includes(words[1] ?? '') && !(words[1] === 'branch' && words.length > 2);
-  if (program === 'find') return !FIND_WRITES.test(command);
-  return true;
-}
-
 export interface SurfaceDecision {
   surface: ToolSurface;
   reason: string;
@@ -76,8 +44,15 @@ export interface SurfaceDecision {
   tools: ToolManifest[];
 }
 
-/** The round's surface, from the task and its log; null when the round policy is off. */
-export function decideSurface(p: TaskProgress, tools: readonly ToolManifest[]): SurfaceDecision | null {
+/**
+ * The round's surface, from the task and its log (`facts`: its tool calls as recorded); null when
+ * the round policy is off.
+ */
+export function decideSurface(
+  p: TaskProgress,
+  tools: readonly ToolManifest[],
+  facts: RoundFactsFold,
+): SurfaceDecision | null {
   if (!isRoundPolicyOn(p)) return null;
   // nothing runs in an answer_only round, so until the model answers the answer stays due
   if (p.surface?.surface === 'answer_only')
@@ -87,6 +62,14 @@ export function decideSurface(p: TaskProgress, tools: readonly ToolManifest[]): 
     return {
       surface: 'answer_only',
       reason: `plan ${last.plan_id} completed: the next round writes the answer`,
+      tools: [],
+    };
+  // once the log shows what the accept checks ask for, further tool calls add nothing: the answer is due
+  const evidence = p.round > 0 && p.roundClosed ? evidenceRecorded(p.accept_checks, facts.facts()) : null;
+  if (evidence)
+    return {
+      surface: 'answer_only',
+      reason: `the evidence the accept checks need is recorded (${evidence.join(', ')}): the next round writes the answer`,
       tools: [],
     };
   if (p.mutationIntent?.allowed)
@@ -141,4 +124,91 @@ export function runtimeAnswer(p: TaskProgress, stop: Stop): string | null {
   if (p.mutationIntent && !p.mutationIntent.allowed)
     return `Nothing was changed. The request did not ask for a change (${p.mutationIntent.reason}), so ${tools}. To allow changes, submit the task again with allow_mutation: true (CLI: --write).`;
   return `No answer was given: the answer was due (${p.surface?.reason ?? 'answer_only'}) and ${tools}. Everything that ran is in the task's log.`;
+}
+
+/**
+ * The files a request names: words with a file extension or a folder in them (`notes.txt`,
+ * `src/app.ts`, `./README.md`), quoted or not; not URLs or version numbers.
+ */
+export function namedFiles(input: string): string[] {
+  const words = input
+    .split(/[\s`'"(),;]+/)
+    .map((w) => w.replace(/[.:!?]+$/, ''))
+    .filter((w) => /^[\w~./-]+$/.test(w) && !/^[\d.]+$/.test(w) && !/^\.+$/.test(w))
+    .filter((w) => w.includes('/') || /[\w-]\.[A-Za-z0-9]{1,10}$/.test(w));
+  return [...new Set(words)];
+}
+
+/**
+ * The commands a request asks to see, when they only read: each `quoted` command in it, or the
+ * whole request when it is one such command line (`git log -3`).
+ */
+export function requestedCommands(input: string): string[] {
+  const quoted = [...input.matchAll(/`([^`\n]+)`/g)].map((m) => m[1].trim());
+  const asked = quoted.length ? quoted : input.includes('\n') ? [] : [input.trim()];
+  return [...new Set(asked.filter((c) => c !== '' && isReadOnlyCommand(c)))];
+}
+
+/** A refusal by the runtime itself (the surface, a budget): the tool never ran, so it failed nothing. */
+const refusedByRuntime = (f: ToolFact): boolean =>
+  (f.error ?? '').startsWith(NOT_OFFERED) || (f.error ?? '').startsWith(OVER_BUDGET);
+
+const ranClean = (f: ToolFact): boolean => {
+  const code = (f.output as { exit_code?: unknown } | null)?.exit_code;
+  return f.ok === true && (code === undefined || code === 0);
+};
+
+/** What the runtime ends a task with when the outcome of its last round follows from recorded facts. */
+export interface DeterministicEnd {
+  stop: Stop;
+  /** the visible answer, written from the facts */
+  answer: string;
+}
+
+/**
+ * After a round of a task that asked for no change, the outcomes the runtime answers itself,
+ * without another model call, so the model cannot claim what did not happen:
+ * - a read of a file the request names failed: the task fails (tool_error) saying which and why;
+ * - the round ran every command the request asked to see (read-only, `quoted` or the whole
+ *   request), each successfully: the task completes with their output.
+ * Null: the model goes on.
+ */
+export function deterministicEnd(p: TaskProgress, facts: RoundFactsFold): DeterministicEnd | null {
+  if (!isRoundPolicyOn(p) || p.mutationIntent?.allowed !== false || p.round === 0 || !p.roundClosed)
+    return null;
+  const round = facts.rounds.filter((r) => r.round === p.round).pop();
+  const calls = (round?.tools ?? []).filter((f) => f.ok !== null && !refusedByRuntime(f));
+  if (calls.length === 0) return null;
+  const named = namedFiles(p.input);
+  const failedReads = calls.filter((f) => {
+    const path = pathOf(f);
+    return (
+      READ_TOOLS.includes(f.tool) && f.ok === false && path !== null && named.some((n) => samePath(path, n))
+    );
+  });
+  if (failedReads.length > 0) {
+    const lines = failedReads.map((f) => `${pathOf(f)} could not be read: ${f.error ?? 'the read failed'}`);
+    return {
+      stop: {
+        stop_reason: 'tool_error',
+        detail: `the request names ${failedReads.map(pathOf).join(', ')}, which could not be read`,
+      },
+      answer: `${lines.join('\n')}\nSo there is no answer from ${failedReads.length === 1 ? 'it' : 'them'}. Nothing was changed.`,
+    };
+  }
+  const asked = requestedCommands(p.input);
+  if (asked.length === 0) return null;
+  const runs = asked.map((command) =>
+    calls.filter((f) => f.tool === SHELL_TOOL && commandOf(f)?.trim() === command && ranClean(f)).pop(),
+  );
+  if (runs.some((f) => f === undefined)) return null;
+  return {
+    stop: {
+      stop_reason: 'completed',
+      detail: `the round ran ${asked.map((c) => `\`${c}\``).join(', ')} as asked`,
+    },
+    answer: runs
+      .map((f, i) => `\`${asked[i]}\`:\n\`\`\`\n${resultText(f!.output).trimEnd()}\n\`\`\``)
+      .join('\n\n'),
+  };
 }

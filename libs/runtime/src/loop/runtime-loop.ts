@@ -14,7 +14,7 @@ import { SubmissionPacing, letTheLoopTurn } from './pacing';
 import { describeStop } from '../discipline/stop-reasons';
 import { FailureError } from '../discipline/failure-policy';
 import { toolsForAgent } from '../delegation/agent-catalog';
-import { decideSurface, isRoundPolicyOn, runtimeAnswer } from './round-policy';
+import { decideSurface, deterministicEnd, isRoundPolicyOn, runtimeAnswer } from './round-policy';
 import { withinBudgets } from './tool-budgets';
 import { clientToolManifests } from './engine/client-tools';
 import { AnswerEvaluation } from '../discipline/answer-evaluation';
@@ -204,6 +204,9 @@ export class RuntimeLoop {
   /** Guards, context, routing: ends with ROUTER_DECIDED or the task's end. */
   private async startRound(writer: TaskWriter, signal: AbortSignal): Promise<void> {
     const p = writer.progress;
+    // round policy: an outcome that follows from the recorded facts is answered by the runtime, not asked of the model
+    const settled = deterministicEnd(p, writer.fold.facts);
+    if (settled) return this.end(writer, settled.stop, settled.answer, 'runtime');
     // A round whose context was built but not decided (a restart in between) is done again.
     const round = p.round > 0 && p.directive === null && !p.roundClosed ? p.round : p.round + 1;
     const maxRounds = Math.min(p.budgets.max_rounds ?? this.deps.maxRounds, this.deps.maxRounds);
@@ -225,7 +228,7 @@ export class RuntimeLoop {
     // a delegated agent is shown only the tools its profile allows, never a tool whose budget is spent;
     // the round policy narrows them to the round's surface
     const agentTools = withinBudgets(p, toolsForAgent(this.deps.tools.list(), p.agent));
-    const decided = decideSurface(p, agentTools);
+    const decided = decideSurface(p, agentTools, writer.fold.facts);
     // the client's own tools (AG-UI frontend tools) join every surface that offers tools: they change nothing here
     const clientTools = clientToolManifests(p);
     const surface =
@@ -316,8 +319,16 @@ export class RuntimeLoop {
     }
   }
 
-  /** The one place a task ends: guards may record evidence and change the stop; then the final event with usage. */
-  async end(writer: TaskWriter, stop: Stop, result: string | null): Promise<void> {
+  /**
+   * The one place a task ends: guards may record evidence and change the stop; then the final event with usage.
+   * `author`: who wrote `result` (the runtime, from recorded facts, or the model).
+   */
+  async end(
+    writer: TaskWriter,
+    stop: Stop,
+    result: string | null,
+    author: 'model' | 'runtime' = 'model',
+  ): Promise<void> {
     // the guards and the usage of the final event see every event of the task (a deferred one is folded too)
     let final = stop;
     // the last guard's events ride in the final event's commit; an earlier guard's are appended before the
@@ -345,9 +356,10 @@ export class RuntimeLoop {
     const policy = isRoundPolicyOn(writer.progress);
     const own = policy ? runtimeAnswer(writer.progress, final) : null;
     if (own !== null) result = own;
+    const runtimeWrote = own !== null || author === 'runtime';
     const source =
       policy && result !== null
-        ? { answer_source: own !== null ? ('runtime' as const) : ('model' as const) }
+        ? { answer_source: runtimeWrote ? ('runtime' as const) : ('model' as const) }
         : {};
     if (final.stop_reason === 'completed') {
       await writer.append([
