@@ -731,6 +731,56 @@ describe('run discipline scenarios (scripted model)', () => {
     });
   });
 
+  describe('interrupted (double-texting)', () => {
+    it('a second message with on_busy interrupt: the first stops after its running tool (interrupted), the second runs after it with it in its history', async () => {
+      rt = await startTestRuntime({
+        store,
+        tools,
+        permissions: new AllowAllPolicy(),
+        model: new ScriptedBackend({
+          orchestrator: [
+            tool('append_line', { path: 'i.txt', line: 'first', delay_ms: 300 }),
+            respond('second answered'),
+          ],
+        }),
+        discipline: fast,
+      });
+      const first = await rt.runtime.submit({ input: 'slow first', session_id: 'chat' }, { source: 'api' });
+      for (let i = 0; i < 200 && !of(await store.readWholeStream(first.task_id), 'TOOL_CALLED').length; i++)
+        await new Promise((r) => setTimeout(r, 5));
+      const second = await rt.runtime.submit(
+        { input: 'never mind, do this', session_id: 'chat', on_busy: 'interrupt' },
+        { source: 'api' },
+      );
+      const a = await rt.runtime.settled(first.task_id);
+      expect(a.final?.stop_reason).toBe('interrupted');
+      expect(a.status).toBe('cancelled');
+      const aEvents = await store.readWholeStream(first.task_id);
+      // the running tool finished (the safe point comes after it); no round after it
+      expect(of(aEvents, 'TOOL_COMPLETED')).toHaveLength(1);
+      expect(of(aEvents, 'INTERRUPT_REQUESTED').map((e) => e.payload.by_task_id)).toEqual([second.task_id]);
+      expect(aEvents[aEvents.length - 1]).toMatchObject({
+        type: 'TASK_CANCELLED',
+        payload: { stop_reason: 'interrupted' },
+      });
+      expect(a.usage.rounds).toBe(1);
+      for (let i = 0; i < 400 && !(await rt.runtime.progress(second.task_id)).final; i++)
+        await new Promise((r) => setTimeout(r, 5));
+      const b = await rt.runtime.settled(second.task_id);
+      expect(b.final).toMatchObject({ stop_reason: 'completed', result: 'second answered' });
+      const bEvents = await store.readWholeStream(second.task_id);
+      expect(bEvents[0].payload).toMatchObject({ queued_behind: first.task_id, on_busy: 'interrupt' });
+      const [turn] = of(bEvents, 'SESSION_TURN_BEGAN');
+      expect(turn.payload.after_task_id).toBe(first.task_id);
+      expect(turn.payload.session_history).toEqual([
+        { task_id: first.task_id, input: 'slow first', answer: null, stop_reason: 'interrupted' },
+      ]);
+      // nothing of the second ran before the first ended
+      expect(bEvents[1].position).toBeGreaterThan(aEvents[aEvents.length - 1].position);
+      seen.add('interrupted');
+    });
+  });
+
   // Runs last (jest keeps file order): the scenarios above ended tasks with every canonical stop reason.
   it('covers every canonical stop reason', () => {
     expect(STOP_REASONS.filter((r) => !seen.has(r))).toEqual([]);

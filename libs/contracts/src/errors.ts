@@ -70,6 +70,11 @@ export class IdempotencyConflictError extends RunledgerError {
   readonly code = 'idempotency_conflict';
 }
 
+/** A message for a session whose strategy is `reject` while a task of the session is unfinished. HTTP 409. */
+export class SessionBusyError extends RunledgerError {
+  readonly code = 'session_busy';
+}
+
 export class UnauthorizedError extends RunledgerError {
   readonly code = 'unauthorized';
 }

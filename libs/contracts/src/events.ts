@@ -16,6 +16,7 @@ import {
   TaskUsage,
   ModelContinuation,
   MutationIntent,
+  OnBusy,
   TodoOwner,
   TodoStatus,
   TokenUsage,
@@ -123,7 +124,30 @@ export const EventPayloads = {
     ag_ui: AgUiRun.optional(),
     /** round policy: whether the task may change things, and why (absent: round policy off) */
     mutation_intent: MutationIntent.optional(),
+    /**
+     * double-texting: the session's unfinished task this one runs after (absent: it runs at once), and
+     * the strategy that applied. Its session history is then recorded by SESSION_TURN_BEGAN.
+     */
+    queued_behind: Id.optional(),
+    on_busy: OnBusy.optional(),
   }),
+  /**
+   * The task it was queued behind ended: this task's turn in its session begins, with the session's
+   * history as it stands now (the ended task included unless it was rolled back).
+   */
+  SESSION_TURN_BEGAN: z.object({ after_task_id: Id, session_history: z.array(SessionTurn) }),
+  /**
+   * A newer message of the session (`by_task_id`, strategy interrupt) asks the task to stop: it ends
+   * with stop reason `interrupted` at its next safe point (before its next round; at once when it waits).
+   */
+  INTERRUPT_REQUESTED: z.object({ by_task_id: Id }),
+  /** A session's own settings (stream `session:<session_id>`): its double-texting strategy. */
+  SESSION_CONFIGURED: z.object({ on_busy: OnBusy }),
+  /**
+   * A task of the session was rolled back by a newer message (stream `session:<session_id>`): it is
+   * cancelled and no later task of the session is shown it in its history.
+   */
+  TASK_ROLLED_BACK: z.object({ task_id: Id, by_task_id: Id }),
   CONTEXT_BUILT: z.object({
     round: z.number().int().nonnegative(),
     sections: z.record(
@@ -556,7 +580,8 @@ export const EventPayloads = {
     result: z.string().nullable().default(null),
     answer_source: z.enum(['model', 'runtime']).optional(),
   }),
-  TASK_CANCELLED: z.object({ ...FinalPayload, stop_reason: z.literal('cancelled') }),
+  /** cancelled by request, or interrupted by a newer message of its session (double-texting) */
+  TASK_CANCELLED: z.object({ ...FinalPayload, stop_reason: z.enum(['cancelled', 'interrupted']) }),
 } as const;
 
 export type EventType = keyof typeof EventPayloads;

@@ -35,6 +35,7 @@ export const STOP_REASONS = [
   'remote_unavailable',
   'not_understood',
   'cancelled',
+  'interrupted',
 ] as const;
 export const StopReason = z.enum(STOP_REASONS);
 export type StopReason = z.infer<typeof StopReason>;
@@ -141,6 +142,19 @@ export const TodoItem = z.object({
 });
 export type TodoItem = z.infer<typeof TodoItem>;
 
+/**
+ * What happens to a message (a new task) that arrives for a session while a task of the session is
+ * unfinished (running, queued or waiting): `enqueue` runs it once that task ended; `reject` refuses it
+ * (409 naming the task); `interrupt` stops that task at its next safe point (stop reason
+ * `interrupted`) and runs the new one after it, with it in its history; `rollback` cancels that task
+ * and leaves it out of the session's history, then runs the new one.
+ */
+export const ON_BUSY_STRATEGIES = ['enqueue', 'reject', 'interrupt', 'rollback'] as const;
+export const OnBusy = z.enum(ON_BUSY_STRATEGIES);
+export type OnBusy = z.infer<typeof OnBusy>;
+/** the strategy of a session that set none */
+export const DEFAULT_ON_BUSY: OnBusy = 'enqueue';
+
 /** What a user submits (REST body or CLI). */
 export const UserTask = z
   .object({
@@ -152,6 +166,8 @@ export const UserTask = z
     timeout_includes_waits: z.boolean().optional(),
     /** a person allows this task to change things whatever its input says (round policy; recorded as the decision) */
     allow_mutation: z.boolean().optional(),
+    /** for this message, instead of the session's strategy, when a task of the session is unfinished */
+    on_busy: OnBusy.optional(),
   })
   .strict();
 export type UserTask = z.infer<typeof UserTask>;

@@ -40,6 +40,7 @@ import { RuntimeController } from './control/runtime-controller';
 import { RunQueue } from './control/run-queue';
 import { Admission } from './control/admission';
 import { TaskAnswers } from './control/task-answers';
+import { SessionQueue } from './control/session-queue';
 import { Recovery } from './control/recovery';
 import { loadProgress } from './log/checkpoints';
 import { EventLoopMonitor, SubmissionPacing } from './loop/pacing';
@@ -433,6 +434,26 @@ function runtimeProviders(): Provider[] {
       inject: [RUNTIME_STORE, RunQueue, TaskOwnership],
     },
     {
+      provide: SessionQueue,
+      useFactory: (
+        o: RuntimeOptions,
+        store: EventStore,
+        runs: RunQueue,
+        answers: TaskAnswers,
+        logger: RuntimeLogger,
+        views: TaskViews,
+      ) =>
+        new SessionQueue({
+          store,
+          runs,
+          answers,
+          logger,
+          progress: (taskId) => loadProgress(store, o.checkpoints?.store ?? null, taskId),
+          sessionTasks: (sessionId, limit) => views.sessionTasks(sessionId, limit),
+        }),
+      inject: [RUNTIME_OPTIONS, RUNTIME_STORE, RunQueue, TaskAnswers, RuntimeLogger, TaskViews],
+    },
+    {
       provide: Recovery,
       useFactory: (
         o: RuntimeOptions,
@@ -441,6 +462,7 @@ function runtimeProviders(): Provider[] {
         answers: TaskAnswers,
         ownership: TaskOwnership | null,
         logger: RuntimeLogger,
+        sessions: SessionQueue,
       ) =>
         new Recovery({
           store,
@@ -448,11 +470,20 @@ function runtimeProviders(): Provider[] {
           answers,
           ownership,
           logger,
+          sessions,
           progress: (taskId) => loadProgress(store, o.checkpoints?.store ?? null, taskId),
           // a run on another clock (a replay's, the recording's) fires only the firings it is handed
           wallClockTimers: o.clock === undefined,
         }),
-      inject: [RUNTIME_OPTIONS, RUNTIME_STORE, RunQueue, TaskAnswers, TaskOwnership, RuntimeLogger],
+      inject: [
+        RUNTIME_OPTIONS,
+        RUNTIME_STORE,
+        RunQueue,
+        TaskAnswers,
+        TaskOwnership,
+        RuntimeLogger,
+        SessionQueue,
+      ],
     },
     {
       provide: RuntimeController,
@@ -477,6 +508,7 @@ function runtimeProviders(): Provider[] {
         answers: TaskAnswers,
         recovery: Recovery,
         remote: RemoteAgents,
+        sessions: SessionQueue,
       ) => {
         const controller = new RuntimeController({
           ownership,
@@ -489,6 +521,7 @@ function runtimeProviders(): Provider[] {
           admission,
           answers,
           recovery,
+          sessions,
           logger,
           checkpoints: o.checkpoints?.store ?? null,
           runSettings: (budgets) =>
@@ -544,6 +577,7 @@ function runtimeProviders(): Provider[] {
         TaskAnswers,
         Recovery,
         RemoteAgents,
+        SessionQueue,
       ],
     },
   ];

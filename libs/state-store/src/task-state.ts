@@ -249,10 +249,14 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TODO_UPDATED':
     case 'ANSWER_EVALUATED':
       return { ...s, status: progressed(s) };
-    // a signal is kept until a wait takes it: its arrival alone moves nothing
+    // a signal is kept until a wait takes it: its arrival alone moves nothing; a queued task stays
+    // queued until it runs; an interrupted one shows where it stood until it ends
     case 'SIGNAL_RECEIVED':
+    case 'SESSION_TURN_BEGAN':
+    case 'INTERRUPT_REQUESTED':
       return s;
-    // outbound deliveries and the archive's record live in their own streams, never a task's
+    // outbound deliveries, the archive's record and a session's settings and rollbacks live in their
+    // own streams, never a task's
     case 'CHECKPOINT_SAVED':
     case 'CALLBACK_REGISTERED':
     case 'CALLBACK_REMOVED':
@@ -261,6 +265,8 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'DELIVERY_FAILED':
     case 'TASKS_ARCHIVED':
     case 'TASKS_RESTORED':
+    case 'SESSION_CONFIGURED':
+    case 'TASK_ROLLED_BACK':
       return s;
     default:
       return assertNever(e, type);

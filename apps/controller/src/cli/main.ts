@@ -219,6 +219,14 @@ async function follow(app: INestApplicationContext, taskId: string, o: FollowOpt
         await runtime.untilMovedOn(taskId, p.last_seq);
         continue;
       }
+      // queued behind an unfinished task of its session: its turn comes when that one ends
+      if (p.queuedBehind !== null) {
+        o.io.progress(
+          `task ${taskId} waits for its turn: task ${p.queuedBehind} of its session has not ended`,
+        );
+        await runtime.untilMovedOn(taskId, p.last_seq);
+        continue;
+      }
       o.io.progress(
         `task ${taskId} stopped before its end; continue it with: runledger resume ${taskId}`,
         'yellow',
@@ -375,6 +383,7 @@ async function execute(
             budgets: cmd.budgets,
             accept_checks: cmd.accept,
             ...(cmd.session ? { session_id: cmd.session } : {}),
+            ...(cmd.on_busy ? { on_busy: cmd.on_busy } : {}),
             ...(cmd.write ? { allow_mutation: true } : {}),
           },
           { source: 'cli' },

@@ -30,6 +30,15 @@ describe('parseArgs (commander)', () => {
       accept: [],
       session: 's1',
     });
+    expect(parseArgs(['run', 'x', '--session', 's1', '--on-busy', 'interrupt'])).toMatchObject({
+      kind: 'run',
+      session: 's1',
+      on_busy: 'interrupt',
+    });
+    expect(() => parseArgs(['run', 'x', '--session', 's1', '--on-busy', 'later'])).toThrow(
+      /--on-busy expects one of enqueue, reject, interrupt, rollback/,
+    );
+    expect(() => parseArgs(['run', 'x', '--on-busy', 'reject'])).toThrow(/--on-busy needs --session/);
     expect(parseArgs(['resume'])).toEqual({
       kind: 'resume',
       task_id: null,
@@ -160,7 +169,7 @@ describe('parseArgs (commander)', () => {
   it("a command's --help shows only that command's options; the global help lists the commands", () => {
     const run = help(['run', '--help']);
     expect(run).toMatch(/^Usage: runledger run \[options\] <input>/);
-    for (const flag of ['--model', '--yes', '--json', '--budget', '--accept', '--session'])
+    for (const flag of ['--model', '--yes', '--json', '--budget', '--accept', '--session', '--on-busy'])
       expect(run).toContain(flag);
     expect(run).not.toContain('--force');
     expect(run).not.toContain('resume');

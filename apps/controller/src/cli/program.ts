@@ -1,5 +1,7 @@
 import { Argument, Command, CommanderError, Option } from 'commander';
 import {
+  ON_BUSY_STRATEGIES,
+  OnBusy,
   AcceptCheck,
   Budgets,
   PERMISSION_DECISIONS,
@@ -22,6 +24,8 @@ export type CliCommand =
       session: string | null;
       /** --write: a person allows the task to change things (round policy) */
       write?: true;
+      /** --on-busy: what happens when a task of the session is unfinished (absent: the session's strategy) */
+      on_busy?: OnBusy;
     }
   | {
       kind: 'resume';
@@ -74,6 +78,17 @@ Exit codes:
   1  it ended otherwise
   2  bad usage
   3  it waits for a person (no terminal to ask) or for a signal`;
+
+function onBusy(text: string, session: string | undefined): OnBusy {
+  const parsed = OnBusy.safeParse(text);
+  if (!parsed.success)
+    throw new ValidationError(
+      `--on-busy expects one of ${ON_BUSY_STRATEGIES.join(', ')}, got ${JSON.stringify(text)}`,
+    );
+  if (session === undefined)
+    throw new ValidationError('--on-busy needs --session (a new session is never busy)');
+  return parsed.data;
+}
 
 function budgetPair(text: string): [string, number] {
   const m = /^([a-z_]+)=(.+)$/.exec(text);
@@ -141,6 +156,7 @@ interface Flags {
   model?: string;
   session?: string;
   write?: boolean;
+  onBusy?: string;
   budget?: string[];
   accept?: string[];
   status?: TaskStatus;
@@ -182,6 +198,10 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .option('--accept <json>', 'an AcceptCheck as JSON, repeatable', collect)
     .option('--session <id>', 'continue the conversation of that session')
     .option(
+      '--on-busy <strategy>',
+      `when a task of the session is unfinished: ${ON_BUSY_STRATEGIES.join(', ')} (default: the session's, else enqueue)`,
+    )
+    .option(
       '--write',
       'allow the task to change things whatever its input says (round policy: allow_mutation)',
     )
@@ -197,6 +217,7 @@ function buildProgram(done: (command: CliCommand) => void): Command {
         accept: (f.accept ?? []).map(acceptCheck),
         session: f.session ?? null,
         ...(f.write ? { write: true as const } : {}),
+        ...(f.onBusy !== undefined ? { on_busy: onBusy(f.onBusy, f.session) } : {}),
       });
     });
 

@@ -136,7 +136,17 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'TASK_FAILED':
       return `■ failed: ${e.payload.stop_reason}`;
     case 'TASK_CANCELLED':
-      return `■ cancelled`;
+      return e.payload.stop_reason === 'interrupted'
+        ? `■ interrupted: ${short(e.payload.detail)}`
+        : `■ cancelled`;
+    case 'SESSION_TURN_BEGAN':
+      return `· its turn in the session began (after ${e.payload.after_task_id})`;
+    case 'INTERRUPT_REQUESTED':
+      return `· interrupted by ${e.payload.by_task_id}: stopping at the next safe point`;
+    case 'SESSION_CONFIGURED':
+      return `· session strategy: ${e.payload.on_busy}`;
+    case 'TASK_ROLLED_BACK':
+      return `· task ${e.payload.task_id} rolled back by ${e.payload.by_task_id}`;
   }
 }
 

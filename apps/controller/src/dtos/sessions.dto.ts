@@ -1,6 +1,6 @@
 import { createZodDto } from './zod-dto';
 import { z } from 'zod';
-import { UserTask } from '@runledger/contracts';
+import { OnBusy, UserTask } from '@runledger/contracts';
 import { TaskView } from '@runledger/runtime';
 import { ListTasksQuery, TaskResponse } from './tasks.dto';
 
@@ -22,8 +22,20 @@ export const SessionTaskResponse = TaskResponse.pick({
   duration_ms: true,
 });
 
+export const SessionOnBusy = OnBusy.nullable().describe(
+  "the session's strategy for a message that arrives while a task of it is unfinished; null: none set (enqueue)",
+);
+
+/** PUT /sessions/:session_id */
+export const ConfigureSessionBody = z.object({ on_busy: OnBusy }).strict();
+export class ConfigureSessionDto extends createZodDto(ConfigureSessionBody) {}
+export const SessionSettingsResponse = z.object({ session_id: z.string(), on_busy: SessionOnBusy });
+export type SessionSettingsResponse = z.infer<typeof SessionSettingsResponse>;
+export class SessionSettingsResponseDto extends createZodDto(SessionSettingsResponse) {}
+
 export const SessionResponse = z.object({
   session_id: z.string(),
+  on_busy: SessionOnBusy,
   tasks: z.array(SessionTaskResponse).describe('newest first'),
   next_cursor: z.string().nullable(),
 });

@@ -152,9 +152,15 @@ export const WaitingFor = z
       name: z.string(),
       due_at: z.string().nullable().describe('when the wait times out; null: it never does'),
     }),
+    z.object({
+      kind: z.literal('turn'),
+      after_task_id: z.string().describe('the unfinished task of the session this queued one runs after'),
+    }),
   ])
   .nullable()
-  .describe('what a `waiting` task waits for; null for any other status');
+  .describe(
+    'what a `waiting` task waits for, or what a `queued` task of a busy session runs after (kind turn); null otherwise',
+  );
 export type WaitingFor = z.infer<typeof WaitingFor>;
 
 /** A task's detail with what it waits for. */
@@ -233,6 +239,7 @@ export const toTaskResponse = (t: TaskView): TaskResponse => ({
 
 /** What the task's progress says it waits for (a wait for a signal names its timeout's due time). */
 export function waitingFor(p: TaskProgress): WaitingFor {
+  if (p.queuedBehind !== null && !p.final) return { kind: 'turn', after_task_id: p.queuedBehind };
   const signal = pendingSignalWait(p);
   const timer = pendingTimer(p);
   if (signal)

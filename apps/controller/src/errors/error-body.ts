@@ -17,6 +17,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   concurrency_error: 409,
   illegal_state: 409,
   idempotency_conflict: 409,
+  session_busy: 409,
   lease_lost: 409,
   queue_full: 429,
   overloaded: 503,

@@ -1,11 +1,15 @@
-import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError } from '@runledger/contracts';
-import { TaskViews } from '@runledger/runtime';
+import { RuntimeController, TaskViews } from '@runledger/runtime';
 import { RequireScope } from '../auth/scopes';
 import { ApiErrors, jsonSchemaOf } from '../docs/api-docs';
 import {
+  ConfigureSessionBody,
+  ConfigureSessionDto,
   SessionIdParam,
+  SessionSettingsResponse,
+  SessionSettingsResponseDto,
   SessionQuery,
   SessionQueryDto,
   SessionResponse,
@@ -17,7 +21,10 @@ import { ZodPipe } from '../dtos/zod.pipe';
 @ApiTags('sessions')
 @Controller('sessions')
 export class SessionsController {
-  constructor(@Inject(TaskViews) private readonly tasks: TaskViews) {}
+  constructor(
+    @Inject(TaskViews) private readonly tasks: TaskViews,
+    @Inject(RuntimeController) private readonly runtime: RuntimeController,
+  ) {}
 
   @Get(':session_id')
   @RequireScope('tasks:read')
@@ -37,13 +44,37 @@ export class SessionsController {
     @Query(new ZodPipe(SessionQuery, 'query')) query: SessionQueryDto,
   ): Promise<SessionResponse> {
     const page = await this.tasks.list({ ...query, session_id: sessionId });
-    // a later page may be empty; a session none of whose tasks exist does not
-    if (page.tasks.length === 0 && query.cursor === undefined)
+    const on_busy = await this.runtime.sessionStrategy(sessionId);
+    // a later page may be empty; a session none of whose tasks exist (nor its settings) does not
+    if (page.tasks.length === 0 && query.cursor === undefined && on_busy === null)
       throw new NotFoundError(`session ${sessionId} not found`, { session_id: sessionId });
     return {
       session_id: sessionId,
+      on_busy,
       tasks: page.tasks.map(toSessionTaskResponse),
       next_cursor: page.next_cursor,
     };
+  }
+
+  @Put(':session_id')
+  @RequireScope('tasks:write')
+  @ApiOperation({
+    operationId: 'configureSession',
+    summary: "Set the session's strategy for a message that arrives while a task of it is unfinished",
+    description:
+      'enqueue (default): the new task runs once the unfinished ones ended; reject: 409 session_busy naming the task; ' +
+      'interrupt: the unfinished tasks stop at their next safe point (stop reason interrupted) and the new one runs after, with them in its history; ' +
+      'rollback: they are cancelled and left out of the history, then the new one runs. A POST /tasks may name its own (on_busy). ' +
+      'The session need not have tasks yet; see docs/time.md.',
+  })
+  @ApiParam({ name: 'session_id', schema: jsonSchemaOf(SessionIdParam) })
+  @ApiResponse({ status: 200, description: 'recorded', type: SessionSettingsResponseDto.Output })
+  @ApiErrors({ 400: 'invalid session_id or body' })
+  async configure(
+    @Param('session_id', new ZodPipe(SessionIdParam, 'session_id')) sessionId: string,
+    @Body(new ZodPipe(ConfigureSessionBody, 'body')) body: ConfigureSessionDto,
+  ): Promise<SessionSettingsResponse> {
+    await this.runtime.configureSession(sessionId, body.on_busy);
+    return { session_id: sessionId, on_busy: body.on_busy };
   }
 }

@@ -91,7 +91,7 @@ export class TasksController {
   })
   @ApiErrors({
     400: 'invalid body or Idempotency-Key',
-    409: 'the Idempotency-Key was used with another body',
+    409: "the Idempotency-Key was used with another body, or the session's strategy is reject and a task of it is unfinished (session_busy, details.task_id)",
     413: 'body larger than RUNLEDGER_BODY_LIMIT',
   })
   async submit(
@@ -140,7 +140,10 @@ export class TasksController {
         await this.tree.descendantsPending(taskId),
         await this.tree.todos(taskId),
       ),
-      waiting_for: task.status === 'waiting' ? waitingFor(await this.runtime.progress(taskId)) : null,
+      waiting_for:
+        task.status === 'waiting' || task.status === 'queued'
+          ? waitingFor(await this.runtime.progress(taskId))
+          : null,
     };
   }
 

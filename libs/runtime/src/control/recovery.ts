@@ -5,6 +5,7 @@ import { RuntimeLogger } from '../runtime-logger';
 import { SUSPENDED_STATUSES } from '../loop/runtime-loop';
 import { DueTimers } from './due-timers';
 import { RunQueue } from './run-queue';
+import { SessionQueue } from './session-queue';
 import { TaskAnswers } from './task-answers';
 import { deliverKeptSignal } from './task-signals';
 import { TaskOwnership, ownedElsewhere } from './task-ownership';
@@ -16,6 +17,8 @@ export interface RecoveryDeps {
   answers: TaskAnswers;
   ownership: TaskOwnership | null;
   logger: RuntimeLogger;
+  /** the tasks queued behind others of their session */
+  sessions: SessionQueue;
   /** where a task stands (its latest checkpoint + the events after it) */
   progress: (taskId: string) => Promise<TaskProgress>;
   /**
@@ -71,8 +74,15 @@ export class Recovery {
       if (runs.closed) break;
       if (free && !free.has(taskId)) continue;
       const p = await this.deps.progress(taskId);
-      if (!p.final && p.status === 'waiting') await deliverKeptSignal(this.deps.answers, p);
-      if (p.final || SUSPENDED_STATUSES.includes(p.status)) continue;
+      if (p.final) continue;
+      // queued behind another task of its session: it begins when that one ended, wherever it ran
+      if (p.queuedBehind !== null) {
+        this.deps.sessions.hold(taskId, p.queuedBehind);
+        continue;
+      }
+      if (p.status === 'waiting') await deliverKeptSignal(this.deps.answers, p);
+      // a waiting task that was interrupted is run to end it
+      if (SUSPENDED_STATUSES.includes(p.status) && p.interruptedBy === null) continue;
       if (ownership && !(await ownership.claim(taskId, { force: options.force }))) continue;
       if (p.last_seq > 1) {
         const marked = await this.deps.answers

@@ -7,7 +7,9 @@ import {
   IllegalStateError,
   NewEvent,
   NotFoundError,
+  OnBusy,
   PermissionDecision,
+  SessionBusyError,
   RunSettings,
   SessionBudget,
   SessionTurn,
@@ -29,6 +31,8 @@ import { RemoteAgents } from '../delegation/remote-agents';
 import { cancelRemoteChild } from '../delegation/remote-delegation';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { sessionBudgetFor } from './session-budget';
+import { SessionQueue } from './session-queue';
+import type { SessionTask } from '../log/task-views';
 import { formAnswer } from './permission-answers';
 import { ReplayRequest, ReplayResult, SecretVault } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
@@ -37,7 +41,6 @@ import { TaskProgress } from '../log/progress';
 import { RuntimeLogger } from '../runtime-logger';
 import { RuntimeLoop, SUSPENDED_STATUSES } from '../loop/runtime-loop';
 import { TaskEndedElsewhereError, TaskWriter } from '../log/task-writer';
-import type { SessionTask } from '../log/task-views';
 import { Admission } from './admission';
 import { Recovery } from './recovery';
 import { RunQueue } from './run-queue';
@@ -90,14 +93,16 @@ export interface RuntimeControllerDeps {
   answers: TaskAnswers;
   /** resume on boot, the recovery sweep and the timers */
   recovery: Recovery;
+  /** the session's strategy for a message that arrives while a task of it is unfinished, and its queued tasks */
+  sessions: SessionQueue;
+  /** the latest `limit` tasks of a session, oldest first */
+  sessionTasks: (sessionId: string, limit: number) => Promise<SessionTask[]>;
   /** where a task's progress is loaded from: its latest snapshot + the events after it; the whole log when null */
   checkpoints?: CheckpointStore | null;
   /** what this process runs a task asking for `budgets` under, recorded in its TASK_RECEIVED */
   runSettings: (budgets: UserTask['budgets']) => RunSettings;
   /** re-runs a recorded task offline as a new task (see replayTask) */
   replay: (sourceTaskId: string, options: ReplayRequest) => Promise<ReplayResult>;
-  /** the latest `limit` tasks of a session, oldest first */
-  sessionTasks: (sessionId: string, limit: number) => Promise<SessionTask[]>;
   /** why this process cannot run an orchestrator named `model`, or null when it can */
   refuseModel: (model: string) => string | null;
   /**
@@ -112,8 +117,20 @@ export interface RuntimeControllerDeps {
 
 /** how often a waiting task is looked at while a caller waits for it to move on */
 const MOVED_ON_POLL_MS = 100;
+/** how often a caller waiting for a queued task's turn looks whether the tasks before it ended */
+const TURN_LOOK_MS = 1_000;
 /** how long a task that moved on without being queued here is watched before it counts as run elsewhere */
 const MOVED_ON_ELSEWHERE_MS = 2_000;
+
+/** Submissions of these sources follow their session's strategy when a task of it is unfinished. */
+const PERSON_SOURCES: ReadonlySet<SubmitOptions['source']> = new Set(['api', 'cli']);
+
+/** Where a received task stands in its session. */
+interface SessionTurnOf {
+  history: SessionTurn[] | null;
+  queued_behind?: string;
+  on_busy?: OnBusy;
+}
 
 /** task_id of an idempotency key: the same key always names the same task, so two racing submissions collide in the store. */
 export const taskIdForKey = (key: string): string => `task_${sha256(`idempotency:${key}`).slice(0, 32)}`;
@@ -157,14 +174,72 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       const recorded = await this.recordedSubmission(task_id, request_hash);
       if (recorded) return recorded;
     }
+    const receive = (turn: SessionTurnOf) =>
+      this.receive(task, options, { task_id, session_id, key, request_hash, settings }, turn);
+    // a message for a session follows its strategy when a task of the session is unfinished (double-texting)
+    const sessionId = task.session_id;
+    if (
+      sessionId === undefined ||
+      options.session_history !== undefined ||
+      !PERSON_SOURCES.has(options.source)
+    )
+      return receive({ history: options.session_history ?? null });
+    const sessions = this.deps.sessions;
+    return sessions.one(sessionId, async () => {
+      const sessionSettings = await sessions.settings(sessionId);
+      const on_busy = sessions.strategyOf(task.on_busy, sessionSettings);
+      const busy = await sessions.unfinished(sessionId);
+      const last = busy[busy.length - 1];
+      if (last === undefined) return receive({ history: await sessions.history(sessionId, sessionSettings) });
+      if (on_busy === 'reject')
+        throw new SessionBusyError(
+          `session ${sessionId} has an unfinished task (${last}); its strategy is reject`,
+          { session_id: sessionId, task_id: last, unfinished: busy },
+        );
+      const result = await receive({ history: null, queued_behind: last, on_busy });
+      if (!result.created) return result;
+      if (on_busy === 'interrupt') for (const t of busy) await sessions.interrupt(t, task_id);
+      if (on_busy === 'rollback')
+        for (const t of busy) {
+          await sessions.recordRollback(sessionId, t, task_id);
+          await this.cancel(t).catch((err: unknown) => {
+            // it ended on its own meanwhile: rolled back all the same (left out of the history)
+            if (!(err instanceof IllegalStateError)) throw err;
+          });
+        }
+      sessions.hold(task_id, last);
+      return result;
+    });
+  }
+
+  /**
+   * TASK_RECEIVED, then the task runs (or, queued behind another task of its session, waits for its
+   * turn). `turn.history`: the session's history it is shown (null: a new session, or a task that
+   * reads it when its turn begins).
+   */
+  private async receive(
+    task: UserTask,
+    options: SubmitOptions,
+    ids: {
+      task_id: string;
+      session_id: string;
+      key: string | null;
+      request_hash: string;
+      settings: RunSettings | null;
+    },
+    turn: SessionTurnOf,
+  ): Promise<SubmitResult> {
+    const { task_id, session_id, key, request_hash, settings } = ids;
     const received = this.deps.admission.admit();
     try {
-      // A new session has no history; a named one is read now and recorded, so the task never reads it again.
+      // A new session has no history; a named one is read now and recorded, so the task never reads it
+      // again (a task queued behind another of its session reads it when its turn begins)
+      const readsHistory = turn.history === null && !turn.queued_behind;
       const earlier =
-        task.session_id && (options.session_history === undefined || options.session_budget === undefined)
+        task.session_id && (readsHistory || options.session_budget === undefined)
           ? await this.deps.sessionTasks(task.session_id, SESSION_TASKS_READ)
           : [];
-      const session_history = options.session_history ?? sessionTurnsOf(earlier);
+      const session_history = turn.history ?? (readsHistory ? sessionTurnsOf(earlier) : []);
       // so is the session's budget, with what the session had spent by now
       const session_budget =
         options.session_budget !== undefined
@@ -198,6 +273,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               ...(settings?.round_policy === 'on'
                 ? { mutation_intent: mutationIntentOf(task.input, task.allow_mutation) }
                 : {}),
+              ...(turn.queued_behind ? { queued_behind: turn.queued_behind, on_busy: turn.on_busy } : {}),
             },
           },
         ],
@@ -211,7 +287,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     } finally {
       received();
     }
-    this.deps.runs.enqueue(task_id);
+    if (!turn.queued_behind) this.deps.runs.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
   }
 
@@ -528,6 +604,16 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     );
   }
 
+  /** The session's strategy for a message that arrives while a task of it is unfinished (null: none set, enqueue applies). */
+  async sessionStrategy(sessionId: string): Promise<OnBusy | null> {
+    return (await this.deps.sessions.settings(sessionId)).on_busy;
+  }
+
+  /** Sets the session's strategy (SESSION_CONFIGURED in its stream `session:<id>`), from its next message on. */
+  configureSession(sessionId: string, on_busy: OnBusy): Promise<void> {
+    return this.deps.sessions.configure(sessionId, on_busy);
+  }
+
   /** A signal for the task: recorded once per signal id, delivered to a wait for its name (see sendSignal). */
   sendSignal(taskId: string, signal: SignalToSend): Promise<SignalSent> {
     return sendSignal(this.deps.answers, (id) => this.progress(id), taskId, signal);
@@ -538,9 +624,15 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    * ended or waits again, or another process took it up.
    */
   async untilMovedOn(taskId: string, seq: number): Promise<void> {
-    for (let movedAt: number | null = null; ;) {
+    for (let movedAt: number | null = null, lookedAt = 0; ;) {
       if (this.deps.runs.holds(taskId)) return;
       const p = await this.progress(taskId);
+      // queued behind a task another process runs (whose end this one may not hear of): its turn is looked for
+      if (p.queuedBehind !== null && !p.final && Date.now() - lookedAt >= TURN_LOOK_MS) {
+        lookedAt = Date.now();
+        await this.deps.sessions.begin(taskId);
+        continue;
+      }
       if (p.last_seq > seq) {
         if (p.final || SUSPENDED_STATUSES.includes(p.status)) return;
         movedAt ??= Date.now();
@@ -609,6 +701,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     this.deps.admission.close();
     await this.deps.runs.stopRunning();
     this.deps.answers.close();
+    this.deps.sessions.close();
     await this.deps.ownership?.close();
   }
 }

@@ -106,6 +106,8 @@ export class TaskAnswers {
           e.type === 'SECRET_PROVIDED' ||
           e.type === 'TIMER_FIRED' ||
           e.type === 'SIGNAL_DELIVERED' ||
+          e.type === 'SESSION_TURN_BEGAN' ||
+          e.type === 'INTERRUPT_REQUESTED' ||
           ((e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED') &&
             e.payload.request_id !== undefined)) &&
         !this.ownAnswers.has(e.event_id) &&

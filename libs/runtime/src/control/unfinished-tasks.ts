@@ -27,6 +27,7 @@ const TRACKED: readonly EventType[] = [
   'SIGNAL_RECEIVED',
   'SIGNAL_AWAITED',
   'SIGNAL_DELIVERED',
+  'INTERRUPT_REQUESTED',
   'TASK_COMPLETED',
   'TASK_FAILED',
   'TASK_CANCELLED',
@@ -131,6 +132,10 @@ export class UnfinishedTasks {
             break;
           case 'SIGNAL_AWAITED':
             if (!this.signalled.has(e.task_id)) this.waiting.add(e.task_id);
+            break;
+          // an interrupted task is run to its end, whatever it waited for
+          case 'INTERRUPT_REQUESTED':
+            this.waiting.delete(e.task_id);
             break;
           default:
             this.open.delete(e.task_id);

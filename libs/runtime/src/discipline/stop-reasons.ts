@@ -23,6 +23,8 @@ const TEXT: Record<StopReason, string> = {
   not_understood:
     'No model is configured and the built-in command parser (sys_util) does not understand the input; its answer lists what it does understand.',
   cancelled: 'The task was cancelled.',
+  interrupted:
+    'A newer message of the session interrupted the task (its strategy is interrupt); the newer task runs next, with this one in its history.',
 };
 
 /** One sentence a person can read, plus the specifics when there are any. */

@@ -168,6 +168,9 @@ const ProgressSnapshotSchema = z.looseObject({
     })
     .optional(),
   final: z.object({ stop_reason: StopReason, detail: z.string(), result: z.string().nullable() }).nullable(),
+  /** absent in snapshots taken before double-texting: those tasks queued behind none and were never interrupted */
+  queuedBehind: z.string().nullable().optional(),
+  interruptedBy: z.string().nullable().optional(),
   last_seq: z.number().int().nonnegative(),
 });
 
@@ -229,6 +232,8 @@ export function progressFromSnapshot(json: unknown): TaskProgress | null {
     todos: s.todos ? { ...s.todos, items: new Map(s.todos.items) } : initialTodoState(),
     evaluation: s.evaluation ?? { attempts: 0, retried: false, tokens: 0, round: null },
     session_budget: (s.session_budget ?? null) as TaskProgress['session_budget'],
+    queuedBehind: s.queuedBehind ?? null,
+    interruptedBy: s.interruptedBy ?? null,
     timers: new Map((s.timers ?? []) as Array<[string, TimerProgress]>),
     signals: new Map((s.signals ?? []) as Array<[string, SignalProgress]>),
     signalWaits: new Map((s.signalWaits ?? []) as Array<[string, SignalWaitProgress]>),

@@ -22,7 +22,7 @@ import { StepStatus } from '@runledger/scheduler';
 import { ContinuationAnchor, HistoryItem } from '../model/model-backend';
 import { MeterState, initialMeterState, meterEvolve } from '../discipline/budgets';
 import { COMPACTED_ROUNDS } from '../discipline/prompt-budget';
-import { sessionHistoryItems } from './session-history';
+import { isSessionItem, sessionHistoryItems } from './session-history';
 import { TodoState, initialTodoState, todoEvolve } from '../discipline/todos';
 
 export interface CallProgress {
@@ -156,6 +156,10 @@ export interface TaskProgress {
   /** round policy: the latest round's surface, from its CONTEXT_BUILT (null: policy off) */
   surface: EventPayload<'CONTEXT_BUILT'>['tool_surface'] | null;
   final: { stop_reason: StopReason; detail: string; result: string | null } | null;
+  /** double-texting: the session's task this one waits to run after, until its turn began (null: none) */
+  queuedBehind: string | null;
+  /** double-texting: the newer task of the session that asked this one to stop (null: none did) */
+  interruptedBy: string | null;
   last_seq: number;
 }
 
@@ -199,6 +203,8 @@ const initial = (task_id: string): TaskProgress => ({
   evaluation: { attempts: 0, retried: false, tokens: 0, round: null },
   surface: null,
   final: null,
+  queuedBehind: null,
+  interruptedBy: null,
   last_seq: 0,
 });
 
@@ -324,9 +330,21 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         agent: e.payload.agent ?? null,
         mutationIntent: e.payload.mutation_intent ?? null,
         clientTools: new Map((e.payload.ag_ui?.tools ?? []).map((t) => [t.name, t])),
+        queuedBehind: e.payload.queued_behind ?? null,
       });
       // the conversation so far comes first, as the oldest history
       p.history = sessionHistoryItems(e.payload.session_history ?? []);
+      break;
+    case 'SESSION_TURN_BEGAN':
+      // the conversation as it stood when the task's turn came replaces the one it was received with
+      p.history = [
+        ...sessionHistoryItems(e.payload.session_history),
+        ...p.history.filter((h) => !isSessionItem(h)),
+      ];
+      p.queuedBehind = null;
+      break;
+    case 'INTERRUPT_REQUESTED':
+      p.interruptedBy ??= e.payload.by_task_id;
       break;
     case 'CHILD_TASK_STARTED':
       p.children.set(e.payload.call_id, { started: e.payload, ended: null, remote: null });
@@ -588,6 +606,8 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TODO_UPDATED':
     case 'TASKS_ARCHIVED':
     case 'TASKS_RESTORED':
+    case 'SESSION_CONFIGURED':
+    case 'TASK_ROLLED_BACK':
       break;
     default: {
       const unreachable: never = e;

@@ -127,6 +127,21 @@ export class TaskWriter {
   }
 
   /**
+   * Folds in what other writers appended since the last commit (a person's answer, an interrupt):
+   * true when there was something. The loop calls it between rounds, its safe point; the events
+   * handed over meanwhile follow them, as after a conflict.
+   */
+  catchUp(): Promise<boolean> {
+    const run = this.chain.then(async () => {
+      if (this.failed || (await this.store.streamVersion(this.taskId)) <= this.committedSeq) return false;
+      await this.rebase([]);
+      return true;
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
    * Appends `events` (after any deferred ones, in the same commit) and resolves
    * with their stored copies once they are durable.
    */

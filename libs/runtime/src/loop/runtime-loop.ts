@@ -160,10 +160,23 @@ export class RuntimeLoop {
   }
 
   private async drive(writer: TaskWriter, signal: AbortSignal): Promise<void> {
-    const runsNoMore = (p: TaskProgress) => Boolean(p.final) || SUSPENDED_STATUSES.includes(p.status);
+    // a task queued behind another of its session waits for its turn (SessionTurns begins it)
+    const runsNoMore = (p: TaskProgress) =>
+      Boolean(p.final) ||
+      p.queuedBehind !== null ||
+      (SUSPENDED_STATUSES.includes(p.status) && p.interruptedBy === null);
     for (;;) {
       let p = writer.progress;
       if (runsNoMore(p)) return;
+      // the safe point of an interrupt: between rounds and steps, or at once for a task that waits
+      if (p.interruptedBy !== null) {
+        await this.end(
+          writer,
+          { stop_reason: 'interrupted', detail: `interrupted by task ${p.interruptedBy} of the session` },
+          null,
+        );
+        continue;
+      }
       if (this.deps.pacing) {
         // only timing changes: what the step does is decided from the progress after the wait
         await this.deps.pacing.beforeStep(signal);
@@ -197,6 +210,8 @@ export class RuntimeLoop {
           continue;
         }
       }
+      // the safe point between rounds: what others appended meanwhile (an interrupt) is folded in first
+      if (await writer.catchUp()) continue;
       await this.startRound(writer, signal);
     }
   }
@@ -368,9 +383,9 @@ export class RuntimeLoop {
           payload: { stop_reason: 'completed', detail: final.detail, usage, result: result ?? '', ...source },
         },
       ]);
-    } else if (final.stop_reason === 'cancelled') {
+    } else if (final.stop_reason === 'cancelled' || final.stop_reason === 'interrupted') {
       await writer.append([
-        { type: 'TASK_CANCELLED', payload: { stop_reason: 'cancelled', detail: final.detail, usage } },
+        { type: 'TASK_CANCELLED', payload: { stop_reason: final.stop_reason, detail: final.detail, usage } },
       ]);
     } else {
       await writer.append([

@@ -107,7 +107,11 @@ export async function runReplay(
       {
         source: 'replay',
         settings: recordedSettings,
-        session_history: first.payload.session_history ?? [],
+        session_history:
+          events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN')
+            ?.payload.session_history ??
+          first.payload.session_history ??
+          [],
         session_budget: first.payload.session_budget ?? null,
         ...(first.payload.ag_ui ? { ag_ui: first.payload.ag_ui } : {}),
       },

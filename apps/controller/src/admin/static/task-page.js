@@ -159,7 +159,9 @@ const taskView = {
       ? ''
       : w.kind === 'timer'
         ? `a timer, due ${w.due_at}`
-        : `signal ${w.name}${w.due_at ? `, at most until ${w.due_at}` : ''}`;
+        : w.kind === 'turn'
+          ? `its turn in the session, after task ${w.after_task_id}`
+          : `signal ${w.name}${w.due_at ? `, at most until ${w.due_at}` : ''}`;
     // a wait for a signal names it: the form is filled in for the person who sends it
     if (w?.kind === 'signal' && !$('t-signal-name').value) $('t-signal-name').value = w.name;
     this.renderPending(t);

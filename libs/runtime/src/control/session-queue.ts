@@ -1,0 +1,240 @@
+import {
+  ConcurrencyError,
+  DEFAULT_ON_BUSY,
+  IllegalStateError,
+  LeaseLostError,
+  OnBusy,
+  SessionTurn,
+  isFinalEventType,
+  isTerminalStatus,
+} from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { TaskProgress } from '../log/progress';
+import type { SessionTask } from '../log/task-views';
+import { RuntimeLogger } from '../runtime-logger';
+import { RunQueue } from './run-queue';
+import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
+import { TaskAnswers } from './task-answers';
+
+/** The stream of a session's own events: its settings and the tasks rolled back in it. */
+export const sessionStream = (sessionId: string): string => `session:${sessionId}`;
+
+/** What a session's own stream says. */
+export interface SessionSettings {
+  /** the strategy the session set; null: none (DEFAULT_ON_BUSY applies) */
+  on_busy: OnBusy | null;
+  /** tasks a newer message rolled back: never shown in a later task's history */
+  rolled_back: ReadonlySet<string>;
+}
+
+export interface SessionQueueDeps {
+  store: EventStore;
+  runs: RunQueue;
+  answers: TaskAnswers;
+  logger: RuntimeLogger;
+  progress: (taskId: string) => Promise<TaskProgress>;
+  /** the latest `limit` tasks of a session, oldest first */
+  sessionTasks: (sessionId: string, limit: number) => Promise<SessionTask[]>;
+}
+
+/** how often a decision that keeps meeting a moving task is made again */
+const ATTEMPTS = 30;
+
+const pause = (attempt: number) =>
+  new Promise((r) => setTimeout(r, Math.min(50, attempt * 5) * (0.5 + Math.random())));
+
+/**
+ * Messages that arrive together (double-texting): which tasks of a session are unfinished, the
+ * session's strategy, and the tasks queued behind others. A queued task begins (SESSION_TURN_BEGAN,
+ * with the session's history as it stands then) once every earlier unfinished task of its session
+ * ended, whichever instance sees that first: the append expects the sequence it read, so a turn
+ * begins once. This process watches the tasks it queued and those its recovery sweep finds queued.
+ */
+export class SessionQueue {
+  /** task ended -> the queued tasks waiting for it */
+  private readonly behind = new Map<string, Set<string>>();
+  /** per session, the submission being decided here: decisions of one session go one at a time */
+  private readonly deciding = new Map<string, Promise<unknown>>();
+  private readonly detach: () => void;
+
+  constructor(private readonly deps: SessionQueueDeps) {
+    this.detach = deps.store.onCommitted((events) => {
+      for (const e of events) {
+        if (!isFinalEventType(e.type)) continue;
+        const queued = this.behind.get(e.task_id);
+        if (!queued) continue;
+        this.behind.delete(e.task_id);
+        for (const taskId of queued) this.beginSoon(taskId);
+      }
+    });
+  }
+
+  /** Runs `decide` after the earlier decisions for the session made here (a submission's check and append). */
+  one<T>(sessionId: string, decide: () => Promise<T>): Promise<T> {
+    const before = this.deciding.get(sessionId) ?? Promise.resolve();
+    const run = before.then(decide, decide);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.deciding.set(sessionId, settled);
+    void settled.then(() => {
+      if (this.deciding.get(sessionId) === settled) this.deciding.delete(sessionId);
+    });
+    return run;
+  }
+
+  async settings(sessionId: string): Promise<SessionSettings> {
+    let on_busy: OnBusy | null = null;
+    const rolled_back = new Set<string>();
+    for (const e of await this.deps.store.readWholeStream(sessionStream(sessionId))) {
+      if (e.type === 'SESSION_CONFIGURED') on_busy = e.payload.on_busy;
+      else if (e.type === 'TASK_ROLLED_BACK') rolled_back.add(e.payload.task_id);
+    }
+    return { on_busy, rolled_back };
+  }
+
+  /** The session's strategy from now on (recorded in its own stream). */
+  async configure(sessionId: string, on_busy: OnBusy): Promise<void> {
+    await this.deps.store.append(
+      sessionStream(sessionId),
+      [{ type: 'SESSION_CONFIGURED', session_id: sessionId, payload: { on_busy } }],
+      { expected: 'any' },
+    );
+  }
+
+  /** The strategy for a message: its own, else the session's, else the default. */
+  strategyOf(requested: OnBusy | undefined, settings: SessionSettings): OnBusy {
+    return requested ?? settings.on_busy ?? DEFAULT_ON_BUSY;
+  }
+
+  /** Recorded before the rolled-back task is cancelled, so no history read after its end shows it. */
+  async recordRollback(sessionId: string, taskId: string, byTaskId: string): Promise<void> {
+    await this.deps.store.append(
+      sessionStream(sessionId),
+      [
+        {
+          type: 'TASK_ROLLED_BACK',
+          session_id: sessionId,
+          payload: { task_id: taskId, by_task_id: byTaskId },
+        },
+      ],
+      { expected: 'any' },
+    );
+  }
+
+  /** What a task beginning now in the session is shown: its latest ended tasks, those rolled back left out. */
+  async history(sessionId: string, settings?: SessionSettings): Promise<SessionTurn[]> {
+    const { rolled_back } = settings ?? (await this.settings(sessionId));
+    const tasks = await this.deps.sessionTasks(sessionId, SESSION_TASKS_READ);
+    return sessionTurnsOf(tasks.filter((t) => !rolled_back.has(t.task_id)));
+  }
+
+  /**
+   * The session's unfinished tasks a person (or a client) submitted, oldest first: a delegation's
+   * children share their parent's session but are part of its run. `before`: only those received
+   * before that task.
+   */
+  async unfinished(sessionId: string, before?: string): Promise<string[]> {
+    let tasks = await this.deps.sessionTasks(sessionId, SESSION_TASKS_READ);
+    if (before !== undefined) {
+      const at = tasks.findIndex((t) => t.task_id === before);
+      tasks = at === -1 ? tasks : tasks.slice(0, at);
+    }
+    const open = tasks.filter((t) => !isTerminalStatus(t.status) && t.task_id !== before);
+    const roots: string[] = [];
+    for (const t of open) {
+      const [first] = await this.deps.store.readStream(t.task_id, { limit: 1 });
+      if (first?.type === 'TASK_RECEIVED' && first.payload.parent_task_id === undefined)
+        roots.push(t.task_id);
+    }
+    return roots;
+  }
+
+  /** The queued task begins once `behindTaskId` ended (at once when it has). */
+  hold(taskId: string, behindTaskId: string): void {
+    let queued = this.behind.get(behindTaskId);
+    if (!queued) this.behind.set(behindTaskId, (queued = new Set()));
+    queued.add(taskId);
+    void this.deps
+      .progress(behindTaskId)
+      .then((p) => {
+        if (!p.final || !this.behind.get(behindTaskId)?.delete(taskId)) return;
+        if (this.behind.get(behindTaskId)!.size === 0) this.behind.delete(behindTaskId);
+        this.beginSoon(taskId);
+      })
+      .catch((err: unknown) =>
+        this.deps.logger.warn(
+          { task_id: taskId, err },
+          'queued task not looked at; the recovery sweep tries again',
+        ),
+      );
+  }
+
+  private beginSoon(taskId: string): void {
+    void this.begin(taskId).catch((err: unknown) =>
+      this.deps.logger.warn(
+        { task_id: taskId, err },
+        'queued task not begun; the recovery sweep tries again',
+      ),
+    );
+  }
+
+  /**
+   * The task's turn: when an earlier task of its session is still unfinished it waits for that one
+   * instead; otherwise SESSION_TURN_BEGAN with the history as it stands, and the task runs.
+   */
+  async begin(taskId: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const p = await this.deps.progress(taskId);
+      if (p.final || p.queuedBehind === null || this.deps.runs.closed) return;
+      const earlier = await this.unfinished(p.session_id, taskId);
+      if (earlier.length > 0) return this.hold(taskId, earlier[earlier.length - 1]);
+      try {
+        await this.deps.answers.recordResolution(p, {
+          type: 'SESSION_TURN_BEGAN',
+          payload: { after_task_id: p.queuedBehind, session_history: await this.history(p.session_id) },
+        });
+        return;
+      } catch (err) {
+        // begun by another instance, or the task moved (cancelled, interrupted): read again
+        if (!(
+          err instanceof IllegalStateError ||
+          err instanceof LeaseLostError ||
+          err instanceof ConcurrencyError
+        ))
+          throw err;
+        if (attempt >= ATTEMPTS) throw err;
+        await pause(attempt);
+      }
+    }
+  }
+
+  /**
+   * A newer message asks the task to stop (INTERRUPT_REQUESTED): its run ends it at its next safe
+   * point; a task that waits (nothing runs it) is run here to end it. False when it had ended.
+   */
+  async interrupt(taskId: string, byTaskId: string): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const p = await this.deps.progress(taskId);
+      if (p.final) return false;
+      if (p.interruptedBy !== null) return true;
+      try {
+        await this.deps.answers.recordResolution(p, {
+          type: 'INTERRUPT_REQUESTED',
+          payload: { by_task_id: byTaskId },
+        });
+        return true;
+      } catch (err) {
+        if (!(err instanceof IllegalStateError || err instanceof LeaseLostError)) throw err;
+        if (attempt >= ATTEMPTS) throw err;
+        await pause(attempt);
+      }
+    }
+  }
+
+  close(): void {
+    this.detach();
+    this.behind.clear();
+  }
+}
