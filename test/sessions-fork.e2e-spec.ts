@@ -81,6 +81,7 @@ describe('sessions and POST /tasks/:task_id/fork over HTTP', () => {
     expect(session.status).toBe(200);
     expect(session.body).toEqual({
       session_id: 'trip-planning',
+      on_busy: null,
       tasks: [
         expect.objectContaining({
           task_id: second.task_id,
