@@ -1,6 +1,4 @@
 import { NewEvent, PendingToolOutcome, RuntimeEvent, StopReason, ToolManifest } from '@runledger/contracts';
-import { TaskProgress } from './log/progress';
-import type { TaskFold } from './log/task-fold';
 
 export interface MemoryHit {
   id: string;
@@ -41,35 +39,11 @@ export interface Stop {
   detail: string;
 }
 
-export interface RoundGuardContext {
-  progress: TaskProgress;
-  /** the task's log; a guard that runs every round reads `fold` instead of walking it */
-  events: readonly RuntimeEvent[];
-  /** the task's state kept current by its writer */
-  fold: TaskFold;
-  /** the round about to start */
-  round: number;
-}
+/** hard_stop ends the task: permission_denied unless it says otherwise (a budget that ran out) */
+export type HardStop = { kind: 'hard_stop'; reason: string; stop_reason?: Stop['stop_reason'] };
 
-/** What a guard says before a round: events to record (reminders), and optionally a stop. */
-export interface GuardVerdict {
-  events?: NewEvent[];
-  stop?: Stop;
-}
-
-/**
- * Run discipline plugs in here. `beforeRound` runs once per round, before the
- * context is built; `beforeEnd` sees every ending and may record events
- * (ACCEPTANCE_DECIDED) and change the stop (completed -> accept_check_failed).
- */
-export interface LoopGuard {
-  beforeRound?(ctx: RoundGuardContext): Promise<GuardVerdict>;
-  beforeEnd?(
-    ctx: RoundGuardContext & { stop: Stop; result: string | null },
-  ): Promise<{ events?: NewEvent[]; stop?: Stop }>;
-  /** milliseconds the task may still run (its end-to-end deadline), null for no limit */
-  remainingMs?(ctx: Pick<RoundGuardContext, 'progress' | 'events' | 'fold'>): number | null;
-}
+export type StepOutcome =
+  { kind: 'completed'; output: unknown } | { kind: 'failed'; error: string } | { kind: 'suspend' } | HardStop;
 
 /**
  * The time a run's deadline is judged by: the wall clock live; a replay reads the
@@ -133,17 +107,3 @@ export class LeaseLostSignal extends ShutdownSignal {}
 /** The abort leaves the task as it is (shutdown, lease lost), not a cancel. */
 export const isShutdown = (signal: AbortSignal): boolean =>
   signal.aborted && signal.reason instanceof ShutdownSignal;
-
-export interface ReplayRequest {
-  /** write the replayed task (ended, with its stop reason) to the live log; by default nothing is written there */
-  save?: boolean;
-}
-
-export interface ReplayResult {
-  task_id: string;
-  progress: TaskProgress;
-  /** the replayed task's events, as its own log holds them (saved: as the live log does) */
-  events: RuntimeEvent[];
-  /** whether they were written to the live log */
-  saved: boolean;
-}

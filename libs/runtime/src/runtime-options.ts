@@ -15,7 +15,8 @@ import { CheckpointSettings } from './log/checkpoints';
 import { SectionBudgets } from './loop/context-builder';
 import { EngineDeps } from './loop/execution-engine';
 import { ModelBackend } from './model/model-backend';
-import { LoopGuard, MemoryRecall, RunClock, ToolOutcomeHook } from './ports';
+import { MemoryRecall, RunClock, ToolOutcomeHook } from './ports';
+import { LoopGuard } from './loop/guards/loop-guard';
 import { RuntimeLogger } from './runtime-logger';
 
 /** How the runtime runs; every field has a default. */

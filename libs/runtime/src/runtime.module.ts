@@ -14,24 +14,17 @@ import { ToolRegistry, redactSecrets } from '@runledger/tools';
 import { Kysely } from 'kysely';
 import { AsyncRouter, NO_RETRY_POLICY } from './loop/async-router';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS } from './loop/context-builder';
-import { DisciplineGuard } from './discipline/discipline-guard';
-import { TodoGuard } from './discipline/todo-guard';
+import { DisciplineGuard } from './loop/guards/discipline-guard';
+import { TodoGuard } from './loop/guards/todo-guard';
 import { ExecutionEngine } from './loop/execution-engine';
 import { ModelGateway } from './loop/model-gateway';
 import { ModelBackend } from './model/model-backend';
 import { duplicateLabel } from './model/providers';
 import { SysUtilBackend } from './model/sys-util';
 import { SYS_UTIL } from './model/sys-util-name';
-import {
-  ReplayRequest,
-  ReplayResult,
-  LoopGuard,
-  MemoryRecall,
-  NoMemoryRecall,
-  SecretVault,
-  ToolOutcomeHook,
-  WALL_CLOCK,
-} from './ports';
+import { MemoryRecall, NoMemoryRecall, SecretVault, ToolOutcomeHook, WALL_CLOCK } from './ports';
+import { ReplayRequest, ReplayResult } from './control/runtime-controller';
+import { LoopGuard } from './loop/guards/loop-guard';
 import { ReplayOptions, runReplay } from './replay/replay-task';
 import { ModelOptions, RuntimeOptions, RuntimeParts, RuntimeSettings } from './runtime-options';
 import { recordRunSettings, runShapingOf } from './log/run-settings';
@@ -45,7 +38,7 @@ import { Recovery } from './control/recovery';
 import { loadProgress } from './log/checkpoints';
 import { EventLoopMonitor, SubmissionPacing } from './loop/pacing';
 import { RuntimeLogger } from './runtime-logger';
-import { AnswerEvaluation } from './discipline/answer-evaluation';
+import { AnswerEvaluation } from './loop/guards/answer-evaluation';
 import { RuntimeLoop, ShapedLoopParts } from './loop/runtime-loop';
 import { toolBudgetsOf } from './loop/tool-budgets';
 import { TaskCheckpoints } from './log/checkpoints';

@@ -1,6 +1,6 @@
 import { InMemoryEventStore } from '@runledger/event-store';
 import { RecordedManifestsRegistry } from '@runledger/tools';
-import { ReplayResult } from '../ports';
+import { ReplayResult } from '../control/runtime-controller';
 import { replayTask } from '../runtime.module';
 import { RuntimeLogger } from '../runtime-logger';
 import { ReplayMatch, compareReplay } from '../replay/replay-view';

@@ -9,6 +9,7 @@ import {
   NotFoundError,
   OnBusy,
   PermissionDecision,
+  RuntimeEvent,
   SessionBusyError,
   RunSettings,
   SessionBudget,
@@ -34,7 +35,7 @@ import { sessionBudgetFor } from './session-budget';
 import { SessionQueue } from './session-queue';
 import type { SessionTask } from '../log/task-views';
 import { formAnswer } from './permission-answers';
-import { ReplayRequest, ReplayResult, SecretVault } from '../ports';
+import { SecretVault } from '../ports';
 import { SessionSecrets } from '../log/session-secrets';
 import { mutationIntentOf } from '../loop/round-policy';
 import { TaskProgress } from '../log/progress';
@@ -46,6 +47,21 @@ import { Recovery } from './recovery';
 import { RunQueue } from './run-queue';
 import { TaskAnswers } from './task-answers';
 import { SignalSent, SignalToSend, sendSignal } from './task-signals';
+
+/** What a replay is asked to do (see replayTask). */
+export interface ReplayRequest {
+  /** write the replayed task (ended, with its stop reason) to the live log; by default nothing is written there */
+  save?: boolean;
+}
+
+export interface ReplayResult {
+  task_id: string;
+  progress: TaskProgress;
+  /** the replayed task's events, as its own log holds them (saved: as the live log does) */
+  events: RuntimeEvent[];
+  /** whether they were written to the live log */
+  saved: boolean;
+}
 
 export interface SubmitOptions {
   idempotency_key?: string | null;

@@ -3,7 +3,7 @@ import { activeMs } from '../discipline/budgets';
 import { RunClock, SecretVault, WALL_CLOCK } from '../ports';
 import { childOutcomeText } from '../log/progress';
 import { TaskWriter } from '../log/task-writer';
-import { StepOutcome } from '../loop/engine/call-types';
+import { StepOutcome } from '../ports';
 import { AgentCatalog } from './agent-catalog';
 import { carveBudgets } from './carve-budgets';
 import { withinSession } from '../discipline/session-budget';

@@ -3,13 +3,13 @@ import {
   activeMs,
   admit,
   costOf,
-  estimateUsage,
   firstExceeded,
   meterEvolve,
   meterFromEvents,
   priceModelCalls,
   resolveBudgets,
 } from './budgets';
+import { estimateUsage } from '../model/usage-estimate';
 import { DEFAULT_BUDGET_MAXIMUMS, DEFAULT_BUDGETS, ResolvedBudgets } from './settings';
 import { EventLogBuilder } from './testing-events';
 

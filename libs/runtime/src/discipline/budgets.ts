@@ -13,7 +13,8 @@ import {
 } from '@runledger/contracts';
 import { SYS_UTIL } from '../model/sys-util-name';
 import { SeenSet } from './seen-set';
-import { BUDGET_KEYS, BudgetKey, DEFAULT_CHARS_PER_TOKEN, ResolvedBudgets } from './settings';
+import { BUDGET_KEYS, BudgetKey, ResolvedBudgets } from './settings';
+import { estimateUsage } from '../model/usage-estimate';
 
 export interface BudgetResolution {
   budgets: ResolvedBudgets;
@@ -42,26 +43,6 @@ export function resolveBudgets(
     (out as Record<BudgetKey, number | null>)[key] = capOf(asked ?? defaults[key], max);
   }
   return { budgets: out, capped };
-}
-
-/** Tokens from characters when a provider reports none (see DEFAULT_CHARS_PER_TOKEN). */
-export function estimateTokens(chars: number, charsPerToken = DEFAULT_CHARS_PER_TOKEN): number {
-  return chars <= 0 ? 0 : Math.ceil(chars / charsPerToken);
-}
-
-export function estimateUsage(
-  promptChars: number,
-  completionChars: number,
-  charsPerToken = DEFAULT_CHARS_PER_TOKEN,
-): TokenUsage {
-  const prompt_tokens = estimateTokens(promptChars, charsPerToken);
-  const completion_tokens = estimateTokens(completionChars, charsPerToken);
-  return {
-    prompt_tokens,
-    completion_tokens,
-    total_tokens: prompt_tokens + completion_tokens,
-    estimated: true,
-  };
 }
 
 const priceOf = (model: string, prices: PriceTable) => prices[model] ?? prices['*'];

@@ -6,13 +6,12 @@ import {
   classifyFailure,
   decideFailure,
   DecideContext,
-  FailureError,
-  FailureKind,
   isCircuitOpen,
   parseRetryAfter,
   seededRandom,
   toolGuardFromEvents,
 } from './failure-policy';
+import { FailureError, FailureKind } from '../model/failure-error';
 import { RetrySettings } from './settings';
 import { EventLogBuilder } from './testing-events';
 

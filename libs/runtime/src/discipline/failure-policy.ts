@@ -1,37 +1,13 @@
-import { RunledgerError, RuntimeEvent, StopReason } from '@runledger/contracts';
+import { RuntimeEvent, StopReason } from '@runledger/contracts';
 import { RetrySettings } from './settings';
+import { FAILURE_KINDS, FailureError, FailureKind } from '../model/failure-error';
 
 /**
  * The failure taxonomy, in one place: what an error is (`classifyFailure`) and
  * what to do about it (`decideFailure`). Everything else asks here.
  */
-export const FAILURE_KINDS = [
-  'validation_error',
-  'provider_error',
-  'rate_limited',
-  'timeout',
-  'authentication_error',
-  'tool_error',
-  'budget_exceeded',
-  'cancelled',
-] as const satisfies readonly StopReason[];
-export type FailureKind = (typeof FAILURE_KINDS)[number];
 const isFailureKind = (v: unknown): v is FailureKind =>
   typeof v === 'string' && (FAILURE_KINDS as readonly string[]).includes(v);
-
-/** An error that already knows its kind; adapters and guards throw this. */
-export class FailureError extends RunledgerError {
-  readonly code: FailureKind;
-  constructor(
-    readonly kind: FailureKind,
-    message: string,
-    readonly retryAfterMs: number | null = null,
-    details: unknown = null,
-  ) {
-    super(message, details);
-    this.code = kind;
-  }
-}
 
 export interface ClassifiedFailure {
   kind: FailureKind;

@@ -1,4 +1,4 @@
-import { FailureError } from './failure-policy';
+import { FailureError } from '../model/failure-error';
 import { runWithRetries } from './retry-runner';
 import { RetrySettings } from './settings';
 

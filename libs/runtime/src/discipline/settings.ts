@@ -1,4 +1,5 @@
 import { Budgets, PriceTable } from '@runledger/contracts';
+import { DEFAULT_CHARS_PER_TOKEN } from '../model/usage-estimate';
 
 /**
  * Tuning of every run-discipline guard. The controller builds it from its
@@ -84,13 +85,6 @@ export interface DisciplineSettings {
   completionMaxMisses: number;
   repeatThreshold: number;
 }
-
-/**
- * ~4 characters per token is the usual figure for English text and code with
- * OpenAI-style BPE tokenizers; it over-counts slightly for code-heavy prompts,
- * which errs on the side of stopping early rather than overrunning a budget.
- */
-export const DEFAULT_CHARS_PER_TOKEN = 4;
 
 export const DEFAULT_BUDGETS: ResolvedBudgets = {
   max_rounds: 10,

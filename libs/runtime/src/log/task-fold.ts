@@ -10,7 +10,7 @@ import {
   repeatStep,
 } from '../discipline/repeat-detector';
 import { RoundFacts, RoundFactsFold } from '../discipline/round-facts';
-import { DEFAULT_CHARS_PER_TOKEN } from '../discipline/settings';
+import { DEFAULT_CHARS_PER_TOKEN } from '../model/usage-estimate';
 import { ProviderSwitchesFold } from '../model/providers';
 import { TaskProgress, evolveProgress, foldProgress } from './progress';
 

@@ -11,8 +11,9 @@ import {
   decidePrompt,
   promptBudgetTokens,
 } from '../discipline/prompt-budget';
-import { DEFAULT_CHARS_PER_TOKEN, PromptSettings } from '../discipline/settings';
-import { estimateTokens } from '../discipline/budgets';
+import { PromptSettings } from '../discipline/settings';
+import { DEFAULT_CHARS_PER_TOKEN } from '../model/usage-estimate';
+import { estimateTokens } from '../model/usage-estimate';
 import { isSessionItem, sessionTaskOf } from '../log/session-history';
 import { SessionPressure } from '../discipline/session-budget';
 import { TODO_UPDATE_LINE, todoSection, todosInPlay } from '../discipline/todos';

@@ -1,5 +1,5 @@
 import { InMemoryEventStore } from '@runledger/event-store';
-import { FailureError } from '../discipline/failure-policy';
+import { FailureError } from '../model/failure-error';
 import { taskReceivedPayload } from '../discipline/testing-events';
 import { ModelGateway } from './model-gateway';
 import { ChatMessage, zeroUsage } from '../model/model-backend';

@@ -1,6 +1,6 @@
 import { EventPayload, EventValidationError, NewEvent, PriceTable, Role, newId } from '@runledger/contracts';
 import { admit, costOf, resolveBudgets } from '../discipline/budgets';
-import { FailureError } from '../discipline/failure-policy';
+import { FailureError } from '../model/failure-error';
 import { DisciplineSettings } from '../discipline/settings';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, zeroUsage } from '../model/model-backend';
 import { TaskWriter } from '../log/task-writer';

@@ -1,5 +1,5 @@
 import { Role } from '@runledger/contracts';
-import { FailureError } from '../discipline/failure-policy';
+import { FailureError } from '../model/failure-error';
 import { AttemptOutcome, guardEvent, runWithRetries } from '../discipline/retry-runner';
 import { RetrySettings } from '../discipline/settings';
 import { ModelGateway } from './model-gateway';

@@ -6,18 +6,19 @@ import { EventType, NewEvent, RuntimeEvent } from '@runledger/contracts';
 import { AsyncRouter } from './async-router';
 import { ContextBuilder } from './context-builder';
 import { ExecutionEngine } from './execution-engine';
-import { INPUT_REFUSED, LoopGuard, RunClock, Stop, WALL_CLOCK, isShutdown } from '../ports';
+import { INPUT_REFUSED, RunClock, Stop, WALL_CLOCK, isShutdown } from '../ports';
+import { LoopGuard } from './guards/loop-guard';
 import { TaskProgress } from '../log/progress';
 import { TaskEndListener, TaskEndedElsewhereError, TaskWriter, WriterLease } from '../log/task-writer';
 import { TaskCheckpoints } from '../log/checkpoints';
 import { SubmissionPacing, letTheLoopTurn } from './pacing';
 import { describeStop } from '../discipline/stop-reasons';
-import { FailureError } from '../discipline/failure-policy';
+import { FailureError } from '../model/failure-error';
 import { toolsForAgent } from '../delegation/agent-catalog';
 import { decideSurface, deterministicEnd, isRoundPolicyOn, runtimeAnswer } from './round-policy';
 import { withinBudgets } from './tool-budgets';
 import { clientToolManifests } from './engine/client-tools';
-import { AnswerEvaluation } from '../discipline/answer-evaluation';
+import { AnswerEvaluation } from './guards/answer-evaluation';
 import { sessionPressureOf } from '../discipline/session-budget';
 
 export interface LoopDeps {

@@ -1,5 +1,5 @@
 import { ModelContinuation, ModelToolCall, RunledgerError, Role, TokenUsage } from '@runledger/contracts';
-import { estimateUsage } from '../discipline/budgets';
+import { estimateUsage } from './usage-estimate';
 
 /**
  * One message of a conversation. Tool turns (native tool calling) are an

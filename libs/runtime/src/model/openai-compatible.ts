@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { ModelToolCall, Role } from '@runledger/contracts';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, ToolCallSettings } from './model-backend';
-import { createDeadline } from '../discipline/timeouts';
+import { createDeadline } from './deadline';
 import { providerLabel } from './providers';
 
 export const MODEL_PROTOCOLS = ['tools', 'json'] as const;

@@ -21,7 +21,7 @@ import {
   recordedJitter,
   replayCriticHook,
 } from './recorded-parts';
-import { ReplayRequest, ReplayResult } from '../ports';
+import { ReplayRequest, ReplayResult } from '../control/runtime-controller';
 
 export async function recordedTask(
   store: { readWholeStream(id: string): Promise<RuntimeEvent[]> },

@@ -1,5 +1,5 @@
 import { NewEvent } from '@runledger/contracts';
-import { Stop } from '../../ports';
+import { HardStop, Stop } from '../../ports';
 
 /** One tool call as the engine runs it: a plan step's call or a tool directive's. */
 export interface CallSpec {
@@ -16,15 +16,9 @@ export interface CallSpec {
   closing?: (done: DoneOutcome) => NewEvent[];
 }
 
-/** hard_stop ends the task: permission_denied unless it says otherwise (a budget that ran out) */
-export type HardStop = { kind: 'hard_stop'; reason: string; stop_reason?: Stop['stop_reason'] };
-
 export type DoneOutcome = { kind: 'done'; ok: boolean; output: unknown; error: string | null };
 
 export type CallOutcome = DoneOutcome | { kind: 'suspend' } | HardStop;
-
-export type StepOutcome =
-  { kind: 'completed'; output: unknown } | { kind: 'failed'; error: string } | { kind: 'suspend' } | HardStop;
 
 /** What a directive's execution leaves the loop with: go on, wait for a person, or end the task. */
 export type ExecOutcome =

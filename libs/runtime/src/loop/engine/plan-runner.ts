@@ -34,7 +34,8 @@ import {
 import { callThroughChain } from '../provider-chain';
 import { letTheLoopTurn } from '../pacing';
 import { TaskWriter } from '../../log/task-writer';
-import { DoneOutcome, ExecOutcome, HardStop, StepOutcome } from './call-types';
+import { DoneOutcome, ExecOutcome } from './call-types';
+import { HardStop, StepOutcome } from '../../ports';
 import { ToolCallRunner } from './tool-call-runner';
 import { RecordedTimers, dueAtOf } from './timers';
 import { RunClock, WALL_CLOCK } from '../../ports';

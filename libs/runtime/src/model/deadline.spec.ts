@@ -1,5 +1,5 @@
-import { createDeadline } from './timeouts';
-import { FailureError } from './failure-policy';
+import { createDeadline } from './deadline';
+import { FailureError } from './failure-error';
 
 const waitAbort = (signal: AbortSignal) =>
   new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));

@@ -1,10 +1,10 @@
 import { AcceptCheck, Budgets, RuntimeEvent } from '@runledger/contracts';
-import { foldProgress } from '../log/progress';
-import { TaskFold } from '../log/task-fold';
+import { foldProgress } from '../../log/progress';
+import { TaskFold } from '../../log/task-fold';
 import { DisciplineGuard } from './discipline-guard';
-import { FABRICATION_NOTE } from './completion';
-import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';
-import { EventLogBuilder } from './testing-events';
+import { FABRICATION_NOTE } from '../../discipline/completion';
+import { DEFAULT_DISCIPLINE_SETTINGS } from '../../discipline/settings';
+import { EventLogBuilder } from '../../discipline/testing-events';
 
 const sut = new DisciplineGuard(
   { ...DEFAULT_DISCIPLINE_SETTINGS, repeatThreshold: 2, circuitBreakerThreshold: 2 },

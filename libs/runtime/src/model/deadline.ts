@@ -1,4 +1,4 @@
-import { FailureError } from './failure-policy';
+import { FailureError } from './failure-error';
 
 export interface DeadlineOptions {
   /** whole request / call */

@@ -5,16 +5,21 @@ import { AnswerEvaluatorSettings, EventPayload, RuntimeEvent } from '@runledger/
 import { ModelCritic } from '@runledger/critic';
 import { SqliteEventStore } from '@runledger/event-store';
 import { MemoryService, createCriticMemoryHook } from '@runledger/memory';
-import { ModelRequest } from '../model/model-backend';
-import { ScriptItem, ScriptedBackend } from '../model/scripted-backend';
-import { criticModelOf } from '../model/critic-model';
-import { replayTask } from '../runtime.module';
-import { replayView } from '../replay/replay-view';
-import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from '../testing';
-import { SqliteWithMemory, openSqliteWithMemory } from '../testing/sqlite-memory';
-import { DEFAULT_DISCIPLINE_SETTINGS } from './settings';
+import { ModelRequest } from '../../model/model-backend';
+import { ScriptItem, ScriptedBackend } from '../../model/scripted-backend';
+import { criticModelOf } from '../../model/critic-model';
+import { replayTask } from '../../runtime.module';
+import { replayView } from '../../replay/replay-view';
+import {
+  RecordingRuntimeLogger,
+  RuleTablePolicy,
+  startTestRuntime,
+  testToolRegistry,
+} from '../../testing/index';
+import { SqliteWithMemory, openSqliteWithMemory } from '../../testing/sqlite-memory';
+import { DEFAULT_DISCIPLINE_SETTINGS } from '../../discipline/settings';
 import { evaluatorSettingsOf } from './answer-evaluation';
-import { TaskProgress, foldProgress } from '../log/progress';
+import { TaskProgress, foldProgress } from '../../log/progress';
 
 /**
  * Evaluate, then retry once, on a real SQLite log: the critic role's model scores the final answer,
@@ -211,6 +216,8 @@ describe('evaluatorSettingsOf', () => {
       evaluatorSettingsOf(progress({ settings, agent: { ...agent, evaluator: { ...own, threshold: 0.9 } } })),
     ).toMatchObject({ threshold: 0.9 });
     expect(evaluatorSettingsOf(progress({ settings, agent: null }))).toEqual(own);
-    expect(evaluatorSettingsOf(progress({ settings: { max_rounds: 5, discipline: null }, agent: null }))).toBeNull();
+    expect(
+      evaluatorSettingsOf(progress({ settings: { max_rounds: 5, discipline: null }, agent: null })),
+    ).toBeNull();
   });
 });

@@ -1,10 +1,10 @@
 import { AnswerEvaluatorSettings, NewEvent, PriceTable } from '@runledger/contracts';
 import { ModelAnswerEvaluator, exchangeEvents } from '@runledger/critic';
-import { ModelBackend } from '../model/model-backend';
-import { criticModelOf } from '../model/critic-model';
-import { TaskProgress, modelCallKey } from '../log/progress';
-import { TaskWriter } from '../log/task-writer';
-import { priceModelCalls } from './budgets';
+import { ModelBackend } from '../../model/model-backend';
+import { criticModelOf } from '../../model/critic-model';
+import { TaskProgress, modelCallKey } from '../../log/progress';
+import { TaskWriter } from '../../log/task-writer';
+import { priceModelCalls } from '../../discipline/budgets';
 
 /**
  * Which evaluator a task's answers get: a delegated agent's its profile's, the orchestrator's own

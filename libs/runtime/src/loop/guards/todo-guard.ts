@@ -1,9 +1,10 @@
-import { GuardVerdict, LoopGuard, RoundGuardContext, Stop } from '../ports';
+import { Stop } from '../../ports';
+import { GuardVerdict, LoopGuard, RoundGuardContext } from './loop-guard';
 import { NewEvent } from '@runledger/contracts';
 import { acceptAtEnd } from './discipline-guard';
-import { classifyRequest } from './request-intent';
-import { guardEvent } from './retry-runner';
-import { TODO_REMINDER } from './todos';
+import { classifyRequest } from '../../discipline/request-intent';
+import { guardEvent } from '../../discipline/retry-runner';
+import { TODO_REMINDER } from '../../discipline/todos';
 
 /**
  * The todos' guard. Before a round: a direct request for a change that has no todos and no plan

@@ -1,15 +1,16 @@
 import { NewEvent } from '@runledger/contracts';
-import { GuardVerdict, LoopGuard, RoundGuardContext, Stop } from '../ports';
-import { judgeFacts } from './accept-gate';
-import { activeMs, admit, firstExceeded, resolveBudgets } from './budgets';
-import { REPEAT_REMINDER } from './repeat-detector';
-import { guardEvent } from './retry-runner';
-import { isCircuitOpen } from './failure-policy';
-import { DisciplineSettings, ResolvedBudgets } from './settings';
-import { sessionExceeded } from './session-budget';
-import { describeStop } from './stop-reasons';
-import { WorkspaceView } from './workspace-view';
-import { judgeTodos } from './todos';
+import { Stop } from '../../ports';
+import { GuardVerdict, LoopGuard, RoundGuardContext } from './loop-guard';
+import { judgeFacts } from '../../discipline/accept-gate';
+import { activeMs, admit, firstExceeded, resolveBudgets } from '../../discipline/budgets';
+import { REPEAT_REMINDER } from '../../discipline/repeat-detector';
+import { guardEvent } from '../../discipline/retry-runner';
+import { isCircuitOpen } from '../../discipline/failure-policy';
+import { DisciplineSettings, ResolvedBudgets } from '../../discipline/settings';
+import { sessionExceeded } from '../../discipline/session-budget';
+import { describeStop } from '../../discipline/stop-reasons';
+import { WorkspaceView } from '../../discipline/workspace-view';
+import { judgeTodos } from '../../discipline/todos';
 
 /**
  * The run-discipline guards as the loop's LoopGuard: before each round the
