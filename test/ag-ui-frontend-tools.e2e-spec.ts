@@ -308,30 +308,41 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
     ).rejects.toThrow('not pending');
   });
 
-  it("a reply's reasoning (reasoning_content) is recorded on MODEL_RESPONDED, streamed as REASONING events, and replayed", async () => {
-    model.enqueue({ reasoning: 'The user greets; greet back briefly.', content: 'Hi there.' });
+  it("a reply's reasoning (reasoning_content) streams live as REASONING events from REASONING_CHUNK, is recorded whole on MODEL_RESPONDED, and replayed", async () => {
+    const thought = 'The user greets; greet back briefly.';
+    model.enqueue({ reasoning: thought, content: 'Hi there.' });
     const agent = agentFor(sut, 'thread-reason');
     agent.addMessage({ id: 'u1', role: 'user', content: 'hello' });
     const { events, outcome } = await run(agent, { runId: 'run-reason-1' });
     expect(outcome).toBe('success');
     const reasoning = events.filter((e) => e.type.startsWith('REASONING'));
+    const pieces = reasoning.filter((e) => e.type === 'REASONING_MESSAGE_CONTENT') as unknown as {
+      delta: string;
+    }[];
+    // the fake server streams it in pieces of 8 characters: each is shown as it came
+    expect(pieces.length).toBe(Math.ceil(thought.length / 8));
+    expect(pieces.map((p) => p.delta).join('')).toBe(thought);
     expect(reasoning.map((e) => e.type)).toEqual([
       'REASONING_START',
       'REASONING_MESSAGE_START',
-      'REASONING_MESSAGE_CONTENT',
+      ...pieces.map(() => 'REASONING_MESSAGE_CONTENT'),
       'REASONING_MESSAGE_END',
       'REASONING_END',
     ]);
-    expect(reasoning[2]).toMatchObject({ delta: 'The user greets; greet back briefly.' });
-    expect(agent.messages).toContainEqual(
-      expect.objectContaining({ role: 'reasoning', content: 'The user greets; greet back briefly.' }),
-    );
+    // before the reply's text
+    const types: string[] = events.map((e) => e.type);
+    expect(types.indexOf('REASONING_END')).toBeLessThan(types.indexOf('TEXT_MESSAGE_START'));
+    expect(agent.messages).toContainEqual(expect.objectContaining({ role: 'reasoning', content: thought }));
     const taskId = await onlyTask(sut, 'thread-reason');
     const log = await logOf(sut, taskId);
     expect(log.find((e) => e.type === 'MODEL_RESPONDED')?.payload).toMatchObject({
       content: 'Hi there.',
-      reasoning: 'The user greets; greet back briefly.',
+      reasoning: thought,
     });
+    // recorded piece by piece while the model streamed, before its reply was recorded
+    const chunks = log.filter((e) => e.type === 'REASONING_CHUNK');
+    expect(chunks.map((e) => (e.payload as { delta: string }).delta)).toEqual(pieces.map((p) => p.delta));
+    expect(chunks.at(-1)!.sequence).toBeLessThan(log.find((e) => e.type === 'MODEL_RESPONDED')!.sequence);
     const replay = await sut.app.get(RuntimeController).replay(taskId);
     expect(replayView(replay.events)).toEqual(replayView(log));
   });

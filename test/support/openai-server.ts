@@ -20,7 +20,11 @@ export interface FakeReply {
   /** streaming: wait this long after the first chunk (a stalled stream) */
   stall_ms?: number;
   model?: string;
-  /** reasoning sent before the content: streamed as `delta.reasoning_content` pieces, whole as `message.reasoning_content` */
+  /**
+   * reasoning sent before the content: streamed as `delta.reasoning_content` pieces, whole as
+   * `message.reasoning_content`; on /v1/responses a reasoning item's summary (streamed as
+   * `response.reasoning_summary_text.delta` pieces)
+   */
   reasoning?: string;
   /** native tool calls of the reply (finish_reason tool_calls); streamed as deltas: id and name, then the arguments in pieces of 5 characters */
   tool_calls?: { id?: string; name: string; arguments: string }[];
@@ -223,6 +227,12 @@ function responseOutput(reply: FakeReply): { output: Item[]; asInput: Item[] } {
   const calls = reply.tool_calls ?? [];
   const output: Item[] = [];
   const asInput: Item[] = [];
+  if (reply.reasoning)
+    output.push({
+      type: 'reasoning',
+      id: `rs_${++responseCounter}`,
+      summary: [{ type: 'summary_text', text: reply.reasoning }],
+    });
   if (content || calls.length === 0) {
     output.push({
       type: 'message',
@@ -311,6 +321,22 @@ async function sendResponse(
         if (i === 0 && reply.stall_ms) await sleep(reply.stall_ms);
       }
       send('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text });
+    } else if (item.type === 'reasoning') {
+      const text = (item.summary as { text: string }[])[0].text;
+      send('response.output_item.added', { output_index, item: { ...item, summary: [] } });
+      for (const delta of text.match(/[\s\S]{1,8}/g) ?? [])
+        send('response.reasoning_summary_text.delta', {
+          item_id: item.id,
+          output_index,
+          summary_index: 0,
+          delta,
+        });
+      send('response.reasoning_summary_text.done', {
+        item_id: item.id,
+        output_index,
+        summary_index: 0,
+        text,
+      });
     } else {
       send('response.output_item.added', {
         output_index,

@@ -361,6 +361,8 @@ export const EventPayloads = {
     ),
   }),
   OUTPUT_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
+  /** a piece of the model's reasoning as its server streamed it (MODEL_RESPONDED.reasoning holds the whole) */
+  REASONING_CHUNK: z.object({ call_id: Id, index: z.number().int().nonnegative(), delta: z.string() }),
   /** a delegation started a child task (intent: recorded before the child's stream is created) */
   CHILD_TASK_STARTED: z.object({
     call_id: Id,

@@ -242,6 +242,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'MEMORY_WRITTEN':
     case 'ACCEPTANCE_DECIDED':
     case 'OUTPUT_CHUNK':
+    case 'REASONING_CHUNK':
     case 'GUARD_TRIGGERED':
     case 'CHILD_TASK_STARTED':
     case 'REMOTE_TASK_UPDATED':

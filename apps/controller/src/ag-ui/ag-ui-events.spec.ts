@@ -63,7 +63,7 @@ function run(
   if (parkedAtEnd) out.push(...finishParked(step.state).out);
   return out;
 }
-const types = (out: AgUiEmitted[]) => out.map((o) => o.event.type);
+const types = (out: AgUiEmitted[]): string[] => out.map((o) => o.event.type);
 /** The AG-UI client's own order rules (its 1.0 verifier, on its own rxjs), over the events as sent: how many passed. */
 const verified = (out: AgUiEmitted[]) =>
   new Promise<AgUiEmitted[]>((resolve, reject) => {
@@ -232,6 +232,60 @@ describe('AG-UI events of a task log', () => {
     for (const o of sut) expect(EventSchema.safeParse(o.event).error).toBeUndefined();
     expect(await verified(sut)).toHaveLength(sut.length);
     expect(types(run(frame(), answered))).not.toContain('REASONING_START');
+  });
+
+  it('streams reasoning as it was recorded piece by piece (REASONING_CHUNK), closed before the text, not shown again with the reply', async () => {
+    const thought = (seq: number, index: number, delta: string) =>
+      ev(seq, 'REASONING_CHUNK', { call_id: 'call_m1', index, delta });
+    // the log with two reasoning pieces before the text, the sequences after them moved up by two
+    const log = [
+      answered[0],
+      answered[1],
+      thought(3, 0, 'They said hi; '),
+      thought(4, 1, 'answer in kind.'),
+      ...answered
+        .slice(2)
+        .map((e) =>
+          ev(
+            e.sequence + 2,
+            e.type,
+            e.type === 'MODEL_RESPONDED'
+              ? { ...e.payload, reasoning: 'They said hi; answer in kind.' }
+              : e.payload,
+          ),
+        ),
+    ];
+    const sut = run(frame(), log);
+    const at = types(sut).indexOf('REASONING_START');
+    expect(types(sut).slice(at, at + 9)).toEqual([
+      'REASONING_START',
+      'REASONING_MESSAGE_START',
+      'REASONING_MESSAGE_CONTENT',
+      'REASONING_MESSAGE_CONTENT',
+      'REASONING_MESSAGE_END',
+      'REASONING_END',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_CONTENT',
+    ]);
+    expect(sut.filter((o) => o.event.type === 'REASONING_START')).toHaveLength(1);
+    // each piece shown as its log event: the second from sequence 4
+    expect(sut[at + 3]).toMatchObject({ id: '4-0', event: { delta: 'answer in kind.' } });
+    for (const o of sut) expect(EventSchema.safeParse(o.event).error).toBeUndefined();
+    expect(await verified(sut)).toHaveLength(sut.length);
+    const snapshot = sut.find((o) => o.event.type === 'MESSAGES_SNAPSHOT')!.event as unknown as {
+      messages: Message[];
+    };
+    expect(snapshot.messages.slice(1)).toEqual([
+      { id: 'call_m1-reasoning', role: 'reasoning', content: 'They said hi; answer in kind.' },
+      { id: 'call_m1-text', role: 'assistant', content: 'Hello' },
+    ]);
+    // a run that ends while the reasoning is open closes it
+    const cut = run(frame(), [
+      ...log.slice(0, 3),
+      ev(5, 'TASK_CANCELLED', { stop_reason: 'cancelled', detail: 'x', usage: usage(0, 0) }),
+    ]);
+    expect(await verified(cut)).toHaveLength(cut.length);
   });
 
   it("ends a run on a frontend tool's call with an interrupt carrying the call; the resumed run shows the recorded result under the call", async () => {

@@ -58,6 +58,10 @@ export interface AgUiRunState {
   published: AgUiTaskState | null;
   /** the text message this run has open */
   text: { messageId: string; callId: string } | null;
+  /** the reasoning message this run has open (REASONING_CHUNK) */
+  reasoning: { messageId: string; callId: string } | null;
+  /** the model calls whose reasoning streamed: their MODEL_RESPONDED.reasoning is not shown again */
+  reasonedCalls: string[];
   /** the text the task's latest model call streamed (the answer is not sent twice) */
   lastStreamed: { callId: string; content: string } | null;
   openSteps: string[];
@@ -142,6 +146,8 @@ const initialState = (frame: AgUiRunFrame, thread: readonly Message[]): AgUiRunS
   asked: {},
   published: null,
   text: null,
+  reasoning: null,
+  reasonedCalls: [],
   lastStreamed: null,
   openSteps: [],
   startedCalls: [],
@@ -161,7 +167,14 @@ export function openRun(
   let state = initialState(frame, thread);
   for (const e of before) if (e.sequence <= frame.after) state = shown(state, e);
   // the earlier run closed what it had open when it ended
-  state = { ...state, text: null, openSteps: [], seq: frame.after, usageAtStart: state.task?.usage ?? null };
+  state = {
+    ...state,
+    text: null,
+    reasoning: null,
+    openSteps: [],
+    seq: frame.after,
+    usageAtStart: state.task?.usage ?? null,
+  };
   const events: AgUiEvent[] = [
     {
       type: AgUi.RUN_STARTED,
@@ -240,6 +253,10 @@ function advance(state: AgUiRunState, e: RuntimeEvent): { s: AgUiRunState; out: 
     out.push({ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId });
     s = { ...s, text: null };
   }
+  if (e.type !== 'REASONING_CHUNK' && s.reasoning) {
+    out.push(...reasoningEnd(s.reasoning.messageId));
+    s = { ...s, reasoning: null };
+  }
   switch (e.type) {
     case 'TASK_RECEIVED':
       s = { ...s, messages: [...s.messages, userMessageOf(e)] };
@@ -259,17 +276,34 @@ function advance(state: AgUiRunState, e: RuntimeEvent): { s: AgUiRunState; out: 
       out.push({ type: AgUi.TEXT_MESSAGE_CONTENT, messageId: s.text!.messageId, delta });
       break;
     }
+    case 'REASONING_CHUNK': {
+      const { call_id, delta } = e.payload;
+      if (!delta) break;
+      if (s.reasoning && s.reasoning.callId !== call_id) {
+        out.push(...reasoningEnd(s.reasoning.messageId));
+        s = { ...s, reasoning: null };
+      }
+      if (!s.reasoning) {
+        const messageId = `${call_id}-reasoning`;
+        out.push(
+          { type: AgUi.REASONING_START, messageId },
+          { type: AgUi.REASONING_MESSAGE_START, messageId, role: 'reasoning' },
+        );
+        s = { ...s, reasoning: { messageId, callId: call_id } };
+      }
+      out.push({ type: AgUi.REASONING_MESSAGE_CONTENT, messageId: s.reasoning!.messageId, delta });
+      break;
+    }
     case 'MODEL_RESPONDED': {
-      // the reasoning is recorded with the reply, so it is shown once the reply is complete
+      // reasoning that did not stream (a whole reply) is shown with the reply
       const { reasoning, call_id } = e.payload;
-      if (!reasoning) break;
+      if (!reasoning || before.reasonedCalls.includes(call_id)) break;
       const messageId = `${call_id}-reasoning`;
       out.push(
         { type: AgUi.REASONING_START, messageId },
         { type: AgUi.REASONING_MESSAGE_START, messageId, role: 'reasoning' },
         { type: AgUi.REASONING_MESSAGE_CONTENT, messageId, delta: reasoning },
-        { type: AgUi.REASONING_MESSAGE_END, messageId },
-        { type: AgUi.REASONING_END, messageId },
+        ...reasoningEnd(messageId),
       );
       break;
     }
@@ -508,6 +542,10 @@ function fold(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
     e.type === 'TOOL_CALLED' || e.type === 'TOOL_COMPLETED' || e.type === 'TOOL_FAILED'
       ? e.payload.call_id
       : null;
+  const reasonedCalls =
+    e.type === 'REASONING_CHUNK' && !state.reasonedCalls.includes(e.payload.call_id)
+      ? [...state.reasonedCalls, e.payload.call_id]
+      : state.reasonedCalls;
   const startedCalls =
     call !== null && !state.startedCalls.includes(call) ? [...state.startedCalls, call] : state.startedCalls;
   const last = state.lastStreamed;
@@ -517,13 +555,19 @@ function fold(state: AgUiRunState, e: RuntimeEvent): AgUiRunState {
         ? { ...last, content: last.content + e.payload.delta }
         : { callId: e.payload.call_id, content: e.payload.delta }
       : last;
-  return { ...state, task: evolve(state.task, e), asked, startedCalls, lastStreamed };
+  return { ...state, task: evolve(state.task, e), asked, startedCalls, reasonedCalls, lastStreamed };
 }
 
-/** The open text message and steps closed: a run ends with none open. */
+const reasoningEnd = (messageId: string): AgUiEvent[] => [
+  { type: AgUi.REASONING_MESSAGE_END, messageId },
+  { type: AgUi.REASONING_END, messageId },
+];
+
+/** The open text or reasoning message and steps closed: a run ends with none open. */
 function closeOpen(s: AgUiRunState): AgUiEvent[] {
   return [
     ...(s.text ? [{ type: AgUi.TEXT_MESSAGE_END, messageId: s.text.messageId } as AgUiEvent] : []),
+    ...(s.reasoning ? reasoningEnd(s.reasoning.messageId) : []),
     ...s.openSteps.map((stepName) => ({ type: AgUi.STEP_FINISHED, stepName }) as AgUiEvent),
   ];
 }

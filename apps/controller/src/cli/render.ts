@@ -116,6 +116,7 @@ export function eventLine(e: RuntimeEvent): string | null {
     case 'GUARD_TRIGGERED':
       return `! ${e.payload.guard}: ${short(e.payload.detail)}`;
     case 'OUTPUT_CHUNK':
+    case 'REASONING_CHUNK':
       return null;
     case 'CALLBACK_REGISTERED':
       return `· callback ${e.payload.callback_id} registered: ${e.payload.url}`;

@@ -597,6 +597,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'CHECKPOINT_SAVED':
     case 'ACCEPTANCE_DECIDED':
     case 'OUTPUT_CHUNK':
+    case 'REASONING_CHUNK':
     case 'CALLBACK_REGISTERED':
     case 'CALLBACK_REMOVED':
     case 'DELIVERY_STARTED':

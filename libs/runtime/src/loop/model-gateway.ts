@@ -79,19 +79,25 @@ export class ModelGateway {
         : new RespondStreamExtractor()
       : null;
     const safe = new CharSafeChunks();
-    let index = 0;
+    const safeReasoning = new CharSafeChunks();
+    const next = { OUTPUT_CHUNK: 0, REASONING_CHUNK: 0 };
     // the pieces reach watchers within a stream window; the reply's record follows them in the same order
     let streamFailed: { error: unknown } | null = null;
-    const emit = (delta: string) => {
+    const emit = (type: keyof typeof next, delta: string) => {
       if (!delta || streamFailed) return;
       try {
-        c.writer.stream([{ type: 'OUTPUT_CHUNK', payload: { call_id, index: index++, delta } }]);
+        c.writer.stream([{ type, payload: { call_id, index: next[type]++, delta } }]);
       } catch (error) {
         // the writer refused (it failed earlier): the call ends with that error once the backend returns
         streamFailed = { error };
       }
     };
-    const onChunk = extractor ? (delta: string) => emit(safe.push(extractor.feed(delta))) : undefined;
+    const onChunk = extractor
+      ? (delta: string) => emit('OUTPUT_CHUNK', safe.push(extractor.feed(delta)))
+      : undefined;
+    const onReasoningChunk = extractor
+      ? (delta: string) => emit('REASONING_CHUNK', safeReasoning.push(delta))
+      : undefined;
     try {
       const idle_timeout_ms = c.request.idle_timeout_ms ?? this.discipline?.streamIdleTimeoutMs;
       const res = await c.backend.complete({
@@ -102,10 +108,12 @@ export class ModelGateway {
         cursor,
         stream: Boolean(extractor),
         onChunk,
+        onReasoningChunk,
         continuation:
           c.writer.progress.continuations.get(continuationKey(c.backend.backend, c.role, c.step_id)) ?? null,
       });
-      emit(safe.flush());
+      emit('REASONING_CHUNK', safeReasoning.flush());
+      emit('OUTPUT_CHUNK', safe.flush());
       if (streamFailed) throw (streamFailed as { error: unknown }).error;
       // the reply rides with what the task does with it next (a tool's intent, the next call, the end)
       this.deferReply(c.writer, {

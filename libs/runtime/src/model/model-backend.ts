@@ -60,6 +60,8 @@ export interface ModelRequest {
   /** stream the content; each delta goes to onChunk as it arrives */
   stream?: boolean;
   onChunk?: (delta: string) => void;
+  /** streaming: each piece of the model's reasoning, when its server streams one apart from the content */
+  onReasoningChunk?: (delta: string) => void;
   view?: PromptView;
   /** which call of this role within its task this is (0-based), from the log; lets scripted and replayed models resume */
   cursor?: number;

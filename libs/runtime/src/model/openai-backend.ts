@@ -119,7 +119,11 @@ export class OpenAiBackend extends OpenAiCompatibleBackend {
       const choice = chunk.choices[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
       calls.feed(choice?.delta?.tool_calls);
-      reasoning += reasoningOf(choice?.delta) ?? '';
+      const thought = reasoningOf(choice?.delta);
+      if (thought) {
+        reasoning += thought;
+        request.onReasoningChunk?.(thought);
+      }
       const delta = choice?.delta?.content;
       if (delta) {
         content += delta;

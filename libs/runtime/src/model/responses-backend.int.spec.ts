@@ -161,6 +161,36 @@ describe('ResponsesBackend against a local /v1/responses server', () => {
     expect(chunks.join('')).toBe('partial');
   });
 
+  it("a reply's reasoning summary streams piece by piece before the text and is the recorded reasoning; a whole reply carries it too", async () => {
+    server.enqueue(
+      { reasoning: 'They ask for files; read them first.', content: 'reading' },
+      { reasoning: 'Whole, not streamed.', content: 'done' },
+    );
+    const seen: string[] = [];
+    const streamed = await backendOn(server).complete(
+      request({
+        stream: true,
+        onReasoningChunk: (d) => void seen.push(`r:${d}`),
+        onChunk: (d) => void seen.push(`t:${d}`),
+      }),
+    );
+    expect(streamed.reasoning).toBe('They ask for files; read them first.');
+    expect(seen.filter((s) => s.startsWith('r:')).length).toBeGreaterThan(1);
+    expect(
+      seen
+        .filter((s) => s.startsWith('r:'))
+        .map((s) => s.slice(2))
+        .join(''),
+    ).toBe(streamed.reasoning);
+    expect(seen.findIndex((s) => s.startsWith('t:'))).toBeGreaterThan(
+      seen.findLastIndex((s) => s.startsWith('r:')),
+    );
+    const whole = await backendOn(server, false).complete(request({}));
+    expect(whole).toMatchObject({ content: 'done', reasoning: 'Whole, not streamed.' });
+    server.enqueue({ content: 'plain' });
+    expect((await backendOn(server).complete(request({ stream: true }))).reasoning).toBeUndefined();
+  });
+
   it('streamed tool calls arrive whole, with the text streamed beside them and usage from the completed response', async () => {
     const sut = backendOn(server);
     server.enqueue({

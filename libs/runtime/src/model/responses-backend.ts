@@ -30,6 +30,16 @@ const textOf = (res: OpenAI.Responses.Response): string =>
     .map((part) => (part.type === 'output_text' ? part.text : ''))
     .join('');
 
+/**
+ * The reply's reasoning as the server returned it: the summaries of its reasoning items (OpenAI's
+ * reasoning models, when summaries are on), else their reasoning text (open-weight models on vLLM).
+ */
+const reasoningOf = (res: OpenAI.Responses.Response): string => {
+  const items = res.output.flatMap((item) => (item.type === 'reasoning' ? [item] : []));
+  const summaries = items.flatMap((item) => item.summary.map((s) => s.text)).join('\n\n');
+  return summaries || items.flatMap((item) => (item.content ?? []).map((c) => c.text)).join('\n\n');
+};
+
 const callsOf = (res: OpenAI.Responses.Response): ModelToolCall[] =>
   res.output.flatMap((item) =>
     item.type === 'function_call' ? [{ id: item.call_id, name: item.name, arguments: item.arguments }] : [],
@@ -151,10 +161,12 @@ export class ResponsesBackend extends OpenAiCompatibleBackend {
     request: ModelRequest,
     content: string,
     model: string,
+    reasoning = reasoningOf(res),
   ): ModelResponse & { response_id: string | null } {
     const calls = callsOf(res);
     return {
       content,
+      ...(reasoning ? { reasoning } : {}),
       usage: usageOf(res.usage) ?? estimatedUsage(request.messages, content),
       model: res.model || model,
       finish_reason: finishOf(res, calls),
@@ -182,12 +194,21 @@ export class ResponsesBackend extends OpenAiCompatibleBackend {
   ): Promise<ModelResponse & { response_id: string | null }> {
     const stream = await this.client.responses.create({ ...body, stream: true }, { signal });
     let content = '';
+    // the reasoning as it streamed (summaries or reasoning text): the pieces make up what is recorded
+    let streamedReasoning = '';
     let final: OpenAI.Responses.Response | null = null;
     for await (const event of stream) {
       touch();
       if (event.type === 'response.output_text.delta' && event.delta) {
         content += event.delta;
         request.onChunk?.(event.delta);
+      } else if (
+        (event.type === 'response.reasoning_summary_text.delta' ||
+          event.type === 'response.reasoning_text.delta') &&
+        event.delta
+      ) {
+        streamedReasoning += event.delta;
+        request.onReasoningChunk?.(event.delta);
       } else if (event.type === 'response.completed' || event.type === 'response.incomplete')
         final = event.response;
       else if (event.type === 'response.failed')
@@ -203,6 +224,8 @@ export class ResponsesBackend extends OpenAiCompatibleBackend {
       content = textOf(final);
       if (content) request.onChunk?.(content);
     }
-    return this.answer(final, request, content, body.model!);
+    // the reasoning the watchers saw is the one recorded; a server that streamed none sends it whole
+    const reasoning = streamedReasoning || reasoningOf(final);
+    return this.answer(final, request, content, body.model!, reasoning);
   }
 }

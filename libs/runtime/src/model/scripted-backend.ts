@@ -41,6 +41,8 @@ const ScriptItem = z.union([
       continuation: ModelContinuation.optional(),
       /** the model's reasoning returned beside the content */
       reasoning: z.string().optional(),
+      /** how the reasoning arrives when streamed, before the content; the whole reasoning in one piece when absent */
+      reasoning_chunks: z.array(z.string()).optional(),
     })
     .strict(),
 ]);
@@ -153,6 +155,7 @@ export class ScriptedBackend extends ModelBackend {
       item.tool_calls ?? this.toolCallsOf(request.role, []),
       item.continuation,
       item.reasoning,
+      item.reasoning_chunks ?? (item.reasoning ? [item.reasoning] : []),
     );
   }
 
@@ -181,8 +184,12 @@ export class ScriptedBackend extends ModelBackend {
     tool_calls: ModelToolCall[] | undefined,
     continuation?: ModelContinuation,
     reasoning?: string,
+    reasoningChunks: readonly string[] = [],
   ): ModelResponse {
-    if (request.stream) for (const c of chunks) if (c) request.onChunk?.(c);
+    if (request.stream) {
+      for (const c of reasoningChunks) if (c) request.onReasoningChunk?.(c);
+      for (const c of chunks) if (c) request.onChunk?.(c);
+    }
     return {
       content,
       usage: usage ?? estimatedUsage(request.messages, content),

@@ -38,9 +38,12 @@ export class ReplayBackend extends ScriptedBackend {
 
   static fromEvents(events: readonly RuntimeEvent[]): ReplayBackend {
     const chunks = new Map<string, string[]>();
+    const thoughts = new Map<string, string[]>();
     for (const e of events)
       if (e.type === 'OUTPUT_CHUNK')
         chunks.set(e.payload.call_id, [...(chunks.get(e.payload.call_id) ?? []), e.payload.delta]);
+      else if (e.type === 'REASONING_CHUNK')
+        thoughts.set(e.payload.call_id, [...(thoughts.get(e.payload.call_id) ?? []), e.payload.delta]);
     const script: ModelScript = {};
     for (const e of events) {
       if (e.type !== 'MODEL_RESPONDED') continue;
@@ -68,6 +71,8 @@ export class ReplayBackend extends ScriptedBackend {
             // the stored conversation as the recording met it: replay calls no server
             ...(p.continuation ? { continuation: p.continuation } : {}),
             ...(p.reasoning ? { reasoning: p.reasoning } : {}),
+            // streamed as recorded: none when the recording streamed none
+            reasoning_chunks: thoughts.get(p.call_id) ?? [],
           };
       (script[p.role] ??= []).push(item);
     }
