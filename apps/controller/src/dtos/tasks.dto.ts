@@ -75,6 +75,12 @@ export const ForkTaskBody = z
       .describe(
         'the orchestrator model the fork runs with: sys_util, or a model of the configured OpenAI-compatible server; the configured one when absent',
       ),
+    allow_mutation: z
+      .boolean()
+      .optional()
+      .describe(
+        "round policy: allow the fork to change things whatever its input says, recorded as a person's decision in its TASK_RECEIVED (when the source ran with the round policy on)",
+      ),
   })
   .strict();
 export class ForkTaskDto extends createZodDto(ForkTaskBody) {}

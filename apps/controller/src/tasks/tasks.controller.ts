@@ -215,7 +215,10 @@ export class TasksController {
     @Param('task_id', taskIdPipe) taskId: string,
     @Body(new ZodPipe(ForkTaskBody, 'body')) body: ForkTaskDto,
   ): Promise<TaskResponse> {
-    const { task_id } = await this.runtime.fork(taskId, body.at_sequence, { model: body.model });
+    const { task_id } = await this.runtime.fork(taskId, body.at_sequence, {
+      model: body.model,
+      allow_mutation: body.allow_mutation,
+    });
     return toTaskResponse(await this.requireTask(task_id));
   }
 

@@ -85,6 +85,11 @@ export type ClientToolAnswer = { ok: true; output: unknown } | { ok: false; erro
 export interface ForkOptions {
   /** the orchestrator model the fork runs with (sys_util, or a model of the configured server); the source's when absent */
   model?: string;
+  /**
+   * round policy: a person allows the fork to change things whatever its input says, recorded as
+   * their decision in its TASK_RECEIVED (only where the source ran with the round policy on)
+   */
+  allow_mutation?: boolean;
 }
 
 export interface SubmitResult {
@@ -363,6 +368,9 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               source: 'fork',
               forked_from: { task_id: sourceTaskId, sequence: atSequence },
               ...(options.model !== undefined ? { model: options.model } : {}),
+              ...(options.allow_mutation === true && first.payload.mutation_intent
+                ? { mutation_intent: mutationIntentOf(first.payload.input, true) }
+                : {}),
             },
           },
           ...copied.map(

@@ -86,8 +86,11 @@ $('submit-form').addEventListener('submit', async (ev) => {
   const input = $('submit-input').value.trim();
   if (!input) return;
   try {
-    const res = await api('/tasks', { method: 'POST', body: { input } });
+    // a person widens the round policy for this task: recorded in its TASK_RECEIVED as their decision
+    const allow = $('submit-write').checked;
+    const res = await api('/tasks', { method: 'POST', body: { input, ...(allow ? { allow_mutation: true } : {}) } });
     $('submit-input').value = '';
+    $('submit-write').checked = false;
     location.hash = `#/tasks/${encodeURIComponent(res.task_id)}`;
   } catch (e) {
     flash(e.message);
@@ -143,6 +146,17 @@ $('t-signal').addEventListener('submit', async (ev) => {
   }
 });
 $('t-more').addEventListener('click', () => taskView.showEarlier());
+$('t-widen').addEventListener('click', async () => {
+  try {
+    const fork = await api(`/tasks/${encodeURIComponent(taskView.id)}/fork`, {
+      method: 'POST',
+      body: { at_sequence: 1, allow_mutation: true },
+    });
+    location.hash = `#/tasks/${encodeURIComponent(fork.task_id)}`;
+  } catch (e) {
+    flash(e.message);
+  }
+});
 $('t-timeline').addEventListener('click', async (ev) => {
   const button = ev.target.closest('button.fork');
   if (!button) return;

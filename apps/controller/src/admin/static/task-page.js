@@ -129,6 +129,13 @@ const taskView = {
     $('t-count').textContent = `(${this.events.length} events)`;
     const received = this.events.find((e) => e.type === 'TASK_RECEIVED');
     if (received) $('t-input').textContent = received.payload.input;
+    // round policy: whether the task may change things, who decided, and a way to widen it
+    const intent = received?.payload.mutation_intent;
+    $('t-changes-label').hidden = $('t-changes').hidden = !intent;
+    $('t-changes-text').textContent = !intent
+      ? ''
+      : `${intent.allowed ? 'allowed' : 'not allowed'}: ${intent.reason} (${intent.decided_by === 'person' ? 'a person decided' : 'classified from the input'})`;
+    $('t-widen').hidden = !intent || intent.allowed;
     const from = received?.payload.forked_from;
     $('t-forked-label').hidden = $('t-forked').hidden = !from;
     $('t-forked').replaceChildren(
