@@ -82,7 +82,7 @@ describe('delegation through HTTP and WebSocket (in process)', () => {
   let api: ApiHarness;
   beforeAll(async () => {
     server = await startFakeOpenAiServer({ apiKey: 'test-key' });
-    api = await bootApi(modelEnv(server));
+    api = await bootApi(modelEnv(server), { checkResponses: true });
   });
   afterAll(async () => {
     await api?.close();
@@ -253,6 +253,10 @@ describe('delegation through HTTP and WebSocket (in process)', () => {
     } finally {
       ws.close();
     }
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(api.responseMismatches).toEqual([]);
   });
 });
 

@@ -108,12 +108,15 @@ describe('POST /tasks budgets and accept_checks; GET /tasks/:id shows the outcom
         orchestrator: [priced(tool('shell_exec', { command: 'echo built' })), priced(respond('built'))],
       }),
     );
-    sut = await bootApi({
-      RUNLEDGER_MODEL: `scripted:${scriptPath}`,
-      RUNLEDGER_PRICE_TABLE: PRICES,
-      RUNLEDGER_MEMORY: 'off',
-      RUNLEDGER_PERMISSION_RULES: JSON.stringify({ allow_programs: ['echo'] }),
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_MODEL: `scripted:${scriptPath}`,
+        RUNLEDGER_PRICE_TABLE: PRICES,
+        RUNLEDGER_MEMORY: 'off',
+        RUNLEDGER_PERMISSION_RULES: JSON.stringify({ allow_programs: ['echo'] }),
+      },
+      { checkResponses: true },
+    );
   });
   afterAll(async () => {
     await sut.close();
@@ -150,5 +153,9 @@ describe('POST /tasks budgets and accept_checks; GET /tasks/:id shows the outcom
     });
     expect(post.status).toBe(202);
     await waitForTask(sut, post.body.task_id);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });

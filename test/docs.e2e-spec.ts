@@ -53,7 +53,7 @@ function refs(doc: Json): Array<{ ref: string; resolves: boolean }> {
 describe('API documents (e2e)', () => {
   let sut: ApiHarness;
   beforeAll(async () => {
-    sut = await bootApi();
+    sut = await bootApi({}, { checkResponses: true });
   });
   afterAll(async () => {
     await sut.close();
@@ -198,5 +198,9 @@ describe('API documents (e2e)', () => {
       $ref: '#/components/schemas/RuntimeEvent',
     });
     expect(refs(doc).filter((r) => !r.resolves)).toEqual([]);
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });

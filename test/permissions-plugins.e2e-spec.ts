@@ -54,11 +54,14 @@ describe('plugins from RUNLEDGER_PLUGINS, with a manifest secret, through HTTP',
         ],
       }),
     );
-    sut = await bootApi({
-      RUNLEDGER_PLUGINS: join(dir, 'plugins'),
-      RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
-      RUNLEDGER_MEMORY: 'off',
-    });
+    sut = await bootApi(
+      {
+        RUNLEDGER_PLUGINS: join(dir, 'plugins'),
+        RUNLEDGER_MODEL: `scripted:${join(dir, 'script.json')}`,
+        RUNLEDGER_MEMORY: 'off',
+      },
+      { checkResponses: true },
+    );
   });
   afterAll(async () => {
     await sut.close();
@@ -112,5 +115,9 @@ describe('plugins from RUNLEDGER_PLUGINS, with a manifest secret, through HTTP',
     ]) {
       expect(everything).not.toContain(form);
     }
+  });
+
+  it('answered every request above as the OpenAPI document describes it', () => {
+    expect(sut.responseMismatches).toEqual([]);
   });
 });
