@@ -17,6 +17,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   replay: () => import('./replay'),
   langgraph: () => import('./langgraph'),
   shipped: () => import('./shipped'),
+  retention: () => import('./retention'),
 };
 
 /** the service as shipped against its peers and raw stores, then the figures that must hold */

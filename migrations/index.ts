@@ -9,6 +9,7 @@ import * as createEventLogHead from './1795334683690-CreateEventLogHead';
 import * as addEventSchemaVersion from './1795334683741-AddEventSchemaVersion';
 import * as createArchive from './1795334683800-CreateArchive';
 import * as createModelUsage from './1795334683810-CreateModelUsage';
+import * as addReceivedRootIndex from './1795334683820-AddReceivedRootIndex';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -32,6 +33,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683741-AddEventSchemaVersion': addEventSchemaVersion,
   '1795334683800-CreateArchive': createArchive,
   '1795334683810-CreateModelUsage': createModelUsage,
+  '1795334683820-AddReceivedRootIndex': addReceivedRootIndex,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

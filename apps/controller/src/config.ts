@@ -282,6 +282,8 @@ export const ConfigSchema = z.object({
   RUNLEDGER_RETENTION_SWEEP_MS: intFromEnv(0, 7 * 86_400_000).default(600_000),
   /** the sweeper's rest between two archive batches: appends run meanwhile */
   RUNLEDGER_RETENTION_REST_MS: intFromEnv(0, 60_000).default(100),
+  /** tasks per batch of the server's sweeper: small, so no batch holds the writer (or, on SQLite, the event loop) for long */
+  RUNLEDGER_RETENTION_SWEEP_BATCH: intFromEnv(1, 10_000).default(20),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),
   /** how often a process renews the leases of the tasks it runs, and looks for tasks nobody runs (crash recovery) */

@@ -39,7 +39,7 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
     const c = this.config;
     const policy = parseRetention(c.RUNLEDGER_RETENTION);
     if (!policy || c.RUNLEDGER_RETENTION_SWEEP_MS === 0 || c.RUNLEDGER_DB === ':memory:') return;
-    const options = { batchTasks: c.RUNLEDGER_RETENTION_BATCH, companionStreams };
+    const options = { batchTasks: c.RUNLEDGER_RETENTION_SWEEP_BATCH, companionStreams };
     let archiver;
     if (isPostgresUrl(c.RUNLEDGER_DB)) archiver = postgresArchiver(this.db, options);
     else {

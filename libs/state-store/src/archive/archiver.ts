@@ -143,6 +143,8 @@ export class Archiver {
   private readonly batchTasks: number;
   private readonly companions: (taskId: string) => string[];
   private readonly orphanAgeMs: number;
+  /** finished tasks looked at per scan query: a few batches' worth, so a small batch plans cheaply */
+  private readonly scanPage: number;
 
   constructor(
     private readonly db: Db,
@@ -151,6 +153,7 @@ export class Archiver {
     this.batchTasks = options.batchTasks ?? 200;
     this.companions = options.companionStreams ?? (() => []);
     this.orphanAgeMs = options.orphanAgeMs ?? 600_000;
+    this.scanPage = Math.min(SCAN_PAGE, Math.max(this.batchTasks * 2, 20));
   }
 
   /**
@@ -254,7 +257,7 @@ export class Archiver {
         )
         .orderBy('t.updated_at')
         .orderBy('t.task_id')
-        .limit(SCAN_PAGE)
+        .limit(this.scanPage)
         .execute();
       if (page.length === 0) break;
       after = page[page.length - 1];
@@ -278,7 +281,7 @@ export class Archiver {
         taskCount += tree.task_ids.length;
       }
       for (const r of roots.keys()) seenRoots.add(r);
-      if (page.length < SCAN_PAGE) break;
+      if (page.length < this.scanPage) break;
     }
     return { trees, skipped };
   }
@@ -311,12 +314,11 @@ export class Archiver {
       : sql`json_extract(payload, '$.root_task_id')`;
     const members = new Map<string, Set<string>>(roots.map((r) => [r, new Set([r])]));
     for (const ids of chunks(roots, 500)) {
-      const rows = await conn
-        .selectFrom('events')
-        .select(['task_id', rootOf.as('root')])
-        .where('type', '=', 'TASK_RECEIVED')
-        .where(rootOf, 'in', ids)
-        .execute();
+      // the partial index events_received_root: its condition literal (a bound parameter would not
+      // match it), and named on SQLite, whose planner would rather take the index on type alone
+      const from = isPostgres(this.db) ? sql`events` : sql`events INDEXED BY events_received_root`;
+      const { rows } = await sql<{ task_id: string; root: string | null }>`SELECT task_id, ${rootOf} AS root
+        FROM ${from} WHERE type = 'TASK_RECEIVED' AND ${rootOf} IN (${sql.join(ids)})`.execute(conn);
       for (const r of rows) if (r.root) members.get(r.root)?.add(r.task_id);
     }
     const all = [...members.values()].flatMap((s) => [...s]);

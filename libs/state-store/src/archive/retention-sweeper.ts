@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { ArchiveRun, Archiver } from './archiver';
 import { RetentionPolicy } from './retention-policy';
 
@@ -5,8 +6,14 @@ export interface RetentionSweeperOptions {
   policy: RetentionPolicy;
   /** time between the end of one sweep and the start of the next */
   intervalMs: number;
-  /** rest between two batches of a sweep, and between two reclaim steps: the writer is free meanwhile */
+  /**
+   * rest between two batches of a sweep, and between two reclaim steps: the writer (and, on SQLite,
+   * the event loop the archiver shares with the server) is free meanwhile. A rest lasts at least
+   * `restFactor` times the step before it, so the sweeper holds them a bounded share of the time.
+   */
   restMs: number;
+  /** default 4: the sweeper works at most a fifth of the time while it sweeps */
+  restFactor?: number;
   /** SQLite: free pages handed back to the file per step after a sweep moved something */
   reclaimPages?: number;
   /** reclaim steps per sweep at most (the rest waits for the next sweep) */
@@ -32,6 +39,8 @@ export class RetentionSweeper {
   private current: Promise<unknown> | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
+  /** when the last rest ended: the step since then is what the next rest is measured against */
+  private workingSince = 0;
 
   constructor(
     private readonly archiver: Archiver,
@@ -73,6 +82,7 @@ export class RetentionSweeper {
 
   private async sweepOnce(): Promise<ArchiveRun> {
     const started = Date.now();
+    this.workingSince = performance.now();
     const run = await this.archiver.run(this.options.policy, (this.options.now ?? Date.now)(), {
       pause: () => this.rest(),
       stopped: () => this.stopping,
@@ -96,16 +106,19 @@ export class RetentionSweeper {
     return run;
   }
 
-  /** The rest between two steps, cut short by stop(). */
-  private rest(): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(done, this.options.restMs);
+  /** The rest between two steps (at least restFactor times the step), cut short by stop(). */
+  private async rest(): Promise<void> {
+    if (this.stopping) return;
+    const worked = performance.now() - this.workingSince;
+    const ms = Math.max(this.options.restMs, worked * (this.options.restFactor ?? 4));
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
       function done() {
         clearTimeout(t);
         resolve();
       }
       this.wake = done;
     });
+    this.workingSince = performance.now();
   }
 }

@@ -1,0 +1,312 @@
+/**
+ * npm run bench -- retention
+ * A log that lives for years, measured in one run, each figure beside its baseline:
+ *   1. growth: a simulated month of traffic (BENCH_RETENTION_TASKS_PER_DAY tasks a day, 2000; a mix
+ *      of short tasks and long ones with tool output) appended to a SQLite log, day after day; with
+ *      a 7-day policy (the archiver and the incremental vacuum run at each day's end) against the same
+ *      month without one. Prints the live database size per day (the curve) and the archive's size.
+ *   2. the sweeper under load: POST /tasks paced open loop (BENCH_RETENTION_RATE req/s for
+ *      BENCH_RETENTION_SECONDS) against the controller in a child process whose database holds a
+ *      month of finished tasks, with the in-server sweeper moving them meanwhile, against the same
+ *      server and data without a policy: p50/p99 latency and tasks finished per second.
+ *   3. reading an archived task against a live one (the event store's readWholeStream): cold
+ *      (a segment not read before) and warm.
+ * Erasure is not built, so it is not measured here.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { NewEvent } from '@runledger/contracts';
+import { segmentFolder } from '@runledger/event-store';
+import {
+  SqliteStorage,
+  createSqliteStorage,
+  openSqliteArchiver,
+  parseRetention,
+} from '@runledger/state-store';
+// the state store's event builders make the simulated tasks' streams
+import { TaskLog } from '../libs/state-store/src/testing/task-events';
+import { asNew } from '../libs/state-store/src/testing/temp-storage';
+import { pct } from './api';
+import { fmt, median, recordFigure } from './bench-support';
+import { benchAuth, startController } from './controller-process';
+
+const TASKS_PER_DAY = Number(process.env.BENCH_RETENTION_TASKS_PER_DAY ?? 2000);
+const DAYS = Number(process.env.BENCH_RETENTION_DAYS ?? 30);
+const RATE = Number(process.env.BENCH_RETENTION_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_RETENTION_SECONDS ?? 8);
+const DAY_MS = 86_400_000;
+const MONTH_START = Date.parse('2026-01-01T00:00:00Z');
+
+/** One task's events: short (answered in one round) or, one in five, long (ten tool calls with 1 KB outputs). */
+function taskEvents(i: number, startMs: number): NewEvent[] {
+  const log = new TaskLog(`task_${i}`, `ses_${i}`).received(
+    `summarise the report ${i} and list what changed since last week`,
+  );
+  for (let c = 0; c < (i % 5 === 0 ? 10 : 0); c++) {
+    const call = `call_${i}_${c}`;
+    log
+      .add('TOOL_CALLED', {
+        call_id: call,
+        tool: 'file_read',
+        args: { path: `reports/${c}.md` },
+        args_hash: 'h',
+        step_id: null,
+        idempotent: true,
+        attempt: 1,
+      })
+      .add('TOOL_COMPLETED', {
+        call_id: call,
+        tool: 'file_read',
+        result: {
+          tool: 'file_read',
+          ok: true,
+          output: 'line of the report '.repeat(55),
+          error: null,
+          metadata: {},
+        },
+        duration_ms: 3,
+      });
+  }
+  log.completed(`the report ${i} changed in three places`);
+  return asNew(log.events).map((e, k) => ({ ...e, created_at: new Date(startMs + k * 200).toISOString() }));
+}
+
+const fileBytes = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+const folderBytes = (dir: string) =>
+  existsSync(dir) ? readdirSync(dir).reduce((n, f) => n + fileBytes(join(dir, f)), 0) : 0;
+const mb = (bytes: number) => fmt(bytes / 1e6, 1);
+
+/** Appends one simulated day of tasks, each as one append of its whole stream. */
+async function appendDay(storage: SqliteStorage, day: number): Promise<void> {
+  for (let i = 0; i < TASKS_PER_DAY; i++) {
+    const n = day * TASKS_PER_DAY + i;
+    const start = MONTH_START + day * DAY_MS + Math.floor((i / TASKS_PER_DAY) * (DAY_MS - 60_000));
+    await storage.eventStore.append(`task_${n}`, taskEvents(n, start), { expected: 'no_stream' });
+  }
+}
+
+/** The live database's size: pages in use times page size, after a WAL checkpoint. */
+function liveBytes(storage: SqliteStorage): number {
+  storage.raw.pragma('wal_checkpoint(TRUNCATE)');
+  return fileBytes(storage.raw.name) + fileBytes(`${storage.raw.name}-wal`);
+}
+
+async function growth(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-growth-'));
+  try {
+    const withPolicy = await createSqliteStorage({ path: join(dir, 'policy.db'), synchronous: 'NORMAL' });
+    const without = await createSqliteStorage({ path: join(dir, 'none.db'), synchronous: 'NORMAL' });
+    const archive = openSqliteArchiver(withPolicy.raw.name, { batchTasks: 200 });
+    const policy = parseRetention('7d')!;
+    const curve: { day: number; policy: number; archive: number; none: number }[] = [];
+    let archiveMs = 0;
+    let moved = 0;
+    for (let day = 0; day < DAYS; day++) {
+      await appendDay(withPolicy, day);
+      await appendDay(without, day);
+      const endOfDay = MONTH_START + (day + 1) * DAY_MS;
+      const t0 = performance.now();
+      const run = await archive.archiver.run(policy, endOfDay);
+      while ((await archive.archiver.reclaim(2000)) > 0);
+      archiveMs += performance.now() - t0;
+      moved += run.tasks.length;
+      curve.push({
+        day: day + 1,
+        policy: liveBytes(withPolicy),
+        archive: folderBytes(segmentFolder(withPolicy.raw.name)),
+        none: liveBytes(without),
+      });
+    }
+    await archive.close();
+    console.log(
+      `growth: ${DAYS} days x ${TASKS_PER_DAY} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), SQLite, policy 7d vs none`,
+    );
+    console.log('| day | live db, 7d policy (MB) | archive segments (MB) | live db, no policy (MB) |');
+    console.log('|---|---|---|---|');
+    for (const c of curve) console.log(`| ${c.day} | ${mb(c.policy)} | ${mb(c.archive)} | ${mb(c.none)} |`);
+    const last = curve[curve.length - 1];
+    const plateau = curve.slice(8).map((c) => c.policy);
+    const spread = plateau.length > 0 ? Math.max(...plateau) / Math.min(...plateau) : 1;
+    console.log(
+      `archived ${moved} tasks in ${fmt(archiveMs / 1000, 1)} s over the month; day 9 to ${DAYS}: live size within ${fmt(spread, 2)}x (plateau)`,
+    );
+    recordFigure({
+      figure: `live SQLite size after ${DAYS} days, 7d policy vs none`,
+      value: `${mb(last.policy)} MB vs ${mb(last.none)} MB (archive ${mb(last.archive)} MB)`,
+      ratio: last.policy / last.none,
+      target: 'plateau (day 9 on within 1.2x)',
+      met: spread <= 1.2,
+    });
+    await withPolicy.close();
+    await without.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface LoadResult {
+  p50: number;
+  p99: number;
+  finishedPerSecond: number;
+  archived: number;
+}
+
+async function paced(url: string): Promise<LoadResult> {
+  const total = RATE * SECONDS;
+  const latencies: number[] = [];
+  const start = performance.now();
+  const sends: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    sends.push(
+      fetch(`${url}/tasks`, {
+        method: 'POST',
+        headers: { ...benchAuth, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: `list the files ${i}` }),
+      }).then(async (res) => {
+        await res.text();
+        if (res.status !== 202) throw new Error(`POST /tasks answered ${res.status}`);
+        latencies.push(performance.now() - due);
+      }),
+    );
+  }
+  await Promise.all(sends);
+  let finished = 0;
+  for (let after = 0; finished < total;) {
+    const res = await fetch(
+      `${url}/admin/events?type=TASK_COMPLETED,TASK_FAILED,TASK_CANCELLED&after_position=${after}&limit=1000`,
+      { headers: benchAuth },
+    );
+    const page = (await res.json()) as { events: unknown[]; next_after_position: number };
+    finished += page.events.length;
+    after = page.next_after_position;
+    if (page.events.length < 1000) await new Promise((r) => setTimeout(r, 20));
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  const records = await fetch(`${url}/admin/events?type=TASKS_ARCHIVED&limit=1000`, { headers: benchAuth });
+  const archived = (
+    (await records.json()) as { events: { payload: { task_ids: string[] } }[] }
+  ).events.reduce((n, e) => n + e.payload.task_ids.length, 0);
+  latencies.sort((a, b) => a - b);
+  return { p50: pct(latencies, 50), p99: pct(latencies, 99), finishedPerSecond: total / elapsed, archived };
+}
+
+async function sweeperUnderLoad(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-sweep-'));
+  try {
+    const seed = join(dir, 'seed.db');
+    const storage = await createSqliteStorage({ path: seed, synchronous: 'NORMAL' });
+    const seedDays = Math.max(1, Math.round(20_000 / TASKS_PER_DAY));
+    for (let day = 0; day < seedDays; day++) await appendDay(storage, day);
+    storage.raw.pragma('wal_checkpoint(TRUNCATE)');
+    await storage.close();
+    const results: Record<'off' | 'on', LoadResult> = {} as never;
+    for (const mode of ['off', 'on'] as const) {
+      const run = join(dir, mode);
+      mkdirSync(join(run, 'workspace'), { recursive: true });
+      copyFileSync(seed, join(run, 'bench.db'));
+      const server = await startController(join(run, 'bench.db'), join(run, 'workspace'), {
+        RUNLEDGER_SQLITE_SYNCHRONOUS: 'NORMAL',
+        RUNLEDGER_MEMORY: 'off',
+        RUNLEDGER_CONCURRENCY: '8',
+        RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
+        RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
+        RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
+        RUNLEDGER_SANDBOX: 'process',
+        ...(mode === 'on'
+          ? { RUNLEDGER_RETENTION: '7d', RUNLEDGER_RETENTION_SWEEP_MS: '200' }
+          : { RUNLEDGER_RETENTION: 'off' }),
+      });
+      try {
+        await new Promise((r) => setTimeout(r, 1000));
+        results[mode] = await paced(server.url);
+      } finally {
+        await server.stop();
+      }
+    }
+    const { off, on } = results;
+    console.log(
+      `sweeper under load: POST /tasks at ${RATE}/s for ${SECONDS} s, a database of ${seedDays * TASKS_PER_DAY} finished tasks a month old (sys_util tasks)`,
+    );
+    console.log('| server | p50 ms | p99 ms | tasks finished/s | tasks archived meanwhile |');
+    console.log('|---|---|---|---|---|');
+    console.log(
+      `| no policy | ${fmt(off.p50, 1)} | ${fmt(off.p99, 1)} | ${fmt(off.finishedPerSecond, 1)} | ${off.archived} |`,
+    );
+    console.log(
+      `| sweeper on (7d) | ${fmt(on.p50, 1)} | ${fmt(on.p99, 1)} | ${fmt(on.finishedPerSecond, 1)} | ${on.archived} |`,
+    );
+    recordFigure({
+      figure: `POST /tasks p99 while the sweeper archives, vs no policy (${RATE}/s)`,
+      value: `${fmt(on.p99, 1)} ms vs ${fmt(off.p99, 1)} ms (${on.archived} tasks archived meanwhile)`,
+      ratio: on.p99 / off.p99,
+      target: 'p99 within 1.5x, the sweeper moving tasks',
+      met: on.p99 <= off.p99 * 1.5 && on.archived > 0,
+    });
+    recordFigure({
+      figure: 'tasks finished per second while the sweeper archives, vs no policy',
+      value: `${fmt(on.finishedPerSecond, 1)}/s vs ${fmt(off.finishedPerSecond, 1)}/s`,
+      ratio: on.finishedPerSecond / off.finishedPerSecond,
+      target: 'at least 0.9x',
+      met: on.finishedPerSecond >= off.finishedPerSecond * 0.9,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function archivedReads(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-read-'));
+  try {
+    const storage = await createSqliteStorage({ path: join(dir, 'read.db'), synchronous: 'NORMAL' });
+    const perDay = Math.min(TASKS_PER_DAY, 2000);
+    for (let day = 0; day < 2; day++) await appendDay(storage, day);
+    // day 0's tasks move (eight segments or more); day 1's stay live
+    const batch = Math.max(5, Math.min(200, Math.floor(perDay / 8)));
+    const access = openSqliteArchiver(storage.raw.name, { batchTasks: batch });
+    await access.archiver.run(parseRetention('1d')!, MONTH_START + 2 * DAY_MS - 60_000);
+    await access.close();
+    const time = async (ids: string[]) => {
+      const each: number[] = [];
+      for (const id of ids) {
+        const t0 = performance.now();
+        const events = await storage.eventStore.readWholeStream(id);
+        each.push(performance.now() - t0);
+        if (events.length !== 22) throw new Error(`${id}: ${events.length} events read, 22 written`);
+      }
+      return median(each) * 1000;
+    };
+    // long tasks (22 events) of as many segments, so every read of the cold set opens a segment not read before
+    const archived = Array.from({ length: 8 }, (_, s) => `task_${Math.floor((s * batch) / 5) * 5 + 5}`);
+    const live = archived.map((id) => `task_${Number(id.slice(5)) + perDay}`);
+    const cold = await time(archived);
+    const warm = await time(archived.slice(-4));
+    const liveUs = await time(live);
+    console.log('archived vs live read (readWholeStream of a long task, 22 events; median of 8 / 4)');
+    console.log(`| read | median us | ratio to live |`);
+    console.log('|---|---|---|');
+    console.log(`| live | ${fmt(liveUs)} | 1.00x |`);
+    console.log(`| archived, segment not read before | ${fmt(cold)} | ${fmt(cold / liveUs, 2)}x |`);
+    console.log(`| archived, segment cached | ${fmt(warm)} | ${fmt(warm / liveUs, 2)}x |`);
+    recordFigure({
+      figure: 'read an archived task (cold segment) vs a live one',
+      value: `${fmt(cold)} us vs ${fmt(liveUs)} us`,
+      ratio: cold / liveUs,
+      target: 'correct; slower is fine (< 100 ms)',
+      met: cold < 100_000,
+    });
+    await storage.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  await archivedReads();
+  await growth();
+  await sweeperUnderLoad();
+}
