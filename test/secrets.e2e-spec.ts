@@ -85,6 +85,8 @@ describe('secrets through HTTP', () => {
     await server.request('GET', '/tasks?limit=100');
     await server.request('GET', '/admin/events?limit=1000');
     await server.request('GET', `/tasks/${taskId}/events?limit=1000`);
+    // and every one of those answers is as the OpenAPI document describes it
+    expect(await server.responseMismatches()).toEqual([]);
     await server.kill();
 
     const files = readdirSync(server.dir).filter((f) => f.startsWith('runledger.db'));
