@@ -49,7 +49,7 @@ export const send = (m: Message, configuration?: Record<string, unknown>) => ({
   metadata: undefined,
 });
 
-const fetchWith =
+export const fetchWith =
   (token: string): typeof fetch =>
   (input, init) => {
     const headers = new Headers(init?.headers);

@@ -1,15 +1,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Part, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { TaskNotCancelableError, TaskNotFoundError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { RuntimeEvent } from '@runledger/contracts';
+import { A2ARemoteAgents, remoteContextIdFor, remoteMessageIdFor } from '@runledger/runtime';
 import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
 import {
   asTask,
   clientOf,
   data,
+  fetchWith,
   isFinalTask,
   message,
   requestOf,
@@ -59,13 +64,22 @@ describe('A2A 1.0 through the SDK client', () => {
   });
 
   it('serves the agent card without a token: both bindings at its own URL, skills per agent, bearer security', async () => {
-    const res = await sut.request('GET', '/.well-known/agent-card.json', { token: null });
+    const res = await sut.request('GET', '/.well-known/agent-card.json', {
+      token: null,
+      headers: { 'a2a-version': '1.0' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.supportedInterfaces).toEqual([
       { url: `${sut.url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: `${sut.url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      { url: `${sut.url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url: `${sut.url}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
     ]);
-    expect(res.body.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
+    expect(res.body.capabilities).toMatchObject({
+      streaming: true,
+      pushNotifications: true,
+      extendedAgentCard: true,
+    });
     expect(res.body.skills.map((s: { name: string }) => s.name)).toEqual([
       'orchestrator',
       'coder',
@@ -73,6 +87,116 @@ describe('A2A 1.0 through the SDK client', () => {
     ]);
     expect(res.body.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
     expect((await sut.request('POST', '/a2a/jsonrpc', { token: null, body: {} })).status).toBe(401);
+  });
+
+  it('a 0.3 client (no A2A-Version): the 0.3 card, and the 0.3 methods through the SDK compat client over the same tasks', async () => {
+    const legacy = await sut.request('GET', '/.well-known/agent-card.json', { token: null });
+    expect(legacy.status).toBe(200);
+    expect(legacy.headers.get('vary')).toMatch(/A2A-Version/i);
+    expect(legacy.body).toMatchObject({
+      protocolVersion: '0.3',
+      url: `${sut.url}/a2a/jsonrpc`,
+      preferredTransport: 'JSONRPC',
+      additionalInterfaces: [{ url: `${sut.url}/a2a/rest`, transport: 'HTTP+JSON' }],
+    });
+    const old = new Client(
+      new LegacyJsonRpcTransport({ endpoint: legacy.body.url, fetchImpl: fetchWith(TOKENS.admin) }),
+      parseLegacyAgentCard(legacy.body),
+    );
+    const task = asTask(await old.sendMessage(send(message([text('run echo hello-0.3')]))));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await old.getTask({ tenant: '', id: task.id })).artifacts[0].parts[0].content).toEqual({
+      $case: 'text',
+      value: expect.stringContaining('hello-0.3'),
+    });
+    // the same task over 1.0
+    expect((await admin.getTask({ tenant: '', id: task.id })).status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+    await expect(old.getTask({ tenant: '', id: 'task_none' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    // a version this agent does not speak
+    const before = await eventCount(sut);
+    const v2 = await sut.request('POST', '/a2a/jsonrpc', {
+      headers: { 'a2a-version': '2.0' },
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: 'm', parts: [] } },
+      },
+    });
+    expect(v2.body.error).toMatchObject({
+      code: -32009,
+      message: expect.stringMatching(/2\.0.*not supported/),
+    });
+    expect(await eventCount(sut)).toBe(before);
+  });
+
+  it('a remote delegate that speaks only 0.3 (its card says so) is spoken to in 0.3: the task is sent, followed to its end', async () => {
+    const legacyCard = (await sut.request('GET', '/.well-known/agent-card.json', { token: null })).body;
+    delete legacyCard.supportedInterfaces;
+    const served = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(legacyCard)),
+    );
+    await new Promise<void>((r) => served.listen(0, '127.0.0.1', r));
+    const cardUrl = `http://127.0.0.1:${(served.address() as AddressInfo).port}/card.json`;
+    process.env.RL_A2A_LEGACY_HEADERS = JSON.stringify({ authorization: `Bearer ${TOKENS.admin}` });
+    const seen: string[] = [];
+    // the requests as they leave for the agent: which protocol version, which method
+    const realFetch = globalThis.fetch;
+    const spy = jest.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
+      if (String(input) === `${sut.url}/a2a/jsonrpc`)
+        seen.push(
+          `${new Headers(init?.headers).get('a2a-version')} ${(JSON.parse(String(init?.body)) as { method: string }).method}`,
+        );
+      return realFetch(input, init);
+    });
+    try {
+      const call = {
+        call_id: 'c-legacy',
+        agent: {
+          name: 'old',
+          description: '',
+          models: {},
+          tools: null,
+          instructions: '',
+          a2a: { card_url: cardUrl, headers_from: 'env:RL_A2A_LEGACY_HEADERS' },
+        },
+        message_id: remoteMessageIdFor(`task_legacy_${Date.now()}`, 'c-legacy'),
+        context_id: remoteContextIdFor(`task_legacy_${Date.now()}`, 'c-legacy'),
+        input: 'run echo spoken-in-0.3',
+      };
+      const remote = new A2ARemoteAgents({ attempts: 1, backoffMs: 10, maxBackoffMs: 10 });
+      const signal = new AbortController().signal;
+      let step = await remote.open(call, signal);
+      while (step?.kind === 'update' && !['completed', 'failed'].includes(step.snapshot.state))
+        step = await remote.next(call, step.snapshot, signal);
+      expect(step).toMatchObject({ kind: 'update', snapshot: { state: 'completed' } });
+      const snapshot = step!.kind === 'update' ? step!.snapshot : null;
+      expect(snapshot!.artifacts.map((a) => a.text).join('\n')).toContain('spoken-in-0.3');
+      expect(seen[0]).toBe('0.3 message/send');
+      expect(seen.every((m) => m.startsWith('0.3 '))).toBe(true);
+      expect(seen.some((m) => m.endsWith('tasks/get'))).toBe(true);
+    } finally {
+      spy.mockRestore();
+      delete process.env.RL_A2A_LEGACY_HEADERS;
+      await new Promise((r) => served.close(r));
+    }
+  });
+
+  it('GetExtendedAgentCard: a token gets the card with a skill per tool, naming the caller', async () => {
+    const reader = await clientOf(sut.url, TOKENS.reader);
+    const card = await reader.getAgentCard();
+    const ids = card.skills.map((s) => s.id);
+    expect(ids.slice(0, 3)).toEqual(['orchestrator', 'agent:coder', 'agent:researcher']);
+    expect(ids).toEqual(expect.arrayContaining(['tool:shell_exec', 'tool:file_write', 'tool:file_read']));
+    expect(card.description).toMatch(/This card is for reader, whose token has the scopes tasks:read\.$/);
+    const anonymous = await sut.request('POST', '/a2a/jsonrpc', {
+      token: null,
+      headers: { 'a2a-version': '1.0' },
+      body: { jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} },
+    });
+    expect(anonymous.status).toBe(401);
   });
 
   it('SendMessage runs a task to its answer; the same messageId makes one task; GetTask and ListTasks read it', async () => {

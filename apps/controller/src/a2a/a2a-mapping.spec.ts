@@ -1,6 +1,6 @@
 import { Message, Role, TaskState } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { RuntimeEvent } from '@runledger/contracts';
+import { RuntimeEvent, ToolManifest } from '@runledger/contracts';
 import {
   a2aStateOf,
   a2aTaskOf,
@@ -11,7 +11,7 @@ import {
   statusFilterOf,
   textPart,
 } from './a2a-mapping';
-import { buildAgentCard } from './agent-card';
+import { buildAgentCard, buildExtendedAgentCard, isLegacyA2AVersion } from './agent-card';
 import { scopeOfJsonRpc, scopeOfRest } from './a2a-scopes';
 import { taskViewFromEvents } from '@runledger/runtime';
 
@@ -172,11 +172,42 @@ describe('A2A mapping', () => {
       orchestratorModel: 'sys_util',
       agents: [{ name: 'coder', description: 'codes', models: {}, tools: null, instructions: '' }],
     });
-    expect(card.supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual([
-      ['JSONRPC', 'https://agents.example.com/a2a/jsonrpc'],
-      ['HTTP+JSON', 'https://agents.example.com/a2a/rest'],
+    expect(card.supportedInterfaces.map((i) => [i.protocolBinding, i.url, i.protocolVersion])).toEqual([
+      ['JSONRPC', 'https://agents.example.com/a2a/jsonrpc', '1.0'],
+      ['HTTP+JSON', 'https://agents.example.com/a2a/rest', '1.0'],
+      ['JSONRPC', 'https://agents.example.com/a2a/jsonrpc', '0.3'],
+      ['HTTP+JSON', 'https://agents.example.com/a2a/rest', '0.3'],
     ]);
     expect(card.skills.map((s) => s.id)).toEqual(['orchestrator', 'agent:coder']);
+    expect(card.capabilities?.extendedAgentCard).toBe(true);
+  });
+
+  it('the extended card adds a skill per tool and names the caller and its scopes', () => {
+    const card = buildAgentCard({
+      baseUrl: 'http://x',
+      version: '1',
+      orchestratorModel: 'sys_util',
+      agents: [],
+    });
+    const tool = (name: string) => ({ name, description: `does ${name}` }) as ToolManifest;
+    const sut = buildExtendedAgentCard(card, [tool('shell_exec'), tool('file_read')], {
+      name: 'ci',
+      scopes: ['tasks:read'],
+    });
+    expect(sut.skills.map((s) => s.id)).toEqual(['orchestrator', 'tool:file_read', 'tool:shell_exec']);
+    expect(sut.description).toMatch(/for ci, whose token has the scopes tasks:read\.$/);
+    expect(sut.supportedInterfaces).toEqual(card.supportedInterfaces);
+  });
+
+  it('A2A-Version: absent or 0.x is the 0.3 protocol', () => {
+    expect([undefined, '', '0.3', ' 0.3 ', '1.0', '1.1'].map(isLegacyA2AVersion)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('scopes: a new message needs tasks:write, an answer approvals, reads tasks:read', () => {
@@ -187,5 +218,14 @@ describe('A2A mapping', () => {
     expect(scopeOfRest('POST', '/message:send', { message: { taskId: 't' } })).toBe('approvals');
     expect(scopeOfRest('GET', '/tasks/t', undefined)).toBe('tasks:read');
     expect(scopeOfRest('POST', '/tasks/t:cancel', undefined)).toBe('tasks:write');
+    // 0.3 names
+    expect(scopeOfJsonRpc({ method: 'message/send', params: { message: {} } })).toBe('tasks:write');
+    expect(scopeOfJsonRpc({ method: 'message/stream', params: { message: { taskId: 't' } } })).toBe(
+      'approvals',
+    );
+    expect(scopeOfJsonRpc({ method: 'tasks/get' })).toBe('tasks:read');
+    expect(scopeOfJsonRpc({ method: 'agent/getAuthenticatedExtendedCard' })).toBe('tasks:read');
+    expect(scopeOfJsonRpc({ method: 'tasks/cancel' })).toBe('tasks:write');
+    expect(scopeOfJsonRpc({ method: 'tasks/pushNotificationConfig/set' })).toBe('tasks:write');
   });
 });

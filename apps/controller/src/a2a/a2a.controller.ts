@@ -1,13 +1,13 @@
 import type { AddressInfo } from 'node:net';
-import { All, Controller, Get, Header, Inject, Post, Req, Res } from '@nestjs/common';
+import { All, Controller, Get, Inject, Post, Req, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { AgentCard } from '@a2a-js/sdk';
-import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { AgentCatalog, RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
-import { ToolSandbox } from '@runledger/tools';
+import { ToolRegistry, ToolSandbox } from '@runledger/tools';
 import { AuthenticatedRequest, requireScope } from '../auth/auth.guard';
 import { Public, RequireToken } from '../auth/scopes';
 import { scopeOfJsonRpc, scopeOfRest } from './a2a-scopes';
@@ -15,7 +15,17 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { API_VERSION } from '../docs/api-docs';
 import { OutboundDeliveries } from '../outbound/outbound-deliveries';
 import { eventSourceOf } from '../streaming/follow-events';
-import { A2A_JSONRPC_PATH, A2A_REST_PATH, AGENT_CARD_ROUTE, buildAgentCard } from './agent-card';
+import {
+  A2A_JSONRPC_PATH,
+  A2A_REST_PATH,
+  AGENT_CARD_ROUTE,
+  buildAgentCard,
+  buildExtendedAgentCard,
+  isLegacyA2AVersion,
+} from './agent-card';
+
+/** How long a client may keep the public card. */
+const CARD_MAX_AGE_S = 300;
 import { A2ACaller, RunledgerA2AHandler } from './runledger-a2a-handler';
 import { WrittenFileArtifacts, readWritten } from './written-file-artifacts';
 
@@ -31,6 +41,7 @@ export class A2AController {
   private readonly handler: RunledgerA2AHandler;
   private readonly jsonRpc: RequestHandler;
   private readonly rest: RequestHandler;
+  private readonly legacyCard: RequestHandler;
   private readonly catalog: AgentCatalog;
 
   constructor(
@@ -41,6 +52,7 @@ export class A2AController {
     @Inject(EventBus) bus: EventBus,
     @Inject(OutboundDeliveries) outbound: OutboundDeliveries,
     @Inject(ToolSandbox) sandbox: ToolSandbox,
+    @Inject(ToolRegistry) tools: ToolRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(HttpAdapterHost) private readonly http: HttpAdapterHost,
   ) {
@@ -53,14 +65,26 @@ export class A2AController {
       events: eventSourceOf(store, bus),
       outbound,
       card: () => this.card(),
+      extendedCard: (caller) => buildExtendedAgentCard(this.card(), tools.list(), caller),
       files: new WrittenFileArtifacts(store, tree, (path) => readWritten(sandbox, path)),
     });
     const userBuilder = (req: Request) =>
       Promise.resolve(
-        new A2ACaller((req as Request & AuthenticatedRequest).principal!.name, closedSignal(req)),
+        new A2ACaller(
+          (req as Request & AuthenticatedRequest).principal!.name,
+          (req as Request & AuthenticatedRequest).principal!.scopes,
+          closedSignal(req),
+        ),
       );
-    this.jsonRpc = jsonRpcHandler({ requestHandler: this.handler, userBuilder });
-    this.rest = restHandler({ requestHandler: this.handler, userBuilder });
+    // 0.3 clients (no A2A-Version header, or 0.3) are answered by the SDK's compat layer over the same handler
+    const legacyCompat = { enabled: true };
+    this.jsonRpc = jsonRpcHandler({ requestHandler: this.handler, userBuilder, legacyCompat });
+    this.rest = restHandler({ requestHandler: this.handler, userBuilder, legacyCompat });
+    this.legacyCard = agentCardHandler({
+      agentCardProvider: () => Promise.resolve(this.card()),
+      legacyCompat,
+      cache: { maxAge: CARD_MAX_AGE_S },
+    });
   }
 
   card(): AgentCard {
@@ -72,11 +96,18 @@ export class A2AController {
     });
   }
 
+  /** The 1.0 card; the 0.3 shape (with the 1.0 interfaces embedded) for a request without A2A-Version or with 0.3. */
   @Get(AGENT_CARD_ROUTE)
   @Public()
-  @Header('Cache-Control', 'public, max-age=300')
-  agentCard(): unknown {
-    return AgentCard.toJSON(this.card());
+  async agentCard(@Req() req: Request, @Res() res: Response): Promise<void> {
+    if (isLegacyA2AVersion(req.header('A2A-Version') ?? undefined)) {
+      req.url = '/';
+      return runMiddleware(this.legacyCard, req, res);
+    }
+    res
+      .set('Cache-Control', `public, max-age=${CARD_MAX_AGE_S}`)
+      .append('Vary', 'A2A-Version')
+      .json(AgentCard.toJSON(this.card()));
   }
 
   @Post(A2A_JSONRPC_PATH.slice(1))

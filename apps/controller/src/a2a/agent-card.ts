@@ -1,5 +1,6 @@
 import { A2A_PROTOCOL_VERSION, AgentCard, AgentSkill } from '@a2a-js/sdk';
-import { AgentProfile } from '@runledger/contracts';
+import { A2A_LEGACY_PROTOCOL_VERSION } from '@a2a-js/sdk/compat/v0_3';
+import { AgentProfile, ToolManifest } from '@runledger/contracts';
 
 export const A2A_JSONRPC_PATH = '/a2a/jsonrpc';
 export const A2A_REST_PATH = '/a2a/rest';
@@ -27,8 +28,9 @@ const skillOf = (a: AgentProfile): AgentSkill => ({
 
 /**
  * The card other agents discover Runledger by: one skill for the orchestrator (a message is a task
- * it runs) and one per agent it may delegate to, both bindings at this service's own URL, streaming
- * and push notifications, and the bearer tokens every method needs.
+ * it runs) and one per agent it may delegate to, both bindings at this service's own URL (A2A 1.0,
+ * and 0.3 for older clients), streaming, push notifications, an extended card for callers with a
+ * token, and the bearer tokens every method needs.
  */
 export function buildAgentCard(s: AgentCardSource): AgentCard {
   const base = s.baseUrl.replace(/\/+$/, '');
@@ -37,24 +39,15 @@ export function buildAgentCard(s: AgentCardSource): AgentCard {
     description:
       'An event-sourced runtime for multi-agent tasks: a message becomes a durable task, planned by an orchestrator, ' +
       'run with sandboxed tools behind a permission service; a permission request is input-required, a secret request auth-required.',
-    supportedInterfaces: [
-      {
-        url: `${base}${A2A_JSONRPC_PATH}`,
-        protocolBinding: 'JSONRPC',
-        tenant: '',
-        protocolVersion: A2A_PROTOCOL_VERSION,
-      },
-      {
-        url: `${base}${A2A_REST_PATH}`,
-        protocolBinding: 'HTTP+JSON',
-        tenant: '',
-        protocolVersion: A2A_PROTOCOL_VERSION,
-      },
-    ],
+    // 1.0 first; the same endpoints answer 0.3 clients (no A2A-Version header, or 0.3) through the SDK's compat layer
+    supportedInterfaces: [A2A_PROTOCOL_VERSION, A2A_LEGACY_PROTOCOL_VERSION].flatMap((protocolVersion) => [
+      { url: `${base}${A2A_JSONRPC_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion },
+      { url: `${base}${A2A_REST_PATH}`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion },
+    ]),
     provider: undefined,
     version: s.version,
     documentationUrl: `${base}/docs`,
-    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: true },
     securitySchemes: {
       bearer: {
         scheme: {
@@ -85,5 +78,37 @@ export function buildAgentCard(s: AgentCardSource): AgentCard {
       ...s.agents.map(skillOf),
     ],
     signatures: [],
+  };
+}
+
+/** Whether an `A2A-Version` asks for the 0.3 protocol: absent (the spec reads it so) or 0.x. */
+export const isLegacyA2AVersion = (version: string | undefined): boolean =>
+  version === undefined || version.trim() === '' || /^0\.\d+$/.test(version.trim());
+
+/**
+ * The card a caller with a token gets (GetExtendedAgentCard): the public card, plus a skill per tool
+ * the orchestrator may call, and what the caller's own token lets it do.
+ */
+export function buildExtendedAgentCard(
+  card: AgentCard,
+  tools: readonly ToolManifest[],
+  caller: { name: string; scopes: readonly string[] },
+): AgentCard {
+  const toolSkills: AgentSkill[] = [...tools]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((t) => ({
+      id: `tool:${t.name}`,
+      name: t.name,
+      description: `A tool the orchestrator and its agents may call (behind the permission service): ${t.description}`,
+      tags: ['tool', t.name],
+      examples: [],
+      inputModes: ['application/json'],
+      outputModes: ['text/plain'],
+      securityRequirements: [],
+    }));
+  return {
+    ...card,
+    description: `${card.description} This card is for ${caller.name}, whose token has the scopes ${caller.scopes.join(', ')}.`,
+    skills: [...card.skills, ...toolSkills],
   };
 }

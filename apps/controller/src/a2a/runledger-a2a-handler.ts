@@ -68,6 +68,7 @@ import { followTask } from './task-follow';
 export class A2ACaller implements User {
   constructor(
     readonly name: string,
+    readonly scopes: readonly string[],
     readonly closed: AbortSignal,
   ) {}
 
@@ -91,6 +92,8 @@ export interface A2AHandlerDeps {
   events: EventSource;
   outbound: OutboundDeliveries;
   card: () => AgentCard;
+  /** the card a caller with a token gets */
+  extendedCard: (caller: { name: string; scopes: readonly string[] }) => AgentCard;
   /** the files the task wrote, as artifacts */
   files: WrittenFileArtifacts;
 }
@@ -130,8 +133,12 @@ export class RunledgerA2AHandler implements A2ARequestHandler {
     return Promise.resolve(this.deps.card());
   }
 
-  getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
-    return Promise.reject(new ExtendedAgentCardNotConfiguredError('this agent has no extended card'));
+  getAuthenticatedExtendedAgentCard(_params: unknown, context: ServerCallContext): Promise<AgentCard> {
+    // the guard let no request without a token through; the caller is who its token names
+    const caller = context.user instanceof A2ACaller ? context.user : null;
+    if (!caller)
+      return Promise.reject(new ExtendedAgentCardNotConfiguredError('no caller to build the card for'));
+    return Promise.resolve(this.deps.extendedCard(caller));
   }
 
   sendMessage(params: SendMessageRequest): Promise<Message | Task> {

@@ -378,9 +378,14 @@ async function connect(link: RemoteAgentLink): Promise<Client> {
     for (const [k, v] of Object.entries(headersOf(link))) headers.set(k, v);
     return fetch(input, { ...init, headers });
   };
-  const resolver = new DefaultAgentCardResolver({ fetchImpl });
+  // an agent that speaks only A2A 0.3 (its card says so) is spoken to in 0.3 by the SDK's compat layer
+  const legacyCompat = { enabled: true };
+  const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat });
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+      new RestTransportFactory({ fetchImpl, legacyCompat }),
+    ],
     preferredTransports: ['JSONRPC', 'HTTP+JSON'],
     cardResolver: resolver,
   });
@@ -395,7 +400,7 @@ async function connect(link: RemoteAgentLink): Promise<Client> {
     return await factory.createFromAgentCard(card);
   } catch (err) {
     throw new RemoteConfigError(
-      `its agent card offers nothing this runtime speaks (A2A 1.0 over JSON-RPC or HTTP+JSON): ${(err as Error).message}`,
+      `its agent card offers nothing this runtime speaks (A2A 1.0 or 0.3 over JSON-RPC or HTTP+JSON): ${(err as Error).message}`,
     );
   }
 }
