@@ -351,7 +351,7 @@ export const storageOptionsFrom = (c: AppConfig): StorageOptions =>
         synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
         writerThread:
           c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
-          (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources()),
+          (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources() && 'while_concurrent'),
       };
 
 /** The folder of the files kept outside the database (admin.token, secrets.key, the memory index). */

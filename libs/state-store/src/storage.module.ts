@@ -18,8 +18,8 @@ export type StorageOptions =
       driver: 'sqlite';
       path: string;
       synchronous?: SqliteSynchronous;
-      /** appends in a worker thread (see createSqliteStorage); default false */
-      writerThread?: boolean;
+      /** appends in a worker thread, always or while concurrent (see createSqliteStorage); default false */
+      writerThread?: boolean | 'while_concurrent';
     }
   | { driver: 'postgres'; url: string; schema?: string; maxConnections?: number };
 

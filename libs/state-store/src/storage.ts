@@ -93,12 +93,15 @@ async function wire(
 
 export interface SqliteStorageOptions extends OpenSqliteOptions {
   /**
-   * Appends (with the task-state projection) on a connection of their own in a
-   * worker thread, so their fsyncs never block the event loop; reads and the
-   * other tables' writes stay on this thread's connection. Default false here;
-   * the server and the CLI turn it on (RUNLEDGER_SQLITE_WRITER_THREAD).
+   * true: appends (with the task-state projection) and the connection's other
+   * writes commit on a connection of their own in a worker thread, so their
+   * fsyncs never block the event loop; reads stay on this thread's connection.
+   * `while_concurrent`: the same while appends of more than one task come
+   * together, a lone appender commits on this thread's connection
+   * (AdaptiveAppendWriter). Default false here; the server and the CLI choose
+   * (RUNLEDGER_SQLITE_WRITER_THREAD).
    */
-  writerThread?: boolean;
+  writerThread?: boolean | 'while_concurrent';
   /** how appends are grouped into transactions (SqliteEventStore's groupCommit) */
   groupCommit?: GroupCommitOptions;
 }
@@ -113,7 +116,12 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   const taskStates = new SqliteTaskStateStore(handle);
   const eventStore = new SqliteEventStore(handle, {
     ...(options.writerThread
-      ? { writerThread: { projections: [TASK_STATES_PROJECTION] } }
+      ? {
+          writerThread: {
+            projections: [TASK_STATES_PROJECTION],
+            whileAlone: options.writerThread === 'while_concurrent' ? 'inline' : 'thread',
+          },
+        }
       : { projections: [taskStates] }),
     groupCommit: options.groupCommit,
   });

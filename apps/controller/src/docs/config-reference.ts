@@ -74,7 +74,7 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_SQLITE_WRITER_THREAD: {
     group: 'Storage',
     description:
-      "`on`: the append transactions (group-committed) and the connection's other writes run on a second connection in a worker thread, so an fsync never blocks HTTP, WebSocket or the runtime; reads stay on the main connection. `off`: the same transactions on the main thread. `auto`: `on` when running the build (`npm start`, an installed CLI), `off` when running the TypeScript sources (tests), where the thread would compile its own copy of the modules",
+      "`on`: the append transactions (group-committed) and the connection's other writes run on a second connection in a worker thread, so an fsync never blocks HTTP, WebSocket or the runtime; reads stay on the main connection. `off`: the same transactions on the main thread. `auto`: when running the build (`npm start`, an installed CLI), the thread while appends of more than one task come together (and for 1 s after), the main thread for a lone appender, which waits for its own commit anyway and is spared the round trips (a file another process is writing sends it to the thread too); `off` when running the TypeScript sources (tests), where the thread would compile its own copy of the modules",
   },
   RUNLEDGER_ADMIN_TOKEN: {
     group: 'Tokens',

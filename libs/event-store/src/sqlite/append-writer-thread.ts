@@ -5,23 +5,10 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
-import { InlineProjection } from '../inline-projection';
 import { SqliteAppendTransaction, withBusyRetry } from './append-transaction';
-import { FromWriter, ToWriter, WriterThreadOptions, toReply } from './append-writer';
+import { FromWriter, ToWriter, WriterThreadOptions, loadProjection, toReply } from './append-writer';
 import { SqliteHandle, openSqlite } from './open-sqlite';
 import { toThreadError } from './thread-errors';
-
-function loadProjection(
-  spec: WriterThreadOptions['projections'][number],
-  handle: SqliteHandle,
-): InlineProjection {
-  // the module path is data (the projection's own __filename), so this is a runtime require by design
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const make = (require(spec.module) as Record<string, unknown>)[spec.exportName];
-  if (typeof make !== 'function')
-    throw new Error(`projection module ${spec.module} has no function export ${spec.exportName}`);
-  return (make as (h: SqliteHandle) => InlineProjection)(handle);
-}
 
 /**
  * SQLite's own WAL checkpoint runs inside the commit that crosses its page

@@ -1,10 +1,17 @@
-import type { EventLoopUtilization } from 'node:perf_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { extname, join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Worker } from 'node:worker_threads';
 import { RuntimeEvent, currentSchemaVersion } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
-import { GroupOutcome, GroupRequest, SqliteAppendTransaction, withBusyRetry } from './append-transaction';
+import {
+  GroupOutcome,
+  GroupRequest,
+  SqliteAppendTransaction,
+  isBusy,
+  withBusyRetry,
+} from './append-transaction';
 import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
 import { ThreadError, fromThreadError } from './thread-errors';
 
@@ -52,6 +59,16 @@ export interface ProjectionModule {
   /** absolute path of the module (its __filename: .ts under jest, .js in the build) */
   module: string;
   exportName: string;
+}
+
+/** The projection `spec` names, built over `handle` (the connection that will apply it). */
+export function loadProjection(spec: ProjectionModule, handle: SqliteHandle): InlineProjection {
+  // the module path is data (the projection's own __filename), so this is a runtime require by design
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const make = (require(spec.module) as Record<string, unknown>)[spec.exportName];
+  if (typeof make !== 'function')
+    throw new Error(`projection module ${spec.module} has no function export ${spec.exportName}`);
+  return (make as (h: SqliteHandle) => InlineProjection)(handle);
 }
 
 export interface WriterThreadOptions {
@@ -261,5 +278,90 @@ export class ThreadAppendWriter implements AppendWriter {
     this.broken ??= err;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
+  }
+}
+
+/** How many distinct tasks a group appends to (routed statements ride with anyone's). */
+const appendersIn = (requests: readonly GroupRequest[]): number =>
+  new Set(requests.flatMap((r) => (r.kind === 'statement' ? [] : [r.taskId]))).size;
+
+/**
+ * How long the writer thread keeps the commits after the last group that held
+ * appends of more than one task.
+ */
+export const CONCURRENCY_HOLD_MS = 1000;
+
+/**
+ * The writer thread while appenders are concurrent, the caller's own
+ * connection for a lone one. A group appending to more than one task sends
+ * the groups of the next `holdMs` to the thread, whose fsyncs then never
+ * block the event loop that serves the other callers. A lone appender (one
+ * task, and the writes riding with it) commits inline: it waits for its own
+ * commit anyway, and a round trip to the thread (and the thread's idle WAL
+ * checkpoints, each a sync of its own) only add to that wait. The inline
+ * attempt never waits for a lock: with busy_timeout 0 for its BEGIN, a file
+ * another connection is writing sends the group to the thread, which waits
+ * there. Groups go one at a time (GroupCommitter), so the two connections
+ * never write at once on this store's behalf.
+ */
+export class AdaptiveAppendWriter implements AppendWriter {
+  private readonly transaction: SqliteAppendTransaction;
+  private readonly busyTimeout: { none: string; restore: string };
+  private concurrentUntil = 0;
+  private onThread = 0;
+
+  constructor(
+    private readonly raw: BetterSqlite3.Database,
+    projections: readonly InlineProjection[],
+    appendSynchronous: SqliteSynchronous,
+    private readonly thread: AppendWriter,
+    private readonly holdMs = CONCURRENCY_HOLD_MS,
+  ) {
+    this.transaction = new SqliteAppendTransaction(raw, projections, appendSynchronous);
+    const busyTimeoutMs = Number(raw.pragma('busy_timeout', { simple: true }));
+    this.busyTimeout = {
+      none: 'PRAGMA busy_timeout = 0',
+      restore: `PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`,
+    };
+  }
+
+  run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
+    const now = performance.now();
+    if (appendersIn(requests) > 1) this.concurrentUntil = now + this.holdMs;
+    if (now < this.concurrentUntil) return this.onTheThread(requests);
+    let results: GroupResult<GroupOutcome>[];
+    this.raw.exec(this.busyTimeout.none);
+    try {
+      results = this.transaction.run(requests);
+    } catch (err) {
+      // nothing of the group was written: the thread waits for the lock instead of the event loop
+      if (isBusy(err)) return this.onTheThread(requests);
+      return Promise.reject(err);
+    } finally {
+      this.raw.exec(this.busyTimeout.restore);
+    }
+    return Promise.resolve(results);
+  }
+
+  private onTheThread(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
+    this.onThread++;
+    return this.thread.run(requests);
+  }
+
+  /** groups the thread committed so far (the others were committed inline) */
+  threadGroups(): number {
+    return this.onThread;
+  }
+
+  ready(): Promise<void> {
+    return this.thread.ready();
+  }
+
+  threadUse(): EventLoopUtilization | null {
+    return this.thread.threadUse();
+  }
+
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }

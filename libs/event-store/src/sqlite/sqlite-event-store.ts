@@ -19,11 +19,13 @@ import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-commit
 import { InlineProjection } from '../inline-projection';
 import { GroupOutcome, GroupRequest, StatementRequest } from './append-transaction';
 import {
+  AdaptiveAppendWriter,
   AppendWriter,
   InlineAppendWriter,
   ProjectionModule,
   ThreadAppendWriter,
   WriterThreadOptions,
+  loadProjection,
 } from './append-writer';
 import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../archive/segment';
@@ -50,7 +52,17 @@ export interface SqliteEventStoreOptions {
    * loop. Reads stay on `handle`. Needs a file (not `:memory:`); the inline
    * `projections` option is for the in-thread writer only.
    */
-  writerThread?: { projections?: readonly ProjectionModule[] };
+  writerThread?: {
+    projections?: readonly ProjectionModule[];
+    /**
+     * `inline`: the thread commits only while appenders are concurrent; a lone
+     * appender commits on `handle`'s connection (AdaptiveAppendWriter), never
+     * waiting for a lock there. Default `thread`: every group on the thread.
+     */
+    whileAlone?: 'thread' | 'inline';
+    /** with `whileAlone: 'inline'`: how long the thread keeps the commits after a concurrent group */
+    concurrencyHoldMs?: number;
+  };
 }
 
 export { StoreBusyError } from './append-transaction';
@@ -90,6 +102,23 @@ function writerThreadOptions(
     busyRetryMs,
     projections: options.writerThread?.projections ?? [],
   };
+}
+
+/** The thread's writer, or the adaptive one that takes the thread only while appenders are concurrent. */
+function threadWriter(
+  handle: SqliteHandle,
+  threadOptions: WriterThreadOptions,
+  { whileAlone = 'thread', concurrencyHoldMs }: NonNullable<SqliteEventStoreOptions['writerThread']>,
+): AppendWriter {
+  if (whileAlone === 'thread') return new ThreadAppendWriter(threadOptions);
+  const projections = threadOptions.projections.map((p) => loadProjection(p, handle));
+  return new AdaptiveAppendWriter(
+    handle.raw,
+    projections,
+    handle.appendSynchronous,
+    new ThreadAppendWriter(threadOptions),
+    concurrencyHoldMs,
+  );
 }
 
 /** A RawEvent's columns: routing fields and the event's JSON built in SQL. */
@@ -151,7 +180,7 @@ export class SqliteEventStore extends EventStore {
     this.archive = new ArchivedStreams(handle.db, async (id) => readSegmentFile(segmentFile(folder, id)));
     this.pollMs = options.foreignCommitPollMs ?? 200;
     this.writer = threadOptions
-      ? new ThreadAppendWriter(threadOptions)
+      ? threadWriter(handle, threadOptions, options.writerThread ?? {})
       : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
     this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
     // the handle's other writes take the thread's connection too, riding in its groups: two writing
@@ -198,6 +227,12 @@ export class SqliteEventStore extends EventStore {
 
   override commitThreadUse(): EventLoopUtilization | null {
     return this.writer.threadUse();
+  }
+
+  /** Groups the writer thread committed; with `whileAlone: 'inline'` the others were committed on `handle`. */
+  threadGroups(): number {
+    if (this.writer instanceof AdaptiveAppendWriter) return this.writer.threadGroups();
+    return this.writer instanceof ThreadAppendWriter ? this.counts.transactions : 0;
   }
 
   private async routed(statement: StatementRequest, ride: boolean) {

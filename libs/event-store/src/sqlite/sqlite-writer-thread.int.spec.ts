@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { ConcurrencyError, LeaseLostError, NewEvent } from '@runledger/contracts';
 import { outputChunk, taskReceived } from '../testing/events';
+import { watchLoop } from '../testing/loop-watch';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
 import { openSqlite } from './open-sqlite';
 import { SqliteEventStore, StoreBusyError } from './sqlite-event-store';
@@ -66,24 +67,16 @@ describe('SqliteEventStore with a writer thread', () => {
       // the thread is up and has written once before the lock is taken
       await sut.append('warm', [taskReceived()], { expected: 'no_stream' });
       other.exec('BEGIN IMMEDIATE');
-      let ticks = 0;
-      let worstGap = 0;
-      let last = performance.now();
-      const timer = setInterval(() => {
-        const now = performance.now();
-        worstGap = Math.max(worstGap, now - last);
-        last = now;
-        ticks++;
-      }, 10);
+      const watch = watchLoop();
       const outcome = await sut
         .append('t1', [taskReceived()], { expected: 'no_stream' })
         .catch((e: unknown) => e);
-      clearInterval(timer);
+      const { ticks, worstGapMs } = watch.stop();
       other.exec('ROLLBACK');
       expect(outcome).toBeInstanceOf(StoreBusyError);
       // on the main thread the same wait would have held the loop for the whole busy timeout and retry window
       expect(ticks).toBeGreaterThan(10);
-      expect(worstGap).toBeLessThan(300);
+      expect(worstGapMs).toBeLessThan(300);
     } finally {
       other.close();
       await sut.close();
