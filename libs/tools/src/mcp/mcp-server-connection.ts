@@ -15,7 +15,7 @@ import { ToolManifest, mcpToolName } from '@runledger/contracts';
 import type { ToolLogger, ToolOutcome } from '../discovery';
 import { findOnPath, type ToolSandbox } from '../sandbox';
 import type { ToolExecutionContext } from '../tool-registry';
-import { ElicitationAnswer, ToolInputRequired, secretFieldOf } from './elicitation';
+import { ElicitationAnswer, ToolInputRequired, checkElicitationContent, secretFieldOf } from './elicitation';
 import { McpServerConfig, isStdioServer } from './mcp-config';
 import { McpBlobStore, McpCallResult, toToolOutcome } from './mcp-results';
 
@@ -424,11 +424,14 @@ export class McpServerConnection {
     if (!call.answer) return { action: 'decline' };
     const index = ++call.asked;
     const answer: ElicitationAnswer | undefined = call.answer(index);
-    if (answer)
-      return answer.action === 'accept'
-        ? { action: 'accept', content: answer.content as ElicitResult['content'] }
-        : { action: 'decline' };
     const schema = (params.requestedSchema ?? {}) as Record<string, unknown>;
+    if (answer) {
+      if (answer.action !== 'accept') return { action: 'decline' };
+      // the form's defaults for the fields the answer left out (SEP-1034), as the server offered them
+      const filled = checkElicitationContent(schema, answer.content);
+      const content = filled.ok ? filled.content : answer.content;
+      return { action: 'accept', content: content as ElicitResult['content'] };
+    }
     call.inputRequired(
       new ToolInputRequired(
         index,
