@@ -30,6 +30,7 @@ import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
 import { OutboundModule } from './outbound/outbound.module';
 import { RetentionModule } from './retention/retention.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { SessionsController } from './sessions/sessions.controller';
 import { EventsGateway } from './ws/events.gateway';
 
@@ -56,6 +57,7 @@ export class AppModule {
         AgUiModule,
         OutboundModule,
         RetentionModule,
+        SchedulesModule,
       ],
       controllers: [
         HealthController,

@@ -17,6 +17,7 @@ import {
   ModelContinuation,
   MutationIntent,
   OnBusy,
+  ScheduleSpec,
   TodoOwner,
   TodoStatus,
   TokenUsage,
@@ -101,7 +102,7 @@ export const EventPayloads = {
     budgets: Budgets.default({}),
     idempotency_key: z.string().nullable().default(null),
     request_hash: z.string().nullable().default(null),
-    source: z.enum(['api', 'cli', 'fork', 'replay', 'delegation']).default('api'),
+    source: z.enum(['api', 'cli', 'fork', 'replay', 'delegation', 'schedule']).default('api'),
     /** fork: the task and sequence this task's history was copied from */
     forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
     /** what shaped the run (absent in logs written before it was recorded: those replay under current settings) */
@@ -141,6 +142,26 @@ export const EventPayloads = {
    * with stop reason `interrupted` at its next safe point (before its next round; at once when it waits).
    */
   INTERRUPT_REQUESTED: z.object({ by_task_id: Id }),
+  /** A schedule was created (stream `system:schedules`, as every schedule event): its spec as given. */
+  SCHEDULE_CREATED: z.object({ schedule_id: Id, spec: ScheduleSpec }),
+  SCHEDULE_PAUSED: z.object({ schedule_id: Id }),
+  SCHEDULE_RESUMED: z.object({ schedule_id: Id }),
+  SCHEDULE_DELETED: z.object({ schedule_id: Id }),
+  /**
+   * A slot of a schedule came due and was decided, once per slot: `started` submitted the task whose
+   * idempotency key is `schedule:<id>:<slot>` (task_id); `skipped` (the previous task still ran,
+   * overlap skip, or a buffered slot already waits); `buffered` (overlap buffer_one: it starts when the
+   * previous task ends, with a later `started` of the same slot); `missed` (slots that passed while no
+   * instance ran, catch_up skip: `missed` counts them, the slot is the latest). `missed` on a `started`
+   * slot: run_once stood in for that many.
+   */
+  SCHEDULE_FIRED: z.object({
+    schedule_id: Id,
+    slot: z.string().datetime({ offset: true }),
+    outcome: z.enum(['started', 'skipped', 'buffered', 'missed']),
+    task_id: Id.nullable(),
+    missed: z.number().int().nonnegative().default(0),
+  }),
   /** A session's own settings (stream `session:<session_id>`): its double-texting strategy. */
   SESSION_CONFIGURED: z.object({ on_busy: OnBusy }),
   /**

@@ -155,6 +155,30 @@ export type OnBusy = z.infer<typeof OnBusy>;
 /** the strategy of a session that set none */
 export const DEFAULT_ON_BUSY: OnBusy = 'enqueue';
 
+export const SCHEDULE_OVERLAPS = ['skip', 'buffer_one', 'allow'] as const;
+export const SCHEDULE_CATCH_UPS = ['skip', 'run_once'] as const;
+
+/**
+ * A schedule as created (`POST /schedules`): a cron expression (5 fields, or 6 with seconds first) in a
+ * time zone; each slot submits a task from `input` (`{{slot}}`, `{{date}}`, `{{time}}` and
+ * `{{schedule_id}}` filled in), with the agent's budgets and session. `overlap`: what a slot does while
+ * the schedule's previous task is unfinished; `catch_up`: what the slots that passed while no instance
+ * ran come to (see docs/time.md).
+ */
+export const ScheduleSpec = z
+  .object({
+    name: z.string().min(1).max(200).optional(),
+    cron: z.string().min(9).max(200),
+    time_zone: z.string().min(1).max(100).default('UTC'),
+    input: z.string().min(1).max(100_000),
+    session_id: z.string().min(1).max(200).optional(),
+    budgets: z.lazy(() => Budgets).optional(),
+    overlap: z.enum(SCHEDULE_OVERLAPS).default('skip'),
+    catch_up: z.enum(SCHEDULE_CATCH_UPS).default('skip'),
+  })
+  .strict();
+export type ScheduleSpec = z.infer<typeof ScheduleSpec>;
+
 /** What a user submits (REST body or CLI). */
 export const UserTask = z
   .object({

@@ -50,3 +50,6 @@ export * from './delegation/remote-agents';
 export * from './delegation/remote-delegation';
 export * from './delegation/a2a-remote-agents';
 export { clientSchemaProblem } from './loop/engine/client-tools';
+export * from './schedules/cron';
+export * from './schedules/schedule-state';
+export * from './schedules/scheduler';

@@ -268,6 +268,11 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TASKS_RESTORED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':
+    case 'SCHEDULE_CREATED':
+    case 'SCHEDULE_PAUSED':
+    case 'SCHEDULE_RESUMED':
+    case 'SCHEDULE_DELETED':
+    case 'SCHEDULE_FIRED':
       return s;
     default:
       return assertNever(e, type);

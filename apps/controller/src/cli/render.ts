@@ -148,6 +148,14 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· session strategy: ${e.payload.on_busy}`;
     case 'TASK_ROLLED_BACK':
       return `· task ${e.payload.task_id} rolled back by ${e.payload.by_task_id}`;
+    case 'SCHEDULE_CREATED':
+      return `· schedule ${e.payload.schedule_id} created: ${e.payload.spec.cron} (${e.payload.spec.time_zone})`;
+    case 'SCHEDULE_PAUSED':
+    case 'SCHEDULE_RESUMED':
+    case 'SCHEDULE_DELETED':
+      return `· schedule ${e.payload.schedule_id} ${e.type.slice('SCHEDULE_'.length).toLowerCase()}`;
+    case 'SCHEDULE_FIRED':
+      return `· schedule ${e.payload.schedule_id} slot ${e.payload.slot}: ${e.payload.outcome}${e.payload.task_id ? ` (${e.payload.task_id})` : ''}`;
   }
 }
 

@@ -65,7 +65,7 @@ export interface ReplayResult {
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
-  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation';
+  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation' | 'schedule';
   /**
    * The settings recorded for the task: a replay gives its recording's (null: the recording had
    * none, so none are recorded); otherwise those this process runs tasks under.

@@ -609,6 +609,11 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TASKS_RESTORED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':
+    case 'SCHEDULE_CREATED':
+    case 'SCHEDULE_PAUSED':
+    case 'SCHEDULE_RESUMED':
+    case 'SCHEDULE_DELETED':
+    case 'SCHEDULE_FIRED':
       break;
     default: {
       const unreachable: never = e;

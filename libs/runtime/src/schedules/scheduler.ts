@@ -1,0 +1,213 @@
+import {
+  ConcurrencyError,
+  NewEvent,
+  NotFoundError,
+  ScheduleSpec,
+  ValidationError,
+  newId,
+} from '@runledger/contracts';
+import { EventStore } from '@runledger/event-store';
+import { RuntimeController, taskIdForKey } from '../control/runtime-controller';
+import { RuntimeLogger } from '../runtime-logger';
+import { checkTimeZone, nextSlot, parseCron, wallOf } from './cron';
+import {
+  SCHEDULES_STREAM,
+  ScheduleState,
+  decideFirings,
+  evolveSchedules,
+  nextSlotOf,
+  slotInput,
+  slotKey,
+} from './schedule-state';
+
+/** how often due slots are looked for (a slot is decided at most this late, plus the time a tick takes) */
+export const SCHEDULE_TICK_MS = 250;
+
+/** A schedule as the API shows it. */
+export interface ScheduleView extends ScheduleSpec {
+  schedule_id: string;
+  created_at: string;
+  paused: boolean;
+  /** the next slot (null: the expression names no more, or the schedule is paused) */
+  next_slot: string | null;
+  last_slot: string | null;
+  last_outcome: ScheduleState['last_outcome'];
+  last_task_id: string | null;
+  buffered_slot: string | null;
+  tasks_started: number;
+}
+
+/**
+ * Schedules: a fold of the stream `system:schedules` (the log is the truth: every instance rebuilds
+ * them from it), and the ticker that fires their slots. A tick decides each schedule's due slots
+ * (decideFirings) and records them with one append expecting the stream's version it read, so of
+ * instances deciding together one records and the rest read again; then it submits each started
+ * slot's task under the idempotency key `schedule:<id>:<slot>`, so a slot starts one task across
+ * instances and restarts (a crash between the record and the task: the next tick submits it).
+ */
+export class Scheduler {
+  private readonly states = new Map<string, ScheduleState>();
+  private version = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  /** started slots whose task is known submitted */
+  private readonly submitted = new Set<string>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly runtime: RuntimeController,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  start(tickMs = SCHEDULE_TICK_MS): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick()
+        .catch((err: unknown) => this.logger.warn({ err }, 'schedule tick failed; the next one tries again'))
+        .finally(() => (this.ticking = null));
+    }, tickMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.ticking;
+  }
+
+  /** Reads what the stream gained since the last read. */
+  private async refresh(): Promise<void> {
+    const events = await this.store.readStream(SCHEDULES_STREAM, { after_seq: this.version });
+    for (const e of events) {
+      evolveSchedules(this.states, e);
+      this.version = e.sequence;
+    }
+  }
+
+  async create(input: unknown): Promise<ScheduleView> {
+    const parsed = ScheduleSpec.safeParse(input);
+    if (!parsed.success)
+      throw new ValidationError(
+        `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        parsed.error.issues,
+      );
+    const spec = parsed.data;
+    checkTimeZone(spec.time_zone);
+    if (nextSlot(parseCron(spec.cron), spec.time_zone, Date.now()) === null)
+      throw new ValidationError(`cron expression ${JSON.stringify(spec.cron)} names no time that exists`, {
+        field: 'cron',
+      });
+    const schedule_id = newId('sched');
+    await this.append([{ type: 'SCHEDULE_CREATED', payload: { schedule_id, spec } }], 'any');
+    return this.get(schedule_id);
+  }
+
+  async list(): Promise<ScheduleView[]> {
+    await this.refresh();
+    return [...this.states.values()].filter((s) => !s.deleted).map((s) => this.view(s));
+  }
+
+  async get(scheduleId: string): Promise<ScheduleView> {
+    return this.view(await this.existing(scheduleId));
+  }
+
+  async pause(scheduleId: string, paused: boolean): Promise<ScheduleView> {
+    const s = await this.existing(scheduleId);
+    if (s.paused !== paused)
+      await this.append(
+        [{ type: paused ? 'SCHEDULE_PAUSED' : 'SCHEDULE_RESUMED', payload: { schedule_id: scheduleId } }],
+        'any',
+      );
+    return this.get(scheduleId);
+  }
+
+  async delete(scheduleId: string): Promise<void> {
+    await this.existing(scheduleId);
+    await this.append([{ type: 'SCHEDULE_DELETED', payload: { schedule_id: scheduleId } }], 'any');
+  }
+
+  private async existing(scheduleId: string): Promise<ScheduleState> {
+    await this.refresh();
+    const s = this.states.get(scheduleId);
+    if (!s || s.deleted)
+      throw new NotFoundError(`schedule ${scheduleId} not found`, { schedule_id: scheduleId });
+    return s;
+  }
+
+  private async append(events: NewEvent[], expected: number | 'any'): Promise<void> {
+    await this.store.append(
+      SCHEDULES_STREAM,
+      events.map((e) => ({ ...e, session_id: SCHEDULES_STREAM })),
+      { expected },
+    );
+    await this.refresh();
+  }
+
+  private view(s: ScheduleState): ScheduleView {
+    return {
+      schedule_id: s.schedule_id,
+      ...s.spec,
+      created_at: s.created_at,
+      paused: s.paused,
+      next_slot: s.paused ? null : nextSlotOf(s, Date.now()),
+      last_slot: s.last_slot,
+      last_outcome: s.last_outcome,
+      last_task_id: s.last_task_id,
+      buffered_slot: s.buffered,
+      tasks_started: s.started,
+    };
+  }
+
+  /** One look at every schedule: due slots recorded (once, whichever instance), their tasks submitted. */
+  async tick(nowMs = Date.now()): Promise<void> {
+    await this.refresh();
+    const decided: NewEvent[] = [];
+    for (const s of this.states.values()) {
+      if (s.paused || s.deleted) continue;
+      const running = s.last_task_id !== null && !(await this.runtime.progress(s.last_task_id)).final;
+      for (const payload of decideFirings(s, nowMs, running, (slot) =>
+        taskIdForKey(slotKey(s.schedule_id, slot)),
+      ))
+        decided.push({ type: 'SCHEDULE_FIRED', payload });
+    }
+    if (decided.length > 0) {
+      try {
+        // an empty stream has no version to expect; a schedule is created before anything fires
+        await this.append(decided, this.version);
+      } catch (err) {
+        // another instance decided first: its record stands, this one reads it next tick
+        if (!(err instanceof ConcurrencyError)) throw err;
+        await this.refresh();
+      }
+    }
+    for (const s of this.states.values())
+      for (const started of s.recent_started) await this.submitSlot(s, started.slot, started.task_id);
+  }
+
+  /** The slot's task, submitted under its key: recorded once, whoever submits it and however often. */
+  private async submitSlot(s: ScheduleState, slot: string, taskId: string): Promise<void> {
+    if (this.submitted.has(taskId)) return;
+    if (this.submitted.size > 10_000) this.submitted.clear();
+    if ((await this.store.streamVersion(taskId)) === 0) {
+      const { spec } = s;
+      try {
+        await this.runtime.submit(
+          {
+            input: slotInput(spec, s.schedule_id, slot, wallOf(Date.parse(slot), spec.time_zone)),
+            ...(spec.session_id ? { session_id: spec.session_id } : {}),
+            ...(spec.budgets ? { budgets: spec.budgets } : {}),
+          },
+          { idempotency_key: slotKey(s.schedule_id, slot), source: 'schedule' },
+        );
+      } catch (err) {
+        // a submission refused (backpressure, a full queue) is tried again at the next tick
+        this.logger.warn(
+          { err, schedule_id: s.schedule_id, slot },
+          'scheduled task not submitted; the next tick tries again',
+        );
+        return;
+      }
+    }
+    this.submitted.add(taskId);
+  }
+}
