@@ -26,14 +26,22 @@ import {
   validateBatch,
   writeSegmentFile,
 } from '@runledger/event-store';
-import { Kysely, PostgresAdapter, RawBuilder, sql } from 'kysely';
-import { StateStoreDatabase } from '../schema';
-import { RetentionPolicy, dueForArchive, shortestAge } from './retention-policy';
+import { sql } from 'kysely';
+import {
+  ArchivePlan,
+  ArchivePlanner,
+  Db,
+  PlannedTree,
+  SkippedTree,
+  chunks,
+  isPostgres,
+} from './archive-planner';
+import { RetentionPolicy } from './retention-policy';
+
+export type { ArchivePlan, PlannedTree, SkippedTree } from './archive-planner';
 
 /** The stream the archive records what it moved in (TASKS_ARCHIVED, TASKS_RESTORED). */
 export const ARCHIVE_STREAM = 'system:archive';
-
-type Db = Kysely<StateStoreDatabase>;
 
 export interface ArchiverOptions {
   /**
@@ -52,25 +60,6 @@ export interface ArchiverOptions {
    * frees one page per step, and a prepared statement's run() steps once: exec steps it through.
    */
   exec?: (statement: string) => void;
-}
-
-/** A finished task tree the policy lets go: the tasks, and every stream that moves with them. */
-export interface PlannedTree {
-  root_task_id: string;
-  session_id: string;
-  task_ids: string[];
-  streams: string[];
-  ended_at: string;
-}
-
-export interface SkippedTree {
-  task_id: string;
-  reason: string;
-}
-
-export interface ArchivePlan {
-  trees: PlannedTree[];
-  skipped: SkippedTree[];
 }
 
 export interface ArchivedSegment {
@@ -106,28 +95,10 @@ export interface VacuumResult {
   bytes_after: number;
 }
 
-const isPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
-
 /** The advisory lock one archiving instance holds on PostgreSQL for a whole run. */
 const ARCHIVE_LEASE_KEY = sql`hashtext('runledger.archive:' || current_schema())`;
 
-/** Page size of the candidate scan: finished tasks looked at per query. */
-const SCAN_PAGE = 500;
-
 class ArchiveConflict extends Error {}
-
-interface ReceivedInfo {
-  root_task_id: string;
-  agent: string | null;
-}
-
-const receivedInfo = (taskId: string, payloadText: string): ReceivedInfo => {
-  const p = JSON.parse(payloadText) as EventPayload<'TASK_RECEIVED'>;
-  return { root_task_id: p.root_task_id ?? taskId, agent: p.agent?.name ?? null };
-};
-
-const chunks = <T>(items: readonly T[], size: number): T[][] =>
-  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /**
  * Moves finished task trees out of the live `events` table into checksummed segments and back.
@@ -140,20 +111,18 @@ const chunks = <T>(items: readonly T[], size: number): T[][] =>
  * is lost, nothing is in both places.
  */
 export class Archiver {
-  private readonly batchTasks: number;
-  private readonly companions: (taskId: string) => string[];
   private readonly orphanAgeMs: number;
-  /** finished tasks looked at per scan query: a few batches' worth, so a small batch plans cheaply */
-  private readonly scanPage: number;
+  private readonly planner: ArchivePlanner;
 
   constructor(
     private readonly db: Db,
     private readonly options: ArchiverOptions,
   ) {
-    this.batchTasks = options.batchTasks ?? 200;
-    this.companions = options.companionStreams ?? (() => []);
     this.orphanAgeMs = options.orphanAgeMs ?? 600_000;
-    this.scanPage = Math.min(SCAN_PAGE, Math.max(this.batchTasks * 2, 20));
+    this.planner = new ArchivePlanner(db, {
+      batchTasks: options.batchTasks ?? 200,
+      companionStreams: options.companionStreams ?? (() => []),
+    });
   }
 
   /**
@@ -199,7 +168,7 @@ export class Archiver {
           for (const t of plan.trees) for (const id of t.task_ids) done.add(id);
           if (result.dry_run) {
             result.tasks.push(...plan.trees.flatMap((t) => t.task_ids));
-            result.events += await this.countEvents(
+            result.events += await this.planner.countEvents(
               conn,
               plan.trees.flatMap((t) => t.streams),
             );
@@ -222,189 +191,13 @@ export class Archiver {
   }
 
   /** The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already). */
-  async plan(
+  plan(
     conn: Db,
     policy: RetentionPolicy,
     now: number,
     exclude: ReadonlySet<string> = new Set(),
   ): Promise<ArchivePlan> {
-    const cutoff = new Date(now - shortestAge(policy)).toISOString();
-    const trees: PlannedTree[] = [];
-    const skipped: SkippedTree[] = [];
-    const seenRoots = new Set<string>();
-    let taskCount = 0;
-    let after: { updated_at: string; task_id: string } | null = null;
-    while (taskCount < this.batchTasks) {
-      const page: { task_id: string; status: string; session_id: string; updated_at: string }[] = await conn
-        .selectFrom('tasks as t')
-        .select(['t.task_id', 't.status', 't.session_id', 't.updated_at'])
-        .where('t.status', 'in', [...TERMINAL_STATUSES])
-        .where('t.updated_at', '<=', cutoff)
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom('archived_tasks as a').select('a.task_id').whereRef('a.task_id', '=', 't.task_id'),
-            ),
-          ),
-        )
-        .$if(after !== null, (q) =>
-          q.where((eb) =>
-            eb.or([
-              eb('t.updated_at', '>', after!.updated_at),
-              eb.and([eb('t.updated_at', '=', after!.updated_at), eb('t.task_id', '>', after!.task_id)]),
-            ]),
-          ),
-        )
-        .orderBy('t.updated_at')
-        .orderBy('t.task_id')
-        .limit(this.scanPage)
-        .execute();
-      if (page.length === 0) break;
-      after = page[page.length - 1];
-      const candidates = page.filter((c) => !exclude.has(c.task_id));
-      const received = await this.received(
-        conn,
-        candidates.map((c) => c.task_id),
-      );
-      const roots = new Map<string, string>();
-      for (const c of candidates) {
-        const info = received.get(c.task_id);
-        if (!info) continue;
-        if (seenRoots.has(info.root_task_id)) continue;
-        if (!dueForArchive(policy, { ...c, agent: info.agent, ended_at: c.updated_at }, now)) continue;
-        roots.set(info.root_task_id, c.task_id);
-      }
-      for (const tree of await this.trees(conn, [...roots.keys()], cutoff, skipped)) {
-        seenRoots.add(tree.root_task_id);
-        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks) return { trees, skipped };
-        trees.push(tree);
-        taskCount += tree.task_ids.length;
-      }
-      for (const r of roots.keys()) seenRoots.add(r);
-      if (page.length < this.scanPage) break;
-    }
-    return { trees, skipped };
-  }
-
-  private async received(conn: Db, taskIds: readonly string[]): Promise<Map<string, ReceivedInfo>> {
-    const out = new Map<string, ReceivedInfo>();
-    for (const ids of chunks(taskIds, 500)) {
-      if (ids.length === 0) continue;
-      const rows = await conn
-        .selectFrom('events')
-        .select(['task_id', 'payload'])
-        .where('type', '=', 'TASK_RECEIVED')
-        .where('task_id', 'in', ids)
-        .execute();
-      for (const r of rows) out.set(r.task_id, receivedInfo(r.task_id, r.payload));
-    }
-    return out;
-  }
-
-  /** Each root's whole tree, when every task of it is finished and nothing that moves with it is still busy. */
-  private async trees(
-    conn: Db,
-    roots: readonly string[],
-    cutoff: string,
-    skipped: SkippedTree[],
-  ): Promise<PlannedTree[]> {
-    if (roots.length === 0) return [];
-    const rootOf: RawBuilder<string | null> = isPostgres(this.db)
-      ? sql`(payload::jsonb ->> 'root_task_id')`
-      : sql`json_extract(payload, '$.root_task_id')`;
-    const members = new Map<string, Set<string>>(roots.map((r) => [r, new Set([r])]));
-    for (const ids of chunks(roots, 500)) {
-      // the partial index events_received_root: its condition literal (a bound parameter would not
-      // match it), and named on SQLite, whose planner would rather take the index on type alone
-      const from = isPostgres(this.db) ? sql`events` : sql`events INDEXED BY events_received_root`;
-      const { rows } = await sql<{ task_id: string; root: string | null }>`SELECT task_id, ${rootOf} AS root
-        FROM ${from} WHERE type = 'TASK_RECEIVED' AND ${rootOf} IN (${sql.join(ids)})`.execute(conn);
-      for (const r of rows) if (r.root) members.get(r.root)?.add(r.task_id);
-    }
-    const all = [...members.values()].flatMap((s) => [...s]);
-    const rows = new Map<string, { status: string; session_id: string; updated_at: string }>();
-    for (const ids of chunks(all, 500))
-      for (const r of await conn
-        .selectFrom('tasks')
-        .select(['task_id', 'status', 'session_id', 'updated_at'])
-        .where('task_id', 'in', ids)
-        .execute())
-        rows.set(r.task_id, r);
-    const sessions = [...new Set(roots.map((r) => rows.get(r)?.session_id).filter((s): s is string => !!s))];
-    const busySessions = new Set<string>();
-    for (const ids of chunks(sessions, 500))
-      for (const r of await conn
-        .selectFrom('tasks')
-        .select('session_id')
-        .distinct()
-        .where('session_id', 'in', ids)
-        .where('status', 'not in', [...TERMINAL_STATUSES])
-        .execute())
-        busySessions.add(r.session_id);
-    const companions = all.flatMap((id) => this.companions(id));
-    const companionLast = new Map<string, string>();
-    for (const ids of chunks(companions, 500))
-      for (const r of await conn
-        .selectFrom('events')
-        .select(['task_id', (eb) => eb.fn.max('created_at').as('last')])
-        .where('task_id', 'in', ids)
-        .groupBy('task_id')
-        .execute())
-        companionLast.set(r.task_id, String(r.last));
-
-    const trees: PlannedTree[] = [];
-    for (const [root, ids] of members) {
-      const rootRow = rows.get(root);
-      const taskIds = [...ids];
-      const waiting = taskIds.find((id) => {
-        const r = rows.get(id);
-        return !r || !TERMINAL_STATUSES.includes(r.status as never);
-      });
-      if (!rootRow) {
-        skipped.push({ task_id: root, reason: 'its root task has no row' });
-        continue;
-      }
-      if (waiting) {
-        skipped.push({ task_id: root, reason: `task ${waiting} of its tree has not finished` });
-        continue;
-      }
-      if (busySessions.has(rootRow.session_id)) {
-        skipped.push({ task_id: root, reason: `session ${rootRow.session_id} has a task not finished` });
-        continue;
-      }
-      const late = taskIds.find((id) => rows.get(id)!.updated_at > cutoff);
-      if (late) {
-        skipped.push({ task_id: root, reason: `task ${late} of its tree ended too recently` });
-        continue;
-      }
-      const streams = taskIds.flatMap((id) => this.companions(id)).filter((s) => companionLast.has(s));
-      const busyCompanion = streams.find((s) => companionLast.get(s)! > cutoff);
-      if (busyCompanion) {
-        skipped.push({ task_id: root, reason: `stream ${busyCompanion} moved too recently` });
-        continue;
-      }
-      trees.push({
-        root_task_id: root,
-        session_id: rootRow.session_id,
-        task_ids: taskIds,
-        streams: [...taskIds, ...streams],
-        ended_at: rootRow.updated_at,
-      });
-    }
-    return trees;
-  }
-
-  private async countEvents(conn: Db, streams: readonly string[]): Promise<number> {
-    let n = 0;
-    for (const ids of chunks(streams, 500)) {
-      const row = await conn
-        .selectFrom('events')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('task_id', 'in', ids)
-        .executeTakeFirst();
-      n += Number(row?.n ?? 0);
-    }
-    return n;
+    return this.planner.plan(conn, policy, now, exclude);
   }
 
   /** One segment of the given trees; null when something moved meanwhile (nothing is archived then). */
