@@ -10,7 +10,7 @@
  *     "sync". 1 and 16 tasks at a time, each side a closed loop of that many clients; medians of
  *     BENCH_SHIPPED_RUNS alternating runs; CPU is this process's (all its threads) per task.
  *   - CPU per tool step: the Runledger task's CPU over its 7 steps.
- *   - the event store the service appends through (SQLite: createSqliteStorage with the writer thread, as
+ *   - the event store the service appends through (SQLite: createSqliteStorage with the writer thread while appenders are concurrent, as
  *     the server opens it; PostgreSQL: PgEventStore) against raw better-sqlite3 / raw pg on the same schema
  *     and pragmas: one event per append from one appender, and 16 concurrent appenders (raw: one
  *     transaction for the inserts that arrive in one tick of the event loop).
@@ -433,7 +433,7 @@ async function sqliteSides(dir: string): Promise<AppendSides> {
     createSqliteStorage(o: {
       path: string;
       synchronous: string;
-      writerThread: boolean;
+      writerThread: boolean | 'while_concurrent';
     }): Promise<{ eventStore: EventStoreLike; close(): Promise<void> }>;
   }>('libs/state-store/src/index.js');
   const handle = openSqlite({ path: join(dir, 'raw.db'), synchronous: 'FULL' });
@@ -450,7 +450,7 @@ async function sqliteSides(dir: string): Promise<AppendSides> {
   const storage = await createSqliteStorage({
     path: join(dir, 'store.db'),
     synchronous: 'FULL',
-    writerThread: true,
+    writerThread: 'while_concurrent',
   });
   await storage.eventStore.ready?.();
   return {
@@ -465,7 +465,7 @@ async function sqliteSides(dir: string): Promise<AppendSides> {
       append: (stream, s) => tick(rawChunkRow(stream, s, new Date().toISOString())),
     },
     store: {
-      name: 'SqliteEventStore (writer thread, as the server opens it)',
+      name: 'SqliteEventStore (writer thread while concurrent, as the server opens it)',
       append: async (stream, s) => {
         await storage.eventStore.append(stream, [chunkEvent(s)], { expected: s === 1 ? 'no_stream' : s - 1 });
       },
