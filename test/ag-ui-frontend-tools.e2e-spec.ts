@@ -172,6 +172,12 @@ describe('AG-UI frontend tools through HttpAgent (e2e, openai backend on the fak
       result: { ok: true, output: { applied: 'teal' } },
     });
     expect(interrupt.id).toBe(`${taskId}/${asked.payload.request_id}`);
+    // the call lasted from its question to the client's answer (the interrupted run alone settles 100 ms)
+    const answeredAt = log[called + 2] as RuntimeEvent<'TOOL_COMPLETED'>;
+    expect(answeredAt.payload.duration_ms).toBeGreaterThanOrEqual(100);
+    expect(answeredAt.payload.duration_ms).toBeLessThanOrEqual(
+      Date.parse(answeredAt.created_at) - Date.parse(asked.created_at),
+    );
     expect(types.at(-1)).toBe('TASK_COMPLETED');
 
     // the same resume sent again streams the same run and records nothing more

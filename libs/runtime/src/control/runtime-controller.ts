@@ -600,6 +600,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     if (!pending || p.final)
       throw new IllegalStateError(`client tool request ${requestId} of task ${taskId} is not pending`);
     const { call_id, tool } = pending;
+    // the call lasted from its question to this answer: the client ran it meanwhile
+    const asked = (await this.deps.store.readWholeStream(taskId)).find(
+      (e) => e.type === 'TASK_AWAITING_CLIENT_TOOL' && e.payload.request_id === requestId,
+    );
+    const duration_ms = asked ? Math.max(0, Date.now() - Date.parse(asked.created_at)) : 0;
     await this.deps.answers.recordResolution(
       p,
       answer.ok
@@ -609,7 +614,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               call_id,
               tool,
               result: { tool, ok: true, output: answer.output, error: null, metadata: {} },
-              duration_ms: 0,
+              duration_ms,
               request_id: requestId,
             },
           }
@@ -621,7 +626,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               result: null,
               error: answer.error,
               error_kind: 'tool_error',
-              duration_ms: 0,
+              duration_ms,
               request_id: requestId,
             },
           },
