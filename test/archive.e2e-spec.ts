@@ -72,8 +72,9 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect(page.events.map((e) => e.task_id)).toContain('system:archive');
     expect(page.archived.flatMap((r) => r.task_ids)).toEqual(expect.arrayContaining(ids));
     // and goes on running tasks
-    const fresh = await submitTask(live.url, 'list the files after archiving');
-    expect((await settledTask(live.url, fresh)).status).toBe('completed');
+    const fresh = await submitTask(live.url, 'list the files 0');
+    const ended = await settledTask(live.url, fresh);
+    expect([ended.status, ended.stop_reason]).toEqual([tasks[0].status, tasks[0].stop_reason]);
 
     const verified = await runCli(['verify', db, '--json'], { cwd: dir });
     expect(JSON.parse(verified.stdout)).toMatchObject({ verify: { ok: true, problems: [] } });
