@@ -95,6 +95,7 @@ describe('sessions and POST /tasks/:task_id/fork over HTTP', () => {
         }),
       ],
       next_cursor: null,
+      budget: null,
     });
     expect(session.body.tasks[0]).toEqual({
       task_id: second.task_id,

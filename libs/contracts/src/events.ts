@@ -136,7 +136,12 @@ export const EventPayloads = {
    * The task it was queued behind ended: this task's turn in its session begins, with the session's
    * history as it stands now (the ended task included unless it was rolled back).
    */
-  SESSION_TURN_BEGAN: z.object({ after_task_id: Id, session_history: z.array(SessionTurn) }),
+  SESSION_TURN_BEGAN: z.object({
+    after_task_id: Id,
+    session_history: z.array(SessionTurn),
+    /** the session's budget taken again, with what the tasks it waited for spent (absent: none) */
+    session_budget: SessionBudget.optional(),
+  }),
   /**
    * A newer message of the session (`by_task_id`, strategy interrupt) asks the task to stop: it ends
    * with stop reason `interrupted` at its next safe point (before its next round; at once when it waits).
@@ -590,6 +595,15 @@ export const EventPayloads = {
     segment_id: Id,
     task_ids: z.array(Id),
     events: z.number().int().nonnegative(),
+  }),
+  /**
+   * A session's own budget across its tasks (stream `session:<session_id>`, never a task's): it comes
+   * before the limits a task of the session named; a task received after it records it in its
+   * TASK_RECEIVED.session_budget (source `setting`). Null: no limit of that kind.
+   */
+  SESSION_BUDGET_SET: z.object({
+    max_tokens: z.number().int().positive().nullable(),
+    max_cost_usd: z.number().nonnegative().nullable(),
   }),
   TASK_COMPLETED: z.object({
     ...FinalPayload,

@@ -80,6 +80,18 @@ export const SessionBudget = z.object({
 });
 export type SessionBudget = z.infer<typeof SessionBudget>;
 
+/** A session's own budget as it is set (PUT /sessions/:id/budget): at least one limit; one left out is no limit. */
+export const SessionBudgetSetting = z
+  .object({
+    max_tokens: z.number().int().positive().optional(),
+    max_cost_usd: z.number().nonnegative().optional(),
+  })
+  .strict()
+  .refine((s) => s.max_tokens !== undefined || s.max_cost_usd !== undefined, {
+    message: 'name max_tokens, max_cost_usd or both',
+  });
+export type SessionBudgetSetting = z.infer<typeof SessionBudgetSetting>;
+
 export const ACCEPT_CHECK_KINDS = [
   'output_only',
   'workspace_change',

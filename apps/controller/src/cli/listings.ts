@@ -1,5 +1,11 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { FINAL_EVENT_TYPES, NotFoundError, RuntimeEvent, TaskStatus } from '@runledger/contracts';
+import {
+  FINAL_EVENT_TYPES,
+  NotFoundError,
+  RuntimeEvent,
+  SessionBudget,
+  TaskStatus,
+} from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { TaskView, TaskViews } from '@runledger/runtime';
 import { CliOutput } from './output';
@@ -77,4 +83,15 @@ export async function printEvents(
   } finally {
     process.removeListener('SIGINT', onSigint);
   }
+}
+
+/** A session's budget as `runledger session-budget` prints it. */
+export function sessionBudgetText(sessionId: string, b: SessionBudget | null): string {
+  if (!b) return `session ${sessionId} has no budget`;
+  const limits = [
+    b.max_tokens === null ? null : `${b.used_tokens} of ${b.max_tokens} tokens used`,
+    b.max_cost_usd === null ? null : `$${b.used_cost_usd.toFixed(6)} of $${b.max_cost_usd} spent`,
+  ].filter(Boolean);
+  const origin = b.source === 'setting' ? "the session's setting" : `set by task ${b.set_by}`;
+  return `session ${sessionId}: ${limits.join(', ')} (${origin}; ${b.tasks_counted} task(s) counted)`;
 }

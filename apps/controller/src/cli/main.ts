@@ -41,7 +41,7 @@ import {
 } from './bundle';
 import { archiveNow, restoreArchived, vacuumDatabase } from './archive';
 import { mcpListing, mcpListingText } from './mcp-list';
-import { listTasks, printEvents } from './listings';
+import { listTasks, printEvents, sessionBudgetText } from './listings';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -443,6 +443,17 @@ async function execute(
         // a task the signal woke runs here: followed to its end, or until it waits again
         if (!sent.created || sent.taken_by === null) return EXIT.completed;
         return await follow(app, cmd.task_id, { io, json: cmd.json, yes: cmd.yes, interactive });
+      }
+      case 'session_budget': {
+        const budget = cmd.set
+          ? await runtime.setSessionBudget(cmd.session_id, cmd.set)
+          : await runtime.sessionBudget(cmd.session_id);
+        io.answer(
+          cmd.json
+            ? JSON.stringify({ session_id: cmd.session_id, budget })
+            : sessionBudgetText(cmd.session_id, budget),
+        );
+        return EXIT.completed;
       }
       case 'cancel':
         await runtime.cancel(cmd.task_id);

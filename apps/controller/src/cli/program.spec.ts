@@ -55,6 +55,21 @@ describe('parseArgs (commander)', () => {
       json: true,
     });
     expect(parseArgs(['cancel', 't1'])).toEqual({ kind: 'cancel', task_id: 't1', json: false });
+    expect(parseArgs(['session-budget', 's1', '--max-tokens', '5000', '--json'])).toEqual({
+      kind: 'session_budget',
+      session_id: 's1',
+      set: { max_tokens: 5000 },
+      json: true,
+    });
+    expect(parseArgs(['session-budget', 's1', '--max-cost-usd', '0.5', '--max-tokens', '9'])).toMatchObject({
+      set: { max_tokens: 9, max_cost_usd: 0.5 },
+    });
+    expect(parseArgs(['session-budget', 's1'])).toEqual({
+      kind: 'session_budget',
+      session_id: 's1',
+      set: null,
+      json: false,
+    });
     expect(parseArgs(['signal', 't1', 'ci.done', '{"ok":true}', '--id', 'run-7'])).toEqual({
       kind: 'signal',
       task_id: 't1',
@@ -138,6 +153,8 @@ describe('parseArgs (commander)', () => {
     );
     expect(refused(['run'])).toBe("missing required argument 'input'; see runledger run --help");
     expect(refused(['cancel'])).toBe("missing required argument 'task_id'; see runledger cancel --help");
+    expect(refused(['session-budget', 's1', '--max-tokens', '0'])).toMatch(/^session-budget: --max-tokens /);
+    expect(refused(['session-budget', 's1', '--max-cost-usd', 'lots'])).toMatch(/--max-cost-usd/);
     expect(refused(['signal', 't1', 'ci', '{not json'])).toMatch(/payload\] must be JSON/);
     expect(refused(['signal', 't1', '-bad'])).toBeTruthy();
     expect(refused(['signal', 't1', 'bad name'])).toMatch(/signal: <name>/);

@@ -8,6 +8,7 @@ import {
   PermissionDecision,
   TASK_STATUSES,
   TaskStatus,
+  SessionBudgetSetting,
   SignalName,
   ValidationError,
 } from '@runledger/contracts';
@@ -42,6 +43,8 @@ export type CliCommand =
   | { kind: 'bundle'; task_id: string; file: string; redact: string[]; json: boolean }
   | { kind: 'fork'; task_id: string; sequence: number; model: string | null; json: boolean; yes: boolean }
   | { kind: 'cancel'; task_id: string; json: boolean }
+  /** set (either limit given) or show a session's budget across its tasks */
+  | { kind: 'session_budget'; session_id: string; set: SessionBudgetSetting | null; json: boolean }
   | { kind: 'tasks'; status: TaskStatus | null; session: string | null; limit: number; json: boolean }
   | { kind: 'events'; task_id: string; follow: boolean; json: boolean }
   | {
@@ -163,6 +166,8 @@ interface Flags {
   limit?: string;
   follow?: boolean;
   id?: string;
+  maxTokens?: string;
+  maxCostUsd?: string;
 }
 
 /** `--limit`: a whole number from 1 to 500 */
@@ -331,6 +336,35 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .argument('<task_id>')
     .addOption(option.json())
     .action((taskId: string, f: Flags) => done({ kind: 'cancel', task_id: taskId, json: Boolean(f.json) }));
+
+  program
+    .command('session-budget')
+    .description(
+      "set a session's token and cost budget across its tasks (tasks received from now on run under it), or show it",
+    )
+    .argument('<session_id>')
+    .option('--max-tokens <n>', 'the most tokens all the tasks of the session may use')
+    .option('--max-cost-usd <usd>', 'the most all the tasks of the session may cost')
+    .addOption(option.json())
+    .action((sessionId: string, f: Flags) => {
+      const given = { max_tokens: f.maxTokens, max_cost_usd: f.maxCostUsd };
+      const asked = Object.fromEntries(
+        Object.entries(given)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => [k, Number(v)]),
+      );
+      const set = Object.keys(asked).length ? SessionBudgetSetting.safeParse(asked) : null;
+      if (set && !set.success)
+        throw new ValidationError(
+          `session-budget: ${set.error.issues.map((i) => `--${String(i.path[0]).replace(/_/g, '-')} ${i.message}`).join('; ')}`,
+        );
+      done({
+        kind: 'session_budget',
+        session_id: sessionId,
+        set: set ? set.data : null,
+        json: Boolean(f.json),
+      });
+    });
 
   program
     .command('tasks')

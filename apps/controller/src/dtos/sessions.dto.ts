@@ -1,6 +1,6 @@
 import { createZodDto } from './zod-dto';
 import { z } from 'zod';
-import { OnBusy, UserTask } from '@runledger/contracts';
+import { OnBusy, SessionBudget, SessionBudgetSetting, UserTask } from '@runledger/contracts';
 import { TaskView } from '@runledger/runtime';
 import { ListTasksQuery, TaskResponse } from './tasks.dto';
 
@@ -38,9 +38,19 @@ export const SessionResponse = z.object({
   on_busy: SessionOnBusy,
   tasks: z.array(SessionTaskResponse).describe('newest first'),
   next_cursor: z.string().nullable(),
+  budget: SessionBudget.nullable().describe(
+    "the session's budget across its tasks as a task received now would record it (null: none)",
+  ),
 });
 export type SessionResponse = z.infer<typeof SessionResponse>;
 export class SessionResponseDto extends createZodDto(SessionResponse) {}
+
+/** PUT /sessions/:session_id/budget */
+export const SessionBudgetBody = SessionBudgetSetting;
+export class SessionBudgetDto extends createZodDto(SessionBudgetBody) {}
+export const SessionBudgetResponse = z.object({ session_id: z.string(), budget: SessionBudget });
+export type SessionBudgetResponse = z.infer<typeof SessionBudgetResponse>;
+export class SessionBudgetResponseDto extends createZodDto(SessionBudgetResponse) {}
 
 export const toSessionTaskResponse = (t: TaskView): z.infer<typeof SessionTaskResponse> => ({
   task_id: t.task_id,

@@ -7,6 +7,10 @@ import { ApiErrors, jsonSchemaOf } from '../docs/api-docs';
 import {
   ConfigureSessionBody,
   ConfigureSessionDto,
+  SessionBudgetBody,
+  SessionBudgetDto,
+  SessionBudgetResponse,
+  SessionBudgetResponseDto,
   SessionIdParam,
   SessionSettingsResponse,
   SessionSettingsResponseDto,
@@ -45,14 +49,16 @@ export class SessionsController {
   ): Promise<SessionResponse> {
     const page = await this.tasks.list({ ...query, session_id: sessionId });
     const on_busy = await this.runtime.sessionStrategy(sessionId);
+    const budget = await this.runtime.sessionBudget(sessionId);
     // a later page may be empty; a session none of whose tasks exist (nor its settings) does not
-    if (page.tasks.length === 0 && query.cursor === undefined && on_busy === null)
+    if (page.tasks.length === 0 && query.cursor === undefined && on_busy === null && budget === null)
       throw new NotFoundError(`session ${sessionId} not found`, { session_id: sessionId });
     return {
       session_id: sessionId,
       on_busy,
       tasks: page.tasks.map(toSessionTaskResponse),
       next_cursor: page.next_cursor,
+      budget,
     };
   }
 
@@ -76,5 +82,30 @@ export class SessionsController {
   ): Promise<SessionSettingsResponse> {
     await this.runtime.configureSession(sessionId, body.on_busy);
     return { session_id: sessionId, on_busy: body.on_busy };
+  }
+
+  @Put(':session_id/budget')
+  @RequireScope('tasks:write')
+  @ApiOperation({
+    operationId: 'setSessionBudget',
+    summary:
+      "Set the session's own token and cost budget across its tasks: tasks received from now on run under it, before any limit a task named (a session need not have tasks yet)",
+  })
+  @ApiParam({
+    name: 'session_id',
+    description: 'the session_id its tasks are (or will be) submitted with',
+    schema: jsonSchemaOf(SessionIdParam),
+  })
+  @ApiResponse({
+    status: 200,
+    description: "the session's budget as a task received now would record it",
+    type: SessionBudgetResponseDto.Output,
+  })
+  @ApiErrors({ 400: 'invalid session_id or body (at least one of max_tokens, max_cost_usd)' })
+  async setBudget(
+    @Param('session_id', new ZodPipe(SessionIdParam, 'session_id')) sessionId: string,
+    @Body(new ZodPipe(SessionBudgetBody, 'body')) body: SessionBudgetDto,
+  ): Promise<SessionBudgetResponse> {
+    return { session_id: sessionId, budget: await this.runtime.setSessionBudget(sessionId, body) };
   }
 }

@@ -13,6 +13,7 @@ import {
   SessionBusyError,
   RunSettings,
   SessionBudget,
+  SessionBudgetSetting,
   SessionTurn,
   TaskStatus,
   UserTask,
@@ -32,7 +33,7 @@ import { RemoteAgents } from '../delegation/remote-agents';
 import { cancelRemoteChild } from '../delegation/remote-delegation';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { sessionBudgetFor } from './session-budget';
-import { SessionQueue } from './session-queue';
+import { SessionQueue, sessionStream } from './session-queue';
 import type { SessionTask } from '../log/task-views';
 import { formAnswer } from './permission-answers';
 import { SecretVault } from '../ports';
@@ -270,6 +271,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
               asked: task.budgets ?? {},
               earlier,
               received: (id) => this.receivedOf(id),
+              setting: task.session_id ? await this.sessionSetting(task.session_id) : null,
             });
       await this.deps.store.append(
         task_id,
@@ -310,6 +312,53 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     }
     if (!turn.queued_behind) this.deps.runs.enqueue(task_id);
     return { task_id, status: 'queued', created: true };
+  }
+
+  /**
+   * Sets the session's own budget across its tasks (SESSION_BUDGET_SET in its stream): tasks
+   * received from now on run under it, before any limit a task named. Refused (ValidationError)
+   * with nothing written for a bad session id or setting.
+   */
+  async setSessionBudget(sessionId: string, setting: SessionBudgetSetting): Promise<SessionBudget> {
+    const id = UserTask.shape.session_id.unwrap().safeParse(sessionId);
+    if (!id.success)
+      throw new ValidationError(`invalid session_id: ${id.error.issues[0].message}`, id.error.issues);
+    const parsed = SessionBudgetSetting.safeParse(setting);
+    if (!parsed.success)
+      throw new ValidationError(
+        `invalid session budget: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`,
+        parsed.error.issues,
+      );
+    await this.deps.store.append(
+      sessionStream(sessionId),
+      [
+        {
+          type: 'SESSION_BUDGET_SET',
+          session_id: sessionId,
+          payload: {
+            max_tokens: parsed.data.max_tokens ?? null,
+            max_cost_usd: parsed.data.max_cost_usd ?? null,
+          },
+        },
+      ],
+      { expected: 'any' },
+    );
+    return (await this.sessionBudget(sessionId))!;
+  }
+
+  /** The session's budget as a task received now would record it; null when the session has none. */
+  async sessionBudget(sessionId: string): Promise<SessionBudget | null> {
+    return sessionBudgetFor({
+      task_id: '',
+      asked: {},
+      earlier: await this.deps.sessionTasks(sessionId, SESSION_TASKS_READ),
+      received: (id) => this.receivedOf(id),
+      setting: await this.sessionSetting(sessionId),
+    });
+  }
+
+  private async sessionSetting(sessionId: string) {
+    return (await this.deps.sessions.settings(sessionId)).budget;
   }
 
   /** What an earlier task of a session recorded when it was received (null: not a task). */

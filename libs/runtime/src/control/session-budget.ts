@@ -89,3 +89,24 @@ export async function sessionBudgetFor(input: SessionBudgetInput): Promise<Sessi
     tasks_counted: (base?.tasks_counted ?? 0) + counted.length,
   };
 }
+
+/**
+ * The session budget of a queued task when its turn begins: recomputed from the session's tasks
+ * received before it, as they stand now (what the tasks it waited for spent included). The limits
+ * it named itself apply when the session's still allow them; otherwise the session's own.
+ */
+export async function sessionBudgetAtTurn(input: SessionBudgetInput): Promise<SessionBudget | null> {
+  const at = input.earlier.findIndex((t) => t.task_id === input.task_id);
+  const before = { ...input, earlier: at === -1 ? input.earlier : input.earlier.slice(0, at) };
+  const { session_max_tokens, session_max_cost_usd } = input.asked;
+  const own: Budgets = {
+    ...(session_max_tokens !== undefined ? { session_max_tokens } : {}),
+    ...(session_max_cost_usd !== undefined ? { session_max_cost_usd } : {}),
+  };
+  try {
+    return await sessionBudgetFor({ ...before, asked: own });
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    return sessionBudgetFor({ ...before, asked: {} });
+  }
+}

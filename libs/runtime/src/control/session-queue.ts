@@ -14,6 +14,7 @@ import type { SessionTask } from '../log/task-views';
 import { RuntimeLogger } from '../runtime-logger';
 import { RunQueue } from './run-queue';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
+import { SessionLimits, sessionBudgetAtTurn } from './session-budget';
 import { TaskAnswers } from './task-answers';
 
 /** The stream of a session's own events: its settings and the tasks rolled back in it. */
@@ -23,6 +24,8 @@ export const sessionStream = (sessionId: string): string => `session:${sessionId
 export interface SessionSettings {
   /** the strategy the session set; null: none (DEFAULT_ON_BUSY applies) */
   on_busy: OnBusy | null;
+  /** the budget across its tasks the session set (SESSION_BUDGET_SET); null: none */
+  budget: SessionLimits | null;
   /** tasks a newer message rolled back: never shown in a later task's history */
   rolled_back: ReadonlySet<string>;
 }
@@ -86,12 +89,14 @@ export class SessionQueue {
 
   async settings(sessionId: string): Promise<SessionSettings> {
     let on_busy: OnBusy | null = null;
+    let budget: SessionLimits | null = null;
     const rolled_back = new Set<string>();
     for (const e of await this.deps.store.readWholeStream(sessionStream(sessionId))) {
       if (e.type === 'SESSION_CONFIGURED') on_busy = e.payload.on_busy;
       else if (e.type === 'TASK_ROLLED_BACK') rolled_back.add(e.payload.task_id);
+      else if (e.type === 'SESSION_BUDGET_SET') budget = { ...e.payload, source: 'setting', set_by: null };
     }
-    return { on_busy, rolled_back };
+    return { on_busy, budget, rolled_back };
   }
 
   /** The session's strategy from now on (recorded in its own stream). */
@@ -191,9 +196,25 @@ export class SessionQueue {
       const earlier = await this.unfinished(p.session_id, taskId);
       if (earlier.length > 0) return this.hold(taskId, earlier[earlier.length - 1]);
       try {
+        const settings = await this.settings(p.session_id);
+        // what the tasks it waited for spent is the session's now: its budget is taken again
+        const session_budget = await sessionBudgetAtTurn({
+          task_id: taskId,
+          asked: p.budgets,
+          earlier: await this.deps.sessionTasks(p.session_id, SESSION_TASKS_READ),
+          received: async (id) => {
+            const [first] = await this.deps.store.readStream(id, { limit: 1 });
+            return first?.type === 'TASK_RECEIVED' ? first.payload : null;
+          },
+          setting: settings.budget,
+        });
         await this.deps.answers.recordResolution(p, {
           type: 'SESSION_TURN_BEGAN',
-          payload: { after_task_id: p.queuedBehind, session_history: await this.history(p.session_id) },
+          payload: {
+            after_task_id: p.queuedBehind,
+            session_history: await this.history(p.session_id, settings),
+            ...(session_budget ? { session_budget } : {}),
+          },
         });
         return;
       } catch (err) {

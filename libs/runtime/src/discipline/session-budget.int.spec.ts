@@ -188,6 +188,53 @@ describe('session token budget (SQLite log, OpenAI-compatible server)', () => {
     }
   });
 
+  it('a task queued behind a running one of its session takes the budget again when its turn begins, with what that one spent', async () => {
+    const { rt } = await session(true);
+    let queued = '';
+    try {
+      server.enqueue({ ...answer('slow'), delay_ms: 400 }, answer('next'));
+      const first = await rt.runtime.submit(
+        { input: 'a slow question', session_id: SESSION, budgets: { session_max_tokens: 10_000 } },
+        { source: 'api' },
+      );
+      const second = await rt.runtime.submit({ input: 'and then?', session_id: SESSION }, { source: 'api' });
+      await rt.runtime.settled(first.task_id);
+      // a queued task runs once its turn begins: waited for until it ends
+      for (let i = 0; !(await rt.runtime.progress(second.task_id)).final; i++) {
+        if (i > 200) throw new Error('the queued task did not end');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      queued = second.task_id;
+      const events = await store.readWholeStream(second.task_id);
+      expect(received(events)).toMatchObject({
+        queued_behind: first.task_id,
+        session_budget: { used_tokens: 0, set_by: first.task_id },
+      });
+      expect(payloads(events, 'SESSION_TURN_BEGAN')[0].session_budget).toMatchObject({
+        max_tokens: 10_000,
+        used_tokens: 3000,
+        tasks_counted: 1,
+        set_by: first.task_id,
+      });
+      expect(payloads(events, 'CONTEXT_BUILT')[0].session_budget).toMatchObject({ used_tokens: 3000 });
+    } finally {
+      await rt.close();
+    }
+    // the replay runs it at once under the budget its turn began with: everything after the opening matches
+    const { events: replayed } = await replayTask(
+      {
+        store,
+        tools: testToolRegistry(dir),
+        discipline: DEFAULT_DISCIPLINE_SETTINGS,
+        logger: new RecordingRuntimeLogger(),
+      },
+      queued,
+    );
+    expect(payloads(replayed, 'TASK_RECEIVED')[0].session_budget).toMatchObject({ used_tokens: 3000 });
+    const recorded = (await store.readWholeStream(queued)).filter((e) => e.type !== 'SESSION_TURN_BEGAN');
+    expect(replayView(replayed).slice(1)).toEqual(replayView(recorded).slice(1));
+  });
+
   it('a later task naming other session limits is refused and nothing is written; the same limits are accepted', async () => {
     const { rt, run } = await session(false);
     try {

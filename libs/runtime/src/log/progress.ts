@@ -342,6 +342,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
         ...p.history.filter((h) => !isSessionItem(h)),
       ];
       p.queuedBehind = null;
+      if (e.payload.session_budget) p.session_budget = e.payload.session_budget;
       break;
     case 'INTERRUPT_REQUESTED':
       p.interruptedBy ??= e.payload.by_task_id;
@@ -614,6 +615,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'SCHEDULE_RESUMED':
     case 'SCHEDULE_DELETED':
     case 'SCHEDULE_FIRED':
+    case 'SESSION_BUDGET_SET':
       break;
     default: {
       const unreachable: never = e;

@@ -112,7 +112,11 @@ export async function runReplay(
             ?.payload.session_history ??
           first.payload.session_history ??
           [],
-        session_budget: first.payload.session_budget ?? null,
+        session_budget:
+          events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN')
+            ?.payload.session_budget ??
+          first.payload.session_budget ??
+          null,
         ...(first.payload.ag_ui ? { ag_ui: first.payload.ag_ui } : {}),
       },
     ));
