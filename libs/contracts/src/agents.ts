@@ -51,6 +51,8 @@ export const AgentProfile = z
     evaluator: AnswerEvaluatorSettings.optional(),
     /** per-tool budgets of this agent's tasks, by tool name; each replaces the tool manifest's own */
     tool_budgets: z.record(z.string().min(1).max(200), ToolBudget).optional(),
+    /** the round policy for this agent's tasks, whatever RUNLEDGER_ROUND_POLICY says (absent: the process's) */
+    round_policy: z.enum(['on', 'off']).optional(),
   })
   .strict()
   .refine((a) => a.a2a !== undefined || a.description !== '', {

@@ -345,7 +345,7 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_AGENTS: {
     group: 'Delegation',
     description:
-      'JSON `[{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names], "instructions"?, "evaluator"?, "tool_budgets"?: {"<tool>": {"max_calls_per_task"?, "only_if_previous_empty"?}}}]`: agents a task may delegate to, beside the built-in `coder` (an entry named `coder` replaces it); see [models.md](models.md#delegation-and-agents). A remote agent is `{"name", "a2a": {"url" | "card_url", "headers_from"?: "env:VAR" | "file:path"}, "timeout_ms"?}`: delegating to it sends an A2A message (see [a2a.md](a2a.md#remote-agents-as-delegates))',
+      'JSON `[{"name", "description", "models"?: {"<role>": "<model>"}, "tools"?: [names], "instructions"?, "evaluator"?, "round_policy"?: "on" | "off", "tool_budgets"?: {"<tool>": {"max_calls_per_task"?, "only_if_previous_empty"?}}}]`: agents a task may delegate to, beside the built-in `coder` (an entry named `coder` replaces it); see [models.md](models.md#delegation-and-agents). A remote agent is `{"name", "a2a": {"url" | "card_url", "headers_from"?: "env:VAR" | "file:path"}, "timeout_ms"?}`: delegating to it sends an A2A message (see [a2a.md](a2a.md#remote-agents-as-delegates))',
   },
   RUNLEDGER_MAX_DELEGATION_DEPTH: {
     group: 'Delegation',

@@ -507,7 +507,11 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
    */
   async startChild(spec: ChildTaskSpec): Promise<void> {
     if ((await this.deps.store.streamVersion(spec.task_id)) === 0) {
-      const childSettings = this.deps.runSettings(spec.budgets);
+      const processSettings = this.deps.runSettings(spec.budgets);
+      // an agent's profile may turn the round policy on or off for its own tasks
+      const policy = spec.agent.round_policy ?? processSettings.round_policy ?? 'off';
+      const { round_policy: _processPolicy, ...rest } = processSettings;
+      const childSettings: RunSettings = policy === 'on' ? { ...rest, round_policy: 'on' } : rest;
       try {
         await this.deps.store.append(
           spec.task_id,

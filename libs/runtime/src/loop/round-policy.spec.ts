@@ -8,12 +8,14 @@ import { replayView } from '../replay/replay-view';
 import {
   AllowAllPolicy,
   RecordingRuntimeLogger,
+  TaskRoutedBackend,
   startTestRuntime,
   TestRuntime,
   testToolRegistry,
 } from '../testing';
 import { useTempStore } from '../testing/temp-store';
 import { namedFiles, requestedCommands } from './round-policy';
+import { childTaskIdFor } from '../delegation/delegation-runner';
 
 const tool = (name: string, args: Record<string, unknown>) =>
   JSON.stringify({ type: 'tool', tool: name, args });
@@ -264,6 +266,41 @@ describe('round policy: the runtime decides what each round may do', () => {
     );
     expect(requests[2].messages[1].content).toContain('This round is answer only');
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'the folder holds notes.txt' });
+  });
+
+  it("an agent profile's round_policy turns the policy on for its tasks, the process's off", async () => {
+    const model = new TaskRoutedBackend((task, prompt) => {
+      if (task === 'look at notes.txt') {
+        if (!prompt.includes('append_line failed')) return tool('append_line', { path: 'c.txt', line: 'x' });
+        return respond('looked');
+      }
+      if (!prompt.includes('step delegate'))
+        return JSON.stringify({ type: 'delegate', agent: 'reader', input: 'look at notes.txt' });
+      return respond('done');
+    });
+    const reader = {
+      name: 'reader',
+      description: 'reads',
+      models: {},
+      tools: null,
+      instructions: '',
+      round_policy: 'on' as const,
+    };
+    rt = await startTestRuntime({
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new AllowAllPolicy(),
+      model,
+      agents: [reader],
+    });
+    const { task_id, events } = await run('have notes.txt looked at');
+    expect(events[0].payload).not.toHaveProperty('mutation_intent');
+    const child = await temp.store.readWholeStream(childTaskIdFor(task_id, 'call_1_delegate'));
+    expect(child[0]).toMatchObject({
+      payload: { settings: { round_policy: 'on' }, mutation_intent: { allowed: false } },
+    });
+    expect(ofType(child, 'TOOL_FAILED')[0].payload.error).toMatch(/^not_offered: append_line is not offered/);
+    expect(existsSync(join(temp.dir, 'c.txt'))).toBe(false);
   });
 
   it('replay reproduces every round surface and the runtime answer', async () => {
