@@ -56,6 +56,26 @@ const dataOf = (parts: readonly Part[]): Record<string, unknown> | null => {
   return null;
 };
 
+/**
+ * An artifact's part as the parent records it: text as it is, data as JSON, a file by its name, type
+ * and size or URL (its bytes stay with the remote agent, out of the log).
+ */
+export function artifactPartText(p: Part): string {
+  const c = p.content;
+  switch (c?.$case) {
+    case 'text':
+      return c.value;
+    case 'data':
+      return JSON.stringify(c.value);
+    case 'raw':
+      return `[file ${p.filename || 'unnamed'} (${p.mediaType || 'application/octet-stream'}, ${c.value.length} bytes)]`;
+    case 'url':
+      return `[file ${p.filename || 'unnamed'} (${p.mediaType || 'unknown type'}) at ${c.value}]`;
+    default:
+      return '';
+  }
+}
+
 /** What identifies the question a status asks: its data part's request_id, else its message. */
 function askIdOf(taskId: string, status: TaskStatus | undefined): string | null {
   const state = stateOf(status?.state);
@@ -83,7 +103,7 @@ export function remoteSnapshotOf(task: Task): RemoteSnapshot {
     artifacts: task.artifacts.map((a) => ({
       artifact_id: a.artifactId,
       name: a.name,
-      text: textsOf(a.parts).join('\n'),
+      text: a.parts.map(artifactPartText).join('\n'),
     })),
     stop_reason: typeof own?.stop_reason === 'string' ? own.stop_reason : null,
     usage: usage.success ? usage.data : null,
