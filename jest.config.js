@@ -1,3 +1,5 @@
+const { availableParallelism } = require('node:os');
+
 /** Three tiers, told apart by file name: unit (*.spec.ts), integration (*.int.spec.ts), e2e (test/*.e2e-spec.ts). */
 const swc = [
   '@swc/jest',
@@ -18,6 +20,9 @@ moduleNameMapper['^@runledger/migrations$'] = '<rootDir>/migrations/index.ts';
 const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc }, transformIgnorePatterns: ['/node_modules/(?!jose/)'], moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 module.exports = {
+  // jest's default (cores - 1) runs one suite at a time on a 2-core machine, which then sits half idle:
+  // the e2e suites spend much of their time waiting on child processes, servers and fsync
+  maxWorkers: Math.max(2, availableParallelism() - 1),
   // 30 s a test, set here since jest takes it from the root config, not a project's: CI's 2-core machine
   // runs suites side by side (a property test of 1.2 s alone took over 5 s there), and worker threads
   // started from the TypeScript sources compile them first
