@@ -218,7 +218,10 @@ describe('runledger CLI (real child process, no model configured)', () => {
   });
 
   it('resume <task_id> follows every task it resumed to its end: none is cut off in a tool call at exit', async () => {
-    const [quick, slow] = await receivedOnly(env.RUNLEDGER_DB, ['hello', 'run sleep 1 && echo slept']);
+    const [quick, slow] = await receivedOnly(env.RUNLEDGER_DB, [
+      'run echo hello',
+      'run sleep 1 && echo slept',
+    ]);
     const res = await runCli(['resume', quick, '--yes'], { cwd: dir, env });
     expect(stderrProblems(res.stderr)).toEqual([]);
     expect(res.stderr).toContain(`resuming 2 unfinished task(s)`);
