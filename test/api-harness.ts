@@ -77,6 +77,16 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
+/** The settings of an orchestrator on a local OpenAI-compatible server, critic and memory off. */
+export const openAiOrchestratorEnv = (baseURL: string): Record<string, string> => ({
+  RUNLEDGER_MODEL: 'openai',
+  OPENAI_BASE_URL: baseURL,
+  OPENAI_API_KEY: 'test-key',
+  RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
+  RUNLEDGER_CRITIC: 'off',
+  RUNLEDGER_MEMORY: 'off',
+});
+
 /** Boot the real controller in-process on 127.0.0.1:0 with a temp DB and captured JSON logs. */
 export async function bootApi(
   env: Record<string, string> = {},

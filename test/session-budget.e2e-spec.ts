@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeOpenAiServer, runCli, startFakeOpenAiServer, stderrProblems } from '@runledger/testing';
-import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, eventCount, openAiOrchestratorEnv, waitForTask } from './api-harness';
 
 /**
  * A session's budget across its tasks over HTTP, against a local OpenAI-compatible server: set on the
@@ -18,17 +18,7 @@ describe('session budget over HTTP', () => {
     server = await startFakeOpenAiServer({ apiKey: 'test-key' });
     // every reply costs 3000 tokens
     server.setDefault({ content: 'done', usage: { prompt_tokens: 2500, completion_tokens: 500 } });
-    sut = await bootApi(
-      {
-        RUNLEDGER_MODEL: 'openai',
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: 'test-key',
-        RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
-        RUNLEDGER_CRITIC: 'off',
-        RUNLEDGER_MEMORY: 'off',
-      },
-      { checkResponses: true },
-    );
+    sut = await bootApi(openAiOrchestratorEnv(server.baseURL), { checkResponses: true });
   });
   afterEach(async () => {
     await sut.close();

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeOpenAiServer, startFakeOpenAiServer } from '@runledger/testing';
-import { ApiHarness, TOKENS, bootApi, eventCount, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, bootApi, eventCount, openAiOrchestratorEnv, waitForTask } from './api-harness';
 
 /**
  * Sessions as conversations and fork over the API, against a local OpenAI-compatible server:
@@ -16,17 +16,7 @@ describe('sessions and POST /tasks/:task_id/fork over HTTP', () => {
 
   beforeEach(async () => {
     server = await startFakeOpenAiServer({ apiKey: 'test-key' });
-    sut = await bootApi(
-      {
-        RUNLEDGER_MODEL: 'openai',
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: 'test-key',
-        RUNLEDGER_MODEL_ORCHESTRATOR: 'model-a',
-        RUNLEDGER_CRITIC: 'off',
-        RUNLEDGER_MEMORY: 'off',
-      },
-      { checkResponses: true },
-    );
+    sut = await bootApi(openAiOrchestratorEnv(server.baseURL), { checkResponses: true });
   });
   afterEach(async () => {
     await sut.close();
