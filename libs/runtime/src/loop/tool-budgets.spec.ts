@@ -1,11 +1,14 @@
 import { RuntimeEvent, ToolManifest } from '@runledger/contracts';
 import { ModelBackend, ModelRequest } from '../model/model-backend';
-import { ScriptItem, ScriptedBackend } from '../model/scripted-backend';
+import { ScriptedBackend } from '../model/scripted-backend';
 import { replayTask } from '../runtime.module';
 import { replayView } from '../replay/replay-view';
 import { RuntimeParts } from '../runtime-options';
 import {
   AllowAllPolicy,
+  nativeToolCall as native,
+  respondDirective as respond,
+  toolDirective as tool,
   RecordingRuntimeLogger,
   startTestRuntime,
   TestRuntime,
@@ -17,14 +20,6 @@ import {
 import { useTempStore } from '../testing/temp-store';
 import { childTaskIdFor } from '../delegation/delegation-runner';
 import { isEmptyOutput, toolBudgetsOf } from './tool-budgets';
-
-const tool = (name: string, args: Record<string, unknown>) =>
-  JSON.stringify({ type: 'tool', tool: name, args });
-const respond = (content: string) => JSON.stringify({ type: 'respond', content });
-const native = (id: string, name: string, args: unknown): ScriptItem => ({
-  content: '',
-  tool_calls: [{ id, name, arguments: JSON.stringify(args) }],
-});
 
 describe('per-tool budgets: max_calls_per_task and only_if_previous_empty', () => {
   const temp = useTempStore('rl-toolbudget-', () => rt?.close());

@@ -8,3 +8,4 @@ export * from './task-routed-model';
 export * from './sqlite-memory';
 export * from './memory-recall-conformance';
 export * from './run-clock-conformance';
+export * from './script-items';
