@@ -113,7 +113,24 @@ export class ReplayedSysUtil extends ModelBackend {
   }
 }
 
-type RecordedOutcome = { result: ToolResult | null; error: string };
+type RecordedOutcome = { result: ToolResult | null; error: string; order: number };
+
+const DIVERGED_OUTCOME_WAIT_MS = 2_000;
+
+type Deferred = { promise: Promise<void>; resolve: () => void; settled: boolean };
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const d: Deferred = {
+    promise: new Promise<void>((r) => (resolve = r)),
+    resolve: () => {
+      d.settled = true;
+      resolve();
+    },
+    settled: false,
+  };
+  return d;
+}
 
 /** The question an attempt of a call stopped for (its server asked the user), as the recording shows it. */
 type RecordedStop = ToolInputRequired;
@@ -153,25 +170,47 @@ function recordedStops(events: readonly RuntimeEvent[]): Map<string, Array<Recor
  * A call retried (an idempotent tool after a tool_error) gets its recorded outcomes attempt by attempt;
  * an attempt that stopped because its server asked the user stops again at the same question (the
  * replay then answers it from the log, see replayTask).
+ * Calls that ran side by side (a plan's parallel steps, a reply's several native tool calls) are answered
+ * in the order the recording completed them, so their outcomes reach the log in that order again.
  */
 export class ReplayToolRegistry extends ToolRegistry {
   private readonly outcomes = new Map<string, RecordedOutcome[]>();
   private readonly stops: Map<string, Array<RecordedStop | null>>;
   private readonly runs = new Map<string, number>();
+  private readonly answered: Array<Deferred>;
 
   constructor(
     private readonly live: ToolRegistry,
     events: readonly RuntimeEvent[],
   ) {
     super();
-    const add = (callId: string, outcome: RecordedOutcome) =>
-      this.outcomes.set(callId, [...(this.outcomes.get(callId) ?? []), outcome]);
+    let order = 0;
+    const add = (callId: string, outcome: Omit<RecordedOutcome, 'order'>) =>
+      this.outcomes.set(callId, [...(this.outcomes.get(callId) ?? []), { ...outcome, order: order++ }]);
     for (const e of events) {
       if (e.type === 'TOOL_COMPLETED') add(e.payload.call_id, { result: e.payload.result, error: '' });
       if (e.type === 'TOOL_FAILED' && e.payload.error_kind === 'tool_error')
         add(e.payload.call_id, { result: e.payload.result, error: e.payload.error });
     }
+    this.answered = Array.from({ length: order }, deferred);
     this.stops = recordedStops(events);
+  }
+
+  /**
+   * Waits until every outcome the recording completed before this one was handed out, and a turn of the
+   * event loop after it, so its outcome event was appended first. An outcome the replay never asks for
+   * (a diverged replay) holds the next one back for a bounded time only; the comparison shows the divergence.
+   */
+  private async turnOf(order: number): Promise<void> {
+    if (order > 0 && !this.answered[order - 1].settled) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.answered[order - 1].promise,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, DIVERGED_OUTCOME_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
+    setImmediate(() => this.answered[order].resolve());
   }
 
   list(): ToolManifest[] {
@@ -192,6 +231,7 @@ export class ReplayToolRegistry extends ToolRegistry {
         // the last recorded outcome answers any further attempt (the comparison shows an extra one)
         const recorded = queue && queue.length > 1 ? queue.shift() : queue?.[0];
         if (!recorded) throw new Error(`replay diverged: no recorded outcome for ${ctx.call_id}`);
+        await this.turnOf(recorded.order);
         if (recorded.result) return recorded.result;
         throw new Error(recorded.error);
       },

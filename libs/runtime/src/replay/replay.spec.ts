@@ -325,3 +325,64 @@ describe('replayTask: an idempotent tool retried after a tool_error', () => {
     }
   });
 });
+
+describe('replayTask: calls that ran side by side', () => {
+  it('their outcomes reach the log in the order the recording completed them, not the order they were asked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-replay-side-by-side-'));
+    const store = new InMemoryEventStore();
+    const readTool = (name: string, delayMs: number) => ({
+      manifest: {
+        name,
+        description: `Reads after ${delayMs} ms.`,
+        args_schema: { type: 'object', properties: {}, additionalProperties: false },
+        requires_permission: false,
+        idempotent: true,
+        timeout_ms: 5_000,
+        secrets: [],
+        sensitive_output: false,
+        entry: 'index.js',
+      },
+      run: async () => {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        return `${name} done`;
+      },
+    });
+    const tools = () =>
+      testToolRegistry(dir)
+        .add(readTool('slow_read', 150).manifest, readTool('slow_read', 150).run)
+        .add(readTool('quick_read', 0).manifest, readTool('quick_read', 0).run);
+    const completions = (events: readonly { type: string; payload: unknown }[]) =>
+      events
+        .filter((e) => e.type === 'TOOL_COMPLETED')
+        .map((e) => (e.payload as { call_id: string }).call_id);
+    try {
+      const rt = await startTestRuntime({
+        store,
+        tools: tools(),
+        permissions: new RuleTablePolicy({}),
+        model: new ScriptedBackend({
+          orchestrator: [
+            {
+              content: '',
+              tool_calls: [
+                { id: 'c1', name: 'slow_read', arguments: '{}' },
+                { id: 'c2', name: 'quick_read', arguments: '{}' },
+              ],
+            },
+            { content: 'both read' },
+          ],
+        }),
+      });
+      const { task_id: id } = await rt.runtime.submit({ input: 'read both' }, { source: 'cli' });
+      await rt.runtime.settled(id);
+      await rt.close();
+      const original = await store.readWholeStream(id);
+      expect(completions(original)).toEqual(['call_1_c2', 'call_1_c1']);
+      const { events } = await replayTask({ store, tools: tools(), logger: new RecordingRuntimeLogger() }, id);
+      expect(completions(events)).toEqual(['call_1_c2', 'call_1_c1']);
+      expect(replayView(events)).toEqual(replayView(original));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
