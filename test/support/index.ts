@@ -3,3 +3,4 @@ export * from '../../libs/runtime/src/testing';
 export * from './cli';
 export * from './postgres';
 export * from './served';
+export * from './archiving-storage';

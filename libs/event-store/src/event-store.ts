@@ -53,6 +53,12 @@ export interface ReadAllOptions {
   limit?: number;
   types?: readonly EventType[];
   task_id?: string;
+  /**
+   * Also the events of archived tasks, read from their segments and merged in position order (a
+   * rebuild, or a listing that must see every task). Without it only the live table is read, and
+   * archivedRanges says what it left out. An adapter without an archive has none to add.
+   */
+  archived?: boolean;
 }
 
 export interface StoreHead {

@@ -185,12 +185,16 @@ export class MemoryProjection {
       return 0;
     }
     let after = nothingNewHeard ? Math.max(this.indexedThrough, heard) : this.indexedThrough;
+    // a pass from the log's start (a rebuild, a first fill) reads archived tasks' writes too; later
+    // passes start past them: a task is archived only once it ended, after its writes were applied
+    const archived = after === 0;
     let applied = 0;
     for (;;) {
       const page = await this.o.events.readAll({
         after_position: after,
         types: ['MEMORY_WRITTEN'],
         limit: SYNC_PAGE,
+        archived,
       });
       await this.applyPage(page);
       if (page.length > 0) after = this.indexedThrough = page[page.length - 1].position;

@@ -1,5 +1,5 @@
 import { Kysely, Selectable } from 'kysely';
-import { ArchivedRange, ReadStreamOptions } from '../event-store';
+import { ArchivedRange, ReadAllOptions, ReadStreamOptions } from '../event-store';
 import { EventRow } from '../sqlite/rows';
 import { ArchivedTasksTable, Database } from '../sqlite/schema';
 import { SegmentContent, decodeSegment } from './segment';
@@ -13,6 +13,9 @@ export type SegmentBytes = (segmentId: string) => Promise<Buffer>;
 
 /** decoded segments kept: a task's pages are read one after another from the same one */
 const CACHED_SEGMENTS = 4;
+
+/** segment records read per query while merging archived events into a page of the global log */
+const SEGMENTS_PAGE = 100;
 
 /**
  * The event store's read side of the archive: an archived task's stream, served from its segment
@@ -96,6 +99,89 @@ export class ArchivedStreams {
       event_count: Number(s.event_count),
       task_ids: tasks.filter((t) => t.segment_id === s.segment_id).map((t) => t.task_id),
     }));
+  }
+
+  /**
+   * A page of the live table (`live`, read with `options`) with the archived events of the same
+   * window merged in, in position order: after `after_position`, through the live page's last
+   * position when the page is full (past it, the next page brings them), cut to the limit.
+   */
+  async mergeInto(live: EventRow[], options: ReadAllOptions): Promise<EventRow[]> {
+    const limit = options.limit;
+    const full = limit !== undefined && live.length >= limit;
+    const archived = await this.rowsAfter(
+      options.after_position ?? 0,
+      full ? live[live.length - 1].position : Infinity,
+      options,
+    );
+    if (archived.length === 0) return live;
+    const merged = [...live, ...archived].sort((a, b) => a.position - b.position);
+    return limit === undefined ? merged : merged.slice(0, limit);
+  }
+
+  /**
+   * Archived events (of tasks still archived) after `after` through `through`, matching the
+   * options' types and task, oldest first, at most `options.limit` of them. Segments are read in
+   * the order their spans start; once `limit` events are in hand, a segment starting past the last
+   * of them has none to add.
+   */
+  private async rowsAfter(after: number, through: number, options: ReadAllOptions): Promise<EventRow[]> {
+    const limit = options.limit ?? Infinity;
+    const types = options.types ? new Set<string>(options.types) : null;
+    let bound = through;
+    const out: EventRow[] = [];
+    let page: { segment_id: string; first_position: number }[] = [];
+    do {
+      const last = page.at(-1);
+      page = await this.db
+        .selectFrom('archive_segments')
+        .select(['segment_id', 'first_position'])
+        .where('last_position', '>', after)
+        .$if(Number.isFinite(bound), (q) => q.where('first_position', '<=', bound))
+        .$if(last !== undefined, (q) =>
+          q.where((eb) =>
+            eb.or([
+              eb('first_position', '>', last!.first_position),
+              eb.and([
+                eb('first_position', '=', last!.first_position),
+                eb('segment_id', '>', last!.segment_id),
+              ]),
+            ]),
+          ),
+        )
+        .orderBy('first_position')
+        .orderBy('segment_id')
+        .limit(SEGMENTS_PAGE)
+        .execute();
+      for (const s of page) {
+        if (Number(s.first_position) > bound) return out;
+        const tasks = new Set(
+          (
+            await this.db
+              .selectFrom('archived_tasks')
+              .select('task_id')
+              .where('segment_id', '=', s.segment_id)
+              .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
+              .execute()
+          ).map((t) => t.task_id),
+        );
+        if (tasks.size === 0) continue;
+        for (const e of (await this.segment(s.segment_id)).events)
+          if (
+            e.position > after &&
+            e.position <= bound &&
+            tasks.has(e.task_id) &&
+            (!types || types.has(e.type))
+          )
+            out.push(e);
+        if (out.length >= limit) {
+          out.sort((a, b) => a.position - b.position);
+          out.length = limit;
+          bound = out[limit - 1].position;
+        }
+      }
+    } while (page.length === SEGMENTS_PAGE);
+    return out.sort((a, b) => a.position - b.position);
   }
 
   /** A segment rewritten or restored away is read afresh. */

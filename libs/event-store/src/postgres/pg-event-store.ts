@@ -382,11 +382,13 @@ export class PgEventStore extends EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
+    const live = await allQuery(this.handle.db, options).selectAll().execute();
+    return (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent);
   }
 
   override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
-    return eventHeads(this.handle.db, options);
+    // archived events have no stored heads to read apart: read whole, then cut
+    return options.archived ? super.readHeads(options) : eventHeads(this.handle.db, options);
   }
 
   /**

@@ -346,17 +346,20 @@ export class SqliteEventStore extends EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
-    return (await allQuery(this.handle.db, options).selectAll().execute()).map(rowToEvent);
+    const live = await allQuery(this.handle.db, options).selectAll().execute();
+    return (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent);
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
+    if (options.archived) return (await this.readAll(options)).map(rawEventOf);
     return servedRaw(
       (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[],
     );
   }
 
   override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
-    return eventHeads(this.handle.db, options);
+    // archived events have no stored heads to read apart: read whole, then cut
+    return options.archived ? super.readHeads(options) : eventHeads(this.handle.db, options);
   }
 
   /**

@@ -128,8 +128,8 @@ function decodeCursor(cursor: string): number {
 /**
  * Task reads straight from the log: a task is a fold of its stream (from its
  * latest checkpoint when there are checkpoints), the list walks TASK_RECEIVED
- * newest first. Correct but O(log) per list: for stores without the task-state
- * projection (the in-memory reference store).
+ * newest first, archived tasks' from their segments. Correct but O(log) per list:
+ * for stores without the task-state projection (the in-memory reference store).
  */
 export class LogTaskViews extends TaskViews {
   constructor(
@@ -191,7 +191,13 @@ export class LogTaskViews extends TaskViews {
   private async receivedEvents(): Promise<RuntimeEvent[]> {
     const out: RuntimeEvent[] = [];
     for (let after = 0; ;) {
-      const page = await this.store.readAll({ after_position: after, limit: 1000, types: ['TASK_RECEIVED'] });
+      // archived tasks too: each keeps its TASK_RECEIVED's position, so cursors and order hold
+      const page = await this.store.readAll({
+        after_position: after,
+        limit: 1000,
+        types: ['TASK_RECEIVED'],
+        archived: true,
+      });
       out.push(...page);
       if (page.length < 1000) return out;
       after = page[page.length - 1].position;
