@@ -78,6 +78,11 @@ export interface SubmitOptions {
   session_budget?: SessionBudget | null;
   /** AG-UI: what the frontend sent with the run, recorded with the task and part of what an idempotency key binds */
   ag_ui?: AgUiRun;
+  /**
+   * a replay of a task its recording queued behind another of its session: received queued the same,
+   * its turn begins as the recording's did (beginRecordedTurn); otherwise the session decides
+   */
+  queued?: { behind: string; on_busy: OnBusy };
 }
 
 /** What the client answered for a tool it offered: the tool's output, or why it did not run. */
@@ -200,6 +205,12 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
       this.receive(task, options, { task_id, session_id, key, request_hash, settings }, turn);
     // a message for a session follows its strategy when a task of the session is unfinished (double-texting)
     const sessionId = task.session_id;
+    if (options.queued)
+      return receive({
+        history: null,
+        queued_behind: options.queued.behind,
+        on_busy: options.queued.on_busy,
+      });
     if (
       sessionId === undefined ||
       options.session_history !== undefined ||
@@ -694,6 +705,28 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
   /** Sets the session's strategy (SESSION_CONFIGURED in its stream `session:<id>`), from its next message on. */
   configureSession(sessionId: string, on_busy: OnBusy): Promise<void> {
     return this.deps.sessions.configure(sessionId, on_busy);
+  }
+
+  /**
+   * The turn of a task queued behind another of its session begins as recorded (a replay gives its
+   * recording's SESSION_TURN_BEGAN), and the task runs.
+   */
+  async beginRecordedTurn(taskId: string, turn: EventPayload<'SESSION_TURN_BEGAN'>): Promise<void> {
+    const p = await this.progress(taskId);
+    if (p.final || p.queuedBehind === null)
+      throw new IllegalStateError(`task ${taskId} is not queued behind another task of its session`);
+    await this.deps.answers.recordResolution(p, { type: 'SESSION_TURN_BEGAN', payload: turn });
+  }
+
+  /**
+   * A task whose interrupt was recorded while nothing ran it (it waited) is run here to its end. False
+   * when it has ended, is not interrupted, or runs here already.
+   */
+  async runInterrupted(taskId: string): Promise<boolean> {
+    const p = await this.progress(taskId);
+    if (p.final || p.interruptedBy === null || this.deps.runs.holds(taskId)) return false;
+    this.deps.runs.enqueue(taskId, { child: p.parent_task_id !== null });
+    return true;
   }
 
   /** A signal for the task: recorded once per signal id, delivered to a wait for its name (see sendSignal). */

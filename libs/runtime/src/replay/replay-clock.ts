@@ -4,6 +4,7 @@ import { initialMeterState, meterEvolve } from '../discipline/budgets';
 import { describeStop } from '../discipline/stop-reasons';
 import { RunClock } from '../ports';
 import { DEADLINE_PASSED } from '../loop/runtime-loop';
+import type { RecordedArrivals } from './recorded-arrivals';
 
 /**
  * Whether a replay writes this recorded event again. Memory is never written by a replay, a
@@ -101,10 +102,14 @@ export class RecordedClock implements RunClock {
 
 /**
  * A replay's own log: in memory, never the live one, every event stamped by the replay's
- * RecordedClock, which moves on as events are written.
+ * RecordedClock, which moves on as events are written. What reached the recorded task from outside
+ * its run (RecordedArrivals) is written into it where the recording has it.
  */
 export class RecordedClockEventStore extends WrappingEventStore {
-  constructor(private readonly clock: RecordedClock) {
+  constructor(
+    private readonly clock: RecordedClock,
+    private readonly arrivals: RecordedArrivals | null = null,
+  ) {
     super(new InMemoryEventStore());
   }
 
@@ -112,6 +117,19 @@ export class RecordedClockEventStore extends WrappingEventStore {
   private readonly stamped = new Set<string>();
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    const arrived = this.arrivals?.before(taskId, events, options.expected) ?? [];
+    if (arrived.length) await this.appendStamped(taskId, arrived, { expected: 'any' });
+    const result = await this.appendStamped(taskId, events, options);
+    const then = this.arrivals?.after(taskId, result.nextExpectedSequence) ?? [];
+    if (then.length) await this.appendStamped(taskId, then, { expected: 'any' });
+    return result;
+  }
+
+  private async appendStamped(
+    taskId: string,
+    events: readonly NewEvent[],
+    options: AppendOptions,
+  ): Promise<AppendResult> {
     const isStamped = (e: NewEvent) => e.event_id !== undefined && this.stamped.has(e.event_id);
     const fresh = events.filter((e) => !isStamped(e)).length;
     const stamps = this.clock.stamps(fresh);

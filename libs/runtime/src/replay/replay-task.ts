@@ -1,9 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
-import { EventPayload, IllegalStateError, NewEvent, NotFoundError, RuntimeEvent } from '@runledger/contracts';
+import {
+  DEFAULT_ON_BUSY,
+  EventPayload,
+  IllegalStateError,
+  NewEvent,
+  NotFoundError,
+  RuntimeEvent,
+} from '@runledger/contracts';
 import { LabelledBackend, recordedProviderLabels } from '../model/providers';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
 import { RecordedClock, RecordedClockEventStore } from './replay-clock';
+import { RecordedArrivals } from './recorded-arrivals';
 import { runShapingOf } from '../log/run-settings';
 import { ClientToolAnswer, RuntimeController } from '../control/runtime-controller';
 import { RuntimeParts } from '../runtime-options';
@@ -21,7 +29,7 @@ import {
   recordedJitter,
   replayCriticHook,
 } from './recorded-parts';
-import { ReplayRequest, ReplayResult } from '../control/runtime-controller';
+import { ReplayRequest, ReplayResult, SubmitOptions } from '../control/runtime-controller';
 
 export async function recordedTask(
   store: { readWholeStream(id: string): Promise<RuntimeEvent[]> },
@@ -57,7 +65,7 @@ export async function runReplay(
     ? runShapingOf(recordedSettings)
     : { maxRounds: options.maxRounds, discipline: options.discipline };
   const clock = RecordedClock.fromRecording(events);
-  const ownLog = new RecordedClockEventStore(clock);
+  const ownLog = new RecordedClockEventStore(clock, RecordedArrivals.fromEvents(events));
   const backend = ReplayBackend.fromEvents(events);
   const critic = replayCriticHook(events, backend);
   // The recorded answers of every provider are in one list per role, in call order; the chain is
@@ -107,16 +115,7 @@ export async function runReplay(
       {
         source: 'replay',
         settings: recordedSettings,
-        session_history:
-          events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN')
-            ?.payload.session_history ??
-          first.payload.session_history ??
-          [],
-        session_budget:
-          events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN')
-            ?.payload.session_budget ??
-          first.payload.session_budget ??
-          null,
+        ...recordedTurn(events),
         ...(first.payload.ag_ui ? { ag_ui: first.payload.ag_ui } : {}),
       },
     ));
@@ -141,6 +140,25 @@ export async function runReplay(
     }));
   }
   return { task_id, progress, events: replayed, saved: request.save === true };
+}
+
+/**
+ * Where the recorded task stood in its session: queued behind another task (its turn begins as the
+ * recording's SESSION_TURN_BEGAN says, see recordedAnswers), or shown the history it recorded.
+ */
+function recordedTurn(
+  events: readonly RuntimeEvent[],
+): Pick<SubmitOptions, 'queued' | 'session_history' | 'session_budget'> {
+  const received = (events[0] as RuntimeEvent<'TASK_RECEIVED'>).payload;
+  const queued =
+    received.queued_behind !== undefined
+      ? { queued: { behind: received.queued_behind, on_busy: received.on_busy ?? DEFAULT_ON_BUSY } }
+      : {};
+  return {
+    ...queued,
+    session_history: received.session_history ?? [],
+    session_budget: received.session_budget ?? null,
+  };
 }
 
 /** A stored event to append to another log as it is: its ids, session and time kept. */
@@ -184,12 +202,24 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
     if (e.type === 'SIGNAL_DELIVERED' && !taken.has(e.payload.wait_id) && sent.has(e.payload.signal_id))
       taken.set(e.payload.wait_id, sent.get(e.payload.signal_id)!);
   }
+  // the turn of a task queued behind another of its session, as it began
+  const turn = events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN');
   for (const e of events)
     if (e.type === 'PERMISSION_RESOLVED' && elicitedCall(e.payload.call_id))
       forms.set(e.payload.call_id, [...(forms.get(e.payload.call_id) ?? []), e.payload]);
   return {
     next(p: TaskProgress): ((runtime: RuntimeController, taskId: string) => Promise<void>) | null {
       if (p.final) return null;
+      if (p.queuedBehind !== null)
+        return turn ? (runtime, taskId) => runtime.beginRecordedTurn(taskId, turn.payload) : null;
+      // interrupted while it waited (see RecordedArrivals): run to its end
+      if (p.interruptedBy !== null)
+        return async (runtime, taskId) => {
+          if (!(await runtime.runInterrupted(taskId)))
+            throw new IllegalStateError(
+              `replay of an interrupted task: ${taskId} could not be run to its end`,
+            );
+        };
       // the recording's timer fired (a replay does not wait for it)
       const timer = pendingTimer(p);
       if (timer && fired.has(timer.timer_id))
