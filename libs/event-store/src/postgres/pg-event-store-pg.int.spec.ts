@@ -2,6 +2,7 @@ import { ConcurrencyError, LeaseLostError, RuntimeEvent } from '@runledger/contr
 import { EventBus } from '../event-bus';
 import { chunks, outputChunk, taskReceived } from '../testing/events';
 import { TempPostgres, describePostgres, useTestPostgres } from '@runledger/testing';
+import { Client } from 'pg';
 import { openPostgres } from './open-postgres';
 import { PgEventStore } from './pg-event-store';
 
@@ -108,6 +109,42 @@ describePostgres('PgEventStore on PostgreSQL', () => {
     await expect(
       sut.append('t1', [outputChunk(0)], { expected: 1, lease: { owner: 'proc-b', epoch: 2 } }),
     ).resolves.toMatchObject({ nextExpectedSequence: 2 });
+  });
+
+  it('an append is two round trips (BEGIN with its reads, the insert with COMMIT), and stores quotes and backslashes as given', async () => {
+    const taskId = "t'1\\";
+    await db.handle.pool.query(
+      `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES ($1, 'proc-a', 1, $2)`,
+      [taskId, Date.now() + 20_000],
+    );
+    const lease = { owner: 'proc-a', epoch: 1 };
+    await sut.append(taskId, [taskReceived({ event_id: "evt_'a" })], { expected: 'no_stream', lease });
+    const delta = `it's C:\\temp\\ \\' '' \\\\ ; COMMIT; -- $1 ü 🙂`;
+    const queries = jest.spyOn(Client.prototype, 'query');
+    try {
+      const { events } = await sut.append(
+        taskId,
+        [outputChunk(0, { event_id: "evt_'b\\", payload: { call_id: "c'1", index: 0, delta } })],
+        { expected: 1, lease },
+      );
+      expect(queries).toHaveBeenCalledTimes(2);
+      expect(events[0]).toMatchObject({ event_id: "evt_'b\\", sequence: 2, task_id: taskId });
+    } finally {
+      queries.mockRestore();
+    }
+    const stored = await sut.readStream(taskId);
+    expect(stored.map((e) => e.event_id)).toEqual(["evt_'a", "evt_'b\\"]);
+    expect(stored[1].payload).toEqual({ call_id: "c'1", index: 0, delta });
+    // a retry of the same ids is answered with the originals, the check reading ids given as literals
+    const retry = await sut.append(taskId, [outputChunk(0, { event_id: "evt_'b\\" })], {
+      expected: 1,
+      lease,
+    });
+    expect(retry.positions).toEqual([stored[1].position]);
+    await expect(
+      sut.append(taskId, [outputChunk(1)], { expected: 2, lease: { owner: 'proc-a', epoch: 0 } }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    expect((await sut.head()).event_count).toBe(2);
   });
 
   it("a subscriber on another instance sees this instance's commits live, in order, once", async () => {

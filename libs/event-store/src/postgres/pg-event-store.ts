@@ -1,5 +1,6 @@
-import { NewEvent, RuntimeEvent } from '@runledger/contracts';
-import type { Pool, PoolClient } from 'pg';
+import { NewEvent, RuntimeEvent, ValidationError } from '@runledger/contracts';
+import { escapeLiteral } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
   AppendDecision,
   EVENT_INSERT_COLUMNS,
@@ -78,19 +79,48 @@ type AppendOutcome =
   { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
 
 const COLUMNS = EVENT_INSERT_COLUMNS.split(',').length;
-/** The insert, and the log's event count moved on by as many rows in the same statement. */
-const insertSql = (rows: number): string =>
+/** The insert of `values` (`rows` tuples), and the log's event count moved on by as many rows in the same statement. */
+const insertSql = (rows: number, values: string): string =>
   `WITH inserted AS (
      INSERT INTO events (${EVENT_INSERT_COLUMNS})
-     VALUES ${Array.from(
-       { length: rows },
-       (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
-     ).join(', ')}
+     VALUES ${values}
      RETURNING event_id, position
    ), counted AS (
      UPDATE event_log_head SET event_count = event_count + ${rows} WHERE id = 1
    )
    SELECT event_id, position FROM inserted`;
+
+const insertParametersSql = (rows: number): string =>
+  insertSql(
+    rows,
+    Array.from(
+      { length: rows },
+      (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
+    ).join(', '),
+  );
+
+/**
+ * A value as an SQL literal (pg's own escaping). The common append goes as two
+ * simple queries, each several statements in one round trip (BEGIN with its
+ * reads, the insert with COMMIT), and a simple query takes no parameters.
+ */
+function literal(value: string | number | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') return String(value);
+  // a query's text ends at NUL, and a text column refuses it anyway
+  if (value.includes('\u0000')) throw new ValidationError('a value of an event holds a NUL character');
+  return escapeLiteral(value);
+}
+
+const textArray = (values: readonly string[]): string => `ARRAY[${values.map(literal).join(', ')}]::text[]`;
+
+const insertLiteralSql = (envelopes: readonly UnpositionedEvent[]): string =>
+  insertSql(
+    envelopes.length,
+    envelopes.map((e) => `(${eventRowValues(e).map(literal).join(', ')})`).join(', '),
+  );
+
+const NOTIFY_AND_COMMIT = `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT`;
 
 /**
  * EventStore on PostgreSQL. Appends are group-committed: those arriving
@@ -192,15 +222,23 @@ export class PgEventStore extends EventStore {
     }
   }
 
+  /**
+   * Two round trips when no projection runs in the transaction: BEGIN, the append lock and the group's reads
+   * in one simple query; the insert, the notification and COMMIT in another.
+   */
   private async commitTogether(client: PoolClient, jobs: readonly AppendJob[]) {
-    await client.query(`BEGIN; ${APPEND_LOCK_SQL}`);
     const supplied = jobs.flatMap((j) => j.batch.filter((e) => e.id_supplied).map((e) => e.event_id));
     if (new Set(supplied).size !== supplied.length) throw new Error('one event id in two appends of a group');
-    const heads = await loadHeads(client, [...new Set(jobs.map((j) => j.taskId))]);
-    const stored = await loadByIds(client, supplied);
-    const leases = await loadLeases(client, [
-      ...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId)),
-    ]);
+    const leased = [...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId))];
+    const reads = [headsSql(textArray([...new Set(jobs.map((j) => j.taskId))]))];
+    if (supplied.length > 0) reads.push(byIdsSql(textArray(supplied)));
+    if (leased.length > 0) reads.push(leasesSql(textArray(leased)));
+    const results = (await client.query(
+      `BEGIN; ${APPEND_LOCK_SQL}; ${reads.join('; ')}`,
+    )) as unknown as QueryResult[];
+    const heads = headsOf(results[2].rows as HeadRow[]);
+    const stored = storedOf(supplied.length > 0 ? (results[3].rows as EventRow[]) : []);
+    const leases = leasesOf(leased.length > 0 ? (results[results.length - 1].rows as LeaseRow[]) : []);
     const decided = jobs.map((job): GroupResult<AppendDecision> => {
       try {
         const decision = decide(job, heads.get(job.taskId)!, stored, leases);
@@ -212,8 +250,19 @@ export class PgEventStore extends EventStore {
       }
     });
     const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
-    const positions = await this.write(client, envelopes);
-    await client.query(envelopes.length > 0 ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    let positions: Map<string, number>;
+    if (envelopes.length === 0) {
+      positions = new Map();
+      await client.query('COMMIT');
+    } else if (this.projections.length === 0) {
+      const [inserted] = (await client.query(
+        `${insertLiteralSql(envelopes)}; ${NOTIFY_AND_COMMIT}`,
+      )) as unknown as QueryResult<InsertedRow>[];
+      positions = positionsOf(inserted.rows);
+    } else {
+      positions = await this.write(client, envelopes);
+      await client.query(NOTIFY_AND_COMMIT);
+    }
     return decided.map((d): GroupResult<AppendOutcome> =>
       d.ok ? { ok: true, value: outcomeOf(d.value, positions) } : d,
     );
@@ -241,7 +290,7 @@ export class PgEventStore extends EventStore {
       }
     }
     const written = outcomes.some((o) => o.ok && o.value.kind === 'written');
-    await client.query(written ? `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT` : 'COMMIT');
+    await client.query(written ? NOTIFY_AND_COMMIT : 'COMMIT');
     return outcomes;
   }
 
@@ -251,11 +300,11 @@ export class PgEventStore extends EventStore {
     envelopes: readonly UnpositionedEvent[],
   ): Promise<Map<string, number>> {
     if (envelopes.length === 0) return new Map();
-    const inserted = await client.query<{ event_id: string; position: number }>(
-      insertSql(envelopes.length),
+    const inserted = await client.query<InsertedRow>(
+      insertParametersSql(envelopes.length),
       envelopes.flatMap(eventRowValues),
     );
-    const positions = new Map(inserted.rows.map((r) => [r.event_id, r.position]));
+    const positions = positionsOf(inserted.rows);
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
     for (const projection of this.projections) await projection.apply(client, written);
     return positions;
@@ -447,46 +496,66 @@ const outcomeOf = (d: AppendDecision, positions: ReadonlyMap<string, number>): A
         events: d.envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent),
       };
 
-async function loadHeads(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, StreamHead>> {
-  const { rows } = await client.query<{
-    task_id: string;
-    version: number | null;
-    session_id: string | null;
-    last_type: string | null;
-  }>(
-    `SELECT t.task_id,
-            (SELECT max(sequence) FROM events e WHERE e.task_id = t.task_id) AS version,
-            (SELECT session_id FROM events e WHERE e.task_id = t.task_id AND e.sequence = 1) AS session_id,
-            (SELECT type FROM events e WHERE e.task_id = t.task_id ORDER BY e.sequence DESC LIMIT 1) AS last_type
-     FROM unnest($1::text[]) AS t(task_id)`,
-    [taskIds],
-  );
-  return new Map(
-    rows.map((r) => [
-      r.task_id,
-      { version: r.version ?? 0, session_id: r.session_id, last_type: r.last_type },
-    ]),
-  );
+interface HeadRow {
+  task_id: string;
+  version: number | null;
+  session_id: string | null;
+  last_type: string | null;
+}
+interface LeaseRow {
+  task_id: string;
+  owner: string;
+  epoch: number;
+}
+interface InsertedRow {
+  event_id: string;
+  position: number;
 }
 
-async function loadByIds(client: PoolClient, eventIds: readonly string[]): Promise<Map<string, EventRow>> {
-  if (eventIds.length === 0) return new Map();
-  const { rows } = await client.query<EventRow>('SELECT * FROM events WHERE event_id = ANY($1)', [eventIds]);
-  return new Map(rows.map((r) => [r.event_id, r]));
-}
+/** The heads of the streams in `taskIds`, an SQL text[] expression. */
+const headsSql = (taskIds: string): string =>
+  `SELECT t.task_id,
+          (SELECT max(sequence) FROM events e WHERE e.task_id = t.task_id) AS version,
+          (SELECT session_id FROM events e WHERE e.task_id = t.task_id AND e.sequence = 1) AS session_id,
+          (SELECT type FROM events e WHERE e.task_id = t.task_id ORDER BY e.sequence DESC LIMIT 1) AS last_type
+   FROM unnest(${taskIds}) AS t(task_id)`;
+
+const byIdsSql = (eventIds: string): string => `SELECT * FROM events WHERE event_id = ANY(${eventIds})`;
 
 /**
  * Fencing reads the leases FOR SHARE: the rows stay locked until the
  * transaction ends, so a claim that takes a task over waits for this append,
  * which never commits after a takeover it did not see.
  */
+const leasesSql = (taskIds: string): string =>
+  `SELECT task_id, owner, epoch FROM task_leases WHERE task_id = ANY(${taskIds}) FOR SHARE`;
+
+const headsOf = (rows: readonly HeadRow[]): Map<string, StreamHead> =>
+  new Map(
+    rows.map((r) => [
+      r.task_id,
+      { version: r.version ?? 0, session_id: r.session_id, last_type: r.last_type },
+    ]),
+  );
+const storedOf = (rows: readonly EventRow[]): Map<string, EventRow> =>
+  new Map(rows.map((r) => [r.event_id, r]));
+const leasesOf = (rows: readonly LeaseRow[]): Map<string, LeaseToken> =>
+  new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
+const positionsOf = (rows: readonly InsertedRow[]): Map<string, number> =>
+  new Map(rows.map((r) => [r.event_id, r.position]));
+
+async function loadHeads(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, StreamHead>> {
+  return headsOf((await client.query<HeadRow>(headsSql('$1::text[]'), [taskIds])).rows);
+}
+
+async function loadByIds(client: PoolClient, eventIds: readonly string[]): Promise<Map<string, EventRow>> {
+  if (eventIds.length === 0) return new Map();
+  return storedOf((await client.query<EventRow>(byIdsSql('$1'), [eventIds])).rows);
+}
+
 async function loadLeases(client: PoolClient, taskIds: readonly string[]): Promise<Map<string, LeaseToken>> {
   if (taskIds.length === 0) return new Map();
-  const { rows } = await client.query<{ task_id: string; owner: string; epoch: number }>(
-    'SELECT task_id, owner, epoch FROM task_leases WHERE task_id = ANY($1) FOR SHARE',
-    [taskIds],
-  );
-  return new Map(rows.map((r) => [r.task_id, { owner: r.owner, epoch: r.epoch }]));
+  return leasesOf((await client.query<LeaseRow>(leasesSql('$1'), [taskIds])).rows);
 }
 
 /** A segment's events whose tasks are still archived (a restored task's are live again), in position order. */
