@@ -82,10 +82,15 @@ describe('API documents (e2e)', () => {
     expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     const errorRef = { $ref: '#/components/schemas/ErrorResponseDto' };
-    for (const { name, op } of operations.filter(({ name }) => name !== 'get /health')) {
+    // a webhook delivery authenticates by its signature, not a token: open, yet it may be refused with 401
+    const open = ['get /health', 'post /hooks/{name}'];
+    for (const { name, op } of operations.filter(({ name }) => !open.includes(name))) {
       expect([name, op.security]).toEqual([name, [{ bearer: [op['x-required-scope']] }]]);
       expect([name, op.responses['401'].content['application/json'].schema]).toEqual([name, errorRef]);
     }
+    const hook = doc.paths['/hooks/{name}'].post;
+    expect(hook.security).toEqual([{}]);
+    expect(hook.responses['401'].content['application/json'].schema).toEqual(errorRef);
     expect(doc.components.schemas.ErrorResponseDto.required).toEqual(['error', 'message', 'details']);
     expect(refs(doc).filter((r) => !r.resolves)).toEqual([]);
   });

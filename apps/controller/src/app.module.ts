@@ -20,6 +20,7 @@ import { CompositionModule, CompositionOptions } from './composition.module';
 import { DocsController } from './docs/docs.controller';
 import { HttpExceptionFilter } from './errors/http-exception.filter';
 import { HealthController } from './health/health.controller';
+import { HooksModule } from './hooks/hooks.module';
 import { HealthProbe, PostgresHealthProbe, SqliteHealthProbe } from './health/health-probe';
 import { HealthService } from './health/health.service';
 import { McpController } from './mcp/mcp.controller';
@@ -58,6 +59,7 @@ export class AppModule {
         OutboundModule,
         RetentionModule,
         SchedulesModule,
+        HooksModule,
       ],
       controllers: [
         HealthController,

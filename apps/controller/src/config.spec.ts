@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { dataDirOf, loadConfig, storageOptionsFrom } from './config';
+import { dataDirOf, loadConfig, providerKeyNames, storageOptionsFrom } from './config';
 
 describe('RUNLEDGER_DB', () => {
   it('a file path selects SQLite, a postgres:// URL PostgreSQL; another URL is refused naming the variable', () => {
@@ -161,5 +161,37 @@ describe('RUNLEDGER_AGENTS', () => {
     expect(() => loadConfig({ RUNLEDGER_MAX_DELEGATION_DEPTH: '-1' })).toThrow(
       /RUNLEDGER_MAX_DELEGATION_DEPTH/,
     );
+  });
+});
+
+describe('RUNLEDGER_HOOKS', () => {
+  const hooks = JSON.stringify([
+    {
+      name: 'ci',
+      secret_env: 'CI_HOOK_SECRET',
+      signature: { header: 'X-Sig', prefix: 'sha256=' },
+      task: { input: '{{body.x}}' },
+    },
+  ]);
+
+  it('is a JSON list of hooks with defaults filled in; their secret variables are dropped with the provider keys', () => {
+    const config = loadConfig({ RUNLEDGER_HOOKS: hooks, CI_HOOK_SECRET: 's3cret' });
+    expect(config.RUNLEDGER_HOOKS?.[0]).toMatchObject({
+      signature: { header: 'x-sig', algorithm: 'sha256', encoding: 'hex', prefix: 'sha256=' },
+      tolerance_s: 300,
+    });
+    expect(providerKeyNames(config)).toContain('CI_HOOK_SECRET');
+  });
+
+  it('a secret variable that is not set, or a bad mapping, is refused naming the variable', () => {
+    expect(() => loadConfig({ RUNLEDGER_HOOKS: hooks })).toThrow(
+      'RUNLEDGER_HOOKS.0.secret_env: environment variable CI_HOOK_SECRET is not set',
+    );
+    expect(() =>
+      loadConfig({
+        RUNLEDGER_HOOKS: JSON.stringify([{ name: 'ci', secret_env: 'S', task: { input: '{{x}}' } }]),
+        S: 'x',
+      }),
+    ).toThrow(/RUNLEDGER_HOOKS\.0\.task\.input: \{\{x\}\}: must start with body/);
   });
 });

@@ -14,6 +14,7 @@ import { DEFAULT_BACKPRESSURE, MODEL_APIS, providerLabel } from '@runledger/runt
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
 import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
 import { StorageOptions, parseRetention } from '@runledger/state-store';
+import { InboundHooksConfig } from './hooks/hook-config';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 /** A JSON value given as an env string (or as JSON already, from the config file). */
@@ -227,6 +228,11 @@ export const ConfigSchema = z.object({
   RUNLEDGER_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   /** the HMAC key outbound deliveries (A2A push notifications, task callbacks) are signed with; default: outbound-signing.key in the data folder, generated once */
   RUNLEDGER_OUTBOUND_SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * JSON [{"name", "secret_env", "signature"?, "task" | "signal", ...}]: inbound webhooks, POST /hooks/<name>,
+   * verified with the HMAC secret the variable secret_env holds, mapped to a task or a signal (docs/time.md#webhooks)
+   */
+  RUNLEDGER_HOOKS: jsonFromEnv(InboundHooksConfig).optional(),
   /** attempts of one outbound delivery before it is given up */
   RUNLEDGER_OUTBOUND_MAX_ATTEMPTS: intFromEnv(1, 100).default(8),
   /** the first retry's delay; each next one doubles, up to RUNLEDGER_OUTBOUND_BACKOFF_MAX_MS */
@@ -395,17 +401,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...fallbackModelProblems(parsed.data, env),
     ...leaseProblems(parsed.data),
     ...mcpServerProblems(parsed.data, env),
+    ...hookProblems(parsed.data, env),
   ];
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return parsed.data;
 }
 
-/** The environment variables that hold provider keys: the service drops them once its clients are built. */
+/**
+ * The environment variables that hold provider keys and the webhooks' secrets: the service drops them
+ * once its clients and hooks are built.
+ */
 export function providerKeyNames(config: AppConfig): string[] {
   const fallbacks = (config.RUNLEDGER_FALLBACK_MODELS ?? []).flatMap((p) =>
     p.api_key_env ? [p.api_key_env] : [],
   );
-  return ['OPENAI_API_KEY', ...fallbacks];
+  return ['OPENAI_API_KEY', ...fallbacks, ...(config.RUNLEDGER_HOOKS ?? []).map((h) => h.secret_env)];
 }
 
 /** The label the primary provider goes by in fallback events (as OpenAiBackend / ScriptedBackend name it). */
@@ -458,4 +468,13 @@ function mcpServerProblems(config: AppConfig, env: NodeJS.ProcessEnv): string[] 
   return mcpEnvReferences(config.RUNLEDGER_MCP_SERVERS ?? [])
     .filter((ref) => !env[ref.name])
     .map((ref) => `RUNLEDGER_MCP_SERVERS.${ref.path}: environment variable ${ref.name} is not set`);
+}
+
+/** Every webhook's secret variable must be set: a hook without its secret could verify nothing. */
+function hookProblems(config: AppConfig, env: NodeJS.ProcessEnv): string[] {
+  return (config.RUNLEDGER_HOOKS ?? []).flatMap((h, i) =>
+    env[h.secret_env]
+      ? []
+      : [`RUNLEDGER_HOOKS.${i}.secret_env: environment variable ${h.secret_env} is not set`],
+  );
 }

@@ -102,7 +102,7 @@ export const EventPayloads = {
     budgets: Budgets.default({}),
     idempotency_key: z.string().nullable().default(null),
     request_hash: z.string().nullable().default(null),
-    source: z.enum(['api', 'cli', 'fork', 'replay', 'delegation', 'schedule']).default('api'),
+    source: z.enum(['api', 'cli', 'fork', 'replay', 'delegation', 'schedule', 'hook']).default('api'),
     /** fork: the task and sequence this task's history was copied from */
     forked_from: z.object({ task_id: Id, sequence: z.number().int().positive() }).nullable().default(null),
     /** what shaped the run (absent in logs written before it was recorded: those replay under current settings) */
@@ -166,6 +166,22 @@ export const EventPayloads = {
     outcome: z.enum(['started', 'skipped', 'buffered', 'missed']),
     task_id: Id.nullable(),
     missed: z.number().int().nonnegative().default(0),
+  }),
+  /**
+   * An inbound webhook delivery was verified and acted on (stream `hook:<name>:<delivery key>`, one per
+   * delivery, written once: a second delivery with the same id finds it and is answered from it).
+   * `action`: `task` (it submitted task_id under the idempotency key `hook:<name>:<delivery_id>`),
+   * `signal` (it sent signal_id, named signal_name, to task_id) or `ignored` (its `when` did not match).
+   */
+  HOOK_RECEIVED: z.object({
+    hook: Id,
+    delivery_id: Id,
+    action: z.enum(['task', 'signal', 'ignored']),
+    task_id: Id.nullable(),
+    signal_id: Id.nullable(),
+    signal_name: Id.nullable(),
+    /** hex SHA-256 of the raw body as received (the body itself is in the task's input or the signal's payload) */
+    body_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   }),
   /** A session's own settings (stream `session:<session_id>`): its double-texting strategy. */
   SESSION_CONFIGURED: z.object({ on_busy: OnBusy }),

@@ -273,6 +273,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'SCHEDULE_RESUMED':
     case 'SCHEDULE_DELETED':
     case 'SCHEDULE_FIRED':
+    case 'HOOK_RECEIVED':
     case 'SESSION_BUDGET_SET':
       return s;
     default:

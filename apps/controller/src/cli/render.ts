@@ -158,6 +158,8 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· schedule ${e.payload.schedule_id} ${e.type.slice('SCHEDULE_'.length).toLowerCase()}`;
     case 'SCHEDULE_FIRED':
       return `· schedule ${e.payload.schedule_id} slot ${e.payload.slot}: ${e.payload.outcome}${e.payload.task_id ? ` (${e.payload.task_id})` : ''}`;
+    case 'HOOK_RECEIVED':
+      return `· hook ${e.payload.hook} delivery ${e.payload.delivery_id}: ${e.payload.action}${e.payload.signal_name ? ` ${e.payload.signal_name}` : ''}${e.payload.task_id ? ` (${e.payload.task_id})` : ''}`;
   }
 }
 

@@ -363,6 +363,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
       'the HMAC-SHA256 key outbound deliveries (A2A push notifications, task callbacks) are signed with (`Runledger-Signature` header)',
     default: '`outbound-signing.key` in the data folder, generated on the first boot (mode 0600)',
   },
+  RUNLEDGER_HOOKS: {
+    group: 'A2A and outbound deliveries',
+    description:
+      'JSON `[{"name", "secret_env", "signature"?: "runledger" | "github" | "stripe" | {"header", "algorithm"?, "encoding"?, "prefix"?}, "tolerance_s"?, "delivery_header"?, "when"?, "task"?: {"input", "session_id"?, "budgets"?, "on_busy"?} | "signal"?: {"task_id", "name", "payload"?}}]`: inbound webhooks at `POST /hooks/<name>`, verified with the HMAC secret the variable `secret_env` holds, each delivery (by its id) one task or one signal (see [time.md](time.md#webhooks))',
+  },
   RUNLEDGER_OUTBOUND_MAX_ATTEMPTS: {
     group: 'A2A and outbound deliveries',
     description:

@@ -33,7 +33,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    if (status === 401)
+    // a webhook's 401 is its signature's, not a bearer token's
+    if (status === 401 && !req.originalUrl.startsWith('/hooks/'))
       res.setHeader(
         'WWW-Authenticate',
         bearerChallenge(

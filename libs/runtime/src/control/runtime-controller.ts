@@ -66,7 +66,7 @@ export interface ReplayResult {
 
 export interface SubmitOptions {
   idempotency_key?: string | null;
-  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation' | 'schedule';
+  source: 'api' | 'cli' | 'fork' | 'replay' | 'delegation' | 'schedule' | 'hook';
   /**
    * The settings recorded for the task: a replay gives its recording's (null: the recording had
    * none, so none are recorded); otherwise those this process runs tasks under.
@@ -149,8 +149,8 @@ const TURN_LOOK_MS = 1_000;
 /** how long a task that moved on without being queued here is watched before it counts as run elsewhere */
 const MOVED_ON_ELSEWHERE_MS = 2_000;
 
-/** Submissions of these sources follow their session's strategy when a task of it is unfinished. */
-const PERSON_SOURCES: ReadonlySet<SubmitOptions['source']> = new Set(['api', 'cli']);
+/** Submissions of these sources (messages from outside, a webhook's too) follow their session's strategy when a task of it is unfinished. */
+const PERSON_SOURCES: ReadonlySet<SubmitOptions['source']> = new Set(['api', 'cli', 'hook']);
 
 /** Where a received task stands in its session. */
 interface SessionTurnOf {

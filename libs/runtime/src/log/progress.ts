@@ -615,6 +615,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'SCHEDULE_RESUMED':
     case 'SCHEDULE_DELETED':
     case 'SCHEDULE_FIRED':
+    case 'HOOK_RECEIVED':
     case 'SESSION_BUDGET_SET':
       break;
     default: {
