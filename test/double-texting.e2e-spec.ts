@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { isTerminalStatus } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { ServerProcess, pgServerPair } from './permissions-server';
@@ -190,6 +191,90 @@ describe('double-texting on SQLite', () => {
   });
   afterAll(() => server.dispose());
   suite(() => [server, server]);
+
+  // a strategy cut short by a crash (SIGKILL) is applied by recovery
+  /** the disk refuses events of `type` from now on, as if the process died just before writing one */
+  const refuse = (type: string) => {
+    const db = new Database(server.env.RUNLEDGER_DB);
+    db.pragma('busy_timeout = 5000');
+    db.exec(
+      `CREATE TRIGGER refuse_${type} BEFORE INSERT ON events WHEN NEW.type = '${type}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+    );
+    db.close();
+  };
+  const accept = () => {
+    const db = new Database(server.env.RUNLEDGER_DB);
+    db.pragma('busy_timeout = 5000');
+    for (const { name } of db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'refuse_%'")
+      .all() as { name: string }[])
+      db.exec(`DROP TRIGGER ${name}`);
+    db.close();
+  };
+
+  it('an interrupt and a rollback whose message was received before the kill take effect after the restart', async () => {
+    const running = await submit(server, { input: 'long job', session_id: 'crash-i' });
+    await untilWaitingFor(server, running, 'signal');
+    const forgotten = await submit(server, { input: 'forget me', session_id: 'crash-r' });
+    await untilWaitingFor(server, forgotten, 'signal');
+
+    // each message is received (TASK_RECEIVED), then the process dies before its strategy is applied
+    const cutShort = async (type: string, body: Record<string, unknown>) => {
+      refuse(type);
+      expect((await server.request('POST', '/tasks', body)).status).toBe(500);
+    };
+    await cutShort('INTERRUPT_REQUESTED', {
+      input: 'stop that',
+      session_id: 'crash-i',
+      on_busy: 'interrupt',
+    });
+    await cutShort('TASK_CANCELLED', { input: 'redo', session_id: 'crash-r', on_busy: 'rollback' });
+    await server.kill();
+    accept();
+    const sessionTask = (db: Database.Database, sessionId: string, input: string) =>
+      (
+        db
+          .prepare(
+            "SELECT task_id FROM events WHERE type = 'TASK_RECEIVED' AND session_id = ? AND payload LIKE ?",
+          )
+          .get(sessionId, `%"input":"${input}"%`) as { task_id: string }
+      ).task_id;
+    const db = new Database(server.env.RUNLEDGER_DB, { readonly: true });
+    const interrupter = sessionTask(db, 'crash-i', 'stop that');
+    const redo = sessionTask(db, 'crash-r', 'redo');
+    const typesOf = (taskId: string) =>
+      (
+        db.prepare('SELECT type FROM events WHERE task_id = ? ORDER BY sequence').all(taskId) as {
+          type: string;
+        }[]
+      ).map((r) => r.type);
+    // what the kill left: the interrupt never recorded; the rollback recorded, the cancel not
+    expect(typesOf(running)).not.toContain('INTERRUPT_REQUESTED');
+    expect(typesOf(forgotten).at(-1)).toBe('SIGNAL_AWAITED');
+    expect(typesOf(`session:crash-r`)).toEqual(['TASK_ROLLED_BACK']);
+    db.close();
+
+    await server.start();
+    expect(await server.waitFor(running, isTerminalStatus, 15_000)).toMatchObject({
+      status: 'cancelled',
+      stop_reason: 'interrupted',
+    });
+    expect(await server.waitFor(forgotten, isTerminalStatus, 15_000)).toMatchObject({
+      status: 'cancelled',
+      stop_reason: 'cancelled',
+    });
+    await untilWaitingFor(server, interrupter, 'signal');
+    expect(turnOf(await eventsOf(server, interrupter))?.payload.session_history).toEqual([
+      { task_id: running, input: 'long job', answer: null, stop_reason: 'interrupted' },
+    ]);
+    await untilWaitingFor(server, redo, 'signal');
+    expect(turnOf(await eventsOf(server, redo))?.payload.session_history).toEqual([]);
+    // applied once: one interrupt, one rollback
+    expect((await eventsOf(server, running)).filter((e) => e.type === 'INTERRUPT_REQUESTED')).toHaveLength(1);
+    const rolled = (await server.request('GET', '/admin/events?type=TASK_ROLLED_BACK&limit=100')).body
+      .events as Ev[];
+    expect(rolled.filter((e) => e.task_id === 'session:crash-r')).toHaveLength(1);
+  });
 });
 
 describePostgres('double-texting on PostgreSQL, two instances', () => {
@@ -204,4 +289,28 @@ describePostgres('double-texting on PostgreSQL, two instances', () => {
     await Promise.all([a?.dispose(), b?.kill()]);
   });
   suite(() => [a, b]);
+
+  it('two messages to one idle session, one per instance at the same moment: exactly one begins, the other is refused or queued behind it', async () => {
+    const sessions = Array.from({ length: 8 }, (_, i) => `chat-race-${i}`);
+    const both = (session_id: string, on_busy: 'reject' | 'enqueue') =>
+      Promise.all(
+        [a, b].map((server) =>
+          server.request('POST', '/tasks', { input: `to ${session_id}`, session_id, on_busy }),
+        ),
+      );
+    const refusing = await Promise.all(sessions.map((id) => both(`${id}-reject`, 'reject')));
+    for (const answers of refusing) expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
+
+    const queueing = await Promise.all(sessions.map((id) => both(`${id}-enqueue`, 'enqueue')));
+    for (const answers of queueing) {
+      expect(answers.map((r) => r.status)).toEqual([202, 202]);
+      const received = await Promise.all(
+        answers.map(async (r) => (await eventsOf(a, r.body.task_id as string))[0].payload),
+      );
+      const behind = received.map((p) => p.queued_behind ?? null);
+      // one was received into an idle session, the other behind it
+      expect(behind.filter((x) => x === null)).toHaveLength(1);
+      expect(behind).toContain(answers[behind.indexOf(null)].body.task_id);
+    }
+  });
 });

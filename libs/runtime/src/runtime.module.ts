@@ -435,6 +435,7 @@ function runtimeProviders(): Provider[] {
         answers: TaskAnswers,
         logger: RuntimeLogger,
         views: TaskViews,
+        ownership: TaskOwnership | null,
       ) =>
         new SessionQueue({
           store,
@@ -443,8 +444,17 @@ function runtimeProviders(): Provider[] {
           logger,
           progress: (taskId) => loadProgress(store, o.checkpoints?.store ?? null, taskId),
           sessionTasks: (sessionId, limit) => views.sessionTasks(sessionId, limit),
+          ownership,
         }),
-      inject: [RUNTIME_OPTIONS, RUNTIME_STORE, RunQueue, TaskAnswers, RuntimeLogger, TaskViews],
+      inject: [
+        RUNTIME_OPTIONS,
+        RUNTIME_STORE,
+        RunQueue,
+        TaskAnswers,
+        RuntimeLogger,
+        TaskViews,
+        TaskOwnership,
+      ],
     },
     {
       provide: Recovery,

@@ -75,8 +75,17 @@ export class Recovery {
       if (free && !free.has(taskId)) continue;
       const p = await this.deps.progress(taskId);
       if (p.final) continue;
-      // queued behind another task of its session: it begins when that one ended, wherever it ran
+      // queued behind another task of its session: it begins when that one ended, wherever it ran. What
+      // its strategy asks of the tasks before it is applied again first, in case a crash cut it short
       if (p.queuedBehind !== null) {
+        await this.deps.sessions
+          .applyStrategy(taskId)
+          .catch((err: unknown) =>
+            this.deps.logger.warn(
+              { task_id: taskId, err },
+              'strategy of a queued message not applied; the next sweep tries again',
+            ),
+          );
         this.deps.sessions.hold(taskId, p.queuedBehind);
         continue;
       }

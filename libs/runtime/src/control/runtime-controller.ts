@@ -175,6 +175,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
 
   constructor(private readonly deps: RuntimeControllerDeps) {
     deps.runs.onFinal((p) => this.cancelChildren(p));
+    deps.sessions.cancelsWith((taskId) => this.cancel(taskId));
   }
 
   async submit(input: UserTask, options: SubmitOptions): Promise<SubmitResult> {
@@ -231,15 +232,8 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
         );
       const result = await receive({ history: null, queued_behind: last, on_busy });
       if (!result.created) return result;
-      if (on_busy === 'interrupt') for (const t of busy) await sessions.interrupt(t, task_id);
-      if (on_busy === 'rollback')
-        for (const t of busy) {
-          await sessions.recordRollback(sessionId, t, task_id);
-          await this.cancel(t).catch((err: unknown) => {
-            // it ended on its own meanwhile: rolled back all the same (left out of the history)
-            if (!(err instanceof IllegalStateError)) throw err;
-          });
-        }
+      // a crash before it is applied leaves it to recovery, which applies what the log does not show done
+      await sessions.applyStrategy(task_id, busy);
       sessions.hold(task_id, last);
       return result;
     });

@@ -16,6 +16,7 @@ import { RunQueue } from './run-queue';
 import { SESSION_TASKS_READ, sessionTurnsOf } from './session-turns';
 import { SessionLimits, sessionBudgetAtTurn } from './session-budget';
 import { TaskAnswers } from './task-answers';
+import { TaskOwnership } from './task-ownership';
 
 /** The stream of a session's own events: its settings and the tasks rolled back in it. */
 export const sessionStream = (sessionId: string): string => `session:${sessionId}`;
@@ -38,6 +39,12 @@ export interface SessionQueueDeps {
   progress: (taskId: string) => Promise<TaskProgress>;
   /** the latest `limit` tasks of a session, oldest first */
   sessionTasks: (sessionId: string, limit: number) => Promise<SessionTask[]>;
+  /**
+   * the leases of the processes sharing the log: a decision for a session holds the lease on its
+   * stream's name, so two processes never decide for one session at once (absent: this process alone
+   * writes the log)
+   */
+  ownership?: TaskOwnership | null;
 }
 
 /** how often a decision that keeps meeting a moving task is made again */
@@ -59,6 +66,9 @@ export class SessionQueue {
   /** per session, the submission being decided here: decisions of one session go one at a time */
   private readonly deciding = new Map<string, Promise<unknown>>();
   private readonly detach: () => void;
+  /** how a rolled-back task is cancelled (the runtime's cancel, with its children) */
+  private cancel: (taskId: string) => Promise<void> = () =>
+    Promise.reject(new IllegalStateError('no runtime cancels the tasks of this session queue'));
 
   constructor(private readonly deps: SessionQueueDeps) {
     this.detach = deps.store.onCommitted((events) => {
@@ -72,10 +82,21 @@ export class SessionQueue {
     });
   }
 
-  /** Runs `decide` after the earlier decisions for the session made here (a submission's check and append). */
+  /** The runtime's cancel, which a rollback ends the rolled-back tasks with. */
+  cancelsWith(cancel: (taskId: string) => Promise<void>): void {
+    this.cancel = cancel;
+  }
+
+  /**
+   * Runs `decide` (a submission's look at the session and its TASK_RECEIVED) alone for the session:
+   * after the earlier decisions made here, and holding the lease on the session's stream name, so no
+   * other process sharing the log decides for it meanwhile. A lease a process that died left lapses
+   * after the lease TTL; until then a decision waits for it.
+   */
   one<T>(sessionId: string, decide: () => Promise<T>): Promise<T> {
     const before = this.deciding.get(sessionId) ?? Promise.resolve();
-    const run = before.then(decide, decide);
+    const alone = () => this.holdingSession(sessionId, decide);
+    const run = before.then(alone, alone);
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -85,6 +106,28 @@ export class SessionQueue {
       if (this.deciding.get(sessionId) === settled) this.deciding.delete(sessionId);
     });
     return run;
+  }
+
+  private async holdingSession<T>(sessionId: string, decide: () => Promise<T>): Promise<T> {
+    const ownership = this.deps.ownership;
+    if (!ownership) return decide();
+    const key = sessionStream(sessionId);
+    // a live holder renews its lease: past twice the TTL it is not a dead one's
+    const deadline = Date.now() + 2 * ownership.settings.ttlMs;
+    for (let attempt = 1; !(await ownership.claim(key)); attempt++) {
+      if (this.deps.runs.closed)
+        throw new IllegalStateError('the runtime is stopping; send the message again');
+      if (Date.now() > deadline)
+        throw new IllegalStateError(
+          `another instance is deciding for session ${sessionId} and did not finish; send the message again`,
+        );
+      await pause(attempt);
+    }
+    try {
+      return await decide();
+    } finally {
+      await ownership.release(key);
+    }
   }
 
   async settings(sessionId: string): Promise<SessionSettings> {
@@ -113,19 +156,60 @@ export class SessionQueue {
     return requested ?? settings.on_busy ?? DEFAULT_ON_BUSY;
   }
 
-  /** Recorded before the rolled-back task is cancelled, so no history read after its end shows it. */
+  /**
+   * Recorded (once per task, whoever records it) before the rolled-back task is cancelled, so no
+   * history read after its end shows it.
+   */
   async recordRollback(sessionId: string, taskId: string, byTaskId: string): Promise<void> {
-    await this.deps.store.append(
-      sessionStream(sessionId),
-      [
-        {
-          type: 'TASK_ROLLED_BACK',
-          session_id: sessionId,
-          payload: { task_id: taskId, by_task_id: byTaskId },
-        },
-      ],
-      { expected: 'any' },
-    );
+    const stream = sessionStream(sessionId);
+    for (let attempt = 1; ; attempt++) {
+      const events = await this.deps.store.readWholeStream(stream);
+      if (events.some((e) => e.type === 'TASK_ROLLED_BACK' && e.payload.task_id === taskId)) return;
+      try {
+        await this.deps.store.append(
+          stream,
+          [
+            {
+              type: 'TASK_ROLLED_BACK',
+              session_id: sessionId,
+              payload: { task_id: taskId, by_task_id: byTaskId },
+            },
+          ],
+          { expected: events.length ? events[events.length - 1].sequence : 'no_stream' },
+        );
+        return;
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError) || attempt >= ATTEMPTS) throw err;
+        await pause(attempt);
+      }
+    }
+  }
+
+  /**
+   * What a message received behind unfinished tasks of its session asks of them, from its
+   * TASK_RECEIVED: interrupt stops each (INTERRUPT_REQUESTED), rollback forgets each (TASK_ROLLED_BACK)
+   * and cancels it. Each step is skipped when the log shows it done, so the submission applies it and,
+   * after a crash cut that short, recovery applies the rest. `busy`: the tasks the submission found
+   * unfinished (otherwise those unfinished now and the one it was queued behind).
+   */
+  async applyStrategy(taskId: string, busy?: readonly string[]): Promise<void> {
+    const [first] = await this.deps.store.readStream(taskId, { limit: 1 });
+    if (first?.type !== 'TASK_RECEIVED') return;
+    const { session_id, queued_behind, on_busy } = first.payload;
+    if (queued_behind === undefined || (on_busy !== 'interrupt' && on_busy !== 'rollback')) return;
+    const earlier = busy ?? [...new Set([...(await this.unfinished(session_id, taskId)), queued_behind])];
+    if (on_busy === 'interrupt') {
+      for (const t of earlier) await this.interrupt(t, taskId);
+      return;
+    }
+    for (const t of earlier) {
+      await this.recordRollback(session_id, t, taskId);
+      if ((await this.deps.progress(t)).final) continue;
+      await this.cancel(t).catch((err: unknown) => {
+        // it ended on its own meanwhile: rolled back all the same (left out of the history)
+        if (!(err instanceof IllegalStateError)) throw err;
+      });
+    }
   }
 
   /** What a task beginning now in the session is shown: its latest ended tasks, those rolled back left out. */
