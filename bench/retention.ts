@@ -16,11 +16,13 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { NewEvent } from '@runledger/contracts';
 import { segmentFolder } from '@runledger/event-store';
 import {
+  RetentionSweeper,
   SqliteStorage,
+  ThreadArchiver,
   createSqliteStorage,
   openSqliteArchiver,
   parseRetention,
@@ -36,6 +38,7 @@ const TASKS_PER_DAY = Number(process.env.BENCH_RETENTION_TASKS_PER_DAY ?? 2000);
 const DAYS = Number(process.env.BENCH_RETENTION_DAYS ?? 30);
 const RATE = Number(process.env.BENCH_RETENTION_RATE ?? 100);
 const SECONDS = Number(process.env.BENCH_RETENTION_SECONDS ?? 8);
+const SWEEP_ALONE_SECONDS = Number(process.env.BENCH_RETENTION_SWEEP_SECONDS ?? 8);
 const DAY_MS = 86_400_000;
 const MONTH_START = Date.parse('2026-01-01T00:00:00Z');
 
@@ -151,9 +154,27 @@ interface LoadResult {
   p99: number;
   finishedPerSecond: number;
   archived: number;
+  /** the server's event-loop delay over the load (prom-client's monitor, 10 ms resolution), ms */
+  loopP99: number;
+  loopMax: number;
+}
+
+/**
+ * The server's event-loop delay since the last call, ms (prom-client's monitor, 10 ms resolution,
+ * restarted at each read of /metrics).
+ */
+async function loopDelay(url: string): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`${url}/metrics`, { headers: benchAuth })).text();
+  const gauge = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    if (!line) throw new Error(`/metrics has no ${name}`);
+    return Number(line.split(' ')[1]) * 1000;
+  };
+  return { p99: gauge('nodejs_eventloop_lag_p99_seconds'), max: gauge('nodejs_eventloop_lag_max_seconds') };
 }
 
 async function paced(url: string): Promise<LoadResult> {
+  await loopDelay(url);
   const total = RATE * SECONDS;
   const latencies: number[] = [];
   const start = performance.now();
@@ -187,12 +208,98 @@ async function paced(url: string): Promise<LoadResult> {
     if (page.events.length < 1000) await new Promise((r) => setTimeout(r, 20));
   }
   const elapsed = (performance.now() - start) / 1000;
+  const loop = await loopDelay(url);
   const records = await fetch(`${url}/admin/events?type=TASKS_ARCHIVED&limit=1000`, { headers: benchAuth });
   const archived = (
     (await records.json()) as { events: { payload: { task_ids: string[] } }[] }
   ).events.reduce((n, e) => n + e.payload.task_ids.length, 0);
   latencies.sort((a, b) => a - b);
-  return { p50: pct(latencies, 50), p99: pct(latencies, 99), finishedPerSecond: total / elapsed, archived };
+  return {
+    p50: pct(latencies, 50),
+    p99: pct(latencies, 99),
+    finishedPerSecond: total / elapsed,
+    archived,
+    loopP99: loop.p99,
+    loopMax: loop.max,
+  };
+}
+
+interface SweepAlone {
+  tasksPerSecond: number;
+  loopP99: number;
+  loopMax: number;
+}
+
+/**
+ * The server's sweeper settings (batches of 20, rests of max(100 ms, 4x what a batch held)) on a copy
+ * of `seed` for SWEEP_ALONE_SECONDS: the archiver on this thread (the event loop held through each
+ * batch) or in its thread; this process's event-loop delay meanwhile (1 ms resolution).
+ */
+async function sweepAlone(seed: string, dir: string, where: 'here' | 'thread' | 'idle'): Promise<SweepAlone> {
+  const path = join(dir, `alone-${where}.db`);
+  copyFileSync(seed, path);
+  const here = where === 'here' ? openSqliteArchiver(path, { batchTasks: 20 }) : null;
+  const thread =
+    where === 'thread' ? new ThreadArchiver({ path, batchTasks: 20, companionPrefixes: [] }) : null;
+  // the thread compiles its modules first when run from sources: not part of the sweep
+  await thread?.reclaim(0);
+  const archiver = here?.archiver ?? thread;
+  const quiet = { info: () => undefined, error: (f: Record<string, unknown>) => console.error(f) };
+  const sweeper = archiver
+    ? new RetentionSweeper(archiver, {
+        policy: parseRetention('7d')!,
+        intervalMs: 60_000,
+        restMs: 100,
+        log: quiet,
+      })
+    : null;
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const started = performance.now();
+  const stop = setTimeout(() => void sweeper?.stop(), SWEEP_ALONE_SECONDS * 1000);
+  const run = sweeper ? await sweeper.sweep() : null;
+  if (!sweeper) await new Promise((r) => setTimeout(r, SWEEP_ALONE_SECONDS * 1000));
+  const seconds = (performance.now() - started) / 1000;
+  clearTimeout(stop);
+  loop.disable();
+  await here?.close();
+  await thread?.close();
+  return {
+    tasksPerSecond: (run?.tasks.length ?? 0) / seconds,
+    loopP99: loop.percentile(99) / 1e6,
+    loopMax: loop.max / 1e6,
+  };
+}
+
+async function sweeperAlone(seed: string, dir: string): Promise<void> {
+  const idle = await sweepAlone(seed, dir, 'idle');
+  const here = await sweepAlone(seed, dir, 'here');
+  const thread = await sweepAlone(seed, dir, 'thread');
+  console.log(
+    `the sweeper alone for ${SWEEP_ALONE_SECONDS} s on a month of finished tasks (batches of 20, rests of max(100 ms, 4x what a batch held)); this process's event-loop delay meanwhile`,
+  );
+  console.log('| sweeper | tasks archived/s | event-loop delay p99 ms | max ms |');
+  console.log('|---|---|---|---|');
+  for (const [label, r] of [
+    ['none (idle loop)', idle],
+    ['archiver on the event loop', here],
+    ['archiver in its thread', thread],
+  ] as const)
+    console.log(`| ${label} | ${fmt(r.tasksPerSecond, 1)} | ${fmt(r.loopP99, 2)} | ${fmt(r.loopMax, 1)} |`);
+  recordFigure({
+    figure: 'sweeper tasks archived per second, archiver in its thread vs on the event loop',
+    value: `${fmt(thread.tasksPerSecond, 1)}/s vs ${fmt(here.tasksPerSecond, 1)}/s`,
+    ratio: thread.tasksPerSecond / here.tasksPerSecond,
+    target: 'faster (> 1x)',
+    met: thread.tasksPerSecond > here.tasksPerSecond,
+  });
+  recordFigure({
+    figure: 'event-loop delay p99 while the sweeper runs, archiver in its thread vs on the event loop',
+    value: `${fmt(thread.loopP99, 2)} ms vs ${fmt(here.loopP99, 2)} ms (idle ${fmt(idle.loopP99, 2)} ms)`,
+    ratio: thread.loopP99 / here.loopP99,
+    target: 'lower (< 1x)',
+    met: thread.loopP99 < here.loopP99,
+  });
 }
 
 async function sweeperUnderLoad(): Promise<void> {
@@ -204,6 +311,7 @@ async function sweeperUnderLoad(): Promise<void> {
     for (let day = 0; day < seedDays; day++) await appendDay(storage, day);
     storage.raw.pragma('wal_checkpoint(TRUNCATE)');
     await storage.close();
+    await sweeperAlone(seed, dir);
     const results: Record<'off' | 'on', LoadResult> = {} as never;
     for (const mode of ['off', 'on'] as const) {
       const run = join(dir, mode);
@@ -232,14 +340,24 @@ async function sweeperUnderLoad(): Promise<void> {
     console.log(
       `sweeper under load: POST /tasks at ${RATE}/s for ${SECONDS} s, a database of ${seedDays * TASKS_PER_DAY} finished tasks a month old (sys_util tasks)`,
     );
-    console.log('| server | p50 ms | p99 ms | tasks finished/s | tasks archived meanwhile |');
-    console.log('|---|---|---|---|---|');
     console.log(
-      `| no policy | ${fmt(off.p50, 1)} | ${fmt(off.p99, 1)} | ${fmt(off.finishedPerSecond, 1)} | ${off.archived} |`,
+      '| server | p50 ms | p99 ms | tasks finished/s | event-loop delay p99 ms | max ms | tasks archived meanwhile |',
     );
-    console.log(
-      `| sweeper on (7d) | ${fmt(on.p50, 1)} | ${fmt(on.p99, 1)} | ${fmt(on.finishedPerSecond, 1)} | ${on.archived} |`,
-    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const [label, r] of [
+      ['no policy', off],
+      ['sweeper on (7d)', on],
+    ] as const)
+      console.log(
+        `| ${label} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.finishedPerSecond, 1)} | ${fmt(r.loopP99, 1)} | ${fmt(r.loopMax, 1)} | ${r.archived} |`,
+      );
+    recordFigure({
+      figure: `the server's event-loop delay p99 while the sweeper archives, vs no policy (${RATE}/s)`,
+      value: `${fmt(on.loopP99, 1)} ms vs ${fmt(off.loopP99, 1)} ms`,
+      ratio: on.loopP99 / off.loopP99,
+      target: 'within 1.5x',
+      met: on.loopP99 <= off.loopP99 * 1.5,
+    });
     recordFigure({
       figure: `POST /tasks p99 while the sweeper archives, vs no policy (${RATE}/s)`,
       value: `${fmt(on.p99, 1)} ms vs ${fmt(off.p99, 1)} ms (${on.archived} tasks archived meanwhile)`,
@@ -305,8 +423,11 @@ async function archivedReads(): Promise<void> {
   }
 }
 
+/** BENCH_RETENTION_PARTS: which parts run, comma-separated (reads, growth, sweeper); all by default */
+const PARTS = new Set((process.env.BENCH_RETENTION_PARTS ?? 'reads,growth,sweeper').split(','));
+
 export async function main(): Promise<void> {
-  await archivedReads();
-  await growth();
-  await sweeperUnderLoad();
+  if (PARTS.has('reads')) await archivedReads();
+  if (PARTS.has('growth')) await growth();
+  if (PARTS.has('sweeper')) await sweeperUnderLoad();
 }

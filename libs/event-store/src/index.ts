@@ -18,7 +18,8 @@ export {
 export { type EventRow } from './sqlite/rows';
 export * from './group-committer';
 export { checkLease } from './sqlite/check-lease';
-export { type ProjectionModule, runningFromSources } from './sqlite/append-writer';
+export { type ProjectionModule } from './sqlite/append-writer';
+export * from './module-worker';
 export * from './postgres/open-postgres';
 export * from './postgres/pg-event-store';
 export * from './archive/segment';

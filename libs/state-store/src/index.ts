@@ -15,4 +15,5 @@ export * from './log-verification';
 export * from './archive/retention-policy';
 export * from './archive/archiver';
 export * from './archive/open-archiver';
+export * from './archive/thread-archiver';
 export * from './archive/retention-sweeper';

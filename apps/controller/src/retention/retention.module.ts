@@ -3,26 +3,27 @@ import { Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common'
 import { Database, isPostgresUrl } from '@runledger/event-store';
 import { RuntimeLogger } from '@runledger/runtime';
 import {
-  ArchiveAccess,
+  ArchiveRunner,
   RetentionSweeper,
   STORAGE_DB,
-  openSqliteArchiver,
+  ThreadArchiver,
   parseRetention,
   postgresArchiver,
 } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { APP_CONFIG, AppConfig } from '../config';
-import { companionStreams } from './companion-streams';
+import { COMPANION_STREAM_PREFIXES, companionStreams } from './companion-streams';
 
 /**
  * The server's retention sweeper, when a policy is set and RUNLEDGER_RETENTION_SWEEP_MS is not 0.
- * SQLite: an archiver on a connection of its own (its batch transactions must not share the
- * store's connection); PostgreSQL: the storage's pool. Starts once every module is up, stops (after
+ * SQLite: an archiver in a worker thread, on a connection of its own (its batch transactions must
+ * not share the store's connection, and its work must not hold the event loop); PostgreSQL: the
+ * storage's pool. Starts once every module is up, stops (after
  * the batch in flight) before the storage closes.
  */
 export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
   private sweeper: RetentionSweeper | null = null;
-  private access: ArchiveAccess | null = null;
+  private thread: ThreadArchiver | null = null;
 
   constructor(
     private readonly config: AppConfig,
@@ -40,11 +41,17 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
     const policy = parseRetention(c.RUNLEDGER_RETENTION);
     if (!policy || c.RUNLEDGER_RETENTION_SWEEP_MS === 0 || c.RUNLEDGER_DB === ':memory:') return;
     const options = { batchTasks: c.RUNLEDGER_RETENTION_SWEEP_BATCH, companionStreams };
-    let archiver;
+    let archiver: ArchiveRunner;
     if (isPostgresUrl(c.RUNLEDGER_DB)) archiver = postgresArchiver(this.db, options);
     else {
-      this.access = openSqliteArchiver(resolve(c.RUNLEDGER_DB), options);
-      archiver = this.access.archiver;
+      // planning, gzip, fsync and the batch transactions off the event loop
+      const thread = new ThreadArchiver({
+        path: resolve(c.RUNLEDGER_DB),
+        batchTasks: options.batchTasks,
+        companionPrefixes: COMPANION_STREAM_PREFIXES,
+      });
+      this.thread = thread;
+      archiver = thread;
     }
     this.sweeper = new RetentionSweeper(archiver, {
       policy,
@@ -57,9 +64,9 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     await this.sweeper?.stop();
-    await this.access?.close();
+    await this.thread?.close();
     this.sweeper = null;
-    this.access = null;
+    this.thread = null;
   }
 }
 

@@ -99,4 +99,4 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
   post({ type: 'ready' });
 }
 
-if (!isMainThread && parentPort) main(parentPort, (workerData as { options: WriterThreadOptions }).options);
+if (!isMainThread && parentPort) main(parentPort, (workerData as { data: WriterThreadOptions }).data);

@@ -1,7 +1,7 @@
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import { extname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../module-worker';
 import { RuntimeEvent, currentSchemaVersion } from '@runledger/contracts';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
@@ -149,23 +149,6 @@ export type FromWriter =
   | { type: 'failed'; id: number; error: ThreadError }
   | { type: 'closed' };
 
-/**
- * Whether this code runs from its TypeScript sources (jest, swc-node) rather
- * than the build: a writer thread then compiles its own copy of the modules it
- * loads, which costs seconds per start on a loaded machine.
- */
-export const runningFromSources = (): boolean => extname(__filename) === '.ts';
-
-/**
- * Loads the thread's entry module; TypeScript sources (jest, the benchmarks)
- * need the swc require hook in the thread too, the build's .js does not.
- */
-const BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
-if (workerData.register) require(workerData.register);
-require(workerData.entry);
-`;
-
 /** A promise with its settle functions; a rejection nobody awaits is not reported as unhandled. */
 function settleable(): { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void } {
   let resolve!: () => void;
@@ -197,13 +180,7 @@ export class ThreadAppendWriter implements AppendWriter {
   private readonly started = settleable();
 
   constructor(options: WriterThreadOptions) {
-    const entry = join(__dirname, `append-writer-thread${extname(__filename)}`);
-    const register = runningFromSources() ? require.resolve('@swc-node/register') : null;
-    // Keep swc's native binding loaded on this thread: on Node 20, a process in which the last thread
-    // holding it exited crashes (segfault) when another thread loads it again.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    if (register) require('@swc/core');
-    this.worker = new Worker(BOOTSTRAP, { eval: true, workerData: { entry, register, options } });
+    this.worker = startModuleWorker(__dirname, 'append-writer-thread', options);
     // idle, the thread does not keep the process alive; while a group is out it does
     this.worker.unref();
     this.worker.on('message', (m: FromWriter) => this.receive(m));

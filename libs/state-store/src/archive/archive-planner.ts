@@ -133,13 +133,16 @@ export class ArchivePlanner {
     const out = new Map<string, ReceivedInfo>();
     for (const ids of chunks(taskIds, 500)) {
       if (ids.length === 0) continue;
+      // a task's first event: found through the stream's (task_id, sequence) key, where a lookup by
+      // type would walk every TASK_RECEIVED of the log
       const rows = await conn
         .selectFrom('events')
-        .select(['task_id', 'payload'])
-        .where('type', '=', 'TASK_RECEIVED')
+        .select(['task_id', 'type', 'payload'])
         .where('task_id', 'in', ids)
+        .where('sequence', '=', 1)
         .execute();
-      for (const r of rows) out.set(r.task_id, receivedInfo(r.task_id, r.payload));
+      for (const r of rows)
+        if (r.type === 'TASK_RECEIVED') out.set(r.task_id, receivedInfo(r.task_id, r.payload));
     }
     return out;
   }

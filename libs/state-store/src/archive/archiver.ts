@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import {
   EventPayload,
   IllegalStateError,
@@ -37,6 +38,7 @@ import {
   isPostgres,
 } from './archive-planner';
 import { RetentionPolicy } from './retention-policy';
+import type { ArchiveRunner } from './thread-archiver';
 
 export type { ArchivePlan, PlannedTree, SkippedTree } from './archive-planner';
 
@@ -68,6 +70,8 @@ export interface ArchivedSegment {
   events: number;
   bytes: number;
   sha256: string;
+  /** how long its write transaction held the writer, ms */
+  write_ms: number;
 }
 
 export interface ArchiveRun {
@@ -100,6 +104,9 @@ const ARCHIVE_LEASE_KEY = sql`hashtext('runledger.archive:' || current_schema())
 
 class ArchiveConflict extends Error {}
 
+/** archiveTrees' answer when its caller stopped it before the write: nothing moved, no file left */
+const STOPPED = Symbol('stopped');
+
 /**
  * Moves finished task trees out of the live `events` table into checksummed segments and back.
  *
@@ -110,7 +117,9 @@ class ArchiveConflict extends Error {}
  * at most a file no record names, removed by a later run); after it, the segment is recorded. Nothing
  * is lost, nothing is in both places.
  */
-export class Archiver {
+export class Archiver implements ArchiveRunner {
+  /** its batches run on the caller's thread (better-sqlite3 is synchronous; gzip and fsync are too) */
+  readonly holdsEventLoop = true;
   private readonly orphanAgeMs: number;
   private readonly planner: ArchivePlanner;
 
@@ -136,8 +145,13 @@ export class Archiver {
       dryRun?: boolean;
       maxBatches?: number;
       reason?: 'policy' | 'older_than';
-      pause?: () => Promise<void>;
-      /** asked before each batch: true ends the run there (a sweeper stopping) */
+      /**
+       * a rest between two batches' write transactions: after a batch's segment is prepared (read,
+       * encoded, its file written) and before its transaction, so the preparing overlaps the rest.
+       * `previous`: what the batch before moved (null when something moved meanwhile)
+       */
+      pause?: (previous: ArchivedSegment | null) => Promise<void>;
+      /** asked before each batch, and after each pause: true ends the run there (a sweeper stopping) */
       stopped?: () => boolean;
     } = {},
   ): Promise<ArchiveRun> {
@@ -160,6 +174,8 @@ export class Archiver {
       try {
         if (!result.dry_run) this.removeOrphanFiles(await this.recordedSegments(conn));
         const done = new Set<string>();
+        /** what the batch before moved; undefined before the first */
+        let previous: ArchivedSegment | null | undefined;
         for (let batch = 0; batch < (options.maxBatches ?? Infinity) && !options.stopped?.(); batch++) {
           const plan = await this.plan(conn, policy, now, done);
           for (const s of plan.skipped)
@@ -174,14 +190,23 @@ export class Archiver {
             );
             continue;
           }
-          const segment = await this.archiveTrees(conn, plan.trees, options.reason ?? 'policy');
+          const pause = options.pause;
+          const rest =
+            pause && previous !== undefined
+              ? async () => {
+                  await pause(previous!);
+                  return !options.stopped?.();
+                }
+              : undefined;
+          const segment = await this.archiveTrees(conn, plan.trees, options.reason ?? 'policy', rest);
+          if (segment === STOPPED) break;
           if (segment) {
             result.segments.push(segment);
             result.tasks.push(...segment.task_ids);
             result.events += segment.events;
             result.bytes += segment.bytes;
           }
-          if (options.pause) await options.pause();
+          previous = segment;
         }
         return result;
       } finally {
@@ -200,12 +225,16 @@ export class Archiver {
     return this.planner.plan(conn, policy, now, exclude);
   }
 
-  /** One segment of the given trees; null when something moved meanwhile (nothing is archived then). */
+  /**
+   * One segment of the given trees; null when something moved meanwhile (nothing is archived then).
+   * `beforeWrite`, once the segment is prepared: false abandons it (STOPPED; its file removed).
+   */
   async archiveTrees(
     conn: Db,
     trees: readonly PlannedTree[],
     reason: 'policy' | 'older_than',
-  ): Promise<ArchivedSegment | null> {
+    beforeWrite?: () => Promise<boolean>,
+  ): Promise<ArchivedSegment | null | typeof STOPPED> {
     const streams = trees.flatMap((t) => t.streams);
     const taskIds = trees.flatMap((t) => t.task_ids);
     const rootOf = new Map<string, PlannedTree>();
@@ -241,6 +270,11 @@ export class Archiver {
       mkdirSync(this.options.folder!, { recursive: true });
       writeSegmentFile(file, encoded.bytes);
     }
+    if (beforeWrite && !(await beforeWrite())) {
+      if (file) removeSegmentFile(file);
+      return STOPPED;
+    }
+    const writeStarted = performance.now();
     try {
       await this.inWriteTransaction(conn, async (trx) => {
         await this.checkUnmoved(trx, tasks, taskIds);
@@ -293,6 +327,7 @@ export class Archiver {
       events: events.length,
       bytes: encoded.bytes.length,
       sha256: encoded.sha256,
+      write_ms: performance.now() - writeStarted,
     };
   }
 
@@ -377,54 +412,71 @@ export class Archiver {
         .filter((r) => content.tasks.some((t) => t.task_id === r.task_id))
         .map((r) => r.task_id);
       let segmentGone = false;
-      await this.inWriteTransaction(conn, async (trx) => {
-        for (const ids of chunks([...streams], 500))
-          await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).execute();
-        const postgres = isPostgres(this.db);
-        for (const part of chunks(events, 200)) {
-          const values = part.map(
-            (e) =>
-              sql`(${sql.join([
-                e.position,
-                e.event_id,
-                e.task_id,
-                e.session_id,
-                e.sequence,
-                e.type,
-                e.payload,
-                e.causation_id,
-                e.correlation_id,
-                e.created_at,
-                e.schema_version,
-              ])})`,
-          );
-          await sql`INSERT INTO events (position, ${sql.raw(EVENT_INSERT_COLUMNS)}) ${sql.raw(
-            postgres ? 'OVERRIDING SYSTEM VALUE ' : '',
-          )}VALUES ${sql.join(values)}`.execute(trx);
-        }
-        for (const part of chunks(checkpoints, 100))
-          await trx
-            .insertInto('checkpoints')
-            .values(part as never)
-            .execute();
-        const left = await trx
-          .selectFrom('archived_tasks')
-          .select('task_id')
-          .where('segment_id', '=', segmentId)
-          .executeTakeFirst();
-        if (!left) {
-          await trx.deleteFrom('archive_segments').where('segment_id', '=', segmentId).execute();
-          segmentGone = true;
-        }
-        await this.record(trx, 'TASKS_RESTORED', {
-          segment_id: segmentId,
-          task_ids: taskIds,
-          events: events.length,
-        });
-      });
+      // durable before the segment's file goes (see openSqliteArchiver)
+      await this.synchronousFull(conn, () =>
+        this.inWriteTransaction(conn, async (trx) => {
+          for (const ids of chunks([...streams], 500))
+            await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).execute();
+          const postgres = isPostgres(this.db);
+          for (const part of chunks(events, 200)) {
+            const values = part.map(
+              (e) =>
+                sql`(${sql.join([
+                  e.position,
+                  e.event_id,
+                  e.task_id,
+                  e.session_id,
+                  e.sequence,
+                  e.type,
+                  e.payload,
+                  e.causation_id,
+                  e.correlation_id,
+                  e.created_at,
+                  e.schema_version,
+                ])})`,
+            );
+            await sql`INSERT INTO events (position, ${sql.raw(EVENT_INSERT_COLUMNS)}) ${sql.raw(
+              postgres ? 'OVERRIDING SYSTEM VALUE ' : '',
+            )}VALUES ${sql.join(values)}`.execute(trx);
+          }
+          for (const part of chunks(checkpoints, 100))
+            await trx
+              .insertInto('checkpoints')
+              .values(part as never)
+              .execute();
+          const left = await trx
+            .selectFrom('archived_tasks')
+            .select('task_id')
+            .where('segment_id', '=', segmentId)
+            .executeTakeFirst();
+          if (!left) {
+            await trx.deleteFrom('archive_segments').where('segment_id', '=', segmentId).execute();
+            segmentGone = true;
+          }
+          await this.record(trx, 'TASKS_RESTORED', {
+            segment_id: segmentId,
+            task_ids: taskIds,
+            events: events.length,
+          });
+        }),
+      );
       if (segmentGone && this.options.folder) removeSegmentFile(segmentFile(this.options.folder, segmentId));
       return { segment_id: segmentId, task_ids: taskIds, events: events.length };
     });
+  }
+
+  /** SQLite: `body` with every commit synced (synchronous FULL), the connection's own setting after it. */
+  private async synchronousFull<T>(conn: Db, body: () => Promise<T>): Promise<T> {
+    if (isPostgres(this.db)) return body();
+    const level = Object.values(
+      (await sql.raw('PRAGMA synchronous').execute(conn)).rows[0] as object,
+    )[0] as number;
+    await sql.raw('PRAGMA synchronous = FULL').execute(conn);
+    try {
+      return await body();
+    } finally {
+      await sql.raw(`PRAGMA synchronous = ${Math.trunc(level)}`).execute(conn);
+    }
   }
 
   /** Give back the space archiving freed: see VacuumResult. */

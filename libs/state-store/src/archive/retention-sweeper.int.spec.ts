@@ -2,8 +2,15 @@ import { openPostgres } from '@runledger/event-store';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { SqliteStorage, Storage } from '../storage';
 import { TaskLog } from '../testing/task-events';
-import { TempStorage, asNew, createTempPgStorage, describeEachStorage } from '../testing/temp-storage';
+import {
+  TempStorage,
+  asNew,
+  createTempPgStorage,
+  createTempStorage,
+  describeEachStorage,
+} from '../testing/temp-storage';
 import { ARCHIVE_STREAM, ArchiveRun, Archiver } from './archiver';
+import { ArchiveRunner, ThreadArchiver } from './thread-archiver';
 import { ArchiveAccess, openSqliteArchiver, postgresArchiver } from './open-archiver';
 import { parseRetention } from './retention-policy';
 import { RetentionSweeper } from './retention-sweeper';
@@ -36,23 +43,30 @@ async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> 
   }
 }
 
+type Where = 'here' | 'thread';
+
 function archiverOn(
   temp: TempStorage<Storage>,
   batchTasks: number,
-): { archiver: Archiver; close(): Promise<void> } {
+  where: Where,
+): { archiver: ArchiveRunner; close(): Promise<void> } {
   if (temp.storage.driver === 'postgres')
     return { archiver: postgresArchiver(temp.storage.db, { batchTasks }), close: async () => undefined };
+  if (where === 'thread') {
+    const thread = new ThreadArchiver({ path: temp.path, batchTasks, companionPrefixes: [] });
+    return { archiver: thread, close: () => thread.close() };
+  }
   const access: ArchiveAccess = openSqliteArchiver(temp.path, { batchTasks });
   return access;
 }
 
-describeEachStorage('RetentionSweeper', (open) => {
+const sweeperSpecs = (open: () => Promise<TempStorage<Storage>>, where: Where) => {
   let temp: TempStorage<Storage>;
-  let access: { archiver: Archiver; close(): Promise<void> };
+  let access: { archiver: ArchiveRunner; close(): Promise<void> };
   let sweeper: RetentionSweeper | null = null;
   beforeEach(async () => {
     temp = await open();
-    access = archiverOn(temp, 3);
+    access = archiverOn(temp, 3, where);
   });
   afterEach(async () => {
     await sweeper?.stop();
@@ -122,7 +136,7 @@ describeEachStorage('RetentionSweeper', (open) => {
   it('stop() during a sweep ends it after the batch in flight: moved trees are whole, the rest stay live', async () => {
     const { storage } = temp;
     await access.close();
-    access = archiverOn(temp, 1);
+    access = archiverOn(temp, 1, where);
     const ids = await finishedTasks(storage, 'slow', 5);
     sweeper = new RetentionSweeper(access.archiver, {
       policy: anHour,
@@ -142,6 +156,37 @@ describeEachStorage('RetentionSweeper', (open) => {
     const liveIds = ids.filter((id) => !result.tasks.includes(id));
     expect(liveIds).toHaveLength(4);
     for (const id of ids) expect(await storage.eventStore.readWholeStream(id)).toHaveLength(2);
+  });
+};
+
+describeEachStorage('RetentionSweeper', (open) => sweeperSpecs(open, 'here'));
+describe('RetentionSweeper with the archive thread, on SQLite', () => {
+  sweeperSpecs(() => createTempStorage(), 'thread');
+
+  it('moves batches without holding the event loop: timers fire meanwhile, as they cannot with the archiver on this thread', async () => {
+    const temp = await createTempStorage();
+    try {
+      await finishedTasks(temp.storage, 'loop', 60, 2_000);
+      const ticksWhile = async (where: Where) => {
+        const { archiver, close } = archiverOn(temp, 5, where);
+        let ticks = 0;
+        const timer = setInterval(() => ticks++, 1);
+        try {
+          const run = await archiver.run(anHour, later(), { maxBatches: 6 });
+          expect(run.tasks).toHaveLength(30);
+          return ticks;
+        } finally {
+          clearInterval(timer);
+          await close();
+        }
+      };
+      // a run of six batches on this thread is one stretch of synchronous work: no timer turn in it
+      expect(await ticksWhile('here')).toBe(0);
+      expect(await ticksWhile('thread')).toBeGreaterThan(5);
+      expect((await archivedIds(temp.storage)).length).toBe(60);
+    } finally {
+      await temp.dispose();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { ArchiveRun, Archiver } from './archiver';
+import { ArchiveRun, ArchivedSegment } from './archiver';
+import { ArchiveRunner } from './thread-archiver';
 import { RetentionPolicy } from './retention-policy';
 
 export interface RetentionSweeperOptions {
@@ -43,7 +44,7 @@ export class RetentionSweeper {
   private workingSince = 0;
 
   constructor(
-    private readonly archiver: Archiver,
+    private readonly archiver: ArchiveRunner,
     private readonly options: RetentionSweeperOptions,
   ) {}
 
@@ -84,13 +85,16 @@ export class RetentionSweeper {
     const started = Date.now();
     this.workingSince = performance.now();
     const run = await this.archiver.run(this.options.policy, (this.options.now ?? Date.now)(), {
-      pause: () => this.rest(),
+      pause: (segment) => this.rest(this.heldBy(segment)),
       stopped: () => this.stopping,
     });
     if (run.segments.length > 0) {
+      // the last batch's rest, which no next batch took
+      await this.rest(this.heldBy(run.segments[run.segments.length - 1]));
       for (let step = 0; step < (this.options.reclaimSteps ?? 20) && !this.stopping; step++) {
         if ((await this.archiver.reclaim(this.options.reclaimPages ?? 1000)) === 0) break;
-        await this.rest();
+        // a reclaim step holds the writer from its start to its end, wherever it runs
+        await this.rest({ held: performance.now() - this.workingSince, free: 0 });
       }
       this.options.log.info(
         {
@@ -106,11 +110,23 @@ export class RetentionSweeper {
     return run;
   }
 
-  /** The rest between two steps (at least restFactor times the step), cut short by stop(). */
-  private async rest(): Promise<void> {
-    if (this.stopping) return;
+  /**
+   * What a step held that the server also needs, and how long since it the server has had it free.
+   * On the server's thread a step holds the event loop and the writer from the end of the last rest
+   * on. In a thread of its own it holds the writer only, for its transaction; the next batch's
+   * preparing since then (reading, encoding, the segment file) left both free, and counts as rest.
+   */
+  private heldBy(segment: ArchivedSegment | null): { held: number; free: number } {
     const worked = performance.now() - this.workingSince;
-    const ms = Math.max(this.options.restMs, worked * (this.options.restFactor ?? 4));
+    if (this.archiver.holdsEventLoop) return { held: worked, free: 0 };
+    const held = Math.min(worked, segment?.write_ms ?? 0);
+    return { held, free: worked - held };
+  }
+
+  /** The rest between two steps (at least restFactor times what the step held), cut short by stop(). */
+  private async rest({ held, free }: { held: number; free: number }): Promise<void> {
+    if (this.stopping) return;
+    const ms = Math.max(0, Math.max(this.options.restMs, held * (this.options.restFactor ?? 4)) - free);
     await new Promise<void>((resolve) => {
       const t = setTimeout(done, ms);
       function done() {
