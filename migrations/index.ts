@@ -10,6 +10,7 @@ import * as addEventSchemaVersion from './1795334683741-AddEventSchemaVersion';
 import * as createArchive from './1795334683800-CreateArchive';
 import * as createModelUsage from './1795334683810-CreateModelUsage';
 import * as addReceivedRootIndex from './1795334683820-AddReceivedRootIndex';
+import * as createDataKeys from './1795334683830-CreateDataKeys';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -34,6 +35,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683800-CreateArchive': createArchive,
   '1795334683810-CreateModelUsage': createModelUsage,
   '1795334683820-AddReceivedRootIndex': addReceivedRootIndex,
+  '1795334683830-CreateDataKeys': createDataKeys,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -282,6 +282,8 @@ export const ConfigSchema = z.object({
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }
     }),
+  /** erasure by crypto-shredding (docs/retention.md): `on` seals the personal fields of new events under their session's data key */
+  RUNLEDGER_ERASURE: z.enum(['on', 'off']).default('off'),
   /** tasks per archive segment at most: what one write transaction moves */
   RUNLEDGER_RETENTION_BATCH: intFromEnv(1, 10_000).default(200),
   /** how often the server applies the retention policy itself (0: never; `runledger archive` still does) */
@@ -350,10 +352,12 @@ export const storageOptionsFrom = (c: AppConfig): StorageOptions =>
         url: c.RUNLEDGER_DB,
         schema: c.RUNLEDGER_PG_SCHEMA,
         maxConnections: c.RUNLEDGER_PG_POOL_SIZE,
+        sealPayloads: c.RUNLEDGER_ERASURE === 'on',
       }
     : {
         driver: 'sqlite',
         path: resolve(c.RUNLEDGER_DB),
+        sealPayloads: c.RUNLEDGER_ERASURE === 'on',
         synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
         writerThread:
           c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||

@@ -10,3 +10,4 @@ export * from './ids';
 export * from './module-options';
 export * from './mcp-tool-name';
 export * from './event-versions';
+export * from './personal-data';

@@ -262,14 +262,22 @@ export type EventRowValues = [
   number,
 ];
 
-/** An envelope's values for an INSERT into EVENT_INSERT_COLUMNS, the payload as JSON text. */
-export const eventRowValues = (e: UnpositionedEvent): EventRowValues => [
+const clearPayloadText = (e: UnpositionedEvent): string => JSON.stringify(e.payload);
+
+/**
+ * An envelope's values for an INSERT into EVENT_INSERT_COLUMNS, the payload as JSON text: in
+ * clear, or as `payloadText` stores it (PayloadSealer).
+ */
+export const eventRowValues = (
+  e: UnpositionedEvent,
+  payloadText: (e: UnpositionedEvent) => string = clearPayloadText,
+): EventRowValues => [
   e.event_id,
   e.task_id,
   e.session_id,
   e.sequence,
   e.type,
-  JSON.stringify(e.payload),
+  payloadText(e),
   e.causation_id,
   e.correlation_id,
   e.created_at,

@@ -20,8 +20,10 @@ export type StorageOptions =
       synchronous?: SqliteSynchronous;
       /** appends in a worker thread, always or while concurrent (see createSqliteStorage); default false */
       writerThread?: boolean | 'while_concurrent';
+      /** seal the personal fields of new events under their session's data key (erasure) */
+      sealPayloads?: boolean;
     }
-  | { driver: 'postgres'; url: string; schema?: string; maxConnections?: number };
+  | { driver: 'postgres'; url: string; schema?: string; maxConnections?: number; sealPayloads?: boolean };
 
 /** The kysely handle of the storage database, for libs that keep their own tables in it (memory). */
 export const STORAGE_DB = Symbol('STORAGE_DB');
@@ -38,12 +40,14 @@ export function openStorage(options: StorageOptions): Promise<Storage> {
         path: options.path,
         synchronous: options.synchronous,
         writerThread: options.writerThread,
+        sealPayloads: options.sealPayloads,
       });
     case 'postgres':
       return createPostgresStorage({
         url: options.url,
         schema: options.schema,
         maxConnections: options.maxConnections,
+        sealPayloads: options.sealPayloads,
       });
   }
 }

@@ -104,6 +104,8 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
   writerThread?: boolean | 'while_concurrent';
   /** how appends are grouped into transactions (SqliteEventStore's groupCommit) */
   groupCommit?: GroupCommitOptions;
+  /** seal the personal fields of new events under their session's data key (SqliteEventStore's sealPayloads) */
+  sealPayloads?: boolean;
 }
 
 /**
@@ -124,6 +126,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
         }
       : { projections: [taskStates] }),
     groupCommit: options.groupCommit,
+    sealPayloads: options.sealPayloads,
   });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
@@ -135,11 +138,16 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
  * and wire the PgEventStore with the task-state projection inline. Several
  * instances may do this on one database at once (the migrator locks).
  */
-export async function createPostgresStorage(options: OpenPostgresOptions): Promise<PostgresStorage> {
+export async function createPostgresStorage(
+  options: OpenPostgresOptions & { sealPayloads?: boolean },
+): Promise<PostgresStorage> {
   const handle = openPostgres(options);
   await migrated(handle, () => createSchemaIfMissing(handle));
   const taskStates = new PgTaskStateStore(handle);
-  const eventStore = new PgEventStore(handle, { projections: [taskStates] });
+  const eventStore = new PgEventStore(handle, {
+    projections: [taskStates],
+    sealPayloads: options.sealPayloads,
+  });
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
   const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);

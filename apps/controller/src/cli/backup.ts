@@ -3,7 +3,11 @@ import { dirname, resolve } from 'node:path';
 import { ValidationError } from '@runledger/contracts';
 import {
   Database as EventsDatabase,
+  SqliteDataKeys,
+  dataKeysPath,
   fsyncPath,
+  openedPg,
+  openedThrough,
   isPostgresUrl,
   openPostgres,
   readSegmentFile,
@@ -111,7 +115,7 @@ export async function verifyDatabase(
   if (isPostgresUrl(target)) {
     const handle = openPostgres({ url: target, schema: config.RUNLEDGER_PG_SCHEMA, maxConnections: 2 });
     try {
-      return await verifyLog(handle.db);
+      return await verifyLog(handle.db, 500, undefined, (events) => openedPg(handle.pool, events));
     } finally {
       await handle.close();
     }
@@ -126,9 +130,17 @@ export async function verifyDatabase(
     throw new ValidationError(`verify: ${path} is not a Runledger database (${(err as Error).message})`);
   }
   const db = new Kysely<EventsDatabase>({ dialect: new SqliteDialect({ database: raw }) });
+  // a backup has no key file of its own unless one was put beside it: its sealed content reads erased
+  const keys = new SqliteDataKeys(dataKeysPath(path));
   try {
-    return await verifyLog(db, 500, async (id) => readSegmentFile(segmentFile(segmentFolder(path), id)));
+    return await verifyLog(
+      db,
+      500,
+      async (id) => readSegmentFile(segmentFile(segmentFolder(path), id)),
+      async (events) => openedThrough(keys, events),
+    );
   } finally {
+    keys.close();
     await db.destroy();
   }
 }

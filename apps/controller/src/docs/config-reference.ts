@@ -400,6 +400,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description:
       '`off`: `runledger archive` needs `--older-than`. A duration (`7d`, `12h`): the server\'s sweeper (every `RUNLEDGER_RETENTION_SWEEP_MS`) and `runledger archive` archive finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
   },
+  RUNLEDGER_ERASURE: {
+    group: 'Storage',
+    description:
+      "`on`: the personal fields of every new event (input, answers, tool arguments and outputs, model replies...) are stored sealed under their session's data key (AES-256-GCM; SQLite: keys in `<db>.keys`, PostgreSQL: table `data_keys`), so erasing a session (`POST /sessions/:id/erase`, `runledger erase`) destroys its key and with it the content, in the database, its archives and its backups. `off` (default): stored in clear; an erasure then only hides the content from readers. See [retention.md](retention.md#erasure)",
+  },
   RUNLEDGER_RETENTION_BATCH: {
     group: 'Storage',
     description:

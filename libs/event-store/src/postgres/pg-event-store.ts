@@ -30,6 +30,9 @@ import { EventRow, rowToEvent } from '../sqlite/rows';
 import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
+import { KeyRow, groupKeys, groupKeysSql, openedPg, writeKeys } from '../sealing/pg-data-keys';
+import { DataKey } from '../sealing/sealed-payload';
+import { PayloadSealer } from '../sealing/payload-sealer';
 
 /**
  * A read model kept in the append transaction on PostgreSQL (the counterpart of
@@ -54,6 +57,12 @@ export interface PgEventStoreOptions {
    * Default 1000 ms; 0 relies on notifications alone.
    */
   pollMs?: number;
+  /**
+   * Seal the personal fields of new payloads under their session's data key (table data_keys), so
+   * an erasure shreds them (docs/retention.md, "Erasure"). Reads open sealed payloads whatever this
+   * says, and an erased session takes no events either way.
+   */
+  sealPayloads?: boolean;
 }
 
 /** The channel appends notify on commit: it only wakes readers, who read the log from the table. */
@@ -114,11 +123,37 @@ function literal(value: string | number | null): string {
 
 const textArray = (values: readonly string[]): string => `ARRAY[${values.map(literal).join(', ')}]::text[]`;
 
-const insertLiteralSql = (envelopes: readonly UnpositionedEvent[]): string =>
+const insertLiteralSql = (
+  envelopes: readonly UnpositionedEvent[],
+  payloadText: (e: UnpositionedEvent) => string,
+): string =>
   insertSql(
     envelopes.length,
-    envelopes.map((e) => `(${eventRowValues(e).map(literal).join(', ')})`).join(', '),
+    envelopes.map((e) => `(${eventRowValues(e, payloadText).map(literal).join(', ')})`).join(', '),
   );
+
+/** The data keys an append group created, inserted in its transaction (with a `; ` after), or nothing. */
+const keyInsertSql = (created: ReadonlyArray<{ session_id: string } & DataKey>): string => {
+  if (created.length === 0) return '';
+  const now = literal(new Date().toISOString());
+  const rows = created.map(
+    (k) =>
+      `(${literal(k.session_id)}, ${literal(k.key_id)}, decode(${literal(k.key.toString('base64'))}, 'base64'), ${now})`,
+  );
+  return `INSERT INTO data_keys (session_id, key_id, key, created_at) VALUES ${rows.join(', ')}; `;
+};
+
+/** The sessions an append group's events name themselves (explicitly, or a TASK_RECEIVED's). */
+const namedSessions = (jobs: readonly AppendJob[]): string[] => [
+  ...new Set(
+    jobs.flatMap((j) =>
+      j.batch.flatMap((e) => {
+        const own = e.type === 'TASK_RECEIVED' ? (e.payload as { session_id: string }).session_id : undefined;
+        return [e.session_id, own].filter((s): s is string => s !== undefined);
+      }),
+    ),
+  ),
+];
 
 const NOTIFY_AND_COMMIT = `SELECT pg_notify('${EVENTS_CHANNEL}', ''); COMMIT`;
 
@@ -152,6 +187,7 @@ export class PgEventStore extends EventStore {
   private unlistening: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly archive: ArchivedStreams;
+  private readonly seal: boolean;
 
   constructor(
     private readonly handle: PostgresHandle,
@@ -159,6 +195,7 @@ export class PgEventStore extends EventStore {
   ) {
     super();
     this.pool = handle.pool;
+    this.seal = options.sealPayloads === true;
     this.projections = options.projections ?? [];
     this.pollMs = options.pollMs ?? 1000;
     this.committer = new GroupCommitter((jobs) => this.flush(jobs), { maxBatch: options.maxBatch });
@@ -183,7 +220,7 @@ export class PgEventStore extends EventStore {
       return {
         nextExpectedSequence: outcome.version,
         positions: outcome.originals.map((e) => e.position),
-        events: outcome.originals,
+        events: await openedPg(this.pool, outcome.originals),
       };
     }
     await this.publish(outcome.events);
@@ -230,37 +267,46 @@ export class PgEventStore extends EventStore {
     const supplied = jobs.flatMap((j) => j.batch.filter((e) => e.id_supplied).map((e) => e.event_id));
     if (new Set(supplied).size !== supplied.length) throw new Error('one event id in two appends of a group');
     const leased = [...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId))];
-    const reads = [headsSql(textArray([...new Set(jobs.map((j) => j.taskId))]))];
+    const taskIds = textArray([...new Set(jobs.map((j) => j.taskId))]);
+    const reads = [headsSql(taskIds), groupKeysSql(taskIds, textArray(namedSessions(jobs)))];
     if (supplied.length > 0) reads.push(byIdsSql(textArray(supplied)));
     if (leased.length > 0) reads.push(leasesSql(textArray(leased)));
     const results = (await client.query(
       `BEGIN; ${APPEND_LOCK_SQL}; ${reads.join('; ')}`,
     )) as unknown as QueryResult[];
     const heads = headsOf(results[2].rows as HeadRow[]);
-    const stored = storedOf(supplied.length > 0 ? (results[3].rows as EventRow[]) : []);
+    // read under the append lock, which an erasure takes too: no append commits past an erasure it did not see
+    const keys = groupKeys(results[3].rows as KeyRow[], this.seal);
+    const sealer = new PayloadSealer(keys, this.seal);
+    const texts = new Map<string, string>();
+    const stored = storedOf(supplied.length > 0 ? (results[4].rows as EventRow[]) : []);
     const leases = leasesOf(leased.length > 0 ? (results[results.length - 1].rows as LeaseRow[]) : []);
     const decided = jobs.map((job): GroupResult<AppendDecision> => {
       try {
         const decision = decide(job, heads.get(job.taskId)!, stored, leases);
-        if (decision.kind === 'write')
+        if (decision.kind === 'write') {
+          for (const e of decision.envelopes) texts.set(e.event_id, sealer.payloadText(e));
           heads.set(job.taskId, headAfter(heads.get(job.taskId)!, decision.envelopes));
+        }
         return { ok: true, value: decision };
       } catch (error) {
         return { ok: false, error };
       }
     });
     const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
+    const text = (e: UnpositionedEvent) => texts.get(e.event_id)!;
     let positions: Map<string, number>;
     if (envelopes.length === 0) {
       positions = new Map();
       await client.query('COMMIT');
     } else if (this.projections.length === 0) {
-      const [inserted] = (await client.query(
-        `${insertLiteralSql(envelopes)}; ${NOTIFY_AND_COMMIT}`,
+      const results = (await client.query(
+        `${keyInsertSql(keys.created)}${insertLiteralSql(envelopes, text)}; ${NOTIFY_AND_COMMIT}`,
       )) as unknown as QueryResult<InsertedRow>[];
-      positions = positionsOf(inserted.rows);
+      positions = positionsOf(results[keys.created.length > 0 ? 1 : 0].rows);
     } else {
-      positions = await this.write(client, envelopes);
+      if (keys.created.length > 0) await client.query(keyInsertSql(keys.created));
+      positions = await this.write(client, envelopes, text);
       await client.query(NOTIFY_AND_COMMIT);
     }
     return decided.map((d): GroupResult<AppendOutcome> =>
@@ -294,20 +340,39 @@ export class PgEventStore extends EventStore {
     return outcomes;
   }
 
-  /** Insert the envelopes in one statement and run the projections over them; their positions by event id. */
+  /**
+   * Insert the envelopes in one statement and run the projections over them; their positions by event id.
+   * Payloads as `payloadText` stores them, or as a sealer over the keys read here does.
+   */
   private async write(
     client: PoolClient,
     envelopes: readonly UnpositionedEvent[],
+    payloadText?: (e: UnpositionedEvent) => string,
   ): Promise<Map<string, number>> {
     if (envelopes.length === 0) return new Map();
+    const text = payloadText ?? (await this.loadedSealer(client, envelopes));
     const inserted = await client.query<InsertedRow>(
       insertParametersSql(envelopes.length),
-      envelopes.flatMap(eventRowValues),
+      envelopes.flatMap((e) => eventRowValues(e, text)),
     );
     const positions = positionsOf(inserted.rows);
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
     for (const projection of this.projections) await projection.apply(client, written);
     return positions;
+  }
+
+  /** The payload texts of envelopes appended one by one (the group's fallback): keys read, and created, here. */
+  private async loadedSealer(
+    client: PoolClient,
+    envelopes: readonly UnpositionedEvent[],
+  ): Promise<(e: UnpositionedEvent) => string> {
+    const keys = await writeKeys(
+      client,
+      envelopes.map((e) => e.session_id),
+      this.seal,
+    );
+    const sealer = new PayloadSealer(keys, this.seal);
+    return (e) => sealer.payloadText(e);
   }
 
   override onCommitted(listener: CommitListener): () => void {
@@ -346,7 +411,7 @@ export class PgEventStore extends EventStore {
         [this.published, before, PUBLISH_PAGE],
       );
       if (rows.length === 0) return;
-      const page = rows.map(rowToEvent);
+      const page = await openedPg(this.pool, rows.map(rowToEvent));
       this.emitCommitted(page);
       this.published = page[page.length - 1].position;
     }
@@ -423,7 +488,10 @@ export class PgEventStore extends EventStore {
   /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
     const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
-    return (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent);
+    return openedPg(
+      this.pool,
+      (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent),
+    );
   }
 
   override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
@@ -432,7 +500,10 @@ export class PgEventStore extends EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     const live = await allQuery(this.handle.db, options).selectAll().execute();
-    return (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent);
+    return openedPg(
+      this.pool,
+      (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent),
+    );
   }
 
   override readHeads(options: ReadAllOptions = {}): Promise<EventHead[]> {
@@ -565,7 +636,7 @@ async function archivedEventsOf(client: PoolClient, content: SegmentContent): Pr
     [content.segment_id],
   );
   const archived = new Set(rows.map((r) => r.task_id));
-  return content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent);
+  return openedPg(client, content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent));
 }
 
 /**
@@ -592,7 +663,7 @@ export async function rebuildPgProjection(
         [after, REBUILD_PAGE],
       );
       if (rows.length === 0) break;
-      const events = rows.map(rowToEvent);
+      const events = await openedPg(client, rows.map(rowToEvent));
       await projection.apply(client, events);
       count += events.length;
       after = events[events.length - 1].position;

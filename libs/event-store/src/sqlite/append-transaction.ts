@@ -18,6 +18,15 @@ import { checkLease } from './check-lease';
 import { SqliteSynchronous, connectionSynchronous, withStatementCache } from './open-sqlite';
 import { RoutedWriteResult } from './routed-sqlite-dialect';
 import { EventRow } from './rows';
+import { PayloadSealer } from '../sealing/payload-sealer';
+import { openEvents } from '../sealing/sealed-payload';
+import { SqliteDataKeys } from '../sealing/sqlite-data-keys';
+
+/** How a connection's appends store payloads: the database's key store, and whether to seal with it. */
+export interface SqliteSealing {
+  keys: SqliteDataKeys;
+  seal: boolean;
+}
 
 /** One validated append waiting for its group's transaction. Plain data: it crosses to the writer thread as is. */
 export interface AppendRequest {
@@ -112,12 +121,17 @@ export class SqliteAppendTransaction {
   private readonly level: { append: string; connection: string } | null;
   /** prepared routed statements by SQL text, kept as kysely's side of a connection keeps them */
   private readonly routed: { prepare(sql: string): BetterSqlite3.Statement };
+  private readonly sealer: PayloadSealer | null;
+  private readonly payloadText: ((e: UnpositionedEvent) => string) | undefined;
 
   constructor(
     private readonly raw: BetterSqlite3.Database,
     private readonly projections: readonly InlineProjection[],
     appendSynchronous: SqliteSynchronous,
+    private readonly sealing: SqliteSealing | null = null,
   ) {
+    this.sealer = sealing && new PayloadSealer(sealing.keys, sealing.seal);
+    this.payloadText = this.sealer ? (e) => this.sealer!.payloadText(e) : undefined;
     const connection = connectionSynchronous(appendSynchronous);
     this.level =
       connection === appendSynchronous
@@ -152,6 +166,8 @@ export class SqliteAppendTransaction {
    * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
    */
   run(requests: readonly GroupRequest[]): GroupResult<GroupOutcome>[] {
+    // an erasure committed by another connection (or process) is seen by this group
+    if (!requests.every(isStatement)) this.sealing?.keys.refresh();
     // routed statements alone commit at the connection's level: they are derived writes, not appends
     if (!this.level || requests.every(isStatement)) return this.runGroup(requests);
     this.raw.exec(this.level.append);
@@ -233,7 +249,12 @@ export class SqliteAppendTransaction {
       last_type: row?.last_type ?? null,
     };
     const decision = decideAppend(taskId, batch, expected, head, (id) => this.stmt.byId.get(id));
-    if (decision.kind === 'retry') return decision;
+    if (decision.kind === 'retry') {
+      const keys = this.sealing?.keys;
+      return keys
+        ? { ...decision, originals: openEvents(decision.originals, keys.state, keys.anyErased()) }
+        : decision;
+    }
     let written: RuntimeEvent[];
     try {
       written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
@@ -245,7 +266,7 @@ export class SqliteAppendTransaction {
   }
 
   private insert(e: UnpositionedEvent): number {
-    const info = this.stmt.insert.run(...eventRowValues(e));
+    const info = this.stmt.insert.run(...eventRowValues(e, this.payloadText));
     return Number(info.lastInsertRowid);
   }
 }

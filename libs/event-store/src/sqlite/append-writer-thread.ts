@@ -8,6 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { SqliteAppendTransaction, withBusyRetry } from './append-transaction';
 import { FromWriter, ToWriter, WriterThreadOptions, loadProjection, toReply } from './append-writer';
 import { SqliteHandle, openSqlite } from './open-sqlite';
+import { SqliteDataKeys } from '../sealing/sqlite-data-keys';
 import { toThreadError } from './thread-errors';
 
 /**
@@ -58,6 +59,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
   const post = (m: FromWriter) => port.postMessage(m);
   let handle: SqliteHandle;
   let transaction: SqliteAppendTransaction;
+  const keys = options.sealing ? new SqliteDataKeys(options.sealing.keysPath, options.busyTimeoutMs) : null;
   try {
     handle = openSqlite({
       path: options.path,
@@ -68,6 +70,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
       handle.raw,
       options.projections.map((p) => loadProjection(p, handle)),
       handle.appendSynchronous,
+      keys && { keys, seal: options.sealing!.seal },
     );
   } catch (err) {
     post({ type: 'init_failed', error: toThreadError(err) });
@@ -77,6 +80,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
   port.on('message', (m: ToWriter) => {
     checkpoints.postpone();
     if (m.type === 'close') {
+      keys?.close();
       void handle.close().finally(() => {
         post({ type: 'closed' });
         port.close();

@@ -9,6 +9,7 @@ import {
   GroupOutcome,
   GroupRequest,
   SqliteAppendTransaction,
+  SqliteSealing,
   isBusy,
   withBusyRetry,
 } from './append-transaction';
@@ -33,8 +34,14 @@ export class InlineAppendWriter implements AppendWriter {
     handle: Pick<SqliteHandle, 'raw' | 'appendSynchronous'>,
     projections: readonly InlineProjection[],
     private readonly busyRetryMs: number,
+    sealing: SqliteSealing | null = null,
   ) {
-    this.transaction = new SqliteAppendTransaction(handle.raw, projections, handle.appendSynchronous);
+    this.transaction = new SqliteAppendTransaction(
+      handle.raw,
+      projections,
+      handle.appendSynchronous,
+      sealing,
+    );
   }
 
   run(requests: readonly GroupRequest[]): Promise<GroupResult<GroupOutcome>[]> {
@@ -77,6 +84,8 @@ export interface WriterThreadOptions {
   busyTimeoutMs: number;
   busyRetryMs: number;
   projections: readonly ProjectionModule[];
+  /** the key store's file and whether to seal payloads (the thread opens its own connection to it) */
+  sealing?: { keysPath: string; seal: boolean };
 }
 
 /** What the main thread sends the writer thread. */
@@ -293,8 +302,9 @@ export class AdaptiveAppendWriter implements AppendWriter {
     appendSynchronous: SqliteSynchronous,
     private readonly thread: AppendWriter,
     private readonly holdMs = CONCURRENCY_HOLD_MS,
+    sealing: SqliteSealing | null = null,
   ) {
-    this.transaction = new SqliteAppendTransaction(raw, projections, appendSynchronous);
+    this.transaction = new SqliteAppendTransaction(raw, projections, appendSynchronous, sealing);
     const busyTimeoutMs = Number(raw.pragma('busy_timeout', { simple: true }));
     this.busyTimeout = {
       none: 'PRAGMA busy_timeout = 0',

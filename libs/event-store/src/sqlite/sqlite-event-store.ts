@@ -31,8 +31,17 @@ import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../archive/segment';
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
+import { SqliteSealing } from './append-transaction';
+import { openEventJson } from '../sealing/sealed-payload';
+import { SqliteDataKeys, dataKeysOf, openedThrough } from '../sealing/sqlite-data-keys';
 
 export interface SqliteEventStoreOptions {
+  /**
+   * Seal the personal fields of new payloads under their session's data key (`<db>.keys`), so an
+   * erasure shreds them (docs/retention.md, "Erasure"). Reads open sealed payloads whatever this
+   * says, and an erased session takes no events either way. Needs a database file.
+   */
+  sealPayloads?: boolean;
   /** read models updated inside every append transaction, in this order */
   projections?: readonly InlineProjection[];
   /** how long SQLITE_BUSY is retried (beyond busy_timeout) before an append gives up */
@@ -89,6 +98,7 @@ function writerThreadOptions(
   handle: SqliteHandle,
   busyRetryMs: number,
   options: SqliteEventStoreOptions,
+  keys: SqliteDataKeys | null,
 ): WriterThreadOptions {
   const raw = handle.raw;
   if (raw.memory)
@@ -101,6 +111,7 @@ function writerThreadOptions(
     busyTimeoutMs: Number(raw.pragma('busy_timeout', { simple: true })),
     busyRetryMs,
     projections: options.writerThread?.projections ?? [],
+    ...(keys ? { sealing: { keysPath: keys.path, seal: options.sealPayloads === true } } : {}),
   };
 }
 
@@ -109,6 +120,7 @@ function threadWriter(
   handle: SqliteHandle,
   threadOptions: WriterThreadOptions,
   { whileAlone = 'thread', concurrencyHoldMs }: NonNullable<SqliteEventStoreOptions['writerThread']>,
+  sealing: SqliteSealing | null,
 ): AppendWriter {
   if (whileAlone === 'thread') return new ThreadAppendWriter(threadOptions);
   const projections = threadOptions.projections.map((p) => loadProjection(p, handle));
@@ -118,6 +130,7 @@ function threadWriter(
     handle.appendSynchronous,
     new ThreadAppendWriter(threadOptions),
     concurrencyHoldMs,
+    sealing,
   );
 }
 
@@ -155,6 +168,8 @@ export class SqliteEventStore extends EventStore {
   private readonly committer: GroupCommitter<GroupRequest, GroupOutcome>;
   private readonly counts: CommitStats = { transactions: 0, commits: 0, appends: 0, events: 0 };
   private readonly archive: ArchivedStreams;
+  /** the database's data keys (null for :memory:, which has no file to keep them beside) */
+  readonly dataKeys: SqliteDataKeys | null;
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -163,8 +178,12 @@ export class SqliteEventStore extends EventStore {
     super();
     this.raw = handle.raw;
     this.busyRetryMs = options.busyRetryMs ?? 60_000;
+    if (options.sealPayloads && this.raw.memory)
+      throw new Error('sealed payloads need a database file: their keys are kept beside it');
+    this.dataKeys = dataKeysOf(this.raw);
+    const sealing = this.dataKeys && { keys: this.dataKeys, seal: options.sealPayloads === true };
     const threadOptions = options.writerThread
-      ? writerThreadOptions(handle, this.busyRetryMs, options)
+      ? writerThreadOptions(handle, this.busyRetryMs, options, this.dataKeys)
       : null;
     this.stmt = {
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
@@ -180,8 +199,8 @@ export class SqliteEventStore extends EventStore {
     this.archive = new ArchivedStreams(handle.db, async (id) => readSegmentFile(segmentFile(folder, id)));
     this.pollMs = options.foreignCommitPollMs ?? 200;
     this.writer = threadOptions
-      ? threadWriter(handle, threadOptions, options.writerThread ?? {})
-      : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs);
+      ? threadWriter(handle, threadOptions, options.writerThread ?? {}, sealing)
+      : new InlineAppendWriter(handle, options.projections ?? [], this.busyRetryMs, sealing);
     this.committer = new GroupCommitter((requests) => this.commitGroup(requests), options.groupCommit);
     // the handle's other writes take the thread's connection too, riding in its groups: two writing
     // connections would wait on each other's locks, this one in a busy handler that sleeps on the event loop
@@ -294,7 +313,7 @@ export class SqliteEventStore extends EventStore {
   /** Publish what is stored between the last published position and `before`, page by page. */
   private publishUpTo(before: number): void {
     while (this.published + 1 < before) {
-      const page = this.stmt.between.all(this.published, before).map(rowToEvent);
+      const page = this.opened(this.stmt.between.all(this.published, before).map(rowToEvent));
       if (page.length === 0) return;
       this.emitCommitted(page);
       this.published = page[page.length - 1].position;
@@ -329,16 +348,36 @@ export class SqliteEventStore extends EventStore {
   /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
     const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
-    return (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent);
+    return this.opened((rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent));
   }
 
-  /** The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation. */
+  /**
+   * The event's JSON is built in SQL around the stored payload text: no parse, no re-serialisation
+   * (but for sealed payloads and erased sessions, see openEventJson).
+   */
   override async readStreamRaw(taskId: string, options: ReadStreamOptions = {}): Promise<RawEvent[]> {
     const rows = (await streamQuery(this.handle.db, taskId, options)
       .select(RAW_EVENT_COLUMNS)
       .execute()) as RawEvent[];
-    if (rows.length > 0) return servedRaw(rows);
-    return (await this.archive.stream(taskId, options)).map((row) => rawEventOf(rowToEvent(row)));
+    if (rows.length > 0) return this.openedRaw(servedRaw(rows));
+    return this.opened((await this.archive.stream(taskId, options)).map(rowToEvent)).map(rawEventOf);
+  }
+
+  /** Events as readers get them: sealed payloads opened, erased sessions' content marked erased. */
+  opened(events: RuntimeEvent[]): RuntimeEvent[] {
+    return openedThrough(this.dataKeys, events);
+  }
+
+  private openedRaw(rows: RawEvent[]): RawEvent[] {
+    const keys = this.dataKeys;
+    if (!keys) return rows;
+    keys.refresh();
+    const anyErased = keys.anyErased();
+    for (let i = 0; i < rows.length; i++) {
+      const json = openEventJson(rows[i].json, keys.state, anyErased);
+      if (json !== rows[i].json) rows[i] = { ...rows[i], json };
+    }
+    return rows;
   }
 
   override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
@@ -347,13 +386,13 @@ export class SqliteEventStore extends EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     const live = await allQuery(this.handle.db, options).selectAll().execute();
-    return (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent);
+    return this.opened((options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent));
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {
     if (options.archived) return (await this.readAll(options)).map(rawEventOf);
-    return servedRaw(
-      (await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[],
+    return this.openedRaw(
+      servedRaw((await allQuery(this.handle.db, options).select(RAW_EVENT_COLUMNS).execute()) as RawEvent[]),
     );
   }
 
@@ -385,6 +424,7 @@ export class SqliteEventStore extends EventStore {
     this.stopPolling();
     this.handle.routeWrites(null);
     await this.writer.close();
+    this.dataKeys?.close();
   }
 }
 
@@ -399,19 +439,34 @@ export function rebuildProjection(raw: BetterSqlite3.Database, projection: Inlin
   const page = raw.prepare<[number, number], EventRow>(
     'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
   );
+  const keys = dataKeysOf(raw);
+  try {
+    return rebuildWith(raw, projection, page, (events) => openedThrough(keys, events));
+  } finally {
+    keys?.close();
+  }
+}
+
+function rebuildWith(
+  raw: BetterSqlite3.Database,
+  projection: InlineProjection,
+  page: BetterSqlite3.Statement<[number, number], EventRow>,
+  open: (events: RuntimeEvent[]) => RuntimeEvent[],
+): number {
   return raw
     .transaction(() => {
       projection.reset(raw);
       let count = 0;
       for (let after = 0; ;) {
-        const events = page.all(after, REBUILD_PAGE).map(rowToEvent);
+        const events = open(page.all(after, REBUILD_PAGE).map(rowToEvent));
         if (events.length === 0) break;
         projection.apply(raw, events);
         count += events.length;
         after = events[events.length - 1].position;
       }
       // archived tasks are the log's too: their streams are folded from their segments
-      for (const events of archivedStreamsOf(raw)) {
+      for (const archived of archivedStreamsOf(raw)) {
+        const events = open(archived);
         projection.apply(raw, events);
         count += events.length;
       }

@@ -1,0 +1,218 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ERASED_VALUE, IllegalStateError, NewEvent, RuntimeEvent, emptyUsage } from '@runledger/contracts';
+import { TempPostgres, describePostgres, useTestPostgres } from '@runledger/testing';
+import { EventStore } from '../event-store';
+import { PgEventStore } from '../postgres/pg-event-store';
+import { SqliteEventStore } from '../sqlite/sqlite-event-store';
+import { TempSqlite, createTempSqlite } from '../testing/sqlite';
+import { eraseKey } from './pg-data-keys';
+import { SqliteDataKeys, dataKeysPath } from './sqlite-data-keys';
+
+const SECRET = 'Ada Lovelace lives at 12 Secret Lane';
+const ANSWER = 'the answer for Ada: 42 bananas';
+
+const received = (session: string): NewEvent =>
+  ({ type: 'TASK_RECEIVED', payload: { input: SECRET, session_id: session } }) as NewEvent;
+const chunk = (delta: string): NewEvent =>
+  ({ type: 'OUTPUT_CHUNK', payload: { call_id: 'call_1', index: 0, delta } }) as NewEvent;
+const completed = (): NewEvent =>
+  ({
+    type: 'TASK_COMPLETED',
+    payload: { stop_reason: 'completed', detail: 'ok', usage: emptyUsage(), result: ANSWER },
+  }) as NewEvent;
+
+/** Every byte of every file in the folder (database, WAL, keys), as latin1 text to search. */
+const filesText = (dir: string): string =>
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => readFileSync(join(d.parentPath, d.name)).toString('latin1'))
+    .join('\n');
+
+interface Harness {
+  store: EventStore;
+  /** destroy the session's key as another process would */
+  erase(session: string): Promise<void>;
+  /** the stored payload texts of a task */
+  storedPayloads(taskId: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+function sealingSuite(name: string, open: (seal: boolean) => Promise<Harness>, dir?: () => string) {
+  describe(name, () => {
+    let h: Harness;
+    afterEach(async () => h?.close());
+
+    const write = async (taskId: string, session: string) => {
+      await h.store.append(taskId, [received(session), chunk(`hello ${SECRET}`)], { expected: 'no_stream' });
+      await h.store.append(taskId, [completed()], { expected: 2 });
+    };
+
+    it('stores personal fields sealed and serves them in clear, raw and parsed alike', async () => {
+      h = await open(true);
+      await write('t1', 'ses_a');
+      const stored = await h.storedPayloads('t1');
+      expect(stored.join('\n')).not.toContain('Ada');
+      expect(JSON.parse(stored[0])).toMatchObject({ input: '[sealed]', session_id: 'ses_a', budgets: {} });
+      expect(JSON.parse(stored[2])).toMatchObject({ stop_reason: 'completed', result: '[sealed]' });
+      const events = await h.store.readStream('t1');
+      expect(events.map((e) => e.payload)).toMatchObject([
+        { input: SECRET, session_id: 'ses_a' },
+        { call_id: 'call_1', index: 0, delta: `hello ${SECRET}` },
+        { stop_reason: 'completed', detail: 'ok', usage: emptyUsage(), result: ANSWER },
+      ]);
+      const raw = await h.store.readStreamRaw('t1');
+      expect(raw.map((r) => r.json)).toEqual(events.map((e) => JSON.stringify(e)));
+      expect((await h.store.readAll()).map((e) => e.payload)).toEqual(events.map((e) => e.payload));
+      expect((await h.store.readAllRaw()).map((r) => r.json)).toEqual(raw.map((r) => r.json));
+      if (dir) expect(filesText(dir())).not.toContain('Lovelace');
+    });
+
+    it('after erasure every read marks the content erased, other sessions read as before, the session takes no more events', async () => {
+      h = await open(true);
+      await write('t1', 'ses_a');
+      await write('t2', 'ses_b');
+      await h.erase('ses_a');
+      const events = await h.store.readStream('t1');
+      expect(events.map((e) => e.type)).toEqual(['TASK_RECEIVED', 'OUTPUT_CHUNK', 'TASK_COMPLETED']);
+      expect(events[0].payload).toMatchObject({
+        input: ERASED_VALUE,
+        session_id: 'ses_a',
+        $erased: 'erased',
+      });
+      expect(events[1].payload).toEqual({
+        call_id: 'call_1',
+        index: 0,
+        delta: ERASED_VALUE,
+        $erased: 'erased',
+      });
+      expect(events[2].payload).toMatchObject({ stop_reason: 'completed', result: ERASED_VALUE });
+      const raw = await h.store.readStreamRaw('t1');
+      expect(raw.map((r) => JSON.parse(r.json) as RuntimeEvent)).toEqual(events);
+      const all = await h.store.readAll();
+      expect(JSON.stringify(all.filter((e) => e.session_id === 'ses_a'))).not.toContain('Ada');
+      expect(JSON.stringify(all).split(SECRET).length - 1).toBe(2); // ses_b's own two
+      expect((await h.store.readStream('t2'))[0].payload).toMatchObject({
+        input: SECRET,
+        session_id: 'ses_b',
+      });
+      await expect(
+        h.store.append('t3', [received('ses_a')], { expected: 'no_stream' }),
+      ).rejects.toBeInstanceOf(IllegalStateError);
+      // the refused append wrote nothing, and ses_b still writes
+      expect(await h.store.readStream('t3')).toEqual([]);
+      await h.store.append('t4', [received('ses_b')], { expected: 'no_stream' });
+    });
+
+    it('events stored in clear (before sealing was on) read as erased once their session is erased', async () => {
+      h = await open(false);
+      await write('t1', 'ses_a');
+      expect((await h.storedPayloads('t1')).join('\n')).toContain('Ada');
+      expect((await h.store.readStream('t1'))[0].payload).toMatchObject({
+        input: SECRET,
+        session_id: 'ses_a',
+      });
+      await h.erase('ses_a');
+      const events = await h.store.readStream('t1');
+      expect(events[0].payload).toMatchObject({
+        input: ERASED_VALUE,
+        session_id: 'ses_a',
+        accept_checks: [],
+        $erased: 'erased',
+      });
+      expect((await h.store.readStreamRaw('t1')).map((r) => r.json).join('')).not.toContain('Ada');
+      expect(JSON.stringify(await h.store.readAllRaw())).not.toContain('Ada');
+    });
+  });
+}
+
+describe('sealed payloads and erasure on SQLite', () => {
+  let temp: TempSqlite | null = null;
+  afterEach(async () => {
+    await temp?.dispose();
+    temp = null;
+  });
+
+  for (const mode of ['inline', 'thread'] as const) {
+    sealingSuite(
+      `SQLite, appends ${mode}`,
+      async (seal) => {
+        temp = await createTempSqlite();
+        const store = new SqliteEventStore(temp.handle, {
+          sealPayloads: seal,
+          ...(mode === 'thread' ? { writerThread: {} } : {}),
+        });
+        await store.ready();
+        const path = temp.path;
+        const raw = temp.handle.raw;
+        return {
+          store,
+          async erase(session) {
+            // another connection, as `runledger erase` in another process has
+            const keys = new SqliteDataKeys(dataKeysPath(path));
+            keys.erase(session, new Date().toISOString());
+            keys.close();
+          },
+          async storedPayloads(taskId) {
+            return raw
+              .prepare<[string], { payload: string }>(
+                'SELECT payload FROM events WHERE task_id = ? ORDER BY sequence',
+              )
+              .all(taskId)
+              .map((r) => r.payload);
+          },
+          close: () => store.close(),
+        };
+      },
+      () => temp!.dir,
+    );
+  }
+
+  it('the destroyed key is gone from the key file, and the keys file is private', async () => {
+    temp = await createTempSqlite();
+    const store = new SqliteEventStore(temp.handle, { sealPayloads: true });
+    await store.append('t1', [received('ses_a')], { expected: 'no_stream' });
+    const keys = new SqliteDataKeys(dataKeysPath(temp.path));
+    keys.refresh();
+    const key = keys.state('ses_a');
+    if (!key || key === 'erased') throw new Error('no key was created');
+    expect(readFileSync(keys.path).includes(key.key)).toBe(true);
+    expect(keys.erase('ses_a', new Date().toISOString())).toBe(true);
+    expect(keys.erase('ses_a', new Date().toISOString())).toBe(false);
+    keys.close();
+    expect(readFileSync(dataKeysPath(temp.path)).includes(key.key)).toBe(false);
+    expect(readdirSync(join(temp.path, '..')).filter((f) => f.includes('.keys'))).toEqual(['test.db.keys']);
+    expect(readFileSync(dataKeysPath(temp.path)).length).toBeGreaterThan(0);
+    expect((await import('node:fs')).statSync(dataKeysPath(temp.path)).mode & 0o777).toBe(0o600);
+    await store.close();
+  });
+});
+
+describePostgres('sealed payloads and erasure on PostgreSQL', () => {
+  const pg = useTestPostgres();
+  let db: TempPostgres | null = null;
+  afterEach(async () => {
+    await db?.dispose();
+    db = null;
+  });
+
+  sealingSuite('PostgreSQL', async (seal) => {
+    db = await pg.freshSchema();
+    const handle = db.handle;
+    const store = new PgEventStore(handle, { sealPayloads: seal });
+    return {
+      store,
+      async erase(session) {
+        await eraseKey(handle.pool, session, new Date().toISOString());
+      },
+      async storedPayloads(taskId) {
+        const { rows } = await handle.pool.query<{ payload: string }>(
+          'SELECT payload FROM events WHERE task_id = $1 ORDER BY sequence',
+          [taskId],
+        );
+        return rows.map((r) => r.payload);
+      },
+      close: () => store.close(),
+    };
+  });
+});
