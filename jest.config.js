@@ -17,7 +17,8 @@ const moduleNameMapper = Object.fromEntries(libs.map((l) => [`^@runledger/${l}$`
 moduleNameMapper['^@runledger/testing$'] = '<rootDir>/test/support/index.ts';
 moduleNameMapper['^@runledger/migrations$'] = '<rootDir>/migrations/index.ts';
 // jose (the A2A SDK's JWS dependency) ships only as ES modules: swc turns it into CommonJS for jest, as Node 20.19+ loads it itself
-const base = { rootDir: __dirname, testEnvironment: 'node', transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc }, transformIgnorePatterns: ['/node_modules/(?!jose/)'], moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
+// .test-build: the compiled tree scripts/test-build.js makes for the child processes, never a test's module
+const base = { rootDir: __dirname, testEnvironment: 'node', modulePathIgnorePatterns: ['<rootDir>/.test-build/'], transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc }, transformIgnorePatterns: ['/node_modules/(?!jose/)'], moduleNameMapper, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 module.exports = {
   // jest's default (cores - 1) runs one suite at a time on a 2-core machine, which then sits half idle:
@@ -27,6 +28,8 @@ module.exports = {
   // runs suites side by side (a property test of 1.2 s alone took over 5 s there), and worker threads
   // started from the TypeScript sources compile them first
   testTimeout: 30_000,
+  // the CLI and `serve` children run a tree compiled once per run from the current sources
+  globalSetup: '<rootDir>/scripts/test-build.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,migrations,scripts}/**/*.spec.ts'], testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '/node_modules/'] },
     { ...base, displayName: 'int', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.int.spec.ts'] },

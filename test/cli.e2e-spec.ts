@@ -6,7 +6,7 @@ import { EventPayloads, RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 import { replayView } from '@runledger/runtime';
 import { createSqliteStorage } from '@runledger/state-store';
-import { CLI, readTaskLog, runCli, spawnCli, stderrProblems } from '@runledger/testing';
+import { CLI, CLI_ENV, readTaskLog, runCli, spawnCli, stderrProblems } from '@runledger/testing';
 
 /** Tasks a process accepted and then lost (killed before its first step): only TASK_RECEIVED is in the log. */
 async function receivedOnly(dbPath: string, inputs: string[]): Promise<string[]> {
@@ -303,7 +303,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
       ['-c', `${quote(process.execPath)} ${quote(CLI)} run 'run echo hi' --yes > out.txt`],
       {
         cwd: dir,
-        env: { ...process.env, RUNLEDGER_FROM_SOURCE: '1', LOG_LEVEL: 'silent', ...env },
+        env: { ...process.env, ...CLI_ENV, ...env },
         encoding: 'utf8',
       },
     );
@@ -521,8 +521,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
             env: {
               ...process.env,
               ...env,
-              RUNLEDGER_FROM_SOURCE: '1',
-              LOG_LEVEL: 'silent',
+              ...CLI_ENV,
               TERM: 'xterm',
               ...extraEnv,
             },
@@ -546,7 +545,7 @@ describe('runledger CLI (real child process, no model configured)', () => {
       new Promise<{ code: number | null; out: string }>((resolve) => {
         const child = spawn('script', ['-qfec', `${process.execPath} ${CLI} run '${input}'`, '/dev/null'], {
           cwd: dir,
-          env: { ...process.env, ...env, RUNLEDGER_FROM_SOURCE: '1' },
+          env: { ...process.env, ...env, ...CLI_ENV },
           stdio: ['pipe', 'pipe', 'pipe'],
         });
         let out = '';

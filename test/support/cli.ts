@@ -5,7 +5,23 @@ import { join } from 'node:path';
 import { RuntimeEvent } from '@runledger/contracts';
 import { SqliteEventStore, openSqlite } from '@runledger/event-store';
 
-export const CLI = join(__dirname, '..', '..', 'bin', 'runledger.js');
+/**
+ * `runledger` as the tests start it: the compiled tree jest's global setup made of the current sources
+ * (scripts/test-build.js), or bin/runledger.js from the sources when a run has none.
+ */
+export const CLI = process.env.RUNLEDGER_TEST_BUILD
+  ? join(process.env.RUNLEDGER_TEST_BUILD, 'runledger.js')
+  : join(__dirname, '..', '..', 'bin', 'runledger.js');
+
+/**
+ * What every CLI child gets. `auto` keeps a writer thread off when running the TypeScript sources, as
+ * the tests did before they had a compiled tree: a spec that means the thread asks for it.
+ */
+export const CLI_ENV: Record<string, string> = {
+  RUNLEDGER_FROM_SOURCE: '1',
+  LOG_LEVEL: 'silent',
+  RUNLEDGER_SQLITE_WRITER_THREAD: process.env.RUNLEDGER_SQLITE_WRITER_THREAD ?? 'off',
+};
 
 export interface CliResult {
   code: number | null;
@@ -14,14 +30,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Start `runledger <args>` as a real child process (from source), stdin closed, so it has no terminal. */
+/** Start `runledger <args>` as a real child process (see CLI), stdin closed, so it has no terminal. */
 export function spawnCli(
   args: readonly string[],
   options: { cwd: string; env?: Record<string, string> },
 ): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd,
-    env: { ...process.env, RUNLEDGER_FROM_SOURCE: '1', LOG_LEVEL: 'silent', ...options.env },
+    env: { ...process.env, ...CLI_ENV, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
