@@ -653,8 +653,16 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
+/**
+ * How long a command that has ended may still be kept alive by what it left open. A boot that fails
+ * half-way (a data folder it cannot write, a model key missing) leaves the connections its modules
+ * opened, a PostgreSQL pool among them, with nobody to close them: the command is over all the same.
+ */
+const EXIT_GRACE_MS = 2_000;
+
 if (require.main === module || process.env.RUNLEDGER_CLI_ENTRY === '1') {
   void runCli(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
+    setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
   });
 }
