@@ -25,8 +25,12 @@ import {
 const settings: DisciplineSettings = {
   ...DEFAULT_DISCIPLINE_SETTINGS,
   retry: { modelRetries: 2, toolRetries: 1, baseDelayMs: 10, maxDelayMs: 50, maxRetryAfterMs: 5000 },
-  streamIdleTimeoutMs: 150,
 };
+/**
+ * For the stall tests only: any other test would see a pause of the jest process longer than this
+ * between two streamed chunks (it runs the server too) as a stalled stream, and retry once more.
+ */
+const stalling: DisciplineSettings = { ...settings, streamIdleTimeoutMs: 150 };
 
 const of = <T extends RuntimeEvent['type']>(events: RuntimeEvent[], t: T) =>
   events.filter((e): e is Extract<RuntimeEvent, { type: T }> => e.type === t);
@@ -47,7 +51,7 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
 
   // the stall test passes its own timeout; the others never wait for one, and a full suite on 2 cores once
   // took over 2 s to answer the first request of a file
-  const run = async (input: string, modelTimeoutMs = 10_000) => {
+  const run = async (input: string, modelTimeoutMs = 10_000, discipline = settings) => {
     rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
@@ -59,7 +63,7 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
         protocol: 'json',
       }),
       modelTimeoutMs,
-      discipline: settings,
+      discipline,
       rng: seededRandom(7),
     });
     const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
@@ -135,7 +139,7 @@ describe('failure taxonomy against the local OpenAI-compatible server', () => {
 
   it('a stream that stalls on every attempt: the inactivity timeout ends each attempt, retried, then timeout', async () => {
     server.setDefault({ content: '{"type":"respond","content":"never finished"}', stall_ms: 3000 });
-    const r = await run('write me a poem', 2000);
+    const r = await run('write me a poem', 2000, stalling);
     expect(r.stop).toBe('timeout');
     expect(retries(r.events).map((p) => p.data.kind)).toEqual(['timeout', 'timeout']);
     expect(attempts(r.events)).toEqual([1, 2, 3]);
@@ -167,7 +171,7 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
   let store: InMemoryEventStore;
   let rt: TestRuntime;
 
-  const run = async (input: string, modelTimeoutMs = 2000) => {
+  const run = async (input: string, modelTimeoutMs = 10_000, discipline = settings) => {
     rt = await startTestRuntime({
       store,
       tools: testToolRegistry(dir),
@@ -188,7 +192,7 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
         }),
       ],
       modelTimeoutMs,
-      discipline: settings,
+      discipline,
       rng: seededRandom(7),
     });
     const { task_id } = await rt.runtime.submit({ input }, { source: 'cli' });
@@ -281,7 +285,7 @@ describe('fallback providers against two local OpenAI-compatible servers', () =>
   it('a primary whose stream stalls: each attempt times out, then the secondary answers', async () => {
     primary.setDefault({ content: '{"type":"respond","content":"never finished"}', stall_ms: 3000 });
     secondary.enqueue({ content: '{"type":"respond","content":"streamed fine"}' });
-    const { progress, events } = await run('write me a poem');
+    const { progress, events } = await run('write me a poem', 10_000, stalling);
     expect(progress.final).toMatchObject({ stop_reason: 'completed', result: 'streamed fine' });
     expect(retries(events).map((p) => p.data.kind)).toEqual(['timeout', 'timeout']);
     expect(
