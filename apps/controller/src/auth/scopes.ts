@@ -1,14 +1,9 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
-import { z } from 'zod';
 import { ApiNoSecurity, ApiScope } from '../docs/api-docs';
+import { Scope } from './principal';
 
-export const SCOPES = ['tasks:read', 'tasks:write', 'approvals', 'admin'] as const;
-export const Scope = z.enum(SCOPES);
-export type Scope = z.infer<typeof Scope>;
-
-/** `admin` implies every other scope. */
-export const hasScope = (granted: readonly Scope[], needed: Scope): boolean =>
-  granted.includes('admin') || granted.includes(needed);
+// the names apart from the route decorators (which pull in the OpenAPI generator): the CLI reads token files
+export { SCOPES, Scope, hasScope, type Principal } from './principal';
 
 export const SCOPE_KEY = 'runledger:scope';
 export const PUBLIC_KEY = 'runledger:public';
@@ -20,9 +15,3 @@ export const RequireScope = (scope: Scope) => applyDecorators(SetMetadata(SCOPE_
 export const RequireToken = () => SetMetadata(ANY_SCOPE_KEY, true);
 /** Open route: no token needed. */
 export const Public = () => applyDecorators(SetMetadata(PUBLIC_KEY, true), ApiNoSecurity());
-
-/** Who made the request, attached to the request by the auth guard. Never carries the token. */
-export interface Principal {
-  name: string;
-  scopes: readonly Scope[];
-}

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ConfigError } from '@runledger/contracts';
 import { AppConfig, dataDirOf } from '../config';
 import { readOrCreateRandomFile } from '../random-file';
-import { Principal, Scope } from './scopes';
+import { Principal, Scope } from './principal';
 
 const TokensFile = z
   .array(

@@ -3,14 +3,13 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
-import {
+import type {
   Client,
-  StreamableHTTPClientTransport,
-  type ElicitResult,
-  type Tool as McpToolDescription,
-  type Transport,
+  ElicitResult,
+  Tool as McpToolDescription,
+  Transport,
 } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { ToolManifest, mcpToolName } from '@runledger/contracts';
 import type { ToolLogger, ToolOutcome } from '../discovery';
 import { findOnPath, type ToolSandbox } from '../sandbox';
@@ -18,6 +17,17 @@ import type { ToolExecutionContext } from '../tool-registry';
 import { ElicitationAnswer, ToolInputRequired, checkElicitationContent, secretFieldOf } from './elicitation';
 import { McpServerConfig, isStdioServer } from './mcp-config';
 import { McpBlobStore, McpCallResult, toToolOutcome } from './mcp-results';
+
+/**
+ * The MCP client SDK, required on the first connection: a process configured without MCP servers
+ * (most CLI commands) does not load it.
+ */
+const clientSdk = () => ({
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  ...(require('@modelcontextprotocol/client') as typeof import('@modelcontextprotocol/client')),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  ...(require('@modelcontextprotocol/client/stdio') as typeof import('@modelcontextprotocol/client/stdio')),
+});
 
 export type McpServerState = 'starting' | 'ready' | 'restarting' | 'failed' | 'stopped';
 
@@ -127,7 +137,7 @@ export class McpServerConnection {
       tools: [...this.entries.keys()],
       error: this.error,
       restarts: this.restarts,
-      pid: this.transport instanceof StdioClientTransport ? this.transport.pid : null,
+      pid: this.transport && isStdioServer(this.config) ? (this.transport as StdioClientTransport).pid : null,
       protocol_version: this.state === 'ready' ? (this.client?.getNegotiatedProtocolVersion() ?? null) : null,
       tools_ttl_ms: this.toolsTtlMs,
     };
@@ -198,7 +208,7 @@ export class McpServerConnection {
     // handshake with the rest; a question of a 2026 server (input_required) reaches the same
     // handler. Stdio keeps the 2025-11-25 handshake: the SDK probes a child by starting a second
     // one, and a 1.x server never answers the probe, so every start would wait out its timeout.
-    const client = new Client(
+    const client = new (clientSdk().Client)(
       { name: 'runledger', version: VERSION },
       {
         capabilities: { elicitation: { form: {} } },
@@ -248,7 +258,7 @@ export class McpServerConnection {
       const headers = Object.fromEntries(
         Object.entries(c.headers_from).map(([header, name]) => [header, this.deps.env[name] ?? '']),
       );
-      return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers } });
+      return new (clientSdk().StreamableHTTPClientTransport)(new URL(c.url), { requestInit: { headers } });
     }
     const sandbox = this.deps.sandbox;
     const cwd = c.cwd ? path.resolve(sandbox.root, c.cwd) : sandbox.root;
@@ -265,7 +275,7 @@ export class McpServerConnection {
       network: c.network,
       ...visibleFolders(program, c.args, cwd, sandbox.root, this.deps.privateFolders ?? []),
     });
-    const transport = new StdioClientTransport({ ...child, cwd, stderr: 'pipe' });
+    const transport = new (clientSdk().StdioClientTransport)({ ...child, cwd, stderr: 'pipe' });
     // drained (a full pipe would stall the child); its tail explains a failed start
     transport.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
