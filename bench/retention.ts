@@ -1,17 +1,24 @@
 /**
  * npm run bench -- retention
- * A log that lives for years, measured in one run, each figure beside its baseline:
+ * A log that lives for years, measured in one run, each figure beside its baseline
+ * (BENCH_RETENTION_PARTS picks parts: reads, growth, sweeper):
  *   1. growth: a simulated month of traffic (BENCH_RETENTION_TASKS_PER_DAY tasks a day, 2000; a mix
- *      of short tasks and long ones with tool output) appended to a SQLite log, day after day; with
- *      a 7-day policy (the archiver and the incremental vacuum run at each day's end) against the same
- *      month without one. Prints the live database size per day (the curve) and the archive's size.
- *   2. the sweeper under load: POST /tasks paced open loop (BENCH_RETENTION_RATE req/s for
+ *      of short tasks and long ones with tool output) appended day after day with a 7-day policy (the
+ *      archiver and the space reclaiming run at each day's end) against the same month without one,
+ *      on SQLite and on PostgreSQL (BENCH_RETENTION_PG_TASKS_PER_DAY, a quarter of SQLite's; 0 skips
+ *      it; BENCH_PG_URL). Prints the live size per day (the curve), the archive's size, the growth
+ *      per day over the last 20 days, and the live database by table and index.
+ *   2. the sweeper alone on a month of finished tasks (BENCH_RETENTION_SWEEP_SECONDS): tasks archived
+ *      per second and this process's event-loop delay with the archiver on the event loop, in its
+ *      worker thread, and with no sweeper.
+ *   3. the sweeper under load: POST /tasks paced open loop (BENCH_RETENTION_RATE req/s for
  *      BENCH_RETENTION_SECONDS) against the controller in a child process whose database holds a
  *      month of finished tasks, with the in-server sweeper moving them meanwhile, against the same
- *      server and data without a policy: p50/p99 latency and tasks finished per second.
- *   3. reading an archived task against a live one (the event store's readWholeStream): cold
+ *      server and data without a policy: p50/p99 latency, tasks finished per second and the server's
+ *      event-loop delay (BENCH_RETENTION_WRITER_THREAD sets RUNLEDGER_SQLITE_WRITER_THREAD).
+ *   4. reading an archived task against a live one (the event store's readWholeStream): cold
  *      (a segment not read before) and warm.
- * Erasure is not built, so it is not measured here.
+ * Erasure is another module's; it is not measured here.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,11 +29,16 @@ import { segmentFolder } from '@runledger/event-store';
 import {
   RetentionSweeper,
   SqliteStorage,
+  Storage,
   ThreadArchiver,
+  createPostgresStorage,
   createSqliteStorage,
   openSqliteArchiver,
   parseRetention,
+  postgresArchiver,
 } from '@runledger/state-store';
+import { sql } from 'kysely';
+import { Client } from 'pg';
 // the state store's event builders make the simulated tasks' streams
 import { TaskLog } from '../libs/state-store/src/testing/task-events';
 import { asNew } from '../libs/state-store/src/testing/temp-storage';
@@ -38,6 +50,14 @@ const TASKS_PER_DAY = Number(process.env.BENCH_RETENTION_TASKS_PER_DAY ?? 2000);
 const DAYS = Number(process.env.BENCH_RETENTION_DAYS ?? 30);
 const RATE = Number(process.env.BENCH_RETENTION_RATE ?? 100);
 const SECONDS = Number(process.env.BENCH_RETENTION_SECONDS ?? 8);
+/** tasks a day of the PostgreSQL growth month (0: not run); BENCH_PG_URL names the server */
+const PG_TASKS_PER_DAY = Number(
+  process.env.BENCH_RETENTION_PG_TASKS_PER_DAY ?? Math.round(TASKS_PER_DAY / 4),
+);
+const PG_URL =
+  process.env.BENCH_PG_URL ??
+  process.env.RUNLEDGER_TEST_PG_URL ??
+  'postgres://runledger:runledger@localhost:5432/runledger';
 const SWEEP_ALONE_SECONDS = Number(process.env.BENCH_RETENTION_SWEEP_SECONDS ?? 8);
 const DAY_MS = 86_400_000;
 const MONTH_START = Date.parse('2026-01-01T00:00:00Z');
@@ -81,11 +101,11 @@ const folderBytes = (dir: string) =>
   existsSync(dir) ? readdirSync(dir).reduce((n, f) => n + fileBytes(join(dir, f)), 0) : 0;
 const mb = (bytes: number) => fmt(bytes / 1e6, 1);
 
-/** Appends one simulated day of tasks, each as one append of its whole stream. */
-async function appendDay(storage: SqliteStorage, day: number): Promise<void> {
-  for (let i = 0; i < TASKS_PER_DAY; i++) {
-    const n = day * TASKS_PER_DAY + i;
-    const start = MONTH_START + day * DAY_MS + Math.floor((i / TASKS_PER_DAY) * (DAY_MS - 60_000));
+/** Appends one simulated day of `perDay` tasks, each as one append of its whole stream. */
+async function appendDay(storage: Storage, day: number, perDay = TASKS_PER_DAY): Promise<void> {
+  for (let i = 0; i < perDay; i++) {
+    const n = day * perDay + i;
+    const start = MONTH_START + day * DAY_MS + Math.floor((i / perDay) * (DAY_MS - 60_000));
     await storage.eventStore.append(`task_${n}`, taskEvents(n, start), { expected: 'no_stream' });
   }
 }
@@ -96,56 +116,183 @@ function liveBytes(storage: SqliteStorage): number {
   return fileBytes(storage.raw.name) + fileBytes(`${storage.raw.name}-wal`);
 }
 
+/** One database of the growth month: appended to day after day, archived at each day's end when it has a policy. */
+interface GrowthSide {
+  storage: Storage;
+  /** the day's archiving and space reclaiming; absent without a policy */
+  archive?: (endOfDay: number) => Promise<number>;
+  /** the live database, and the archive (SQLite: the segment files; PostgreSQL: archive_segments) */
+  size(): Promise<{ live: number; archive: number }>;
+  /** bytes per table and index of the live database, largest first */
+  parts(): Promise<[string, number][]>;
+  close(): Promise<void>;
+}
+
+const policy7d = parseRetention('7d')!;
+
+async function sqliteSide(dir: string, name: string, withPolicy: boolean): Promise<GrowthSide> {
+  const storage = await createSqliteStorage({ path: join(dir, `${name}.db`), synchronous: 'NORMAL' });
+  const access = withPolicy ? openSqliteArchiver(storage.raw.name, { batchTasks: 200 }) : null;
+  return {
+    storage,
+    archive: access
+      ? async (endOfDay) => {
+          const run = await access.archiver.run(policy7d, endOfDay);
+          while ((await access.archiver.reclaim(2000)) > 0);
+          return run.tasks.length;
+        }
+      : undefined,
+    size: async () => ({
+      live: liveBytes(storage),
+      archive: folderBytes(segmentFolder(storage.raw.name)),
+    }),
+    parts: async () =>
+      storage.raw
+        .prepare<[], { name: string; b: number }>(
+          'SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name ORDER BY b DESC',
+        )
+        .all()
+        .map((r) => [r.name, r.b]),
+    async close() {
+      await access?.close();
+      await storage.close();
+    },
+  };
+}
+
+/** A PostgreSQL side: a schema of its own; space comes back by plain VACUUM (reused in place, not returned). */
+async function postgresSide(url: string, schema: string, withPolicy: boolean): Promise<GrowthSide> {
+  const storage = await createPostgresStorage({ url, schema, maxConnections: 4 });
+  const archiver = withPolicy ? postgresArchiver(storage.db, { batchTasks: 200 }) : null;
+  const relations = async () =>
+    (
+      await sql<{ name: string; kind: string; bytes: string; own: string }>`SELECT c.relname AS name,
+        c.relkind AS kind, pg_total_relation_size(c.oid) AS bytes,
+        CASE WHEN c.relkind = 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END AS own
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'i')`.execute(storage.db)
+    ).rows.map((r) => ({ ...r, bytes: Number(r.bytes), own: Number(r.own) }));
+  return {
+    storage,
+    archive: archiver
+      ? async (endOfDay) => {
+          const run = await archiver.run(policy7d, endOfDay);
+          await archiver.vacuum();
+          return run.tasks.length;
+        }
+      : undefined,
+    async size() {
+      const tables = (await relations()).filter((r) => r.kind === 'r');
+      const archive = tables.find((r) => r.name === 'archive_segments')?.bytes ?? 0;
+      return { live: tables.reduce((n, r) => n + r.bytes, 0) - archive, archive };
+    },
+    parts: async () =>
+      (await relations())
+        .filter((r) => r.name !== 'archive_segments')
+        .sort((a, b) => b.own - a.own)
+        .map((r) => [r.name, r.own]),
+    close: () => storage.close(),
+  };
+}
+
+/**
+ * A month appended to two databases, one with a 7-day policy (archived at each day's end), one
+ * without: the live size per day, the growth per day over the last 20 days, and what an archived
+ * task still holds in the live database.
+ */
+async function growthOf(
+  label: string,
+  perDay: number,
+  open: (withPolicy: boolean) => Promise<GrowthSide>,
+): Promise<void> {
+  const policy = await open(true);
+  const none = await open(false);
+  try {
+    const curve: { day: number; policy: number; archive: number; none: number; archiveS: number }[] = [];
+    let moved = 0;
+    for (let day = 0; day < DAYS; day++) {
+      await appendDay(policy.storage, day, perDay);
+      await appendDay(none.storage, day, perDay);
+      const t0 = performance.now();
+      moved += await policy.archive!(MONTH_START + (day + 1) * DAY_MS);
+      const archiveS = (performance.now() - t0) / 1000;
+      const [p, n] = [await policy.size(), await none.size()];
+      curve.push({ day: day + 1, policy: p.live, archive: p.archive, none: n.live, archiveS });
+    }
+    console.log(
+      `growth on ${label}: ${DAYS} days x ${perDay} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), policy 7d vs none`,
+    );
+    console.log(
+      '| day | live db, 7d policy (MB) | archive (MB) | live db, no policy (MB) | archiving that day (s) |',
+    );
+    console.log('|---|---|---|---|---|');
+    for (const c of curve)
+      console.log(
+        `| ${c.day} | ${mb(c.policy)} | ${mb(c.archive)} | ${mb(c.none)} | ${fmt(c.archiveS, 2)} |`,
+      );
+    const last = curve[curve.length - 1];
+    const from = curve[Math.min(9, curve.length - 1)];
+    const days = Math.max(1, last.day - from.day);
+    const perDayPolicy = (last.policy - from.policy) / days;
+    const perDayNone = (last.none - from.none) / days;
+    console.log(
+      `archived ${moved} tasks; day ${from.day} to ${last.day}: live db +${fmt(perDayPolicy / 1e3, 1)} KB/day with the policy, +${fmt(perDayNone / 1e3, 1)} KB/day without (${fmt(perDayPolicy / perDayNone, 3)}x); per archived task still live: ${fmt(perDayPolicy / perDay)} bytes`,
+    );
+    console.log(
+      `live database by table and index at day ${last.day}, 7d policy (${moved} archived, ${perDay * 7} live tasks):`,
+    );
+    for (const [name, bytes] of (await policy.parts()).slice(0, 12))
+      console.log(`  ${name.padEnd(32)} ${mb(bytes).padStart(7)} MB`);
+    recordFigure({
+      figure: `${label} live size after ${DAYS} days, 7d policy vs none`,
+      value: `${mb(last.policy)} MB vs ${mb(last.none)} MB (archive ${mb(last.archive)} MB); +${fmt(perDayPolicy / 1e3, 1)} vs +${fmt(perDayNone / 1e3, 1)} KB/day`,
+      ratio: last.policy / last.none,
+      target: 'plateau: growth per day with the policy under 5% of the growth without',
+      met: perDayPolicy <= 0.05 * perDayNone,
+    });
+  } finally {
+    await policy.close();
+    await none.close();
+  }
+}
+
 async function growth(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-growth-'));
   try {
-    const withPolicy = await createSqliteStorage({ path: join(dir, 'policy.db'), synchronous: 'NORMAL' });
-    const without = await createSqliteStorage({ path: join(dir, 'none.db'), synchronous: 'NORMAL' });
-    const archive = openSqliteArchiver(withPolicy.raw.name, { batchTasks: 200 });
-    const policy = parseRetention('7d')!;
-    const curve: { day: number; policy: number; archive: number; none: number }[] = [];
-    let archiveMs = 0;
-    let moved = 0;
-    for (let day = 0; day < DAYS; day++) {
-      await appendDay(withPolicy, day);
-      await appendDay(without, day);
-      const endOfDay = MONTH_START + (day + 1) * DAY_MS;
-      const t0 = performance.now();
-      const run = await archive.archiver.run(policy, endOfDay);
-      while ((await archive.archiver.reclaim(2000)) > 0);
-      archiveMs += performance.now() - t0;
-      moved += run.tasks.length;
-      curve.push({
-        day: day + 1,
-        policy: liveBytes(withPolicy),
-        archive: folderBytes(segmentFolder(withPolicy.raw.name)),
-        none: liveBytes(without),
-      });
-    }
-    await archive.close();
-    console.log(
-      `growth: ${DAYS} days x ${TASKS_PER_DAY} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), SQLite, policy 7d vs none`,
+    await growthOf('SQLite', TASKS_PER_DAY, (withPolicy) =>
+      sqliteSide(dir, withPolicy ? 'policy' : 'none', withPolicy),
     );
-    console.log('| day | live db, 7d policy (MB) | archive segments (MB) | live db, no policy (MB) |');
-    console.log('|---|---|---|---|');
-    for (const c of curve) console.log(`| ${c.day} | ${mb(c.policy)} | ${mb(c.archive)} | ${mb(c.none)} |`);
-    const last = curve[curve.length - 1];
-    const plateau = curve.slice(8).map((c) => c.policy);
-    const spread = plateau.length > 0 ? Math.max(...plateau) / Math.min(...plateau) : 1;
-    console.log(
-      `archived ${moved} tasks in ${fmt(archiveMs / 1000, 1)} s over the month; day 9 to ${DAYS}: live size within ${fmt(spread, 2)}x (plateau)`,
-    );
-    recordFigure({
-      figure: `live SQLite size after ${DAYS} days, 7d policy vs none`,
-      value: `${mb(last.policy)} MB vs ${mb(last.none)} MB (archive ${mb(last.archive)} MB)`,
-      ratio: last.policy / last.none,
-      target: 'plateau (day 9 on within 1.2x)',
-      met: spread <= 1.2,
-    });
-    await withPolicy.close();
-    await without.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+  if (PG_TASKS_PER_DAY <= 0) return;
+  const database = `rl_bench_growth_${process.pid}`;
+  try {
+    await pgAdmin(PG_URL, `CREATE DATABASE ${database}`);
+  } catch (err) {
+    console.log(
+      `growth on PostgreSQL skipped: cannot reach it (${(err as Error).message}); set BENCH_PG_URL`,
+    );
+    return;
+  }
+  try {
+    const url = new URL(PG_URL);
+    url.pathname = `/${database}`;
+    await growthOf('PostgreSQL', PG_TASKS_PER_DAY, (withPolicy) =>
+      postgresSide(url.toString(), withPolicy ? 'policy' : 'none', withPolicy),
+    );
+  } finally {
+    await pgAdmin(PG_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  }
+}
+
+async function pgAdmin(url: string, statement: string): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
   }
 }
 
@@ -325,6 +472,9 @@ async function sweeperUnderLoad(): Promise<void> {
         RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
         RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
         RUNLEDGER_SANDBOX: 'process',
+        // from sources the server appends on its event loop unless told otherwise; the build uses the
+        // writer thread under concurrency (BENCH_RETENTION_WRITER_THREAD=on measures that)
+        RUNLEDGER_SQLITE_WRITER_THREAD: process.env.BENCH_RETENTION_WRITER_THREAD ?? 'auto',
         ...(mode === 'on'
           ? { RUNLEDGER_RETENTION: '7d', RUNLEDGER_RETENTION_SWEEP_MS: '200' }
           : { RUNLEDGER_RETENTION: 'off' }),

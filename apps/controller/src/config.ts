@@ -288,9 +288,9 @@ export const ConfigSchema = z.object({
   RUNLEDGER_RETENTION_BATCH: intFromEnv(1, 10_000).default(200),
   /** how often the server applies the retention policy itself (0: never; `runledger archive` still does) */
   RUNLEDGER_RETENTION_SWEEP_MS: intFromEnv(0, 7 * 86_400_000).default(600_000),
-  /** the sweeper's rest between two archive batches: appends run meanwhile */
+  /** the sweeper's least rest between two archive batches' write transactions: appends run meanwhile */
   RUNLEDGER_RETENTION_REST_MS: intFromEnv(0, 60_000).default(100),
-  /** tasks per batch of the server's sweeper: small, so no batch holds the writer (or, on SQLite, the event loop) for long */
+  /** tasks per batch of the server's sweeper: small, so no batch holds the writer for long */
   RUNLEDGER_RETENTION_SWEEP_BATCH: intFromEnv(1, 10_000).default(20),
   /** events after which a checkpoint is saved even without a milestone */
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: intFromEnv(1, 100_000).default(50),

@@ -418,12 +418,12 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_RETENTION_REST_MS: {
     group: 'Storage',
     description:
-      "the sweeper's least rest between two archive batches (and two steps of giving freed pages back to the SQLite file); a rest lasts at least four times the batch before it, so the sweeper works at most a fifth of the time: appends run meanwhile",
+      "the sweeper's least rest between two archive batches' write transactions (and two steps of giving freed pages back to the SQLite file); a rest lasts at least four times what the step before it held (on SQLite, where the archiver runs in a worker thread, its transaction; elsewhere the whole batch), so the sweeper holds the writer at most a fifth of the time: appends run meanwhile",
   },
   RUNLEDGER_RETENTION_SWEEP_BATCH: {
     group: 'Storage',
     description:
-      "tasks (with their children) per batch of the server's sweeper: small, so no batch holds the writer (on SQLite also the server's event loop) for long; `runledger archive` uses `RUNLEDGER_RETENTION_BATCH`",
+      "tasks (with their children) per batch of the server's sweeper: small, so no batch holds the writer for long; `runledger archive` uses `RUNLEDGER_RETENTION_BATCH`",
   },
   RUNLEDGER_CHECKPOINT_EVERY_EVENTS: {
     group: 'Checkpoints and leases',
