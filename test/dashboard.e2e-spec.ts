@@ -31,6 +31,7 @@ describe('admin dashboard in headless Chromium (e2e)', () => {
       'approvals-page.js',
       'task-page.js',
       'charts-page.js',
+      'schedules-page.js',
     ]) {
       const res = await fetch(`${sut.url}/admin/static/${file}`);
       expect([file, res.status, res.headers.get('content-type')]).toEqual([

@@ -42,6 +42,7 @@ import {
 import { archiveNow, restoreArchived, vacuumDatabase } from './archive';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { listTasks, printEvents, sessionBudgetText } from './listings';
+import { runSchedules } from './schedules';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -427,6 +428,8 @@ async function execute(
       }
       case 'tasks':
         return await listTasks(app, io, cmd);
+      case 'schedules':
+        return await runSchedules(app, io, cmd);
       case 'events':
         return await printEvents(app, io, cmd);
       case 'signal': {

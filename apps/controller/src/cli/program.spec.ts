@@ -79,6 +79,53 @@ describe('parseArgs (commander)', () => {
       json: false,
       yes: false,
     });
+    expect(
+      parseArgs([
+        'schedules',
+        'create',
+        '0 9 * * mon-fri',
+        'standup {{date}}',
+        '--time-zone',
+        'Europe/Berlin',
+        '--session',
+        's1',
+        '--budget',
+        'max_rounds=3',
+        '--overlap',
+        'buffer_one',
+        '--catch-up',
+        'run_once',
+        '--name',
+        'standup',
+      ]),
+    ).toEqual({
+      kind: 'schedules',
+      action: 'create',
+      spec: {
+        cron: '0 9 * * mon-fri',
+        input: 'standup {{date}}',
+        time_zone: 'Europe/Berlin',
+        session_id: 's1',
+        budgets: { max_rounds: 3 },
+        overlap: 'buffer_one',
+        catch_up: 'run_once',
+        name: 'standup',
+      },
+      json: false,
+    });
+    expect(parseArgs(['schedules', 'create', '* * * * *', 'x']).kind).toBe('schedules');
+    expect(parseArgs(['schedules', 'list', '--json'])).toEqual({
+      kind: 'schedules',
+      action: 'list',
+      json: true,
+    });
+    for (const action of ['get', 'pause', 'resume', 'delete'])
+      expect(parseArgs(['schedules', action, 'sched_1'])).toEqual({
+        kind: 'schedules',
+        action,
+        schedule_id: 'sched_1',
+        json: false,
+      });
     expect(parseArgs(['signal', 't1', 'ci'])).toMatchObject({
       kind: 'signal',
       payload: null,
@@ -158,6 +205,17 @@ describe('parseArgs (commander)', () => {
     expect(refused(['signal', 't1', 'ci', '{not json'])).toMatch(/payload\] must be JSON/);
     expect(refused(['signal', 't1', '-bad'])).toBeTruthy();
     expect(refused(['signal', 't1', 'bad name'])).toMatch(/signal: <name>/);
+    expect(refused(['schedules', 'create', '* * * * *', 'x', '--overlap', 'never'])).toBe(
+      "option '--overlap <policy>' argument 'never' is invalid. Allowed choices are skip, buffer_one, allow; see runledger schedules create --help",
+    );
+    expect(refused(['schedules', 'create', 'x'])).toBe(
+      "missing required argument 'input'; see runledger schedules create --help",
+    );
+    expect(refused(['schedules', 'create', '* * * * *', ''])).toMatch(/^schedules create: input: /);
+    expect(refused(['schedules', 'pause'])).toBe(
+      "missing required argument 'schedule_id'; see runledger schedules pause --help",
+    );
+    expect(refused(['schedules', 'stop', 'x'])).toMatch(/^unknown command 'stop'/);
     expect(refused(['resume', 't1', 't2'])).toMatch(/^too many arguments for 'resume'/);
     expect(refused(['serve', 'extra'])).toMatch(/^too many arguments for 'serve'/);
     expect(refused(['resolve', 't1', 'r1', 'maybe'])).toContain(

@@ -9,6 +9,9 @@ import {
   TASK_STATUSES,
   TaskStatus,
   SessionBudgetSetting,
+  SCHEDULE_CATCH_UPS,
+  SCHEDULE_OVERLAPS,
+  ScheduleSpec,
   SignalName,
   ValidationError,
 } from '@runledger/contracts';
@@ -56,6 +59,14 @@ export type CliCommand =
       json: boolean;
       yes: boolean;
     }
+  | { kind: 'schedules'; action: 'list'; json: boolean }
+  | {
+      kind: 'schedules';
+      action: 'get' | 'pause' | 'resume' | 'delete';
+      schedule_id: string;
+      json: boolean;
+    }
+  | { kind: 'schedules'; action: 'create'; spec: ScheduleSpec; json: boolean }
   | { kind: 'rebuild'; json: boolean; force: boolean }
   | { kind: 'backup'; file: string; json: boolean }
   | { kind: 'verify'; target: string; json: boolean }
@@ -168,6 +179,10 @@ interface Flags {
   id?: string;
   maxTokens?: string;
   maxCostUsd?: string;
+  name?: string;
+  timeZone?: string;
+  overlap?: string;
+  catchUp?: string;
 }
 
 /** `--limit`: a whole number from 1 to 500 */
@@ -426,6 +441,72 @@ function buildProgram(done: (command: CliCommand) => void): Command {
       });
     });
 
+  const schedules = program
+    .command('schedules')
+    .description('the schedules: cron slots that submit tasks while a server runs (runledger serve)');
+  schedules
+    .command('list')
+    .description('every schedule: id, state, cron and time zone, next slot, latest firing, name or input')
+    .addOption(new Option('--json', 'print the schedules as one JSON line on stdout'))
+    .action((f: Flags) => done({ kind: 'schedules', action: 'list', json: Boolean(f.json) }));
+  schedules
+    .command('create')
+    .description(
+      'create a schedule: each slot of <cron> (5 fields, or 6 with seconds first) in its time zone submits a task of <input> ({{slot}}, {{date}}, {{time}}, {{schedule_id}} filled in)',
+    )
+    .argument('<cron>', 'the cron expression (quote it), e.g. "0 9 * * mon-fri"')
+    .argument('<input>', "what each slot's task is asked (quote it)")
+    .option('--time-zone <zone>', 'the IANA time zone its slots are read in (default UTC)')
+    .option('--name <name>', 'a name to know it by')
+    .option('--session <id>', 'the session its tasks join')
+    .option(
+      '--budget <key=value>',
+      `a budget of each task, repeatable (${Object.keys(Budgets.shape).join(', ')})`,
+      collect,
+    )
+    .addOption(
+      new Option('--overlap <policy>', 'a slot while the previous task is unfinished (default skip)').choices(
+        SCHEDULE_OVERLAPS,
+      ),
+    )
+    .addOption(
+      new Option('--catch-up <policy>', 'the slots missed while no server ran (default skip)').choices(
+        SCHEDULE_CATCH_UPS,
+      ),
+    )
+    .addOption(new Option('--json', 'print the schedule as one JSON line on stdout'))
+    .action((cron: string, input: string, f: Flags) => {
+      const given = {
+        cron,
+        input,
+        ...(f.timeZone !== undefined ? { time_zone: f.timeZone } : {}),
+        ...(f.name !== undefined ? { name: f.name } : {}),
+        ...(f.session !== undefined ? { session_id: f.session } : {}),
+        ...(f.budget ? { budgets: budgets(f.budget) } : {}),
+        ...(f.overlap !== undefined ? { overlap: f.overlap } : {}),
+        ...(f.catchUp !== undefined ? { catch_up: f.catchUp } : {}),
+      };
+      const spec = ScheduleSpec.safeParse(given);
+      if (!spec.success)
+        throw new ValidationError(
+          `schedules create: ${spec.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
+      done({ kind: 'schedules', action: 'create', spec: spec.data, json: Boolean(f.json) });
+    });
+  const scheduleAction = (action: 'get' | 'pause' | 'resume' | 'delete', description: string) =>
+    schedules
+      .command(action)
+      .description(description)
+      .argument('<schedule_id>')
+      .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+      .action((scheduleId: string, f: Flags) =>
+        done({ kind: 'schedules', action, schedule_id: scheduleId, json: Boolean(f.json) }),
+      );
+  scheduleAction('get', 'show a schedule, its next slot and its latest firing');
+  scheduleAction('pause', 'pause a schedule: no slot fires until it is resumed');
+  scheduleAction('resume', 'resume a paused schedule (the slots it missed follow its catch-up policy)');
+  scheduleAction('delete', 'delete a schedule (its tasks stay)');
+
   program
     .command('rebuild')
     .summary('recompute task states, checkpoints and memory from the log')
@@ -523,6 +604,10 @@ function oneLine(message: string): string {
     .replace(/\.$/, '');
 }
 
+/** A command's words after `runledger` (`schedules create`). */
+const commandPath = (c: Command): string =>
+  c.parent?.parent ? `${commandPath(c.parent)} ${c.name()}` : c.name();
+
 function usageError(err: CommanderError, program: Command, command: Command | null): ValidationError {
   if (err.code === 'commander.unknownOption' && command) {
     const flag = /'([^']+)'/.exec(err.message)?.[1];
@@ -533,7 +618,7 @@ function usageError(err: CommanderError, program: Command, command: Command | nu
       );
     }
   }
-  const help = command ? `runledger ${command.name()} --help` : 'runledger --help';
+  const help = command ? `runledger ${commandPath(command)} --help` : 'runledger --help';
   return new ValidationError(`${oneLine(err.message)}; see ${help}`);
 }
 
@@ -554,8 +639,13 @@ export function parseArgs(argv: readonly string[]): CliCommand {
     .hook('preSubcommand', (_root, sub) => {
       command = sub;
     });
-  for (const sub of program.commands)
+  for (const sub of program.commands) {
+    // a command's own commands (schedules create): a usage error points at that one's help
+    sub.hook('preSubcommand', (_parent, nested) => {
+      command = nested;
+    });
     for (const c of [sub, ...sub.commands]) c.exitOverride().configureOutput(program.configureOutput());
+  }
   try {
     program.parse(argv.length ? [...argv] : ['--help'], { from: 'user' });
   } catch (e) {

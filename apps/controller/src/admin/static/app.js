@@ -7,8 +7,9 @@ import { tasksView } from './tasks-page.js';
 import { approvals } from './approvals-page.js';
 import { taskView } from './task-page.js';
 import { charts } from './charts-page.js';
+import { TIME_EVENTS, schedules } from './schedules-page.js';
 
-const VIEWS = ['view-tasks', 'view-task', 'view-approvals', 'view-charts', 'view-events'];
+const VIEWS = ['view-tasks', 'view-task', 'view-approvals', 'view-schedules', 'view-charts', 'view-events'];
 
 function route() {
   const hash = location.hash || '#/tasks';
@@ -16,6 +17,7 @@ function route() {
   for (const v of VIEWS) $(v).hidden = true;
   $('nav-tasks').classList.toggle('active', hash.startsWith('#/tasks'));
   $('nav-approvals').classList.toggle('active', hash === '#/approvals');
+  $('nav-schedules').classList.toggle('active', hash === '#/schedules');
   $('nav-charts').classList.toggle('active', hash === '#/charts');
   $('nav-events').classList.toggle('active', hash === '#/events');
   if (m) {
@@ -30,6 +32,9 @@ function route() {
   } else if (hash === '#/approvals') {
     $('view-approvals').hidden = false;
     approvals.load().catch((e) => flash(e.message));
+  } else if (hash === '#/schedules') {
+    $('view-schedules').hidden = false;
+    schedules.load().catch((e) => flash(e.message));
   } else if (hash === '#/charts') {
     $('view-charts').hidden = false;
     charts.load().catch((e) => flash(e.message));
@@ -104,6 +109,14 @@ for (const id of ['task-session', 'task-q'])
     clearTimeout(filterTimer);
     filterTimer = setTimeout(() => tasksView.reset(), 250);
   });
+$('schedule-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  try {
+    await schedules.create(ev.target);
+  } catch (e) {
+    flash(e.message);
+  }
+});
 $('charts-days').addEventListener('change', () => charts.load().catch((e) => flash(e.message)));
 $('tasks-refresh').addEventListener('click', () => tasksView.load().catch((e) => flash(e.message)));
 $('tasks-next').addEventListener('click', () => {
@@ -189,6 +202,7 @@ log.listeners.push((e) => {
   if (!$('view-tasks').hidden) tasksView.refreshSoon();
   if (INBOX_EVENTS.has(e.type)) approvals.refreshSoon();
   if (!$('view-charts').hidden && TERMINAL_EVENTS.has(e.type)) charts.refreshSoon();
+  if (!$('view-schedules').hidden && TIME_EVENTS.has(e.type)) schedules.refreshSoon();
 });
 
 // The server prints the dashboard address with the token in the fragment (never sent to the server).

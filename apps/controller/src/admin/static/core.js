@@ -161,6 +161,23 @@ const fmtAge = (iso) => {
 };
 const fmtCost = (usd) => (usd === 0 ? '$0' : usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`);
 const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
+/** A task list's first cell: the input's first line linking to the task, and its id. */
+const taskCell = (t) =>
+  el(
+    'td',
+    { class: 'input', title: `${t.input_first_line}\n${t.task_id}` },
+    el('a', { href: taskHref(t.task_id) }, t.input_first_line || '(no input)'),
+    el('code', {}, t.task_id),
+  );
+/** What a task's `waiting_for` (GET /tasks/:id) says it waits for, in words. */
+const waitingText = (w) =>
+  !w
+    ? ''
+    : w.kind === 'timer'
+      ? `a timer, due ${w.due_at}`
+      : w.kind === 'turn'
+        ? `its turn in the session, after task ${w.after_task_id}`
+        : `signal ${w.name}${w.due_at ? `, at most until ${w.due_at}` : ''}`;
 /** Event types after which the approvals inbox may have changed. */
 const INBOX_EVENTS = new Set([
   'TASK_AWAITING_PERMISSION',
@@ -189,4 +206,4 @@ const summarize = (e) => {
     .slice(0, 200);
 };
 
-export { $, INBOX_EVENTS, LOG_CAP, OLDER_PAGES, PAGE, ROW, SVG_NS, TERMINAL, TERMINAL_EVENTS, TOKEN_KEY, api, auth, coalesced, el, flash, fmtAge, fmtCost, fmtDuration, live, statusBadge, summarize, svgAdd, taskDuration, taskHref };
+export { $, INBOX_EVENTS, LOG_CAP, OLDER_PAGES, PAGE, ROW, SVG_NS, TERMINAL, TERMINAL_EVENTS, TOKEN_KEY, api, auth, coalesced, el, flash, fmtAge, fmtCost, fmtDuration, live, statusBadge, summarize, svgAdd, taskCell, taskDuration, taskHref, waitingText };

@@ -14,6 +14,7 @@ import {
   svgAdd,
   taskDuration,
   taskHref,
+  waitingText,
 } from './core.js';
 import { pendingCard } from './approvals-page.js';
 
@@ -162,13 +163,7 @@ const taskView = {
     $('t-signal').hidden = TERMINAL.has(t.status);
     const w = t.waiting_for;
     $('t-waiting-label').hidden = $('t-waiting').hidden = !w;
-    $('t-waiting').textContent = !w
-      ? ''
-      : w.kind === 'timer'
-        ? `a timer, due ${w.due_at}`
-        : w.kind === 'turn'
-          ? `its turn in the session, after task ${w.after_task_id}`
-          : `signal ${w.name}${w.due_at ? `, at most until ${w.due_at}` : ''}`;
+    $('t-waiting').textContent = waitingText(w);
     // a wait for a signal names it: the form is filled in for the person who sends it
     if (w?.kind === 'signal' && !$('t-signal-name').value) $('t-signal-name').value = w.name;
     this.renderPending(t);

@@ -1,5 +1,5 @@
 // The task list page.
-import { $, api, coalesced, el, flash, fmtAge, fmtCost, statusBadge, taskDuration, taskHref } from './core.js';
+import { $, api, coalesced, el, flash, fmtAge, fmtCost, statusBadge, taskCell, taskDuration } from './core.js';
 
 const tasksView = {
   cursors: [null],
@@ -29,12 +29,7 @@ const tasksView = {
         el(
           'tr',
           { 'data-task': t.task_id },
-          el(
-            'td',
-            { class: 'input', title: `${t.input_first_line}\n${t.task_id}` },
-            el('a', { href: taskHref(t.task_id) }, t.input_first_line || '(no input)'),
-            el('code', {}, t.task_id),
-          ),
+          taskCell(t),
           el('td', {}, statusBadge(t.status)),
           el('td', { title: t.stop_detail ?? t.stop_reason ?? '' }, t.stop_reason ?? ''),
           el('td', { class: 'num', title: new Date(t.created_at).toLocaleString() }, fmtAge(t.created_at)),

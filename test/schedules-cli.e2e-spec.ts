@@ -1,0 +1,103 @@
+import { join } from 'node:path';
+import { runCli } from '@runledger/testing';
+import { ApiHarness, bootApi } from './api-harness';
+
+/**
+ * `runledger schedules ...` (real child processes) on the database a running server uses: a schedule
+ * the CLI creates is the server's (same events in system:schedules) and its slots fire there; pause,
+ * resume, get and delete from the CLI are what the server shows; bad input writes nothing.
+ */
+jest.setTimeout(120_000);
+
+interface View {
+  schedule_id: string;
+  paused: boolean;
+  name?: string;
+  cron: string;
+  time_zone: string;
+  overlap: string;
+  catch_up: string;
+  budgets?: Record<string, number>;
+  tasks_started: number;
+}
+
+describe('runledger schedules', () => {
+  let api: ApiHarness;
+  let env: Record<string, string>;
+  const cli = (args: string[]) => runCli(['schedules', ...args], { cwd: api.dir, env });
+
+  beforeAll(async () => {
+    api = await bootApi({ RUNLEDGER_MEMORY: 'off', RUNLEDGER_CRITIC: 'off' });
+    env = { RUNLEDGER_DB: join(api.dir, 'runledger.db'), RUNLEDGER_MODEL: 'sys_util' };
+  });
+  afterAll(() => api.close());
+
+  it('creates, lists, pauses, resumes, shows and deletes what the server sees and fires', async () => {
+    const bad = await cli(['create', '61 * * * *', 'never']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/minute/);
+    expect((await api.request('GET', '/schedules')).body.schedules).toEqual([]);
+
+    const created = await cli([
+      'create',
+      '* * * * * *',
+      'tick at {{time}}',
+      '--name',
+      'every second',
+      '--time-zone',
+      'Europe/Berlin',
+      '--overlap',
+      'allow',
+      '--catch-up',
+      'run_once',
+      '--budget',
+      'max_rounds=2',
+      '--json',
+    ]);
+    expect(created.code).toBe(0);
+    const view = (JSON.parse(created.stdout) as { schedule: View }).schedule;
+    expect(view).toMatchObject({
+      name: 'every second',
+      cron: '* * * * * *',
+      time_zone: 'Europe/Berlin',
+      overlap: 'allow',
+      catch_up: 'run_once',
+      budgets: { max_rounds: 2 },
+      paused: false,
+    });
+    const id = view.schedule_id;
+
+    // the server's scheduler fires the CLI's schedule
+    for (const deadline = Date.now() + 20_000; ;) {
+      const s = (await api.request('GET', `/schedules/${id}`)).body as View;
+      if (s.tasks_started >= 1) break;
+      if (Date.now() > deadline) throw new Error('the server never fired the schedule');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+
+    const paused = await cli(['pause', id]);
+    expect(paused.code).toBe(0);
+    expect(paused.stdout).toContain(`schedule ${id} (every second): paused`);
+    expect((await api.request('GET', `/schedules/${id}`)).body.paused).toBe(true);
+
+    const list = await cli(['list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout.trim()).toMatch(
+      new RegExp(`^${id}\\s+paused\\s+\\* \\* \\* \\* \\* \\* \\(Europe/Berlin\\)`),
+    );
+    expect(list.stdout).toContain('every second');
+
+    const resumed = await cli(['resume', id, '--json']);
+    expect(resumed.code).toBe(0);
+    expect((JSON.parse(resumed.stdout) as { schedule: View }).schedule.paused).toBe(false);
+    expect((await api.request('GET', `/schedules/${id}`)).body.paused).toBe(false);
+
+    const deleted = await cli(['delete', id]);
+    expect(deleted.code).toBe(0);
+    expect(deleted.stderr).toContain(`schedule ${id} deleted`);
+    expect((await api.request('GET', `/schedules/${id}`)).status).toBe(404);
+    const gone = await cli(['get', id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain(`schedule ${id} not found`);
+  });
+});
