@@ -5,7 +5,8 @@ import { ApiHarness, bootApi } from './api-harness';
 /**
  * `runledger schedules ...` (real child processes) on the database a running server uses: a schedule
  * the CLI creates is the server's (same events in system:schedules) and its slots fire there; pause,
- * resume, get and delete from the CLI are what the server shows; bad input writes nothing.
+ * list and delete from the CLI are what the server shows; bad input writes nothing (each spawn boots
+ * the runtime: resume and get are the same path, covered through the API and the parser's spec).
  */
 jest.setTimeout(120_000);
 
@@ -32,7 +33,7 @@ describe('runledger schedules', () => {
   });
   afterAll(() => api.close());
 
-  it('creates, lists, pauses, resumes, shows and deletes what the server sees and fires', async () => {
+  it('creates, pauses, lists and deletes what the server sees and fires', async () => {
     const bad = await cli(['create', '61 * * * *', 'never']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/minute/);
@@ -87,17 +88,9 @@ describe('runledger schedules', () => {
     );
     expect(list.stdout).toContain('every second');
 
-    const resumed = await cli(['resume', id, '--json']);
-    expect(resumed.code).toBe(0);
-    expect((JSON.parse(resumed.stdout) as { schedule: View }).schedule.paused).toBe(false);
-    expect((await api.request('GET', `/schedules/${id}`)).body.paused).toBe(false);
-
     const deleted = await cli(['delete', id]);
     expect(deleted.code).toBe(0);
     expect(deleted.stderr).toContain(`schedule ${id} deleted`);
     expect((await api.request('GET', `/schedules/${id}`)).status).toBe(404);
-    const gone = await cli(['get', id]);
-    expect(gone.code).toBe(1);
-    expect(gone.stderr).toContain(`schedule ${id} not found`);
   });
 });
