@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { l2Normalise } from './vector-math';
 
 export { cosine, l2Normalise } from './vector-math';
@@ -83,7 +83,9 @@ export class OpenAIEmbedder extends Embedder {
     super();
     this.model = options.model;
     this.dim = options.dim;
-    this.client = new OpenAI({
+    // required here: a process whose memory uses no OpenAI-compatible embedder does not load the client
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    this.client = new (require('openai') as typeof import('openai')).OpenAI({
       baseURL: options.baseURL,
       apiKey: options.apiKey || 'unused',
       timeout: options.timeoutMs ?? 30_000,

@@ -1,12 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { AgentCard, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus } from '@a2a-js/sdk';
-import {
-  Client,
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-} from '@a2a-js/sdk/client';
+import type { AgentCard, Message, Part, StreamResponse, Task, TaskState, TaskStatus } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import {
   AgentProfile,
   RemoteAgentLink,
@@ -33,7 +27,16 @@ export interface RemoteRetry {
 }
 export const DEFAULT_REMOTE_RETRY: RemoteRetry = { attempts: 5, backoffMs: 500, maxBackoffMs: 8000 };
 
-const STATES: Record<TaskState, RemoteTaskState> = {
+/**
+ * The A2A SDK, required when a remote agent is first asked (or its state read): a process that
+ * delegates to none, every CLI command among them, does not load it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const a2aSdk = () => require('@a2a-js/sdk') as typeof import('@a2a-js/sdk');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const a2aClientSdk = () => require('@a2a-js/sdk/client') as typeof import('@a2a-js/sdk/client');
+
+const statesOf = ({ TaskState }: typeof import('@a2a-js/sdk')): Record<TaskState, RemoteTaskState> => ({
   [TaskState.TASK_STATE_UNSPECIFIED]: 'unknown',
   [TaskState.TASK_STATE_SUBMITTED]: 'submitted',
   [TaskState.TASK_STATE_WORKING]: 'working',
@@ -44,8 +47,10 @@ const STATES: Record<TaskState, RemoteTaskState> = {
   [TaskState.TASK_STATE_REJECTED]: 'rejected',
   [TaskState.TASK_STATE_AUTH_REQUIRED]: 'auth-required',
   [TaskState.UNRECOGNIZED]: 'unknown',
-};
-const stateOf = (s: TaskState | undefined): RemoteTaskState => (s === undefined ? 'unknown' : STATES[s]);
+});
+let states: Record<TaskState, RemoteTaskState> | undefined;
+const stateOf = (s: TaskState | undefined): RemoteTaskState =>
+  s === undefined ? 'unknown' : (states ??= statesOf(a2aSdk()))[s];
 
 const textsOf = (parts: readonly Part[]): string[] =>
   parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
@@ -141,7 +146,7 @@ const userMessage = (messageId: string, contextId: string, taskId: string, parts
   messageId,
   contextId,
   taskId,
-  role: Role.ROLE_USER,
+  role: a2aSdk().Role.ROLE_USER,
   parts,
   metadata: undefined,
   extensions: [],
@@ -325,7 +330,7 @@ export class A2ARemoteAgents extends RemoteAgents {
         {
           tenant: '',
           contextId: call.context_id,
-          status: TaskState.TASK_STATE_UNSPECIFIED,
+          status: a2aSdk().TaskState.TASK_STATE_UNSPECIFIED,
           pageSize: 10,
           pageToken: '',
           statusTimestampAfter: undefined,
@@ -400,6 +405,8 @@ async function connect(link: RemoteAgentLink): Promise<Client> {
   };
   // an agent that speaks only A2A 0.3 (its card says so) is spoken to in 0.3 by the SDK's compat layer
   const legacyCompat = { enabled: true };
+  const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } =
+    a2aClientSdk();
   const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat });
   const factory = new ClientFactory({
     transports: [

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { ModelToolCall, Role, TokenUsage } from '@runledger/contracts';
 import { ChatMessage, ModelRequest, ModelResponse, estimatedUsage } from './model-backend';
 import { ToolCallAssembler } from './tool-turns';

@@ -1,4 +1,5 @@
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
+import type { APIError } from 'openai';
 import { ModelToolCall, Role } from '@runledger/contracts';
 import { ModelBackend, ModelCallError, ModelRequest, ModelResponse, ToolCallSettings } from './model-backend';
 import { createDeadline } from './deadline';
@@ -6,6 +7,13 @@ import { providerLabel } from './providers';
 
 export const MODEL_PROTOCOLS = ['tools', 'json'] as const;
 export type ModelProtocol = (typeof MODEL_PROTOCOLS)[number];
+
+/**
+ * The openai client package, required when the first backend on an OpenAI-compatible server is
+ * made (or one of its errors is read): a process without such a model does not load it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const openAiSdk = () => require('openai') as typeof import('openai');
 
 /** Which of the server's APIs a backend speaks: chat completions or responses (RUNLEDGER_MODEL_API). */
 export const MODEL_APIS = ['chat', 'responses'] as const;
@@ -68,6 +76,7 @@ export function errorFromCode(code: string | null | undefined, message: string):
 /** The openai client's errors in the failure taxonomy's words: by status, else by the body's code or type. */
 export function toModelCallError(err: unknown, timeoutMs: number): ModelCallError {
   if (err instanceof ModelCallError) return err;
+  const { APIConnectionTimeoutError, APIError, APIUserAbortError } = openAiSdk();
   if (err instanceof APIConnectionTimeoutError)
     return new ModelCallError('timeout', `model call timed out after ${timeoutMs} ms`);
   if (err instanceof APIUserAbortError) return new ModelCallError('timeout', 'model call aborted');
@@ -85,7 +94,7 @@ export function toModelCallError(err: unknown, timeoutMs: number): ModelCallErro
 
 /** A 400 that names the structured-output parameter: the server does not do structured output. */
 export const refusesStructuredOutput = (err: unknown): boolean =>
-  err instanceof APIError &&
+  err instanceof openAiSdk().APIError &&
   err.status === 400 &&
   /response_format|json_schema|text\.format/i.test(err.message);
 
@@ -103,7 +112,11 @@ export abstract class OpenAiCompatibleBackend extends ModelBackend {
   constructor(protected readonly options: OpenAiBackendOptions) {
     super();
     // Retries are the run-discipline policy's decision, recorded as events, never the client's.
-    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey || 'unset', maxRetries: 0 });
+    this.client = new (openAiSdk().OpenAI)({
+      baseURL: options.baseURL,
+      apiKey: options.apiKey || 'unset',
+      maxRetries: 0,
+    });
     this.protocol = options.protocol ?? 'tools';
   }
 

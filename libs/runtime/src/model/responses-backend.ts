@@ -1,7 +1,7 @@
-import OpenAI, { APIError } from 'openai';
+import type OpenAI from 'openai';
 import { ModelToolCall, Role, TokenUsage } from '@runledger/contracts';
 import { ModelCallError, ModelRequest, ModelResponse, estimatedUsage } from './model-backend';
-import { OpenAiCompatibleBackend, errorFromCode } from './openai-compatible';
+import { OpenAiCompatibleBackend, errorFromCode, openAiSdk } from './openai-compatible';
 import {
   ContinuationPlan,
   InputItem,
@@ -60,7 +60,7 @@ function finishOf(res: OpenAI.Responses.Response, calls: readonly ModelToolCall[
  * naming previous_response_id, or OpenAI's code for it.
  */
 export function refusesPreviousResponse(err: unknown): boolean {
-  if (!(err instanceof APIError) || (err.status !== 400 && err.status !== 404)) return false;
+  if (!(err instanceof openAiSdk().APIError) || (err.status !== 400 && err.status !== 404)) return false;
   const body = err.error as { code?: unknown; param?: unknown } | undefined;
   return (
     err.code === 'previous_response_not_found' ||
