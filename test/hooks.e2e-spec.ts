@@ -183,6 +183,26 @@ describe('POST /hooks/:name on SQLite', () => {
     expect((await api.request('GET', '/tasks?session_id=repo-9')).body.tasks).toHaveLength(0);
   });
 
+  it("GitHub's form-encoded payload= is read as JSON; a hook's task follows its session's strategy (reject: 409, nothing written)", async () => {
+    const form = `payload=${encodeURIComponent(push('refs/heads/form', 12))}`;
+    const first = await post(api, 'gh', form, {
+      ...github(form, 'gh-form-1'),
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    expect(first.status).toBe(202);
+    const [received] = (await api.request('GET', `/tasks/${first.body.task_id}/events?limit=1`)).body.events;
+    expect(received.payload.input).toBe('push to refs/heads/form by ada');
+
+    // the session's first task waits for its signal: the session is busy, and its strategy is reject
+    expect((await api.request('PUT', '/sessions/repo-12', { body: { on_busy: 'reject' } })).status).toBe(200);
+    const before = await headOf(api);
+    const body = push('refs/heads/second', 12);
+    const busy = await post(api, 'gh', body, github(body, 'gh-form-2'));
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ error: 'session_busy', details: { task_id: first.body.task_id } });
+    expect(await headOf(api)).toBe(before);
+  });
+
   it('refusals write nothing: bad or missing signature 401, unknown hook 404, unreadable or unmappable body 400', async () => {
     const before = await headOf(api);
     const body = push('refs/heads/main', 10);
