@@ -613,6 +613,15 @@ export const EventPayloads = {
     events: z.number().int().nonnegative(),
   }),
   /**
+   * A session's content erased (stream `system:erasure`): its data key destroyed, so the personal
+   * fields of its events read as erased wherever they are stored. Ids only, no content.
+   */
+  SESSION_ERASED: z.object({
+    session_id: Id,
+    task_ids: z.array(Id),
+    erased_at: z.string(),
+  }),
+  /**
    * A session's own budget across its tasks (stream `session:<session_id>`, never a task's): it comes
    * before the limits a task of the session named; a task received after it records it in its
    * TASK_RECEIVED.session_budget (source `setting`). Null: no limit of that kind.

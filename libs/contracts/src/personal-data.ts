@@ -1,3 +1,5 @@
+import { IllegalStateError } from './errors';
+
 /**
  * Which parts of an event payload are a person's content, for erasure by crypto-shredding (see
  * docs/retention.md, "Erasure"). The rule is default-deny: every top-level text, object or array
@@ -91,7 +93,8 @@ export const SEALED_KEY = '$sealed';
 export type ErasedMark = 'erased' | 'key_missing';
 
 /** Streams of the system itself (archive, schedules, memory) belong to no person and are never sealed. */
-export const isSystemSession = (sessionId: string): boolean => sessionId.startsWith('system:');
+export const isSystemSession = (sessionId: string): boolean =>
+  sessionId === 'system' || sessionId.startsWith('system:');
 
 /** A payload field a person's content lives in (see CLEAR_PAYLOAD_FIELDS). */
 export const isPersonalField = (name: string, value: unknown): boolean =>
@@ -106,3 +109,24 @@ export const erasedMarkOf = (payload: unknown): ErasedMark | null => {
   const mark = (payload as Record<string, unknown> | null)?.[ERASED_KEY];
   return mark === 'erased' || mark === 'key_missing' ? mark : null;
 };
+
+/**
+ * A task whose session was erased keeps the structure of its log but not its content (model
+ * answers, tool outputs, input): re-running it would diverge from what really happened, so it is
+ * refused with that said, never run on the erased placeholders.
+ */
+export function refuseErasedContent(
+  taskId: string,
+  events: readonly { session_id: string; payload: unknown }[],
+  consequence: string,
+): void {
+  const erased = events.find((e) => erasedMarkOf(e.payload) !== null);
+  if (!erased) return;
+  const mark = erasedMarkOf(erased.payload);
+  throw new IllegalStateError(
+    mark === 'erased'
+      ? `task ${taskId}'s content was erased with its session ${erased.session_id}: ${consequence}`
+      : `task ${taskId}'s content cannot be read (its session's data key is missing): ${consequence}`,
+    { task_id: taskId, session_id: erased.session_id, erased: mark },
+  );
+}

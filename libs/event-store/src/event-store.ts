@@ -165,6 +165,20 @@ export abstract class EventStore {
     return [];
   }
 
+  /**
+   * Text a read model copies from a session's events (a checkpoint's snapshot), as it is to be
+   * stored: sealed under the session's data key by an adapter that seals payloads (sealText), so an
+   * erasure shreds the copy too. Here, and for a session without a key: as it is.
+   */
+  async sealCopy(_sessionId: string, text: string): Promise<string> {
+    return text;
+  }
+
+  /** sealCopy's reverse: the text, or null when its session's key is gone (erased) or missing. */
+  async openCopy(text: string): Promise<string | null> {
+    return text;
+  }
+
   /** readAll's events as JSON text; see readStreamRaw. */
   async readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return (await this.readAll(options)).map(rawEventOf);

@@ -66,6 +66,14 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.readStreamRaw(taskId, options);
   }
 
+  override sealCopy(sessionId: string, text: string): Promise<string> {
+    return this.inner.sealCopy(sessionId, text);
+  }
+
+  override openCopy(text: string): Promise<string | null> {
+    return this.inner.openCopy(text);
+  }
+
   override readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return this.inner.readAllRaw(options);
   }

@@ -1,4 +1,4 @@
-import { EventPayload, MemoryKind, RuntimeEvent } from '@runledger/contracts';
+import { ERASED_VALUE, EventPayload, MemoryKind, RuntimeEvent } from '@runledger/contracts';
 import { EmbeddingCache } from './embedding-cache';
 import { MemorySearchHit } from './live-entries';
 import { MemoryFreshness, MemorySearchOptions, MemoryServiceOptions } from './memory-options';
@@ -168,6 +168,24 @@ export class MemoryService {
   /** Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. */
   delete(id: string, reason: string, actor: string | null = null): Promise<StoredMemoryEntry> {
     return this.writes.delete(id, reason, actor);
+  }
+
+  /**
+   * Forget an erased session's entries: each tombstoned (a MEMORY_WRITTEN delete on the system
+   * stream, so the index and every instance drop it), then their text scrubbed from the table.
+   * Returns how many were live.
+   */
+  async forgetSession(sessionId: string): Promise<number> {
+    await this.sync();
+    let forgotten = 0;
+    for (;;) {
+      const page = await this.o.store.list({ session_id: sessionId }, 200);
+      if (page.length === 0) break;
+      for (const entry of page) await this.delete(entry.id, 'session erased');
+      forgotten += page.length;
+    }
+    await this.o.store.scrubSession(sessionId, ERASED_VALUE);
+    return forgotten;
   }
 
   /** Drop the table and the index file and apply the whole log again. */

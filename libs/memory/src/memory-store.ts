@@ -345,6 +345,16 @@ export class MemoryStore {
       .execute();
   }
 
+  /** An erased session's entries keep their rows (ids, labels, tombstones) but not their text. */
+  async scrubSession(sessionId: string, erased: string): Promise<number> {
+    const result = await this.db
+      .updateTable('memory_entries')
+      .set({ text: erased, metadata: '{}' })
+      .where('session_id', '=', sessionId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   async replaceVector(id: string, vector: Float32Array, model: string, dim: number): Promise<void> {
     await this.db
       .updateTable('memory_entries')

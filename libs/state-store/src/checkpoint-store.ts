@@ -206,13 +206,11 @@ export class CheckpointStore {
       .orderBy('event_sequence', 'desc')
       .limit(1)
       .executeTakeFirst();
-    const state = row ? parseSnapshot(row.state) : null;
+    const snapshot = row ? await this.events.openCopy(row.state) : null;
+    const state = snapshot === null ? null : parseSnapshot(snapshot);
     if (!row || !state) return null;
-    return {
-      ...row,
-      state,
-      context: row.context === undefined ? null : (JSON.parse(row.context) as unknown),
-    };
+    const stored = row.context === undefined ? null : await this.events.openCopy(row.context);
+    return { ...row, state, context: stored === null ? null : (JSON.parse(stored) as unknown) };
   }
 
   /**
@@ -232,13 +230,16 @@ export class CheckpointStore {
     for (const row of rows) {
       const events = await this.readAfter(row.task_id, 0, row.event_sequence);
       const folded = foldTaskState(events);
-      const stored = parseSnapshot(row.state);
+      const opened = await this.events.openCopy(row.state);
+      const stored = opened === null ? null : parseSnapshot(opened);
       // a checkpoint saved without a context keeps none: there is nothing to check it against
       const checkContext = contextOf !== undefined && row.context !== NO_CONTEXT;
       const context = checkContext ? (contextOf(row.task_id, events) ?? null) : null;
       const stateDiffers = !folded || !stored || canonicalJson(folded) !== canonicalJson(stored);
+      const storedContext = checkContext ? await this.events.openCopy(row.context) : null;
       const contextDiffers =
-        checkContext && canonicalJson(context) !== canonicalJson(JSON.parse(row.context));
+        checkContext &&
+        (storedContext === null || canonicalJson(context) !== canonicalJson(JSON.parse(storedContext)));
       if (!stateDiffers && !contextDiffers) continue;
       changed.push(row.checkpoint_id);
       if (!folded) {
@@ -249,8 +250,10 @@ export class CheckpointStore {
       await this.db
         .updateTable('checkpoints')
         .set({
-          state: storedSnapshot(folded),
-          ...(checkContext ? { context: JSON.stringify(context) } : {}),
+          state: await this.events.sealCopy(folded.session_id, storedSnapshot(folded)),
+          ...(checkContext
+            ? { context: await this.events.sealCopy(folded.session_id, JSON.stringify(context)) }
+            : {}),
         })
         .where('checkpoint_id', '=', row.checkpoint_id)
         .execute();
@@ -283,12 +286,15 @@ export class CheckpointStore {
       context: context ?? null,
       created_at: saved.created_at,
     };
+    // the snapshot and context hold the session's content: sealed like its events, so an erasure shreds them too
+    const contextText = JSON.stringify(checkpoint.context);
     await db
       .insertInto('checkpoints')
       .values({
         ...checkpoint,
-        state: storedSnapshot(state),
-        context: JSON.stringify(checkpoint.context),
+        state: await this.events.sealCopy(state.session_id, storedSnapshot(state)),
+        context:
+          contextText === NO_CONTEXT ? contextText : await this.events.sealCopy(state.session_id, contextText),
       })
       .execute();
     return checkpoint;

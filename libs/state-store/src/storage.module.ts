@@ -5,6 +5,7 @@ import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
+import { SessionErasure } from './erasure/session-erasure';
 import { Storage, createPostgresStorage, createSqliteStorage } from './storage';
 import { TaskStateStore } from './task-state-store';
 
@@ -82,6 +83,7 @@ export class StorageModule {
       CheckpointStore,
       LeaseStore,
       ProcessRegistry,
+      SessionErasure,
       STORAGE_DB,
       STORAGE_LAZY_DB,
     ];
@@ -99,6 +101,7 @@ export class StorageModule {
         fromStorage(CheckpointStore, (s) => s.checkpoints),
         fromStorage(LeaseStore, (s) => s.leases),
         fromStorage(ProcessRegistry, (s) => s.processes),
+        fromStorage(SessionErasure, (s) => s.erasure),
         fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
         fromStorage(STORAGE_LAZY_DB, (s): Kysely<unknown> => s.lazyDb as Kysely<unknown>),
       ],

@@ -16,6 +16,7 @@ import {
 import { migrateToLatest } from '@runledger/migrations';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
+import { SessionErasure, pgKeyDestroyer, sqliteKeyDestroyer } from './erasure/session-erasure';
 import { PgTaskStateStore } from './postgres/pg-task-state-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
@@ -36,6 +37,8 @@ export interface Storage {
   leases: LeaseStore;
   /** runledger processes with this database open; this one is registered until close() */
   processes: ProcessRegistry;
+  /** forgets a session by destroying its data key (crypto-shredding) */
+  erasure: SessionErasure;
   /** completes the bus and closes the connection(s) */
   close(): Promise<void>;
 }
@@ -130,7 +133,8 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
-  return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, ...wired };
+  const erasure = new SessionErasure(handle.db, eventStore, sqliteKeyDestroyer(eventStore, handle));
+  return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, erasure, ...wired };
 }
 
 /**
@@ -151,7 +155,8 @@ export async function createPostgresStorage(
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
   const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);
-  return { ...handle, driver: 'postgres', eventStore, taskStates, leases, ...wired };
+  const erasure = new SessionErasure(handle.db, eventStore, pgKeyDestroyer(handle));
+  return { ...handle, driver: 'postgres', eventStore, taskStates, leases, erasure, ...wired };
 }
 
 const redactPassword = (url: string): string => {

@@ -72,6 +72,16 @@ export const TASK_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof TasksTable)[];
 
+/** The row's columns a person's content lives in: an erasure refolds them from the erased log. */
+export const PERSONAL_TASK_COLUMNS = [
+  'input',
+  'last_directive',
+  'pending_requests',
+  'stop_detail',
+  'result',
+  'accept_checks',
+] as const satisfies ReadonlyArray<keyof TaskRow>;
+
 export const stateToRow = (s: TaskState): TaskRow => ({
   task_id: s.task_id,
   status: s.status,

@@ -26,7 +26,7 @@ import {
   replayBundle,
   todoList,
 } from '@runledger/runtime';
-import { CheckpointStore, ProcessRegistry, TaskStateStore } from '@runledger/state-store';
+import { CheckpointStore, ProcessRegistry, SessionErasure, TaskStateStore } from '@runledger/state-store';
 import { McpClientManager, ToolSandbox } from '@runledger/tools';
 import { needsOsSandbox } from '@runledger/permissions';
 import { AppConfig, dataDirOf, loadConfig } from '../config';
@@ -43,6 +43,7 @@ import { archiveNow, restoreArchived, vacuumDatabase } from './archive';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { listTasks, printEvents, sessionBudgetText } from './listings';
 import { runSchedules } from './schedules';
+import { eraseSession, erasureText } from '../sessions/erase-session';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -456,6 +457,15 @@ async function execute(
             ? JSON.stringify({ session_id: cmd.session_id, budget })
             : sessionBudgetText(cmd.session_id, budget),
         );
+        return EXIT.completed;
+      }
+      case 'erase': {
+        const erased = await eraseSession(
+          app.get(SessionErasure),
+          app.get<MemoryService | null>(MemoryService),
+          cmd.session_id,
+        );
+        io.answer(cmd.json ? JSON.stringify({ erase: erased }) : erasureText(erased));
         return EXIT.completed;
       }
       case 'cancel':

@@ -73,6 +73,7 @@ export type CliCommand =
   | { kind: 'archive'; older_than: string | null; dry_run: boolean; json: boolean }
   | { kind: 'restore'; id: string; json: boolean }
   | { kind: 'vacuum'; json: boolean }
+  | { kind: 'erase'; session_id: string; json: boolean }
   | { kind: 'serve' }
   | { kind: 'mcp_list'; json: boolean }
   /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
@@ -561,6 +562,18 @@ function buildProgram(done: (command: CliCommand) => void): Command {
     .argument('<id>', 'a task id (its whole tree returns) or an archive segment id (seg_...)')
     .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
     .action((id: string, f: Flags) => done({ kind: 'restore', id, json: Boolean(f.json) }));
+
+  program
+    .command('erase')
+    .summary("forget a session's content: destroy its data key (crypto-shredding)")
+    .description(
+      "Destroy the session's data key: the personal fields of its events (sealed while RUNLEDGER_ERASURE=on) read as erased everywhere, in the database, its archives and its backups; task rows are refolded, checkpoints deleted, memory entries forgotten, SESSION_ERASED recorded. Refused while a task of the session is not finished. Works while the server runs. See docs/retention.md#erasure.",
+    )
+    .argument('<session_id>', 'the session to forget')
+    .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
+    .action((sessionId: string, f: Flags) =>
+      done({ kind: 'erase', session_id: sessionId, json: Boolean(f.json) }),
+    );
 
   program
     .command('vacuum')

@@ -1,7 +1,9 @@
-import { Body, Controller, Get, Inject, Param, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError } from '@runledger/contracts';
+import { MemoryService } from '@runledger/memory';
 import { RuntimeController, TaskViews } from '@runledger/runtime';
+import { SessionErasure } from '@runledger/state-store';
 import { RequireScope } from '../auth/scopes';
 import { ApiErrors, jsonSchemaOf } from '../docs/api-docs';
 import {
@@ -21,6 +23,7 @@ import {
   toSessionTaskResponse,
 } from '../dtos/sessions.dto';
 import { ZodPipe } from '../dtos/zod.pipe';
+import { SessionErasureResult, eraseSession } from './erase-session';
 
 @ApiTags('sessions')
 @Controller('sessions')
@@ -28,7 +31,36 @@ export class SessionsController {
   constructor(
     @Inject(TaskViews) private readonly tasks: TaskViews,
     @Inject(RuntimeController) private readonly runtime: RuntimeController,
+    @Inject(SessionErasure) private readonly erasure: SessionErasure,
+    @Inject(MemoryService) private readonly memory: MemoryService | null,
   ) {}
+
+  @Post(':session_id/erase')
+  @HttpCode(200)
+  @RequireScope('admin')
+  @ApiOperation({
+    operationId: 'eraseSession',
+    summary: "Forget a session's content: its data key is destroyed (crypto-shredding)",
+    description:
+      'Every finished task of the session keeps its events, ids, statuses and usage; their personal fields ' +
+      '(input, answers, tool arguments and outputs, model replies) read as "[erased]" everywhere from now on, ' +
+      'with `$erased` in the payload. Task rows are refolded, checkpoints deleted, memory entries forgotten, ' +
+      'SESSION_ERASED recorded in `system:erasure`. The session takes no more tasks. Refused (409) while a ' +
+      'task of it is not finished. See docs/retention.md#erasure.',
+  })
+  @ApiParam({ name: 'session_id', schema: jsonSchemaOf(SessionIdParam) })
+  @ApiResponse({ status: 200, description: 'what was erased' })
+  @ApiErrors({
+    400: 'invalid session_id (or a system stream)',
+    403: 'the token lacks the admin scope',
+    404: 'no task has this session_id',
+    409: 'a task of the session is not finished',
+  })
+  erase(
+    @Param('session_id', new ZodPipe(SessionIdParam, 'session_id')) sessionId: string,
+  ): Promise<SessionErasureResult> {
+    return eraseSession(this.erasure, this.memory, sessionId);
+  }
 
   @Get(':session_id')
   @RequireScope('tasks:read')

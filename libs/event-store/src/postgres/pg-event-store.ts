@@ -1,4 +1,4 @@
-import { NewEvent, RuntimeEvent, ValidationError } from '@runledger/contracts';
+import { NewEvent, RuntimeEvent, ValidationError, isSystemSession } from '@runledger/contracts';
 import { escapeLiteral } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
@@ -30,8 +30,9 @@ import { EventRow, rowToEvent } from '../sqlite/rows';
 import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
-import { KeyRow, groupKeys, groupKeysSql, openedPg, writeKeys } from '../sealing/pg-data-keys';
-import { DataKey } from '../sealing/sealed-payload';
+import { KeyRow, groupKeys, groupKeysSql, loadKeys, openedPg, writeKeys } from '../sealing/pg-data-keys';
+import { DataKey, openText, sealText, sealedTextSession } from '../sealing/sealed-payload';
+import { erasedSessionError } from '../sealing/sqlite-data-keys';
 import { PayloadSealer } from '../sealing/payload-sealer';
 
 /**
@@ -483,6 +484,20 @@ export class PgEventStore extends EventStore {
       () => client.release(),
       () => client.release(true),
     );
+  }
+
+  override async sealCopy(sessionId: string, text: string): Promise<string> {
+    if (!this.seal || isSystemSession(sessionId)) return text;
+    const state = (await loadKeys(this.pool, [sessionId])).get(sessionId);
+    if (state === 'erased') throw erasedSessionError(sessionId);
+    // a session without a key wrote its events in clear (before sealing was on): its copies follow them
+    return state ? sealText(text, state, sessionId) : text;
+  }
+
+  override async openCopy(text: string): Promise<string | null> {
+    const session = sealedTextSession(text);
+    if (session === null) return text;
+    return openText(text, (await loadKeys(this.pool, [session])).get(session));
   }
 
   /** The live table's rows, or, for an archived task (none live), its segment's. */

@@ -53,13 +53,58 @@ export function sealPayload(payload: unknown, key: DataKey, eventId: string): un
     } else stored[name] = value;
   }
   if (!sealed) return payload;
+  stored[SEALED_KEY] = encrypt(JSON.stringify(personal), key, eventId);
+  return stored;
+}
+
+/** AES-256-GCM of `clear` under `key`, bound to `aad`: `v1.<key id>.<base64 of iv, tag, ciphertext>`. */
+function encrypt(clear: string, key: DataKey, aad: string): string {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key.key, iv);
-  cipher.setAAD(Buffer.from(eventId));
-  const body = Buffer.concat([cipher.update(JSON.stringify(personal), 'utf8'), cipher.final()]);
-  stored[SEALED_KEY] =
-    `${FORMAT}.${key.key_id}.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
-  return stored;
+  cipher.setAAD(Buffer.from(aad));
+  const body = Buffer.concat([cipher.update(clear, 'utf8'), cipher.final()]);
+  return `${FORMAT}.${key.key_id}.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
+}
+
+/** encrypt's reverse; null when `key` is not the one it names, or the text was altered. */
+function decrypt(text: string, key: DataKey, aad: string): string | null {
+  const [format, keyId, data] = text.split('.');
+  if (format !== FORMAT || keyId !== key.key_id || !data) return null;
+  const bytes = Buffer.from(data, 'base64');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(aad));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
+      'utf8',
+    );
+  } catch {
+    return null;
+  }
+}
+
+const SEALED_TEXT_PREFIX = `{"${SEALED_KEY}":`;
+
+/**
+ * A text a read model copied from a session's events (a checkpoint's snapshot), sealed under the
+ * session's key: still JSON, `{"$sealed": ..., "session_id": ...}`, so whoever reads it back knows
+ * whose key opens it.
+ */
+export const sealText = (text: string, key: DataKey, sessionId: string): string =>
+  JSON.stringify({ [SEALED_KEY]: encrypt(text, key, sessionId), session_id: sessionId });
+
+/** The session a sealText result belongs to; null for a text stored in clear. */
+export function sealedTextSession(text: string): string | null {
+  if (!text.startsWith(SEALED_TEXT_PREFIX)) return null;
+  return (JSON.parse(text) as { session_id: string }).session_id;
+}
+
+/** sealText's reverse under its session's key state: the text in clear, or null (erased, key missing). */
+export function openText(text: string, state: KeyState): string | null {
+  const session = sealedTextSession(text);
+  if (session === null) return text;
+  if (!state || state === 'erased') return null;
+  return decrypt((JSON.parse(text) as Record<string, string>)[SEALED_KEY], state, session);
 }
 
 const isSealed = (payload: unknown): payload is Record<string, unknown> =>
@@ -67,18 +112,8 @@ const isSealed = (payload: unknown): payload is Record<string, unknown> =>
 
 /** The sealed fields' values, or null when `key` is not the one they were sealed under (or they were altered). */
 function unseal(text: string, key: DataKey, eventId: string): Record<string, unknown> | null {
-  const [format, keyId, data] = text.split('.');
-  if (format !== FORMAT || keyId !== key.key_id || !data) return null;
-  const bytes = Buffer.from(data, 'base64');
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(eventId));
-    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    const clear = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
-    return JSON.parse(clear.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
+  const clear = decrypt(text, key, eventId);
+  return clear === null ? null : (JSON.parse(clear) as Record<string, unknown>);
 }
 
 /** The payload with its personal fields as ERASED_VALUE and the mark saying why. */

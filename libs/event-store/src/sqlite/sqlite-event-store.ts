@@ -1,5 +1,5 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
-import { NewEvent, RuntimeEvent } from '@runledger/contracts';
+import { NewEvent, RuntimeEvent, isSystemSession } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { validateBatch } from '../append-batch';
 import {
@@ -32,8 +32,8 @@ import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../a
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
-import { openEventJson } from '../sealing/sealed-payload';
-import { SqliteDataKeys, dataKeysOf, openedThrough } from '../sealing/sqlite-data-keys';
+import { openEventJson, openText, sealText, sealedTextSession } from '../sealing/sealed-payload';
+import { SqliteDataKeys, dataKeysOf, erasedSessionError, openedThrough } from '../sealing/sqlite-data-keys';
 
 export interface SqliteEventStoreOptions {
   /**
@@ -170,6 +170,7 @@ export class SqliteEventStore extends EventStore {
   private readonly archive: ArchivedStreams;
   /** the database's data keys (null for :memory:, which has no file to keep them beside) */
   readonly dataKeys: SqliteDataKeys | null;
+  private readonly sealPayloads: boolean;
 
   constructor(
     private readonly handle: SqliteHandle,
@@ -181,6 +182,7 @@ export class SqliteEventStore extends EventStore {
     if (options.sealPayloads && this.raw.memory)
       throw new Error('sealed payloads need a database file: their keys are kept beside it');
     this.dataKeys = dataKeysOf(this.raw);
+    this.sealPayloads = options.sealPayloads === true;
     const sealing = this.dataKeys && { keys: this.dataKeys, seal: options.sealPayloads === true };
     const threadOptions = options.writerThread
       ? writerThreadOptions(handle, this.busyRetryMs, options, this.dataKeys)
@@ -363,6 +365,23 @@ export class SqliteEventStore extends EventStore {
     return this.opened((await this.archive.stream(taskId, options)).map(rowToEvent)).map(rawEventOf);
   }
 
+  override async sealCopy(sessionId: string, text: string): Promise<string> {
+    const keys = this.dataKeys;
+    if (!keys || !this.sealPayloads || isSystemSession(sessionId)) return text;
+    keys.refresh();
+    const state = keys.state(sessionId);
+    if (state === 'erased') throw erasedSessionError(sessionId);
+    // a session without a key wrote its events in clear (before sealing was on): its copies follow them
+    return state ? sealText(text, state, sessionId) : text;
+  }
+
+  override async openCopy(text: string): Promise<string | null> {
+    const session = sealedTextSession(text);
+    if (session === null) return text;
+    this.dataKeys?.refresh();
+    return openText(text, this.dataKeys?.state(session));
+  }
+
   /** Events as readers get them: sealed payloads opened, erased sessions' content marked erased. */
   opened(events: RuntimeEvent[]): RuntimeEvent[] {
     return openedThrough(this.dataKeys, events);
@@ -386,7 +405,9 @@ export class SqliteEventStore extends EventStore {
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     const live = await allQuery(this.handle.db, options).selectAll().execute();
-    return this.opened((options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent));
+    return this.opened(
+      (options.archived ? await this.archive.mergeInto(live, options) : live).map(rowToEvent),
+    );
   }
 
   override async readAllRaw(options: ReadAllOptions = {}): Promise<RawEvent[]> {

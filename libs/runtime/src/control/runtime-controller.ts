@@ -21,6 +21,7 @@ import {
   canonicalJson,
   isFinalEventType,
   newId,
+  refuseErasedContent,
   sha256,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
@@ -397,6 +398,7 @@ export class RuntimeController implements OnModuleDestroy, ChildTaskHost {
     const events = await this.deps.store.readWholeStream(sourceTaskId);
     const [first] = events;
     if (first?.type !== 'TASK_RECEIVED') throw new NotFoundError(`task ${sourceTaskId} not found`);
+    refuseErasedContent(sourceTaskId, events, 'a fork cannot continue from it');
     if (!Number.isInteger(atSequence) || atSequence < 1 || atSequence > events.length) {
       throw new ValidationError(`sequence must be between 1 and ${events.length}`, {
         field: 'at_sequence',

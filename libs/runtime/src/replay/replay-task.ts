@@ -7,6 +7,7 @@ import {
   NewEvent,
   NotFoundError,
   RuntimeEvent,
+  refuseErasedContent,
 } from '@runledger/contracts';
 import { LabelledBackend, recordedProviderLabels } from '../model/providers';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
@@ -37,6 +38,7 @@ export async function recordedTask(
 ): Promise<RuntimeEvent[]> {
   const events = await store.readWholeStream(taskId);
   if (events.length === 0) throw new NotFoundError(`task ${taskId} not found`);
+  refuseErasedContent(taskId, events, 'a replay cannot reproduce it');
   return events;
 }
 

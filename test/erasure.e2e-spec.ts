@@ -1,0 +1,195 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
+import { ERASED_VALUE, IllegalStateError } from '@runledger/contracts';
+import { RuntimeController } from '@runledger/runtime';
+import { describePostgres, useTestPostgres } from '@runledger/testing';
+// eslint-disable-next-line no-restricted-imports
+import { archiveNow } from '../apps/controller/src/cli/archive';
+// eslint-disable-next-line no-restricted-imports
+import { backupDatabase, verifyDatabase } from '../apps/controller/src/cli/backup';
+// eslint-disable-next-line no-restricted-imports
+import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
+import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+
+/**
+ * Erasure end to end: a session's tasks run with RUNLEDGER_ERASURE=on (payloads sealed), one is
+ * archived, a backup is taken, then POST /sessions/:id/erase; every reader serves the content as
+ * erased, the archive and the backup taken before hold only ciphertext, replay and fork refuse,
+ * another session is untouched, and bad requests write nothing.
+ */
+jest.setTimeout(60_000);
+
+const SECRET = 'ZebraLovelace42';
+const OTHER = 'KeepMe77';
+
+function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean): void {
+  let h: ApiHarness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  const submit = async (server: ApiHarness, input: string, session: string) => {
+    const res = await server.request('POST', '/tasks', { body: { input, session_id: session } });
+    expect(res.status).toBe(202);
+    return res.body.task_id as string;
+  };
+
+  it('erases a session: every reader serves it erased, archives and backups hold no plaintext, replay and fork refuse', async () => {
+    h = await bootApi({ RUNLEDGER_ERASURE: 'on', RUNLEDGER_MEMORY: 'off', ...(await env()) });
+    const server = h;
+    const config = server.app.get<AppConfig>(APP_CONFIG);
+    const archived = await submit(server, `run echo ${SECRET} one`, 'ses_ada');
+    expect((await waitForTask(server, archived)).status).toBe('completed');
+    const live = await submit(server, `run echo ${SECRET} two`, 'ses_ada');
+    const done = await waitForTask(server, live);
+    expect(done.status).toBe('completed');
+    expect(JSON.stringify(done)).toContain(SECRET);
+    const other = await submit(server, `run echo ${OTHER}`, 'ses_other');
+    await waitForTask(server, other);
+    const eventsOf = async (id: string) =>
+      (await server.request('GET', `/tasks/${id}/events?limit=1000`)).body.events as {
+        type: string;
+        payload: Record<string, unknown>;
+      }[];
+    const before = await eventsOf(live);
+    expect(JSON.stringify(before)).toContain(SECRET);
+
+    // the log stores the session's content sealed
+    if (sqlite) {
+      const raw = new Database(config.RUNLEDGER_DB, { readonly: true });
+      const payloads = raw
+        .prepare<[], { payload: string }>("SELECT payload FROM events WHERE session_id = 'ses_ada'")
+        .all();
+      raw.close();
+      expect(payloads.length).toBeGreaterThan(4);
+      expect(payloads.map((p) => p.payload).join('\n')).not.toContain(SECRET);
+    }
+    const moved = await archiveNow(config, server.dir, { older_than: '0s', dry_run: false });
+    expect(moved.tasks).toEqual(expect.arrayContaining([archived, live, other]));
+    const backup = join(server.dir, 'backup.db');
+    if (sqlite) await backupDatabase(config, backup, server.dir);
+
+    // bad requests: no scope, bad id, a system stream, no such session, a task not finished
+    const waiting = await submit(server, 'run touch wait-for-me.txt', 'ses_wait');
+    await waitForTask(server, waiting, (s) => s === 'awaiting_permission');
+    for (const [path, token, status] of [
+      ['/sessions/ses_ada/erase', TOKENS.writer, 403],
+      ['/sessions/system:archive/erase', TOKENS.admin, 400],
+      ['/sessions/ses_nobody/erase', TOKENS.admin, 404],
+      ['/sessions/ses_wait/erase', TOKENS.admin, 409],
+    ] as const) {
+      const res = await server.request('POST', path, { token });
+      expect([path, res.status]).toEqual([path, status]);
+      expect(res.body).toEqual(
+        expect.objectContaining({ error: expect.any(String), message: expect.any(String) }),
+      );
+    }
+    expect((await server.request('GET', '/admin/events?type=SESSION_ERASED')).body.events).toEqual([]);
+
+    const erased = await server.request('POST', '/sessions/ses_ada/erase');
+    expect(erased.status).toBe(200);
+    expect(erased.body).toMatchObject({
+      session_id: 'ses_ada',
+      key_destroyed: true,
+      task_ids: [archived, live].sort(),
+      clear_events: 0,
+    });
+
+    // every reader: task, events (live and archived), the global log, the session, SSE replay
+    for (const id of [archived, live]) {
+      const task = (await server.request('GET', `/tasks/${id}`)).body;
+      expect(task).toMatchObject({ status: 'completed' });
+      expect(JSON.stringify(task)).not.toContain(SECRET);
+      const events = await eventsOf(id);
+      expect(events.map((e) => e.type)).toEqual(before.map((e) => e.type));
+      expect(JSON.stringify(events)).not.toContain(SECRET);
+      expect(events[0].payload).toMatchObject({ input: ERASED_VALUE, $erased: 'erased' });
+      const sse = await fetch(`${server.url}/tasks/${id}/stream`, {
+        headers: { authorization: `Bearer ${TOKENS.admin}` },
+        signal: AbortSignal.timeout(3000),
+      });
+      const text = await readUntil(sse, 'TASK_COMPLETED');
+      expect(text).toContain('"$erased":"erased"');
+      expect(text).not.toContain(SECRET);
+    }
+    const log = await server.request('GET', '/admin/events?after_position=0&limit=1000');
+    expect(log.text).not.toContain(SECRET);
+    expect(log.text).toContain('run touch wait-for-me.txt'); // another session's, opened
+    const session = await server.request('GET', '/sessions/ses_ada');
+    expect(session.status).toBe(200);
+    expect(session.text).not.toContain(SECRET);
+    const dashboardFeed = await server.request('GET', '/tasks?session_id=ses_ada');
+    expect(dashboardFeed.text).not.toContain(SECRET);
+    // another session reads as before
+    expect(JSON.stringify((await server.request('GET', `/tasks/${other}`)).body)).toContain(OTHER);
+
+    // recorded: ids only
+    const records = (await server.request('GET', '/admin/events?type=SESSION_ERASED')).body.events as {
+      task_id: string;
+      payload: unknown;
+    }[];
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ task_id: 'system:erasure', payload: { session_id: 'ses_ada' } });
+
+    // replay and fork say why they cannot, instead of running on placeholders
+    const runtime = server.app.get(RuntimeController);
+    await expect(runtime.replay(live)).rejects.toThrow(IllegalStateError);
+    await expect(runtime.replay(live)).rejects.toThrow(/erased with its session ses_ada: a replay cannot/);
+    const fork = await server.request('POST', `/tasks/${live}/fork`, { body: { at_sequence: 1 } });
+    expect([fork.status, fork.body.message]).toEqual([409, expect.stringContaining('erased')]);
+    // the session takes no more tasks; erasing again scrubs again, records nothing new
+    const refused = await server.request('POST', '/tasks', {
+      body: { input: 'run echo again', session_id: 'ses_ada' },
+    });
+    expect(refused.status).toBe(409);
+    const again = await server.request('POST', '/sessions/ses_ada/erase');
+    expect([again.status, again.body.key_destroyed]).toEqual([200, false]);
+    expect((await server.request('GET', '/admin/events?type=SESSION_ERASED')).body.events).toHaveLength(1);
+
+    if (!sqlite) return;
+    // the archive segments and the backup (taken before the erasure) never held the content
+    const segments = readdirSync(`${config.RUNLEDGER_DB}.archive`);
+    expect(segments.length).toBeGreaterThan(0);
+    for (const s of segments) {
+      const text = gunzipSync(readFileSync(join(`${config.RUNLEDGER_DB}.archive`, s))).toString();
+      const at = text.indexOf(SECRET);
+      expect(at < 0 ? '' : text.slice(Math.max(0, at - 300), at + 100)).toBe('');
+    }
+    const copy = new Database(backup, { readonly: true });
+    const copied = copy.prepare<[], { payload: string }>('SELECT payload FROM events').all();
+    copy.close();
+    expect(copied.map((p) => p.payload).join('\n')).not.toContain(SECRET);
+    // verify folds the erased log and agrees with the scrubbed rows
+    const verified = await verifyDatabase(config, config.RUNLEDGER_DB, server.dir);
+    expect(verified.problems).toEqual([]);
+  });
+}
+
+/** The SSE body up to the first event naming `marker` (the stream stays open for live events). */
+async function readUntil(res: Response, marker: string): Promise<string> {
+  const reader = res.body!.getReader();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += Buffer.from(value).toString();
+    if (text.includes(marker)) break;
+  }
+  await reader.cancel();
+  return text;
+}
+
+describe('erasure (SQLite)', () => {
+  erasureSpec(async () => ({}), true);
+});
+
+describePostgres('erasure (PostgreSQL)', () => {
+  const pg = useTestPostgres();
+  erasureSpec(async () => {
+    const schema = await pg.freshSchema({ migrate: false });
+    return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+  }, false);
+});
