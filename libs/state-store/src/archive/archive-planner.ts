@@ -20,6 +20,25 @@ export interface SkippedTree {
 export interface ArchivePlan {
   trees: PlannedTree[];
   skipped: SkippedTree[];
+  /**
+   * where the next batch of the same run resumes the scan of finished tasks: what lies before it was
+   * planned, skipped or not due (the cutoff and the clock are the run's). null: from the start.
+   */
+  resume: ScanCursor | null;
+}
+
+/** A place in the scan of finished tasks, in (created_at, task_id) order. */
+export interface ScanCursor {
+  created_at: string;
+  task_id: string;
+}
+
+interface Candidate {
+  task_id: string;
+  status: string;
+  session_id: string;
+  created_at: string;
+  updated_at: string;
 }
 
 export type Db = Kysely<StateStoreDatabase>;
@@ -64,46 +83,28 @@ export class ArchivePlanner {
     this.scanPage = Math.min(SCAN_PAGE, Math.max(this.batchTasks * 2, 20));
   }
 
-  /** The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already). */
+  /**
+   * The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already),
+   * scanning finished tasks from `from` (a previous plan's `resume` in the same run) on.
+   */
   async plan(
     conn: Db,
     policy: RetentionPolicy,
     now: number,
     exclude: ReadonlySet<string> = new Set(),
+    from: ScanCursor | null = null,
   ): Promise<ArchivePlan> {
     const cutoff = new Date(now - shortestAge(policy)).toISOString();
     const trees: PlannedTree[] = [];
     const skipped: SkippedTree[] = [];
     const seenRoots = new Set<string>();
     let taskCount = 0;
-    let after: { updated_at: string; task_id: string } | null = null;
+    let after = from;
     while (taskCount < this.batchTasks) {
-      const page: { task_id: string; status: string; session_id: string; updated_at: string }[] = await conn
-        .selectFrom('tasks as t')
-        .select(['t.task_id', 't.status', 't.session_id', 't.updated_at'])
-        .where('t.status', 'in', [...TERMINAL_STATUSES])
-        .where('t.updated_at', '<=', cutoff)
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom('archived_tasks as a').select('a.task_id').whereRef('a.task_id', '=', 't.task_id'),
-            ),
-          ),
-        )
-        .$if(after !== null, (q) =>
-          q.where((eb) =>
-            eb.or([
-              eb('t.updated_at', '>', after!.updated_at),
-              eb.and([eb('t.updated_at', '=', after!.updated_at), eb('t.task_id', '>', after!.task_id)]),
-            ]),
-          ),
-        )
-        .orderBy('t.updated_at')
-        .orderBy('t.task_id')
-        .limit(this.scanPage)
-        .execute();
+      const pageStart = after;
+      const page = await this.finishedPage(conn, cutoff, after);
       if (page.length === 0) break;
-      after = page[page.length - 1];
+      after = { created_at: page[page.length - 1].created_at, task_id: page[page.length - 1].task_id };
       const candidates = page.filter((c) => !exclude.has(c.task_id));
       const received = await this.received(
         conn,
@@ -119,14 +120,66 @@ export class ArchivePlanner {
       }
       for (const tree of await this.trees(conn, [...roots.keys()], cutoff, skipped)) {
         seenRoots.add(tree.root_task_id);
-        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks) return { trees, skipped };
+        // the batch is full inside this page: the next batch looks at the page again
+        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks)
+          return { trees, skipped, resume: pageStart };
         trees.push(tree);
         taskCount += tree.task_ids.length;
       }
       for (const r of roots.keys()) seenRoots.add(r);
       if (page.length < this.scanPage) break;
     }
-    return { trees, skipped };
+    return { trees, skipped, resume: after };
+  }
+
+  /**
+   * The next page of finished tasks not archived that ended before `cutoff`, after `after` in
+   * (created_at, task_id) order. One query per finished status, each a range of the (status,
+   * created_at) index: a task ends after it was created, so created_at <= cutoff bounds it too.
+   * The tasks' `updated_at` has no index (every append moves it), so ordering by it was a sort of
+   * every finished task per page.
+   */
+  private async finishedPage(conn: Db, cutoff: string, after: ScanCursor | null): Promise<Candidate[]> {
+    const lists = await Promise.all(
+      TERMINAL_STATUSES.map((status) =>
+        conn
+          .selectFrom('tasks as t')
+          .select(['t.task_id', 't.status', 't.session_id', 't.created_at', 't.updated_at'])
+          .where('t.status', '=', status)
+          .where('t.created_at', '<=', cutoff)
+          .$if(after !== null, (q) =>
+            q
+              .where('t.created_at', '>=', after!.created_at)
+              .where((eb) =>
+                eb.or([eb('t.created_at', '>', after!.created_at), eb('t.task_id', '>', after!.task_id)]),
+              ),
+          )
+          .where('t.updated_at', '<=', cutoff)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('archived_tasks as a').select('a.task_id').whereRef('a.task_id', '=', 't.task_id'),
+              ),
+            ),
+          )
+          .orderBy('t.created_at')
+          .orderBy('t.task_id')
+          .limit(this.scanPage)
+          .execute(),
+      ),
+    );
+    return lists
+      .flat()
+      .sort((a, b) =>
+        a.created_at === b.created_at
+          ? a.task_id < b.task_id
+            ? -1
+            : 1
+          : a.created_at < b.created_at
+            ? -1
+            : 1,
+      )
+      .slice(0, this.scanPage);
   }
 
   private async received(conn: Db, taskIds: readonly string[]): Promise<Map<string, ReceivedInfo>> {

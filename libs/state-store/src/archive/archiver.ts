@@ -33,6 +33,7 @@ import {
   ArchivePlanner,
   Db,
   PlannedTree,
+  ScanCursor,
   SkippedTree,
   chunks,
   isPostgres,
@@ -176,8 +177,11 @@ export class Archiver implements ArchiveRunner {
         const done = new Set<string>();
         /** what the batch before moved; undefined before the first */
         let previous: ArchivedSegment | null | undefined;
+        /** where the scan of finished tasks goes on: each is looked at once per run */
+        let scanFrom: ScanCursor | null = null;
         for (let batch = 0; batch < (options.maxBatches ?? Infinity) && !options.stopped?.(); batch++) {
-          const plan = await this.plan(conn, policy, now, done);
+          const plan = await this.plan(conn, policy, now, done, scanFrom);
+          scanFrom = plan.resume;
           for (const s of plan.skipped)
             if (!result.skipped.some((k) => k.task_id === s.task_id)) result.skipped.push(s);
           if (plan.trees.length === 0) break;
@@ -215,14 +219,15 @@ export class Archiver implements ArchiveRunner {
     });
   }
 
-  /** The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already). */
+  /** The next batch of trees the policy lets go: see ArchivePlanner.plan. */
   plan(
     conn: Db,
     policy: RetentionPolicy,
     now: number,
     exclude: ReadonlySet<string> = new Set(),
+    from: ScanCursor | null = null,
   ): Promise<ArchivePlan> {
-    return this.planner.plan(conn, policy, now, exclude);
+    return this.planner.plan(conn, policy, now, exclude, from);
   }
 
   /**
