@@ -10,7 +10,8 @@ export const runningFromSources = (): boolean => extname(__filename) === '.ts';
 
 /**
  * Loads the thread's entry module; TypeScript sources (jest, the benchmarks)
- * need the swc require hook in the thread too, the build's .js does not.
+ * need a require hook in the thread too (thread-register.js), the build's .js
+ * does not.
  */
 const BOOTSTRAP = `
 const { workerData } = require('node:worker_threads');
@@ -24,7 +25,7 @@ require(workerData.entry);
  */
 export function startModuleWorker(dir: string, name: string, data: unknown): Worker {
   const entry = join(dir, `${name}${extname(__filename)}`);
-  const register = runningFromSources() ? require.resolve('@swc-node/register') : null;
+  const register = runningFromSources() ? join(__dirname, 'thread-register.js') : null;
   // Keep swc's native binding loaded on this thread: on Node 20, a process in which the last thread
   // holding it exited crashes (segfault) when another thread loads it again.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
