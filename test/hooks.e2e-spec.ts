@@ -203,6 +203,21 @@ describe('POST /hooks/:name on SQLite', () => {
     expect(await headOf(api)).toBe(before);
   });
 
+  it('a crash after the task and before the receipt is healed by the retry: the same task, one receipt', async () => {
+    // as a crash leaves it: the task submitted under the delivery's key, no HOOK_RECEIVED yet
+    const body = push('refs/heads/crash', 13);
+    const left = await api.request('POST', '/tasks', {
+      body: { input: 'push to refs/heads/crash by ada', session_id: 'repo-13' },
+      headers: { 'idempotency-key': 'hook:gh:gh-crash-1' },
+    });
+    expect(left.status).toBe(202);
+    const retry = await post(api, 'gh', body, github(body, 'gh-crash-1'));
+    expect(retry.status).toBe(202);
+    expect(retry.body).toMatchObject({ task_id: left.body.task_id, duplicate: false });
+    expect((await api.request('GET', '/tasks?session_id=repo-13')).body.tasks).toHaveLength(1);
+    expect((await receipts(api)).filter((r) => r.payload.delivery_id === 'gh-crash-1')).toHaveLength(1);
+  });
+
   it('refusals write nothing: bad or missing signature 401, unknown hook 404, unreadable or unmappable body 400', async () => {
     const before = await headOf(api);
     const body = push('refs/heads/main', 10);
@@ -237,6 +252,11 @@ describe('POST /hooks/:name on SQLite', () => {
     expect((await post(api, 'ci', noTask, runledger(noTask, 'ci-bad-6'))).status).toBe(404);
     const otherStream = JSON.stringify({ task_id: 'system:schedules', result: {} });
     expect((await post(api, 'ci', otherStream, runledger(otherStream, 'ci-bad-7'))).status).toBe(400);
+
+    const huge = JSON.stringify({ ref: 'x'.repeat(1_100_000) });
+    const tooLarge = await post(api, 'gh', huge, github(huge, 'gh-bad-8'));
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.body.error).toEqual(expect.any(String));
 
     expect(await headOf(api)).toBe(before);
   });
