@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { IndexBuildJob, IndexBuildMessage } from './index-rebuild-protocol';
 import { VectorIndex } from './vector-index';
 
-const job = workerData as IndexBuildJob;
+const job = (workerData as { data: IndexBuildJob }).data;
 const index = VectorIndex.empty(job.path, job.model, job.dim, job.params);
 
 parentPort!.on('message', (message: IndexBuildMessage) => {

@@ -1,17 +1,6 @@
-import { extname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '@runledger/event-store';
 import { IndexBuildJob, IndexBuildMessage, IndexBuildReply } from './index-rebuild-protocol';
 import { IndexSource } from './vector-index';
-
-/**
- * Loads the worker's entry, registering the TypeScript loader first only when the entry is a .ts
- * file (tests and benchmarks run from source; the build runs the compiled .js).
- */
-const BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
-if (workerData.register) require(workerData.register);
-require(workerData.entry);
-`;
 
 export interface IndexRebuild {
   /** resolves once the index file is saved; rejects when the worker failed or the rebuild was cancelled */
@@ -26,9 +15,7 @@ export interface IndexRebuild {
  * worker has added the previous one, so at most one page is in flight.
  */
 export function rebuildIndexInWorker(job: IndexBuildJob, source: IndexSource): IndexRebuild {
-  const entry = join(__dirname, `index-build-worker${extname(__filename)}`);
-  const register = entry.endsWith('.ts') ? require.resolve('@swc-node/register') : null;
-  const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { ...job, entry, register } });
+  const worker = startModuleWorker(__dirname, 'index-build-worker', job);
   let cancelled = false;
   const stopped = new Promise<never>((_, reject) => {
     worker.once('error', reject);
