@@ -19,6 +19,7 @@ const BENCHES: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
   langgraph: () => import('./langgraph'),
   shipped: () => import('./shipped'),
   retention: () => import('./retention'),
+  erasure: () => import('./erasure'),
 };
 
 /** the service as shipped against its peers and raw stores, then the figures that must hold */

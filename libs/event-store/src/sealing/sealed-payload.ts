@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { KeyObject, createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
 import {
   ERASED_KEY,
   ERASED_VALUE,
@@ -57,10 +57,30 @@ export function sealPayload(payload: unknown, key: DataKey, eventId: string): un
   return stored;
 }
 
+/** Random IVs drawn from a pool filled a few KB at a time: one random read per 256 events, not per event. */
+const IV_POOL = 256;
+let ivPool = Buffer.alloc(0);
+let ivNext = IV_POOL;
+function nextIv(): Buffer {
+  if (ivNext === IV_POOL) {
+    ivPool = randomBytes(IV_BYTES * IV_POOL);
+    ivNext = 0;
+  }
+  return ivPool.subarray(IV_BYTES * ivNext, IV_BYTES * ++ivNext);
+}
+
+/** Each data key as a KeyObject, made once: a raw key would be imported again on every call. */
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+function keyObjectOf(key: DataKey): KeyObject {
+  let object = keyObjects.get(key.key);
+  if (!object) keyObjects.set(key.key, (object = createSecretKey(key.key)));
+  return object;
+}
+
 /** AES-256-GCM of `clear` under `key`, bound to `aad`: `v1.<key id>.<base64 of iv, tag, ciphertext>`. */
 function encrypt(clear: string, key: DataKey, aad: string): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key.key, iv);
+  const iv = nextIv();
+  const cipher = createCipheriv('aes-256-gcm', keyObjectOf(key), iv);
   cipher.setAAD(Buffer.from(aad));
   const body = Buffer.concat([cipher.update(clear, 'utf8'), cipher.final()]);
   return `${FORMAT}.${key.key_id}.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
@@ -72,7 +92,7 @@ function decrypt(text: string, key: DataKey, aad: string): string | null {
   if (format !== FORMAT || keyId !== key.key_id || !data) return null;
   const bytes = Buffer.from(data, 'base64');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, IV_BYTES));
+    const decipher = createDecipheriv('aes-256-gcm', keyObjectOf(key), bytes.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(aad));
     decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
     return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString(

@@ -176,12 +176,17 @@ describe('sealed payloads and erasure on SQLite', () => {
     keys.refresh();
     const key = keys.state('ses_a');
     if (!key || key === 'erased') throw new Error('no key was created');
-    expect(readFileSync(keys.path).includes(key.key)).toBe(true);
+    const keyBytes = () =>
+      Buffer.concat(
+        readdirSync(join(temp!.path, '..'))
+          .filter((f) => f.includes('.keys'))
+          .map((f) => readFileSync(join(temp!.path, '..', f))),
+      );
+    expect(keyBytes().includes(key.key)).toBe(true);
     expect(keys.erase('ses_a', new Date().toISOString())).toBe(true);
     expect(keys.erase('ses_a', new Date().toISOString())).toBe(false);
     keys.close();
-    expect(readFileSync(dataKeysPath(temp.path)).includes(key.key)).toBe(false);
-    expect(readdirSync(join(temp.path, '..')).filter((f) => f.includes('.keys'))).toEqual(['test.db.keys']);
+    expect(keyBytes().includes(key.key)).toBe(false);
     expect(readFileSync(dataKeysPath(temp.path)).length).toBeGreaterThan(0);
     expect((await import('node:fs')).statSync(dataKeysPath(temp.path)).mode & 0o777).toBe(0o600);
     await store.close();

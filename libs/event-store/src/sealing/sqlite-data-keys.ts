@@ -6,7 +6,8 @@ import { DataKey, KeyState, newDataKey, openEvents } from './sealed-payload';
 /**
  * The SQLite key store lives in its own file beside the database, never inside it: a backup or an
  * archive of the database then holds ciphertext only, and erasing a key rewrites a file of a few
- * pages (rollback journal, secure_delete) instead of leaving it in the log's WAL until a checkpoint.
+ * pages (secure_delete, then a TRUNCATE checkpoint of its own small WAL) instead of leaving it in the
+ * log's WAL until whenever the log is checkpointed.
  */
 export const dataKeysPath = (databasePath: string): string => `${databasePath}.keys`;
 
@@ -106,6 +107,7 @@ export class SqliteDataKeys {
     const changed = stmt.erase.run(sessionId, at, at).changes > 0;
     this.cache.set(sessionId, 'erased');
     this.erasures = true;
+    this.raw!.pragma('wal_checkpoint(TRUNCATE)');
     return changed;
   }
 
@@ -121,8 +123,9 @@ export class SqliteDataKeys {
     const raw = new BetterSqlite3(this.path, { timeout: this.busyTimeoutMs });
     try {
       chmodSync(this.path, 0o600);
-      // a rollback journal, not WAL: a destroyed key is overwritten in the file itself at commit
-      raw.pragma('journal_mode = DELETE');
+      // WAL (one sync per new key, which must be durable before the events sealed with it); an erasure
+      // checkpoints with TRUNCATE, so the zeroed page replaces the key in the file and no frame keeps it
+      raw.pragma('journal_mode = WAL');
       raw.pragma('synchronous = FULL');
       raw.pragma('secure_delete = ON');
       raw.exec(
