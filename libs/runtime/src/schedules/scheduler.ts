@@ -2,8 +2,10 @@ import {
   ConcurrencyError,
   NewEvent,
   NotFoundError,
+  RuntimeEvent,
   ScheduleSpec,
   ValidationError,
+  isFinalEventType,
   newId,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
@@ -20,8 +22,14 @@ import {
   slotKey,
 } from './schedule-state';
 
-/** how often due slots are looked for (a slot is decided at most this late, plus the time a tick takes) */
-export const SCHEDULE_TICK_MS = 250;
+/**
+ * The longest a scheduler sleeps without a look at its schedules. It wakes at the next due slot and
+ * on every commit to the schedules stream (any instance's: the store hands on other writers' commits),
+ * so this only bounds what a clock jump could delay.
+ */
+export const SCHEDULE_IDLE_LOOK_MS = 60_000;
+/** how soon a look that failed (the database away) is tried again */
+const SCHEDULE_RETRY_MS = 1_000;
 
 /** A schedule as the API shows it. */
 export interface ScheduleView extends ScheduleSpec {
@@ -39,7 +47,10 @@ export interface ScheduleView extends ScheduleSpec {
 
 /**
  * Schedules: a fold of the stream `system:schedules` (the log is the truth: every instance rebuilds
- * them from it), and the ticker that fires their slots. A tick decides each schedule's due slots
+ * them from it), and what fires their slots. It looks when the next slot of a schedule comes due, when
+ * the schedules stream changes (a schedule created, paused, resumed, deleted or fired, on any
+ * instance), when the task a buffered slot waits for ends, and at least every SCHEDULE_IDLE_LOOK_MS;
+ * an idle server reads nothing in between. A look (tick) decides each schedule's due slots
  * (decideFirings) and records them with one append expecting the stream's version it read, so of
  * instances deciding together one records and the rest read again; then it submits each started
  * slot's task under the idempotency key `schedule:<id>:<slot>`, so a slot starts one task across
@@ -48,8 +59,12 @@ export interface ScheduleView extends ScheduleSpec {
 export class Scheduler {
   private readonly states = new Map<string, ScheduleState>();
   private version = 0;
+  /** the wake-up for the next due slot (or the idle look) */
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  /** something changed while a look ran: look again after it */
+  private lookAgain = false;
+  private detach: (() => void) | null = null;
   /** started slots whose task is known submitted */
   private readonly submitted = new Set<string>();
 
@@ -59,20 +74,73 @@ export class Scheduler {
     private readonly logger: RuntimeLogger,
   ) {}
 
-  start(tickMs = SCHEDULE_TICK_MS): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      this.ticking ??= this.tick()
-        .catch((err: unknown) => this.logger.warn({ err }, 'schedule tick failed; the next one tries again'))
-        .finally(() => (this.ticking = null));
-    }, tickMs);
-    this.timer.unref();
+  start(): void {
+    if (this.detach) return;
+    this.detach = this.store.onCommitted((events) => {
+      if (events.some((e) => e.task_id === SCHEDULES_STREAM || this.waitedFor(e))) this.look();
+    });
+    this.look();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.detach?.();
+    this.detach = null;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.ticking;
+  }
+
+  /** A look now (after the one under way, if any), then asleep until the next due slot. */
+  private look(): void {
+    if (!this.detach) return;
+    if (this.ticking) {
+      this.lookAgain = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.ticking = this.tick()
+      .then(
+        () => this.untilDue(Date.now()),
+        (err: unknown) => {
+          this.logger.warn({ err }, 'schedule look failed; trying again shortly');
+          return SCHEDULE_RETRY_MS;
+        },
+      )
+      .then((sleepMs) => {
+        this.ticking = null;
+        if (!this.detach) return;
+        if (this.lookAgain) {
+          this.lookAgain = false;
+          return this.look();
+        }
+        this.timer = setTimeout(() => this.look(), sleepMs);
+        this.timer.unref();
+      });
+  }
+
+  /** How long until the earliest next slot of a running schedule (0: one is due), at most the idle look. */
+  private untilDue(nowMs: number): number {
+    let sleepMs = SCHEDULE_IDLE_LOOK_MS;
+    for (const s of this.states.values()) {
+      if (s.paused || s.deleted) continue;
+      const next = nextSlot(
+        parseCron(s.spec.cron),
+        s.spec.time_zone,
+        Date.parse(s.last_slot ?? s.created_at),
+      );
+      // a timer may fire a little early: the slot is looked at once it is surely due
+      if (next !== null) sleepMs = Math.min(sleepMs, Math.max(0, next - nowMs + 5));
+    }
+    return sleepMs;
+  }
+
+  /** The end of a task a buffered slot waits for: the slot may start now. */
+  private waitedFor(e: RuntimeEvent): boolean {
+    if (!isFinalEventType(e.type)) return false;
+    for (const s of this.states.values())
+      if (s.buffered !== null && s.last_task_id === e.task_id) return true;
+    return false;
   }
 
   /** Reads what the stream gained since the last read. */
