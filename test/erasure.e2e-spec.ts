@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { ERASED_VALUE, IllegalStateError } from '@runledger/contracts';
+import { MemoryService } from '@runledger/memory';
 import { RuntimeController } from '@runledger/runtime';
-import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { describePostgres, runCli, stderrProblems, useTestPostgres } from '@runledger/testing';
 // eslint-disable-next-line no-restricted-imports
 import { archiveNow } from '../apps/controller/src/cli/archive';
 // eslint-disable-next-line no-restricted-imports
@@ -184,6 +185,72 @@ async function readUntil(res: Response, marker: string): Promise<string> {
 
 describe('erasure (SQLite)', () => {
   erasureSpec(async () => ({}), true);
+
+  let h: ApiHarness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    h = null;
+  });
+
+  it('runledger erase in another process, while the server runs: the server reads it erased at once; memory forgets it', async () => {
+    h = await bootApi({ RUNLEDGER_ERASURE: 'on', RUNLEDGER_MEMORY: 'on' });
+    const server = h;
+    const config = server.app.get<AppConfig>(APP_CONFIG);
+    const res = await server.request('POST', '/tasks', {
+      body: { input: `run echo ${SECRET}`, session_id: 'ses_cli' },
+    });
+    const id = res.body.task_id as string;
+    await waitForTask(server, id);
+    const memory = server.app.get(MemoryService);
+    await memory.insert({
+      text: `${SECRET} prefers tea`,
+      kind: 'user_preference',
+      source: 'user',
+      weight: 0.9,
+      task_id: id,
+      session_id: 'ses_cli',
+      reason: 'said so',
+    });
+    expect(JSON.stringify(await memory.list({ session_id: 'ses_cli' }, 10))).toContain(SECRET);
+    expect(JSON.stringify((await server.request('GET', `/tasks/${id}/events?limit=1000`)).body)).toContain(
+      SECRET,
+    );
+
+    const cli = await runCli(['erase', 'ses_cli', '--json'], {
+      cwd: server.dir,
+      env: {
+        RUNLEDGER_DB: config.RUNLEDGER_DB,
+        RUNLEDGER_ERASURE: 'on',
+        RUNLEDGER_ALLOWED_ROOT: server.workspace,
+      },
+    });
+    expect(stderrProblems(cli.stderr)).toEqual([]);
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({
+      erase: { session_id: 'ses_cli', key_destroyed: true, task_ids: [id] },
+    });
+    // the server's own cache learnt it from the key file: its next read serves the task erased
+    const events = (await server.request('GET', `/tasks/${id}/events?limit=1000`)).text;
+    expect(events).not.toContain(SECRET);
+    expect(events).toContain('"$erased":"erased"');
+    // the memory tool's insert (system stream) and the erasure's deletes do not show it either
+    const log = await server.request('GET', '/admin/events?after_position=0&limit=1000');
+    expect(log.text).toContain('session erased');
+    expect(log.text).not.toContain(SECRET);
+    // the erasing process forgot the entry; the server's memory follows the log's delete
+    await memory.sync();
+    expect(JSON.stringify(await memory.list({ session_id: 'ses_cli' }, 10))).not.toContain(SECRET);
+    const raw = new Database(config.RUNLEDGER_DB, { readonly: true });
+    const texts = raw
+      .prepare<[], { text: string }>("SELECT text FROM memory_entries WHERE session_id = 'ses_cli'")
+      .all();
+    raw.close();
+    expect(texts.map((t) => t.text).join('')).not.toContain(SECRET);
+    const again = await server.request('POST', '/tasks', {
+      body: { input: 'run echo x', session_id: 'ses_cli' },
+    });
+    expect(again.status).toBe(409);
+  });
 });
 
 describePostgres('erasure (PostgreSQL)', () => {

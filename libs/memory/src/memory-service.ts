@@ -181,7 +181,7 @@ export class MemoryService {
     for (;;) {
       const page = await this.o.store.list({ session_id: sessionId }, 200);
       if (page.length === 0) break;
-      for (const entry of page) await this.delete(entry.id, 'session erased');
+      for (const entry of page) await this.writes.delete(entry.id, 'session erased', null, ERASED_VALUE);
       forgotten += page.length;
     }
     await this.o.store.scrubSession(sessionId, ERASED_VALUE);

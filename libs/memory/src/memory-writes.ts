@@ -24,6 +24,17 @@ import {
 const SYSTEM_SESSION = 'system';
 
 /**
+ * The session a write on the system stream is recorded under: an insert made for a session (a
+ * memory tool's) is that session's content, so it is sealed and erased with it; the rest (deletes,
+ * reinforcements, writes for nobody) are the system's.
+ */
+const sessionOfSystemWrite = (e: NewEvent): string => {
+  const p = e.payload as { op?: unknown; metadata?: { session_id?: unknown } } | undefined;
+  const session = p?.op === 'insert' ? p.metadata?.session_id : undefined;
+  return typeof session === 'string' && session.length > 0 ? session : SYSTEM_SESSION;
+};
+
+/**
  * longest a decided write stays listed for its task's writer to take it (see decideWrite): the writer
  * stages it once the step's later outcome hooks are done, which may call a model (a model critic)
  */
@@ -167,7 +178,16 @@ export class MemoryWrites {
   }
 
   /** Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. */
-  async delete(id: string, reason: string, actor: string | null = null): Promise<StoredMemoryEntry> {
+  /**
+   * `text` is what the delete records of the entry: its text, or (for an erased session's entry,
+   * see MemoryService.forgetSession) a placeholder, so the record does not copy the content again.
+   */
+  async delete(
+    id: string,
+    reason: string,
+    actor: string | null = null,
+    text?: string,
+  ): Promise<StoredMemoryEntry> {
     await this.projection.sync();
     const entry = await this.o.store.get(id);
     if (!entry || entry.deleted) throw new NotFoundError(`memory entry ${id} not found`, { id });
@@ -178,7 +198,7 @@ export class MemoryWrites {
           op: 'delete',
           entry_id: id,
           kind: entry.kind,
-          text: entry.text,
+          text: text ?? entry.text,
           weight: entry.weight,
           previous_weight: entry.weight,
           source: 'user',
@@ -223,7 +243,7 @@ export class MemoryWrites {
   private async appendSystem(events: NewEvent[]): Promise<void> {
     await this.o.events.append(
       MEMORY_SYSTEM_STREAM,
-      events.map((e) => ({ ...e, session_id: SYSTEM_SESSION })),
+      events.map((e) => ({ ...e, session_id: sessionOfSystemWrite(e) })),
       { expected: 'any' },
     );
     await this.projection.sync();
