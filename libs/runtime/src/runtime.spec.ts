@@ -18,6 +18,21 @@ import { useTempStore } from './testing/temp-store';
 
 const types = (events: RuntimeEvent[]): EventType[] => events.map((e) => e.type);
 const json = (v: unknown): string => JSON.stringify(v);
+/** two independent `meet` steps and a third that joins their outputs */
+const PARALLEL_PLAN = {
+  type: 'plan',
+  steps: [
+    { id: 'left', kind: 'tool', tool: 'meet', args: { line: 'L' } },
+    { id: 'right', kind: 'tool', tool: 'meet', args: { line: 'R' } },
+    {
+      id: 'join',
+      kind: 'tool',
+      tool: 'echo',
+      args: { text: '${steps.left.output} + ${steps.right.output}' },
+      depends_on: ['left', 'right'],
+    },
+  ],
+};
 
 describe('RuntimeController with the in-memory store', () => {
   const temp = useTempStore('rl-runtime-', () => rt?.close());
@@ -192,21 +207,26 @@ describe('RuntimeController with the in-memory store', () => {
   });
 
   it('a 3-step DAG runs its two independent steps in parallel and feeds outputs forward', async () => {
-    const plan = {
-      type: 'plan',
-      steps: [
-        { id: 'left', kind: 'tool', tool: 'append_line', args: { path: 'l.txt', line: 'L', delay_ms: 150 } },
-        { id: 'right', kind: 'tool', tool: 'append_line', args: { path: 'r.txt', line: 'R', delay_ms: 150 } },
-        {
-          id: 'join',
-          kind: 'tool',
-          tool: 'echo',
-          args: { text: '${steps.left.output} + ${steps.right.output}' },
-          depends_on: ['left', 'right'],
-        },
-      ],
-    };
-    await scripted({ orchestrator: [json(plan), '{"type":"respond","content":"joined"}'] });
+    // each of the two steps waits for the other to be running: one after the other, the first never ends
+    let arrived = 0;
+    let bothRunning!: () => void;
+    const meeting = new Promise<void>((resolve) => (bothRunning = resolve));
+    const tools = testToolRegistry(temp.dir).add(
+      manifestOf('meet', {
+        args_schema: { type: 'object', properties: { line: { type: 'string' } } },
+        timeout_ms: 10_000,
+      }),
+      async (args) => {
+        if (++arrived === 2) bothRunning();
+        await meeting;
+        return `met ${String(args.line)}`;
+      },
+    );
+    await build(
+      new ScriptedBackend({ orchestrator: [json(PARALLEL_PLAN), '{"type":"respond","content":"joined"}'] }),
+      new AllowAllPolicy(),
+      { tools },
+    );
     const { events, progress } = await run('dag');
     expect(progress.final?.stop_reason).toBe('completed');
     const idx = (t: EventType, step: string) =>
@@ -217,7 +237,7 @@ describe('RuntimeController with the in-memory store', () => {
       Math.max(idx('STEP_COMPLETED', 'left'), idx('STEP_COMPLETED', 'right')),
     );
     const join = events.find((e) => e.type === 'STEP_COMPLETED' && e.payload.step_id === 'join')!;
-    expect(join.payload).toMatchObject({ output: 'appended L + appended R' });
+    expect(join.payload).toMatchObject({ output: 'met L + met R' });
   });
 
   it('stops with budget_exceeded at the round cap', async () => {
