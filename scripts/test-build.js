@@ -1,6 +1,6 @@
 'use strict';
 /*
- * jest's global setup: compiles apps/, libs/ and migrations/ once per test run into
+ * jest's global setup: compiles apps/, libs/ and migrations/ (and EXTRA_FILES) once per test run into
  * .test-build/<hash of the sources>/ and names it in RUNLEDGER_TEST_BUILD, so the CLI and `serve`
  * child processes the tests start run plain JavaScript. Each child would otherwise load TypeScript
  * and swc's require hook and look up every source file in swc's cache: about a second of CPU per
@@ -13,6 +13,8 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 const FOLDERS = ['apps', 'libs', 'migrations'];
+/** test helpers the tests start as processes of their own (it imports the libs by relative path) */
+const EXTRA_FILES = ['test/support/mcp-conformance-client.ts'];
 const OUT = path.join(ROOT, '.test-build');
 /** A build not used for this long is someone else's past run: removed. */
 const STALE_MS = 60 * 60 * 1000;
@@ -82,7 +84,10 @@ function removeStaleBuilds(keep) {
 
 /** The compiled tree of the current sources (made unless an identical one exists); returns its folder. */
 function testBuild() {
-  const files = FOLDERS.flatMap((f) => filesUnder(path.join(ROOT, f))).sort();
+  const files = [
+    ...FOLDERS.flatMap((f) => filesUnder(path.join(ROOT, f))),
+    ...EXTRA_FILES.map((f) => path.join(ROOT, f)),
+  ].sort();
   const hash = createHash('sha256');
   hash.update(JSON.stringify(swcOptions('')));
   hash.update(require('@swc/core/package.json').version);
