@@ -51,24 +51,38 @@ export class RecordedArrivals {
     return new RecordedArrivals(pending);
   }
 
-  /** What is written before an append to `taskId` that expects the stream at `expected`. */
+  /**
+   * What is written before an append of `events` to `taskId` that expects the stream at `expected`
+   * (the append then meets it as a conflict). An end asked for from outside that falls inside the
+   * batch comes after the part of it the recording has before the end: the run that was stopped there
+   * live wrote no more, and the replayed run, stopped by that end, writes nothing further either.
+   */
   before(taskId: string, events: readonly NewEvent[], expected: ExpectedSequence): NewEvent[] {
     if (this.taskId === null && expected === 'no_stream' && events[0]?.type === 'TASK_RECEIVED')
       this.taskId = taskId;
     if (taskId !== this.taskId || typeof expected !== 'number') return [];
-    return this.take((a) => !a.noticed && a.after === expected);
+    const [first] = this.pending;
+    if (!first) return [];
+    if (!first.noticed && first.after === expected) return this.take();
+    if (isEnd(first) && first.after >= expected && first.after < expected + events.length)
+      // copies under ids of their own: the batch itself is then refused whole, as a conflict
+      return [
+        ...events.slice(0, first.after - expected).map(({ event_id: _id, ...e }) => e as NewEvent),
+        ...this.take(),
+      ];
+    return [];
   }
 
   /** What is written once the replayed stream holds `version` events. */
   after(taskId: string, version: number): NewEvent[] {
-    if (taskId !== this.taskId) return [];
-    return this.take((a) => a.noticed && a.after === version);
+    const [first] = this.pending;
+    if (taskId !== this.taskId || !first?.noticed || first.after !== version) return [];
+    return this.take();
   }
 
-  private take(due: (a: Arrival) => boolean): NewEvent[] {
-    const [first] = this.pending;
-    if (!first || !due(first)) return [];
-    this.pending.shift();
-    return [first.event];
+  private take(): NewEvent[] {
+    return [this.pending.shift()!.event];
   }
 }
+
+const isEnd = (a: Arrival): boolean => a.event.type === 'TASK_CANCELLED';

@@ -113,6 +113,32 @@ describe('replay of tasks shaped by their session (queued, interrupted, rolled b
     await expectReplaysExactly(redo);
   });
 
+  it('a task rolled back while its model was asked, and the message that rolled it back, replay as recorded', async () => {
+    let asked!: () => void;
+    const isAsked = new Promise<void>((resolve) => (asked = resolve));
+    await start(async (task) => {
+      if (task !== 'long job') return respond(`answer to ${task}`);
+      asked();
+      // answers only once the rollback cancelled the task (its call is aborted then)
+      await new Promise((r) => setTimeout(r, 300));
+      return echo('too late');
+    });
+    const long = (await rt.runtime.submit({ input: 'long job', session_id: 'sess_r' }, { source: 'api' }))
+      .task_id;
+    await isAsked;
+    const { task_id: redo } = await rt.runtime.submit(
+      { input: 'forget that', session_id: 'sess_r', on_busy: 'rollback' },
+      { source: 'api' },
+    );
+    await until(redo, ended);
+
+    const recorded = await expectReplaysExactly(long);
+    expect(recorded[recorded.length - 1].payload).toMatchObject({ stop_reason: 'cancelled' });
+    expect(recorded.map((e) => e.type)).toContain('MODEL_CALLED');
+    const turn = (await expectReplaysExactly(redo)).find((e) => e.type === 'SESSION_TURN_BEGAN');
+    expect(turn?.payload).toMatchObject({ after_task_id: long, session_history: [] });
+  });
+
   it('a task interrupted while it waited, and one rolled back, replay as recorded', async () => {
     await start((task, round) =>
       task.startsWith('wait') && round === 1 ? waitForGo : respond(`answer to ${task}`),
