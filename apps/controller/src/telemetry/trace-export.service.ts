@@ -1,7 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, Tracer, trace } from '@opentelemetry/api';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Subscription, filter } from 'rxjs';
 import { isFinalEventType } from '@runledger/contracts';
 import { EventBus, EventStore } from '@runledger/event-store';
@@ -46,6 +45,13 @@ export class TraceExportService implements OnModuleInit, BeforeApplicationShutdo
   onModuleInit(): void {
     const o = this.options;
     if (!o) return;
+    // required here, where traces are exported: the tracing SDK is most of what a CLI command would load for nothing
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { defaultResource, resourceFromAttributes } =
+      require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+    const { BasicTracerProvider, BatchSpanProcessor } =
+      require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+    /* eslint-enable @typescript-eslint/no-require-imports */
     this.provider = new BasicTracerProvider({
       resource: defaultResource().merge(resourceFromAttributes({ 'service.name': o.serviceName })),
       spanProcessors: [new BatchSpanProcessor(o.exporter, { scheduledDelayMillis: o.scheduledDelayMillis })],
