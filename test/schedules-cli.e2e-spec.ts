@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '@runledger/testing';
 import { ApiHarness, bootApi } from './api-harness';
@@ -25,13 +27,33 @@ interface View {
 describe('runledger schedules', () => {
   let api: ApiHarness;
   let env: Record<string, string>;
+  let scriptDir: string;
   const cli = (args: string[]) => runCli(['schedules', ...args], { cwd: api.dir, env });
 
   beforeAll(async () => {
-    api = await bootApi({ RUNLEDGER_MEMORY: 'off', RUNLEDGER_CRITIC: 'off' });
-    env = { RUNLEDGER_DB: join(api.dir, 'runledger.db'), RUNLEDGER_MODEL: 'sys_util' };
+    // every task waits for signal `ci`, then answers
+    scriptDir = mkdtempSync(join(tmpdir(), 'rl-sched-cli-'));
+    const script = join(scriptDir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        orchestrator: [
+          JSON.stringify({
+            type: 'plan',
+            steps: [{ id: 'ci', kind: 'wait_for_signal', args: { name: 'ci' } }],
+          }),
+          JSON.stringify({ type: 'respond', content: 'answered after ci' }),
+        ],
+      }),
+    );
+    env = { RUNLEDGER_MODEL: `scripted:${script}`, RUNLEDGER_MEMORY: 'off', RUNLEDGER_CRITIC: 'off' };
+    api = await bootApi(env);
+    env.RUNLEDGER_DB = join(api.dir, 'runledger.db');
   });
-  afterAll(() => api.close());
+  afterAll(async () => {
+    await api.close();
+    rmSync(scriptDir, { recursive: true, force: true });
+  });
 
   it('creates, pauses, lists and deletes what the server sees and fires', async () => {
     const bad = await cli(['create', '61 * * * *', 'never']);
@@ -92,5 +114,28 @@ describe('runledger schedules', () => {
     expect(deleted.code).toBe(0);
     expect(deleted.stderr).toContain(`schedule ${id} deleted`);
     expect((await api.request('GET', `/schedules/${id}`)).status).toBe(404);
+  });
+
+  it('runledger signal wakes a task the server holds waiting, and follows it to its end', async () => {
+    const taskId: string = (await api.request('POST', '/tasks', { body: { input: 'wait for ci' } })).body
+      .task_id;
+    for (const deadline = Date.now() + 20_000; ;) {
+      if ((await api.request('GET', `/tasks/${taskId}`)).body.waiting_for?.kind === 'signal') break;
+      if (Date.now() > deadline) throw new Error('the task never waited for its signal');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const sent = await runCli(['signal', taskId, 'ci', '{"build":7}', '--id', 'ci-7'], { cwd: api.dir, env });
+    expect(sent.stderr).toMatch(/signal ci recorded as ci-7; taken by wait/);
+    expect(sent.code).toBe(0);
+    expect(sent.stdout).toContain('answered after ci');
+    const task = (await api.request('GET', `/tasks/${taskId}`)).body;
+    expect(task.status).toBe('completed');
+    const events = (await api.request('GET', `/tasks/${taskId}/events?limit=1000`)).body.events as {
+      type: string;
+      payload: Record<string, unknown>;
+    }[];
+    expect(events.filter((e) => e.type === 'SIGNAL_RECEIVED').map((e) => e.payload)).toEqual([
+      { signal_id: 'ci-7', name: 'ci', payload: { build: 7 } },
+    ]);
   });
 });
