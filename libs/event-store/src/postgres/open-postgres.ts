@@ -1,6 +1,6 @@
 import { ValidationError } from '@runledger/contracts';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { Pool, PoolConfig, types } from 'pg';
+import type { Pool, PoolConfig, types } from 'pg';
 import { Database } from '../sqlite/schema';
 
 export interface OpenPostgresOptions {
@@ -42,12 +42,12 @@ export const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\//i.
  * as from better-sqlite3. Per pool, never pg's global parser.
  */
 const INT8_OID = 20;
-const typeParsers = {
+const typeParsersOf = (pg: typeof import('pg')) => ({
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID && format !== 'binary'
       ? (value: string) => Number(value)
-      : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
-};
+      : pg.types.getTypeParser(oid, format)) as typeof types.getTypeParser,
+});
 
 /**
  * A pool on a PostgreSQL database, shared by kysely (schema, migrations,
@@ -61,14 +61,17 @@ export function openPostgres<DB = Database>(options: OpenPostgresOptions): Postg
     throw new ValidationError(`schema must match ${SCHEMA_NAME}, got ${JSON.stringify(schema)}`, {
       field: 'schema',
     });
+  // required here: a process on SQLite (most CLI commands) does not load the PostgreSQL client
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const pg = require('pg') as typeof import('pg');
   const config: PoolConfig = {
     connectionString: options.url,
     max: options.maxConnections ?? 10,
-    types: typeParsers,
+    types: typeParsersOf(pg),
     options: `-c search_path=${schema}`,
     idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 5000,
   };
-  const pool = new Pool(config);
+  const pool = new pg.Pool(config);
   // an idle client losing its server (a restart) must not crash the process; the next query reconnects
   pool.on('error', () => undefined);
   // nor a checked-out one whose session the server ended between two statements (the timeout above):

@@ -1,5 +1,4 @@
 import { NewEvent, RuntimeEvent, ValidationError, isSystemSession } from '@runledger/contracts';
-import { escapeLiteral } from 'pg';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
   AppendDecision,
@@ -108,6 +107,12 @@ const insertParametersSql = (rows: number): string =>
       (_, r) => `(${Array.from({ length: COLUMNS }, (_, c) => `$${r * COLUMNS + c + 1}`).join(', ')})`,
     ).join(', '),
   );
+
+// required with the first literal (the pool is open by then): a process on SQLite does not load pg
+let pgModule: typeof import('pg') | undefined;
+const escapeLiteral = (value: string): string =>
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (pgModule ??= require('pg') as typeof import('pg')).escapeLiteral(value);
 
 /**
  * A value as an SQL literal (pg's own escaping). The common append goes as two
