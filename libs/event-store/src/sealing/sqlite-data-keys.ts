@@ -45,6 +45,8 @@ export class SqliteDataKeys {
   private readonly cache = new Map<string, KeyState>();
   private dataVersion = -1;
   private erasures = false;
+  /** the file did not exist at the last refresh */
+  private absent = false;
 
   constructor(
     readonly path: string,
@@ -54,6 +56,8 @@ export class SqliteDataKeys {
   /** Re-read what other connections changed since the last call; once per read or append group. */
   refresh(): void {
     const stmt = this.open(false);
+    // until the file exists every session reads as keyless, with no look at the disk per event
+    this.absent = stmt === null;
     if (!stmt) return;
     const version = stmt.dataVersion.get()!;
     if (version === this.dataVersion) return;
@@ -70,6 +74,7 @@ export class SqliteDataKeys {
   /** The session's key, its tombstone, or nothing, as of the last `refresh`. */
   readonly state = (sessionId: string): KeyState => {
     if (this.cache.has(sessionId)) return this.cache.get(sessionId);
+    if (this.absent) return undefined;
     const stmt = this.open(false);
     const row = stmt?.get.get(sessionId);
     const state = stateOf(row);
@@ -83,6 +88,7 @@ export class SqliteDataKeys {
     if (state === 'erased') throw erasedSessionError(sessionId);
     if (state) return state;
     const stmt = this.open(true)!;
+    this.absent = false;
     const fresh = newDataKey();
     stmt.create.run(sessionId, fresh.key_id, fresh.key, new Date().toISOString());
     // another connection may have created it first: the stored one is the key
@@ -104,6 +110,7 @@ export class SqliteDataKeys {
    */
   erase(sessionId: string, at: string): boolean {
     const stmt = this.open(true)!;
+    this.absent = false;
     const changed = stmt.erase.run(sessionId, at, at).changes > 0;
     this.cache.set(sessionId, 'erased');
     this.erasures = true;
