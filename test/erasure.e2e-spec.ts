@@ -1,10 +1,11 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { ERASED_VALUE, IllegalStateError } from '@runledger/contracts';
 import { MemoryService } from '@runledger/memory';
 import { RuntimeController } from '@runledger/runtime';
+import { createSqliteStorage } from '@runledger/state-store';
 import { describePostgres, runCli, stderrProblems, useTestPostgres } from '@runledger/testing';
 // eslint-disable-next-line no-restricted-imports
 import { archiveNow } from '../apps/controller/src/cli/archive';
@@ -161,8 +162,23 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
     }
     const copy = new Database(backup, { readonly: true });
     const copied = copy.prepare<[], { payload: string }>('SELECT payload FROM events').all();
+    const rows = copy.prepare<[], Record<string, unknown>>('SELECT * FROM tasks').all();
     copy.close();
     expect(copied.map((p) => p.payload).join('\n')).not.toContain(SECRET);
+    expect(JSON.stringify(rows)).not.toContain(SECRET);
+    expect(JSON.stringify(rows)).toContain('[sealed]');
+    expect(readFileSync(backup).includes(Buffer.from(SECRET))).toBe(false);
+    expect((await verifyDatabase(config, backup, server.dir)).problems).toEqual([]);
+    // restored beside the key file, a rebuild refolds the rows: the other session's in clear, the erased one erased
+    copyFileSync(`${config.RUNLEDGER_DB}.keys`, `${backup}.keys`);
+    const restored = await createSqliteStorage({ path: backup });
+    try {
+      await restored.taskStates.rebuild();
+      expect((await restored.taskStates.get(other))?.input).toBe(`run echo ${OTHER}`);
+      expect((await restored.taskStates.get(live))?.input).toBe(ERASED_VALUE);
+    } finally {
+      await restored.close();
+    }
     // verify folds the erased log and agrees with the scrubbed rows
     const verified = await verifyDatabase(config, config.RUNLEDGER_DB, server.dir);
     expect(verified.problems).toEqual([]);
