@@ -13,7 +13,7 @@ import { archiveNow } from '../apps/controller/src/cli/archive';
 import { backupDatabase, verifyDatabase } from '../apps/controller/src/cli/backup';
 // eslint-disable-next-line no-restricted-imports
 import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
-import { ApiHarness, TOKENS, bootApi, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 
 /**
  * Erasure end to end: a session's tasks run with RUNLEDGER_ERASURE=on (payloads sealed), one is
@@ -116,6 +116,19 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
       const text = await readUntil(sse, 'TASK_COMPLETED');
       expect(text).toContain('"$erased":"erased"');
       expect(text).not.toContain(SECRET);
+    }
+    // WebSocket replay of a task and of the whole log
+    const ws = await WsClient.authed(server.wsUrl, TOKENS.admin);
+    try {
+      ws.send({ type: 'subscribe', task_id: live, after_seq: 0 });
+      await ws.waitFor((m) => m.type === 'event' && m.event.type === 'TASK_COMPLETED');
+      ws.send({ type: 'subscribe_all', after_position: 0 });
+      await ws.waitFor((m) => m.type === 'event' && m.event.type === 'SESSION_ERASED');
+      const replayed = JSON.stringify(ws.messages);
+      expect(replayed).toContain('"$erased":"erased"');
+      expect(replayed).not.toContain(SECRET);
+    } finally {
+      ws.ws.close();
     }
     const log = await server.request('GET', '/admin/events?after_position=0&limit=1000');
     expect(log.text).not.toContain(SECRET);
