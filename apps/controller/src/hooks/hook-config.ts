@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Budgets, OnBusy } from '@runledger/contracts';
-import { placeholdersOf, valuePathProblem } from './hook-mapping';
+import { placeholdersOf, valuePathProblem } from './hook-template';
 
 /** Signature schemes a hook may be configured with by name (see docs/time.md#webhooks). */
 export const HOOK_SIGNATURE_STYLES = ['runledger', 'github', 'stripe'] as const;

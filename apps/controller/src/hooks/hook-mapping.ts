@@ -1,5 +1,6 @@
 import { UserTask, ValidationError } from '@runledger/contracts';
 import type { InboundHookConfig } from './hook-config';
+import { PLACEHOLDER } from './hook-template';
 
 /** A verified delivery as the mapping reads it: its JSON body, its headers (lower-case names), its id. */
 export interface HookDelivery {
@@ -15,24 +16,7 @@ export type HookAction =
   | { action: 'task'; task: UserTask }
   | { action: 'signal'; task_id: string; name: string; payload: unknown };
 
-const PLACEHOLDER = /\{\{\s*([^{}\s]+)\s*\}\}/g;
-const ROOTS = new Set(['body', 'headers', 'delivery_id', 'hook']);
 const TASK_ID = /^task_[A-Za-z0-9_-]{1,195}$/;
-
-/** The value paths a template names, in order. */
-export function placeholdersOf(template: string): string[] {
-  return [...template.matchAll(PLACEHOLDER)].map((m) => m[1]);
-}
-
-/** Why a value path names nothing a delivery has (null: it is fine). */
-export function valuePathProblem(path: string): string | null {
-  const [root, ...rest] = path.split('.');
-  if (!ROOTS.has(root)) return 'must start with body, headers, delivery_id or hook';
-  if (rest.some((s) => s.length === 0)) return 'has an empty segment';
-  if ((root === 'delivery_id' || root === 'hook') && rest.length > 0) return `${root} has no fields`;
-  if (root === 'headers' && rest.length > 1) return 'a header is headers.<name>';
-  return null;
-}
 
 /** The value at a path of the delivery (`body.items.0.id`, `headers.x-github-event`); undefined when absent. */
 export function valueAt(d: HookDelivery, path: string): unknown {

@@ -1,6 +1,6 @@
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
 import type { ExpectedSequence } from '@runledger/event-store';
-import { reproducedInReplay } from './replay-clock';
+import { reproducedInReplay } from './reproduced-in-replay';
 
 /** One event another writer appended to the recorded task while it ran or waited, and where it landed. */
 interface Arrival {

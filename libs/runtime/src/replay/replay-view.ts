@@ -1,5 +1,5 @@
 import { RuntimeEvent } from '@runledger/contracts';
-import { reproducedInReplay } from './replay-clock';
+import { reproducedInReplay } from './reproduced-in-replay';
 
 /** A recorded budget stop says how long the task had run; the decision's instant is not in the log. */
 const ELAPSED = /task ran \d+ ms/g;

@@ -378,7 +378,10 @@ describe('replayTask: calls that ran side by side', () => {
       await rt.close();
       const original = await store.readWholeStream(id);
       expect(completions(original)).toEqual(['call_1_c2', 'call_1_c1']);
-      const { events } = await replayTask({ store, tools: tools(), logger: new RecordingRuntimeLogger() }, id);
+      const { events } = await replayTask(
+        { store, tools: tools(), logger: new RecordingRuntimeLogger() },
+        id,
+      );
       expect(completions(events)).toEqual(['call_1_c2', 'call_1_c1']);
       expect(replayView(events)).toEqual(replayView(original));
     } finally {

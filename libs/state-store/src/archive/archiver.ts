@@ -39,7 +39,6 @@ import {
   isPostgres,
 } from './archive-planner';
 import { RetentionPolicy } from './retention-policy';
-import type { ArchiveRunner } from './thread-archiver';
 
 export type { ArchivePlan, PlannedTree, SkippedTree } from './archive-planner';
 
@@ -107,6 +106,17 @@ class ArchiveConflict extends Error {}
 
 /** archiveTrees' answer when its caller stopped it before the write: nothing moved, no file left */
 const STOPPED = Symbol('stopped');
+
+/** What runs archive batches for a sweeper: an Archiver here, or one in a thread of its own. */
+export interface ArchiveRunner {
+  /**
+   * whether a batch runs on the caller's event loop (SQLite through better-sqlite3 is synchronous):
+   * the sweeper then rests against the whole batch; otherwise against the time it held the writer
+   */
+  readonly holdsEventLoop: boolean;
+  run(policy: RetentionPolicy, now: number, options?: Parameters<Archiver['run']>[2]): Promise<ArchiveRun>;
+  reclaim(pages?: number): Promise<number>;
+}
 
 /**
  * Moves finished task trees out of the live `events` table into checksummed segments and back.

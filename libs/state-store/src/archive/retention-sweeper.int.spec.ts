@@ -9,8 +9,8 @@ import {
   createTempStorage,
   describeEachStorage,
 } from '../testing/temp-storage';
-import { ARCHIVE_STREAM, ArchiveRun, Archiver } from './archiver';
-import { ArchiveRunner, ThreadArchiver } from './thread-archiver';
+import { ARCHIVE_STREAM, ArchiveRun, ArchiveRunner, Archiver } from './archiver';
+import { ThreadArchiver } from './thread-archiver';
 import { ArchiveAccess, openSqliteArchiver, postgresArchiver } from './open-archiver';
 import { parseRetention } from './retention-policy';
 import { RetentionSweeper } from './retention-sweeper';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { ArchiveRun, ArchivedSegment } from './archiver';
-import { ArchiveRunner } from './thread-archiver';
+import { ArchiveRunner } from './archiver';
 import { RetentionPolicy } from './retention-policy';
 
 export interface RetentionSweeperOptions {

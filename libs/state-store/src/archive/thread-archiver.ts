@@ -1,18 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '@runledger/event-store';
-import type { ArchiveRun, ArchivedSegment, Archiver } from './archiver';
+import type { ArchiveRun, ArchiveRunner, ArchivedSegment, Archiver } from './archiver';
 import type { RetentionPolicy } from './retention-policy';
-
-/** What runs archive batches for a sweeper: an Archiver here, or one in a thread of its own. */
-export interface ArchiveRunner {
-  /**
-   * whether a batch runs on the caller's event loop (SQLite through better-sqlite3 is synchronous):
-   * the sweeper then rests against the whole batch; otherwise against the time it held the writer
-   */
-  readonly holdsEventLoop: boolean;
-  run(policy: RetentionPolicy, now: number, options?: Parameters<Archiver['run']>[2]): Promise<ArchiveRun>;
-  reclaim(pages?: number): Promise<number>;
-}
 
 /** What the archive thread is started with. */
 export interface ArchiveThreadData {
