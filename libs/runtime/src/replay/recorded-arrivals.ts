@@ -18,7 +18,8 @@ interface Arrival {
 /**
  * What reached the recorded task from outside its run, written again into the replay's log where the
  * recording has it: a newer message's interrupt (INTERRUPT_REQUESTED) and a cancel (the rollback of a
- * newer message, a person's request), whose TASK_CANCELLED another writer appended. The run meets them
+ * newer message, a person's request), whose TASK_CANCELLED another writer appended, and a signal sent
+ * while no wait for it stood (SIGNAL_RECEIVED, kept until a wait takes it). The run meets them
  * as it met them live (folded in at its safe point, or as a conflict that rebases its append), so an
  * interrupted or cancelled task replays to the same end. Positions count reproduced events only
  * (reproducedInReplay), the only ones a replay writes.
@@ -46,6 +47,13 @@ export class RecordedArrivals {
           after: i,
           event: { type: e.type, session_id: e.session_id, payload: e.payload },
           noticed: true,
+        });
+      // a signal no wait took in its sender's commit was kept: the run met it on its next append
+      else if (e.type === 'SIGNAL_RECEIVED' && !takenOnArrival(next))
+        pending.push({
+          after: i,
+          event: { type: e.type, session_id: e.session_id, payload: e.payload },
+          noticed: false,
         });
     });
     return new RecordedArrivals(pending);
@@ -86,3 +94,11 @@ export class RecordedArrivals {
 }
 
 const isEnd = (a: Arrival): boolean => a.event.type === 'TASK_CANCELLED';
+
+/**
+ * Whether a signal was taken by a waiting task in the commit that recorded it (its sender delivered
+ * it: `next`, the event after its SIGNAL_RECEIVED, is the SIGNAL_DELIVERED). A replay sends such a
+ * signal again when its wait stands (see recordedAnswers); any other is a recorded arrival.
+ */
+export const takenOnArrival = (next: RuntimeEvent | undefined): next is RuntimeEvent<'SIGNAL_DELIVERED'> =>
+  next?.type === 'SIGNAL_DELIVERED';

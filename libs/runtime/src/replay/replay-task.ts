@@ -12,7 +12,7 @@ import {
 import { LabelledBackend, recordedProviderLabels } from '../model/providers';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
 import { RecordedClock, RecordedClockEventStore } from './replay-clock';
-import { RecordedArrivals } from './recorded-arrivals';
+import { RecordedArrivals, takenOnArrival } from './recorded-arrivals';
 import { runShapingOf } from '../log/run-settings';
 import { ClientToolAnswer, RuntimeController } from '../control/runtime-controller';
 import { RuntimeParts } from '../runtime-options';
@@ -196,14 +196,13 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
       clientAnswers.set(e.payload.call_id, { ok: true, output: e.payload.result.output });
     else if (e.type === 'TOOL_FAILED' && e.payload.request_id)
       clientAnswers.set(e.payload.call_id, { ok: false, error: e.payload.error });
-  // the signal each recorded wait took, as it was sent
-  const sent = new Map<string, EventPayload<'SIGNAL_RECEIVED'>>();
+  // the signal sent to each recorded wait while it stood, as it was sent (one kept before is a
+  // recorded arrival, see RecordedArrivals, and the run takes it itself)
   const taken = new Map<string, EventPayload<'SIGNAL_RECEIVED'>>();
-  for (const e of events) {
-    if (e.type === 'SIGNAL_RECEIVED') sent.set(e.payload.signal_id, e.payload);
-    if (e.type === 'SIGNAL_DELIVERED' && !taken.has(e.payload.wait_id) && sent.has(e.payload.signal_id))
-      taken.set(e.payload.wait_id, sent.get(e.payload.signal_id)!);
-  }
+  events.forEach((e, i) => {
+    const next = events[i + 1];
+    if (e.type === 'SIGNAL_RECEIVED' && takenOnArrival(next)) taken.set(next.payload.wait_id, e.payload);
+  });
   // the turn of a task queued behind another of its session, as it began
   const turn = events.find((e): e is RuntimeEvent<'SESSION_TURN_BEGAN'> => e.type === 'SESSION_TURN_BEGAN');
   for (const e of events)
@@ -228,7 +227,7 @@ function recordedAnswers(events: readonly RuntimeEvent[]) {
         return async (runtime, taskId) => {
           await runtime.fireTimer(taskId, { early: true });
         };
-      // the signal the recording's wait took comes again (one sent before the wait comes when it waits)
+      // the signal sent to the recording's standing wait comes again
       const wait = pendingSignalWait(p);
       const signal = wait && taken.get(wait.wait_id);
       if (signal)

@@ -36,6 +36,23 @@ describe('replayTask', () => {
     return task_id;
   }
 
+  const startWith = (model: ModelBackend) =>
+    startTestRuntime({
+      store: temp.store,
+      tools: testToolRegistry(temp.dir),
+      permissions: new RuleTablePolicy({}),
+      model,
+    });
+
+  /** the task's run ended, by whatever woke it (a due timer, a signal) */
+  async function untilEnded(rt: Awaited<ReturnType<typeof startWith>>, taskId: string) {
+    for (let end = Date.now() + 5_000; !(await rt.runtime.progress(taskId)).final;) {
+      if (Date.now() > end) throw new Error(`task ${taskId} never ended`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await rt.runtime.settled(taskId);
+  }
+
   async function expectSameRun(taskId: string, discipline?: DisciplineSettings) {
     // Replaying must not touch the workspace: remove what the original run wrote.
     rmSync(temp.dir, { recursive: true, force: true });
@@ -94,20 +111,11 @@ describe('replayTask', () => {
         JSON.stringify({ type: 'respond', content: 'after the wait' }),
       ],
     });
-    const rt = await startTestRuntime({
-      store: temp.store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new RuleTablePolicy({}),
-      model,
-    });
+    const rt = await startWith(model);
     const { task_id } = await rt.runtime.submit({ input: 'wait a little' }, { source: 'cli' });
     // the run stops at the timer, holding nothing; the process's due timers fire it
     expect((await rt.runtime.settled(task_id)).status).toBe('waiting');
-    for (let end = Date.now() + 5_000; !(await rt.runtime.progress(task_id)).final;) {
-      if (Date.now() > end) throw new Error('the timer never fired');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await rt.runtime.settled(task_id);
+    await untilEnded(rt, task_id);
     await rt.close();
     const started = Date.now();
     const replayed = await expectSameRun(task_id);
@@ -128,12 +136,7 @@ describe('replayTask', () => {
         JSON.stringify({ type: 'respond', content: 'paid' }),
       ],
     });
-    const rt = await startTestRuntime({
-      store: temp.store,
-      tools: testToolRegistry(temp.dir),
-      permissions: new RuleTablePolicy({}),
-      model,
-    });
+    const rt = await startWith(model);
     const { task_id } = await rt.runtime.submit({ input: 'wait to be paid' }, { source: 'cli' });
     // the first wait times out by the wall clock; the second is ended by a signal
     for (let end = Date.now() + 5_000; ;) {
@@ -144,11 +147,7 @@ describe('replayTask', () => {
     }
     const sent = await rt.runtime.sendSignal(task_id, { name: 'paid', payload: { amount: 5 } });
     expect(sent.taken_by).not.toBeNull();
-    for (let end = Date.now() + 5_000; !(await rt.runtime.progress(task_id)).final;) {
-      if (Date.now() > end) throw new Error('the task never ended');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await rt.runtime.settled(task_id);
+    await untilEnded(rt, task_id);
     await rt.close();
     const replayed = await expectSameRun(task_id);
     const steps = replayed.filter((e) => e.type === 'STEP_FAILED' || e.type === 'STEP_COMPLETED');
@@ -156,6 +155,35 @@ describe('replayTask', () => {
     expect(replayed.find((e) => e.type === 'SIGNAL_RECEIVED')?.payload).toEqual(
       (await temp.store.readWholeStream(task_id)).find((e) => e.type === 'SIGNAL_RECEIVED')?.payload,
     );
+  });
+
+  it('a signal kept before its wait began replays where the recording received it', async () => {
+    const model = new ScriptedBackend({
+      orchestrator: [
+        '{"type":"tool","tool":"echo","args":{"text":"first"}}',
+        // the signal comes while the model decides on the wait: before the wait began
+        { content: JSON.stringify({ type: 'wait_for_signal', name: 'paid' }), delay_ms: 400 },
+        JSON.stringify({ type: 'respond', content: 'paid' }),
+      ],
+    });
+    const rt = await startWith(model);
+    const { task_id } = await rt.runtime.submit({ input: 'echo, then wait to be paid' }, { source: 'cli' });
+    const modelCalls = async () =>
+      (await temp.store.readWholeStream(task_id)).filter((e) => e.type === 'MODEL_CALLED').length;
+    for (let end = Date.now() + 5_000; (await modelCalls()) < 2;) {
+      if (Date.now() > end) throw new Error('the second model call never began');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const sent = await rt.runtime.sendSignal(task_id, { name: 'paid', payload: { amount: 5 } });
+    expect(sent.taken_by).toBeNull();
+    await untilEnded(rt, task_id);
+    await rt.close();
+    const original = await temp.store.readWholeStream(task_id);
+    const types = original.map((e) => e.type);
+    expect(types.indexOf('SIGNAL_RECEIVED')).toBeLessThan(types.indexOf('SIGNAL_AWAITED'));
+    const replayed = await expectSameRun(task_id);
+    expect(replayed.filter((e) => e.type === 'SIGNAL_RECEIVED')).toHaveLength(1);
+    expect(replayed[replayed.length - 1]).toMatchObject({ type: 'TASK_COMPLETED' });
   });
 
   it('a provider error that fell back to sys_util replays the same fallback', async () => {
