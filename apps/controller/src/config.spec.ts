@@ -9,10 +9,15 @@ describe('RUNLEDGER_DB', () => {
       synchronous: 'FULL',
       // auto: the writer thread runs under the build, not under the TypeScript sources jest runs
       writerThread: false,
+      // RUNLEDGER_ERASURE is off unless asked for
+      sealPayloads: false,
     });
     expect(
       storageOptionsFrom(loadConfig({ RUNLEDGER_DB: './data/x.db', RUNLEDGER_SQLITE_WRITER_THREAD: 'on' })),
     ).toMatchObject({ driver: 'sqlite', writerThread: true });
+    expect(
+      storageOptionsFrom(loadConfig({ RUNLEDGER_DB: './data/x.db', RUNLEDGER_ERASURE: 'on' })),
+    ).toMatchObject({ driver: 'sqlite', sealPayloads: true });
     expect(
       storageOptionsFrom(
         loadConfig({ RUNLEDGER_DB: 'postgresql://u:p@db:5432/runledger', RUNLEDGER_PG_SCHEMA: 'rl' }),
@@ -22,6 +27,7 @@ describe('RUNLEDGER_DB', () => {
       url: 'postgresql://u:p@db:5432/runledger',
       schema: 'rl',
       maxConnections: 10,
+      sealPayloads: false,
     });
     expect(() => loadConfig({ RUNLEDGER_DB: 'mysql://u:p@localhost/runledger' })).toThrow(
       /RUNLEDGER_DB.*SQLite file path or a postgres:\/\//s,

@@ -357,9 +357,12 @@ describe('RuntimeController backpressure', () => {
       .filter((e) => e.type === 'MODEL_CALLED')
       .map((e) => Date.parse(e.created_at));
     expect(calls).toHaveLength(4);
-    // between two rounds' calls the task took two steps (the tool call, then the next round), each on its turn
-    for (let i = 1; i < calls.length; i++)
-      expect(calls[i] - calls[i - 1]).toBeGreaterThanOrEqual(2 * PACED_STEP_MS - 2);
+    // between two rounds' calls the task took two steps (the tool call, then the next round), each on its
+    // turn; an event's stamp trails its turn by however long the machine takes to get to it, so the span of
+    // all three gaps is measured, with one turn of slack (unpaced, the three take a few milliseconds)
+    expect(calls[calls.length - 1] - calls[0]).toBeGreaterThanOrEqual(
+      (calls.length - 1) * 2 * PACED_STEP_MS - PACED_STEP_MS,
+    );
   });
 
   it('queued tasks are durable: a restarted runtime runs those the old one never started', async () => {
