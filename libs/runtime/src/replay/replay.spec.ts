@@ -11,7 +11,13 @@ import { replayView } from './replay-view';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from '../discipline/settings';
 import { backoffDelay } from '../discipline/failure-policy';
 import { EventLogBuilder } from '../discipline/testing-events';
-import { RecordingRuntimeLogger, RuleTablePolicy, startTestRuntime, testToolRegistry } from '../testing';
+import {
+  RecordingRuntimeLogger,
+  RuleTablePolicy,
+  manifestOf,
+  startTestRuntime,
+  testToolRegistry,
+} from '../testing';
 import { useTempStore } from '../testing/temp-store';
 
 describe('replayTask', () => {
@@ -306,17 +312,7 @@ describe('replayTask: an idempotent tool retried after a tool_error', () => {
     let attempts = 0;
     const flaky = () =>
       testToolRegistry(dir).add(
-        {
-          name: 'flaky_read',
-          description: 'Fails once, then reads.',
-          args_schema: { type: 'object', properties: {}, additionalProperties: false },
-          requires_permission: false,
-          idempotent: true,
-          timeout_ms: 5_000,
-          secrets: [],
-          sensitive_output: false,
-          entry: 'index.js',
-        },
+        manifestOf('flaky_read', { idempotent: true, timeout_ms: 5_000 }),
         async () => {
           if (attempts++ === 0) throw new Error('busy, try again');
           return 'read at last';
@@ -359,17 +355,7 @@ describe('replayTask: calls that ran side by side', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl-replay-side-by-side-'));
     const store = new InMemoryEventStore();
     const readTool = (name: string, delayMs: number) => ({
-      manifest: {
-        name,
-        description: `Reads after ${delayMs} ms.`,
-        args_schema: { type: 'object', properties: {}, additionalProperties: false },
-        requires_permission: false,
-        idempotent: true,
-        timeout_ms: 5_000,
-        secrets: [],
-        sensitive_output: false,
-        entry: 'index.js',
-      },
+      manifest: manifestOf(name, { idempotent: true, timeout_ms: 5_000 }),
       run: async () => {
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         return `${name} done`;
