@@ -1,8 +1,9 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser } from 'playwright-core';
+import { waitForSignalStep, writePlanScript } from '@runledger/testing';
 import { ApiHarness, TOKENS, bootApi, launchChromium } from './api-harness';
 
 /**
@@ -20,20 +21,8 @@ describe('dashboard: schedules and waiting tasks (e2e)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rl-dash-sched-'));
-    const script = join(dir, 'script.json');
     // every task waits for signal `ci`, then answers
-    writeFileSync(
-      script,
-      JSON.stringify({
-        orchestrator: [
-          JSON.stringify({
-            type: 'plan',
-            steps: [{ id: 'ci', kind: 'wait_for_signal', args: { name: 'ci' } }],
-          }),
-          JSON.stringify({ type: 'respond', content: 'done' }),
-        ],
-      }),
-    );
+    const script = writePlanScript(dir, [waitForSignalStep('ci')]);
     sut = await bootApi(
       { RUNLEDGER_MODEL: `scripted:${script}`, RUNLEDGER_MEMORY: 'off', RUNLEDGER_CRITIC: 'off' },
       { checkResponses: true },

@@ -1,8 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { isTerminalStatus } from '@runledger/contracts';
-import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { describePostgres, useTestPostgres, waitForSignalStep, writePlanScript } from '@runledger/testing';
 import { ServerProcess, pgServerPair } from './permissions-server';
 
 /**
@@ -24,20 +22,7 @@ interface Ev {
 
 /** every task waits for signal `go`, then answers `done` */
 function scriptIn(server: ServerProcess): void {
-  const path = join(server.dir, 'script.json');
-  writeFileSync(
-    path,
-    JSON.stringify({
-      orchestrator: [
-        JSON.stringify({
-          type: 'plan',
-          steps: [{ id: 'go', kind: 'wait_for_signal', args: { name: 'go' } }],
-        }),
-        JSON.stringify({ type: 'respond', content: 'done' }),
-      ],
-    }),
-  );
-  server.env.RUNLEDGER_MODEL = `scripted:${path}`;
+  server.env.RUNLEDGER_MODEL = `scripted:${writePlanScript(server.dir, [waitForSignalStep('go')])}`;
 }
 
 const eventsOf = async (server: ServerProcess, taskId: string): Promise<Ev[]> =>

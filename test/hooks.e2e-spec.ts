@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { describePostgres, useTestPostgres, waitForSignalStep, writePlanScript } from '@runledger/testing';
 import { ApiHarness, bootApi } from './api-harness';
 // eslint-disable-next-line no-restricted-imports
 import { signatureOf } from '../apps/controller/src/outbound/outbox';
@@ -50,22 +50,8 @@ function hookEnv(): Record<string, string> {
 }
 
 /** every task waits for signal `ci`, then answers */
-function writeScript(dir: string): string {
-  const path = join(dir, 'script.json');
-  writeFileSync(
-    path,
-    JSON.stringify({
-      orchestrator: [
-        JSON.stringify({
-          type: 'plan',
-          steps: [{ id: 'ci', kind: 'wait_for_signal', args: { name: 'ci', timeout_ms: 30_000 } }],
-        }),
-        JSON.stringify({ type: 'respond', content: 'done' }),
-      ],
-    }),
-  );
-  return path;
-}
+const writeScript = (dir: string): string =>
+  writePlanScript(dir, [waitForSignalStep('ci', { timeout_ms: 30_000 })]);
 
 const push = (ref: string, repo = 7) =>
   JSON.stringify({ ref, pusher: { name: 'ada' }, repository: { id: repo } });

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '@runledger/testing';
+import { runCli, waitForSignalStep, writePlanScript } from '@runledger/testing';
 import { ApiHarness, bootApi } from './api-harness';
 
 /**
@@ -33,19 +33,7 @@ describe('runledger schedules', () => {
   beforeAll(async () => {
     // every task waits for signal `ci`, then answers
     scriptDir = mkdtempSync(join(tmpdir(), 'rl-sched-cli-'));
-    const script = join(scriptDir, 'script.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        orchestrator: [
-          JSON.stringify({
-            type: 'plan',
-            steps: [{ id: 'ci', kind: 'wait_for_signal', args: { name: 'ci' } }],
-          }),
-          JSON.stringify({ type: 'respond', content: 'answered after ci' }),
-        ],
-      }),
-    );
+    const script = writePlanScript(scriptDir, [waitForSignalStep('ci')], 'answered after ci');
     env = { RUNLEDGER_MODEL: `scripted:${script}`, RUNLEDGER_MEMORY: 'off', RUNLEDGER_CRITIC: 'off' };
     api = await bootApi(env);
     env.RUNLEDGER_DB = join(api.dir, 'runledger.db');

@@ -1,7 +1,5 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { isTerminalStatus } from '@runledger/contracts';
-import { describePostgres, useTestPostgres } from '@runledger/testing';
+import { describePostgres, useTestPostgres, waitForSignalStep, writePlanScript } from '@runledger/testing';
 import { ADMIN, ServerProcess, pgServerPair } from './permissions-server';
 import { startReceiver } from './a2a-client';
 // eslint-disable-next-line no-restricted-imports
@@ -30,27 +28,10 @@ interface Ev {
 
 /** every task naps, then waits for signal `ci` (with a timeout), then answers */
 function scriptIn(server: ServerProcess, timeoutMs = TIMEOUT_MS): void {
-  const path = join(server.dir, 'script.json');
-  writeFileSync(
-    path,
-    JSON.stringify({
-      orchestrator: [
-        JSON.stringify({
-          type: 'plan',
-          steps: [
-            { id: 'nap', kind: 'wait', args: { duration_ms: NAP_MS } },
-            {
-              id: 'ci',
-              kind: 'wait_for_signal',
-              args: { name: 'ci', timeout_ms: timeoutMs },
-              depends_on: ['nap'],
-            },
-          ],
-        }),
-        JSON.stringify({ type: 'respond', content: 'done' }),
-      ],
-    }),
-  );
+  const path = writePlanScript(server.dir, [
+    { id: 'nap', kind: 'wait', args: { duration_ms: NAP_MS } },
+    { ...waitForSignalStep('ci', { timeout_ms: timeoutMs }), depends_on: ['nap'] },
+  ]);
   server.env.RUNLEDGER_MODEL = `scripted:${path}`;
 }
 

@@ -4,3 +4,4 @@ export * from './cli';
 export * from './postgres';
 export * from './served';
 export * from './archiving-storage';
+export * from './plan-scripts';
