@@ -294,7 +294,9 @@ export class CheckpointStore {
         ...checkpoint,
         state: await this.events.sealCopy(state.session_id, storedSnapshot(state)),
         context:
-          contextText === NO_CONTEXT ? contextText : await this.events.sealCopy(state.session_id, contextText),
+          contextText === NO_CONTEXT
+            ? contextText
+            : await this.events.sealCopy(state.session_id, contextText),
       })
       .execute();
     return checkpoint;
