@@ -31,8 +31,11 @@ function filesUnder(dir, found = []) {
   return found;
 }
 
+let tsconfigPaths;
+
 function swcOptions(filename) {
-  const { compilerOptions } = JSON.parse(fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8'));
+  tsconfigPaths ??= JSON.parse(fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions
+    .paths;
   return {
     filename,
     swcrc: false,
@@ -44,7 +47,7 @@ function swcOptions(filename) {
       target: 'es2022',
       // @runledger/<lib> becomes a relative require, as tsc-alias does for the build
       baseUrl: ROOT,
-      paths: compilerOptions.paths,
+      paths: tsconfigPaths,
     },
     module: { type: 'commonjs' },
   };
