@@ -179,6 +179,13 @@ export abstract class EventStore {
     return text;
   }
 
+  /** openCopy of each text (null stays null), with one look at the key store for all of them. */
+  async openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]> {
+    const out: (string | null)[] = [];
+    for (const t of texts) out.push(t === null ? null : await this.openCopy(t));
+    return out;
+  }
+
   /** readAll's events as JSON text; see readStreamRaw. */
   async readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return (await this.readAll(options)).map(rawEventOf);

@@ -27,4 +27,4 @@ export * from './archive/archived-streams';
 export * from './sealing/sealed-payload';
 export * from './sealing/sqlite-data-keys';
 export * from './sealing/pg-data-keys';
-export { PayloadSealer, type WriteKeys } from './sealing/payload-sealer';
+export { PayloadSealer, type CopySealer, type WriteKeys } from './sealing/payload-sealer';

@@ -1,15 +1,18 @@
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
+import type { CopySealer } from './sealing/payload-sealer';
 
 /**
  * A read model kept in the append transaction, so it never drifts from the
  * log: `apply` runs after the events are inserted and before the commit, on the
- * same connection; throwing rolls the whole append back.
+ * same connection; throwing rolls the whole append back. `copies` stores what the read model copies
+ * of a session's content as the events' payloads are stored (sealed under the session's key when
+ * erasure is on); absent for a store without a key store (:memory:), where everything is clear.
  */
 export interface InlineProjection {
   /** a name for errors and logs */
   readonly name: string;
-  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void;
+  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[], copies?: CopySealer): void;
   /** empty the read model, before a rebuild refolds the whole log into it */
   reset(raw: BetterSqlite3.Database): void;
 }

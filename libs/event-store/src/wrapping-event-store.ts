@@ -74,6 +74,10 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.openCopy(text);
   }
 
+  override openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]> {
+    return this.inner.openCopies(texts);
+  }
+
   override readAllRaw(options?: ReadAllOptions): Promise<RawEvent[]> {
     return this.inner.readAllRaw(options);
   }

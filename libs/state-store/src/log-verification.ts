@@ -3,6 +3,7 @@ import { Database, SCRUBBED_COPY, SegmentBytes, decodeSegment, rowToEvent } from
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from './schema';
 import { PERSONAL_TASK_COLUMNS, TASK_COLUMNS, TaskRow, foldRun, stateToRow } from './task-state-store';
+import { OpenCopies, openTaskRows, openedAsStored } from './sealed-task-rows';
 
 /** One thing a verification found wrong, about one stream (or the log as a whole: task_id null). */
 export interface LogProblem {
@@ -79,11 +80,13 @@ export function streamProblems(
 /** Events as readers get them through the database's key store (sealed payloads opened, erased ones marked). */
 export type OpenEvents = (events: RuntimeEvent[]) => Promise<RuntimeEvent[]>;
 
+/** `openCopies`: how the rows' sealed columns are opened (EventStore.openCopies over the same key store). */
 export async function verifyLog(
   db: Kysely<Database>,
   pageSize = 500,
   segmentBytes?: SegmentBytes,
   open: OpenEvents = async (events) => events,
+  openCopies: OpenCopies = openedAsStored,
 ): Promise<LogVerification> {
   const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
   const problems: LogProblem[] = [];
@@ -108,10 +111,12 @@ export async function verifyLog(
     if (ids.length === 0) break;
     after = ids[ids.length - 1];
     const rows = new Map(
-      (await tdb.selectFrom('tasks').selectAll().where('task_id', 'in', ids).execute()).map((r) => [
-        r.task_id,
-        r as TaskRow,
-      ]),
+      (
+        await openTaskRows(
+          (await tdb.selectFrom('tasks').selectAll().where('task_id', 'in', ids).execute()) as TaskRow[],
+          openCopies,
+        )
+      ).map((r) => [r.task_id, r]),
     );
     for (const id of ids) {
       const stream = await open(
@@ -127,7 +132,7 @@ export async function verifyLog(
       for (const p of streamProblems(id, stream, row)) report(id, p);
     }
   }
-  const archived = await verifyArchive(db, seen, segmentBytes, report, open);
+  const archived = await verifyArchive(db, seen, segmentBytes, report, open, openCopies);
   streams += archived.streams;
   tasks += archived.tasks;
   events += archived.events;
@@ -154,6 +159,7 @@ async function verifyArchive(
   segmentBytes: SegmentBytes | undefined,
   report: (task_id: string | null, problem: string) => void,
   open: OpenEvents,
+  openCopies: OpenCopies,
 ): Promise<{ streams: number; tasks: number; events: number }> {
   const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
   const counts = { streams: 0, tasks: 0, events: 0 };
@@ -189,11 +195,12 @@ async function verifyArchive(
           a.task_id,
           `${a.task_id}: its segment holds ${stream.length} events, its record ${a.event_count}`,
         );
-      const row = (await tdb
+      const stored = (await tdb
         .selectFrom('tasks')
         .selectAll()
         .where('task_id', '=', a.task_id)
         .executeTakeFirst()) as TaskRow | undefined;
+      const row = stored && (await openTaskRows([stored], openCopies))[0];
       counts.streams++;
       counts.events += stream.length;
       if (stream[0]?.type === 'TASK_RECEIVED') counts.tasks++;

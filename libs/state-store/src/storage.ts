@@ -118,7 +118,10 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
  */
 export async function createSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
   const handle = await migrated(openSqlite(options));
-  const taskStates = new SqliteTaskStateStore(handle);
+  const taskStates: SqliteTaskStateStore = new SqliteTaskStateStore(handle, {
+    openCopies: (texts) => eventStore.openCopies(texts),
+    sealCopies: options.sealPayloads,
+  });
   const eventStore = new SqliteEventStore(handle, {
     ...(options.writerThread
       ? {
@@ -147,7 +150,10 @@ export async function createPostgresStorage(
 ): Promise<PostgresStorage> {
   const handle = openPostgres(options);
   await migrated(handle, () => createSchemaIfMissing(handle));
-  const taskStates = new PgTaskStateStore(handle);
+  const taskStates: PgTaskStateStore = new PgTaskStateStore(handle, {
+    openCopies: (texts) => eventStore.openCopies(texts),
+    sealCopies: options.sealPayloads,
+  });
   const eventStore = new PgEventStore(handle, {
     projections: [taskStates],
     sealPayloads: options.sealPayloads,

@@ -1,4 +1,5 @@
 import {
+  SEALED_KEY,
   AcceptCheck,
   Budgets,
   ExecutionDirective,
@@ -10,6 +11,7 @@ import {
   ValidationError,
 } from '@runledger/contracts';
 import {
+  CopySealer,
   Database,
   InlineProjection,
   ProjectionModule,
@@ -22,6 +24,7 @@ import { Kysely, Selectable, sql } from 'kysely';
 import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from './model-usage';
 import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
 import { PendingRequest, TaskState, evolve } from './task-state';
+import { OpenCopies, TaskRowCodec, openTaskRows, openedAsStored } from './sealed-task-rows';
 
 export interface ListTasksOptions {
   status?: TaskStatus;
@@ -72,15 +75,7 @@ export const TASK_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof TasksTable)[];
 
-/** The row's columns a person's content lives in: an erasure refolds them from the erased log. */
-export const PERSONAL_TASK_COLUMNS = [
-  'input',
-  'last_directive',
-  'pending_requests',
-  'stop_detail',
-  'result',
-  'accept_checks',
-] as const satisfies ReadonlyArray<keyof TaskRow>;
+export { PERSONAL_TASK_COLUMNS } from './sealed-task-rows';
 
 export const stateToRow = (s: TaskState): TaskRow => ({
   task_id: s.task_id,
@@ -191,7 +186,14 @@ export abstract class TaskStateStore {
   readonly name = 'tasks';
   protected readonly db: Kysely<StateStoreDatabase>;
 
-  constructor(db: Kysely<Database>) {
+  /**
+   * `openCopies`: how the rows' personal columns are opened for readers (EventStore.openCopies: they
+   * are sealed under their session's key when erasure is on).
+   */
+  constructor(
+    db: Kysely<Database>,
+    private readonly openCopies: OpenCopies = openedAsStored,
+  ) {
     this.db = db.withTables<StateStoreTables>();
   }
 
@@ -211,7 +213,7 @@ export abstract class TaskStateStore {
       .selectAll()
       .where('task_id', '=', taskId)
       .executeTakeFirst();
-    return row ? rowToState(row) : null;
+    return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
   }
 
   async findByIdempotencyKey(key: string): Promise<TaskState | null> {
@@ -220,21 +222,64 @@ export abstract class TaskStateStore {
       .selectAll()
       .where('idempotency_key', '=', key)
       .executeTakeFirst();
-    return row ? rowToState(row) : null;
+    return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
   }
 
-  /** Newest first, keyset-paginated on (created_at, task_id). */
+  /**
+   * Newest first, keyset-paginated on (created_at, task_id). With `q`, SQL keeps the rows whose
+   * input matches in clear or is sealed, and the sealed ones are matched once opened, SCAN_PAGE rows
+   * at a time until the page is full: with erasure on, a search opens every row it passes over.
+   */
   async list(options: ListTasksOptions = {}): Promise<TaskPage> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500)
       throw new ValidationError('limit must be an integer from 1 to 500', { field: 'limit' });
-    const after = options.cursor === undefined ? null : decodeCursor(options.cursor);
+    let after = options.cursor === undefined ? null : decodeCursor(options.cursor);
+    const found: TaskRow[] = [];
+    if (options.q === undefined) found.push(...(await this.page(options, after, limit + 1)));
+    else {
+      const needle = foldAscii(options.q);
+      for (;;) {
+        const rows = await this.page(options, after, SCAN_PAGE);
+        for (const row of rows) if (foldAscii(row.input).includes(needle) && found.push(row) > limit) break;
+        if (found.length > limit || rows.length < SCAN_PAGE) break;
+        after = [rows[rows.length - 1].created_at, rows[rows.length - 1].task_id];
+      }
+    }
+    const items = found.slice(0, limit).map(rowToState);
+    return { items, next_cursor: found.length > limit ? encodeCursor(items[items.length - 1]) : null };
+  }
+
+  /**
+   * The ids whose row differs between two pictures of the table, compared as readers get them: a
+   * sealed column is sealed again with a fresh IV by a rebuild, so its stored text always differs.
+   */
+  protected async changedRows(before: Map<string, TaskRow>, after: Map<string, TaskRow>): Promise<string[]> {
+    const ids = [...new Set([...before.keys(), ...after.keys()])];
+    const differ = ids.filter((id) => JSON.stringify(before.get(id)) !== JSON.stringify(after.get(id)));
+    const both = differ.filter((id) => before.has(id) && after.has(id));
+    const opened = await openTaskRows(
+      both.flatMap((id) => [before.get(id)!, after.get(id)!]),
+      this.openCopies,
+    );
+    const same = new Set(
+      both.filter((_, i) => JSON.stringify(opened[2 * i]) === JSON.stringify(opened[2 * i + 1])),
+    );
+    return differ.filter((id) => !same.has(id)).sort();
+  }
+
+  /** Up to `limit` rows after the cursor `after`, newest first, their personal columns opened. */
+  private async page(
+    options: ListTasksOptions,
+    after: [string, string] | null,
+    limit: number,
+  ): Promise<TaskRow[]> {
     const rows = await this.db
       .selectFrom('tasks')
       .selectAll()
       .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
       .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
-      .$if(options.q !== undefined, (q) => q.where(this.inputContains(options.q!)))
+      .$if(options.q !== undefined, (q) => q.where(this.inputMayContain(options.q!)))
       .$if(after !== null, (q) =>
         q.where((eb) =>
           eb.or([
@@ -245,20 +290,30 @@ export abstract class TaskStateStore {
       )
       .orderBy('created_at', 'desc')
       .orderBy('task_id', 'desc')
-      .limit(limit + 1)
+      .limit(limit)
       .execute();
-    const items = rows.slice(0, limit).map(rowToState);
-    return { items, next_cursor: rows.length > limit ? encodeCursor(items[items.length - 1]) : null };
+    return openTaskRows(rows, this.openCopies);
   }
 
-  /** `input` contains `text`, ASCII letters folded (SQLite's LIKE; PostgreSQL's LIKE is made to match). */
-  private inputContains(text: string) {
+  /**
+   * `input` contains `text` in clear, ASCII letters folded (SQLite's LIKE; PostgreSQL's LIKE is made
+   * to match), or is sealed (its match is decided once opened).
+   */
+  private inputMayContain(text: string) {
     const pattern = `%${escapeLike(text)}%`;
+    const sealed = sql<boolean>`substr(input, 1, ${SEALED_PREFIX.length}) = ${SEALED_PREFIX}`;
     return isPostgres(this.db)
-      ? sql<boolean>`translate(input, ${ASCII_UPPER}, ${ASCII_LOWER}) LIKE translate(${pattern}, ${ASCII_UPPER}, ${ASCII_LOWER}) ESCAPE '\\'`
-      : sql<boolean>`input LIKE ${pattern} ESCAPE '\\'`;
+      ? sql<boolean>`(translate(input, ${ASCII_UPPER}, ${ASCII_LOWER}) LIKE translate(${pattern}, ${ASCII_UPPER}, ${ASCII_LOWER}) ESCAPE '\\' OR ${sealed})`
+      : sql<boolean>`(input LIKE ${pattern} ESCAPE '\\' OR ${sealed})`;
   }
 }
+
+/** Rows a `q` search reads and opens at a time. */
+const SCAN_PAGE = 500;
+/** How a sealed copy's text begins (sealText). */
+const SEALED_PREFIX = `{"${SEALED_KEY}":`;
+/** ASCII letters in lower case, as SQLite's LIKE compares them. */
+const foldAscii = (text: string): string => text.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 
 const ASCII_UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 const ASCII_LOWER = 'abcdefghijklmnopqrstuvwxyz';
@@ -270,17 +325,25 @@ const ASCII_LOWER = 'abcdefghijklmnopqrstuvwxyz';
  */
 export class SqliteTaskStateStore extends TaskStateStore implements InlineProjection {
   private statements: Statements | null = null;
+  private readonly codec = new TaskRowCodec();
+  private readonly sealCopies: boolean;
 
-  constructor(private readonly handle: SqliteHandle) {
-    super(handle.db);
+  /** `sealCopies`: a rebuild seals the personal columns (erasure on), as the appends' projection does */
+  constructor(
+    private readonly handle: SqliteHandle,
+    options: { openCopies?: OpenCopies; sealCopies?: boolean } = {},
+  ) {
+    super(handle.db, options.openCopies);
+    this.sealCopies = options.sealCopies === true;
   }
 
-  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[]): void {
+  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[], copies?: CopySealer): void {
     const stmt = this.prepare(raw);
     for (const run of taskRuns(events)) {
-      const before = stmt.get.get(run.task_id);
-      const state = foldRun(before, run.events);
-      if (state) this.write(raw, stmt, before, state);
+      const stored = stmt.get.get(run.task_id);
+      const before = stored && { stored, clear: this.codec.open(stored, copies) };
+      const state = foldRun(before?.clear, run.events);
+      if (state) this.write(raw, stmt, stored, this.codec.seal(stateToRow(state), copies, before), state);
     }
     for (const row of modelUsageOf(events)) stmt.usage.run(row);
   }
@@ -292,7 +355,7 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
 
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */
   async rebuild(): Promise<number> {
-    return rebuildProjection(this.handle.raw, this);
+    return rebuildProjection(this.handle.raw, this, { sealCopies: this.sealCopies });
   }
 
   /**
@@ -303,17 +366,15 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
   async rebuildReport(): Promise<RebuildReport> {
     const raw = this.handle.raw;
     const rows = raw.prepare<[], TaskRow>('SELECT * FROM tasks');
-    const picture = () => new Map(rows.all().map((r) => [r.task_id, JSON.stringify(r)]));
-    return raw
-      .transaction((): RebuildReport => {
+    const picture = () => new Map(rows.all().map((r) => [r.task_id, r]));
+    const { events, before, after } = raw
+      .transaction(() => {
         const before = picture();
-        const events = rebuildProjection(raw, this);
-        const after = picture();
-        const ids = new Set([...before.keys(), ...after.keys()]);
-        const changed = [...ids].filter((id) => before.get(id) !== after.get(id)).sort();
-        return { events, tasks: after.size, changed };
+        const events = rebuildProjection(raw, this, { sealCopies: this.sealCopies });
+        return { events, before, after: picture() };
       })
       .immediate();
+    return { events, tasks: after.size, changed: await this.changedRows(before, after) };
   }
 
   private prepare(raw: BetterSqlite3.Database): Statements {
@@ -332,9 +393,9 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
     raw: BetterSqlite3.Database,
     stmt: Statements,
     before: TaskRow | undefined,
+    row: TaskRow,
     state: TaskState,
   ): void {
-    const row = stateToRow(state);
     try {
       if (!before) {
         stmt.insert.run(row);

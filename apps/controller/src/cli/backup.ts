@@ -7,6 +7,8 @@ import {
   SqliteDataKeys,
   dataKeysPath,
   fsyncPath,
+  openCopiesPg,
+  openCopiesThrough,
   openedPg,
   openedThrough,
   isPostgresUrl,
@@ -163,7 +165,13 @@ export async function verifyDatabase(
   if (isPostgresUrl(target)) {
     const handle = openPostgres({ url: target, schema: config.RUNLEDGER_PG_SCHEMA, maxConnections: 2 });
     try {
-      return await verifyLog(handle.db, 500, undefined, (events) => openedPg(handle.pool, events));
+      return await verifyLog(
+        handle.db,
+        500,
+        undefined,
+        (events) => openedPg(handle.pool, events),
+        (texts) => openCopiesPg(handle.pool, texts),
+      );
     } finally {
       await handle.close();
     }
@@ -186,6 +194,7 @@ export async function verifyDatabase(
       500,
       async (id) => readSegmentFile(segmentFile(segmentFolder(path), id)),
       async (events) => openedThrough(keys, events),
+      async (texts) => openCopiesThrough(keys, texts),
     );
   } finally {
     keys.close();

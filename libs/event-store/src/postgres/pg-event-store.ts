@@ -29,10 +29,18 @@ import { EventRow, rowToEvent } from '../sqlite/rows';
 import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
-import { KeyRow, groupKeys, groupKeysSql, loadKeys, openedPg, writeKeys } from '../sealing/pg-data-keys';
-import { DataKey, openText, sealText, sealedTextSession } from '../sealing/sealed-payload';
+import {
+  KeyRow,
+  groupKeys,
+  groupKeysSql,
+  loadKeys,
+  openCopiesPg,
+  openedPg,
+  writeKeys,
+} from '../sealing/pg-data-keys';
+import { DataKey, sealText } from '../sealing/sealed-payload';
 import { erasedSessionError } from '../sealing/sqlite-data-keys';
-import { PayloadSealer } from '../sealing/payload-sealer';
+import { CopySealer, PayloadSealer } from '../sealing/payload-sealer';
 
 /**
  * A read model kept in the append transaction on PostgreSQL (the counterpart of
@@ -41,7 +49,8 @@ import { PayloadSealer } from '../sealing/payload-sealer';
  */
 export interface PgInlineProjection {
   readonly name: string;
-  apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void>;
+  /** `copies`: how it stores what it copies of a session's content (see InlineProjection) */
+  apply(client: PoolClient, events: readonly RuntimeEvent[], copies?: CopySealer): Promise<void>;
   /** empty the read model, before a rebuild refolds the whole log into it */
   reset(client: PoolClient): Promise<void>;
 }
@@ -312,7 +321,7 @@ export class PgEventStore extends EventStore {
       positions = positionsOf(results[keys.created.length > 0 ? 1 : 0].rows);
     } else {
       if (keys.created.length > 0) await client.query(keyInsertSql(keys.created));
-      positions = await this.write(client, envelopes, text);
+      positions = await this.write(client, envelopes, sealer, text);
       await client.query(NOTIFY_AND_COMMIT);
     }
     return decided.map((d): GroupResult<AppendOutcome> =>
@@ -353,32 +362,33 @@ export class PgEventStore extends EventStore {
   private async write(
     client: PoolClient,
     envelopes: readonly UnpositionedEvent[],
+    groupSealer?: PayloadSealer,
     payloadText?: (e: UnpositionedEvent) => string,
   ): Promise<Map<string, number>> {
     if (envelopes.length === 0) return new Map();
-    const text = payloadText ?? (await this.loadedSealer(client, envelopes));
+    const sealer = groupSealer ?? (await this.loadedSealer(client, envelopes));
+    const text = payloadText ?? ((e: UnpositionedEvent) => sealer.payloadText(e));
     const inserted = await client.query<InsertedRow>(
       insertParametersSql(envelopes.length),
       envelopes.flatMap((e) => eventRowValues(e, text)),
     );
     const positions = positionsOf(inserted.rows);
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
-    for (const projection of this.projections) await projection.apply(client, written);
+    for (const projection of this.projections) await projection.apply(client, written, sealer);
     return positions;
   }
 
-  /** The payload texts of envelopes appended one by one (the group's fallback): keys read, and created, here. */
+  /** The sealer of envelopes appended one by one (the group's fallback): keys read, and created, here. */
   private async loadedSealer(
     client: PoolClient,
     envelopes: readonly UnpositionedEvent[],
-  ): Promise<(e: UnpositionedEvent) => string> {
+  ): Promise<PayloadSealer> {
     const keys = await writeKeys(
       client,
       envelopes.map((e) => e.session_id),
       this.seal,
     );
-    const sealer = new PayloadSealer(keys, this.seal);
-    return (e) => sealer.payloadText(e);
+    return new PayloadSealer(keys, this.seal);
   }
 
   override onCommitted(listener: CommitListener): () => void {
@@ -500,9 +510,12 @@ export class PgEventStore extends EventStore {
   }
 
   override async openCopy(text: string): Promise<string | null> {
-    const session = sealedTextSession(text);
-    if (session === null) return text;
-    return openText(text, (await loadKeys(this.pool, [session])).get(session));
+    return (await this.openCopies([text]))[0];
+  }
+
+  /** One read of the keys for all the texts' sessions. */
+  override openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]> {
+    return openCopiesPg(this.pool, texts);
   }
 
   /** The live table's rows, or, for an archived task (none live), its segment's. */
@@ -669,7 +682,18 @@ export async function rebuildPgProjection(
   pool: Pool,
   projection: PgInlineProjection,
   around: { before?: (c: PoolClient) => Promise<void>; after?: (c: PoolClient) => Promise<void> } = {},
+  { sealCopies = false }: { sealCopies?: boolean } = {},
 ): Promise<number> {
+  // the page's sessions' keys (created for those without one when sealing), for the read model's copies
+  const copiesOf = async (client: PoolClient, events: readonly RuntimeEvent[]) =>
+    new PayloadSealer(
+      await writeKeys(
+        client,
+        events.map((e) => e.session_id),
+        sealCopies,
+      ),
+      sealCopies,
+    );
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -684,7 +708,7 @@ export async function rebuildPgProjection(
       );
       if (rows.length === 0) break;
       const events = await openedPg(client, rows.map(rowToEvent));
-      await projection.apply(client, events);
+      await projection.apply(client, events, await copiesOf(client, events));
       count += events.length;
       after = events[events.length - 1].position;
     }
@@ -697,7 +721,7 @@ export async function rebuildPgProjection(
         client,
         decodeSegment(segment.content, segment.sha256, segment.segment_id),
       );
-      await projection.apply(client, events);
+      await projection.apply(client, events, await copiesOf(client, events));
       count += events.length;
     }
     await around.after?.(client);

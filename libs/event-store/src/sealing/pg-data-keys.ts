@@ -1,6 +1,6 @@
 import { RuntimeEvent, isSystemSession } from '@runledger/contracts';
 import { WriteKeys } from './payload-sealer';
-import { DataKey, KeyState, newDataKey, openEvents } from './sealed-payload';
+import { DataKey, KeyState, newDataKey, openEvents, openText, sealedTextSession } from './sealed-payload';
 import { erasedSessionError } from './sqlite-data-keys';
 
 /** A pool or a transaction's client: whatever runs a query. */
@@ -50,6 +50,20 @@ export async function openedPg(db: Queryable, events: RuntimeEvent[]): Promise<R
   return openEvents(events, (s) => keys.get(s), anyErased);
 }
 
+/** Read models' sealed copies (sealText) as readers get them on PostgreSQL, with one read of their keys. */
+export async function openCopiesPg(
+  db: Queryable,
+  texts: readonly (string | null)[],
+): Promise<(string | null)[]> {
+  const sessions = texts.map((t) => (t === null ? null : sealedTextSession(t)));
+  if (sessions.every((s) => s === null)) return [...texts];
+  const keys = await loadKeys(
+    db,
+    sessions.filter((s): s is string => s !== null),
+  );
+  return texts.map((t, i) => (sessions[i] === null ? t : openText(t!, keys.get(sessions[i]!))));
+}
+
 /**
  * The writer's keys for an append group whose key rows were read under the append lock (`rows`):
  * a session without a key gets a fresh one when `seal`, listed in `created` for the caller to insert
@@ -76,6 +90,7 @@ export function groupKeys(
     checkWritable(sessionId: string): void {
       if (states.get(sessionId) === 'erased') throw erasedSessionError(sessionId);
     },
+    state: (sessionId: string): KeyState => states.get(sessionId),
   };
 }
 
@@ -126,6 +141,7 @@ export async function writeKeys(
     checkWritable(sessionId: string): void {
       if (states.get(sessionId) === 'erased') throw erasedSessionError(sessionId);
     },
+    state: (sessionId: string): KeyState => states.get(sessionId),
   };
 }
 

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { IllegalStateError, RuntimeEvent, isSystemSession } from '@runledger/contracts';
 import BetterSqlite3 from 'better-sqlite3';
-import { DataKey, KeyState, newDataKey, openEvents } from './sealed-payload';
+import { DataKey, KeyState, newDataKey, openEvents, openText, sealedTextSession } from './sealed-payload';
 
 /**
  * The SQLite key store lives in its own file beside the database, never inside it: a backup or an
@@ -181,6 +181,17 @@ export function openedThrough(keys: SqliteDataKeys | null, events: RuntimeEvent[
   if (!keys) return events;
   keys.refresh();
   return openEvents(events, keys.state, keys.anyErased());
+}
+
+/** Read models' sealed copies (sealText) as readers get them through `keys` (none: as they are), after a refresh. */
+export function openCopiesThrough(
+  keys: SqliteDataKeys | null,
+  texts: readonly (string | null)[],
+): (string | null)[] {
+  const sessions = texts.map((t) => (t === null ? null : sealedTextSession(t)));
+  if (sessions.every((s) => s === null)) return [...texts];
+  keys?.refresh();
+  return texts.map((t, i) => (sessions[i] === null ? t : openText(t!, keys?.state(sessions[i]!))));
 }
 
 /** The key store beside a connection's database file, for a one-off reader (null for :memory:). */

@@ -131,6 +131,8 @@ export class SqliteAppendTransaction {
     private readonly sealing: SqliteSealing | null = null,
   ) {
     this.sealer = sealing && new PayloadSealer(sealing.keys, sealing.seal);
+    // pages freed by an erasure's refold (or any rewrite of a sealed row) are zeroed, not left readable
+    if (sealing?.seal) raw.pragma('secure_delete = ON');
     this.payloadText = this.sealer ? (e) => this.sealer!.payloadText(e) : undefined;
     const connection = connectionSynchronous(appendSynchronous);
     this.level =
@@ -261,7 +263,7 @@ export class SqliteAppendTransaction {
     } catch (err) {
       throw archivedTaskError(taskId, err);
     }
-    for (const projection of this.projections) projection.apply(this.raw, written);
+    for (const projection of this.projections) projection.apply(this.raw, written, this.sealer ?? undefined);
     return { kind: 'written', events: written };
   }
 

@@ -32,8 +32,15 @@ import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../a
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
-import { openEventJson, openText, sealText, sealedTextSession } from '../sealing/sealed-payload';
-import { SqliteDataKeys, dataKeysOf, erasedSessionError, openedThrough } from '../sealing/sqlite-data-keys';
+import { openEventJson, sealText } from '../sealing/sealed-payload';
+import {
+  SqliteDataKeys,
+  dataKeysOf,
+  erasedSessionError,
+  openCopiesThrough,
+  openedThrough,
+} from '../sealing/sqlite-data-keys';
+import { PayloadSealer } from '../sealing/payload-sealer';
 
 export interface SqliteEventStoreOptions {
   /**
@@ -183,6 +190,8 @@ export class SqliteEventStore extends EventStore {
       throw new Error('sealed payloads need a database file: their keys are kept beside it');
     this.dataKeys = dataKeysOf(this.raw);
     this.sealPayloads = options.sealPayloads === true;
+    // pages an erasure's refold or a rewrite of a sealed row frees are zeroed, not left readable
+    if (this.sealPayloads) this.raw.pragma('secure_delete = ON');
     const sealing = this.dataKeys && { keys: this.dataKeys, seal: options.sealPayloads === true };
     const threadOptions = options.writerThread
       ? writerThreadOptions(handle, this.busyRetryMs, options, this.dataKeys)
@@ -376,10 +385,11 @@ export class SqliteEventStore extends EventStore {
   }
 
   override async openCopy(text: string): Promise<string | null> {
-    const session = sealedTextSession(text);
-    if (session === null) return text;
-    this.dataKeys?.refresh();
-    return openText(text, this.dataKeys?.state(session));
+    return (await this.openCopies([text]))[0];
+  }
+
+  override async openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]> {
+    return openCopiesThrough(this.dataKeys, texts);
   }
 
   /** Events as readers get them: sealed payloads opened, erased sessions' content marked erased. */
@@ -456,13 +466,18 @@ const REBUILD_PAGE = 1000;
  * transaction so appends wait and nobody sees it half built. Returns the
  * number of events folded.
  */
-export function rebuildProjection(raw: BetterSqlite3.Database, projection: InlineProjection): number {
+export function rebuildProjection(
+  raw: BetterSqlite3.Database,
+  projection: InlineProjection,
+  { sealCopies = false }: { sealCopies?: boolean } = {},
+): number {
   const page = raw.prepare<[number, number], EventRow>(
     'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
   );
   const keys = dataKeysOf(raw);
   try {
-    return rebuildWith(raw, projection, page, (events) => openedThrough(keys, events));
+    const copies = keys ? new PayloadSealer(keys, sealCopies) : undefined;
+    return rebuildWith(raw, projection, page, (events) => openedThrough(keys, events), copies);
   } finally {
     keys?.close();
   }
@@ -473,6 +488,7 @@ function rebuildWith(
   projection: InlineProjection,
   page: BetterSqlite3.Statement<[number, number], EventRow>,
   open: (events: RuntimeEvent[]) => RuntimeEvent[],
+  copies: PayloadSealer | undefined,
 ): number {
   return raw
     .transaction(() => {
@@ -481,14 +497,14 @@ function rebuildWith(
       for (let after = 0; ;) {
         const events = open(page.all(after, REBUILD_PAGE).map(rowToEvent));
         if (events.length === 0) break;
-        projection.apply(raw, events);
+        projection.apply(raw, events, copies);
         count += events.length;
         after = events[events.length - 1].position;
       }
       // archived tasks are the log's too: their streams are folded from their segments
       for (const archived of archivedStreamsOf(raw)) {
         const events = open(archived);
-        projection.apply(raw, events);
+        projection.apply(raw, events, copies);
         count += events.length;
       }
       return count;

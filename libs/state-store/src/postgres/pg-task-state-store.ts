@@ -1,5 +1,5 @@
 import { IdempotencyConflictError, RuntimeEvent } from '@runledger/contracts';
-import { PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
+import { CopySealer, PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
 import type { PoolClient } from 'pg';
 import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from '../model-usage';
 import {
@@ -12,6 +12,7 @@ import {
   stateToRow,
   taskRuns,
 } from '../task-state-store';
+import { OpenCopies, TaskRowCodec } from '../sealed-task-rows';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -21,26 +22,37 @@ const UNIQUE_VIOLATION = '23505';
  * a task row meanwhile). Same fold and row shape as SQLite's; only the SQL differs.
  */
 export class PgTaskStateStore extends TaskStateStore implements PgInlineProjection {
-  constructor(private readonly handle: PostgresHandle) {
-    super(handle.db);
+  private readonly codec = new TaskRowCodec();
+  private readonly sealCopies: boolean;
+
+  /** `sealCopies`: a rebuild seals the personal columns (erasure on), as the appends' projection does */
+  constructor(
+    private readonly handle: PostgresHandle,
+    options: { openCopies?: OpenCopies; sealCopies?: boolean } = {},
+  ) {
+    super(handle.db, options.openCopies);
+    this.sealCopies = options.sealCopies === true;
   }
 
   /** Every task of the group read in one query, folded in memory, the changed rows written in one upsert. */
-  async apply(client: PoolClient, events: readonly RuntimeEvent[]): Promise<void> {
+  async apply(client: PoolClient, events: readonly RuntimeEvent[], copies?: CopySealer): Promise<void> {
     const runs = taskRuns(events);
     const { rows } = await client.query<TaskRow>('SELECT * FROM tasks WHERE task_id = ANY($1)', [
       [...new Set(runs.map((r) => r.task_id))],
     ]);
     const stored = new Map(rows.map((r) => [r.task_id, r]));
+    const before = new Map(rows.map((r) => [r.task_id, { stored: r, clear: this.codec.open(r, copies) }]));
     const current = new Map<string, TaskRow>();
     for (const run of runs) {
-      const state = foldRun(current.get(run.task_id) ?? stored.get(run.task_id), run.events);
+      const state = foldRun(current.get(run.task_id) ?? before.get(run.task_id)?.clear, run.events);
       if (state) current.set(run.task_id, stateToRow(state));
     }
-    const changed = [...current.values()].filter((row) => {
-      const before = stored.get(row.task_id);
-      return !before || changedColumns(before, row).length > 0;
-    });
+    const changed = [...current.values()]
+      .map((row) => this.codec.seal(row, copies, before.get(row.task_id)))
+      .filter((row) => {
+        const was = stored.get(row.task_id);
+        return !was || changedColumns(was, row).length > 0;
+      });
     if (changed.length > 0) await upsert(client, changed);
     for (const row of modelUsageOf(events))
       await client.query(
@@ -55,23 +67,24 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
   }
 
   async rebuild(): Promise<number> {
-    return rebuildPgProjection(this.handle.pool, this);
+    return rebuildPgProjection(this.handle.pool, this, {}, { sealCopies: this.sealCopies });
   }
 
   async rebuildReport(): Promise<RebuildReport> {
     const picture = async (c: PoolClient) =>
-      new Map(
-        (await c.query<TaskRow>('SELECT * FROM tasks')).rows.map((r) => [r.task_id, JSON.stringify(r)]),
-      );
-    let before = new Map<string, string>();
-    let after = new Map<string, string>();
-    const events = await rebuildPgProjection(this.handle.pool, this, {
-      before: async (c) => void (before = await picture(c)),
-      after: async (c) => void (after = await picture(c)),
-    });
-    const ids = new Set([...before.keys(), ...after.keys()]);
-    const changed = [...ids].filter((id) => before.get(id) !== after.get(id)).sort();
-    return { events, tasks: after.size, changed };
+      new Map((await c.query<TaskRow>('SELECT * FROM tasks')).rows.map((r) => [r.task_id, r]));
+    let before = new Map<string, TaskRow>();
+    let after = new Map<string, TaskRow>();
+    const events = await rebuildPgProjection(
+      this.handle.pool,
+      this,
+      {
+        before: async (c) => void (before = await picture(c)),
+        after: async (c) => void (after = await picture(c)),
+      },
+      { sealCopies: this.sealCopies },
+    );
+    return { events, tasks: after.size, changed: await this.changedRows(before, after) };
   }
 }
 

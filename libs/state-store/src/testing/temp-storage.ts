@@ -36,10 +36,18 @@ export async function createTempStorage(options: Partial<SqliteStorageOptions> =
 }
 
 /** createPostgresStorage on a fresh schema of the test file's database, dropped by dispose. */
-export async function createTempPgStorage(pg: TestPostgres): Promise<TempStorage<PostgresStorage>> {
+export async function createTempPgStorage(
+  pg: TestPostgres,
+  options: { sealPayloads?: boolean } = {},
+): Promise<TempStorage<PostgresStorage>> {
   const schema = await pg.freshSchema({ migrate: false });
   await schema.handle.close();
-  const storage = await createPostgresStorage({ url: schema.url, schema: schema.schema, maxConnections: 5 });
+  const storage = await createPostgresStorage({
+    url: schema.url,
+    schema: schema.schema,
+    maxConnections: 5,
+    ...options,
+  });
   return {
     storage,
     dir: schema.schema,
