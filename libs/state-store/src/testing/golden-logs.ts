@@ -19,9 +19,10 @@ const FOLDER = join(__dirname, '..', '..', 'fixtures', 'event-logs');
 /**
  * The committed golden logs: events as a release wrote them (`<name>.jsonl`, one stored row a line)
  * and the state each task folded to then (`<name>.states.json`). Never regenerated: a new release
- * whose events look different adds a log of its own beside them.
+ * whose events look different adds a log of its own beside them; scripts/golden-log/record.ts records
+ * one from the databases of real runs.
  */
-export const GOLDEN_LOG_NAMES = ['log-v1', 'log-v1-b'] as const;
+export const GOLDEN_LOG_NAMES = ['log-v1', 'log-v1-b', 'log-v1-c'] as const;
 
 export function readGoldenLog(name: (typeof GOLDEN_LOG_NAMES)[number]): GoldenLog {
   const rows = readFileSync(join(FOLDER, `${name}.jsonl`), 'utf8')
