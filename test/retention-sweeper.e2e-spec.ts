@@ -1,5 +1,5 @@
 import { describePostgres, useTestPostgres } from '@runledger/testing';
-import { ApiHarness, bootApi, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 
 /**
  * The server's own retention sweeper: with a policy set it archives finished task trees on its
@@ -78,6 +78,70 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
     const ended = await waitForTask(server, fresh);
     const earlier = seen.get(ids[0])!.task as { status: string; stop_reason: string };
     expect([ended.status, ended.stop_reason]).toEqual([earlier.status, earlier.stop_reason]);
+  });
+
+  it('readers of the global log page past archived stretches and are told every one (HTTP and WebSocket)', async () => {
+    h = await bootApi({ ...sweeping, ...(await env()) });
+    const server = h;
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await server.request('POST', '/tasks', { body: { input: `list the files ${i}` } });
+      ids.push(res.body.task_id as string);
+      await waitForTask(server, ids[i]);
+    }
+    for (const deadline = Date.now() + 20_000; ;) {
+      const moved = await archivedTaskIds(server);
+      if (ids.every((id) => moved.includes(id))) break;
+      if (Date.now() > deadline) throw new Error(`sweeper archived ${moved.length} of ${ids.length}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    type Page = {
+      events: { position: number; task_id: string }[];
+      next_after_position: number;
+      head_position: number;
+      archived: { first_position: number; task_ids: string[] }[];
+    };
+    const pageThrough = async (query: string): Promise<Page[]> => {
+      const pages: Page[] = [];
+      for (let after = 0; ;) {
+        const res = await server.request('GET', `/admin/events?after_position=${after}&${query}`);
+        expect(res.status).toBe(200);
+        const page = res.body as Page;
+        pages.push(page);
+        if (page.next_after_position >= page.head_position) return pages;
+        expect(page.next_after_position).toBeGreaterThan(after);
+        after = page.next_after_position;
+      }
+    };
+    // every task's end is archived: one page, the cursor at the head, every range told
+    const ends = await pageThrough('type=TASK_COMPLETED,TASK_FAILED&limit=2');
+    expect(ends).toHaveLength(1);
+    expect(ends[0].events).toEqual([]);
+    expect(ends[0].next_after_position).toBe(ends[0].head_position);
+    expect(ends[0].archived.flatMap((r) => r.task_ids)).toEqual(expect.arrayContaining(ids));
+    // the whole log in small pages: live events and the archived tasks' own events cover every position once
+    const pages = await pageThrough('limit=3');
+    const head = pages.at(-1)!.head_position;
+    const positions = pages.flatMap((p) => p.events.map((e) => e.position));
+    const told = new Set(pages.flatMap((p) => p.archived.flatMap((r) => r.task_ids)));
+    expect([...told].sort()).toEqual([...ids].sort());
+    for (const id of told) {
+      const events = await server.request('GET', `/tasks/${id}/events?limit=1000`);
+      positions.push(...(events.body.events as { position: number }[]).map((e) => e.position));
+    }
+    expect(positions.sort((a, b) => a - b)).toEqual(Array.from({ length: head }, (_, i) => i + 1));
+    // a WebSocket subscriber is told the head and the archived stretches before it
+    const ws = await WsClient.authed(server.wsUrl, TOKENS.admin);
+    try {
+      ws.send({ type: 'subscribe_all', after_position: 0, types: ['TASK_COMPLETED', 'TASK_FAILED'] });
+      const subscribed = await ws.waitFor((m) => m.type === 'subscribed');
+      expect(subscribed.head_position).toBeGreaterThanOrEqual(head);
+      expect((subscribed.archived as { task_ids: string[] }[]).flatMap((r) => r.task_ids)).toEqual(
+        expect.arrayContaining(ids),
+      );
+    } finally {
+      ws.close();
+    }
   });
 
   it('shuts down cleanly while the sweeper is between batches', async () => {

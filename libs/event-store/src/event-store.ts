@@ -157,11 +157,12 @@ export abstract class EventStore {
   }
 
   /**
-   * The archived stretches of the global log after `after_position` (through `through`): readAll
-   * reads the live table only, so its reader is told what was moved out instead of seeing a silent
-   * gap. An adapter without an archive has none.
+   * The archived stretches of the global log after `after_position` (through `through`), in the
+   * order they start, at most `limit` (default 100): readAll reads the live table only, so its
+   * reader is told what was moved out instead of seeing a silent gap. An adapter without an archive
+   * has none.
    */
-  async archivedRanges(_afterPosition: number, _through?: number): Promise<ArchivedRange[]> {
+  async archivedRanges(_afterPosition: number, _through?: number, _limit?: number): Promise<ArchivedRange[]> {
     return [];
   }
 

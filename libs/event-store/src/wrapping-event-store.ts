@@ -90,8 +90,8 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.head();
   }
 
-  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
-    return this.inner.archivedRanges(afterPosition, through);
+  override archivedRanges(afterPosition: number, through?: number, limit?: number): Promise<ArchivedRange[]> {
+    return this.inner.archivedRanges(afterPosition, through, limit);
   }
 
   streamVersion(taskId: string): Promise<number> {

@@ -57,12 +57,17 @@ export const ArchivedRangeSchema = z.object({
 
 export const AdminEventsResponse = z.object({
   events: z.array(RuntimeEventEnvelope),
-  next_after_position: z.number().int(),
+  next_after_position: z
+    .number()
+    .int()
+    .describe(
+      "the next page's after_position: the page covered the log through it (the head read before it, unless the page is full), archived stretches included",
+    ),
   head_position: z.number().int(),
   archived: z
     .array(ArchivedRangeSchema)
     .describe(
-      'archived stretches between after_position and next_after_position: positions missing there were archived, not lost',
+      'archived stretches between after_position and next_after_position (at most 100; the page ends before an untold one): positions missing there were archived, not lost',
     ),
 });
 export class AdminEventsResponseDto extends createZodDto(AdminEventsResponse) {}
@@ -70,16 +75,4 @@ export class AdminEventsResponseDto extends createZodDto(AdminEventsResponse) {}
 export const toTaskEventsResponse = (events: RuntimeEvent[], afterSeq: number) => ({
   events,
   next_after_seq: events.length ? events[events.length - 1].sequence : afterSeq,
-});
-
-export const toAdminEventsResponse = (
-  events: RuntimeEvent[],
-  afterPosition: number,
-  headPosition: number,
-  archived: z.infer<typeof ArchivedRangeSchema>[] = [],
-) => ({
-  events,
-  next_after_position: events.length ? events[events.length - 1].position : afterPosition,
-  head_position: headPosition,
-  archived,
 });

@@ -56,7 +56,12 @@ export const WsServerMessages = {
       type: z.literal('subscribed'),
       subscription_id: z.string(),
       after_position: Cursor,
-      /** archived stretches of the log after the cursor (docs/retention.md); absent when there are none */
+      /**
+       * the log's head when the subscription started: the replay reaches it, unless it is in an
+       * archived range (then the replay's last event is the last live one before it)
+       */
+      head_position: Cursor,
+      /** archived stretches of the log after the cursor through the head, at most 100 (docs/retention.md); absent when there are none */
       archived: z.array(ArchivedRangeSchema).optional(),
     }),
   ]),

@@ -198,12 +198,14 @@ export class EventsGateway
       case 'subscribe_all': {
         this.require(client, 'admin');
         const id = this.claimId(client, msg.subscription_id);
-        // archived stretches after the cursor: their positions will not come, and are not lost
-        const archived = await this.store.archivedRanges(msg.after_position);
+        // archived stretches after the cursor through the head: their positions will not come, and are not lost
+        const head = (await this.store.head()).position;
+        const archived = await this.store.archivedRanges(msg.after_position, head);
         this.send(client, {
           type: 'subscribed',
           subscription_id: id,
           after_position: msg.after_position,
+          head_position: head,
           ...(archived.length > 0 ? { archived } : {}),
         });
         return this.follow(client, id, {

@@ -71,15 +71,19 @@ export class ArchivedStreams {
     return loading;
   }
 
-  /** Segments whose position span reaches past `after` (and up to `through`, when given), oldest first. */
-  async ranges(after: number, through?: number): Promise<ArchivedRange[]> {
+  /**
+   * Segments whose position span reaches past `after` (and starts by `through`, when given), in the
+   * order they start, at most `limit`.
+   */
+  async ranges(after: number, through?: number, limit = 100): Promise<ArchivedRange[]> {
     const segments = await this.db
       .selectFrom('archive_segments')
       .select(['segment_id', 'first_position', 'last_position', 'event_count'])
       .where('last_position', '>', after)
       .$if(through !== undefined, (q) => q.where('first_position', '<=', through!))
       .orderBy('first_position')
-      .limit(100)
+      .orderBy('segment_id')
+      .limit(limit)
       .execute();
     if (segments.length === 0) return [];
     const tasks = await this.db

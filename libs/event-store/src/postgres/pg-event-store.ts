@@ -527,8 +527,8 @@ export class PgEventStore extends EventStore {
     );
   }
 
-  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
-    return this.archive.ranges(afterPosition, through);
+  override archivedRanges(afterPosition: number, through?: number, limit?: number): Promise<ArchivedRange[]> {
+    return this.archive.ranges(afterPosition, through, limit);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {

@@ -409,8 +409,8 @@ export class SqliteEventStore extends EventStore {
     return rows;
   }
 
-  override archivedRanges(afterPosition: number, through?: number): Promise<ArchivedRange[]> {
-    return this.archive.ranges(afterPosition, through);
+  override archivedRanges(afterPosition: number, through?: number, limit?: number): Promise<ArchivedRange[]> {
+    return this.archive.ranges(afterPosition, through, limit);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {

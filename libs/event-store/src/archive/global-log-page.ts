@@ -1,0 +1,60 @@
+import { EventType, RuntimeEvent } from '@runledger/contracts';
+import { ArchivedRange, EventStore } from '../event-store';
+
+/** archived ranges told per page at most */
+export const ARCHIVED_RANGES_PER_PAGE = 100;
+
+export interface GlobalLogQuery {
+  after_position: number;
+  limit: number;
+  types?: readonly EventType[];
+  task_id?: string;
+}
+
+export interface GlobalLogPage {
+  /** live events after the cursor that match the query, in position order */
+  events: RuntimeEvent[];
+  /**
+   * The position through which the page covered the log: every position up to it is either in
+   * `events`, left out by the query, or in an `archived` range (or was before the cursor). A
+   * reader that pages by it moves past archived stretches and never reads the same window twice.
+   */
+  next_after_position: number;
+  head_position: number;
+  /** archived stretches starting by next_after_position and reaching past the cursor */
+  archived: ArchivedRange[];
+}
+
+/**
+ * A page of the live global log, with the archived ranges of the stretch it covers. A full page
+ * covers up to its last event; a shorter one covers up to the head read before it (appends commit
+ * in position order, so nothing at or below that head commits later), so a wholly archived tail,
+ * or a filter that matches nothing more, still moves the cursor on. When the stretch holds more
+ * archived ranges than a page tells, the page ends just before the first one it does not tell.
+ */
+export async function readGlobalLogPage(
+  store: EventStore,
+  query: GlobalLogQuery,
+  rangesPerPage = ARCHIVED_RANGES_PER_PAGE,
+): Promise<GlobalLogPage> {
+  const head = (await store.head()).position;
+  const after = query.after_position;
+  let events = await store.readAll({
+    after_position: after,
+    limit: query.limit,
+    types: query.types,
+    task_id: query.task_id,
+  });
+  let through = events.length === query.limit ? events[events.length - 1].position : Math.max(after, head);
+  let archived = await store.archivedRanges(after, through, rangesPerPage + 1);
+  if (archived.length > rangesPerPage) {
+    const untold = archived[rangesPerPage].first_position - 1;
+    archived = archived.slice(0, rangesPerPage);
+    // (when even the first untold range starts at or before the cursor, no stop before it moves on)
+    if (untold > after) {
+      through = untold;
+      events = events.filter((e) => e.position <= through);
+    }
+  }
+  return { events, next_after_position: through, head_position: head, archived };
+}
