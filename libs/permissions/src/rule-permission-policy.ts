@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import {
   PermissionCheck,
@@ -21,6 +21,35 @@ import {
   staticPrefix,
   SUDO_SECRET,
 } from './shell/shell-parse';
+
+/**
+ * O_PATH (Linux): a descriptor naming where a path leads without opening what is there, so a device or
+ * a FIFO is not touched. Not in node's fs.constants; its value is the same on x64 and arm64.
+ */
+const O_PATH = process.platform === 'linux' && ['x64', 'arm64'].includes(process.arch) ? 0o10000000 : null;
+
+/**
+ * Where an existing `abs` leads, resolved by the kernel in one open (every link followed, `..` taken
+ * after them): the descriptor's own path, read back. Null when the path does not exist all the way
+ * (the caller walks it and keeps what does not exist as written), or cannot be resolved here.
+ */
+function resolvedByKernel(abs: string): string | null {
+  if (O_PATH === null) return null;
+  let fd: number;
+  try {
+    fd = openSync(abs, O_PATH);
+  } catch {
+    return null;
+  }
+  try {
+    const at = readlinkSync(`/proc/self/fd/${fd}`);
+    return at.startsWith(path.sep) && !at.endsWith(' (deleted)') ? at : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 const SEVERITY: Record<PermissionVerdict, number> = { allow: 0, prompt: 1, deny: 2, hard_stop: 3 };
 
@@ -149,6 +178,8 @@ export class RulePermissionPolicy extends PermissionService {
    * links before it led.
    */
   private real(abs: string): string {
+    const resolved = resolvedByKernel(abs);
+    if (resolved !== null) return resolved;
     const rest = abs.split(path.sep).filter(Boolean);
     let at: string = path.sep;
     for (let hops = 0; rest.length > 0;) {

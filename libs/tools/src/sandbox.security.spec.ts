@@ -146,8 +146,12 @@ describe('ToolSandbox security', () => {
       expect(() => sut.writeFile(p, 'x')).toThrow(/^not a regular file/);
     });
 
-    /** A sandbox whose attacker strikes once, right after the path check and before the open. */
-    const swappingSandbox = (swap: () => void) => {
+    /**
+     * A sandbox whose attacker strikes once: right after the path check and before the open (`check`,
+     * the default), or right before the file's folder is opened (`folder`, the moment a read of a path
+     * that names the file itself checks nothing before).
+     */
+    const swappingSandbox = (swap: () => void, at: 'check' | 'folder' = 'check') => {
       let armed = true;
       const strike = () => {
         if (armed) swap();
@@ -156,13 +160,17 @@ describe('ToolSandbox security', () => {
       class Swapping extends ToolSandbox {
         override resolveExisting(p: string): string {
           const real = super.resolveExisting(p);
-          strike();
+          if (at === 'check') strike();
           return real;
         }
         override resolveForWrite(p: string): string {
           const real = super.resolveForWrite(p);
-          strike();
+          if (at === 'check') strike();
           return real;
+        }
+        protected override openFolder(folder: string, userPath: string): number {
+          if (at === 'folder') strike();
+          return super.openFolder(folder, userPath);
         }
       }
       return new Swapping({ allowedRoot: root, mode: 'process' });
@@ -172,12 +180,23 @@ describe('ToolSandbox security', () => {
       symlinkSync(path.join(outside, 'secret.txt'), path.join(root, name));
     };
 
-    it('TOCTOU: a file swapped for a symlink to outside after the check is refused (read)', () => {
+    it('TOCTOU: a file swapped for a symlink to outside before it is opened is refused (read)', () => {
       writeFileSync(path.join(root, 'swap.txt'), 'fine');
-      expect(() => swappingSandbox(swapFileForOutsideLink('swap.txt')).readFile('swap.txt')).toThrow(
+      expect(() =>
+        swappingSandbox(swapFileForOutsideLink('swap.txt'), 'folder').readFile('swap.txt'),
+      ).toThrow(/outside the allowed root/);
+      unlinkSync(path.join(root, 'swap.txt'));
+    });
+
+    it("TOCTOU: a link's target swapped for a symlink to outside after the link was resolved is refused (read)", () => {
+      writeFileSync(path.join(root, 'swap-target.txt'), 'fine');
+      symlinkSync('swap-target.txt', path.join(root, 'swap-link'));
+      expect(swappingSandbox(() => undefined).readFile('swap-link').content).toBe('fine');
+      expect(() => swappingSandbox(swapFileForOutsideLink('swap-target.txt')).readFile('swap-link')).toThrow(
         /became a symlink/,
       );
-      unlinkSync(path.join(root, 'swap.txt'));
+      unlinkSync(path.join(root, 'swap-link'));
+      unlinkSync(path.join(root, 'swap-target.txt'));
     });
 
     it('TOCTOU: a file swapped for a symlink to outside after the check is refused (write), the outside file untouched', () => {
@@ -205,7 +224,9 @@ describe('ToolSandbox security', () => {
       );
       expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe(OUTSIDE_SECRET);
       restore();
-      expect(() => swappingSandbox(swapDir).readFile('pdir/secret.txt')).toThrow(/outside the allowed root/);
+      expect(() => swappingSandbox(swapDir, 'folder').readFile('pdir/secret.txt')).toThrow(
+        /outside the allowed root/,
+      );
       restore();
     });
 

@@ -74,6 +74,16 @@ export interface ExecResult {
 /** A path or command the sandbox will not touch. */
 export class SandboxViolation extends ForbiddenError {}
 
+/** The last part of a path is a symlink where a file was to be opened without following one. */
+class FinalLinkViolation extends SandboxViolation {}
+
+interface OpenedFile {
+  fd: number;
+  /** the file's real path (its verified folder's, then its name) */
+  real: string;
+  size: number;
+}
+
 const SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** The part of /etc a shell needs to look up users, libraries and time; nothing else of it is visible. */
 const ETC_FILES = [
@@ -265,26 +275,29 @@ export class ToolSandbox {
   }
 
   /**
-   * Open `real` with the check bound to what was opened: the parent folder is opened and verified
-   * first, the file is opened through that folder's descriptor with O_NOFOLLOW (a final component
-   * swapped for a symlink fails), and the file descriptor is verified again.
+   * Open `target` with the check bound to what was opened: its folder is opened (links along the way
+   * followed) and verified by the descriptor's own path first, the file is opened through that
+   * folder's descriptor with O_NOFOLLOW (a final component that is or became a symlink fails with
+   * ELOOP), and the file descriptor is verified again. Nothing outside the root is opened but folders
+   * (O_DIRECTORY opens no device or FIFO). Answers the descriptor, the file's real path and its stat.
    */
-  private openVerified(real: string, userPath: string, flags: number): number {
+  private openVerified(target: string, userPath: string, flags: number): OpenedFile {
     // the root is a folder; its parent is outside, so the checks below would misname the refusal
-    if (real === this.root) throw new SandboxViolation(`not a regular file: ${userPath}`);
-    const dirFd = openPathFd(path.dirname(real), constants.O_RDONLY | constants.O_DIRECTORY, userPath);
+    if (target === this.root) throw new SandboxViolation(`not a regular file: ${userPath}`);
+    const dirFd = this.openFolder(path.dirname(target), userPath);
     try {
-      this.verifyFd(dirFd, userPath);
+      const folder = this.verifyFd(dirFd, userPath);
       const fd = openPathFd(
-        `/proc/self/fd/${dirFd}/${path.basename(real)}`,
+        `/proc/self/fd/${dirFd}/${path.basename(target)}`,
         flags | constants.O_NOFOLLOW | constants.O_NONBLOCK,
         userPath,
         0o644,
       );
       try {
         this.verifyFd(fd, userPath);
-        if (!fstatSync(fd).isFile()) throw new SandboxViolation(`not a regular file: ${userPath}`);
-        return fd;
+        const stat = fstatSync(fd);
+        if (!stat.isFile()) throw new SandboxViolation(`not a regular file: ${userPath}`);
+        return { fd, real: path.join(folder, path.basename(target)), size: stat.size };
       } catch (e) {
         closeSync(fd);
         throw e;
@@ -294,14 +307,32 @@ export class ToolSandbox {
     }
   }
 
+  /** A folder's descriptor, links along its path followed (the caller verifies where it led). */
+  protected openFolder(folder: string, userPath: string): number {
+    return openPathFd(folder, constants.O_RDONLY | constants.O_DIRECTORY, userPath);
+  }
+
+  /**
+   * Opens a file to read. The path as written is opened first, through its verified folder: no walk
+   * over its parts is needed for the common case of a path naming the file itself. Only when its last
+   * part is a symlink (ELOOP there) is it resolved first, with the link refused if it leads out.
+   */
+  private openToRead(userPath: string): OpenedFile {
+    const abs = this.lexical(userPath);
+    try {
+      return this.openVerified(abs, userPath, constants.O_RDONLY);
+    } catch (e) {
+      if (!(e instanceof FinalLinkViolation)) throw e;
+    }
+    return this.openVerified(this.resolveExisting(userPath), userPath, constants.O_RDONLY);
+  }
+
   readFile(
     userPath: string,
     maxBytes = this.maxReadBytes,
   ): { path: string; content: string; bytes: number; truncated: boolean } {
-    const real = this.resolveExisting(userPath);
-    const fd = this.openVerified(real, userPath, constants.O_RDONLY);
+    const { fd, real, size } = this.openToRead(userPath);
     try {
-      const size = fstatSync(fd).size;
       const want = Math.min(size, maxBytes);
       const buf = Buffer.alloc(want);
       let got = 0;
@@ -329,7 +360,7 @@ export class ToolSandbox {
     const real = this.resolveForWrite(userPath);
     mkdirSync(path.dirname(real), { recursive: true });
     // Created folders are re-checked through the descriptor in openVerified.
-    const fd = this.openVerified(
+    const { fd } = this.openVerified(
       real,
       userPath,
       constants.O_WRONLY | constants.O_CREAT | (mode === 'append' ? constants.O_APPEND : 0),
@@ -497,8 +528,9 @@ function openPathFd(p: string, flags: number, userPath: string, mode?: number): 
     return openSync(p, flags, mode);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw new SandboxViolation(`refused: ${userPath} became a symlink`);
-    if (code === 'ENOENT') throw new SandboxViolation(`no such file or folder: ${userPath}`);
+    if (code === 'ELOOP') throw new FinalLinkViolation(`refused: ${userPath} became a symlink`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new SandboxViolation(`no such file or folder: ${userPath}`);
     if (code === 'EISDIR') throw new SandboxViolation(`not a regular file: ${userPath}`);
     throw new SandboxViolation(`cannot open ${userPath}: ${code ?? (e as Error).message}`);
   }
