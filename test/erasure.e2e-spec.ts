@@ -26,7 +26,15 @@ jest.setTimeout(60_000);
 const SECRET = 'ZebraLovelace42';
 const OTHER = 'KeepMe77';
 
-function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean): void {
+/**
+ * `storedRows`: the read models' rows (tasks, checkpoints, memory) as PostgreSQL stores them, each
+ * row as text: what pg_dump or a dead tuple holds. SQLite's files are read whole instead.
+ */
+function erasureSpec(
+  env: () => Promise<Record<string, string>>,
+  sqlite: boolean,
+  storedRows: () => Promise<string> = async () => '',
+): void {
   let h: ApiHarness | null = null;
   afterEach(async () => {
     await h?.close();
@@ -71,8 +79,23 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
     }
     const moved = await archiveNow(config, server.dir, { older_than: '0s', dry_run: false });
     expect(moved.tasks).toEqual(expect.arrayContaining([archived, live, other]));
+    // a task of the session still running (waiting for a permission) when the backup is taken
+    const running = await submit(server, `run touch ${SECRET}-three.txt`, 'ses_ada');
+    await waitForTask(server, running, (s) => s === 'awaiting_permission');
+    const found = async (q: string) =>
+      ((await server.request('GET', `/tasks?q=${encodeURIComponent(q)}`)).body.tasks as { task_id: string }[])
+        .map((t) => t.task_id)
+        .sort();
+    expect(await found(SECRET.toLowerCase())).toEqual([archived, live, running].sort());
+    expect((await server.request('GET', '/sessions/ses_ada')).text).toContain(SECRET);
     const backup = join(server.dir, 'backup.db');
     if (sqlite) await backupDatabase(config, backup, server.dir);
+    // the read models' copies are sealed at rest too: the database, its WAL, the backup, a dump
+    const secret = Buffer.from(SECRET);
+    if (sqlite)
+      for (const file of [config.RUNLEDGER_DB, `${config.RUNLEDGER_DB}-wal`, backup])
+        expect([file, readFileSync(file).includes(secret)]).toEqual([file, false]);
+    else expect(await storedRows()).not.toContain(SECRET);
 
     // bad requests: no scope, bad id, a system stream, no such session, a task not finished
     const waiting = await submit(server, 'run touch wait-for-me.txt', 'ses_wait');
@@ -82,6 +105,7 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
       ['/sessions/system:archive/erase', TOKENS.admin, 400],
       ['/sessions/ses_nobody/erase', TOKENS.admin, 404],
       ['/sessions/ses_wait/erase', TOKENS.admin, 409],
+      ['/sessions/ses_ada/erase', TOKENS.admin, 409],
     ] as const) {
       const res = await server.request('POST', path, { token });
       expect([path, res.status]).toEqual([path, status]);
@@ -90,15 +114,21 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
       );
     }
     expect((await server.request('GET', '/admin/events?type=SESSION_ERASED')).body.events).toEqual([]);
+    expect((await server.request('POST', `/tasks/${running}/cancel`)).status).toBeLessThan(300);
+    await waitForTask(server, running, (s) => s === 'cancelled');
 
     const erased = await server.request('POST', '/sessions/ses_ada/erase');
     expect(erased.status).toBe(200);
     expect(erased.body).toMatchObject({
       session_id: 'ses_ada',
       key_destroyed: true,
-      task_ids: [archived, live].sort(),
+      task_ids: [archived, live, running].sort(),
       clear_events: 0,
     });
+    // a search no longer finds the erased inputs, and still finds the others'
+    expect(await found(SECRET.toLowerCase())).toEqual([]);
+    expect(await found(OTHER)).toEqual([other]);
+    if (!sqlite) expect(await storedRows()).not.toContain(SECRET);
 
     // every reader: task, events (live and archived), the global log, the session, SSE replay
     for (const id of [archived, live]) {
@@ -179,16 +209,20 @@ function erasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean
     copy.close();
     expect(copied.map((p) => p.payload).join('\n')).not.toContain(SECRET);
     expect(JSON.stringify(rows)).not.toContain(SECRET);
-    expect(JSON.stringify(rows)).toContain('[sealed]');
+    expect(rows.filter((r) => String(r.input).startsWith('{"$sealed":')).length).toBeGreaterThanOrEqual(3);
     expect(readFileSync(backup).includes(Buffer.from(SECRET))).toBe(false);
     expect((await verifyDatabase(config, backup, server.dir)).problems).toEqual([]);
-    // restored beside the key file, a rebuild refolds the rows: the other session's in clear, the erased one erased
+    // restored beside the key file: the other session's rows read in clear, the erased one's erased,
+    // with or without a rebuild
     copyFileSync(`${config.RUNLEDGER_DB}.keys`, `${backup}.keys`);
-    const restored = await createSqliteStorage({ path: backup });
+    const restored = await createSqliteStorage({ path: backup, sealPayloads: true });
     try {
-      await restored.taskStates.rebuild();
-      expect((await restored.taskStates.get(other))?.input).toBe(`run echo ${OTHER}`);
-      expect((await restored.taskStates.get(live))?.input).toBe(ERASED_VALUE);
+      for (let pass = 0; pass < 2; pass++) {
+        expect((await restored.taskStates.get(other))?.input).toBe(`run echo ${OTHER}`);
+        expect((await restored.taskStates.get(live))?.input).toBe(ERASED_VALUE);
+        expect((await restored.taskStates.get(running))?.input).toBe(ERASED_VALUE);
+        await restored.taskStates.rebuild();
+      }
     } finally {
       await restored.close();
     }
@@ -241,6 +275,12 @@ describe('erasure (SQLite)', () => {
       reason: 'said so',
     });
     expect(JSON.stringify(await memory.list({ session_id: 'ses_cli' }, 10))).toContain(SECRET);
+    expect((await memory.search('prefers tea', { k: 1 }))[0].entry.text).toBe(`${SECRET} prefers tea`);
+    const sealedAtRest = new Database(config.RUNLEDGER_DB, { readonly: true });
+    const atRest = sealedAtRest.prepare('SELECT text, metadata, vector FROM memory_entries').all();
+    sealedAtRest.close();
+    expect(atRest.length).toBeGreaterThan(0);
+    expect(JSON.stringify(atRest)).not.toContain(SECRET);
     expect(JSON.stringify((await server.request('GET', `/tasks/${id}/events?limit=1000`)).body)).toContain(
       SECRET,
     );
@@ -284,8 +324,23 @@ describe('erasure (SQLite)', () => {
 
 describePostgres('erasure (PostgreSQL)', () => {
   const pg = useTestPostgres();
-  erasureSpec(async () => {
-    const schema = await pg.freshSchema({ migrate: false });
-    return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
-  }, false);
+  let schema: Awaited<ReturnType<typeof pg.freshSchema>> | null = null;
+  afterEach(async () => {
+    await schema?.dispose();
+    schema = null;
+  });
+  erasureSpec(
+    async () => {
+      schema = await pg.freshSchema({ migrate: false });
+      return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+    },
+    false,
+    async () => {
+      const { rows } = await schema!.handle.pool.query<{ row: string }>(
+        `SELECT t::text AS row FROM tasks t UNION ALL SELECT c::text FROM checkpoints c
+         UNION ALL SELECT m::text FROM memory_entries m`,
+      );
+      return rows.map((r) => r.row).join('\n');
+    },
+  );
 });

@@ -167,9 +167,10 @@ export abstract class EventStore {
   }
 
   /**
-   * Text a read model copies from a session's events (a checkpoint's snapshot), as it is to be
-   * stored: sealed under the session's data key by an adapter that seals payloads (sealText), so an
-   * erasure shreds the copy too. Here, and for a session without a key: as it is.
+   * Text a read model copies from a session's events (a checkpoint's snapshot, a memory entry), as
+   * it is to be stored: sealed under the session's data key by an adapter that seals payloads
+   * (sealText), so an erasure shreds the copy too. Here, for a session without a key and for an
+   * erased one (whose copies are made from erased events): as it is.
    */
   async sealCopy(_sessionId: string, text: string): Promise<string> {
     return text;

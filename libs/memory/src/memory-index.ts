@@ -145,6 +145,26 @@ export class MemoryIndex {
     return index;
   }
 
+  /**
+   * Writes the index again from the table, in turn with the passes: its file keeps the vectors of
+   * tombstoned entries, and an erased session's must leave it (the table holds erasedVector for them).
+   */
+  async rewrite(): Promise<void> {
+    await this.inTurn(async () => {
+      if (buildsIndexInWorker(this.o)) {
+        await this.cancelRebuild();
+        VectorIndex.removeFiles(this.o.indexPath);
+        this.index = null;
+        this.rebuildInWorker('an erased session left it', { reportedOnceReady: false });
+      } else {
+        await this.startOver();
+        this.index?.saveIfDirty();
+      }
+      return 0;
+    });
+    await this.ready();
+  }
+
   scheduleSave(): void {
     if (this.saveTimer) return;
     this.saveTimer = setTimeout(() => {

@@ -184,7 +184,7 @@ export class MemoryService {
       for (const entry of page) await this.writes.delete(entry.id, 'session erased', null, ERASED_VALUE);
       forgotten += page.length;
     }
-    await this.o.store.scrubSession(sessionId, ERASED_VALUE);
+    if ((await this.o.store.scrubSession(sessionId)) > 0) await this.index.rewrite();
     return forgotten;
   }
 

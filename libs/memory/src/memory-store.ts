@@ -1,5 +1,5 @@
 import { Compilable, CompiledQuery, Insertable, Kysely, Selectable, sql } from 'kysely';
-import { MemoryEntry, MemoryKind, MemorySource } from '@runledger/contracts';
+import { ERASED_VALUE, MemoryEntry, MemoryKind, MemorySource } from '@runledger/contracts';
 import { isPostgres } from '@runledger/migrations';
 
 export interface MemoryEntriesTable {
@@ -76,6 +76,35 @@ export function toEntry(row: MemoryRow): StoredMemoryEntry {
     updated_at: row.updated_at,
   };
 }
+
+/**
+ * How the table keeps its copies of a session's content (text, metadata, vector) at rest: sealed
+ * under the session's data key when erasure is on (EventStore.sealCopy / openCopies, the checkpoints'
+ * and tasks rows' codec), so after an erasure neither the table, its WAL, a backup nor a dump can
+ * give them back.
+ */
+export interface MemoryCopies {
+  sealCopy(sessionId: string, text: string): Promise<string>;
+  openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]>;
+}
+
+const SEALED_PREFIX = Buffer.from('{"$sealed":');
+const isSealedVector = (b: Buffer | Uint8Array): boolean =>
+  b.byteLength > SEALED_PREFIX.length &&
+  Buffer.from(b.buffer, b.byteOffset, SEALED_PREFIX.length).equals(SEALED_PREFIX);
+
+/**
+ * An erased entry's vector: a unit vector that says nothing (a zero vector has no direction for a
+ * cosine index to normalise).
+ */
+export function erasedVector(dim: number): Buffer {
+  const v = new Float32Array(Math.max(dim, 1));
+  v[0] = 1;
+  return vectorToBuffer(v);
+}
+
+/** The columns of a row that hold a session's content, as far as a read selected them. */
+type ContentColumns = { text?: string; metadata?: string; vector?: Buffer; embedding_dim?: number };
 
 const PROJECTION = 'memory';
 const LABEL_ATTEMPTS = 20;
@@ -162,10 +191,14 @@ export class MemoryStore {
     setWeight: CompiledOnce<'id' | 'weight' | 'at'>;
   };
 
-  /** `lazyDb`: the same database, for the projection position, which may ride in the next commit */
+  /**
+   * `lazyDb`: the same database, for the projection position, which may ride in the next commit;
+   * `copies`: how a session's content is sealed at rest (none: stored as it is)
+   */
   constructor(
     readonly db: Kysely<MemoryDatabase>,
     private readonly lazyDb: Kysely<MemoryDatabase> = db,
+    private readonly copies: MemoryCopies | null = null,
   ) {
     this.writesInIssueOrder = !isPostgres(db);
     this.statements = {
@@ -188,7 +221,46 @@ export class MemoryStore {
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirst();
-    return row ? toEntry(row) : null;
+    return row ? toEntry((await this.opened([row]))[0]) : null;
+  }
+
+  /**
+   * The rows with their content opened (one look at the key store for all): an erased session's
+   * read ERASED_VALUE, `{}` and erasedVector.
+   */
+  private async opened<R extends ContentColumns>(rows: R[]): Promise<R[]> {
+    if (!this.copies || rows.length === 0) return rows;
+    const texts = rows.flatMap((r) => [
+      r.text ?? null,
+      r.metadata ?? null,
+      r.vector && isSealedVector(r.vector) ? Buffer.from(r.vector).toString('utf8') : null,
+    ]);
+    const open = await this.copies.openCopies(texts);
+    return rows.map((r, i) => {
+      const [text, metadata, vector] = open.slice(3 * i, 3 * i + 3);
+      const out = { ...r };
+      if (r.text !== undefined) out.text = text ?? ERASED_VALUE;
+      if (r.metadata !== undefined) out.metadata = metadata ?? '{}';
+      if (texts[3 * i + 2] !== null)
+        out.vector = vector === null ? erasedVector(r.embedding_dim ?? 1) : Buffer.from(vector, 'base64');
+      return out;
+    });
+  }
+
+  /** The row's content as it is to be stored (see MemoryCopies). */
+  private async sealed<R extends ContentColumns & { session_id?: string | null }>(row: R): Promise<R> {
+    const session = row.session_id;
+    if (!this.copies || !session) return row;
+    const out = { ...row };
+    if (row.text !== undefined) out.text = await this.copies.sealCopy(session, row.text);
+    if (row.metadata !== undefined && row.metadata !== '{}')
+      out.metadata = await this.copies.sealCopy(session, row.metadata);
+    if (row.vector !== undefined) {
+      const clear = Buffer.from(row.vector).toString('base64');
+      const stored = await this.copies.sealCopy(session, clear);
+      if (stored !== clear) out.vector = Buffer.from(stored, 'utf8');
+    }
+    return out;
   }
 
   async byLabels(labels: readonly number[]): Promise<Map<number, StoredMemoryEntry>> {
@@ -212,7 +284,7 @@ export class MemoryStore {
         .select(ENTRY_COLUMNS)
         .where(sql.ref(column), 'in', values.slice(i, i + 500))
         .execute();
-      for (const row of rows) out.push(toEntry({ ...row, vector: Buffer.alloc(0) }));
+      for (const row of await this.opened(rows)) out.push(toEntry({ ...row, vector: Buffer.alloc(0) }));
     }
     return out;
   }
@@ -241,7 +313,7 @@ export class MemoryStore {
       .orderBy('label', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((r) => toEntry({ ...r, vector: Buffer.alloc(0) }));
+    return (await this.opened(rows)).map((r) => toEntry({ ...r, vector: Buffer.alloc(0) }));
   }
 
   /** Active entries matching the filter with their vectors, for an exact scan. */
@@ -249,7 +321,7 @@ export class MemoryStore {
     filter: MemoryFilter,
     limit: number,
   ): Promise<{ entry: StoredMemoryEntry; vector: Float32Array }[]> {
-    const rows = await this.active(filter).selectAll().limit(limit).execute();
+    const rows = await this.opened(await this.active(filter).selectAll().limit(limit).execute());
     return rows.map((r) => ({ entry: toEntry(r), vector: bufferToVector(r.vector) }));
   }
 
@@ -267,13 +339,15 @@ export class MemoryStore {
   > {
     let after = -1;
     for (;;) {
-      const rows = await this.db
-        .selectFrom('memory_entries')
-        .select(['id', 'label', 'text', 'vector', 'deleted', 'embedding_model', 'embedding_dim'])
-        .where('label', '>', after)
-        .orderBy('label')
-        .limit(pageSize)
-        .execute();
+      const rows = await this.opened(
+        await this.db
+          .selectFrom('memory_entries')
+          .select(['id', 'label', 'text', 'vector', 'deleted', 'embedding_model', 'embedding_dim'])
+          .where('label', '>', after)
+          .orderBy('label')
+          .limit(pageSize)
+          .execute(),
+      );
       if (rows.length === 0) return;
       yield rows.map((r) => ({
         id: r.id,
@@ -315,7 +389,9 @@ export class MemoryStore {
   async insertIfAbsent(row: Omit<Insertable<MemoryEntriesTable>, 'label'>): Promise<number | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await this.db.executeQuery<{ label: number }>(this.statements.insert.query(row));
+        const { rows } = await this.db.executeQuery<{ label: number }>(
+          this.statements.insert.query(await this.sealed(row)),
+        );
         return rows.length > 0 ? Number(rows[0].label) : null;
       } catch (err) {
         if (attempt >= LABEL_ATTEMPTS || !isLabelConflict(err)) throw err;
@@ -327,10 +403,10 @@ export class MemoryStore {
   async vector(id: string): Promise<Float32Array | null> {
     const row = await this.db
       .selectFrom('memory_entries')
-      .select('vector')
+      .select(['vector', 'embedding_dim'])
       .where('id', '=', id)
       .executeTakeFirst();
-    return row ? bufferToVector(row.vector) : null;
+    return row ? bufferToVector((await this.opened([row]))[0].vector) : null;
   }
 
   async setWeight(id: string, weight: number, at: string): Promise<void> {
@@ -345,20 +421,38 @@ export class MemoryStore {
       .execute();
   }
 
-  /** An erased session's entries keep their rows (ids, labels, tombstones) but not their text. */
-  async scrubSession(sessionId: string, erased: string): Promise<number> {
-    const result = await this.db
-      .updateTable('memory_entries')
-      .set({ text: erased, metadata: '{}' })
+  /**
+   * An erased session's entries keep their rows (ids, labels, tombstones) but not their content:
+   * text, metadata and vector (those stored in clear, before erasure was on, included).
+   */
+  async scrubSession(sessionId: string): Promise<number> {
+    const rows = await this.db
+      .selectFrom('memory_entries')
+      .select(['id', 'embedding_dim'])
       .where('session_id', '=', sessionId)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+      .execute();
+    for (const r of rows)
+      await this.db
+        .updateTable('memory_entries')
+        .set({ text: ERASED_VALUE, metadata: '{}', vector: erasedVector(r.embedding_dim) })
+        .where('id', '=', r.id)
+        .execute();
+    return rows.length;
   }
 
   async replaceVector(id: string, vector: Float32Array, model: string, dim: number): Promise<void> {
+    const row = await this.db
+      .selectFrom('memory_entries')
+      .select('session_id')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    const { vector: stored } = await this.sealed({
+      session_id: row?.session_id,
+      vector: vectorToBuffer(vector),
+    });
     await this.db
       .updateTable('memory_entries')
-      .set({ vector: vectorToBuffer(vector), embedding_model: model, embedding_dim: dim })
+      .set({ vector: stored, embedding_model: model, embedding_dim: dim })
       .where('id', '=', id)
       .execute();
   }

@@ -58,9 +58,9 @@ export class MemoryModule {
         },
         {
           provide: MemoryStore,
-          useFactory: (db: Kysely<unknown>, lazyDb: Kysely<unknown>) =>
-            new MemoryStore(db as Kysely<MemoryDatabase>, lazyDb as Kysely<MemoryDatabase>),
-          inject: [STORAGE_DB, STORAGE_LAZY_DB],
+          useFactory: (db: Kysely<unknown>, lazyDb: Kysely<unknown>, events: EventStore) =>
+            new MemoryStore(db as Kysely<MemoryDatabase>, lazyDb as Kysely<MemoryDatabase>, events),
+          inject: [STORAGE_DB, STORAGE_LAZY_DB, EventStore],
         },
         {
           provide: MemoryPolicy,

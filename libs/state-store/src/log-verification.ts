@@ -1,5 +1,5 @@
 import { RuntimeEvent, canonicalJson, erasedMarkOf, parseEventBody } from '@runledger/contracts';
-import { Database, SCRUBBED_COPY, SegmentBytes, decodeSegment, rowToEvent } from '@runledger/event-store';
+import { Database, SegmentBytes, decodeSegment, rowToEvent } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from './schema';
 import { PERSONAL_TASK_COLUMNS, TASK_COLUMNS, TaskRow, foldRun, stateToRow } from './task-state-store';
@@ -55,9 +55,8 @@ export function streamProblems(
   if (folded !== null && row === undefined) problems.push('no task row for the task');
   if (folded !== null && row !== undefined) {
     const want = stateToRow(folded);
-    // a row made before its content was erased (a backup's) still holds it: only the structure compares
-    // and a backup's rows of sealed sessions hold a placeholder (SCRUBBED_COPY) until a rebuild refolds them
-    const unreadable = events.some((e) => erasedMarkOf(e.payload) !== null) || row.input === SCRUBBED_COPY;
+    // a row made before its content was erased (a backup's) may still hold it: only the structure compares
+    const unreadable = events.some((e) => erasedMarkOf(e.payload) !== null);
     const differ = TASK_COLUMNS.filter(
       (c) =>
         !(unreadable && (PERSONAL_TASK_COLUMNS as readonly string[]).includes(c)) &&

@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { TERMINAL_STATUSES, ValidationError } from '@runledger/contracts';
+import { ValidationError } from '@runledger/contracts';
 import {
   Database as EventsDatabase,
-  SCRUBBED_COPY,
   SqliteDataKeys,
   dataKeysPath,
   fsyncPath,
@@ -76,52 +75,6 @@ export async function backupDatabase(config: AppConfig, file: string, cwd: strin
   }
 }
 
-/**
- * A backup holds a sealed session's content only as ciphertext: its events and checkpoints are
- * sealed already, so the clear copies the read models keep (finished tasks' rows: input, result,
- * directive, stop detail, accept checks; memory texts) are replaced by SCRUBBED_COPY in the copy,
- * which is then vacuumed so no old page keeps them. `runledger rebuild` on a restored copy refolds
- * them from the log (through the key file). A session is sealed when the key file knows it (a key
- * or an erasure). Tasks not finished keep their rows: a restored copy resumes them from there.
- */
-function sealedSessionsOut(copy: Database.Database, source: string): void {
-  const keys = new SqliteDataKeys(dataKeysPath(source));
-  try {
-    keys.refresh();
-    const hasTasks = copy
-      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tasks'")
-      .get();
-    if (!hasTasks) return;
-    const sessions = (copy.prepare('SELECT DISTINCT session_id FROM tasks').all() as { session_id: string }[])
-      .map((r) => r.session_id)
-      .filter((s) => keys.state(s) !== undefined);
-    if (sessions.length === 0) return;
-    const finished = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
-    const placeholder = SCRUBBED_COPY;
-    const tasks = copy.prepare(
-      `UPDATE tasks SET input = ?, last_directive = NULL, accept_checks = '[]',
-         stop_detail = CASE WHEN stop_detail IS NULL THEN NULL ELSE ? END,
-         result = CASE WHEN result IS NULL THEN NULL ELSE ? END
-       WHERE session_id = ? AND status IN (${finished})`,
-    );
-    const hasMemory = copy
-      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_entries'")
-      .get();
-    const memory = hasMemory
-      ? copy.prepare("UPDATE memory_entries SET text = ?, metadata = '{}' WHERE session_id = ?")
-      : null;
-    copy.transaction(() => {
-      for (const session of sessions) {
-        tasks.run(placeholder, placeholder, placeholder, session);
-        memory?.run(placeholder, session);
-      }
-    })();
-    copy.exec('VACUUM');
-  } finally {
-    keys.close();
-  }
-}
-
 /** The online backup of `source` into `file`, made a single file; returns how many events it holds and its segments. */
 async function copyInto(source: string, file: string): Promise<{ events: number; segments: string[] }> {
   const db = new Database(source, { readonly: true, fileMustExist: true });
@@ -135,7 +88,6 @@ async function copyInto(source: string, file: string): Promise<{ events: number;
   const copy = new Database(file, { fileMustExist: true });
   try {
     copy.pragma('journal_mode = DELETE');
-    sealedSessionsOut(copy, source);
     const { position } = copy
       .prepare(
         "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",

@@ -39,7 +39,6 @@ import {
   writeKeys,
 } from '../sealing/pg-data-keys';
 import { DataKey, sealText } from '../sealing/sealed-payload';
-import { erasedSessionError } from '../sealing/sqlite-data-keys';
 import { CopySealer, PayloadSealer } from '../sealing/payload-sealer';
 
 /**
@@ -504,9 +503,9 @@ export class PgEventStore extends EventStore {
   override async sealCopy(sessionId: string, text: string): Promise<string> {
     if (!this.seal || isSystemSession(sessionId)) return text;
     const state = (await loadKeys(this.pool, [sessionId])).get(sessionId);
-    if (state === 'erased') throw erasedSessionError(sessionId);
-    // a session without a key wrote its events in clear (before sealing was on): its copies follow them
-    return state ? sealText(text, state, sessionId) : text;
+    // a session without a key wrote its events in clear (before sealing was on): its copies follow
+    // them; an erased session's copy is made from its erased events and holds no content
+    return state && state !== 'erased' ? sealText(text, state, sessionId) : text;
   }
 
   override async openCopy(text: string): Promise<string | null> {

@@ -8,12 +8,6 @@ import {
   isPersonalField,
 } from '@runledger/contracts';
 
-/**
- * What a backup keeps of a read model's clear copy of a sealed session's content (a task row's input,
- * a memory text): the content itself is in the sealed log, and `runledger rebuild` refolds it.
- */
-export const SCRUBBED_COPY = '[sealed]';
-
 /** A session's data key: 32 bytes for AES-256-GCM, and the id sealed payloads name it by. */
 export interface DataKey {
   key_id: string;

@@ -33,13 +33,7 @@ import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
 import { openEventJson, sealText } from '../sealing/sealed-payload';
-import {
-  SqliteDataKeys,
-  dataKeysOf,
-  erasedSessionError,
-  openCopiesThrough,
-  openedThrough,
-} from '../sealing/sqlite-data-keys';
+import { SqliteDataKeys, dataKeysOf, openCopiesThrough, openedThrough } from '../sealing/sqlite-data-keys';
 import { PayloadSealer } from '../sealing/payload-sealer';
 
 export interface SqliteEventStoreOptions {
@@ -379,9 +373,9 @@ export class SqliteEventStore extends EventStore {
     if (!keys || !this.sealPayloads || isSystemSession(sessionId)) return text;
     keys.refresh();
     const state = keys.state(sessionId);
-    if (state === 'erased') throw erasedSessionError(sessionId);
-    // a session without a key wrote its events in clear (before sealing was on): its copies follow them
-    return state ? sealText(text, state, sessionId) : text;
+    // a session without a key wrote its events in clear (before sealing was on): its copies follow
+    // them; an erased session's copy is made from its erased events and holds no content
+    return state && state !== 'erased' ? sealText(text, state, sessionId) : text;
   }
 
   override async openCopy(text: string): Promise<string | null> {

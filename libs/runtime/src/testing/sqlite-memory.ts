@@ -22,6 +22,7 @@ export async function openSqliteWithMemory(dir: string): Promise<SqliteWithMemor
     store: new MemoryStore(
       handle.db as unknown as Kysely<MemoryDatabase>,
       handle.lazyDb as unknown as Kysely<MemoryDatabase>,
+      store,
     ),
     events: store,
     embedder: new HashingEmbedder(),
