@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 
@@ -14,6 +15,16 @@ const sweeping = {
   RUNLEDGER_RETENTION_REST_MS: '5',
   RUNLEDGER_RETENTION_SWEEP_BATCH: '2',
   RUNLEDGER_MEMORY: 'off',
+};
+
+const HOOK_SECRET = 'sweep-hook-secret-0123456789';
+/** a GitHub-style hook: a push starts a task, any other event is received and ignored */
+const HOOK = {
+  name: 'gh',
+  secret_env: 'RL_TEST_SWEEP_HOOK_SECRET',
+  signature: 'github',
+  when: { 'headers.x-github-event': ['push'] },
+  task: { input: 'list the files for {{body.ref}}' },
 };
 
 async function archivedTaskIds(h: ApiHarness): Promise<string[]> {
@@ -142,6 +153,57 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
     } finally {
       ws.close();
     }
+  });
+
+  it('archives inbound hook receipts by age, task or none; a redelivery is still answered from the archive', async () => {
+    process.env.RL_TEST_SWEEP_HOOK_SECRET = HOOK_SECRET;
+    h = await bootApi({
+      ...sweeping,
+      RUNLEDGER_HOOKS: JSON.stringify([HOOK]),
+      RL_TEST_SWEEP_HOOK_SECRET: HOOK_SECRET,
+      ...(await env()),
+    });
+    const server = h;
+    const deliver = (event: string, delivery: string) => {
+      const body = JSON.stringify({ ref: `refs/heads/${delivery}` });
+      const signature = `sha256=${createHmac('sha256', HOOK_SECRET).update(body).digest('hex')}`;
+      return server.request('POST', '/hooks/gh', {
+        raw: body,
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': event,
+          'x-github-delivery': delivery,
+          'x-hub-signature-256': signature,
+        },
+      });
+    };
+    const started = await deliver('push', 'd-push');
+    const ignored = await deliver('issues', 'd-issues');
+    expect([started.status, ignored.status]).toEqual([202, 202]);
+    expect(ignored.body).toMatchObject({ action: 'ignored', task_id: null, duplicate: false });
+    await waitForTask(server, started.body.task_id as string);
+    // both receipts leave the live log: the one that started a task and the one of no task
+    const liveReceipts = async () =>
+      (await server.request('GET', '/admin/events?type=HOOK_RECEIVED&limit=100')).body.events as unknown[];
+    for (const deadline = Date.now() + 20_000; (await liveReceipts()).length > 0;) {
+      if (Date.now() > deadline) throw new Error('hook receipts stayed live');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const moved = await archivedTaskIds(server);
+    expect(moved.filter((id) => id.startsWith('hook:gh:'))).toHaveLength(2);
+    const records = await server.request('GET', '/admin/events?type=TASKS_ARCHIVED&limit=1000');
+    const streams = (records.body.events as { payload: { companion_streams: string[] } }[]).flatMap(
+      (e) => e.payload.companion_streams,
+    );
+    expect(streams.filter((id) => id.startsWith('hook:gh:'))).toHaveLength(2);
+    // the provider sends them again: answered from the archived receipts, nothing started twice
+    const tasksBefore = (await server.request('GET', '/tasks?limit=100')).body.tasks.length as number;
+    const again = await deliver('push', 'd-push');
+    const ignoredAgain = await deliver('issues', 'd-issues');
+    expect(again.body).toMatchObject({ action: 'task', task_id: started.body.task_id, duplicate: true });
+    expect(ignoredAgain.body).toMatchObject({ action: 'ignored', duplicate: true });
+    expect((await server.request('GET', '/tasks?limit=100')).body.tasks).toHaveLength(tasksBefore);
+    expect(await liveReceipts()).toEqual([]);
   });
 
   it('shuts down cleanly while the sweeper is between batches', async () => {

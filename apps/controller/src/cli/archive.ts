@@ -12,7 +12,7 @@ import {
   postgresArchiver,
 } from '@runledger/state-store';
 import { AppConfig } from '../config';
-import { companionStreams } from '../retention/companion-streams';
+import { RECEIPT_STREAM_PREFIXES, companionStreams } from '../retention/companion-streams';
 
 /**
  * The archiver on RUNLEDGER_DB, for one command: a connection of its own on SQLite (the server may
@@ -23,7 +23,11 @@ export async function withArchiver<T>(
   cwd: string,
   body: (archiver: Archiver) => Promise<T>,
 ): Promise<T> {
-  const options = { batchTasks: config.RUNLEDGER_RETENTION_BATCH, companionStreams };
+  const options = {
+    batchTasks: config.RUNLEDGER_RETENTION_BATCH,
+    companionStreams,
+    receiptStreamPrefixes: RECEIPT_STREAM_PREFIXES,
+  };
   if (isPostgresUrl(config.RUNLEDGER_DB)) {
     const handle = openPostgres({
       url: config.RUNLEDGER_DB,

@@ -510,12 +510,13 @@ async function archiveCommand(
     if (cmd.json) io.answer(JSON.stringify({ archive: run }));
     else {
       for (const s of run.skipped) io.progress(`kept ${s.task_id}: ${s.reason}`, 'dim');
+      const receipts = run.receipts > 0 ? `, ${run.receipts} hook receipt(s)` : '';
       io.answer(
         run.busy
           ? 'another instance is archiving now; nothing done'
           : run.dry_run
-            ? `would archive ${run.tasks.length} task(s), ${run.events} events`
-            : `archived ${run.tasks.length} task(s), ${run.events} events, into ${run.segments.length} segment(s) (${run.bytes} bytes)`,
+            ? `would archive ${run.tasks.length} task(s)${receipts}, ${run.events} events`
+            : `archived ${run.tasks.length} task(s)${receipts}, ${run.events} events, into ${run.segments.length} segment(s) (${run.bytes} bytes)`,
       );
     }
     return EXIT.completed;

@@ -49,9 +49,12 @@ export function configuredHooks(
   });
 }
 
+/** Every delivery receipt's stream starts so (retention archives them by age: docs/retention.md). */
+export const HOOK_RECEIPT_STREAM_PREFIX = 'hook:';
+
 /** The stream of one delivery's receipt: written once (expected no_stream), so concurrent copies record one. */
 export const receiptStreamOf = (hook: string, deliveryId: string): string =>
-  `hook:${hook}:${sha256Hex(deliveryId).slice(0, 32)}`;
+  `${HOOK_RECEIPT_STREAM_PREFIX}${hook}:${sha256Hex(deliveryId).slice(0, 32)}`;
 
 /** The idempotency key of the task a delivery starts, and the id of the signal it sends. */
 export const hookTaskKey = (hook: string, deliveryId: string): string => `hook:${hook}:${deliveryId}`;

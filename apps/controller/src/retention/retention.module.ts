@@ -12,7 +12,7 @@ import {
 } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { APP_CONFIG, AppConfig } from '../config';
-import { COMPANION_STREAM_PREFIXES, companionStreams } from './companion-streams';
+import { COMPANION_STREAM_PREFIXES, RECEIPT_STREAM_PREFIXES, companionStreams } from './companion-streams';
 
 /**
  * The server's retention sweeper, when a policy is set and RUNLEDGER_RETENTION_SWEEP_MS is not 0.
@@ -40,7 +40,11 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
     const c = this.config;
     const policy = parseRetention(c.RUNLEDGER_RETENTION);
     if (!policy || c.RUNLEDGER_RETENTION_SWEEP_MS === 0 || c.RUNLEDGER_DB === ':memory:') return;
-    const options = { batchTasks: c.RUNLEDGER_RETENTION_SWEEP_BATCH, companionStreams };
+    const options = {
+      batchTasks: c.RUNLEDGER_RETENTION_SWEEP_BATCH,
+      companionStreams,
+      receiptStreamPrefixes: RECEIPT_STREAM_PREFIXES,
+    };
     let archiver: ArchiveRunner;
     if (isPostgresUrl(c.RUNLEDGER_DB)) archiver = postgresArchiver(this.db, options);
     else {
@@ -49,6 +53,7 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
         path: resolve(c.RUNLEDGER_DB),
         batchTasks: options.batchTasks,
         companionPrefixes: COMPANION_STREAM_PREFIXES,
+        receiptPrefixes: RECEIPT_STREAM_PREFIXES,
       });
       this.thread = thread;
       archiver = thread;

@@ -1,7 +1,7 @@
 import { EventPayload, TERMINAL_STATUSES } from '@runledger/contracts';
 import { Kysely, PostgresAdapter, RawBuilder, sql } from 'kysely';
 import { StateStoreDatabase } from '../schema';
-import { RetentionPolicy, dueForArchive, shortestAge } from './retention-policy';
+import { RetentionPolicy, dueForArchive, longestAge, shortestAge } from './retention-policy';
 
 /** A finished task tree the policy lets go: the tasks, and every stream that moves with them. */
 export interface PlannedTree {
@@ -41,7 +41,18 @@ interface Candidate {
   updated_at: string;
 }
 
+/** A batch of receipt streams the policy lets go, and where the next batch of the same run resumes. */
+export interface ReceiptPlan {
+  trees: PlannedTree[];
+  /** the last stream looked at; null: none was */
+  resume: string | null;
+}
+
 export type Db = Kysely<StateStoreDatabase>;
+
+/** The first string past every string that starts with `prefix` (its last character moved on by one). */
+const pastPrefix = (prefix: string): string =>
+  prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 
 export const isPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
 
@@ -74,12 +85,19 @@ export class ArchivePlanner {
   /** finished tasks looked at per scan query: a few batches' worth, so a small batch plans cheaply */
   private readonly scanPage: number;
 
+  private readonly receiptPrefixes: readonly string[];
+
   constructor(
     private readonly db: Db,
-    options: { batchTasks: number; companionStreams: (taskId: string) => string[] },
+    options: {
+      batchTasks: number;
+      companionStreams: (taskId: string) => string[];
+      receiptStreamPrefixes?: readonly string[];
+    },
   ) {
     this.batchTasks = options.batchTasks;
     this.companions = options.companionStreams;
+    this.receiptPrefixes = [...(options.receiptStreamPrefixes ?? [])].sort();
     this.scanPage = Math.min(SCAN_PAGE, Math.max(this.batchTasks * 2, 20));
   }
 
@@ -130,6 +148,48 @@ export class ArchivePlanner {
       if (page.length < this.scanPage) break;
     }
     return { trees, skipped, resume: after };
+  }
+
+  /**
+   * The next batch of receipt streams (streams of one event that belong to no task: an inbound
+   * hook's delivery receipts) older than the policy's longest age, after `after` in stream order.
+   * Each moves alone: a tree of no task whose one stream is the receipt. Only live streams have
+   * events here, so an archived receipt is not looked at again.
+   */
+  async planReceipts(
+    conn: Db,
+    policy: RetentionPolicy,
+    now: number,
+    after: string | null,
+  ): Promise<ReceiptPlan> {
+    const cutoff = new Date(now - longestAge(policy)).toISOString();
+    const trees: PlannedTree[] = [];
+    let resume = after;
+    for (const prefix of this.receiptPrefixes) {
+      if (trees.length >= this.batchTasks) break;
+      const from = resume !== null && resume >= prefix ? resume : null;
+      // a range of the streams' (task_id, sequence) key; a receipt is never appended to after its first event
+      const rows = await conn
+        .selectFrom('events')
+        .select(['task_id', 'session_id', 'created_at'])
+        .where('task_id', from === null ? '>=' : '>', from ?? prefix)
+        .where('task_id', '<', pastPrefix(prefix))
+        .where('sequence', '=', 1)
+        .where('created_at', '<=', cutoff)
+        .orderBy('task_id')
+        .limit(this.batchTasks - trees.length)
+        .execute();
+      for (const r of rows)
+        trees.push({
+          root_task_id: r.task_id,
+          session_id: r.session_id,
+          task_ids: [],
+          streams: [r.task_id],
+          ended_at: r.created_at,
+        });
+      if (rows.length > 0) resume = rows[rows.length - 1].task_id;
+    }
+    return { trees, resume };
   }
 
   /**

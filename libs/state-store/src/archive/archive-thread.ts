@@ -10,6 +10,7 @@ function main(port: MessagePort, data: ArchiveThreadData): void {
   const access = openSqliteArchiver(data.path, {
     batchTasks: data.batchTasks,
     companionStreams: (taskId) => data.companionPrefixes.map((prefix) => `${prefix}${taskId}`),
+    receiptStreamPrefixes: data.receiptPrefixes,
     busyTimeoutMs: data.busyTimeoutMs,
   });
   const post = (m: FromArchiveThread) => port.postMessage(m);

@@ -55,6 +55,11 @@ export interface ArchiverOptions {
   batchTasks?: number;
   /** streams that belong to a task besides its own (its outbound deliveries): moved and restored with it */
   companionStreams?: (taskId: string) => string[];
+  /**
+   * prefixes of receipt streams, which belong to no task (inbound hook deliveries, `hook:`): each
+   * moves on its own once older than the policy's longest age (see ArchivePlanner.planReceipts)
+   */
+  receiptStreamPrefixes?: readonly string[];
   /** a segment file no record names is removed once this old (a crashed run's); default 10 minutes */
   orphanAgeMs?: number;
   /**
@@ -79,6 +84,8 @@ export interface ArchiveRun {
   segments: ArchivedSegment[];
   /** what would move (dry run) or moved */
   tasks: string[];
+  /** receipt streams (of no task) that would move or moved */
+  receipts: number;
   events: number;
   bytes: number;
   skipped: SkippedTree[];
@@ -142,6 +149,7 @@ export class Archiver implements ArchiveRunner {
     this.planner = new ArchivePlanner(db, {
       batchTasks: options.batchTasks ?? 200,
       companionStreams: options.companionStreams ?? (() => []),
+      receiptStreamPrefixes: options.receiptStreamPrefixes,
     });
   }
 
@@ -170,6 +178,7 @@ export class Archiver implements ArchiveRunner {
       dry_run: options.dryRun ?? false,
       segments: [],
       tasks: [],
+      receipts: 0,
       events: 0,
       bytes: 0,
       skipped: [],
@@ -189,18 +198,34 @@ export class Archiver implements ArchiveRunner {
         let previous: ArchivedSegment | null | undefined;
         /** where the scan of finished tasks goes on: each is looked at once per run */
         let scanFrom: ScanCursor | null = null;
+        /** finished task trees first, then receipt streams; null once both ran out */
+        let phase: 'tasks' | 'receipts' | null = 'tasks';
+        let receiptsFrom: string | null = null;
         for (let batch = 0; batch < (options.maxBatches ?? Infinity) && !options.stopped?.(); batch++) {
-          const plan = await this.plan(conn, policy, now, done, scanFrom);
-          scanFrom = plan.resume;
-          for (const s of plan.skipped)
-            if (!result.skipped.some((k) => k.task_id === s.task_id)) result.skipped.push(s);
-          if (plan.trees.length === 0) break;
-          for (const t of plan.trees) for (const id of t.task_ids) done.add(id);
+          let trees: PlannedTree[] = [];
+          if (phase === 'tasks') {
+            const plan = await this.plan(conn, policy, now, done, scanFrom);
+            scanFrom = plan.resume;
+            for (const s of plan.skipped)
+              if (!result.skipped.some((k) => k.task_id === s.task_id)) result.skipped.push(s);
+            trees = plan.trees;
+            if (trees.length === 0) phase = 'receipts';
+          }
+          if (phase === 'receipts') {
+            const plan = await this.planner.planReceipts(conn, policy, now, receiptsFrom);
+            receiptsFrom = plan.resume;
+            trees = plan.trees;
+            if (trees.length === 0) phase = null;
+          }
+          if (phase === null) break;
+          for (const t of trees) for (const id of t.task_ids) done.add(id);
+          const receipts = trees.filter((t) => t.task_ids.length === 0).length;
           if (result.dry_run) {
-            result.tasks.push(...plan.trees.flatMap((t) => t.task_ids));
+            result.tasks.push(...trees.flatMap((t) => t.task_ids));
+            result.receipts += receipts;
             result.events += await this.planner.countEvents(
               conn,
-              plan.trees.flatMap((t) => t.streams),
+              trees.flatMap((t) => t.streams),
             );
             continue;
           }
@@ -212,11 +237,12 @@ export class Archiver implements ArchiveRunner {
                   return !options.stopped?.();
                 }
               : undefined;
-          const segment = await this.archiveTrees(conn, plan.trees, options.reason ?? 'policy', rest);
+          const segment = await this.archiveTrees(conn, trees, options.reason ?? 'policy', rest);
           if (segment === STOPPED) break;
           if (segment) {
             result.segments.push(segment);
             result.tasks.push(...segment.task_ids);
+            result.receipts += receipts;
             result.events += segment.events;
             result.bytes += segment.bytes;
           }

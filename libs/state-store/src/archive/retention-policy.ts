@@ -89,6 +89,13 @@ export function dueForArchive(policy: RetentionPolicy, task: RetentionSubject, n
   return rule !== undefined && Date.parse(task.ended_at) <= now - rule.older_than_ms;
 }
 
+/**
+ * The longest a policy keeps anything: streams that belong to no task (inbound hook receipts) stay
+ * live this long, whatever became of what they started.
+ */
+export const longestAge = (policy: RetentionPolicy): number =>
+  Math.max(...policy.rules.map((r) => r.older_than_ms));
+
 /** The most a policy ever keeps a task of any kind: nothing that ended more recently is looked at. */
 export const shortestAge = (policy: RetentionPolicy): number =>
   Math.min(...policy.rules.map((r) => r.older_than_ms));

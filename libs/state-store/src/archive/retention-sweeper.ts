@@ -99,6 +99,7 @@ export class RetentionSweeper {
       this.options.log.info(
         {
           tasks: run.tasks.length,
+          receipts: run.receipts,
           events: run.events,
           segments: run.segments.map((s) => s.segment_id),
           bytes: run.bytes,

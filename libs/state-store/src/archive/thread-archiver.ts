@@ -9,6 +9,8 @@ export interface ArchiveThreadData {
   batchTasks?: number;
   /** a task's companion streams are these prefixes followed by its id (a function cannot cross threads) */
   companionPrefixes: string[];
+  /** see ArchiverOptions.receiptStreamPrefixes */
+  receiptPrefixes?: string[];
   busyTimeoutMs?: number;
 }
 
