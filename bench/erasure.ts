@@ -1,10 +1,13 @@
 /**
  * npm run bench -- erasure
- * What sealing payloads for erasure (RUNLEDGER_ERASURE=on) costs: the same store code with and
- * without `sealPayloads`, side by side in one run, on fresh databases, in alternating rounds:
+ * What sealing for erasure (RUNLEDGER_ERASURE=on) costs: the same storage (event store and the tasks
+ * projection, as the server wires them) with and without `sealPayloads`, side by side in one run, on
+ * fresh databases, in alternating rounds:
  *   - append events/s, batches of 20 events per append (CPU-bound: where the AES-GCM shows)
  *   - append events/s, one event per append (the durable path: one commit each)
  *   - read-back events/s (readStream: every sealed payload opened)
+ *   - task rows read/s (TaskStateStore.get: the row's sealed columns opened)
+ *   - GET /tasks?q= searches/s over the table (with erasure on, every row it passes is opened)
  * Events are realistic ones: a TASK_RECEIVED and OUTPUT_CHUNKs of ~300 bytes of personal text, 20
  * sessions, 1 task per session per round. SQLite (synchronous FULL, inline appends) and PostgreSQL.
  * Env: BENCH_ERASURE_EVENTS (4000 per side per round on SQLite batches), BENCH_ERASURE_ROUNDS (5),
@@ -15,8 +18,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent } from '@runledger/contracts';
-import { EventStore, PgEventStore, SqliteEventStore, openPostgres, openSqlite } from '@runledger/event-store';
-import { migrateToLatest } from '@runledger/migrations';
+import { EventStore } from '@runledger/event-store';
+import { Storage, TaskStateStore, createPostgresStorage, createSqliteStorage } from '@runledger/state-store';
 import { chunkEvent, fmt, median, recordFigure } from './bench-support';
 import { admin } from './event-store-pg';
 
@@ -38,10 +41,17 @@ const received = (session: string): NewEvent =>
     },
   }) as NewEvent;
 
-interface Sides {
-  clear: EventStore;
-  sealed: EventStore;
+interface Side {
+  store: EventStore;
+  tasks: TaskStateStore;
 }
+
+interface Sides {
+  clear: Side;
+  sealed: Side;
+}
+
+const sideOf = (s: Storage): Side => ({ store: s.eventStore, tasks: s.taskStates });
 
 /** `events` events spread over SESSIONS fresh tasks, `perAppend` per append; events/s. */
 async function append(store: EventStore, round: string, events: number, perAppend: number): Promise<number> {
@@ -72,39 +82,55 @@ async function read(store: EventStore, round: string): Promise<number> {
   return n / ((performance.now() - start) / 1000);
 }
 
+const GET_PASSES = 10;
+
+/** Every task row of the round read (GET /tasks/:id), GET_PASSES times; rows/s. */
+async function getRows(tasks: TaskStateStore, round: string): Promise<number> {
+  const start = performance.now();
+  for (let p = 0; p < GET_PASSES; p++) for (let s = 0; s < SESSIONS; s++) await tasks.get(`t_${round}_${s}`);
+  return (GET_PASSES * SESSIONS) / ((performance.now() - start) / 1000);
+}
+
+/** Searches of the whole table by input (GET /tasks?q=, a first page of 50), one per session of the round; searches/s. */
+async function search(tasks: TaskStateStore, round: string): Promise<number> {
+  const start = performance.now();
+  for (let s = 0; s < SESSIONS; s += 4) await tasks.list({ q: `notes of ses_${round}_${s}:`, limit: 50 });
+  return Math.ceil(SESSIONS / 4) / ((performance.now() - start) / 1000);
+}
+
 interface Result {
   clear: number[];
   sealed: number[];
 }
 
+type Measured = { append: Result; read: Result; get: Result; search: Result };
+
 /** Rounds alternating which side goes first; per-round ratios, whose median is the figure. */
-async function measure(
-  sides: Sides,
-  label: string,
-  events: number,
-  perAppend: number,
-): Promise<{ append: Result; read: Result }> {
-  const out = { append: { clear: [], sealed: [] } as Result, read: { clear: [], sealed: [] } as Result };
+async function measure(sides: Sides, label: string, events: number, perAppend: number): Promise<Measured> {
+  const empty = (): Result => ({ clear: [], sealed: [] });
+  const out: Measured = { append: empty(), read: empty(), get: empty(), search: empty() };
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const);
     for (const side of order) {
       const round = `${label}${r}`;
-      out.append[side].push(await append(sides[side], round, events, perAppend));
-      out.read[side].push(await read(sides[side], round));
+      out.append[side].push(await append(sides[side].store, round, events, perAppend));
+      out.read[side].push(await read(sides[side].store, round));
+      out.get[side].push(await getRows(sides[side].tasks, round));
+      out.search[side].push(await search(sides[side].tasks, round));
     }
   }
   return out;
 }
 
-function report(driver: string, what: string, r: Result): number {
+function report(driver: string, what: string, r: Result, unit = 'events/s'): number {
   const ratios = r.sealed.map((s, i) => s / r.clear[i]);
   const ratio = median(ratios);
   console.log(
-    `  ${what.padEnd(34)} clear ${fmt(median(r.clear)).padStart(8)} events/s   sealed ${fmt(median(r.sealed)).padStart(8)} events/s   ratio ${ratio.toFixed(2)}x (median of ${ROUNDS} rounds)`,
+    `  ${what.padEnd(40)} clear ${fmt(median(r.clear)).padStart(8)} ${unit}   sealed ${fmt(median(r.sealed)).padStart(8)} ${unit}   ratio ${ratio.toFixed(2)}x (median of ${ROUNDS} rounds)`,
   );
   recordFigure({
     figure: `${driver} ${what}, erasure on vs off`,
-    value: `${fmt(median(r.sealed))} vs ${fmt(median(r.clear))} events/s`,
+    value: `${fmt(median(r.sealed))} vs ${fmt(median(r.clear))} ${unit}`,
     ratio,
     target: '>= 0.5x (off by default; the cost is reported)',
     met: ratio >= 0.5,
@@ -112,30 +138,31 @@ function report(driver: string, what: string, r: Result): number {
   return ratio;
 }
 
+/** The figures of one driver: batched appends (with the reads after them), then single appends. */
+async function measureDriver(driver: string, sides: Sides, events: number): Promise<void> {
+  const batched = await measure(sides, 'b', events, BATCH);
+  report(driver, `append, ${BATCH} events per append`, batched.append);
+  report(driver, 'read back (readStream)', batched.read);
+  report(driver, 'task row read (GET /tasks/:id)', batched.get, 'rows/s');
+  report(driver, 'search of the table (GET /tasks?q=)', batched.search, 'searches/s');
+  const single = await measure(sides, 's', Math.max(SESSIONS * 2, events / 10), 1);
+  report(driver, 'append, 1 event per append', single.append);
+}
+
 async function sqlite(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-erasure-'));
-  const open = async (name: string, seal: boolean) => {
-    const handle = openSqlite({ path: join(dir, `${name}.db`), synchronous: 'FULL' });
-    await migrateToLatest(handle.db);
-    return { handle, store: new SqliteEventStore(handle, { sealPayloads: seal }) };
-  };
+  const open = (name: string, seal: boolean) =>
+    createSqliteStorage({ path: join(dir, `${name}.db`), synchronous: 'FULL', sealPayloads: seal });
   const clear = await open('clear', false);
   const sealed = await open('sealed', true);
   try {
-    const sides = { clear: clear.store, sealed: sealed.store };
     console.log(
-      `\nSQLite (FULL, inline appends): ${fmt(EVENTS)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
+      `\nSQLite (FULL, inline appends, tasks projection): ${fmt(EVENTS)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
     );
-    const batched = await measure(sides, 'b', EVENTS, BATCH);
-    report('SQLite', `append, ${BATCH} events per append`, batched.append);
-    report('SQLite', 'read back (readStream)', batched.read);
-    const single = await measure(sides, 's', Math.max(SESSIONS * 2, EVENTS / 10), 1);
-    report('SQLite', 'append, 1 event per append', single.append);
+    await measureDriver('SQLite', { clear: sideOf(clear), sealed: sideOf(sealed) }, EVENTS);
   } finally {
-    for (const s of [clear, sealed]) {
-      await s.store.close();
-      await s.handle.close();
-    }
+    await clear.close();
+    await sealed.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -152,31 +179,27 @@ async function postgres(): Promise<void> {
   }
   const url = new URL(PG_URL);
   url.pathname = `/${database}`;
-  const handles = ['clear', 'sealed'].map((schema) =>
-    openPostgres({ url: url.toString(), schema, maxConnections: SESSIONS + 2 }),
-  );
+  const storages: Storage[] = [];
   try {
-    for (const h of handles) {
-      await admin(url.toString(), `CREATE SCHEMA ${h.schema}`);
-      await migrateToLatest(h.db);
-    }
-    const sides = {
-      clear: new PgEventStore(handles[0]),
-      sealed: new PgEventStore(handles[1], { sealPayloads: true }),
-    };
+    for (const [schema, seal] of [
+      ['clear', false],
+      ['sealed', true],
+    ] as const)
+      storages.push(
+        await createPostgresStorage({
+          url: url.toString(),
+          schema,
+          maxConnections: SESSIONS + 2,
+          sealPayloads: seal,
+        }),
+      );
     const events = Math.max(SESSIONS * 2, EVENTS / 4);
     console.log(
-      `\nPostgreSQL: ${fmt(events)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
+      `\nPostgreSQL (tasks projection): ${fmt(events)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
     );
-    const batched = await measure(sides, 'b', events, BATCH);
-    report('PostgreSQL', `append, ${BATCH} events per append`, batched.append);
-    report('PostgreSQL', 'read back (readStream)', batched.read);
-    const single = await measure(sides, 's', Math.max(SESSIONS * 2, events / 10), 1);
-    report('PostgreSQL', 'append, 1 event per append', single.append);
-    await sides.clear.close();
-    await sides.sealed.close();
+    await measureDriver('PostgreSQL', { clear: sideOf(storages[0]), sealed: sideOf(storages[1]) }, events);
   } finally {
-    for (const h of handles) await h.close();
+    for (const s of storages) await s.close();
     await admin(PG_URL, `DROP DATABASE ${database}`).catch(() => undefined);
   }
 }
