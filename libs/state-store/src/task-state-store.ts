@@ -1,4 +1,5 @@
 import {
+  ERASED_VALUE,
   SEALED_KEY,
   AcceptCheck,
   Budgets,
@@ -241,12 +242,16 @@ export abstract class TaskStateStore {
       const needle = foldAscii(options.q);
       for (;;) {
         const rows = await this.page(options, after, SCAN_PAGE);
-        for (const row of rows) if (foldAscii(row.input).includes(needle) && found.push(row) > limit) break;
+        // only the input is opened to match; the rest of a row only once it is on the page
+        const inputs = await this.openCopies(rows.map((r) => r.input));
+        for (let i = 0; i < rows.length; i++)
+          if (foldAscii(inputs[i] ?? ERASED_VALUE).includes(needle) && found.push(rows[i]) > limit) break;
         if (found.length > limit || rows.length < SCAN_PAGE) break;
         after = [rows[rows.length - 1].created_at, rows[rows.length - 1].task_id];
       }
     }
-    const items = found.slice(0, limit).map(rowToState);
+    const opened = options.q === undefined ? found : await openTaskRows(found, this.openCopies);
+    const items = opened.slice(0, limit).map(rowToState);
     return { items, next_cursor: found.length > limit ? encodeCursor(items[items.length - 1]) : null };
   }
 
@@ -268,7 +273,7 @@ export abstract class TaskStateStore {
     return differ.filter((id) => !same.has(id)).sort();
   }
 
-  /** Up to `limit` rows after the cursor `after`, newest first, their personal columns opened. */
+  /** Up to `limit` rows after the cursor `after`, newest first, as stored. */
   private async page(
     options: ListTasksOptions,
     after: [string, string] | null,
@@ -292,7 +297,7 @@ export abstract class TaskStateStore {
       .orderBy('task_id', 'desc')
       .limit(limit)
       .execute();
-    return openTaskRows(rows, this.openCopies);
+    return options.q === undefined ? openTaskRows(rows, this.openCopies) : rows;
   }
 
   /**

@@ -403,7 +403,7 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_ERASURE: {
     group: 'Storage',
     description:
-      "`on`: the personal fields of every new event (input, answers, tool arguments and outputs, model replies...) are stored sealed under their session's data key (AES-256-GCM; SQLite: keys in `<db>.keys`, PostgreSQL: table `data_keys`), so erasing a session (`POST /sessions/:id/erase`, `runledger erase`) destroys its key and with it the content, in the database, its archives and its backups. `off` (default): stored in clear; an erasure then only hides the content from readers. See [retention.md](retention.md#erasure)",
+      "`on`: the personal fields of every new event (input, answers, tool arguments and outputs, model replies...) and the read models' copies of them (task rows' input, result...; memory entries' text, metadata and vector; checkpoints) are stored sealed under their session's data key (AES-256-GCM; SQLite: keys in `<db>.keys`, PostgreSQL: table `data_keys`), so erasing a session (`POST /sessions/:id/erase`, `runledger erase`) destroys its key and with it the content, in the database, its archives and its backups. `off` (default): stored in clear; an erasure then only hides the content from readers. See [retention.md](retention.md#erasure)",
   },
   RUNLEDGER_RETENTION_BATCH: {
     group: 'Storage',

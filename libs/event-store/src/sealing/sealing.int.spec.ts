@@ -104,6 +104,27 @@ function sealingSuite(name: string, open: (seal: boolean) => Promise<Harness>, d
       await h.store.append('t4', [received('ses_b')], { expected: 'no_stream' });
     });
 
+    it("seals the read models' copies under the session's key, opens them in one look, and reads them gone after erasure", async () => {
+      h = await open(true);
+      await write('t1', 'ses_a');
+      await write('t2', 'ses_b');
+      const a = await h.store.sealCopy('ses_a', `row of ${SECRET}`);
+      const b = await h.store.sealCopy('ses_b', `row of ${SECRET}`);
+      expect(a).not.toContain('Ada');
+      expect(JSON.parse(a)).toMatchObject({ session_id: 'ses_a' });
+      expect(await h.store.sealCopy('system:memory', 'system text')).toBe('system text');
+      expect(await h.store.openCopies([a, null, 'as stored', b])).toEqual([
+        `row of ${SECRET}`,
+        null,
+        'as stored',
+        `row of ${SECRET}`,
+      ]);
+      await h.erase('ses_a');
+      expect(await h.store.openCopies([a, b])).toEqual([null, `row of ${SECRET}`]);
+      // a copy made from the erased session's (erased) events holds nothing and is stored as it is
+      expect(await h.store.sealCopy('ses_a', ERASED_VALUE)).toBe(ERASED_VALUE);
+    });
+
     it('events stored in clear (before sealing was on) read as erased once their session is erased', async () => {
       h = await open(false);
       await write('t1', 'ses_a');
@@ -167,6 +188,21 @@ describe('sealed payloads and erasure on SQLite', () => {
       () => temp!.dir,
     );
   }
+
+  it('a sealing store zeroes freed pages (secure_delete) on its connection; a clear one leaves the default', async () => {
+    temp = await createTempSqlite();
+    const store = new SqliteEventStore(temp.handle, { sealPayloads: true });
+    expect(temp.handle.raw.pragma('secure_delete', { simple: true })).toBe(1);
+    await store.close();
+    const other = await createTempSqlite();
+    try {
+      const clear = new SqliteEventStore(other.handle);
+      expect(other.handle.raw.pragma('secure_delete', { simple: true })).toBe(0);
+      await clear.close();
+    } finally {
+      await other.dispose();
+    }
+  });
 
   it('the destroyed key is gone from the key file, and the keys file is private', async () => {
     temp = await createTempSqlite();
