@@ -24,7 +24,7 @@ export interface ArchivePlan {
    * where the next batch of the same run resumes the scan of finished tasks: what lies before it was
    * planned, skipped or not due (the cutoff and the clock are the run's). null: from the start.
    */
-  resume: ScanCursor | null;
+  resume: ScanState | null;
 }
 
 /** A place in the scan of finished tasks, in (created_at, task_id) order. */
@@ -33,7 +33,16 @@ export interface ScanCursor {
   task_id: string;
 }
 
-interface Candidate {
+/**
+ * Where a run's scan stands: the last task it read, and the tasks it read but did not decide on
+ * (the batch filled before them), which the next batch takes first instead of reading them again.
+ */
+export interface ScanState {
+  after: ScanCursor | null;
+  pending: readonly Candidate[];
+}
+
+export interface Candidate {
   task_id: string;
   status: string;
   session_id: string;
@@ -103,51 +112,63 @@ export class ArchivePlanner {
 
   /**
    * The next batch of trees the policy lets go, leaving out tasks in `exclude` (planned already),
-   * scanning finished tasks from `from` (a previous plan's `resume` in the same run) on.
+   * scanning finished tasks from `from` (a previous plan's `resume` in the same run) on. The scan
+   * reads each finished task once per run: a page the batch fills inside is carried to the next
+   * batch from the first task whose tree did not fit, not read again.
    */
   async plan(
     conn: Db,
     policy: RetentionPolicy,
     now: number,
     exclude: ReadonlySet<string> = new Set(),
-    from: ScanCursor | null = null,
+    from: ScanState | null = null,
   ): Promise<ArchivePlan> {
     const cutoff = new Date(now - shortestAge(policy)).toISOString();
     const trees: PlannedTree[] = [];
     const skipped: SkippedTree[] = [];
     const seenRoots = new Set<string>();
     let taskCount = 0;
-    let after = from;
+    let after = from?.after ?? null;
+    let pending = from?.pending ?? [];
+    let scanEnded = false;
     while (taskCount < this.batchTasks) {
-      const pageStart = after;
-      const page = await this.finishedPage(conn, cutoff, after);
-      if (page.length === 0) break;
-      after = { created_at: page[page.length - 1].created_at, task_id: page[page.length - 1].task_id };
+      let page: readonly Candidate[] = pending;
+      pending = [];
+      if (page.length === 0) {
+        if (scanEnded) break;
+        page = await this.finishedPage(conn, cutoff, after);
+        if (page.length === 0) break;
+        after = { created_at: page[page.length - 1].created_at, task_id: page[page.length - 1].task_id };
+        scanEnded = page.length < this.scanPage;
+      }
       const candidates = page.filter((c) => !exclude.has(c.task_id));
       const received = await this.received(
         conn,
         candidates.map((c) => c.task_id),
       );
+      /** each root, with the first task of the page that brought it */
       const roots = new Map<string, string>();
       for (const c of candidates) {
         const info = received.get(c.task_id);
         if (!info) continue;
-        if (seenRoots.has(info.root_task_id)) continue;
+        if (seenRoots.has(info.root_task_id) || roots.has(info.root_task_id)) continue;
         if (!dueForArchive(policy, { ...c, agent: info.agent, ended_at: c.updated_at }, now)) continue;
         roots.set(info.root_task_id, c.task_id);
       }
       for (const tree of await this.trees(conn, [...roots.keys()], cutoff, skipped)) {
+        // the batch is full inside this page: the next batch takes it on from the tree's first task
+        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks) {
+          const first = roots.get(tree.root_task_id)!;
+          const rest = page.slice(page.findIndex((c) => c.task_id === first));
+          return { trees, skipped, resume: { after, pending: rest } };
+        }
         seenRoots.add(tree.root_task_id);
-        // the batch is full inside this page: the next batch looks at the page again
-        if (taskCount > 0 && taskCount + tree.task_ids.length > this.batchTasks)
-          return { trees, skipped, resume: pageStart };
         trees.push(tree);
         taskCount += tree.task_ids.length;
       }
       for (const r of roots.keys()) seenRoots.add(r);
-      if (page.length < this.scanPage) break;
     }
-    return { trees, skipped, resume: after };
+    return { trees, skipped, resume: { after, pending } };
   }
 
   /**

@@ -33,7 +33,7 @@ import {
   ArchivePlanner,
   Db,
   PlannedTree,
-  ScanCursor,
+  ScanState,
   SkippedTree,
   chunks,
   isPostgres,
@@ -197,7 +197,7 @@ export class Archiver implements ArchiveRunner {
         /** what the batch before moved; undefined before the first */
         let previous: ArchivedSegment | null | undefined;
         /** where the scan of finished tasks goes on: each is looked at once per run */
-        let scanFrom: ScanCursor | null = null;
+        let scanFrom: ScanState | null = null;
         /** finished task trees first, then receipt streams; null once both ran out */
         let phase: 'tasks' | 'receipts' | null = 'tasks';
         let receiptsFrom: string | null = null;
@@ -261,7 +261,7 @@ export class Archiver implements ArchiveRunner {
     policy: RetentionPolicy,
     now: number,
     exclude: ReadonlySet<string> = new Set(),
-    from: ScanCursor | null = null,
+    from: ScanState | null = null,
   ): Promise<ArchivePlan> {
     return this.planner.plan(conn, policy, now, exclude, from);
   }
