@@ -11,6 +11,7 @@ import * as createArchive from './1795334683800-CreateArchive';
 import * as createModelUsage from './1795334683810-CreateModelUsage';
 import * as addReceivedRootIndex from './1795334683820-AddReceivedRootIndex';
 import * as createDataKeys from './1795334683830-CreateDataKeys';
+import * as createArchiveCatalog from './1795334683860-CreateArchiveCatalog';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -36,6 +37,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683810-CreateModelUsage': createModelUsage,
   '1795334683820-AddReceivedRootIndex': addReceivedRootIndex,
   '1795334683830-CreateDataKeys': createDataKeys,
+  '1795334683860-CreateArchiveCatalog': createArchiveCatalog,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -13,7 +13,12 @@ import {
 import { DEFAULT_BACKPRESSURE, MODEL_APIS, providerLabel } from '@runledger/runtime';
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
 import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
-import { StorageOptions, parseRetention } from '@runledger/state-store';
+import {
+  DEFAULT_CATALOG_AFTER,
+  StorageOptions,
+  parseCatalogAfter,
+  parseRetention,
+} from '@runledger/state-store';
 import { InboundHooksConfig } from './hooks/hook-config';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -278,6 +283,20 @@ export const ConfigSchema = z.object({
     .superRefine((value, ctx) => {
       try {
         parseRetention(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
+  /**
+   * the second tier of retention (docs/retention.md): tasks archived this long ago leave the live
+   * database for the archive's catalog (their summary rows and archive records); `off`: they stay
+   */
+  RUNLEDGER_RETENTION_CATALOG_AFTER: z
+    .string()
+    .default(DEFAULT_CATALOG_AFTER)
+    .superRefine((value, ctx) => {
+      try {
+        parseCatalogAfter(value);
       } catch (err) {
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }

@@ -606,6 +606,19 @@ export const EventPayloads = {
     /** policy: the retention sweeper or `runledger archive`; older_than: an age given by hand */
     reason: z.enum(['policy', 'older_than']),
   }),
+  /**
+   * Archived tasks moved on into the archive's catalog (stream `system:archive`): their summary rows
+   * and archive records left the live database, recorded in the transaction that deleted them
+   * there. Which tasks: those of the segments named, as their TASKS_ARCHIVED listed them (less any
+   * restored since); the ids are not listed again, so this record stays small.
+   */
+  TASKS_CATALOGUED: z.object({
+    segment_ids: z.array(Id).min(1),
+    /** tasks (with companion streams) whose records moved */
+    tasks: z.number().int().positive(),
+    /** the cut: tasks archived at or before it moved */
+    archived_before: z.string(),
+  }),
   /** archived tasks brought back into the live log (stream `system:archive`) */
   TASKS_RESTORED: z.object({
     segment_id: Id,

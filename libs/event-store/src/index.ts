@@ -25,6 +25,7 @@ export * from './postgres/pg-event-store';
 export * from './archive/segment';
 export * from './archive/archived-streams';
 export * from './archive/global-log-page';
+export * from './archive/archive-catalog';
 export * from './sealing/sealed-payload';
 export * from './sealing/sqlite-data-keys';
 export * from './sealing/pg-data-keys';

@@ -15,4 +15,9 @@ export interface InlineProjection {
   apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[], copies?: CopySealer): void;
   /** empty the read model, before a rebuild refolds the whole log into it */
   reset(raw: BetterSqlite3.Database): void;
+  /**
+   * after a rebuild folded them: drop what the model keeps per task for these catalogued tasks (their
+   * rows live in the archive's catalog, out of the live database); what they add up to stays
+   */
+  dropCatalogued?(raw: BetterSqlite3.Database, taskIds: readonly string[]): void;
 }

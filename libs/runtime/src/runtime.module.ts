@@ -8,10 +8,9 @@ import { TaskTree } from './delegation/task-tree';
 import { DEFAULT_MAX_DELEGATION_DEPTH } from './delegation/delegation-runner';
 import { EventStore } from '@runledger/event-store';
 import { PermissionService } from '@runledger/permissions';
-import { LeaseStore, STORAGE_DB, StateStoreDatabase, TaskStateStore } from '@runledger/state-store';
+import { LeaseStore, TaskStateStore } from '@runledger/state-store';
 import { ExecutionScheduler } from '@runledger/scheduler';
 import { ToolRegistry, redactSecrets } from '@runledger/tools';
-import { Kysely } from 'kysely';
 import { AsyncRouter, NO_RETRY_POLICY } from './loop/async-router';
 import { ContextBuilder, DEFAULT_SECTION_BUDGETS } from './loop/context-builder';
 import { DisciplineGuard } from './loop/guards/discipline-guard';
@@ -617,9 +616,8 @@ export class RuntimeModule {
         { provide: SYS_UTIL_BACKEND, useFactory: () => new SysUtilBackend() },
         {
           provide: TaskViews,
-          useFactory: (states: TaskStateStore, db: Kysely<unknown>) =>
-            new ProjectionTaskViews(states, db as Kysely<StateStoreDatabase>),
-          inject: [TaskStateStore, STORAGE_DB],
+          useFactory: (states: TaskStateStore) => new ProjectionTaskViews(states),
+          inject: [TaskStateStore],
         },
         ...runtimeProviders(),
       ],

@@ -1,7 +1,7 @@
 import { RuntimeEvent, canonicalJson, erasedMarkOf, parseEventBody } from '@runledger/contracts';
-import { Database, SegmentBytes, decodeSegment, rowToEvent } from '@runledger/event-store';
+import { CatalogDatabase, Database, SegmentBytes, decodeSegment, rowToEvent } from '@runledger/event-store';
 import { Kysely } from 'kysely';
-import { StateStoreDatabase, StateStoreTables } from './schema';
+import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
 import { PERSONAL_TASK_COLUMNS, TASK_COLUMNS, TaskRow, foldRun, stateToRow } from './task-state-store';
 import { OpenCopies, openTaskRows, openedAsStored } from './sealed-task-rows';
 
@@ -86,6 +86,8 @@ export async function verifyLog(
   segmentBytes?: SegmentBytes,
   open: OpenEvents = async (events) => events,
   openCopies: OpenCopies = openedAsStored,
+  /** the archive's catalog (SQLite: a connection with it attached; see CatalogReader), when the database has one */
+  catalog: Kysely<CatalogDatabase> | null = null,
 ): Promise<LogVerification> {
   const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
   const problems: LogProblem[] = [];
@@ -131,7 +133,7 @@ export async function verifyLog(
       for (const p of streamProblems(id, stream, row)) report(id, p);
     }
   }
-  const archived = await verifyArchive(db, seen, segmentBytes, report, open, openCopies);
+  const archived = await verifyArchive(db, seen, segmentBytes, report, open, openCopies, catalog);
   streams += archived.streams;
   tasks += archived.tasks;
   events += archived.events;
@@ -151,6 +153,19 @@ async function archiveSegments(db: Kysely<Database>) {
   }
 }
 
+/** A segment's catalogued records; none in a database from before the catalog (an old backup). */
+async function catalogRecords(catalog: Kysely<CatalogDatabase>, segmentId: string) {
+  try {
+    return await catalog
+      .selectFrom('catalog_archived_tasks')
+      .selectAll()
+      .where('segment_id', '=', segmentId)
+      .execute();
+  } catch {
+    return [];
+  }
+}
+
 /** Every archived stream, read from its segment and checked as a live one is; added to `seen`. */
 async function verifyArchive(
   db: Kysely<Database>,
@@ -159,8 +174,10 @@ async function verifyArchive(
   report: (task_id: string | null, problem: string) => void,
   open: OpenEvents,
   openCopies: OpenCopies,
+  catalog: Kysely<CatalogDatabase> | null,
 ): Promise<{ streams: number; tasks: number; events: number }> {
   const tdb: Kysely<StateStoreDatabase> = db.withTables<StateStoreTables>();
+  const catalogTasks = catalog?.withTables<{ catalog_tasks: TasksTable }>();
   const counts = { streams: 0, tasks: 0, events: 0 };
   for (const segment of await archiveSegments(db)) {
     const archived = await db
@@ -168,6 +185,12 @@ async function verifyArchive(
       .selectAll()
       .where('segment_id', '=', segment.segment_id)
       .execute();
+    // tasks that moved on into the catalog (a record in both places is a move under way: the live one counts)
+    if (catalog) {
+      const live = new Set(archived.map((a) => a.task_id));
+      for (const c of await catalogRecords(catalog, segment.segment_id))
+        if (!live.has(c.task_id)) archived.push(c);
+    }
     let content;
     try {
       const bytes = segment.content ?? (segmentBytes ? await segmentBytes(segment.segment_id) : null);
@@ -194,11 +217,16 @@ async function verifyArchive(
           a.task_id,
           `${a.task_id}: its segment holds ${stream.length} events, its record ${a.event_count}`,
         );
-      const stored = (await tdb
+      const stored = ((await tdb
         .selectFrom('tasks')
         .selectAll()
         .where('task_id', '=', a.task_id)
-        .executeTakeFirst()) as TaskRow | undefined;
+        .executeTakeFirst()) ??
+        (await catalogTasks
+          ?.selectFrom('catalog_tasks')
+          .selectAll()
+          .where('task_id', '=', a.task_id)
+          .executeTakeFirst())) as TaskRow | undefined;
       const row = stored && (await openTaskRows([stored], openCopies))[0];
       counts.streams++;
       counts.events += stream.length;

@@ -89,6 +89,7 @@ async function wire(
       // the writer thread (when there is one) commits what it holds before the bus completes
       await eventStore.close();
       bus.close();
+      await taskStates.close();
       await handle.close();
     },
   };

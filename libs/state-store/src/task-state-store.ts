@@ -12,12 +12,14 @@ import {
   ValidationError,
 } from '@runledger/contracts';
 import {
+  CatalogReader,
   CopySealer,
   Database,
   InlineProjection,
   ProjectionModule,
   SqliteHandle,
   rebuildProjection,
+  sqliteCatalog,
 } from '@runledger/event-store';
 import { isPostgres } from '@runledger/migrations';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -193,9 +195,21 @@ export abstract class TaskStateStore {
    */
   constructor(
     db: Kysely<Database>,
+    /** the archive's catalog: rows of tasks archived long ago, out of the live table (read after it) */
+    protected readonly catalog: CatalogReader,
     private readonly openCopies: OpenCopies = openedAsStored,
   ) {
     this.db = db.withTables<StateStoreTables>();
+  }
+
+  /** The catalog's reads, or null while nothing is catalogued. */
+  private catalogDb(): Kysely<CatalogStateDatabase> | null {
+    return (this.catalog.db() as Kysely<CatalogStateDatabase> | null) ?? null;
+  }
+
+  /** Closes the catalog's connection (SQLite), when one was opened. */
+  close(): Promise<void> {
+    return this.catalog.close();
   }
 
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */
@@ -208,22 +222,55 @@ export abstract class TaskStateStore {
    */
   abstract rebuildReport(): Promise<RebuildReport>;
 
+  /** The task's row: live, or (archived long ago) from the catalog. */
   async get(taskId: string): Promise<TaskState | null> {
-    const row = await this.db
-      .selectFrom('tasks')
-      .selectAll()
-      .where('task_id', '=', taskId)
-      .executeTakeFirst();
+    const row =
+      (await this.db.selectFrom('tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst()) ??
+      (await this.catalogDb()
+        ?.selectFrom('catalog_tasks')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .executeTakeFirst());
     return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
   }
 
   async findByIdempotencyKey(key: string): Promise<TaskState | null> {
-    const row = await this.db
-      .selectFrom('tasks')
-      .selectAll()
-      .where('idempotency_key', '=', key)
-      .executeTakeFirst();
+    const row =
+      (await this.db.selectFrom('tasks').selectAll().where('idempotency_key', '=', key).executeTakeFirst()) ??
+      (await this.catalogDb()
+        ?.selectFrom('catalog_tasks')
+        .selectAll()
+        .where('idempotency_key', '=', key)
+        .executeTakeFirst());
     return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
+  }
+
+  /** Tasks per status, live and catalogued (a task in both while a move is under way counts once). */
+  async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
+    const counts: Partial<Record<TaskStatus, number>> = {};
+    const add = (rows: { status: string; n: number | string | bigint }[]) => {
+      for (const r of rows) counts[r.status as TaskStatus] = (counts[r.status as TaskStatus] ?? 0) + Number(r.n);
+    };
+    add(
+      await this.db
+        .selectFrom('tasks')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('status')
+        .execute(),
+    );
+    const catalog = this.catalogDb();
+    if (catalog)
+      add(
+        await catalog
+          .selectFrom('catalog_tasks as c')
+          .select(['c.status', (eb) => eb.fn.countAll<number>().as('n')])
+          .where(({ not, exists, selectFrom }) =>
+            not(exists(selectFrom('tasks as t').select('t.task_id').whereRef('t.task_id', '=', 'c.task_id'))),
+          )
+          .groupBy('c.status')
+          .execute(),
+      );
+    return counts;
   }
 
   /**
@@ -273,30 +320,45 @@ export abstract class TaskStateStore {
     return differ.filter((id) => !same.has(id)).sort();
   }
 
-  /** Up to `limit` rows after the cursor `after`, newest first, as stored. */
+  /**
+   * Up to `limit` rows after the cursor `after`, newest first, as stored: the live table's and the
+   * catalog's (a task in both while a move is under way: the live row), whose pages, sorted on the
+   * same key, merge into the page of the two.
+   */
   private async page(
     options: ListTasksOptions,
     after: [string, string] | null,
     limit: number,
   ): Promise<TaskRow[]> {
-    const rows = await this.db
-      .selectFrom('tasks')
-      .selectAll()
-      .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
-      .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
-      .$if(options.q !== undefined, (q) => q.where(this.inputMayContain(options.q!)))
-      .$if(after !== null, (q) =>
-        q.where((eb) =>
-          eb.or([
-            eb('created_at', '<', after![0]),
-            eb.and([eb('created_at', '=', after![0]), eb('task_id', '<', after![1])]),
-          ]),
-        ),
-      )
-      .orderBy('created_at', 'desc')
-      .orderBy('task_id', 'desc')
-      .limit(limit)
-      .execute();
+    // the catalog's rows have the live table's columns: one query serves both (typed as the live one's)
+    const read = (db: Kysely<StateStoreDatabase>, table: 'tasks' | 'catalog_tasks') =>
+      db
+        .selectFrom(table as 'tasks')
+        .selectAll()
+        .$if(table === 'catalog_tasks', (q) =>
+          q.where(sql<boolean>`NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = catalog_tasks.task_id)`),
+        )
+        .$if(options.status !== undefined, (q) => q.where('status', '=', options.status!))
+        .$if(options.session_id !== undefined, (q) => q.where('session_id', '=', options.session_id!))
+        .$if(options.q !== undefined, (q) => q.where(this.inputMayContain(options.q!)))
+        .$if(after !== null, (q) =>
+          q.where((eb) =>
+            eb.or([
+              eb('created_at', '<', after![0]),
+              eb.and([eb('created_at', '=', after![0]), eb('task_id', '<', after![1])]),
+            ]),
+          ),
+        )
+        .orderBy('created_at', 'desc')
+        .orderBy('task_id', 'desc')
+        .limit(limit)
+        .execute();
+    let rows = await read(this.db, 'tasks');
+    const catalog = this.catalogDb();
+    if (catalog) {
+      const catalogued = await read(catalog as unknown as Kysely<StateStoreDatabase>, 'catalog_tasks');
+      if (catalogued.length > 0) rows = [...rows, ...catalogued].sort(newestFirst).slice(0, limit);
+    }
     return options.q === undefined ? openTaskRows(rows, this.openCopies) : rows;
   }
 
@@ -312,6 +374,21 @@ export abstract class TaskStateStore {
       : sql<boolean>`(input LIKE ${pattern} ESCAPE '\\' OR ${sealed})`;
   }
 }
+
+/** The order of task lists: created_at, then task_id, descending. */
+const newestFirst = (a: TaskRow, b: TaskRow): number =>
+  a.created_at !== b.created_at
+    ? a.created_at < b.created_at
+      ? 1
+      : -1
+    : a.task_id === b.task_id
+      ? 0
+      : a.task_id < b.task_id
+        ? 1
+        : -1;
+
+/** The live tables and the catalog's task rows (see CatalogReader). */
+type CatalogStateDatabase = StateStoreDatabase & { catalog_tasks: TasksTable };
 
 /** Rows a `q` search reads and opens at a time. */
 const SCAN_PAGE = 500;
@@ -338,7 +415,7 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
     private readonly handle: SqliteHandle,
     options: { openCopies?: OpenCopies; sealCopies?: boolean } = {},
   ) {
-    super(handle.db, options.openCopies);
+    super(handle.db, sqliteCatalog(handle.raw.name), options.openCopies);
     this.sealCopies = options.sealCopies === true;
   }
 
@@ -356,6 +433,12 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
   reset(raw: BetterSqlite3.Database): void {
     raw.prepare('DELETE FROM tasks').run();
     raw.prepare('DELETE FROM model_usage').run();
+  }
+
+  /** A rebuild folds catalogued tasks for their usage; their rows stay the catalog's. */
+  dropCatalogued(raw: BetterSqlite3.Database, taskIds: readonly string[]): void {
+    const drop = raw.prepare('DELETE FROM tasks WHERE task_id = ?');
+    for (const id of taskIds) drop.run(id);
   }
 
   /** Drop every row and refold every stream from the log. Returns the number of events folded. */

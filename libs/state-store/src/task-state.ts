@@ -266,6 +266,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'DELIVERY_FAILED':
     case 'TASKS_ARCHIVED':
     case 'TASKS_RESTORED':
+    case 'TASKS_CATALOGUED':
     case 'SESSION_ERASED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':

@@ -7,6 +7,7 @@ import {
   RestoreResult,
   VacuumResult,
   openSqliteArchiver,
+  parseCatalogAfter,
   parseDuration,
   parseRetention,
   postgresArchiver,
@@ -62,9 +63,13 @@ export async function archiveNow(
   flags: { older_than: string | null; dry_run: boolean },
   now = Date.now(),
 ): Promise<ArchiveRun> {
+  const catalogAfter = parseCatalogAfter(config.RUNLEDGER_RETENTION_CATALOG_AFTER);
   const policy = flags.older_than
-    ? { rules: [{ older_than_ms: parseDuration(flags.older_than, '--older-than') }] }
-    : parseRetention(config.RUNLEDGER_RETENTION);
+    ? {
+        rules: [{ older_than_ms: parseDuration(flags.older_than, '--older-than') }],
+        ...(catalogAfter === undefined ? {} : { catalog_after_ms: catalogAfter }),
+      }
+    : parseRetention(config.RUNLEDGER_RETENTION, config.RUNLEDGER_RETENTION_CATALOG_AFTER);
   if (!policy)
     throw new ValidationError(
       'archive: RUNLEDGER_RETENTION is off; give --older-than DURATION (e.g. 30d) or set a policy',

@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ValidationError } from '@runledger/contracts';
 import {
+  CatalogDatabase,
   Database as EventsDatabase,
+  catalogFile,
   SqliteDataKeys,
   dataKeysPath,
   fsyncPath,
@@ -64,6 +66,7 @@ export async function backupDatabase(config: AppConfig, file: string, cwd: strin
         );
       writeSegmentFile(segmentFile(segmentFolder(target), id), readSegmentFile(from));
     }
+    await copyCatalog(source, target);
     fsyncPath(partial);
     renameSync(partial, target);
     fsyncPath(dirname(target));
@@ -73,6 +76,34 @@ export async function backupDatabase(config: AppConfig, file: string, cwd: strin
     rmSync(segmentFolder(target), { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * The archive's catalog (`<db>.archive/catalog.db`, when there is one) copied beside the backup's
+ * segments, after the database: a move into the catalog copies there before it deletes live, so a
+ * task the live copy lost to a move meanwhile is in this later copy (one in both reads once).
+ */
+async function copyCatalog(source: string, target: string): Promise<void> {
+  const from = catalogFile(source);
+  if (!existsSync(from)) return;
+  const to = catalogFile(target);
+  mkdirSync(dirname(to), { recursive: true });
+  const partial = `${to}.partial-${process.pid}`;
+  const db = new Database(from, { readonly: true, fileMustExist: true });
+  try {
+    await db.backup(partial, { progress: () => ALL_PAGES });
+  } finally {
+    db.close();
+  }
+  const copy = new Database(partial, { fileMustExist: true });
+  try {
+    copy.pragma('journal_mode = DELETE');
+  } finally {
+    copy.close();
+  }
+  fsyncPath(partial);
+  renameSync(partial, to);
+  fsyncPath(dirname(to));
 }
 
 /** The online backup of `source` into `file`, made a single file; returns how many events it holds and its segments. */
@@ -123,6 +154,7 @@ export async function verifyDatabase(
         undefined,
         (events) => openedPg(handle.pool, events),
         (texts) => openCopiesPg(handle.pool, texts),
+        handle.db as unknown as Kysely<CatalogDatabase>,
       );
     } finally {
       await handle.close();
@@ -137,6 +169,9 @@ export async function verifyDatabase(
   } catch (err) {
     throw new ValidationError(`verify: ${path} is not a Runledger database (${(err as Error).message})`);
   }
+  // the archive's catalog beside it, when there is one: tasks archived long ago are verified from there
+  const catalog = existsSync(catalogFile(path));
+  if (catalog) raw.prepare('ATTACH DATABASE ? AS catalog').run(catalogFile(path));
   const db = new Kysely<EventsDatabase>({ dialect: new SqliteDialect({ database: raw }) });
   // a backup has no key file of its own unless one was put beside it: its sealed content reads erased
   const keys = new SqliteDataKeys(dataKeysPath(path));
@@ -147,6 +182,7 @@ export async function verifyDatabase(
       async (id) => readSegmentFile(segmentFile(segmentFolder(path), id)),
       async (events) => openedThrough(keys, events),
       async (texts) => openCopiesThrough(keys, texts),
+      catalog ? (db as unknown as Kysely<CatalogDatabase>) : null,
     );
   } finally {
     keys.close();

@@ -515,8 +515,8 @@ async function archiveCommand(
         run.busy
           ? 'another instance is archiving now; nothing done'
           : run.dry_run
-            ? `would archive ${run.tasks.length} task(s)${receipts}, ${run.events} events`
-            : `archived ${run.tasks.length} task(s)${receipts}, ${run.events} events, into ${run.segments.length} segment(s) (${run.bytes} bytes)`,
+            ? `would archive ${run.tasks.length} task(s)${receipts}, ${run.events} events; would catalogue ${run.catalogued.tasks} archived task(s)`
+            : `archived ${run.tasks.length} task(s)${receipts}, ${run.events} events, into ${run.segments.length} segment(s) (${run.bytes} bytes); catalogued ${run.catalogued.tasks} archived task(s)`,
       );
     }
     return EXIT.completed;

@@ -128,6 +128,8 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· delivery ${e.payload.delivery_id} answered ${e.payload.status_code}`;
     case 'TASKS_ARCHIVED':
       return `· archived ${e.payload.task_ids.length} task(s), ${e.payload.events} events, into ${e.payload.segment_id}`;
+    case 'TASKS_CATALOGUED':
+      return `· catalogued ${e.payload.tasks} archived task(s) of ${e.payload.segment_ids.length} segment(s)`;
     case 'TASKS_RESTORED':
       return `· restored ${e.payload.task_ids.length} task(s) from ${e.payload.segment_id}`;
     case 'SESSION_ERASED':

@@ -400,6 +400,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     description:
       '`off`: `runledger archive` needs `--older-than`. A duration (`7d`, `12h`): the server\'s sweeper (every `RUNLEDGER_RETENTION_SWEEP_MS`) and `runledger archive` archive finished task trees that ended that long ago. A JSON list of rules `[{"older_than":"30d","status":["failed"]},{"older_than":"7d"}]` (also `session_id`, `agent`): the first rule that covers a task decides; a task no rule covers stays. See [retention.md](retention.md)',
   },
+  RUNLEDGER_RETENTION_CATALOG_AFTER: {
+    group: 'Storage',
+    description:
+      "with a policy set: tasks archived this long ago (`30d` by default) leave the live database too: their summary rows and archive records move into the archive's catalog (SQLite: `<db>.archive/catalog.db`; PostgreSQL: tables `catalog_tasks` and `catalog_archived_tasks`), so the live database stops growing. Every reader still finds them. `off`: archived tasks keep their records live. See [retention.md](retention.md#the-catalog)",
+  },
   RUNLEDGER_ERASURE: {
     group: 'Storage',
     description:

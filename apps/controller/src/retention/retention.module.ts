@@ -38,7 +38,7 @@ export class RetentionHost implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     const c = this.config;
-    const policy = parseRetention(c.RUNLEDGER_RETENTION);
+    const policy = parseRetention(c.RUNLEDGER_RETENTION, c.RUNLEDGER_RETENTION_CATALOG_AFTER);
     if (!policy || c.RUNLEDGER_RETENTION_SWEEP_MS === 0 || c.RUNLEDGER_DB === ':memory:') return;
     const options = {
       batchTasks: c.RUNLEDGER_RETENTION_SWEEP_BATCH,

@@ -2,6 +2,7 @@ import { Kysely, Selectable } from 'kysely';
 import { ArchivedRange, ReadAllOptions, ReadStreamOptions } from '../event-store';
 import { EventRow } from '../sqlite/rows';
 import { ArchivedTasksTable, Database } from '../sqlite/schema';
+import { CatalogReader } from './archive-catalog';
 import { SegmentContent, decodeSegment } from './segment';
 
 export type { ArchivedRange };
@@ -29,10 +30,47 @@ export class ArchivedStreams {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly bytesOf: SegmentBytes,
+    /** where tasks archived long ago are recorded (the second tier): read after the live table */
+    private readonly catalog: CatalogReader | null = null,
   ) {}
 
-  task(taskId: string): Promise<ArchivedTaskRow | undefined> {
-    return this.db.selectFrom('archived_tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst();
+  async task(taskId: string): Promise<ArchivedTaskRow | undefined> {
+    return (
+      (await this.db.selectFrom('archived_tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst()) ??
+      (await this.catalog
+        ?.db()
+        ?.selectFrom('catalog_archived_tasks')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .executeTakeFirst())
+    );
+  }
+
+  /** The archived tasks (live records and catalogued ones, once each) of the given segments. */
+  private async tasksOf(
+    segmentIds: readonly string[],
+    taskId?: string,
+  ): Promise<{ segment_id: string; task_id: string }[]> {
+    const live = await this.db
+      .selectFrom('archived_tasks')
+      .select(['segment_id', 'task_id'])
+      .where('segment_id', 'in', segmentIds)
+      .$if(taskId !== undefined, (q) => q.where('task_id', '=', taskId!))
+      .orderBy('first_position')
+      .execute();
+    const catalog = this.catalog?.db();
+    if (!catalog) return live;
+    const seen = new Set(live.map((t) => t.task_id));
+    const catalogued = (
+      await catalog
+        .selectFrom('catalog_archived_tasks')
+        .select(['segment_id', 'task_id'])
+        .where('segment_id', 'in', segmentIds)
+        .$if(taskId !== undefined, (q) => q.where('task_id', '=', taskId!))
+        .orderBy('first_position')
+        .execute()
+    ).filter((t) => !seen.has(t.task_id));
+    return catalogued.length === 0 ? live : [...live, ...catalogued];
   }
 
   /** The archived events of a task after `after_seq`, as stored rows; empty when it is not archived. */
@@ -86,16 +124,7 @@ export class ArchivedStreams {
       .limit(limit)
       .execute();
     if (segments.length === 0) return [];
-    const tasks = await this.db
-      .selectFrom('archived_tasks')
-      .select(['segment_id', 'task_id'])
-      .where(
-        'segment_id',
-        'in',
-        segments.map((s) => s.segment_id),
-      )
-      .orderBy('first_position')
-      .execute();
+    const tasks = await this.tasksOf(segments.map((s) => s.segment_id));
     return segments.map((s) => ({
       segment_id: s.segment_id,
       first_position: Number(s.first_position),
@@ -159,16 +188,7 @@ export class ArchivedStreams {
         .execute();
       for (const s of page) {
         if (Number(s.first_position) > bound) return out;
-        const tasks = new Set(
-          (
-            await this.db
-              .selectFrom('archived_tasks')
-              .select('task_id')
-              .where('segment_id', '=', s.segment_id)
-              .$if(options.task_id !== undefined, (q) => q.where('task_id', '=', options.task_id!))
-              .execute()
-          ).map((t) => t.task_id),
-        );
+        const tasks = new Set((await this.tasksOf([s.segment_id], options.task_id)).map((t) => t.task_id));
         if (tasks.size === 0) continue;
         for (const e of (await this.segment(s.segment_id)).events)
           if (

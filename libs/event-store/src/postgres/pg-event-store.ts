@@ -23,6 +23,7 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
+import { postgresCatalog } from '../archive/archive-catalog';
 import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { SegmentContent, decodeSegment } from '../archive/segment';
 import { EventRow, rowToEvent } from '../sqlite/rows';
@@ -52,6 +53,8 @@ export interface PgInlineProjection {
   apply(client: PoolClient, events: readonly RuntimeEvent[], copies?: CopySealer): Promise<void>;
   /** empty the read model, before a rebuild refolds the whole log into it */
   reset(client: PoolClient): Promise<void>;
+  /** see InlineProjection.dropCatalogued */
+  dropCatalogued?(client: PoolClient, taskIds: readonly string[]): Promise<void>;
 }
 
 export interface PgEventStoreOptions {
@@ -221,7 +224,7 @@ export class PgEventStore extends EventStore {
         .executeTakeFirst();
       if (!row?.content) throw new Error(`archive segment ${id} holds no content`);
       return row.content;
-    });
+    }, postgresCatalog(handle.db));
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
@@ -661,14 +664,25 @@ async function loadLeases(client: PoolClient, taskIds: readonly string[]): Promi
   return leasesOf((await client.query<LeaseRow>(leasesSql('$1'), [taskIds])).rows);
 }
 
-/** A segment's events whose tasks are still archived (a restored task's are live again), in position order. */
-async function archivedEventsOf(client: PoolClient, content: SegmentContent): Promise<RuntimeEvent[]> {
-  const { rows } = await client.query<{ task_id: string }>(
-    'SELECT task_id FROM archived_tasks WHERE segment_id = $1',
+/**
+ * A segment's events whose tasks are still archived (a restored task's are live again), in position
+ * order, and which of those tasks are catalogued (recorded in the catalog, not the live table).
+ */
+async function archivedEventsOf(
+  client: PoolClient,
+  content: SegmentContent,
+): Promise<{ events: RuntimeEvent[]; catalogued: string[] }> {
+  const { rows } = await client.query<{ task_id: string; catalogued: boolean }>(
+    `SELECT task_id, false AS catalogued FROM archived_tasks WHERE segment_id = $1
+     UNION ALL SELECT task_id, true FROM catalog_archived_tasks c WHERE segment_id = $1
+       AND NOT EXISTS (SELECT 1 FROM archived_tasks a WHERE a.task_id = c.task_id)`,
     [content.segment_id],
   );
   const archived = new Set(rows.map((r) => r.task_id));
-  return openedPg(client, content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent));
+  return {
+    events: await openedPg(client, content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent)),
+    catalogued: rows.filter((r) => r.catalogued).map((r) => r.task_id),
+  };
 }
 
 /**
@@ -716,11 +730,12 @@ export async function rebuildPgProjection(
       'SELECT segment_id, sha256, content FROM archive_segments ORDER BY first_position',
     );
     for (const segment of segments) {
-      const events = await archivedEventsOf(
+      const { events, catalogued } = await archivedEventsOf(
         client,
         decodeSegment(segment.content, segment.sha256, segment.segment_id),
       );
       await projection.apply(client, events, await copiesOf(client, events));
+      if (catalogued.length > 0) await projection.dropCatalogued?.(client, catalogued);
       count += events.length;
     }
     await around.after?.(client);

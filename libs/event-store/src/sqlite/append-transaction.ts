@@ -14,6 +14,7 @@ import {
 import { ExpectedSequence, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
+import { SqliteCatalogFile } from '../archive/archive-catalog';
 import { checkLease } from './check-lease';
 import { SqliteSynchronous, connectionSynchronous, withStatementCache } from './open-sqlite';
 import { RoutedWriteResult } from './routed-sqlite-dialect';
@@ -97,6 +98,9 @@ export async function withBusyRetry<T>(run: () => T, busyRetryMs: number): Promi
  * back only that append). Synchronous, so it runs the same on the main thread
  * or in the writer thread.
  */
+/** what the insert trigger says of an archived task; the append path says the same of a catalogued one */
+const CATALOGUED = new Error('task is archived');
+
 export class SqliteAppendTransaction {
   private readonly stmt: {
     head: BetterSqlite3.Statement<
@@ -122,6 +126,8 @@ export class SqliteAppendTransaction {
   /** prepared routed statements by SQL text, kept as kysely's side of a connection keeps them */
   private readonly routed: { prepare(sql: string): BetterSqlite3.Statement };
   private readonly sealer: PayloadSealer | null;
+  /** tasks archived into the catalog: their streams take no events (see SqliteCatalogFile.has) */
+  private readonly catalog: SqliteCatalogFile;
   private readonly payloadText: ((e: UnpositionedEvent) => string) | undefined;
 
   constructor(
@@ -143,6 +149,7 @@ export class SqliteAppendTransaction {
             connection: `PRAGMA synchronous = ${connection}`,
           };
     this.routed = withStatementCache(raw);
+    this.catalog = new SqliteCatalogFile(raw.name);
     this.stmt = {
       head: raw.prepare(
         `SELECT (SELECT max(sequence) FROM events WHERE task_id = ?) AS version,
@@ -250,6 +257,7 @@ export class SqliteAppendTransaction {
       session_id: row?.session_id ?? null,
       last_type: row?.last_type ?? null,
     };
+    if (head.version === 0 && this.catalog.has(taskId)) throw archivedTaskError(taskId, CATALOGUED);
     const decision = decideAppend(taskId, batch, expected, head, (id) => this.stmt.byId.get(id));
     if (decision.kind === 'retry') {
       const keys = this.sealing?.keys;
@@ -265,6 +273,11 @@ export class SqliteAppendTransaction {
     }
     for (const projection of this.projections) projection.apply(this.raw, written, this.sealer ?? undefined);
     return { kind: 'written', events: written };
+  }
+
+  /** Closes the catalog's connection, when one was opened; the transaction's own connection is its owner's. */
+  close(): void {
+    this.catalog.close();
   }
 
   private insert(e: UnpositionedEvent): number {

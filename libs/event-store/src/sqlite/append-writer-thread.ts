@@ -81,6 +81,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
     checkpoints.postpone();
     if (m.type === 'close') {
       keys?.close();
+      transaction.close();
       void handle.close().finally(() => {
         post({ type: 'closed' });
         port.close();

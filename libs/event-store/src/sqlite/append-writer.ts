@@ -54,7 +54,9 @@ export class InlineAppendWriter implements AppendWriter {
     return null;
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.transaction.close();
+  }
 }
 
 /**
@@ -349,6 +351,7 @@ export class AdaptiveAppendWriter implements AppendWriter {
   }
 
   close(): Promise<void> {
+    this.transaction.close();
     return this.thread.close();
   }
 }

@@ -27,6 +27,7 @@ import {
   WriterThreadOptions,
   loadProjection,
 } from './append-writer';
+import { CatalogReader, SqliteCatalogFile, sqliteCatalog } from '../archive/archive-catalog';
 import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../archive/segment';
 import { SqliteHandle } from './open-sqlite';
@@ -169,6 +170,7 @@ export class SqliteEventStore extends EventStore {
   private readonly committer: GroupCommitter<GroupRequest, GroupOutcome>;
   private readonly counts: CommitStats = { transactions: 0, commits: 0, appends: 0, events: 0 };
   private readonly archive: ArchivedStreams;
+  private readonly catalog: CatalogReader;
   /** the database's data keys (null for :memory:, which has no file to keep them beside) */
   readonly dataKeys: SqliteDataKeys | null;
   private readonly sealPayloads: boolean;
@@ -201,7 +203,12 @@ export class SqliteEventStore extends EventStore {
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
     const folder = segmentFolder(this.raw.name);
-    this.archive = new ArchivedStreams(handle.db, async (id) => readSegmentFile(segmentFile(folder, id)));
+    this.catalog = sqliteCatalog(this.raw.name, Number(this.raw.pragma('busy_timeout', { simple: true })));
+    this.archive = new ArchivedStreams(
+      handle.db,
+      async (id) => readSegmentFile(segmentFile(folder, id)),
+      this.catalog,
+    );
     this.pollMs = options.foreignCommitPollMs ?? 200;
     this.writer = threadOptions
       ? threadWriter(handle, threadOptions, options.writerThread ?? {}, sealing)
@@ -450,6 +457,7 @@ export class SqliteEventStore extends EventStore {
     this.handle.routeWrites(null);
     await this.writer.close();
     this.dataKeys?.close();
+    await this.catalog.close();
   }
 }
 
@@ -469,11 +477,13 @@ export function rebuildProjection(
     'SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?',
   );
   const keys = dataKeysOf(raw);
+  const catalog = new SqliteCatalogFile(raw.name);
   try {
     const copies = keys ? new PayloadSealer(keys, sealCopies) : undefined;
-    return rebuildWith(raw, projection, page, (events) => openedThrough(keys, events), copies);
+    return rebuildWith(raw, projection, page, (events) => openedThrough(keys, events), copies, catalog);
   } finally {
     keys?.close();
+    catalog.close();
   }
 }
 
@@ -483,6 +493,7 @@ function rebuildWith(
   page: BetterSqlite3.Statement<[number, number], EventRow>,
   open: (events: RuntimeEvent[]) => RuntimeEvent[],
   copies: PayloadSealer | undefined,
+  catalog: SqliteCatalogFile,
 ): number {
   return raw
     .transaction(() => {
@@ -496,9 +507,10 @@ function rebuildWith(
         after = events[events.length - 1].position;
       }
       // archived tasks are the log's too: their streams are folded from their segments
-      for (const archived of archivedStreamsOf(raw)) {
+      for (const { events: archived, catalogued } of archivedStreamsOf(raw, catalog)) {
         const events = open(archived);
         projection.apply(raw, events, copies);
+        if (catalogued.length > 0) projection.dropCatalogued?.(raw, catalogued);
         count += events.length;
       }
       return count;
@@ -506,8 +518,14 @@ function rebuildWith(
     .immediate();
 }
 
-/** Each archive segment's events whose tasks are still archived, read synchronously (inside a transaction). */
-function* archivedStreamsOf(raw: BetterSqlite3.Database): Generator<RuntimeEvent[]> {
+/**
+ * Each archive segment's events whose tasks are still archived, read synchronously (inside a
+ * transaction), and which of those tasks are catalogued (recorded in the catalog, not the live table).
+ */
+function* archivedStreamsOf(
+  raw: BetterSqlite3.Database,
+  catalog: SqliteCatalogFile,
+): Generator<{ events: RuntimeEvent[]; catalogued: string[] }> {
   const segments = raw
     .prepare<[], { segment_id: string; sha256: string }>(
       'SELECT segment_id, sha256 FROM archive_segments ORDER BY first_position',
@@ -520,6 +538,8 @@ function* archivedStreamsOf(raw: BetterSqlite3.Database): Generator<RuntimeEvent
   for (const s of segments) {
     const content = decodeSegment(readSegmentFile(segmentFile(folder, s.segment_id)), s.sha256, s.segment_id);
     const archived = new Set(tasksOf.all(s.segment_id).map((r) => r.task_id));
-    yield content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent);
+    const catalogued = catalog.tasksOfSegment(s.segment_id).filter((id) => !archived.has(id));
+    for (const id of catalogued) archived.add(id);
+    yield { events: content.events.filter((e) => archived.has(e.task_id)).map(rowToEvent), catalogued };
   }
 }

@@ -608,6 +608,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TODO_UPDATED':
     case 'TASKS_ARCHIVED':
     case 'TASKS_RESTORED':
+    case 'TASKS_CATALOGUED':
     case 'SESSION_ERASED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':

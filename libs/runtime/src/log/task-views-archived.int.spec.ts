@@ -1,7 +1,6 @@
 import { EventPayload, NewEvent, TaskStatus, emptyUsage } from '@runledger/contracts';
-import { StateStoreDatabase, parseRetention } from '@runledger/state-store';
+import { parseRetention } from '@runledger/state-store';
 import { ArchivingStorage, describeArchivingStorages } from '@runledger/testing';
-import { Kysely } from 'kysely';
 import { LogTaskViews, ProjectionTaskViews, TaskViews } from './task-views';
 
 const at = (minute: number) => new Date(Date.parse('2026-03-01T00:00:00Z') + minute * 60_000).toISOString();
@@ -75,10 +74,7 @@ describeArchivingStorages('task views over archived tasks', (open) => {
   it('lists archived tasks as it listed them live: pages, filters, session history and counts', async () => {
     const { storage } = sut;
     const log = new LogTaskViews(storage.eventStore, storage.checkpoints);
-    const projection = new ProjectionTaskViews(
-      storage.taskStates,
-      storage.db as unknown as Kysely<StateStoreDatabase>,
-    );
+    const projection = new ProjectionTaskViews(storage.taskStates);
     const before = await everyRead(log);
     expect(before.all.flat().map((t) => t.split(':')[0])).toEqual(TASKS.map((t) => t[0]).reverse());
     expect(before.deploy.flat()).toHaveLength(4);

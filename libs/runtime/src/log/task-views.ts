@@ -10,12 +10,10 @@ import {
 import { EventStore } from '@runledger/event-store';
 import {
   CheckpointStore,
-  StateStoreDatabase,
   TaskState,
   TaskStateStore,
   foldTaskState,
 } from '@runledger/state-store';
-import { Kysely } from 'kysely';
 
 export interface PendingRequestView {
   /** the task the request belongs to (and is answered through): this one, or a task it delegated to */
@@ -236,10 +234,7 @@ export function taskViewFromState(s: TaskState): TaskView {
 
 /** Task reads from the task-state projection (kept in the append transaction, so never behind the log). */
 export class ProjectionTaskViews extends TaskViews {
-  constructor(
-    private readonly states: TaskStateStore,
-    private readonly db: Kysely<StateStoreDatabase>,
-  ) {
+  constructor(private readonly states: TaskStateStore) {
     super();
   }
 
@@ -258,12 +253,7 @@ export class ProjectionTaskViews extends TaskViews {
     return page.items.reverse().map(sessionTaskOf);
   }
 
-  async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
-    const rows = await this.db
-      .selectFrom('tasks')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .groupBy('status')
-      .execute();
-    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
+    return this.states.countByStatus();
   }
 }

@@ -38,6 +38,7 @@ import {
   chunks,
   isPostgres,
 } from './archive-planner';
+import { Cataloguer } from './cataloguer';
 import { RetentionPolicy } from './retention-policy';
 
 export type { ArchivePlan, PlannedTree, SkippedTree } from './archive-planner';
@@ -79,6 +80,9 @@ export interface ArchivedSegment {
   write_ms: number;
 }
 
+/** What a sweeper's rest after a batch measures: how long the batch held the writer. */
+export type BatchDone = Pick<ArchivedSegment, 'write_ms'>;
+
 export interface ArchiveRun {
   dry_run: boolean;
   segments: ArchivedSegment[];
@@ -91,6 +95,11 @@ export interface ArchiveRun {
   skipped: SkippedTree[];
   /** another instance holds the archive lease (PostgreSQL): this run did nothing */
   busy: boolean;
+  /**
+   * the second tier (RetentionPolicy.catalog_after_ms): records of tasks archived long enough ago that
+   * moved (dry run: would move) out of the live database into the archive's catalog
+   */
+  catalogued: { tasks: number; segment_ids: string[] };
 }
 
 export interface RestoreResult {
@@ -169,7 +178,7 @@ export class Archiver implements ArchiveRunner {
        * encoded, its file written) and before its transaction, so the preparing overlaps the rest.
        * `previous`: what the batch before moved (null when something moved meanwhile)
        */
-      pause?: (previous: ArchivedSegment | null) => Promise<void>;
+      pause?: (previous: BatchDone | null) => Promise<void>;
       /** asked before each batch, and after each pause: true ends the run there (a sweeper stopping) */
       stopped?: () => boolean;
     } = {},
@@ -183,6 +192,7 @@ export class Archiver implements ArchiveRunner {
       bytes: 0,
       skipped: [],
       busy: false,
+      catalogued: { tasks: 0, segment_ids: [] },
     };
     return this.db.connection().execute(async (conn) => {
       if (isPostgres(this.db)) {
@@ -237,7 +247,7 @@ export class Archiver implements ArchiveRunner {
                   return !options.stopped?.();
                 }
               : undefined;
-          const segment = await this.archiveTrees(conn, trees, options.reason ?? 'policy', rest);
+          const segment = await this.archiveTrees(conn, trees, options.reason ?? 'policy', rest, now);
           if (segment === STOPPED) break;
           if (segment) {
             result.segments.push(segment);
@@ -248,11 +258,55 @@ export class Archiver implements ArchiveRunner {
           }
           previous = segment;
         }
+        if (policy.catalog_after_ms !== undefined && !options.stopped?.())
+          result.catalogued = await this.catalogue(conn, new Date(now - policy.catalog_after_ms).toISOString(), {
+            dryRun: result.dry_run,
+            pause: options.pause,
+            stopped: options.stopped,
+          });
         return result;
       } finally {
         if (isPostgres(this.db)) await sql`SELECT pg_advisory_unlock(${ARCHIVE_LEASE_KEY})`.execute(conn);
       }
     });
+  }
+
+  /**
+   * The second tier: move the records of tasks archived at or before `archivedBefore` into the
+   * archive's catalog (see Cataloguer); a dry run counts them.
+   */
+  private async catalogue(
+    conn: Db,
+    archivedBefore: string,
+    options: { dryRun: boolean; pause?: (previous: BatchDone | null) => Promise<void>; stopped?: () => boolean },
+  ): Promise<ArchiveRun['catalogued']> {
+    if (options.dryRun) {
+      const due = await conn
+        .selectFrom('archived_tasks')
+        .select([(eb) => eb.fn.countAll<number>().as('n')])
+        .where('archived_at', '<=', archivedBefore)
+        .executeTakeFirst();
+      return { tasks: Number(due?.n ?? 0), segment_ids: [] };
+    }
+    const batches = await this.cataloguer(conn).run(archivedBefore, {
+      pause: options.pause,
+      stopped: options.stopped,
+    });
+    return {
+      tasks: batches.reduce((n, b) => n + b.tasks, 0),
+      segment_ids: [...new Set(batches.flatMap((b) => b.segment_ids))],
+    };
+  }
+
+  private cataloguer(conn: Db): Cataloguer {
+    return new Cataloguer(
+      conn,
+      {
+        inWriteTransaction: (c, body) => this.inWriteTransaction(c, body),
+        record: (trx, type, payload) => this.record(trx, type, payload),
+      },
+      this.options.batchTasks ?? 200,
+    );
   }
 
   /** The next batch of trees the policy lets go: see ArchivePlanner.plan. */
@@ -275,6 +329,8 @@ export class Archiver implements ArchiveRunner {
     trees: readonly PlannedTree[],
     reason: 'policy' | 'older_than',
     beforeWrite?: () => Promise<boolean>,
+    /** the run's time: the segment's and its tasks' archive time (a catalog cut compares with it) */
+    at = Date.now(),
   ): Promise<ArchivedSegment | null | typeof STOPPED> {
     const streams = trees.flatMap((t) => t.streams);
     const taskIds = trees.flatMap((t) => t.task_ids);
@@ -300,7 +356,7 @@ export class Archiver implements ArchiveRunner {
     const segmentId = `seg_${events[0].position}_${randomBytes(6).toString('hex')}`;
     const content: SegmentContent = {
       segment_id: segmentId,
-      created_at: new Date().toISOString(),
+      created_at: new Date(at).toISOString(),
       tasks,
       events,
       checkpoints,
@@ -417,6 +473,9 @@ export class Archiver implements ArchiveRunner {
    */
   async restore(id: string): Promise<RestoreResult> {
     return this.db.connection().execute(async (conn) => {
+      // records moved on into the catalog come back into the live tables first
+      const catalogued = await this.cataloguedRecords(conn, id);
+      if (catalogued.length > 0) await this.cataloguer(conn).uncatalogue(catalogued);
       let rows = await conn.selectFrom('archived_tasks').selectAll().where('segment_id', '=', id).execute();
       if (rows.length === 0) {
         const task = await conn
@@ -453,11 +512,18 @@ export class Archiver implements ArchiveRunner {
         .filter((r) => content.tasks.some((t) => t.task_id === r.task_id))
         .map((r) => r.task_id);
       let segmentGone = false;
+      // a copy a move into the catalog left (it stopped before deleting the live records) goes first
+      await this.cataloguer(conn).dropFromCatalog([...streams]);
       // durable before the segment's file goes (see openSqliteArchiver)
       await this.synchronousFull(conn, () =>
         this.inWriteTransaction(conn, async (trx) => {
+          let unarchived = 0;
           for (const ids of chunks([...streams], 500))
-            await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).execute();
+            unarchived += Number(
+              (await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).executeTakeFirst()).numDeletedRows,
+            );
+          if (unarchived !== streams.size)
+            throw new IllegalStateError(`${id} moved meanwhile; run the restore again`, { id });
           const postgres = isPostgres(this.db);
           for (const part of chunks(events, 200)) {
             const values = part.map(
@@ -485,11 +551,18 @@ export class Archiver implements ArchiveRunner {
               .insertInto('checkpoints')
               .values(part as never)
               .execute();
-          const left = await trx
-            .selectFrom('archived_tasks')
-            .select('task_id')
-            .where('segment_id', '=', segmentId)
-            .executeTakeFirst();
+          const left =
+            (await trx
+              .selectFrom('archived_tasks')
+              .select('task_id')
+              .where('segment_id', '=', segmentId)
+              .executeTakeFirst()) ??
+            // tasks of the segment that moved on into the catalog still read from it
+            (
+              await sql`SELECT task_id FROM catalog_archived_tasks WHERE segment_id = ${segmentId} LIMIT 1`.execute(
+                trx,
+              )
+            ).rows[0];
           if (!left) {
             await trx.deleteFrom('archive_segments').where('segment_id', '=', segmentId).execute();
             segmentGone = true;
@@ -504,6 +577,21 @@ export class Archiver implements ArchiveRunner {
       if (segmentGone && this.options.folder) removeSegmentFile(segmentFile(this.options.folder, segmentId));
       return { segment_id: segmentId, task_ids: taskIds, events: events.length };
     });
+  }
+
+  /**
+   * The catalog's records `id` names for a restore: a segment's, or the tree of a task in its
+   * segment (as a restore of an archived task brings back its tree).
+   */
+  private async cataloguedRecords(conn: Db, id: string): Promise<string[]> {
+    const bySegment = await sql<{
+      task_id: string;
+    }>`SELECT task_id FROM catalog_archived_tasks WHERE segment_id = ${id}`.execute(conn);
+    if (bySegment.rows.length > 0) return bySegment.rows.map((r) => r.task_id);
+    const tree = await sql<{ task_id: string }>`SELECT t.task_id FROM catalog_archived_tasks c
+      JOIN catalog_archived_tasks t ON t.segment_id = c.segment_id AND t.root_task_id = c.root_task_id
+      WHERE c.task_id = ${id}`.execute(conn);
+    return tree.rows.map((r) => r.task_id);
   }
 
   /** SQLite: `body` with every commit synced (synchronous FULL), the connection's own setting after it. */
@@ -534,7 +622,7 @@ export class Archiver implements ArchiveRunner {
           ).rows[0].n,
         );
       const before = await size();
-      await sql`VACUUM (ANALYZE) events, checkpoints, archived_tasks, archive_segments`.execute(this.db);
+      await sql`VACUUM (ANALYZE) events, checkpoints, tasks, archived_tasks, archive_segments`.execute(this.db);
       return { mode: 'vacuum', bytes_before: before, bytes_after: await size() };
     }
     return this.db.connection().execute(async (conn) => {
@@ -644,7 +732,7 @@ export class Archiver implements ArchiveRunner {
   }
 
   /** The archive's own record, appended to ARCHIVE_STREAM inside the transaction that did the work. */
-  private async record<T extends 'TASKS_ARCHIVED' | 'TASKS_RESTORED'>(
+  private async record<T extends 'TASKS_ARCHIVED' | 'TASKS_RESTORED' | 'TASKS_CATALOGUED'>(
     trx: Db,
     type: T,
     payload: EventPayload<T>,

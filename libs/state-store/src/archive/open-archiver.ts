@@ -1,4 +1,4 @@
-import { Database as EventsDatabase, segmentFolder } from '@runledger/event-store';
+import { Database as EventsDatabase, attachCatalog, segmentFolder } from '@runledger/event-store';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { StateStoreDatabase } from '../schema';
@@ -12,7 +12,8 @@ export interface ArchiveAccess {
 /**
  * An archiver on a SQLite file, on a connection of its own: its write transactions (BEGIN IMMEDIATE
  * across several statements) must not share the store's connection, where an append would run
- * inside them. Appends of the store wait out each short batch in their busy handling.
+ * inside them. Appends of the store wait out each short batch in their busy handling. The archive's
+ * catalog (`<db>.archive/catalog.db`, created here when missing) is attached to it as `catalog`.
  */
 export function openSqliteArchiver(
   path: string,
@@ -25,6 +26,13 @@ export function openSqliteArchiver(
   // removes a file after its commit, so it commits with FULL (Archiver.restore).
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
+  // the archive's catalog, where records of tasks archived long ago move (the second tier)
+  try {
+    attachCatalog(raw);
+  } catch (err) {
+    raw.close();
+    throw err;
+  }
   const db = new Kysely<StateStoreDatabase>({ dialect: new SqliteDialect({ database: raw }) });
   return {
     archiver: new Archiver(db, { ...options, folder: segmentFolder(raw.name), exec: (s) => raw.exec(s) }),

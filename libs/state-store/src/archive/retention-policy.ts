@@ -34,6 +34,19 @@ export interface RetentionRule {
 
 export interface RetentionPolicy {
   rules: RetentionRule[];
+  /**
+   * the second tier: tasks archived this long ago leave the live database for the archive's catalog
+   * (their summary rows and archive records), so the live database stops growing. Absent: they stay.
+   */
+  catalog_after_ms?: number;
+}
+
+/** RUNLEDGER_RETENTION_CATALOG_AFTER's default: a month after archiving, a task's records leave the live database. */
+export const DEFAULT_CATALOG_AFTER = '30d';
+
+/** RUNLEDGER_RETENTION_CATALOG_AFTER: `off` (archived tasks keep their records live) or a duration. */
+export function parseCatalogAfter(value: string = DEFAULT_CATALOG_AFTER): number | undefined {
+  return value.trim() === 'off' ? undefined : parseDuration(value, 'RUNLEDGER_RETENTION_CATALOG_AFTER');
 }
 
 /**
@@ -42,13 +55,15 @@ export interface RetentionPolicy {
  * `[{"older_than":"30d","status":["failed"]},{"older_than":"7d","agent":"researcher"},{"older_than":"90d"}]`.
  * A task no rule covers stays live. From a config file the list may be given as JSON itself.
  */
-export function parseRetention(value: unknown): RetentionPolicy | null {
+export function parseRetention(value: unknown, catalogAfter?: string): RetentionPolicy | null {
   if (value === undefined || value === null || value === 'off') return null;
+  const catalog_after_ms = parseCatalogAfter(catalogAfter);
+  const tier = catalog_after_ms === undefined ? {} : { catalog_after_ms };
   let rules: unknown = value;
   if (typeof value === 'string') {
     const text = value.trim();
     if (!text.startsWith('['))
-      return { rules: [{ older_than_ms: parseDuration(text, 'RUNLEDGER_RETENTION') }] };
+      return { rules: [{ older_than_ms: parseDuration(text, 'RUNLEDGER_RETENTION') }], ...tier };
     try {
       rules = JSON.parse(text);
     } catch (err) {
@@ -61,6 +76,7 @@ export function parseRetention(value: unknown): RetentionPolicy | null {
       `RUNLEDGER_RETENTION: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
   return {
+    ...tier,
     rules: parsed.data.map((r, i) => ({
       older_than_ms: parseDuration(r.older_than, `RUNLEDGER_RETENTION[${i}].older_than`),
       ...(r.status ? { status: r.status } : {}),

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { ArchiveRun, ArchivedSegment } from './archiver';
+import { ArchiveRun, BatchDone } from './archiver';
 import { ArchiveRunner } from './archiver';
 import { RetentionPolicy } from './retention-policy';
 
@@ -88,9 +88,9 @@ export class RetentionSweeper {
       pause: (segment) => this.rest(this.heldBy(segment)),
       stopped: () => this.stopping,
     });
-    if (run.segments.length > 0) {
+    if (run.segments.length > 0 || run.catalogued.tasks > 0) {
       // the last batch's rest, which no next batch took
-      await this.rest(this.heldBy(run.segments[run.segments.length - 1]));
+      await this.rest(this.heldBy(run.segments.at(-1) ?? null));
       for (let step = 0; step < (this.options.reclaimSteps ?? 20) && !this.stopping; step++) {
         if ((await this.archiver.reclaim(this.options.reclaimPages ?? 1000)) === 0) break;
         // a reclaim step holds the writer from its start to its end, wherever it runs
@@ -103,6 +103,7 @@ export class RetentionSweeper {
           events: run.events,
           segments: run.segments.map((s) => s.segment_id),
           bytes: run.bytes,
+          catalogued: run.catalogued.tasks,
           ms: Date.now() - started,
         },
         'retention sweep archived finished task trees',
@@ -117,7 +118,7 @@ export class RetentionSweeper {
    * on. In a thread of its own it holds the writer only, for its transaction; the next batch's
    * preparing since then (reading, encoding, the segment file) left both free, and counts as rest.
    */
-  private heldBy(segment: ArchivedSegment | null): { held: number; free: number } {
+  private heldBy(segment: BatchDone | null): { held: number; free: number } {
     const worked = performance.now() - this.workingSince;
     if (this.archiver.holdsEventLoop) return { held: worked, free: 0 };
     const held = Math.min(worked, segment?.write_ms ?? 0);

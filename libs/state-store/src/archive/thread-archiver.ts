@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '@runledger/event-store';
-import type { ArchiveRun, ArchiveRunner, ArchivedSegment, Archiver } from './archiver';
+import type { ArchiveRun, ArchiveRunner, Archiver, BatchDone } from './archiver';
 import type { RetentionPolicy } from './retention-policy';
 
 /** What the archive thread is started with. */
@@ -23,7 +23,7 @@ export type ToArchiveThread =
   | { type: 'close' };
 
 export type FromArchiveThread =
-  | { type: 'paused'; id: number; segment: ArchivedSegment | null }
+  | { type: 'paused'; id: number; segment: BatchDone | null }
   | { type: 'done'; id: number; value: ArchiveRun | number }
   | { type: 'failed'; id: number; error: { name: string; message: string; stack?: string } }
   | { type: 'closed' };
@@ -31,7 +31,7 @@ export type FromArchiveThread =
 interface Pending {
   resolve: (value: never) => void;
   reject: (err: Error) => void;
-  pause?: (segment: ArchivedSegment | null) => Promise<void>;
+  pause?: (segment: BatchDone | null) => Promise<void>;
   stopped?: () => boolean;
 }
 

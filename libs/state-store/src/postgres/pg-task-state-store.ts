@@ -1,5 +1,11 @@
 import { IdempotencyConflictError, RuntimeEvent } from '@runledger/contracts';
-import { CopySealer, PgInlineProjection, PostgresHandle, rebuildPgProjection } from '@runledger/event-store';
+import {
+  CopySealer,
+  PgInlineProjection,
+  PostgresHandle,
+  postgresCatalog,
+  rebuildPgProjection,
+} from '@runledger/event-store';
 import type { PoolClient } from 'pg';
 import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from '../model-usage';
 import {
@@ -30,7 +36,7 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
     private readonly handle: PostgresHandle,
     options: { openCopies?: OpenCopies; sealCopies?: boolean } = {},
   ) {
-    super(handle.db, options.openCopies);
+    super(handle.db, postgresCatalog(handle.db), options.openCopies);
     this.sealCopies = options.sealCopies === true;
   }
 
@@ -64,6 +70,11 @@ export class PgTaskStateStore extends TaskStateStore implements PgInlineProjecti
   async reset(client: PoolClient): Promise<void> {
     await client.query('DELETE FROM tasks');
     await client.query('DELETE FROM model_usage');
+  }
+
+  /** A rebuild folds catalogued tasks for their usage; their rows stay the catalog's. */
+  async dropCatalogued(client: PoolClient, taskIds: readonly string[]): Promise<void> {
+    await client.query('DELETE FROM tasks WHERE task_id = ANY($1)', [taskIds]);
   }
 
   async rebuild(): Promise<number> {
