@@ -6,8 +6,9 @@
  *      of short tasks and long ones with tool output) appended day after day with a 7-day policy (the
  *      archiver and the space reclaiming run at each day's end) against the same month without one,
  *      on SQLite and on PostgreSQL (BENCH_RETENTION_PG_TASKS_PER_DAY, a quarter of SQLite's; 0 skips
- *      it; BENCH_PG_URL). Prints the live size per day (the curve), the archive's size, the growth
- *      per day over the last 20 days, and the live database by table and index.
+ *      it; BENCH_PG_URL), the policy's catalog after BENCH_RETENTION_CATALOG_AFTER (7d). Prints the
+ *      live size per day (the curve), the archive's and the catalog's sizes, the growth per day over
+ *      the last 10 days, and the live database by table and index.
  *   2. the sweeper alone on a month of finished tasks (BENCH_RETENTION_SWEEP_SECONDS): tasks archived
  *      per second and this process's event-loop delay with the archiver on the event loop, in its
  *      worker thread, and with no sweeper.
@@ -25,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { NewEvent } from '@runledger/contracts';
-import { segmentFolder } from '@runledger/event-store';
+import { catalogFile, segmentFolder } from '@runledger/event-store';
 import {
   RetentionSweeper,
   SqliteStorage,
@@ -121,14 +122,19 @@ interface GrowthSide {
   storage: Storage;
   /** the day's archiving and space reclaiming; absent without a policy */
   archive?: (endOfDay: number) => Promise<number>;
-  /** the live database, and the archive (SQLite: the segment files; PostgreSQL: archive_segments) */
-  size(): Promise<{ live: number; archive: number }>;
+  /**
+   * the live database, the archive (SQLite: the segment files; PostgreSQL: archive_segments) and the
+   * archive's catalog (SQLite: catalog.db; PostgreSQL: the catalog_* tables)
+   */
+  size(): Promise<{ live: number; archive: number; catalog: number }>;
   /** bytes per table and index of the live database, largest first */
   parts(): Promise<[string, number][]>;
   close(): Promise<void>;
 }
 
-const policy7d = parseRetention('7d')!;
+/** the second tier's age in the growth month: short enough that the month shows the plateau */
+const CATALOG_AFTER = process.env.BENCH_RETENTION_CATALOG_AFTER ?? '7d';
+const policy7d = parseRetention('7d', CATALOG_AFTER)!;
 
 async function sqliteSide(dir: string, name: string, withPolicy: boolean): Promise<GrowthSide> {
   const storage = await createSqliteStorage({ path: join(dir, `${name}.db`), synchronous: 'NORMAL' });
@@ -142,10 +148,14 @@ async function sqliteSide(dir: string, name: string, withPolicy: boolean): Promi
           return run.tasks.length;
         }
       : undefined,
-    size: async () => ({
-      live: liveBytes(storage),
-      archive: folderBytes(segmentFolder(storage.raw.name)),
-    }),
+    size: async () => {
+      const catalog = fileBytes(catalogFile(storage.raw.name)) + fileBytes(`${catalogFile(storage.raw.name)}-wal`);
+      return {
+        live: liveBytes(storage),
+        archive: folderBytes(segmentFolder(storage.raw.name)) - catalog,
+        catalog,
+      };
+    },
     parts: async () =>
       storage.raw
         .prepare<[], { name: string; b: number }>(
@@ -184,11 +194,12 @@ async function postgresSide(url: string, schema: string, withPolicy: boolean): P
     async size() {
       const tables = (await relations()).filter((r) => r.kind === 'r');
       const archive = tables.find((r) => r.name === 'archive_segments')?.bytes ?? 0;
-      return { live: tables.reduce((n, r) => n + r.bytes, 0) - archive, archive };
+      const catalog = tables.filter((r) => r.name.startsWith('catalog_')).reduce((n, r) => n + r.bytes, 0);
+      return { live: tables.reduce((n, r) => n + r.bytes, 0) - archive - catalog, archive, catalog };
     },
     parts: async () =>
       (await relations())
-        .filter((r) => r.name !== 'archive_segments')
+        .filter((r) => r.name !== 'archive_segments' && !r.name.startsWith('catalog_'))
         .sort((a, b) => b.own - a.own)
         .map((r) => [r.name, r.own]),
     close: () => storage.close(),
@@ -208,7 +219,14 @@ async function growthOf(
   const policy = await open(true);
   const none = await open(false);
   try {
-    const curve: { day: number; policy: number; archive: number; none: number; archiveS: number }[] = [];
+    const curve: {
+      day: number;
+      policy: number;
+      archive: number;
+      catalog: number;
+      none: number;
+      archiveS: number;
+    }[] = [];
     let moved = 0;
     for (let day = 0; day < DAYS; day++) {
       await appendDay(policy.storage, day, perDay);
@@ -217,35 +235,37 @@ async function growthOf(
       moved += await policy.archive!(MONTH_START + (day + 1) * DAY_MS);
       const archiveS = (performance.now() - t0) / 1000;
       const [p, n] = [await policy.size(), await none.size()];
-      curve.push({ day: day + 1, policy: p.live, archive: p.archive, none: n.live, archiveS });
+      curve.push({ day: day + 1, policy: p.live, archive: p.archive, catalog: p.catalog, none: n.live, archiveS });
     }
     console.log(
-      `growth on ${label}: ${DAYS} days x ${perDay} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), policy 7d vs none`,
+      `growth on ${label}: ${DAYS} days x ${perDay} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), policy 7d + catalog after ${CATALOG_AFTER} vs none`,
     );
     console.log(
-      '| day | live db, 7d policy (MB) | archive (MB) | live db, no policy (MB) | archiving that day (s) |',
+      '| day | live db, policy (MB) | archive segments (MB) | catalog (MB) | live db, no policy (MB) | archiving that day (s) |',
     );
-    console.log('|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|');
     for (const c of curve)
       console.log(
-        `| ${c.day} | ${mb(c.policy)} | ${mb(c.archive)} | ${mb(c.none)} | ${fmt(c.archiveS, 2)} |`,
+        `| ${c.day} | ${mb(c.policy)} | ${mb(c.archive)} | ${mb(c.catalog)} | ${mb(c.none)} | ${fmt(c.archiveS, 2)} |`,
       );
     const last = curve[curve.length - 1];
-    const from = curve[Math.min(9, curve.length - 1)];
+    // the last 10 days: the policy's first archive (day 8) and first catalog move (day 15) are behind
+    const from = curve[Math.max(0, curve.length - 11)];
     const days = Math.max(1, last.day - from.day);
     const perDayPolicy = (last.policy - from.policy) / days;
     const perDayNone = (last.none - from.none) / days;
+    const perDayArchive = (last.archive + last.catalog - from.archive - from.catalog) / days;
     console.log(
-      `archived ${moved} tasks; day ${from.day} to ${last.day}: live db +${fmt(perDayPolicy / 1e3, 1)} KB/day with the policy, +${fmt(perDayNone / 1e3, 1)} KB/day without (${fmt(perDayPolicy / perDayNone, 3)}x); per archived task still live: ${fmt(perDayPolicy / perDay)} bytes`,
+      `archived ${moved} tasks; day ${from.day} to ${last.day}: live db ${perDayPolicy >= 0 ? '+' : ''}${fmt(perDayPolicy / 1e3, 1)} KB/day with the policy, +${fmt(perDayNone / 1e3, 1)} KB/day without (${fmt(perDayPolicy / perDayNone, 3)}x); archive + catalog +${fmt(perDayArchive / 1e3, 1)} KB/day`,
     );
     console.log(
-      `live database by table and index at day ${last.day}, 7d policy (${moved} archived, ${perDay * 7} live tasks):`,
+      `live database by table and index at day ${last.day}, policy (${moved} archived, ${perDay * 7} live tasks):`,
     );
     for (const [name, bytes] of (await policy.parts()).slice(0, 12))
       console.log(`  ${name.padEnd(32)} ${mb(bytes).padStart(7)} MB`);
     recordFigure({
-      figure: `${label} live size after ${DAYS} days, 7d policy vs none`,
-      value: `${mb(last.policy)} MB vs ${mb(last.none)} MB (archive ${mb(last.archive)} MB); +${fmt(perDayPolicy / 1e3, 1)} vs +${fmt(perDayNone / 1e3, 1)} KB/day`,
+      figure: `${label} live size after ${DAYS} days, 7d policy + catalog after ${CATALOG_AFTER} vs none`,
+      value: `${mb(last.policy)} MB vs ${mb(last.none)} MB (archive ${mb(last.archive)} MB, catalog ${mb(last.catalog)} MB); ${fmt(perDayPolicy / 1e3, 1)} vs +${fmt(perDayNone / 1e3, 1)} KB/day over the last ${days} days`,
       ratio: last.policy / last.none,
       target: 'plateau: growth per day with the policy under 5% of the growth without',
       met: perDayPolicy <= 0.05 * perDayNone,
