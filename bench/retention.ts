@@ -149,7 +149,8 @@ async function sqliteSide(dir: string, name: string, withPolicy: boolean): Promi
         }
       : undefined,
     size: async () => {
-      const catalog = fileBytes(catalogFile(storage.raw.name)) + fileBytes(`${catalogFile(storage.raw.name)}-wal`);
+      const catalog =
+        fileBytes(catalogFile(storage.raw.name)) + fileBytes(`${catalogFile(storage.raw.name)}-wal`);
       return {
         live: liveBytes(storage),
         archive: folderBytes(segmentFolder(storage.raw.name)) - catalog,
@@ -235,7 +236,14 @@ async function growthOf(
       moved += await policy.archive!(MONTH_START + (day + 1) * DAY_MS);
       const archiveS = (performance.now() - t0) / 1000;
       const [p, n] = [await policy.size(), await none.size()];
-      curve.push({ day: day + 1, policy: p.live, archive: p.archive, catalog: p.catalog, none: n.live, archiveS });
+      curve.push({
+        day: day + 1,
+        policy: p.live,
+        archive: p.archive,
+        catalog: p.catalog,
+        none: n.live,
+        archiveS,
+      });
     }
     console.log(
       `growth on ${label}: ${DAYS} days x ${perDay} tasks (1 in 5 long: 10 tool calls with 1 KB outputs), policy 7d + catalog after ${CATALOG_AFTER} vs none`,

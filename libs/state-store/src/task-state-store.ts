@@ -249,7 +249,8 @@ export abstract class TaskStateStore {
   async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
     const counts: Partial<Record<TaskStatus, number>> = {};
     const add = (rows: { status: string; n: number | string | bigint }[]) => {
-      for (const r of rows) counts[r.status as TaskStatus] = (counts[r.status as TaskStatus] ?? 0) + Number(r.n);
+      for (const r of rows)
+        counts[r.status as TaskStatus] = (counts[r.status as TaskStatus] ?? 0) + Number(r.n);
     };
     add(
       await this.db

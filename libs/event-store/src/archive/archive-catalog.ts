@@ -143,7 +143,11 @@ export class SqliteCatalogFile {
 
   /** The catalogued tasks of a segment. */
   tasksOfSegment(segmentId: string): string[] {
-    return this.statements()?.segment.all(segmentId).map((r) => r.task_id) ?? [];
+    return (
+      this.statements()
+        ?.segment.all(segmentId)
+        .map((r) => r.task_id) ?? []
+    );
   }
 
   private statements() {

@@ -36,7 +36,11 @@ export class ArchivedStreams {
 
   async task(taskId: string): Promise<ArchivedTaskRow | undefined> {
     return (
-      (await this.db.selectFrom('archived_tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst()) ??
+      (await this.db
+        .selectFrom('archived_tasks')
+        .selectAll()
+        .where('task_id', '=', taskId)
+        .executeTakeFirst()) ??
       (await this.catalog
         ?.db()
         ?.selectFrom('catalog_archived_tasks')

@@ -216,15 +216,19 @@ export class PgEventStore extends EventStore {
     this.projections = options.projections ?? [];
     this.pollMs = options.pollMs ?? 1000;
     this.committer = new GroupCommitter((jobs) => this.flush(jobs), { maxBatch: options.maxBatch });
-    this.archive = new ArchivedStreams(handle.db, async (id) => {
-      const row = await handle.db
-        .selectFrom('archive_segments')
-        .select('content')
-        .where('segment_id', '=', id)
-        .executeTakeFirst();
-      if (!row?.content) throw new Error(`archive segment ${id} holds no content`);
-      return row.content;
-    }, postgresCatalog(handle.db));
+    this.archive = new ArchivedStreams(
+      handle.db,
+      async (id) => {
+        const row = await handle.db
+          .selectFrom('archive_segments')
+          .select('content')
+          .where('segment_id', '=', id)
+          .executeTakeFirst();
+        if (!row?.content) throw new Error(`archive segment ${id} holds no content`);
+        return row.content;
+      },
+      postgresCatalog(handle.db),
+    );
   }
 
   async append(taskId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {

@@ -8,12 +8,7 @@ import {
   isTerminalStatus,
 } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
-import {
-  CheckpointStore,
-  TaskState,
-  TaskStateStore,
-  foldTaskState,
-} from '@runledger/state-store';
+import { CheckpointStore, TaskState, TaskStateStore, foldTaskState } from '@runledger/state-store';
 
 export interface PendingRequestView {
   /** the task the request belongs to (and is answered through): this one, or a task it delegated to */

@@ -32,7 +32,9 @@ async function fill(storage: Storage, count = 12, prefix = 'task_cat'): Promise<
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const id = `${prefix}_${String(i).padStart(3, '0')}`;
-    const log = new TaskLog(id, SESSIONS[i % 3]).received(`input ${i % 2 ? 'deploy' : 'report'} ${id}`).context(1);
+    const log = new TaskLog(id, SESSIONS[i % 3])
+      .received(`input ${i % 2 ? 'deploy' : 'report'} ${id}`)
+      .context(1);
     if (i % 3 === 2) log.failed();
     else log.decided(1).completed(`answer of ${id}`);
     const shifted = log.events.map((e) => ({
@@ -74,9 +76,9 @@ async function withCatalogDb<T>(
 const countOf = async (db: Kysely<never>, table: string, ids: readonly string[]) =>
   Number(
     (
-      await sql<{ n: number }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE task_id IN (${sql.join(ids)})`.execute(
-        db,
-      )
+      await sql<{
+        n: number;
+      }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE task_id IN (${sql.join(ids)})`.execute(db)
     ).rows[0].n,
   );
 
@@ -154,7 +156,14 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
     expect(await everyRead(storage, ids)).toEqual(before);
     const catalog = storage.driver === 'postgres' ? postgresCatalog(storage.db) : sqliteCatalog(temp.path);
     try {
-      const report = await verifyLog(storage.db, 500, segmentBytesOf(temp), undefined, undefined, catalog.db());
+      const report = await verifyLog(
+        storage.db,
+        500,
+        segmentBytesOf(temp),
+        undefined,
+        undefined,
+        catalog.db(),
+      );
       expect(report.problems).toEqual([]);
       expect(report.tasks).toBe(12);
     } finally {
@@ -221,7 +230,10 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
     expect(liveRows.tasks).toHaveLength(7);
     await withArchiver(temp, async () => undefined);
     await withCatalogDb(temp, async (catalog) => {
-      await catalog.insertInto('catalog_tasks').values(liveRows.tasks as never).execute();
+      await catalog
+        .insertInto('catalog_tasks')
+        .values(liveRows.tasks as never)
+        .execute();
       await catalog.insertInto('catalog_archived_tasks').values(liveRows.archived).execute();
     });
     expect(await everyRead(storage, ids)).toEqual(before);

@@ -169,7 +169,10 @@ describeEachStorage(
       const catalogEnv = { ...env, RUNLEDGER_RETENTION_CATALOG_AFTER: '0s' };
       for (const extraMs of [0, 3, 20, 60]) {
         const left = await liveRecords();
-        const { child, done } = spawnCli(['archive', '--older-than', '1d'], { cwd: process.cwd(), env: catalogEnv });
+        const { child, done } = spawnCli(['archive', '--older-than', '1d'], {
+          cwd: process.cwd(),
+          env: catalogEnv,
+        });
         for (const deadline = Date.now() + 60_000; (await liveRecords()) === left;) {
           if (child.exitCode !== null || Date.now() > deadline)
             throw new Error(`archive ended first: ${(await done).stderr}`);
@@ -197,9 +200,10 @@ describeEachStorage(
         for (const table of ['catalog_tasks', 'catalog_archived_tasks'])
           expect(
             (
-              await sql<{ n: number; d: number }>`SELECT count(*) AS n, count(DISTINCT task_id) AS d FROM ${sql.table(table)}`.execute(
-                db,
-              )
+              await sql<{
+                n: number;
+                d: number;
+              }>`SELECT count(*) AS n, count(DISTINCT task_id) AS d FROM ${sql.table(table)}`.execute(db)
             ).rows.map((r) => [Number(r.n), Number(r.d)]),
           ).toEqual([[TASKS, TASKS]]);
         const report = await verifyLog(

@@ -259,11 +259,15 @@ export class Archiver implements ArchiveRunner {
           previous = segment;
         }
         if (policy.catalog_after_ms !== undefined && !options.stopped?.())
-          result.catalogued = await this.catalogue(conn, new Date(now - policy.catalog_after_ms).toISOString(), {
-            dryRun: result.dry_run,
-            pause: options.pause,
-            stopped: options.stopped,
-          });
+          result.catalogued = await this.catalogue(
+            conn,
+            new Date(now - policy.catalog_after_ms).toISOString(),
+            {
+              dryRun: result.dry_run,
+              pause: options.pause,
+              stopped: options.stopped,
+            },
+          );
         return result;
       } finally {
         if (isPostgres(this.db)) await sql`SELECT pg_advisory_unlock(${ARCHIVE_LEASE_KEY})`.execute(conn);
@@ -278,7 +282,11 @@ export class Archiver implements ArchiveRunner {
   private async catalogue(
     conn: Db,
     archivedBefore: string,
-    options: { dryRun: boolean; pause?: (previous: BatchDone | null) => Promise<void>; stopped?: () => boolean },
+    options: {
+      dryRun: boolean;
+      pause?: (previous: BatchDone | null) => Promise<void>;
+      stopped?: () => boolean;
+    },
   ): Promise<ArchiveRun['catalogued']> {
     if (options.dryRun) {
       const due = await conn
@@ -520,7 +528,8 @@ export class Archiver implements ArchiveRunner {
           let unarchived = 0;
           for (const ids of chunks([...streams], 500))
             unarchived += Number(
-              (await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).executeTakeFirst()).numDeletedRows,
+              (await trx.deleteFrom('archived_tasks').where('task_id', 'in', ids).executeTakeFirst())
+                .numDeletedRows,
             );
           if (unarchived !== streams.size)
             throw new IllegalStateError(`${id} moved meanwhile; run the restore again`, { id });
@@ -622,7 +631,9 @@ export class Archiver implements ArchiveRunner {
           ).rows[0].n,
         );
       const before = await size();
-      await sql`VACUUM (ANALYZE) events, checkpoints, tasks, archived_tasks, archive_segments`.execute(this.db);
+      await sql`VACUUM (ANALYZE) events, checkpoints, tasks, archived_tasks, archive_segments`.execute(
+        this.db,
+      );
       return { mode: 'vacuum', bytes_before: before, bytes_after: await size() };
     }
     return this.db.connection().execute(async (conn) => {

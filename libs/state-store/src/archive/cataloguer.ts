@@ -202,7 +202,10 @@ export class Cataloguer {
     return out;
   }
 
-  private async columnsOf(table: string, sqliteSchema: 'main' | 'catalog'): Promise<{ name: string; type: string }[]> {
+  private async columnsOf(
+    table: string,
+    sqliteSchema: 'main' | 'catalog',
+  ): Promise<{ name: string; type: string }[]> {
     if (isPostgres(this.conn))
       return (
         await sql<{ name: string; type: string }>`SELECT column_name AS name, data_type AS type
@@ -210,9 +213,10 @@ export class Cataloguer {
           ORDER BY ordinal_position`.execute(this.conn)
       ).rows;
     return (
-      await sql<{ name: string; type: string }>`SELECT name, type FROM pragma_table_info(${table}, ${sqliteSchema})`.execute(
-        this.conn,
-      )
+      await sql<{
+        name: string;
+        type: string;
+      }>`SELECT name, type FROM pragma_table_info(${table}, ${sqliteSchema})`.execute(this.conn)
     ).rows;
   }
 
