@@ -167,7 +167,7 @@ describeEachStorage(
         );
       // everything archived until now is due for the catalog
       const catalogEnv = { ...env, RUNLEDGER_RETENTION_CATALOG_AFTER: '0s' };
-      for (const extraMs of [0, 3, 20, 60]) {
+      for (const extraMs of [0, 5, 40]) {
         const left = await liveRecords();
         const { child, done } = spawnCli(['archive', '--older-than', '1d'], {
           cwd: process.cwd(),
