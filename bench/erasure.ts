@@ -8,6 +8,8 @@
  *   - read-back events/s (readStream: every sealed payload opened)
  *   - task rows read/s (TaskStateStore.get: the row's sealed columns opened)
  *   - GET /tasks?q= searches/s over the table (with erasure on, every row it passes is opened)
+ *   - memory: inserts/s (text, metadata and vector sealed) and searches/s (hits opened), and
+ *     searches/s read from the table (keepLiveEntries off: every vector of the scan opened)
  * Events are realistic ones: a TASK_RECEIVED and OUTPUT_CHUNKs of ~300 bytes of personal text, 20
  * sessions, 1 task per session per round. SQLite (synchronous FULL, inline appends) and PostgreSQL.
  * Env: BENCH_ERASURE_EVENTS (4000 per side per round on SQLite batches), BENCH_ERASURE_ROUNDS (5),
@@ -19,7 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NewEvent } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
+import { HashingEmbedder, MemoryDatabase, MemoryService, MemoryStore } from '@runledger/memory';
 import { Storage, TaskStateStore, createPostgresStorage, createSqliteStorage } from '@runledger/state-store';
+import { Kysely } from 'kysely';
 import { chunkEvent, fmt, median, recordFigure } from './bench-support';
 import { admin } from './event-store-pg';
 
@@ -138,6 +142,69 @@ function report(driver: string, what: string, r: Result, unit = 'events/s'): num
   return ratio;
 }
 
+const MEMORY_ENTRIES = 100;
+const MEMORY_SEARCHES = 50;
+
+/** Memory over a side's storage, as the server opens it (no index file); `fromTable`: no live entries kept. */
+const memoryOf = (s: Storage, fromTable: boolean) =>
+  MemoryService.open({
+    store: new MemoryStore(
+      s.db as unknown as Kysely<MemoryDatabase>,
+      s.db as unknown as Kysely<MemoryDatabase>,
+      s.eventStore,
+    ),
+    events: s.eventStore,
+    embedder: new HashingEmbedder(),
+    indexPath: null,
+    ...(fromTable ? { keepLiveEntries: false, exactScanBelow: 1_000_000 } : {}),
+  });
+
+/** Inserts of entries for the round's sessions, then searches; inserts/s and searches/s. */
+async function memoryRound(memory: MemoryService, reader: MemoryService, round: string) {
+  let start = performance.now();
+  for (let i = 0; i < MEMORY_ENTRIES; i++)
+    await memory.insert({
+      text: `ses_${round}_${i % SESSIONS} prefers ${i} private things `.padEnd(200, 'words '),
+      kind: 'fact',
+      source: 'user',
+      weight: 0.8,
+      reason: 'bench',
+      session_id: `ses_${round}_${i % SESSIONS}`,
+      metadata: { note: `about ${i}` },
+    });
+  const inserts = MEMORY_ENTRIES / ((performance.now() - start) / 1000);
+  const searchAll = async (m: MemoryService) => {
+    start = performance.now();
+    for (let i = 0; i < MEMORY_SEARCHES; i++) await m.search(`prefers ${i * 2} private`, { k: 5 });
+    return MEMORY_SEARCHES / ((performance.now() - start) / 1000);
+  };
+  return { inserts, searches: await searchAll(memory), tableScans: await searchAll(reader) };
+}
+
+async function measureMemory(driver: string, storages: { clear: Storage; sealed: Storage }): Promise<void> {
+  const open = async (s: Storage) => ({ memory: await memoryOf(s, false), reader: await memoryOf(s, true) });
+  const sides = { clear: await open(storages.clear), sealed: await open(storages.sealed) };
+  const empty = (): Result => ({ clear: [], sealed: [] });
+  const out = { inserts: empty(), searches: empty(), tableScans: empty() };
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const);
+      for (const side of order) {
+        const m = await memoryRound(sides[side].memory, sides[side].reader, `m${r}`);
+        for (const k of ['inserts', 'searches', 'tableScans'] as const) out[k][side].push(m[k]);
+      }
+    }
+  } finally {
+    for (const s of Object.values(sides)) {
+      await s.memory.close();
+      await s.reader.close();
+    }
+  }
+  report(driver, `memory insert (${MEMORY_ENTRIES} a round)`, out.inserts, 'inserts/s');
+  report(driver, 'memory search, k=5 (index, live entries)', out.searches, 'searches/s');
+  report(driver, 'memory search read from the table', out.tableScans, 'searches/s');
+}
+
 /** The figures of one driver: batched appends (with the reads after them), then single appends. */
 async function measureDriver(driver: string, sides: Sides, events: number): Promise<void> {
   const batched = await measure(sides, 'b', events, BATCH);
@@ -160,6 +227,7 @@ async function sqlite(): Promise<void> {
       `\nSQLite (FULL, inline appends, tasks projection): ${fmt(EVENTS)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
     );
     await measureDriver('SQLite', { clear: sideOf(clear), sealed: sideOf(sealed) }, EVENTS);
+    await measureMemory('SQLite', { clear, sealed });
   } finally {
     await clear.close();
     await sealed.close();
@@ -198,6 +266,7 @@ async function postgres(): Promise<void> {
       `\nPostgreSQL (tasks projection): ${fmt(events)} events per side per round over ${SESSIONS} sessions, ${ROUNDS} rounds`,
     );
     await measureDriver('PostgreSQL', { clear: sideOf(storages[0]), sealed: sideOf(storages[1]) }, events);
+    await measureMemory('PostgreSQL', { clear: storages[0], sealed: storages[1] });
   } finally {
     for (const s of storages) await s.close();
     await admin(PG_URL, `DROP DATABASE ${database}`).catch(() => undefined);
