@@ -16,7 +16,12 @@
  *      BENCH_RETENTION_SECONDS) against the controller in a child process whose database holds a
  *      month of finished tasks, with the in-server sweeper moving them meanwhile, against the same
  *      server and data without a policy: p50/p99 latency, tasks finished per second and the server's
- *      event-loop delay (BENCH_RETENTION_WRITER_THREAD sets RUNLEDGER_SQLITE_WRITER_THREAD).
+ *      event-loop delay (BENCH_RETENTION_WRITER_THREAD sets RUNLEDGER_SQLITE_WRITER_THREAD). The two
+ *      servers run alternately, BENCH_RETENTION_ROUNDS times each (2), each on a fresh copy of the
+ *      seed (BENCH_RETENTION_SEED_TASKS finished tasks, 20,000), and the ratios are of the medians.
+ *      Part `sweeper-pg` does the same on PostgreSQL (BENCH_PG_URL): a seeded database
+ *      (BENCH_RETENTION_PG_SEED_TASKS, 6,000) copied per run with CREATE DATABASE ... TEMPLATE, the
+ *      sweeper on the server's pool.
  *   4. reading an archived task against a live one (the event store's readWholeStream): cold
  *      (a segment not read before) and warm.
  * Erasure is another module's; it is not measured here.
@@ -102,13 +107,20 @@ const folderBytes = (dir: string) =>
   existsSync(dir) ? readdirSync(dir).reduce((n, f) => n + fileBytes(join(dir, f)), 0) : 0;
 const mb = (bytes: number) => fmt(bytes / 1e6, 1);
 
-/** Appends one simulated day of `perDay` tasks, each as one append of its whole stream. */
-async function appendDay(storage: Storage, day: number, perDay = TASKS_PER_DAY): Promise<void> {
-  for (let i = 0; i < perDay; i++) {
-    const n = day * perDay + i;
-    const start = MONTH_START + day * DAY_MS + Math.floor((i / perDay) * (DAY_MS - 60_000));
-    await storage.eventStore.append(`task_${n}`, taskEvents(n, start), { expected: 'no_stream' });
-  }
+/**
+ * Appends one simulated day of `perDay` tasks, each as one append of its whole stream, `writers`
+ * of them at a time (a PostgreSQL append is a round trip: several in flight seed faster).
+ */
+async function appendDay(storage: Storage, day: number, perDay = TASKS_PER_DAY, writers = 1): Promise<void> {
+  let next = 0;
+  const writer = async () => {
+    for (let i = next++; i < perDay; i = next++) {
+      const n = day * perDay + i;
+      const start = MONTH_START + day * DAY_MS + Math.floor((i / perDay) * (DAY_MS - 60_000));
+      await storage.eventStore.append(`task_${n}`, taskEvents(n, start), { expected: 'no_stream' });
+    }
+  };
+  await Promise.all(Array.from({ length: writers }, writer));
 }
 
 /** The live database's size: pages in use times page size, after a WAL checkpoint. */
@@ -536,82 +548,174 @@ async function sweeperAlone(seed: string, dir: string): Promise<void> {
   });
 }
 
+/** the controller's settings under load, whichever database: memory off, eight tasks at once, no shedding */
+const LOAD_ENV = {
+  RUNLEDGER_MEMORY: 'off',
+  RUNLEDGER_CONCURRENCY: '8',
+  RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
+  RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
+  RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
+  RUNLEDGER_SANDBOX: 'process',
+};
+const SWEEPING = {
+  on: { RUNLEDGER_RETENTION: '7d', RUNLEDGER_RETENTION_SWEEP_MS: '200' },
+  off: { RUNLEDGER_RETENTION: 'off' },
+};
+/** runs of each side, alternated (off, on, off, on...) so a neighbour's load falls on both */
+const LOAD_ROUNDS = Number(process.env.BENCH_RETENTION_ROUNDS ?? 2);
+
+/**
+ * The same load against a server without a policy and one whose sweeper archives meanwhile,
+ * alternated LOAD_ROUNDS times, each run on a fresh copy of the seed (`server(mode, round)`):
+ * every run's figures, and the ratios of the medians.
+ */
+async function compareUnderLoad(
+  store: string,
+  seedTasks: number,
+  server: (mode: 'off' | 'on', round: number) => Promise<{ url: string; stop(): Promise<void> }>,
+): Promise<void> {
+  const runs: { mode: 'off' | 'on'; round: number; result: LoadResult }[] = [];
+  for (let round = 0; round < LOAD_ROUNDS; round++)
+    for (const mode of ['off', 'on'] as const) {
+      const s = await server(mode, round);
+      try {
+        await new Promise((r) => setTimeout(r, 1000));
+        runs.push({ mode, round, result: await paced(s.url) });
+      } finally {
+        await s.stop();
+      }
+    }
+  console.log(
+    `sweeper under load (${store}): POST /tasks at ${RATE}/s for ${SECONDS} s, a database of ${seedTasks} finished tasks a month old (sys_util tasks), ${LOAD_ROUNDS} alternated runs each`,
+  );
+  console.log(
+    '| run | server | p50 ms | p99 ms | tasks finished/s | event-loop delay p99 ms | max ms | tasks archived meanwhile |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const { mode, round, result: r } of runs)
+    console.log(
+      `| ${round + 1} | ${mode === 'on' ? 'sweeper on (7d)' : 'no policy'} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.finishedPerSecond, 1)} | ${fmt(r.loopP99, 1)} | ${fmt(r.loopMax, 1)} | ${r.archived} |`,
+    );
+  const med = (mode: 'off' | 'on', pick: (r: LoadResult) => number) =>
+    median(runs.filter((r) => r.mode === mode).map((r) => pick(r.result)));
+  const off = {
+    p99: med('off', (r) => r.p99),
+    tps: med('off', (r) => r.finishedPerSecond),
+    loop: med('off', (r) => r.loopP99),
+  };
+  const on = {
+    p99: med('on', (r) => r.p99),
+    tps: med('on', (r) => r.finishedPerSecond),
+    loop: med('on', (r) => r.loopP99),
+  };
+  const archived = Math.min(...runs.filter((r) => r.mode === 'on').map((r) => r.result.archived));
+  console.log(
+    `medians, sweeper on vs off: POST p99 ${fmt(on.p99, 1)} vs ${fmt(off.p99, 1)} ms (${fmt(on.p99 / off.p99, 2)}x), tasks/s ${fmt(on.tps, 1)} vs ${fmt(off.tps, 1)} (${fmt(on.tps / off.tps, 2)}x), event-loop p99 ${fmt(on.loop, 1)} vs ${fmt(off.loop, 1)} ms (${fmt(on.loop / off.loop, 2)}x)`,
+  );
+  recordFigure({
+    figure: `${store}: the server's event-loop delay p99 while the sweeper archives, vs no policy (${RATE}/s, median of ${LOAD_ROUNDS})`,
+    value: `${fmt(on.loop, 1)} ms vs ${fmt(off.loop, 1)} ms`,
+    ratio: on.loop / off.loop,
+    target: 'within 1.5x',
+    met: on.loop <= off.loop * 1.5,
+  });
+  recordFigure({
+    figure: `${store}: POST /tasks p99 while the sweeper archives, vs no policy (${RATE}/s, median of ${LOAD_ROUNDS})`,
+    value: `${fmt(on.p99, 1)} ms vs ${fmt(off.p99, 1)} ms (at least ${archived} tasks archived meanwhile)`,
+    ratio: on.p99 / off.p99,
+    target: 'p99 within 1.5x, the sweeper moving tasks',
+    met: on.p99 <= off.p99 * 1.5 && archived > 0,
+  });
+  recordFigure({
+    figure: `${store}: tasks finished per second while the sweeper archives, vs no policy (median of ${LOAD_ROUNDS})`,
+    value: `${fmt(on.tps, 1)}/s vs ${fmt(off.tps, 1)}/s`,
+    ratio: on.tps / off.tps,
+    target: 'at least 0.9x',
+    met: on.tps >= off.tps * 0.9,
+  });
+}
+
+/** finished tasks a month old in the database the load runs against */
+const LOAD_SEED_TASKS = Number(process.env.BENCH_RETENTION_SEED_TASKS ?? 20_000);
+/** the same on PostgreSQL, where seeding is slower: more than its sweeper moves in a run */
+const PG_LOAD_SEED_TASKS = Number(process.env.BENCH_RETENTION_PG_SEED_TASKS ?? 6_000);
+
 async function sweeperUnderLoad(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-sweep-'));
   try {
     const seed = join(dir, 'seed.db');
     const storage = await createSqliteStorage({ path: seed, synchronous: 'NORMAL' });
-    const seedDays = Math.max(1, Math.round(20_000 / TASKS_PER_DAY));
+    const seedDays = Math.max(1, Math.round(LOAD_SEED_TASKS / TASKS_PER_DAY));
     for (let day = 0; day < seedDays; day++) await appendDay(storage, day);
     storage.raw.pragma('wal_checkpoint(TRUNCATE)');
     await storage.close();
     if (PARTS.has('alone')) await sweeperAlone(seed, dir);
     if (!PARTS.has('sweeper')) return;
-    const results: Record<'off' | 'on', LoadResult> = {} as never;
-    for (const mode of ['off', 'on'] as const) {
-      const run = join(dir, mode);
+    await compareUnderLoad('SQLite', seedDays * TASKS_PER_DAY, async (mode, round) => {
+      const run = join(dir, `${mode}-${round}`);
       mkdirSync(join(run, 'workspace'), { recursive: true });
       copyFileSync(seed, join(run, 'bench.db'));
-      const server = await startController(join(run, 'bench.db'), join(run, 'workspace'), {
+      return startController(join(run, 'bench.db'), join(run, 'workspace'), {
+        ...LOAD_ENV,
         RUNLEDGER_SQLITE_SYNCHRONOUS: 'NORMAL',
-        RUNLEDGER_MEMORY: 'off',
-        RUNLEDGER_CONCURRENCY: '8',
-        RUNLEDGER_OVERLOAD_LOOP_DELAY_MS: '0',
-        RUNLEDGER_OVERLOAD_LOOP_UTILIZATION: '1',
-        RUNLEDGER_TASK_START_LOOP_UTILIZATION: '1',
-        RUNLEDGER_SANDBOX: 'process',
         // from sources the server appends on its event loop unless told otherwise; the build uses the
         // writer thread under concurrency (BENCH_RETENTION_WRITER_THREAD=on measures that)
         RUNLEDGER_SQLITE_WRITER_THREAD: process.env.BENCH_RETENTION_WRITER_THREAD ?? 'auto',
-        ...(mode === 'on'
-          ? { RUNLEDGER_RETENTION: '7d', RUNLEDGER_RETENTION_SWEEP_MS: '200' }
-          : { RUNLEDGER_RETENTION: 'off' }),
+        ...SWEEPING[mode],
       });
-      try {
-        await new Promise((r) => setTimeout(r, 1000));
-        results[mode] = await paced(server.url);
-      } finally {
-        await server.stop();
-      }
-    }
-    const { off, on } = results;
-    console.log(
-      `sweeper under load: POST /tasks at ${RATE}/s for ${SECONDS} s, a database of ${seedDays * TASKS_PER_DAY} finished tasks a month old (sys_util tasks)`,
-    );
-    console.log(
-      '| server | p50 ms | p99 ms | tasks finished/s | event-loop delay p99 ms | max ms | tasks archived meanwhile |',
-    );
-    console.log('|---|---|---|---|---|---|---|');
-    for (const [label, r] of [
-      ['no policy', off],
-      ['sweeper on (7d)', on],
-    ] as const)
-      console.log(
-        `| ${label} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.finishedPerSecond, 1)} | ${fmt(r.loopP99, 1)} | ${fmt(r.loopMax, 1)} | ${r.archived} |`,
-      );
-    recordFigure({
-      figure: `the server's event-loop delay p99 while the sweeper archives, vs no policy (${RATE}/s)`,
-      value: `${fmt(on.loopP99, 1)} ms vs ${fmt(off.loopP99, 1)} ms`,
-      ratio: on.loopP99 / off.loopP99,
-      target: 'within 1.5x',
-      met: on.loopP99 <= off.loopP99 * 1.5,
-    });
-    recordFigure({
-      figure: `POST /tasks p99 while the sweeper archives, vs no policy (${RATE}/s)`,
-      value: `${fmt(on.p99, 1)} ms vs ${fmt(off.p99, 1)} ms (${on.archived} tasks archived meanwhile)`,
-      ratio: on.p99 / off.p99,
-      target: 'p99 within 1.5x, the sweeper moving tasks',
-      met: on.p99 <= off.p99 * 1.5 && on.archived > 0,
-    });
-    recordFigure({
-      figure: 'tasks finished per second while the sweeper archives, vs no policy',
-      value: `${fmt(on.finishedPerSecond, 1)}/s vs ${fmt(off.finishedPerSecond, 1)}/s`,
-      ratio: on.finishedPerSecond / off.finishedPerSecond,
-      target: 'at least 0.9x',
-      met: on.finishedPerSecond >= off.finishedPerSecond * 0.9,
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same on PostgreSQL (BENCH_PG_URL): one seeded database, and a copy of it per run (CREATE
+ * DATABASE ... TEMPLATE), so every run starts from the same month; the sweeper runs on the
+ * server's pool, under the archive lease.
+ */
+async function sweeperUnderLoadPg(): Promise<void> {
+  const prefix = `rl_bench_sweep_${process.pid}`;
+  const seedDb = `${prefix}_seed`;
+  const urlOf = (database: string) => {
+    const url = new URL(PG_URL);
+    url.pathname = `/${database}`;
+    return url.toString();
+  };
+  try {
+    await pgAdmin(PG_URL, `CREATE DATABASE ${seedDb}`);
+  } catch (err) {
+    console.log(
+      `sweeper under load on PostgreSQL skipped: cannot reach it (${(err as Error).message}); set BENCH_PG_URL`,
+    );
+    return;
+  }
+  const copies: string[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bench-sweep-pg-'));
+  try {
+    const storage = await createPostgresStorage({ url: urlOf(seedDb), schema: 'bench', maxConnections: 8 });
+    const seedDays = Math.max(1, Math.round(PG_LOAD_SEED_TASKS / TASKS_PER_DAY));
+    const seeding = performance.now();
+    for (let day = 0; day < seedDays; day++) await appendDay(storage, day, TASKS_PER_DAY, 8);
+    await storage.close();
+    console.log(
+      `PostgreSQL seed: ${seedDays * TASKS_PER_DAY} tasks in ${fmt((performance.now() - seeding) / 1000, 1)} s`,
+    );
+    mkdirSync(join(dir, 'workspace'), { recursive: true });
+    await compareUnderLoad('PostgreSQL', seedDays * TASKS_PER_DAY, async (mode, round) => {
+      const copy = `${prefix}_${mode}_${round}`;
+      await pgAdmin(PG_URL, `CREATE DATABASE ${copy} TEMPLATE ${seedDb}`);
+      copies.push(copy);
+      return startController(urlOf(copy), join(dir, 'workspace'), {
+        ...LOAD_ENV,
+        RUNLEDGER_PG_SCHEMA: 'bench',
+        ...SWEEPING[mode],
+      });
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    for (const database of [...copies, seedDb])
+      await pgAdmin(PG_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   }
 }
 
@@ -661,11 +765,14 @@ async function archivedReads(): Promise<void> {
   }
 }
 
-/** BENCH_RETENTION_PARTS: which parts run, comma-separated (reads, growth, alone, sweeper); all by default */
-const PARTS = new Set((process.env.BENCH_RETENTION_PARTS ?? 'reads,growth,alone,sweeper').split(','));
+/** BENCH_RETENTION_PARTS: which parts run, comma-separated (reads, growth, alone, sweeper, sweeper-pg); all by default */
+const PARTS = new Set(
+  (process.env.BENCH_RETENTION_PARTS ?? 'reads,growth,alone,sweeper,sweeper-pg').split(','),
+);
 
 export async function main(): Promise<void> {
   if (PARTS.has('reads')) await archivedReads();
   if (PARTS.has('growth')) await growth();
   if (PARTS.has('alone') || PARTS.has('sweeper')) await sweeperUnderLoad();
+  if (PARTS.has('sweeper-pg')) await sweeperUnderLoadPg();
 }
