@@ -147,6 +147,7 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
       ws.send({ type: 'subscribe_all', after_position: 0, types: ['TASK_COMPLETED', 'TASK_FAILED'] });
       const subscribed = await ws.waitFor((m) => m.type === 'subscribed');
       expect(subscribed.head_position).toBeGreaterThanOrEqual(head);
+      expect(subscribed.archived_through).toBe(subscribed.head_position);
       expect((subscribed.archived as { task_ids: string[] }[]).flatMap((r) => r.task_ids)).toEqual(
         expect.arrayContaining(ids),
       );

@@ -61,7 +61,12 @@ export const WsServerMessages = {
        * archived range (then the replay's last event is the last live one before it)
        */
       head_position: Cursor,
-      /** archived stretches of the log after the cursor through the head, at most 100 (docs/retention.md); absent when there are none */
+      /**
+       * `archived` tells every archived stretch that starts by this position: the head, or just
+       * before the first of more than 100 (a reader pages the rest through /admin/events)
+       */
+      archived_through: Cursor,
+      /** archived stretches of the log after the cursor, through archived_through (docs/retention.md); absent when there are none */
       archived: z.array(ArchivedRangeSchema).optional(),
     }),
   ]),

@@ -24,7 +24,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { WsClientMessage, WsServerMessage } from '../dtos/ws.dto';
 import { parseOrThrow } from '../dtos/zod.pipe';
 import { toErrorResponse } from '../errors/error-body';
-import { EventBus, EventStore, RawEvent } from '@runledger/event-store';
+import { EventBus, EventStore, RawEvent, archivedRangesThrough } from '@runledger/event-store';
 import { TaskViews } from '@runledger/runtime';
 import { EventSource, Follow, FollowCursor, eventSourceOf, followEvents } from '../streaming/follow-events';
 import { LOGGER } from '../tokens';
@@ -200,12 +200,17 @@ export class EventsGateway
         const id = this.claimId(client, msg.subscription_id);
         // archived stretches after the cursor through the head: their positions will not come, and are not lost
         const head = (await this.store.head()).position;
-        const archived = await this.store.archivedRanges(msg.after_position, head);
+        const { archived, through } = await archivedRangesThrough(
+          this.store,
+          msg.after_position,
+          Math.max(msg.after_position, head),
+        );
         this.send(client, {
           type: 'subscribed',
           subscription_id: id,
           after_position: msg.after_position,
           head_position: head,
+          archived_through: through,
           ...(archived.length > 0 ? { archived } : {}),
         });
         return this.follow(client, id, {

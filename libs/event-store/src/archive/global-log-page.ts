@@ -45,16 +45,25 @@ export async function readGlobalLogPage(
     types: query.types,
     task_id: query.task_id,
   });
-  let through = events.length === query.limit ? events[events.length - 1].position : Math.max(after, head);
-  let archived = await store.archivedRanges(after, through, rangesPerPage + 1);
-  if (archived.length > rangesPerPage) {
-    const untold = archived[rangesPerPage].first_position - 1;
-    archived = archived.slice(0, rangesPerPage);
-    // (when even the first untold range starts at or before the cursor, no stop before it moves on)
-    if (untold > after) {
-      through = untold;
-      events = events.filter((e) => e.position <= through);
-    }
-  }
+  const covered = events.length === query.limit ? events[events.length - 1].position : Math.max(after, head);
+  const { archived, through } = await archivedRangesThrough(store, after, covered, rangesPerPage);
+  if (through < covered) events = events.filter((e) => e.position <= through);
   return { events, next_after_position: through, head_position: head, archived };
+}
+
+/**
+ * The archived ranges after `after` that start by `through`, at most `perPage` of them, and the
+ * position through which they are all told: `through`, or just before the first range left untold
+ * (unless even that one starts at or before `after`: then `through`, some ranges untold).
+ */
+export async function archivedRangesThrough(
+  store: EventStore,
+  after: number,
+  through: number,
+  perPage = ARCHIVED_RANGES_PER_PAGE,
+): Promise<{ archived: ArchivedRange[]; through: number }> {
+  const ranges = await store.archivedRanges(after, through, perPage + 1);
+  if (ranges.length <= perPage) return { archived: ranges, through };
+  const untold = ranges[perPage].first_position - 1;
+  return { archived: ranges.slice(0, perPage), through: untold > after ? untold : through };
 }

@@ -1,4 +1,9 @@
-import { GlobalLogPage, GlobalLogQuery, readGlobalLogPage } from '@runledger/event-store';
+import {
+  GlobalLogPage,
+  GlobalLogQuery,
+  archivedRangesThrough,
+  readGlobalLogPage,
+} from '@runledger/event-store';
 import { Storage } from '../storage';
 import { loadGoldenLog, readGoldenLog } from '../testing/golden-logs';
 import { TempStorage, describeEachStorage } from '../testing/temp-storage';
@@ -112,6 +117,16 @@ describeEachStorage('readGlobalLogPage', (open) => {
       // read again from there: nothing, and no step back
       const again = await readGlobalLogPage(temp.storage.eventStore, { after_position: head, limit: 2 });
       expect(again).toEqual({ events: [], next_after_position: head, head_position: head, archived: [] });
+    });
+
+    it('archivedRangesThrough, a subscriber’s list: tells all through the head, or stops before the first untold', async () => {
+      const all = await temp.storage.eventStore.archivedRanges(0, head);
+      expect(await archivedRangesThrough(temp.storage.eventStore, 0, head)).toEqual({
+        archived: all,
+        through: head,
+      });
+      const two = await archivedRangesThrough(temp.storage.eventStore, 0, head, 2);
+      expect(two).toEqual({ archived: all.slice(0, 2), through: all[2].first_position - 1 });
     });
 
     it('an archived task read by task_id: no events, the cursor at the head, its range told', async () => {
