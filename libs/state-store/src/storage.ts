@@ -137,7 +137,12 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
-  const erasure = new SessionErasure(handle.db, eventStore, sqliteKeyDestroyer(eventStore, handle));
+  const erasure = new SessionErasure(
+    handle.db,
+    eventStore,
+    sqliteKeyDestroyer(eventStore, handle),
+    taskStates,
+  );
   return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, erasure, ...wired };
 }
 
@@ -162,7 +167,7 @@ export async function createPostgresStorage(
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
   const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);
-  const erasure = new SessionErasure(handle.db, eventStore, pgKeyDestroyer(handle));
+  const erasure = new SessionErasure(handle.db, eventStore, pgKeyDestroyer(handle), taskStates);
   return { ...handle, driver: 'postgres', eventStore, taskStates, leases, erasure, ...wired };
 }
 

@@ -245,6 +245,25 @@ export abstract class TaskStateStore {
     return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
   }
 
+  /** A session's tasks and their statuses, live and catalogued (the live row wins), by task id. */
+  async sessionStatuses(sessionId: string): Promise<Array<{ task_id: string; status: TaskStatus }>> {
+    const live = await this.db
+      .selectFrom('tasks')
+      .select(['task_id', 'status'])
+      .where('session_id', '=', sessionId)
+      .execute();
+    const catalogued =
+      (await this.catalogDb()
+        ?.selectFrom('catalog_tasks')
+        .select(['task_id', 'status'])
+        .where('session_id', '=', sessionId)
+        .execute()) ?? [];
+    const byId = new Map([...catalogued, ...live].map((r) => [r.task_id, r.status as TaskStatus]));
+    return [...byId]
+      .map(([task_id, status]) => ({ task_id, status }))
+      .sort((a, b) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
+  }
+
   /** Tasks per status, live and catalogued (a task in both while a move is under way counts once). */
   async countByStatus(): Promise<Partial<Record<TaskStatus, number>>> {
     const counts: Partial<Record<TaskStatus, number>> = {};

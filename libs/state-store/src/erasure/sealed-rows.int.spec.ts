@@ -4,6 +4,9 @@ import { ERASED_VALUE, NewEvent, emptyUsage } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { PostgresStorage, SqliteStorage, Storage } from '../storage';
 import { TempStorage, createTempPgStorage, createTempStorage } from '../testing/temp-storage';
+import { Archiver } from '../archive/archiver';
+import { openSqliteArchiver, postgresArchiver } from '../archive/open-archiver';
+import { catalogFile } from '@runledger/event-store';
 
 const SECRET = 'Ada Lovelace lives at 12 Secret Lane';
 const ANSWER = 'the answer for Ada: 42 bananas';
@@ -45,27 +48,30 @@ async function storedRows(storage: Storage): Promise<string> {
 }
 
 function sealedRowsSuite(open: () => Promise<TempStorage<Storage>>, files: boolean) {
-  let temp: TempStorage<Storage>;
-  afterEach(async () => temp?.dispose());
+  let temp: TempStorage<Storage> | undefined;
+  afterEach(async () => {
+    await temp?.dispose();
+    temp = undefined;
+  });
 
   /** t1 still running, t2 finished, both in ses_ada; t3 in ses_bob. */
   async function given(): Promise<Storage> {
-    temp = await open();
-    const { eventStore } = temp.storage;
+    const opened = (temp = await open());
+    const { eventStore } = opened.storage;
     await eventStore.append('t1', [received('ses_ada')], { expected: 'no_stream' });
     await eventStore.append('t2', [received('ses_ada')], { expected: 'no_stream' });
     await eventStore.append('t2', [completed()], { expected: 1 });
     await eventStore.append('t3', [received('ses_bob', 'Bob asks about LOVELACE too')], {
       expected: 'no_stream',
     });
-    return temp.storage;
+    return opened.storage;
   }
 
   it('stores the personal columns sealed, even of a running task, and serves them in clear', async () => {
     const storage = await given();
     expect(await storedRows(storage)).not.toContain('Lovelace');
     expect(await storedRows(storage)).not.toContain('bananas');
-    if (files) expect(filesText(temp.dir)).not.toContain('Lovelace');
+    if (files) expect(filesText(temp!.dir)).not.toContain('Lovelace');
     const t1 = await storage.taskStates.get('t1');
     expect(t1).toMatchObject({ input: SECRET, status: 'queued' });
     expect(t1!.accept_checks[0]).toMatchObject({ match: 'Lovelace' });
@@ -115,7 +121,48 @@ function sealedRowsSuite(open: () => Promise<TempStorage<Storage>>, files: boole
     expect(await storedRows(storage)).not.toContain('Lovelace');
     expect((await storage.taskStates.list({ q: 'lovelace' })).items.map((t) => t.task_id)).toEqual(['t3']);
     expect((await storage.taskStates.get('t3'))!.input).toBe('Bob asks about LOVELACE too');
-    if (files) expect(filesText(temp.dir)).not.toContain('bananas');
+    if (files) expect(filesText(temp!.dir)).not.toContain('bananas');
+  });
+}
+
+const HOUR = 3_600_000;
+
+async function withArchiver<T>(temp: TempStorage<Storage>, body: (a: Archiver) => Promise<T>): Promise<T> {
+  if (temp.storage.driver === 'postgres') return body(postgresArchiver(temp.storage.db));
+  const access = openSqliteArchiver(temp.path);
+  try {
+    return await body(access.archiver);
+  } finally {
+    await access.close();
+  }
+}
+
+function cataloguedSuite(open: () => Promise<TempStorage<Storage>>, files: boolean) {
+  let temp: TempStorage<Storage> | undefined;
+  afterEach(async () => {
+    await temp?.dispose();
+    temp = undefined;
+  });
+
+  it('a session whose tasks were archived and catalogued is erased with them; the catalog held only ciphertext', async () => {
+    const opened = (temp = await open());
+    const { storage } = opened;
+    await storage.eventStore.append('t1', [received('ses_ada'), completed()], { expected: 'no_stream' });
+    await storage.eventStore.append('t2', [received('ses_bob', 'Bob asks')], { expected: 'no_stream' });
+    await storage.eventStore.append('t2', [completed()], { expected: 1 });
+    const rules = [{ older_than_ms: HOUR }];
+    await withArchiver(opened, (a) => a.run({ rules }, Date.now() + 2 * HOUR));
+    const run = await withArchiver(opened, (a) =>
+      a.run({ rules, catalog_after_ms: HOUR }, Date.now() + 48 * HOUR),
+    );
+    expect(run.catalogued.tasks).toBe(2);
+    expect(await storedRows(storage)).not.toContain('t1');
+    if (files) expect(readFileSync(catalogFile(opened.path)).toString('latin1')).not.toContain('Lovelace');
+    expect(await storage.taskStates.get('t1')).toMatchObject({ input: SECRET, result: ANSWER });
+    const report = await storage.erasure.erase('ses_ada');
+    expect(report.task_ids).toEqual(['t1']);
+    expect(await storage.taskStates.get('t1')).toMatchObject({ input: ERASED_VALUE, result: ERASED_VALUE });
+    expect((await storage.taskStates.get('t2'))!.input).toBe('Bob asks');
   });
 }
 
@@ -132,6 +179,10 @@ describe('sealed task rows on SQLite, appends inline', () => {
   });
 });
 
+describe('sealed task rows in the archive catalog, SQLite', () => {
+  cataloguedSuite(() => createTempStorage({ sealPayloads: true }), true);
+});
+
 describe('sealed task rows on SQLite, appends in the writer thread', () => {
   sealedRowsSuite(() => createTempStorage({ sealPayloads: true, writerThread: true }), true);
 });
@@ -139,4 +190,6 @@ describe('sealed task rows on SQLite, appends in the writer thread', () => {
 describePostgres('sealed task rows on PostgreSQL', () => {
   const pg = useTestPostgres();
   sealedRowsSuite(() => createTempPgStorage(pg, { sealPayloads: true }), false);
+  describe('in the archive catalog', () =>
+    cataloguedSuite(() => createTempPgStorage(pg, { sealPayloads: true }), false));
 });

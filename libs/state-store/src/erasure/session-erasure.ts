@@ -19,7 +19,7 @@ import {
 } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { StateStoreDatabase, StateStoreTables } from '../schema';
-import { PERSONAL_TASK_COLUMNS, foldRun, stateToRow } from '../task-state-store';
+import { PERSONAL_TASK_COLUMNS, TaskStateStore, foldRun, stateToRow } from '../task-state-store';
 
 /** The stream erasures are recorded in (SESSION_ERASED): ids only, never content. */
 export const ERASURE_STREAM = 'system:erasure';
@@ -66,22 +66,21 @@ export class SessionErasure {
     db: Kysely<Database>,
     private readonly events: EventStore,
     private readonly keys: KeyDestroyer,
+    private readonly states: TaskStateStore,
   ) {
     this.db = db.withTables<StateStoreTables>();
   }
 
-  /** What `erase` would erase, without erasing: the session's tasks (404 when it has none). */
+  /**
+   * What `erase` would erase, without erasing: the session's tasks, live and in the archive's
+   * catalog (404 when it has none).
+   */
   async tasksOf(sessionId: string): Promise<Array<{ task_id: string; status: TaskStatus }>> {
     checkSessionId(sessionId);
-    const tasks = await this.db
-      .selectFrom('tasks')
-      .select(['task_id', 'status'])
-      .where('session_id', '=', sessionId)
-      .orderBy('task_id')
-      .execute();
+    const tasks = await this.states.sessionStatuses(sessionId);
     if (tasks.length === 0)
       throw new NotFoundError(`session ${sessionId} has no tasks`, { session_id: sessionId });
-    return tasks as Array<{ task_id: string; status: TaskStatus }>;
+    return tasks;
   }
 
   async erase(sessionId: string): Promise<ErasureReport> {
@@ -123,7 +122,11 @@ export class SessionErasure {
     };
   }
 
-  /** The row's content columns as the fold of its (now erased) events reads them. */
+  /**
+   * The row's content columns as the fold of its (now erased) events reads them. A catalogued task
+   * has no live row: its catalog row was sealed at rest, or (written in clear before erasure was on)
+   * stays as its clear events do.
+   */
   private async refoldRow(taskId: string): Promise<void> {
     const state = foldRun(undefined, await this.events.readStream(taskId));
     if (!state) return;
