@@ -43,6 +43,7 @@ import {
   parseRetention,
   postgresArchiver,
 } from '@runledger/state-store';
+import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { Client } from 'pg';
 // the state store's event builders make the simulated tasks' streams
@@ -161,8 +162,14 @@ async function sqliteSide(dir: string, name: string, withPolicy: boolean): Promi
         }
       : undefined,
     size: async () => {
-      const catalog =
-        fileBytes(catalogFile(storage.raw.name)) + fileBytes(`${catalogFile(storage.raw.name)}-wal`);
+      const file = catalogFile(storage.raw.name);
+      if (existsSync(file)) {
+        // the catalog's WAL folded into its file, as the live database's is
+        const catalogDb = new BetterSqlite3(file);
+        catalogDb.pragma('wal_checkpoint(TRUNCATE)');
+        catalogDb.close();
+      }
+      const catalog = fileBytes(file) + fileBytes(`${file}-wal`);
       return {
         live: liveBytes(storage),
         archive: folderBytes(segmentFolder(storage.raw.name)) - catalog,

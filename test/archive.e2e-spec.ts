@@ -5,8 +5,30 @@ import Database from 'better-sqlite3';
 import { Served, getJson, runCli, serveChild, settledTask, submitTask, taskOf } from '@runledger/testing';
 
 interface ArchiveJson {
-  archive: { dry_run: boolean; tasks: string[]; events: number; segments: { segment_id: string }[] };
+  archive: {
+    dry_run: boolean;
+    tasks: string[];
+    events: number;
+    segments: { segment_id: string }[];
+    catalogued: { tasks: number };
+  };
 }
+
+/** A task's rows in the live database's `tasks` and `archived_tasks` (the catalog takes both). */
+const liveRows = (db: string, taskId: string): number => {
+  const raw = new Database(db, { readonly: true });
+  try {
+    return (
+      raw
+        .prepare(
+          'SELECT (SELECT count(*) FROM tasks WHERE task_id = ?) + (SELECT count(*) FROM archived_tasks WHERE task_id = ?) AS n',
+        )
+        .get(taskId, taskId) as { n: number }
+    ).n;
+  } finally {
+    raw.close();
+  }
+};
 
 const liveEvents = (db: string, taskId: string): number => {
   const raw = new Database(db, { readonly: true });
@@ -50,14 +72,25 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect(wouldMove.tasks).toEqual(expect.arrayContaining(ids));
     expect(liveEvents(db, ids[0])).toBeGreaterThan(0);
 
-    const moved = await cli(['archive', '--older-than', '0s', '--json']);
+    const listBefore = (await getJson(live.url, '/tasks?limit=3')).body;
+    // archived, and at once (a catalog age of 0s) moved on into the archive's catalog
+    const moved = await runCli(['archive', '--older-than', '0s', '--json'], {
+      cwd: dir,
+      env: { RUNLEDGER_DB: db, RUNLEDGER_RETENTION_CATALOG_AFTER: '0s' },
+    });
     expect(moved.code).toBe(0);
     const run = (JSON.parse(moved.stdout) as ArchiveJson).archive;
     expect(run.tasks).toEqual(expect.arrayContaining(ids));
     expect(run.events).toBe(wouldMove.events);
+    expect(run.catalogued.tasks).toBe(run.tasks.length);
     for (const id of ids) expect(liveEvents(db, id)).toBe(0);
+    for (const id of ids) expect(liveRows(db, id)).toBe(0);
+    expect((await getJson(live.url, '/tasks?limit=3')).body).toEqual(listBefore);
     const folder = `${db}.archive`;
-    expect(readdirSync(folder)).toEqual(run.segments.map((s) => `${s.segment_id}.jsonl.gz`));
+    // the segments, beside the archive's catalog (where tasks archived long ago are recorded)
+    expect(readdirSync(folder).filter((f) => !f.startsWith('catalog.db'))).toEqual(
+      run.segments.map((s) => `${s.segment_id}.jsonl.gz`),
+    );
 
     // the server reads archived tasks as it read them live
     for (const [i, id] of ids.entries()) {
@@ -77,19 +110,23 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect([ended.status, ended.stop_reason]).toEqual([tasks[0].status, tasks[0].stop_reason]);
 
     const verified = await runCli(['verify', db, '--json'], { cwd: dir });
-    expect(JSON.parse(verified.stdout)).toMatchObject({ verify: { ok: true, problems: [] } });
+    // every task, the catalogued ones too (the fresh one is live)
+    expect(JSON.parse(verified.stdout)).toMatchObject({ verify: { ok: true, problems: [], tasks: 6 } });
     expect(verified.code).toBe(0);
     const copy = join(dir, 'copy.db');
     const backup = await cli(['backup', copy, '--json']);
     expect(JSON.parse(backup.stdout)).toMatchObject({ backup: { segments: run.segments.length } });
     expect(existsSync(`${copy}.archive`)).toBe(true);
+    expect(existsSync(`${copy}.archive/catalog.db`)).toBe(true);
     const copyVerified = await runCli(['verify', copy, '--json'], { cwd: dir });
-    expect(JSON.parse(copyVerified.stdout)).toMatchObject({ verify: { ok: true } });
+    expect(JSON.parse(copyVerified.stdout)).toMatchObject({ verify: { ok: true, tasks: 6 } });
 
     const restored = await cli(['restore', ids[2], '--json']);
     expect(restored.code).toBe(0);
     expect(JSON.parse(restored.stdout)).toMatchObject({ restore: { task_ids: [ids[2]] } });
     expect(liveEvents(db, ids[2])).toBe((before[2].events as unknown[]).length);
+    expect(liveRows(db, ids[2])).toBe(1);
+    expect(await taskOf(live.url, ids[2])).toEqual(tasks[2]);
     expect(await eventsOf(ids[2])).toEqual(before[2]);
 
     const vacuumed = await cli(['vacuum', '--json']);

@@ -196,7 +196,7 @@ export abstract class TaskStateStore {
   constructor(
     db: Kysely<Database>,
     /** the archive's catalog: rows of tasks archived long ago, out of the live table (read after it) */
-    protected readonly catalog: CatalogReader,
+    readonly catalog: CatalogReader,
     private readonly openCopies: OpenCopies = openedAsStored,
   ) {
     this.db = db.withTables<StateStoreTables>();

@@ -33,11 +33,17 @@ export const catalogFile = (databasePath: string): string => join(segmentFolder(
 export interface CatalogReader {
   /** null while the database has no catalog: nothing is catalogued */
   db(): Kysely<CatalogDatabase> | null;
+  /**
+   * `body` on a database that may write the catalog's rows (an erasure scrubs catalogued summaries);
+   * not run, and null, while there is no catalog. SQLite: a connection of its own for the call.
+   */
+  write<T>(body: (db: Kysely<CatalogDatabase>) => Promise<T>): Promise<T | null>;
   close(): Promise<void>;
 }
 
 export function postgresCatalog(db: Kysely<Database>): CatalogReader {
-  return { db: () => db as unknown as Kysely<CatalogDatabase>, close: async () => undefined };
+  const catalog = db as unknown as Kysely<CatalogDatabase>;
+  return { db: () => catalog, write: (body) => body(catalog), close: async () => undefined };
 }
 
 export function sqliteCatalog(databasePath: string, busyTimeoutMs = 5000): CatalogReader {
@@ -56,6 +62,17 @@ export function sqliteCatalog(databasePath: string, busyTimeoutMs = 5000): Catal
       }
       db = new Kysely<CatalogDatabase>({ dialect: new SqliteDialect({ database: raw }) });
       return db;
+    },
+    async write(body) {
+      if (!file || !existsSync(file)) return null;
+      const raw = new BetterSqlite3(databasePath, { fileMustExist: true, timeout: busyTimeoutMs });
+      const writer = new Kysely<CatalogDatabase>({ dialect: new SqliteDialect({ database: raw }) });
+      try {
+        attachCatalog(raw);
+        return await body(writer);
+      } finally {
+        await writer.destroy();
+      }
     },
     async close() {
       await db?.destroy();

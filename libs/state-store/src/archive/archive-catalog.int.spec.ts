@@ -1,4 +1,4 @@
-import { IllegalStateError, RuntimeEvent } from '@runledger/contracts';
+import { ERASED_VALUE, IllegalStateError, RuntimeEvent } from '@runledger/contracts';
 import {
   CatalogDatabase,
   Database,
@@ -246,5 +246,26 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
     });
     expect(await countOf(storage.db as never, 'tasks', ids)).toBe(0);
     expect(await everyRead(storage, ids)).toEqual(before);
+  });
+
+  it('an erasure finds the session’s catalogued tasks and scrubs their summaries in the catalog', async () => {
+    const { storage } = temp;
+    const ids = await fill(storage);
+    await withArchiver(temp, (a) => a.run(archiveOnly, T1));
+    await withArchiver(temp, (a) => a.run(withCatalog, T2));
+    const sessionB = ids.filter((_, i) => i % 3 === 1);
+    expect((await storage.taskStates.get(sessionB[0]))!.input).toContain('input');
+    const report = await storage.erasure.erase('ses_b');
+    expect(report.task_ids).toEqual(sessionB);
+    for (const id of sessionB) expect((await storage.taskStates.get(id))!.input).toBe(ERASED_VALUE);
+    await withCatalogDb(temp, async (catalog) => {
+      const rows = await catalog
+        .selectFrom('catalog_tasks' as never)
+        .select(['task_id' as never, 'input' as never])
+        .execute();
+      const inputs = new Map((rows as { task_id: string; input: string }[]).map((r) => [r.task_id, r.input]));
+      for (const id of sessionB) expect(inputs.get(id)).toBe(ERASED_VALUE);
+      expect(inputs.get(ids[0])).toContain('input');
+    });
   });
 });
