@@ -131,7 +131,11 @@ export class SessionErasure {
     if (!state) return;
     const row = stateToRow(state);
     const scrubbed = Object.fromEntries(PERSONAL_TASK_COLUMNS.map((c) => [c, row[c]]));
-    const live = await this.db.updateTable('tasks').set(scrubbed).where('task_id', '=', taskId).executeTakeFirst();
+    const live = await this.db
+      .updateTable('tasks')
+      .set(scrubbed)
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
     if (Number(live.numUpdatedRows) > 0) return;
     await this.states.catalog.write((db) =>
       db
