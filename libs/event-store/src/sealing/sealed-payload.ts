@@ -113,10 +113,23 @@ const SEALED_TEXT_PREFIX = `{"${SEALED_KEY}":`;
 export const sealText = (text: string, key: DataKey, sessionId: string): string =>
   JSON.stringify({ [SEALED_KEY]: encrypt(text, key, sessionId), session_id: sessionId });
 
-/** The session a sealText result belongs to; null for a text stored in clear. */
+/**
+ * The session a sealText result belongs to; null for a text stored in clear (a person's own text
+ * that merely begins like a sealed one, e.g. an input, included).
+ */
 export function sealedTextSession(text: string): string | null {
   if (!text.startsWith(SEALED_TEXT_PREFIX)) return null;
-  return (JSON.parse(text) as { session_id: string }).session_id;
+  try {
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    const keys = Object.keys(parsed);
+    return keys.length === 2 &&
+      typeof parsed[SEALED_KEY] === 'string' &&
+      typeof parsed.session_id === 'string'
+      ? parsed.session_id
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /** sealText's reverse under its session's key state: the text in clear, or null (erased, key missing). */

@@ -119,6 +119,9 @@ function sealingSuite(name: string, open: (seal: boolean) => Promise<Harness>, d
         'as stored',
         `row of ${SECRET}`,
       ]);
+      // a person's own text that merely begins like a sealed one is clear text
+      const lookalikes = ['{"$sealed": not json', '{"$sealed":"v1","session_id":"ses_a","more":1}'];
+      expect(await h.store.openCopies(lookalikes)).toEqual(lookalikes);
       await h.erase('ses_a');
       expect(await h.store.openCopies([a, b])).toEqual([null, `row of ${SECRET}`]);
       // a copy made from the erased session's (erased) events holds nothing and is stored as it is
