@@ -90,6 +90,15 @@ describeArchivingStorages('task views over archived tasks', (open) => {
     expect(fromRows.all).toEqual(before.all);
     expect(fromRows.deploy).toEqual(before.deploy);
     expect(fromRows.session).toEqual(before.session);
+
+    // and once their records moved on into the archive's catalog (out of the live tables)
+    const second = await sut.archive((a) =>
+      a.run({ ...parseRetention('1d')!, catalog_after_ms: 0 }, Date.parse('2026-04-01T00:00:00Z')),
+    );
+    expect(second.catalogued.tasks).toBe(7);
+    expect(await everyRead(log)).toEqual(before);
+    const fromCatalog = await everyRead(projection);
+    expect(fromCatalog).toEqual(fromRows);
   });
 
   it('reads the global log with archived events merged in position order, page by page', async () => {

@@ -133,6 +133,35 @@ const sweeperSpecs = (open: () => Promise<TempStorage<Storage>>, where: Where) =
     expect(await archivedIds(storage)).not.toContain(late);
   });
 
+  it('moves archived tasks’ records on into the catalog in bounded batches; every task still reads', async () => {
+    const { storage } = temp;
+    const ids = await finishedTasks(storage, 'cat', 8);
+    sweeper = new RetentionSweeper(access.archiver, {
+      policy: { ...anHour, catalog_after_ms: 0 },
+      intervalMs: 60_000,
+      restMs: 5,
+      now: later,
+      log: quiet,
+    });
+    const run = await sweeper.sweep();
+    expect(run.catalogued.tasks).toBe(8);
+    const records = (await storage.eventStore.readWholeStream(ARCHIVE_STREAM)).flatMap((e) =>
+      e.type === 'TASKS_CATALOGUED' ? [e.payload.tasks] : [],
+    );
+    expect(records).toEqual([3, 3, 2]);
+    const live = await storage.db
+      .withTables<{ tasks: { task_id: string } }>()
+      .selectFrom('tasks')
+      .select('task_id')
+      .where('task_id', 'in', ids)
+      .execute();
+    expect(live).toEqual([]);
+    for (const id of ids) expect((await storage.taskStates.get(id))?.status).toBe('completed');
+    expect((await storage.taskStates.list({ limit: 50 })).items.map((t) => t.task_id).sort()).toEqual(
+      [...ids].sort(),
+    );
+  });
+
   it('stop() during a sweep ends it after the batch in flight: moved trees are whole, the rest stay live', async () => {
     const { storage } = temp;
     await access.close();
