@@ -1,4 +1,5 @@
 import { Database } from '@runledger/event-store';
+import type { Selectable } from 'kysely';
 
 /** Row of `tasks`: JSON columns as text. */
 export interface TasksTable {
@@ -21,6 +22,8 @@ export interface TasksTable {
   created_at: string;
   updated_at: string;
 }
+
+export type TaskRow = Selectable<TasksTable>;
 
 export interface CheckpointsTable {
   checkpoint_id: string;

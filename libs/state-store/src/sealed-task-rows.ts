@@ -1,6 +1,6 @@
 import { ERASED_VALUE, TaskStatus, isTerminalStatus } from '@runledger/contracts';
 import type { CopySealer } from '@runledger/event-store';
-import type { TaskRow } from './task-state-store';
+import type { TaskRow } from './schema';
 
 /** The row's columns a person's content lives in: sealed at rest with erasure on, refolded by an erasure. */
 export const PERSONAL_TASK_COLUMNS = [

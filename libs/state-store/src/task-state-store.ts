@@ -23,9 +23,9 @@ import {
 } from '@runledger/event-store';
 import { isPostgres } from '@runledger/migrations';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Selectable, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import { ModelUsageRow, modelUsageOf, modelUsageUpsert } from './model-usage';
-import { StateStoreDatabase, StateStoreTables, TasksTable } from './schema';
+import { StateStoreDatabase, StateStoreTables, TaskRow, TasksTable } from './schema';
 import { PendingRequest, TaskState, evolve } from './task-state';
 import { OpenCopies, TaskRowCodec, openTaskRows, openedAsStored } from './sealed-task-rows';
 
@@ -55,7 +55,7 @@ export interface TaskPage {
   next_cursor: string | null;
 }
 
-export type TaskRow = Selectable<TasksTable>;
+export type { TaskRow };
 
 export const TASK_COLUMNS = [
   'task_id',
