@@ -12,6 +12,7 @@ import * as createModelUsage from './1795334683810-CreateModelUsage';
 import * as addReceivedRootIndex from './1795334683820-AddReceivedRootIndex';
 import * as createDataKeys from './1795334683830-CreateDataKeys';
 import * as createArchiveCatalog from './1795334683860-CreateArchiveCatalog';
+import * as createStreamKeys from './1795334683870-CreateStreamKeys';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -38,6 +39,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683820-AddReceivedRootIndex': addReceivedRootIndex,
   '1795334683830-CreateDataKeys': createDataKeys,
   '1795334683860-CreateArchiveCatalog': createArchiveCatalog,
+  '1795334683870-CreateStreamKeys': createStreamKeys,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -29,6 +29,7 @@ import { MemoryHttpModule } from './memory/memory-http.module';
 import { HttpPipelineModule } from './http/http-pipeline.module';
 import { TaskStreamController } from './tasks/task-stream.controller';
 import { TasksController } from './tasks/tasks.controller';
+import { TaskErasureController } from './tasks/task-erasure.controller';
 import { OutboundModule } from './outbound/outbound.module';
 import { RetentionModule } from './retention/retention.module';
 import { SchedulesModule } from './schedules/schedules.module';
@@ -64,6 +65,7 @@ export class AppModule {
       controllers: [
         HealthController,
         TasksController,
+        TaskErasureController,
         TaskStreamController,
         SessionsController,
         AdminEventsController,

@@ -635,6 +635,17 @@ export const EventPayloads = {
     erased_at: z.string(),
   }),
   /**
+   * A task tree's content erased (stream `system:erasure`): the data keys of its streams (the root,
+   * its delegated children, their companion streams) destroyed, so the personal fields of their
+   * events read as erased wherever they are stored; the session's other trees keep theirs. Ids only.
+   */
+  TASK_TREE_ERASED: z.object({
+    session_id: Id,
+    root_task_id: Id,
+    task_ids: z.array(Id),
+    erased_at: z.string(),
+  }),
+  /**
    * A session's own budget across its tasks (stream `session:<session_id>`, never a task's): it comes
    * before the limits a task of the session named; a task received after it records it in its
    * TASK_RECEIVED.session_budget (source `setting`). Null: no limit of that kind.

@@ -111,9 +111,9 @@ export const erasedMarkOf = (payload: unknown): ErasedMark | null => {
 };
 
 /**
- * A task whose session was erased keeps the structure of its log but not its content (model
- * answers, tool outputs, input): re-running it would diverge from what really happened, so it is
- * refused with that said, never run on the erased placeholders.
+ * A task whose session or task tree was erased keeps the structure of its log but not its content
+ * (model answers, tool outputs, input): re-running it would diverge from what really happened, so
+ * it is refused with that said, never run on the erased placeholders.
  */
 export function refuseErasedContent(
   taskId: string,
@@ -125,7 +125,7 @@ export function refuseErasedContent(
   const mark = erasedMarkOf(erased.payload);
   throw new IllegalStateError(
     mark === 'erased'
-      ? `task ${taskId}'s content was erased with its session ${erased.session_id}: ${consequence}`
+      ? `task ${taskId}'s content was erased (with its session ${erased.session_id} or its task tree): ${consequence}`
       : `task ${taskId}'s content cannot be read (its session's data key is missing): ${consequence}`,
     { task_id: taskId, session_id: erased.session_id, erased: mark },
   );

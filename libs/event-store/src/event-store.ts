@@ -1,5 +1,6 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { RuntimeEvent, NewEvent, EventType } from '@runledger/contracts';
+import type { KeyOwner } from './sealing/sealed-payload';
 
 /** Expected stream version for an append: a sequence number, or a condition. */
 /** An archived stretch of the global log, for readers of it who would otherwise see a silent gap. */
@@ -167,16 +168,17 @@ export abstract class EventStore {
   }
 
   /**
-   * Text a read model copies from a session's events (a checkpoint's snapshot, a memory entry), as
-   * it is to be stored: sealed under the session's data key by an adapter that seals payloads
-   * (sealText), so an erasure shreds the copy too. Here, for a session without a key and for an
-   * erased one (whose copies are made from erased events): as it is.
+   * Text a read model copies from an owner's events (a checkpoint's snapshot, a task row, a memory
+   * entry), as it is to be stored: sealed under the owner's data key (KeyOwner: the task's stream)
+   * by an adapter that seals payloads (sealText), so an erasure of its tree or session shreds the
+   * copy too. Here, for an owner without a key and for an erased one (whose copies are made from
+   * erased events): as it is.
    */
-  async sealCopy(_sessionId: string, text: string): Promise<string> {
+  async sealCopy(_owner: KeyOwner, text: string): Promise<string> {
     return text;
   }
 
-  /** sealCopy's reverse: the text, or null when its session's key is gone (erased) or missing. */
+  /** sealCopy's reverse: the text, or null when its owner's key is gone (erased) or missing. */
   async openCopy(text: string): Promise<string | null> {
     return text;
   }

@@ -30,3 +30,4 @@ export * from './sealing/sealed-payload';
 export * from './sealing/sqlite-data-keys';
 export * from './sealing/pg-data-keys';
 export { PayloadSealer, type CopySealer, type WriteKeys } from './sealing/payload-sealer';
+export { KeyRules, erasedSessionError, erasedStreamError } from './sealing/key-rules';

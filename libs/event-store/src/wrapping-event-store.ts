@@ -1,3 +1,4 @@
+import type { KeyOwner } from './sealing/sealed-payload';
 import type { ArchivedRange } from './archive/archived-streams';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { NewEvent, RuntimeEvent } from '@runledger/contracts';
@@ -66,8 +67,8 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.readStreamRaw(taskId, options);
   }
 
-  override sealCopy(sessionId: string, text: string): Promise<string> {
-    return this.inner.sealCopy(sessionId, text);
+  override sealCopy(owner: KeyOwner, text: string): Promise<string> {
+    return this.inner.sealCopy(owner, text);
   }
 
   override openCopy(text: string): Promise<string | null> {

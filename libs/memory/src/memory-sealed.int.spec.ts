@@ -7,7 +7,7 @@ import {
   SqliteDataKeys,
   SqliteEventStore,
   dataKeysPath,
-  eraseKey,
+  eraseSessionKeys,
   openPostgres,
   openSqlite,
 } from '@runledger/event-store';
@@ -122,7 +122,7 @@ describe('sealed memory entries on SQLite', () => {
         ),
       async erase(session) {
         const keys = new SqliteDataKeys(dataKeysPath(path));
-        keys.erase(session, new Date().toISOString());
+        keys.eraseSession(session, new Date().toISOString());
         keys.close();
       },
       async close() {
@@ -162,7 +162,7 @@ describePostgres('sealed memory entries on PostgreSQL', () => {
       },
       files: () => null,
       async erase(session) {
-        await eraseKey(handle.pool, session, new Date().toISOString());
+        await eraseSessionKeys(handle.pool, session, new Date().toISOString());
       },
       async close() {
         await memory.close();

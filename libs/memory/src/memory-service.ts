@@ -188,6 +188,24 @@ export class MemoryService {
     return forgotten;
   }
 
+  /**
+   * Forget an erased task tree's entries (those written for one of `taskIds`), as forgetSession
+   * does a session's. Returns how many were live.
+   */
+  async forgetTasks(taskIds: readonly string[]): Promise<number> {
+    await this.sync();
+    let forgotten = 0;
+    for (const taskId of taskIds)
+      for (;;) {
+        const page = await this.o.store.list({ task_id: taskId }, 200);
+        if (page.length === 0) break;
+        for (const entry of page) await this.writes.delete(entry.id, 'task tree erased', null, ERASED_VALUE);
+        forgotten += page.length;
+      }
+    if ((await this.o.store.scrubTasks(taskIds)) > 0) await this.index.rewrite();
+    return forgotten;
+  }
+
   /** Drop the table and the index file and apply the whole log again. */
   rebuildFromLog(): Promise<number> {
     return this.projection.rebuildFromLog();

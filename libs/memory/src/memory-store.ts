@@ -1,5 +1,6 @@
 import { Compilable, CompiledQuery, Insertable, Kysely, Selectable, sql } from 'kysely';
 import { ERASED_VALUE, MemoryEntry, MemoryKind, MemorySource } from '@runledger/contracts';
+import type { KeyOwner } from '@runledger/event-store';
 import { isPostgres } from '@runledger/migrations';
 
 export interface MemoryEntriesTable {
@@ -79,12 +80,12 @@ export function toEntry(row: MemoryRow): StoredMemoryEntry {
 
 /**
  * How the table keeps its copies of a session's content (text, metadata, vector) at rest: sealed
- * under the session's data key when erasure is on (EventStore.sealCopy / openCopies, the checkpoints'
+ * under its owner's data key (the entry's task's stream, or its session's) when erasure is on (EventStore.sealCopy / openCopies, the checkpoints'
  * and tasks rows' codec), so after an erasure neither the table, its WAL, a backup nor a dump can
  * give them back.
  */
 export interface MemoryCopies {
-  sealCopy(sessionId: string, text: string): Promise<string>;
+  sealCopy(owner: KeyOwner, text: string): Promise<string>;
   openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]>;
 }
 
@@ -248,16 +249,20 @@ export class MemoryStore {
   }
 
   /** The row's content as it is to be stored (see MemoryCopies). */
-  private async sealed<R extends ContentColumns & { session_id?: string | null }>(row: R): Promise<R> {
+  private async sealed<R extends ContentColumns & { session_id?: string | null; task_id?: string | null }>(
+    row: R,
+  ): Promise<R> {
     const session = row.session_id;
     if (!this.copies || !session) return row;
+    // an entry written for a task is sealed under its stream's key, so erasing its tree shreds it
+    const owner = { session_id: session, stream_id: row.task_id ?? null };
     const out = { ...row };
-    if (row.text !== undefined) out.text = await this.copies.sealCopy(session, row.text);
+    if (row.text !== undefined) out.text = await this.copies.sealCopy(owner, row.text);
     if (row.metadata !== undefined && row.metadata !== '{}')
-      out.metadata = await this.copies.sealCopy(session, row.metadata);
+      out.metadata = await this.copies.sealCopy(owner, row.metadata);
     if (row.vector !== undefined) {
       const clear = Buffer.from(row.vector).toString('base64');
-      const stored = await this.copies.sealCopy(session, clear);
+      const stored = await this.copies.sealCopy(owner, clear);
       if (stored !== clear) out.vector = Buffer.from(stored, 'utf8');
     }
     return out;
@@ -431,23 +436,43 @@ export class MemoryStore {
       .select(['id', 'embedding_dim'])
       .where('session_id', '=', sessionId)
       .execute();
+    await this.scrubRows(rows);
+    return rows.length;
+  }
+
+  /** An erased task tree's entries (those written for one of `taskIds`), as scrubSession does a session's. */
+  async scrubTasks(taskIds: readonly string[]): Promise<number> {
+    let scrubbed = 0;
+    for (let i = 0; i < taskIds.length; i += 500) {
+      const rows = await this.db
+        .selectFrom('memory_entries')
+        .select(['id', 'embedding_dim'])
+        .where('task_id', 'in', taskIds.slice(i, i + 500))
+        .execute();
+      await this.scrubRows(rows);
+      scrubbed += rows.length;
+    }
+    return scrubbed;
+  }
+
+  private async scrubRows(rows: ReadonlyArray<{ id: string; embedding_dim: number }>): Promise<void> {
     for (const r of rows)
       await this.db
         .updateTable('memory_entries')
         .set({ text: ERASED_VALUE, metadata: '{}', vector: erasedVector(r.embedding_dim) })
         .where('id', '=', r.id)
         .execute();
-    return rows.length;
   }
 
   async replaceVector(id: string, vector: Float32Array, model: string, dim: number): Promise<void> {
     const row = await this.db
       .selectFrom('memory_entries')
-      .select('session_id')
+      .select(['session_id', 'task_id'])
       .where('id', '=', id)
       .executeTakeFirst();
     const { vector: stored } = await this.sealed({
       session_id: row?.session_id,
+      task_id: row?.task_id,
       vector: vectorToBuffer(vector),
     });
     await this.db

@@ -7,7 +7,7 @@ import {
   canonicalJson,
   newId,
 } from '@runledger/contracts';
-import { Database, EventStore } from '@runledger/event-store';
+import { Database, EventStore, KeyOwner } from '@runledger/event-store';
 import { Kysely } from 'kysely';
 import { z } from 'zod';
 import { StateStoreDatabase, StateStoreTables } from './schema';
@@ -124,6 +124,9 @@ const NO_CONTEXT = JSON.stringify(null);
  * crash between the two leaves an event without a snapshot, and loading then
  * falls back to the previous checkpoint, never to a wrong state.
  */
+/** A task's copies are sealed under its stream's key, like its events. */
+const ownerOf = (state: TaskState): KeyOwner => ({ session_id: state.session_id, stream_id: state.task_id });
+
 export class CheckpointStore {
   private readonly db: Kysely<StateStoreDatabase>;
   /** for the snapshots of a writer's own checkpoints, which nothing waits on: see record */
@@ -250,9 +253,9 @@ export class CheckpointStore {
       await this.db
         .updateTable('checkpoints')
         .set({
-          state: await this.events.sealCopy(folded.session_id, storedSnapshot(folded)),
+          state: await this.events.sealCopy(ownerOf(folded), storedSnapshot(folded)),
           ...(checkContext
-            ? { context: await this.events.sealCopy(folded.session_id, JSON.stringify(context)) }
+            ? { context: await this.events.sealCopy(ownerOf(folded), JSON.stringify(context)) }
             : {}),
         })
         .where('checkpoint_id', '=', row.checkpoint_id)
@@ -286,17 +289,15 @@ export class CheckpointStore {
       context: context ?? null,
       created_at: saved.created_at,
     };
-    // the snapshot and context hold the session's content: sealed like its events, so an erasure shreds them too
+    // the snapshot and context hold the task's content: sealed like its events, so an erasure shreds them too
     const contextText = JSON.stringify(checkpoint.context);
     await db
       .insertInto('checkpoints')
       .values({
         ...checkpoint,
-        state: await this.events.sealCopy(state.session_id, storedSnapshot(state)),
+        state: await this.events.sealCopy(ownerOf(state), storedSnapshot(state)),
         context:
-          contextText === NO_CONTEXT
-            ? contextText
-            : await this.events.sealCopy(state.session_id, contextText),
+          contextText === NO_CONTEXT ? contextText : await this.events.sealCopy(ownerOf(state), contextText),
       })
       .execute();
     return checkpoint;

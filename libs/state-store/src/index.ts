@@ -17,4 +17,4 @@ export * from './archive/archiver';
 export * from './archive/open-archiver';
 export * from './archive/thread-archiver';
 export * from './archive/retention-sweeper';
-export * from './erasure/session-erasure';
+export * from './erasure/erasure';

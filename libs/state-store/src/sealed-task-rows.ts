@@ -86,7 +86,9 @@ export class TaskRowCodec {
       const value = row[c];
       if (!hasContent(value)) continue;
       sealed[c] =
-        before && before.clear[c] === value ? before.stored[c] : copies.sealCopy(row.session_id, value);
+        before && before.clear[c] === value
+          ? before.stored[c]
+          : copies.sealCopy({ session_id: row.session_id, stream_id: row.task_id }, value);
     }
     const out = sealed as TaskRow;
     this.recent.delete(row.task_id);

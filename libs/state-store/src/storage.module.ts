@@ -5,7 +5,7 @@ import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
-import { SessionErasure } from './erasure/session-erasure';
+import { Erasure } from './erasure/erasure';
 import { Storage, createPostgresStorage, createSqliteStorage } from './storage';
 import { TaskStateStore } from './task-state-store';
 
@@ -83,7 +83,7 @@ export class StorageModule {
       CheckpointStore,
       LeaseStore,
       ProcessRegistry,
-      SessionErasure,
+      Erasure,
       STORAGE_DB,
       STORAGE_LAZY_DB,
     ];
@@ -101,7 +101,7 @@ export class StorageModule {
         fromStorage(CheckpointStore, (s) => s.checkpoints),
         fromStorage(LeaseStore, (s) => s.leases),
         fromStorage(ProcessRegistry, (s) => s.processes),
-        fromStorage(SessionErasure, (s) => s.erasure),
+        fromStorage(Erasure, (s) => s.erasure),
         fromStorage(STORAGE_DB, (s): Kysely<unknown> => s.db as Kysely<unknown>),
         fromStorage(STORAGE_LAZY_DB, (s): Kysely<unknown> => s.lazyDb as Kysely<unknown>),
       ],

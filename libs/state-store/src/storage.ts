@@ -16,7 +16,7 @@ import {
 import { migrateToLatest } from '@runledger/migrations';
 import { Kysely } from 'kysely';
 import { CheckpointStore } from './checkpoint-store';
-import { SessionErasure, pgKeyDestroyer, sqliteKeyDestroyer } from './erasure/session-erasure';
+import { Erasure, pgKeyDestroyer, sqliteKeyDestroyer } from './erasure/erasure';
 import { PgTaskStateStore } from './postgres/pg-task-state-store';
 import { LeaseStore } from './lease-store';
 import { ProcessRegistry } from './process-registry';
@@ -38,7 +38,7 @@ export interface Storage {
   /** runledger processes with this database open; this one is registered until close() */
   processes: ProcessRegistry;
   /** forgets a session by destroying its data key (crypto-shredding) */
-  erasure: SessionErasure;
+  erasure: Erasure;
   /** completes the bus and closes the connection(s) */
   close(): Promise<void>;
 }
@@ -137,12 +137,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);
-  const erasure = new SessionErasure(
-    handle.db,
-    eventStore,
-    sqliteKeyDestroyer(eventStore, handle),
-    taskStates,
-  );
+  const erasure = new Erasure(handle.db, eventStore, sqliteKeyDestroyer(eventStore, handle), taskStates);
   return { ...handle, driver: 'sqlite', eventStore, taskStates, leases, erasure, ...wired };
 }
 
@@ -167,7 +162,7 @@ export async function createPostgresStorage(
   const database = `${redactPassword(options.url)}#${handle.schema}`;
   const wired = await wire(handle, eventStore, taskStates, database);
   const leases = new SqlLeaseStore(handle.db, POSTGRES_NOW_MS);
-  const erasure = new SessionErasure(handle.db, eventStore, pgKeyDestroyer(handle), taskStates);
+  const erasure = new Erasure(handle.db, eventStore, pgKeyDestroyer(handle), taskStates);
   return { ...handle, driver: 'postgres', eventStore, taskStates, leases, erasure, ...wired };
 }
 

@@ -268,6 +268,7 @@ export function evolve(state: TaskState | null, e: RuntimeEvent): TaskState {
     case 'TASKS_RESTORED':
     case 'TASKS_CATALOGUED':
     case 'SESSION_ERASED':
+    case 'TASK_TREE_ERASED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':
     case 'SCHEDULE_CREATED':

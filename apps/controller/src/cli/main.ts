@@ -26,7 +26,7 @@ import {
   replayBundle,
   todoList,
 } from '@runledger/runtime';
-import { CheckpointStore, ProcessRegistry, SessionErasure, TaskStateStore } from '@runledger/state-store';
+import { CheckpointStore, ProcessRegistry, Erasure, TaskStateStore } from '@runledger/state-store';
 import { McpClientManager, ToolSandbox } from '@runledger/tools';
 import { needsOsSandbox } from '@runledger/permissions';
 import { AppConfig, dataDirOf, loadConfig } from '../config';
@@ -43,7 +43,7 @@ import { archiveNow, restoreArchived, vacuumDatabase } from './archive';
 import { mcpListing, mcpListingText } from './mcp-list';
 import { listTasks, printEvents, sessionBudgetText } from './listings';
 import { runSchedules } from './schedules';
-import { eraseSession, erasureText } from '../sessions/erase-session';
+import { eraseSession, eraseTaskTree, erasureText, treeErasureText } from '../sessions/erase-session';
 import { CliOutput } from './output';
 import { CliCommand, parseArgs } from './program';
 import {
@@ -461,11 +461,20 @@ async function execute(
       }
       case 'erase': {
         const erased = await eraseSession(
-          app.get(SessionErasure),
+          app.get(Erasure),
           app.get<MemoryService | null>(MemoryService),
           cmd.session_id,
         );
         io.answer(cmd.json ? JSON.stringify({ erase: erased }) : erasureText(erased));
+        return EXIT.completed;
+      }
+      case 'erase-tree': {
+        const erased = await eraseTaskTree(
+          app.get(Erasure),
+          app.get<MemoryService | null>(MemoryService),
+          cmd.task_id,
+        );
+        io.answer(cmd.json ? JSON.stringify({ erase: erased }) : treeErasureText(erased));
         return EXIT.completed;
       }
       case 'cancel':

@@ -74,6 +74,7 @@ export type CliCommand =
   | { kind: 'restore'; id: string; json: boolean }
   | { kind: 'vacuum'; json: boolean }
   | { kind: 'erase'; session_id: string; json: boolean }
+  | { kind: 'erase-tree'; task_id: string; json: boolean }
   | { kind: 'serve' }
   | { kind: 'mcp_list'; json: boolean }
   /** `--help` anywhere, `help [command]` or no command at all: `text` is the help to print on stdout */
@@ -184,6 +185,7 @@ interface Flags {
   timeZone?: string;
   overlap?: string;
   catchUp?: string;
+  task?: string;
 }
 
 /** `--limit`: a whole number from 1 to 500 */
@@ -565,15 +567,25 @@ function buildProgram(done: (command: CliCommand) => void): Command {
 
   program
     .command('erase')
-    .summary("forget a session's content: destroy its data key (crypto-shredding)")
+    .summary("forget a session's content, or one task tree's: destroy their data keys (crypto-shredding)")
     .description(
-      "Destroy the session's data key: the personal fields of its events (sealed while RUNLEDGER_ERASURE=on) read as erased everywhere, in the database, its archives and its backups; task rows are refolded, checkpoints deleted, memory entries forgotten, SESSION_ERASED recorded. Refused while a task of the session is not finished. Works while the server runs. See docs/retention.md#erasure.",
+      "Destroy the data keys of a session (every task tree of it), or with --task of the one task tree that task belongs to (its root, delegated children and their outbound deliveries; the session's other trees are kept): the personal fields of their events (sealed while RUNLEDGER_ERASURE=on) read as erased everywhere, in the database, its archives and its backups; task rows are refolded, checkpoints deleted, memory entries forgotten, SESSION_ERASED or TASK_TREE_ERASED recorded. Refused while a task concerned is not finished. Works while the server runs. See docs/retention.md#erasure.",
     )
-    .argument('<session_id>', 'the session to forget')
+    .argument('[session_id]', 'the session to forget')
+    .addOption(new Option('--task <task_id>', 'forget the task tree this task belongs to, not a session'))
     .addOption(new Option('--json', 'print the result as one JSON line on stdout'))
-    .action((sessionId: string, f: Flags) =>
-      done({ kind: 'erase', session_id: sessionId, json: Boolean(f.json) }),
-    );
+    .action((sessionId: string | undefined, f: Flags) => {
+      const task = f.task;
+      if ((sessionId === undefined) === (task === undefined))
+        throw new ValidationError(
+          'erase takes a session_id or --task <task_id> (one of them); see runledger erase --help',
+        );
+      done(
+        task !== undefined
+          ? { kind: 'erase-tree', task_id: task, json: Boolean(f.json) }
+          : { kind: 'erase', session_id: sessionId!, json: Boolean(f.json) },
+      );
+    });
 
   program
     .command('vacuum')

@@ -134,6 +134,8 @@ export function eventLine(e: RuntimeEvent): string | null {
       return `· restored ${e.payload.task_ids.length} task(s) from ${e.payload.segment_id}`;
     case 'SESSION_ERASED':
       return `· session ${e.payload.session_id} erased (${e.payload.task_ids.length} task(s))`;
+    case 'TASK_TREE_ERASED':
+      return `· task tree ${e.payload.root_task_id} of session ${e.payload.session_id} erased (${e.payload.task_ids.length} task(s))`;
     case 'SESSION_BUDGET_SET':
       return `· session budget: ${e.payload.max_tokens ?? 'no'} tokens, ${e.payload.max_cost_usd === null ? 'no cost limit' : `$${e.payload.max_cost_usd}`}`;
     case 'DELIVERY_FAILED':

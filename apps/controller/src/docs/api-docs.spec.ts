@@ -17,7 +17,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { EventBus, EventStore } from '@runledger/event-store';
 import { MemoryService } from '@runledger/memory';
 import { RuntimeController, TaskTree, TaskViews } from '@runledger/runtime';
-import { SessionErasure } from '@runledger/state-store';
+import { Erasure } from '@runledger/state-store';
 import { TaskStreamController } from '../tasks/task-stream.controller';
 import { TasksController } from '../tasks/tasks.controller';
 import { TaskCallbacks } from '../outbound/task-callbacks';
@@ -96,7 +96,7 @@ describe('buildOpenApiDocument', () => {
         { provide: HealthService, useValue: {} },
         { provide: MetricsService, useValue: { trackWsClients: () => undefined } },
         { provide: MemoryService, useValue: null },
-        { provide: SessionErasure, useValue: {} },
+        { provide: Erasure, useValue: {} },
         { provide: AgUiRuns, useValue: {} },
         { provide: AgUiStream, useValue: {} },
         { provide: TaskCallbacks, useValue: {} },

@@ -3,7 +3,7 @@ import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { NotFoundError } from '@runledger/contracts';
 import { MemoryService } from '@runledger/memory';
 import { RuntimeController, TaskViews } from '@runledger/runtime';
-import { SessionErasure } from '@runledger/state-store';
+import { Erasure } from '@runledger/state-store';
 import { RequireScope } from '../auth/scopes';
 import { ApiErrors, jsonSchemaOf } from '../docs/api-docs';
 import {
@@ -22,6 +22,7 @@ import {
   SessionResponseDto,
   toSessionTaskResponse,
 } from '../dtos/sessions.dto';
+import { SessionErasureResponseDto } from '../dtos/erasure.dto';
 import { ZodPipe } from '../dtos/zod.pipe';
 import { SessionErasureResult, eraseSession } from './erase-session';
 
@@ -31,7 +32,7 @@ export class SessionsController {
   constructor(
     @Inject(TaskViews) private readonly tasks: TaskViews,
     @Inject(RuntimeController) private readonly runtime: RuntimeController,
-    @Inject(SessionErasure) private readonly erasure: SessionErasure,
+    @Inject(Erasure) private readonly erasure: Erasure,
     @Inject(MemoryService) private readonly memory: MemoryService | null,
   ) {}
 
@@ -42,14 +43,14 @@ export class SessionsController {
     operationId: 'eraseSession',
     summary: "Forget a session's content: its data key is destroyed (crypto-shredding)",
     description:
-      'Every finished task of the session keeps its events, ids, statuses and usage; their personal fields ' +
+      'Destroys the data keys of every task tree of the session and its own. Every finished task of the session keeps its events, ids, statuses and usage; their personal fields ' +
       '(input, answers, tool arguments and outputs, model replies) read as "[erased]" everywhere from now on, ' +
       'with `$erased` in the payload. Task rows are refolded, checkpoints deleted, memory entries forgotten, ' +
       'SESSION_ERASED recorded in `system:erasure`. The session takes no more tasks. Refused (409) while a ' +
       'task of it is not finished. See docs/retention.md#erasure.',
   })
   @ApiParam({ name: 'session_id', schema: jsonSchemaOf(SessionIdParam) })
-  @ApiResponse({ status: 200, description: 'what was erased' })
+  @ApiResponse({ status: 200, description: 'what was erased', type: SessionErasureResponseDto.Output })
   @ApiErrors({
     400: 'invalid session_id (or a system stream)',
     403: 'the token lacks the admin scope',

@@ -209,6 +209,7 @@ export class TasksController {
   @ApiErrors({
     400: "invalid body: at_sequence not an integer or past the task's last event, or a model this server cannot run",
     404: 'no such task',
+    409: "`illegal_state`: the task's content was erased (its session or its task tree), so no fork can reuse it",
     413: 'body larger than RUNLEDGER_BODY_LIMIT',
   })
   async fork(

@@ -31,15 +31,20 @@ import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queri
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
 import {
+  CreatedKey,
   KeyRow,
   groupKeys,
   groupKeysSql,
+  keyRowsSql,
+  keyInserts,
+  keysInsertSql,
   loadKeys,
   openCopiesPg,
+  rulesOver,
   openedPg,
-  writeKeys,
+  owningStreams,
 } from '../sealing/pg-data-keys';
-import { DataKey, sealText } from '../sealing/sealed-payload';
+import { KeyOwner, sealText } from '../sealing/sealed-payload';
 import { CopySealer, PayloadSealer } from '../sealing/payload-sealer';
 
 /**
@@ -148,17 +153,6 @@ const insertLiteralSql = (
     envelopes.length,
     envelopes.map((e) => `(${eventRowValues(e, payloadText).map(literal).join(', ')})`).join(', '),
   );
-
-/** The data keys an append group created, inserted in its transaction (with a `; ` after), or nothing. */
-const keyInsertSql = (created: ReadonlyArray<{ session_id: string } & DataKey>): string => {
-  if (created.length === 0) return '';
-  const now = literal(new Date().toISOString());
-  const rows = created.map(
-    (k) =>
-      `(${literal(k.session_id)}, ${literal(k.key_id)}, decode(${literal(k.key.toString('base64'))}, 'base64'), ${now})`,
-  );
-  return `INSERT INTO data_keys (session_id, key_id, key, created_at) VALUES ${rows.join(', ')}; `;
-};
 
 /** The sessions an append group's events name themselves (explicitly, or a TASK_RECEIVED's). */
 const namedSessions = (jobs: readonly AppendJob[]): string[] => [
@@ -289,7 +283,13 @@ export class PgEventStore extends EventStore {
     if (new Set(supplied).size !== supplied.length) throw new Error('one event id in two appends of a group');
     const leased = [...new Set(jobs.filter((j) => j.options.lease).map((j) => j.taskId))];
     const taskIds = textArray([...new Set(jobs.map((j) => j.taskId))]);
-    const reads = [headsSql(taskIds), groupKeysSql(taskIds, textArray(namedSessions(jobs)))];
+    const owners = owningStreams(
+      jobs.flatMap((j) => j.batch.map((e) => ({ task_id: j.taskId, session_id: '', payload: e.payload }))),
+    );
+    const reads = [
+      headsSql(taskIds),
+      groupKeysSql(taskIds, textArray(namedSessions(jobs)), textArray(owners)),
+    ];
     if (supplied.length > 0) reads.push(byIdsSql(textArray(supplied)));
     if (leased.length > 0) reads.push(leasesSql(textArray(leased)));
     const results = (await client.query(
@@ -322,12 +322,13 @@ export class PgEventStore extends EventStore {
       await client.query('COMMIT');
     } else if (this.projections.length === 0) {
       const results = (await client.query(
-        `${keyInsertSql(keys.created)}${insertLiteralSql(envelopes, text)}; ${NOTIFY_AND_COMMIT}`,
+        `${keysInsertSql(keys.created)}${insertLiteralSql(envelopes, text)}; ${NOTIFY_AND_COMMIT}`,
       )) as unknown as QueryResult<InsertedRow>[];
-      positions = positionsOf(results[keys.created.length > 0 ? 1 : 0].rows);
+      positions = positionsOf(results[keyInserts(keys.created)].rows);
     } else {
-      if (keys.created.length > 0) await client.query(keyInsertSql(keys.created));
       positions = await this.write(client, envelopes, sealer, text);
+      // after the projections, which may seal copies under keys made in this group too
+      if (keys.created.length > 0) await client.query(keysInsertSql(keys.created));
       await client.query(NOTIFY_AND_COMMIT);
     }
     return decided.map((d): GroupResult<AppendOutcome> =>
@@ -372,7 +373,8 @@ export class PgEventStore extends EventStore {
     payloadText?: (e: UnpositionedEvent) => string,
   ): Promise<Map<string, number>> {
     if (envelopes.length === 0) return new Map();
-    const sealer = groupSealer ?? (await this.loadedSealer(client, envelopes));
+    const loaded = groupSealer ? null : await this.loadedSealer(client, envelopes);
+    const sealer = groupSealer ?? loaded!.sealer;
     const text = payloadText ?? ((e: UnpositionedEvent) => sealer.payloadText(e));
     const inserted = await client.query<InsertedRow>(
       insertParametersSql(envelopes.length),
@@ -381,20 +383,25 @@ export class PgEventStore extends EventStore {
     const positions = positionsOf(inserted.rows);
     const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
     for (const projection of this.projections) await projection.apply(client, written, sealer);
+    // the keys this append made (its events', its read models' copies'), in its transaction
+    if (loaded && loaded.created.length > 0) await client.query(keysInsertSql(loaded.created));
     return positions;
   }
 
-  /** The sealer of envelopes appended one by one (the group's fallback): keys read, and created, here. */
+  /**
+   * The sealer of envelopes appended one by one (the group's fallback): keys read under the append
+   * lock the transaction holds; those it creates are for the caller to insert (`created`).
+   */
   private async loadedSealer(
     client: PoolClient,
     envelopes: readonly UnpositionedEvent[],
-  ): Promise<PayloadSealer> {
-    const keys = await writeKeys(
-      client,
-      envelopes.map((e) => e.session_id),
-      this.seal,
-    );
-    return new PayloadSealer(keys, this.seal);
+  ): Promise<{ sealer: PayloadSealer; created: CreatedKey[] }> {
+    const { rows } = await client.query<KeyRow>(keyRowsSql('$1', '$2'), [
+      [...new Set(envelopes.map((e) => e.session_id))],
+      owningStreams(envelopes),
+    ]);
+    const keys = groupKeys(rows, this.seal);
+    return { sealer: new PayloadSealer(keys, this.seal), created: keys.created };
   }
 
   override onCommitted(listener: CommitListener): () => void {
@@ -507,19 +514,23 @@ export class PgEventStore extends EventStore {
     );
   }
 
-  override async sealCopy(sessionId: string, text: string): Promise<string> {
-    if (!this.seal || isSystemSession(sessionId)) return text;
-    const state = (await loadKeys(this.pool, [sessionId])).get(sessionId);
-    // a session without a key wrote its events in clear (before sealing was on): its copies follow
-    // them; an erased session's copy is made from its erased events and holds no content
-    return state && state !== 'erased' ? sealText(text, state, sessionId) : text;
+  override async sealCopy(owner: KeyOwner, text: string): Promise<string> {
+    if (!this.seal || isSystemSession(owner.session_id)) return text;
+    const { rows } = await this.pool.query<KeyRow>(keyRowsSql('$1', '$2'), [
+      [owner.session_id],
+      owner.stream_id === null ? [] : [owner.stream_id],
+    ]);
+    const state = rulesOver(rows).existingKey(owner);
+    // an owner without a key wrote its events in clear (before sealing was on): its copies follow
+    // them; an erased owner's copy is made from its erased events and holds no content
+    return state && state !== 'erased' ? sealText(text, state, owner) : text;
   }
 
   override async openCopy(text: string): Promise<string | null> {
     return (await this.openCopies([text]))[0];
   }
 
-  /** One read of the keys for all the texts' sessions. */
+  /** One read of the keys for all the texts' owners. */
   override openCopies(texts: readonly (string | null)[]): Promise<(string | null)[]> {
     return openCopiesPg(this.pool, texts);
   }
@@ -701,16 +712,16 @@ export async function rebuildPgProjection(
   around: { before?: (c: PoolClient) => Promise<void>; after?: (c: PoolClient) => Promise<void> } = {},
   { sealCopies = false }: { sealCopies?: boolean } = {},
 ): Promise<number> {
-  // the page's sessions' keys (created for those without one when sealing), for the read model's copies
-  const copiesOf = async (client: PoolClient, events: readonly RuntimeEvent[]) =>
-    new PayloadSealer(
-      await writeKeys(
-        client,
-        events.map((e) => e.session_id),
-        sealCopies,
-      ),
-      sealCopies,
-    );
+  // the page's owners' keys (created for those without one when sealing), for the read model's copies
+  const applyPage = async (client: PoolClient, events: readonly RuntimeEvent[]) => {
+    const { rows } = await client.query<KeyRow>(keyRowsSql('$1', '$2'), [
+      [...new Set(events.map((e) => e.session_id))],
+      owningStreams(events),
+    ]);
+    const keys = groupKeys(rows, sealCopies);
+    await projection.apply(client, events, new PayloadSealer(keys, sealCopies));
+    if (keys.created.length > 0) await client.query(keysInsertSql(keys.created));
+  };
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -725,7 +736,7 @@ export async function rebuildPgProjection(
       );
       if (rows.length === 0) break;
       const events = await openedPg(client, rows.map(rowToEvent));
-      await projection.apply(client, events, await copiesOf(client, events));
+      await applyPage(client, events);
       count += events.length;
       after = events[events.length - 1].position;
     }
@@ -738,7 +749,7 @@ export async function rebuildPgProjection(
         client,
         decodeSegment(segment.content, segment.sha256, segment.segment_id),
       );
-      await projection.apply(client, events, await copiesOf(client, events));
+      await applyPage(client, events);
       if (catalogued.length > 0) await projection.dropCatalogued?.(client, catalogued);
       count += events.length;
     }

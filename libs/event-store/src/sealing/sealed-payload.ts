@@ -6,19 +6,73 @@ import {
   RuntimeEvent,
   SEALED_KEY,
   isPersonalField,
+  isSystemSession,
 } from '@runledger/contracts';
 
-/** A session's data key: 32 bytes for AES-256-GCM, and the id sealed payloads name it by. */
+/** A data key: 32 bytes for AES-256-GCM, and the id sealed values name it by. */
 export interface DataKey {
   key_id: string;
   key: Buffer;
 }
 
-/** What the key store holds for a session: its key, the tombstone of an erased one, or nothing. */
+/** What opens a sealed value: its key, the tombstone of an erased one, or nothing (the key is missing). */
 export type KeyState = DataKey | 'erased' | undefined;
 
-/** Looks a session's key up, as the key store holds it at the moment of the read. */
-export type KeyLookup = (sessionId: string) => KeyState;
+/**
+ * Whose key seals a payload: a stream's own key (`stream_id`: a task's stream, and every stream of
+ * the tree's companions), so a task tree is erased by destroying the keys of its streams without
+ * touching the session's other trees; or, for an event of the session on a system stream that names
+ * no task, the session's own key (`stream_id` null). A session's erasure destroys all of them.
+ */
+export interface KeyOwner {
+  session_id: string;
+  stream_id: string | null;
+}
+
+/** An event as the key lookup needs it. */
+export interface KeyedEvent {
+  task_id: string;
+  session_id: string;
+  payload: unknown;
+}
+
+const stringAt = (value: unknown): string | null =>
+  typeof value === 'string' && value.length > 0 ? value : null;
+
+/**
+ * The owner of a clear payload's key (see KeyOwner): its stream, unless that is a system stream
+ * (the memory tools' inserts on `system:memory`), whose event belongs to the task it names
+ * (`task_id`, or `metadata.task_id`), or else to its session.
+ */
+export function keyOwnerOf(e: KeyedEvent): KeyOwner {
+  if (!isSystemSession(e.task_id)) return { session_id: e.session_id, stream_id: e.task_id };
+  const p = e.payload as { task_id?: unknown; metadata?: { task_id?: unknown } } | null;
+  return { session_id: e.session_id, stream_id: stringAt(p?.task_id) ?? stringAt(p?.metadata?.task_id) };
+}
+
+/**
+ * The key store as readers see it. Both the event readers and the read models' sealed copies go
+ * through keyStateOf / openText over one of these, so a key is looked up one way everywhere.
+ */
+export interface KeyReader {
+  /** the key `keyId` of the session, 'erased' when it (or its session) was destroyed, undefined when unknown */
+  sealedState(sessionId: string, keyId: string): KeyState;
+  /** whether the owner's content was erased (its session's or its stream's keys destroyed) */
+  erasedOwner(owner: KeyOwner): boolean;
+}
+
+/** The id of the key a sealed value (`v1.<key id>.<b64>`) was sealed under. */
+export const keyIdOf = (sealed: string): string => sealed.split('.', 2)[1] ?? '';
+
+/**
+ * How an event's payload opens: erased when its owner was (its tree's or its session's keys
+ * destroyed, whichever key sealed it), else by the key its sealed value names.
+ */
+export function keyStateOf(reader: KeyReader, e: KeyedEvent, anyErased = true): KeyState {
+  if (anyErased && reader.erasedOwner(keyOwnerOf(e))) return 'erased';
+  const sealed = (e.payload as Record<string, unknown> | null)?.[SEALED_KEY];
+  return typeof sealed === 'string' ? reader.sealedState(e.session_id, keyIdOf(sealed)) : undefined;
+}
 
 /**
  * A personal field's value where it stands in a stored payload (its content is in the sealed text)
@@ -106,38 +160,48 @@ function decrypt(text: string, key: DataKey, aad: string): string | null {
 const SEALED_TEXT_PREFIX = `{"${SEALED_KEY}":`;
 
 /**
- * A text a read model copied from a session's events (a checkpoint's snapshot), sealed under the
- * session's key: still JSON, `{"$sealed": ..., "session_id": ...}`, so whoever reads it back knows
- * whose key opens it.
+ * A text a read model copied from an owner's events (a checkpoint's snapshot), sealed under the
+ * owner's key: still JSON, `{"$sealed": ..., "session_id": ..., "stream_id": ...}`, so whoever reads
+ * it back knows whose key opens it (the session is its AAD).
  */
-export const sealText = (text: string, key: DataKey, sessionId: string): string =>
-  JSON.stringify({ [SEALED_KEY]: encrypt(text, key, sessionId), session_id: sessionId });
+export const sealText = (text: string, key: DataKey, owner: KeyOwner): string =>
+  JSON.stringify({
+    [SEALED_KEY]: encrypt(text, key, owner.session_id),
+    session_id: owner.session_id,
+    ...(owner.stream_id === null ? {} : { stream_id: owner.stream_id }),
+  });
 
 /**
- * The session a sealText result belongs to; null for a text stored in clear (a person's own text
+ * The owner a sealText result belongs to; null for a text stored in clear (a person's own text
  * that merely begins like a sealed one, e.g. an input, included).
  */
-export function sealedTextSession(text: string): string | null {
+export function sealedTextOwner(text: string): KeyOwner | null {
   if (!text.startsWith(SEALED_TEXT_PREFIX)) return null;
   try {
     const parsed = JSON.parse(text) as Record<string, unknown>;
     const keys = Object.keys(parsed);
-    return keys.length === 2 &&
+    const stream = parsed.stream_id;
+    const shaped =
       typeof parsed[SEALED_KEY] === 'string' &&
-      typeof parsed.session_id === 'string'
-      ? parsed.session_id
+      typeof parsed.session_id === 'string' &&
+      (keys.length === 2 || (keys.length === 3 && typeof stream === 'string'));
+    return shaped
+      ? { session_id: parsed.session_id as string, stream_id: (stream as string | undefined) ?? null }
       : null;
   } catch {
     return null;
   }
 }
 
-/** sealText's reverse under its session's key state: the text in clear, or null (erased, key missing). */
-export function openText(text: string, state: KeyState): string | null {
-  const session = sealedTextSession(text);
-  if (session === null) return text;
+/** sealText's reverse through the key store: the text in clear, or null (erased, key missing). */
+export function openText(text: string, reader: KeyReader | null): string | null {
+  const owner = sealedTextOwner(text);
+  if (owner === null) return text;
+  const sealed = (JSON.parse(text) as Record<string, string>)[SEALED_KEY];
+  if (!reader || reader.erasedOwner(owner)) return null;
+  const state = reader.sealedState(owner.session_id, keyIdOf(sealed));
   if (!state || state === 'erased') return null;
-  return decrypt((JSON.parse(text) as Record<string, string>)[SEALED_KEY], state, session);
+  return decrypt(sealed, state, owner.session_id);
 }
 
 const isSealed = (payload: unknown): payload is Record<string, unknown> =>
@@ -182,40 +246,45 @@ export function openPayload(payload: unknown, state: KeyState, eventId: string):
   return out;
 }
 
-/** Whether `event` reads differently through the key store: it is sealed, or its session is erased. */
-const needsOpening = (event: RuntimeEvent, erased: boolean): boolean => isSealed(event.payload) || erased;
-
 /**
  * Events as readers get them (openPayload each). `anyErased` false lets a store with no erasure
  * skip the lookup for clear events; events that need nothing are returned as they are.
  */
-export function openEvents(events: RuntimeEvent[], lookup: KeyLookup, anyErased: boolean): RuntimeEvent[] {
+export function openEvents(events: RuntimeEvent[], reader: KeyReader, anyErased: boolean): RuntimeEvent[] {
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    const sealed = isSealed(e.payload);
-    if (!sealed && !anyErased) continue;
-    const state = lookup(e.session_id);
-    if (!needsOpening(e, state === 'erased')) continue;
+    if (!isSealed(e.payload) && !anyErased) continue;
+    const state = keyStateOf(reader, e, anyErased);
+    if (!isSealed(e.payload) && state !== 'erased') continue;
     events[i] = { ...e, payload: openPayload(e.payload, state, e.event_id) } as RuntimeEvent;
   }
   return events;
 }
 
-const SESSION_IN_JSON = /"session_id":("(?:[^"\\]|\\.)*")/;
+const STRING_IN_JSON = '"((?:[^"\\\\]|\\\\.)*)"';
+const TASK_IN_JSON = new RegExp(`"task_id":${STRING_IN_JSON}`);
+const SESSION_IN_JSON = new RegExp(`"session_id":${STRING_IN_JSON}`);
 const SEALED_IN_JSON = `"${SEALED_KEY}":`;
 
 /**
- * Stored event JSON as readers get it: text with no sealed payload, of a session not erased, is
- * returned as it is; the rest is parsed, opened and serialised again (same key order).
+ * Stored event JSON as readers get it: text with no sealed payload, whose owner was not erased, is
+ * returned as it is; the rest is parsed, opened and serialised again (same key order). The envelope's
+ * ids come before its payload, so the first task_id and session_id are the envelope's.
  */
-export function openEventJson(json: string, lookup: KeyLookup, anyErased: boolean): string {
+export function openEventJson(json: string, reader: KeyReader, anyErased: boolean): string {
   const sealed = json.includes(SEALED_IN_JSON);
   if (!sealed && !anyErased) return json;
   if (!sealed) {
+    const task = TASK_IN_JSON.exec(json);
     const session = SESSION_IN_JSON.exec(json);
-    if (!session || lookup(JSON.parse(session[1]) as string) !== 'erased') return json;
+    const stream = task ? (JSON.parse(`"${task[1]}"`) as string) : null;
+    // a system stream's owner is in its payload: parse it below
+    if (session && stream !== null && !isSystemSession(stream)) {
+      const owner = { session_id: JSON.parse(`"${session[1]}"`) as string, stream_id: stream };
+      if (!reader.erasedOwner(owner)) return json;
+    }
   }
   const event = JSON.parse(json) as RuntimeEvent;
-  const [opened] = openEvents([event], lookup, anyErased);
+  const [opened] = openEvents([event], reader, anyErased);
   return opened === event ? json : JSON.stringify(opened);
 }

@@ -6,7 +6,7 @@ import { EventStore } from '../event-store';
 import { PgEventStore } from '../postgres/pg-event-store';
 import { SqliteEventStore } from '../sqlite/sqlite-event-store';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
-import { eraseKey } from './pg-data-keys';
+import { eraseSessionKeys, eraseStreamKeys } from './pg-data-keys';
 import { SqliteDataKeys, dataKeysPath } from './sqlite-data-keys';
 
 const SECRET = 'Ada Lovelace lives at 12 Secret Lane';
@@ -29,10 +29,33 @@ const filesText = (dir: string): string =>
     .map((d) => readFileSync(join(d.parentPath, d.name)).toString('latin1'))
     .join('\n');
 
+/** A memory tool's insert on the system stream, made for a task of a session. */
+const memoryInsert = (session: string, taskId: string, text: string): NewEvent =>
+  ({
+    type: 'MEMORY_WRITTEN',
+    session_id: session,
+    payload: {
+      op: 'insert',
+      entry_id: `mem_${taskId}`,
+      kind: 'fact',
+      text,
+      weight: 0.5,
+      previous_weight: null,
+      source: 'user',
+      source_event_id: null,
+      reason: 'said so',
+      embedding_model: 'hash',
+      embedding_dim: 8,
+      metadata: { task_id: taskId, session_id: session },
+    },
+  }) as NewEvent;
+
 interface Harness {
   store: EventStore;
-  /** destroy the session's key as another process would */
+  /** destroy the session's keys as another process would */
   erase(session: string): Promise<void>;
+  /** destroy the keys of a task tree's streams as another process would */
+  eraseTree(session: string, streams: string[]): Promise<void>;
   /** the stored payload texts of a task */
   storedPayloads(taskId: string): Promise<string[]>;
   close(): Promise<void>;
@@ -108,11 +131,13 @@ function sealingSuite(name: string, open: (seal: boolean) => Promise<Harness>, d
       h = await open(true);
       await write('t1', 'ses_a');
       await write('t2', 'ses_b');
-      const a = await h.store.sealCopy('ses_a', `row of ${SECRET}`);
-      const b = await h.store.sealCopy('ses_b', `row of ${SECRET}`);
+      const a = await h.store.sealCopy({ session_id: 'ses_a', stream_id: 't1' }, `row of ${SECRET}`);
+      const b = await h.store.sealCopy({ session_id: 'ses_b', stream_id: 't2' }, `row of ${SECRET}`);
       expect(a).not.toContain('Ada');
-      expect(JSON.parse(a)).toMatchObject({ session_id: 'ses_a' });
-      expect(await h.store.sealCopy('system:memory', 'system text')).toBe('system text');
+      expect(JSON.parse(a)).toMatchObject({ session_id: 'ses_a', stream_id: 't1' });
+      expect(await h.store.sealCopy({ session_id: 'system:memory', stream_id: null }, 'system text')).toBe(
+        'system text',
+      );
       expect(await h.store.openCopies([a, null, 'as stored', b])).toEqual([
         `row of ${SECRET}`,
         null,
@@ -122,10 +147,109 @@ function sealingSuite(name: string, open: (seal: boolean) => Promise<Harness>, d
       // a person's own text that merely begins like a sealed one is clear text
       const lookalikes = ['{"$sealed": not json', '{"$sealed":"v1","session_id":"ses_a","more":1}'];
       expect(await h.store.openCopies(lookalikes)).toEqual(lookalikes);
+      // a tree's erasure takes its copies; the same session's other tree keeps its own
+      await write('t3', 'ses_a');
+      const c = await h.store.sealCopy({ session_id: 'ses_a', stream_id: 't3' }, `row of ${SECRET}`);
+      await h.eraseTree('ses_a', ['t1']);
+      expect(await h.store.openCopies([a, b, c])).toEqual([null, `row of ${SECRET}`, `row of ${SECRET}`]);
       await h.erase('ses_a');
-      expect(await h.store.openCopies([a, b])).toEqual([null, `row of ${SECRET}`]);
+      expect(await h.store.openCopies([a, b, c])).toEqual([null, `row of ${SECRET}`, null]);
       // a copy made from the erased session's (erased) events holds nothing and is stored as it is
-      expect(await h.store.sealCopy('ses_a', ERASED_VALUE)).toBe(ERASED_VALUE);
+      expect(await h.store.sealCopy({ session_id: 'ses_a', stream_id: 't1' }, ERASED_VALUE)).toBe(
+        ERASED_VALUE,
+      );
+    });
+
+    /** received and a chunk: a task not ended, whose stream still takes events */
+    const start = (taskId: string, session: string) =>
+      h.store.append(taskId, [received(session), chunk(`hello ${SECRET}`)], { expected: 'no_stream' });
+    const delivery = (session: string): NewEvent =>
+      ({ ...chunk(`delivered ${SECRET}`), session_id: session }) as NewEvent;
+
+    it("a task tree is erased alone: its streams read erased and refuse appends, the same session's other tree reads in clear and takes new tasks", async () => {
+      h = await open(true);
+      await write('root_a', 'ses_a');
+      await start('child_a', 'ses_a');
+      await h.store.append('outbound:root_a', [delivery('ses_a')], { expected: 'no_stream' });
+      await start('root_b', 'ses_a');
+      await h.store.append(
+        'system:memory',
+        [
+          memoryInsert('ses_a', 'child_a', `${SECRET} likes tea`),
+          memoryInsert('ses_a', 'root_b', 'B likes coffee'),
+        ],
+        { expected: 'any' },
+      );
+      expect((await h.storedPayloads('system:memory')).join('\n')).not.toContain('tea');
+      expect((await h.storedPayloads('outbound:root_a')).join('\n')).not.toContain('Ada');
+      expect(JSON.stringify(await h.store.readAll())).toContain(`${SECRET} likes tea`);
+      await h.eraseTree('ses_a', ['root_a', 'child_a', 'outbound:root_a']);
+      for (const id of ['root_a', 'child_a', 'outbound:root_a']) {
+        const events = await h.store.readStream(id);
+        expect(events[0].payload).toHaveProperty('$erased', 'erased');
+        expect(JSON.stringify(events)).not.toContain('Ada');
+        expect((await h.store.readStreamRaw(id)).map((r) => r.json).join('')).not.toContain('Ada');
+      }
+      expect((await h.store.readStream('root_a'))[0].payload).toMatchObject({
+        input: ERASED_VALUE,
+        session_id: 'ses_a',
+      });
+      const other = await h.store.readStream('root_b');
+      expect(other[0].payload).toEqual(expect.objectContaining({ input: SECRET, session_id: 'ses_a' }));
+      expect(other[0].payload).not.toHaveProperty('$erased');
+      const all = await h.store.readAll();
+      const memory = all.filter((e) => e.task_id === 'system:memory').map((e) => e.payload);
+      expect(memory).toEqual([
+        expect.objectContaining({ text: ERASED_VALUE, $erased: 'erased' }),
+        expect.objectContaining({
+          text: 'B likes coffee',
+          metadata: { task_id: 'root_b', session_id: 'ses_a' },
+        }),
+      ]);
+      // root_b's input and chunk hold the secret; nothing of the erased tree does
+      expect(JSON.stringify(all).split(SECRET).length - 1).toBe(2);
+      expect(
+        (await h.store.readAllRaw())
+          .map((r) => r.json)
+          .join('')
+          .split(SECRET).length - 1,
+      ).toBe(2);
+      // the erased tree's open streams take no more events, and nothing is written
+      await expect(h.store.append('child_a', [chunk('more')], { expected: 2 })).rejects.toThrow(
+        /erased task tree/,
+      );
+      await expect(h.store.append('outbound:root_a', [delivery('ses_a')], { expected: 1 })).rejects.toThrow(
+        /erased task tree/,
+      );
+      await expect(
+        h.store.append('system:memory', [memoryInsert('ses_a', 'child_a', 'again')], { expected: 'any' }),
+      ).rejects.toThrow(/erased task tree/);
+      expect((await h.store.readStream('child_a')).length).toBe(2);
+      // the session goes on: its other tree and a new one take events
+      await h.store.append('root_b', [chunk('more')], { expected: 2 });
+      await write('root_c', 'ses_a');
+      expect((await h.store.readStream('root_c'))[0].payload).toMatchObject({ input: SECRET });
+      // erasing the session afterwards takes the rest
+      await h.erase('ses_a');
+      expect(JSON.stringify(await h.store.readAll())).not.toContain('Ada');
+      await expect(h.store.append('root_b', [chunk('more')], { expected: 3 })).rejects.toThrow(/was erased/);
+    });
+
+    it("a tree written in clear (before sealing was on) reads erased once erased; its session's other tree does not", async () => {
+      h = await open(false);
+      await start('root_a', 'ses_a');
+      await start('root_b', 'ses_a');
+      await h.eraseTree('ses_a', ['root_a']);
+      expect((await h.store.readStream('root_a'))[0].payload).toMatchObject({
+        input: ERASED_VALUE,
+        $erased: 'erased',
+      });
+      expect((await h.store.readStreamRaw('root_a')).map((r) => r.json).join('')).not.toContain('Ada');
+      expect((await h.store.readStream('root_b'))[0].payload).toMatchObject({ input: SECRET });
+      await expect(h.store.append('root_a', [chunk('x')], { expected: 2 })).rejects.toThrow(
+        /erased task tree/,
+      );
+      await h.store.append('root_b', [chunk('x')], { expected: 2 });
     });
 
     it('events stored in clear (before sealing was on) read as erased once their session is erased', async () => {
@@ -174,7 +298,12 @@ describe('sealed payloads and erasure on SQLite', () => {
           async erase(session) {
             // another connection, as `runledger erase` in another process has
             const keys = new SqliteDataKeys(dataKeysPath(path));
-            keys.erase(session, new Date().toISOString());
+            keys.eraseSession(session, new Date().toISOString());
+            keys.close();
+          },
+          async eraseTree(session, streams) {
+            const keys = new SqliteDataKeys(dataKeysPath(path));
+            keys.eraseStreams(session, streams, new Date().toISOString());
             keys.close();
           },
           async storedPayloads(taskId) {
@@ -213,7 +342,7 @@ describe('sealed payloads and erasure on SQLite', () => {
     await store.append('t1', [received('ses_a')], { expected: 'no_stream' });
     const keys = new SqliteDataKeys(dataKeysPath(temp.path));
     keys.refresh();
-    const key = keys.state('ses_a');
+    const key = keys.existingKey({ session_id: 'ses_a', stream_id: 't1' });
     if (!key || key === 'erased') throw new Error('no key was created');
     const keyBytes = () =>
       Buffer.concat(
@@ -222,8 +351,8 @@ describe('sealed payloads and erasure on SQLite', () => {
           .map((f) => readFileSync(join(temp!.path, '..', f))),
       );
     expect(keyBytes().includes(key.key)).toBe(true);
-    expect(keys.erase('ses_a', new Date().toISOString())).toBe(true);
-    expect(keys.erase('ses_a', new Date().toISOString())).toBe(false);
+    expect(keys.eraseSession('ses_a', new Date().toISOString())).toBe(true);
+    expect(keys.eraseSession('ses_a', new Date().toISOString())).toBe(false);
     keys.close();
     expect(keyBytes().includes(key.key)).toBe(false);
     expect(readFileSync(dataKeysPath(temp.path)).length).toBeGreaterThan(0);
@@ -247,7 +376,10 @@ describePostgres('sealed payloads and erasure on PostgreSQL', () => {
     return {
       store,
       async erase(session) {
-        await eraseKey(handle.pool, session, new Date().toISOString());
+        await eraseSessionKeys(handle.pool, session, new Date().toISOString());
+      },
+      async eraseTree(session, streams) {
+        await eraseStreamKeys(handle.pool, session, streams, new Date().toISOString());
       },
       async storedPayloads(taskId) {
         const { rows } = await handle.pool.query<{ payload: string }>(

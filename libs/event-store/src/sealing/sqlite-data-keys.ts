@@ -1,7 +1,26 @@
 import { chmodSync, existsSync } from 'node:fs';
-import { IllegalStateError, RuntimeEvent, isSystemSession } from '@runledger/contracts';
+import { RuntimeEvent } from '@runledger/contracts';
 import BetterSqlite3 from 'better-sqlite3';
-import { DataKey, KeyState, newDataKey, openEvents, openText, sealedTextSession } from './sealed-payload';
+import {
+  KeyRules,
+  SessionKeys,
+  SessionRow,
+  StreamKeys,
+  StreamRow,
+  sessionKeysOf,
+  streamKeysOf,
+} from './key-rules';
+import { WriteKeys } from './payload-sealer';
+import {
+  DataKey,
+  KeyOwner,
+  KeyReader,
+  KeyState,
+  newDataKey,
+  openEvents,
+  openText,
+  sealedTextOwner,
+} from './sealed-payload';
 
 /**
  * The SQLite key store lives in its own file beside the database, never inside it: a backup or an
@@ -11,38 +30,38 @@ import { DataKey, KeyState, newDataKey, openEvents, openText, sealedTextSession 
  */
 export const dataKeysPath = (databasePath: string): string => `${databasePath}.keys`;
 
-interface KeyRow {
-  session_id: string;
-  key_id: string | null;
-  key: Buffer | null;
-  erased_at: string | null;
-}
-
-/** An append to a session whose data key was destroyed: its conversation is over. */
-export const erasedSessionError = (sessionId: string): IllegalStateError =>
-  new IllegalStateError(`session ${sessionId} was erased; it takes no more events`, {
-    session_id: sessionId,
-    erased: true,
-  });
-
 /**
- * The data keys of one database's sessions (crypto-shredding), in `<db>.keys`, on a connection of
- * its own. The file is created by the first key or erasure; until then every session reads as
- * having no key. Each connection (server, writer thread, CLI) caches what it read and drops the
- * cache when `refresh` sees another connection's commit (PRAGMA data_version), so an erasure made
- * by any process is seen by the next read or append of every other. The table is created here,
- * not by the migrations: the file is not the database they run on.
+ * The data keys of one database (crypto-shredding), in `<db>.keys`, on a connection of its own: a
+ * row per stream owning a key (`stream_keys`, see KeyOwner) and per session (`data_keys`: a session's
+ * own key, or its tombstone once erased). The file is created by the first key or erasure; until
+ * then everything reads as having no key. Each connection (server, writer thread, CLI) caches what
+ * it read and drops the cache when `refresh` sees another connection's commit (PRAGMA
+ * data_version), so an erasure made by any process is seen by the next read or append of every
+ * other. The tables are created here, not by the migrations: the file is not the database they run on.
  */
-export class SqliteDataKeys {
+export class SqliteDataKeys implements KeyReader, WriteKeys {
   private raw: BetterSqlite3.Database | null = null;
   private stmt: {
-    get: BetterSqlite3.Statement<[string], KeyRow>;
-    create: BetterSqlite3.Statement<[string, string, Buffer, string]>;
-    erase: BetterSqlite3.Statement<[string, string, string]>;
+    session: BetterSqlite3.Statement<[string], SessionRow>;
+    stream: BetterSqlite3.Statement<[string], StreamRow>;
+    byKeyId: BetterSqlite3.Statement<[string], StreamRow>;
+    createSession: BetterSqlite3.Statement<[string, string, Buffer, string]>;
+    createStream: BetterSqlite3.Statement<[string, string, string, Buffer, string]>;
+    eraseSession: BetterSqlite3.Statement<[string, string, string]>;
+    eraseSessionStreams: BetterSqlite3.Statement<[string, string]>;
+    eraseStream: BetterSqlite3.Statement<[string, string, string, string]>;
     erasedCount: BetterSqlite3.Statement<[], { n: number }>;
     dataVersion: BetterSqlite3.Statement<[], number>;
   } | null = null;
-  private readonly cache = new Map<string, KeyState>();
+  private readonly sessions = new Map<string, SessionKeys>();
+  private readonly streams = new Map<string, StreamKeys | null>();
+  private readonly keyIds = new Map<string, StreamKeys | null>();
+  private readonly rules = new KeyRules({
+    session: (id) => this.sessionKeys(id),
+    stream: (id) => this.streamKeys(id),
+    byKeyId: (id) => this.keyIdKeys(id),
+    create: (owner) => this.create(owner),
+  });
   private dataVersion = -1;
   private erasures = false;
   /** the file did not exist at the last refresh */
@@ -56,65 +75,89 @@ export class SqliteDataKeys {
   /** Re-read what other connections changed since the last call; once per read or append group. */
   refresh(): void {
     const stmt = this.open(false);
-    // until the file exists every session reads as keyless, with no look at the disk per event
+    // until the file exists everything reads as keyless, with no look at the disk per event
     this.absent = stmt === null;
     if (!stmt) return;
     const version = stmt.dataVersion.get()!;
     if (version === this.dataVersion) return;
     this.dataVersion = version;
-    this.cache.clear();
+    this.clearCache();
     this.erasures = stmt.erasedCount.get()!.n > 0;
   }
 
-  /** Whether any session of this database was erased (readers skip the lookup of clear events while none is). */
+  /** Whether anything of this database was erased (readers skip the lookup of clear events while nothing is). */
   anyErased(): boolean {
     return this.erasures;
   }
 
-  /** The session's key, its tombstone, or nothing, as of the last `refresh`. */
-  readonly state = (sessionId: string): KeyState => {
-    if (this.cache.has(sessionId)) return this.cache.get(sessionId);
-    if (this.absent) return undefined;
-    const stmt = this.open(false);
-    const row = stmt?.get.get(sessionId);
-    const state = stateOf(row);
-    this.cache.set(sessionId, state);
-    return state;
-  };
-
-  /** The key to seal a session's payloads with, created (and committed) at its first use. */
-  keyFor(sessionId: string): DataKey {
-    const state = this.state(sessionId);
-    if (state === 'erased') throw erasedSessionError(sessionId);
-    if (state) return state;
-    const stmt = this.open(true)!;
-    this.absent = false;
-    const fresh = newDataKey();
-    stmt.create.run(sessionId, fresh.key_id, fresh.key, new Date().toISOString());
-    // another connection may have created it first: the stored one is the key
-    const stored = stateOf(stmt.get.get(sessionId));
-    this.cache.set(sessionId, stored);
-    if (stored === 'erased') throw erasedSessionError(sessionId);
-    return stored!;
+  sealedState(sessionId: string, keyId: string): KeyState {
+    return this.rules.sealedState(sessionId, keyId);
   }
 
-  /** Refuses an append to an erased session, whether or not payloads are sealed. */
-  checkWritable(sessionId: string): void {
-    if (!isSystemSession(sessionId) && this.state(sessionId) === 'erased')
-      throw erasedSessionError(sessionId);
+  erasedOwner(owner: KeyOwner): boolean {
+    return this.rules.erasedOwner(owner);
+  }
+
+  /** The key to seal the owner's payloads with, created (and committed) at its first use. */
+  keyFor(owner: KeyOwner): DataKey {
+    return this.rules.keyFor(owner);
+  }
+
+  /** The owner's key as it stands (KeyRules.existingKey). */
+  existingKey(owner: KeyOwner): KeyState {
+    return this.rules.existingKey(owner);
+  }
+
+  /** Refuses an append to an erased owner, whether or not payloads are sealed. */
+  checkWritable(owner: KeyOwner): void {
+    this.rules.checkWritable(owner);
+  }
+
+  /** Whether the session has a key or a tombstone here (its content is sealed, or was erased). */
+  knowsSession(sessionId: string): boolean {
+    const session = this.sessionKeys(sessionId);
+    return session.erased || session.key !== null;
+  }
+
+  /** The id of the session's own key (a store sealed one key per session), or null. */
+  sessionKeyId(sessionId: string): string | null {
+    const row = this.absent ? undefined : this.open(false)?.session.get(sessionId);
+    return row?.key_id ?? null;
+  }
+
+  /** Whether the stream has a key or a tombstone here. */
+  knowsStream(streamId: string): boolean {
+    return this.streamKeys(streamId) !== null;
   }
 
   /**
-   * Destroys the session's key (a tombstone stays, so the session reads as erased and takes no
-   * more events). Returns false when it was erased before.
+   * Destroys the session's key and every key of its streams (tombstones stay, so the session reads
+   * as erased and takes no more events). Returns false when it was erased before.
    */
-  erase(sessionId: string, at: string): boolean {
+  eraseSession(sessionId: string, at: string): boolean {
     const stmt = this.open(true)!;
     this.absent = false;
-    const changed = stmt.erase.run(sessionId, at, at).changes > 0;
-    this.cache.set(sessionId, 'erased');
-    this.erasures = true;
-    this.raw!.pragma('wal_checkpoint(TRUNCATE)');
+    const changed = this.raw!.transaction(
+      () =>
+        stmt.eraseSession.run(sessionId, at, at).changes +
+        stmt.eraseSessionStreams.run(at, sessionId).changes,
+    )();
+    this.afterErasure();
+    return changed > 0;
+  }
+
+  /**
+   * Destroys the keys of a task tree's streams, leaving a tombstone for each (also for a stream that
+   * had no key, written in clear): they read as erased and take no more events. Returns how many
+   * were not erased before.
+   */
+  eraseStreams(sessionId: string, streamIds: readonly string[], at: string): number {
+    const stmt = this.open(true)!;
+    this.absent = false;
+    const changed = this.raw!.transaction(() =>
+      streamIds.reduce((n, id) => n + stmt.eraseStream.run(id, sessionId, at, at).changes, 0),
+    )();
+    this.afterErasure();
     return changed;
   }
 
@@ -122,6 +165,63 @@ export class SqliteDataKeys {
     this.raw?.close();
     this.raw = null;
     this.stmt = null;
+  }
+
+  private afterErasure(): void {
+    this.clearCache();
+    this.erasures = true;
+    this.raw!.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  private clearCache(): void {
+    this.sessions.clear();
+    this.streams.clear();
+    this.keyIds.clear();
+  }
+
+  private sessionKeys(sessionId: string): SessionKeys {
+    let keys = this.sessions.get(sessionId);
+    if (!keys) {
+      keys = sessionKeysOf(this.absent ? undefined : this.open(false)?.session.get(sessionId));
+      this.sessions.set(sessionId, keys);
+    }
+    return keys;
+  }
+
+  private streamKeys(streamId: string): StreamKeys | null {
+    let keys = this.streams.get(streamId);
+    if (keys === undefined) {
+      keys = streamKeysOf(this.absent ? undefined : this.open(false)?.stream.get(streamId));
+      this.streams.set(streamId, keys);
+    }
+    return keys;
+  }
+
+  private keyIdKeys(keyId: string): StreamKeys | null {
+    let keys = this.keyIds.get(keyId);
+    if (keys === undefined) {
+      keys = streamKeysOf(this.absent ? undefined : this.open(false)?.byKeyId.get(keyId));
+      this.keyIds.set(keyId, keys);
+    }
+    return keys;
+  }
+
+  private create(owner: KeyOwner): DataKey | 'erased' {
+    const stmt = this.open(true)!;
+    this.absent = false;
+    const fresh = newDataKey();
+    const at = new Date().toISOString();
+    // another connection may have created it first: the stored one is the key
+    if (owner.stream_id === null) {
+      stmt.createSession.run(owner.session_id, fresh.key_id, fresh.key, at);
+      this.sessions.delete(owner.session_id);
+      const stored = this.sessionKeys(owner.session_id);
+      return stored.erased || !stored.key ? 'erased' : stored.key;
+    }
+    stmt.createStream.run(owner.stream_id, owner.session_id, fresh.key_id, fresh.key, at);
+    this.streams.delete(owner.stream_id);
+    const stored = this.streamKeys(owner.stream_id);
+    return !stored || stored.erased || !stored.key ? 'erased' : stored.key;
   }
 
   private open(create: boolean): SqliteDataKeys['stmt'] {
@@ -142,7 +242,16 @@ export class SqliteDataKeys {
            key BLOB,
            created_at TEXT NOT NULL,
            erased_at TEXT
-         )`,
+         );
+         CREATE TABLE IF NOT EXISTS stream_keys (
+           stream_id TEXT PRIMARY KEY,
+           session_id TEXT NOT NULL,
+           key_id TEXT UNIQUE,
+           key BLOB,
+           created_at TEXT NOT NULL,
+           erased_at TEXT
+         );
+         CREATE INDEX IF NOT EXISTS stream_keys_session ON stream_keys (session_id)`,
       );
     } catch (err) {
       raw.close();
@@ -150,37 +259,52 @@ export class SqliteDataKeys {
     }
     this.raw = raw;
     this.stmt = {
-      get: raw.prepare('SELECT session_id, key_id, key, erased_at FROM data_keys WHERE session_id = ?'),
-      create: raw.prepare(
+      session: raw.prepare('SELECT key_id, key, erased_at FROM data_keys WHERE session_id = ?'),
+      stream: raw.prepare(
+        'SELECT stream_id, session_id, key_id, key, erased_at FROM stream_keys WHERE stream_id = ?',
+      ),
+      byKeyId: raw.prepare(
+        'SELECT stream_id, session_id, key_id, key, erased_at FROM stream_keys WHERE key_id = ?',
+      ),
+      createSession: raw.prepare(
         'INSERT INTO data_keys (session_id, key_id, key, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING',
       ),
-      erase: raw.prepare(
+      createStream: raw.prepare(
+        `INSERT INTO stream_keys (stream_id, session_id, key_id, key, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (stream_id) DO NOTHING`,
+      ),
+      eraseSession: raw.prepare(
         `INSERT INTO data_keys (session_id, key_id, key, created_at, erased_at) VALUES (?, NULL, NULL, ?, ?)
-         ON CONFLICT (session_id) DO UPDATE SET key_id = NULL, key = NULL, erased_at = excluded.erased_at
+         ON CONFLICT (session_id) DO UPDATE SET key = NULL, erased_at = excluded.erased_at
          WHERE data_keys.erased_at IS NULL`,
       ),
-      erasedCount: raw.prepare('SELECT count(*) AS n FROM data_keys WHERE erased_at IS NOT NULL'),
+      eraseSessionStreams: raw.prepare(
+        'UPDATE stream_keys SET key = NULL, erased_at = ? WHERE session_id = ? AND erased_at IS NULL',
+      ),
+      eraseStream: raw.prepare(
+        `INSERT INTO stream_keys (stream_id, session_id, key_id, key, created_at, erased_at) VALUES (?, ?, NULL, NULL, ?, ?)
+         ON CONFLICT (stream_id) DO UPDATE SET key = NULL, erased_at = excluded.erased_at
+         WHERE stream_keys.erased_at IS NULL`,
+      ),
+      erasedCount: raw.prepare(
+        `SELECT (SELECT count(*) FROM data_keys WHERE erased_at IS NOT NULL)
+              + (SELECT count(*) FROM stream_keys WHERE erased_at IS NOT NULL) AS n`,
+      ),
       dataVersion: raw.prepare('PRAGMA data_version').pluck() as BetterSqlite3.Statement<[], number>,
     };
     this.dataVersion = this.stmt.dataVersion.get()!;
     // what was cached while the file did not exist is stale now
-    this.cache.clear();
+    this.clearCache();
     this.erasures = this.stmt.erasedCount.get()!.n > 0;
     return this.stmt;
   }
 }
 
-const stateOf = (row: KeyRow | undefined): KeyState => {
-  if (!row) return undefined;
-  if (row.erased_at !== null || !row.key || !row.key_id) return 'erased';
-  return { key_id: row.key_id, key: row.key };
-};
-
 /** Events as readers get them through `keys` (none: as they are), after a refresh. */
 export function openedThrough(keys: SqliteDataKeys | null, events: RuntimeEvent[]): RuntimeEvent[] {
   if (!keys) return events;
   keys.refresh();
-  return openEvents(events, keys.state, keys.anyErased());
+  return openEvents(events, keys, keys.anyErased());
 }
 
 /** Read models' sealed copies (sealText) as readers get them through `keys` (none: as they are), after a refresh. */
@@ -188,10 +312,9 @@ export function openCopiesThrough(
   keys: SqliteDataKeys | null,
   texts: readonly (string | null)[],
 ): (string | null)[] {
-  const sessions = texts.map((t) => (t === null ? null : sealedTextSession(t)));
-  if (sessions.every((s) => s === null)) return [...texts];
+  if (texts.every((t) => t === null || sealedTextOwner(t) === null)) return [...texts];
   keys?.refresh();
-  return texts.map((t, i) => (sessions[i] === null ? t : openText(t!, keys?.state(sessions[i]!))));
+  return texts.map((t) => (t === null ? null : openText(t, keys)));
 }
 
 /** The key store beside a connection's database file, for a one-off reader (null for :memory:). */

@@ -262,7 +262,7 @@ export class SqliteAppendTransaction {
     if (decision.kind === 'retry') {
       const keys = this.sealing?.keys;
       return keys
-        ? { ...decision, originals: openEvents(decision.originals, keys.state, keys.anyErased()) }
+        ? { ...decision, originals: openEvents(decision.originals, keys, keys.anyErased()) }
         : decision;
     }
     let written: RuntimeEvent[];

@@ -33,7 +33,7 @@ import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../a
 import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
-import { openEventJson, sealText } from '../sealing/sealed-payload';
+import { KeyOwner, openEventJson, sealText } from '../sealing/sealed-payload';
 import { SqliteDataKeys, dataKeysOf, openCopiesThrough, openedThrough } from '../sealing/sqlite-data-keys';
 import { PayloadSealer } from '../sealing/payload-sealer';
 
@@ -375,14 +375,14 @@ export class SqliteEventStore extends EventStore {
     return this.opened((await this.archive.stream(taskId, options)).map(rowToEvent)).map(rawEventOf);
   }
 
-  override async sealCopy(sessionId: string, text: string): Promise<string> {
+  override async sealCopy(owner: KeyOwner, text: string): Promise<string> {
     const keys = this.dataKeys;
-    if (!keys || !this.sealPayloads || isSystemSession(sessionId)) return text;
+    if (!keys || !this.sealPayloads || isSystemSession(owner.session_id)) return text;
     keys.refresh();
-    const state = keys.state(sessionId);
-    // a session without a key wrote its events in clear (before sealing was on): its copies follow
-    // them; an erased session's copy is made from its erased events and holds no content
-    return state && state !== 'erased' ? sealText(text, state, sessionId) : text;
+    const state = keys.existingKey(owner);
+    // an owner without a key wrote its events in clear (before sealing was on): its copies follow
+    // them; an erased owner's copy is made from its erased events and holds no content
+    return state && state !== 'erased' ? sealText(text, state, owner) : text;
   }
 
   override async openCopy(text: string): Promise<string | null> {
@@ -404,7 +404,7 @@ export class SqliteEventStore extends EventStore {
     keys.refresh();
     const anyErased = keys.anyErased();
     for (let i = 0; i < rows.length; i++) {
-      const json = openEventJson(rows[i].json, keys.state, anyErased);
+      const json = openEventJson(rows[i].json, keys, anyErased);
       if (json !== rows[i].json) rows[i] = { ...rows[i], json };
     }
     return rows;

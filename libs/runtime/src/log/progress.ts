@@ -610,6 +610,7 @@ export function evolveProgress(p: TaskProgress, e: RuntimeEvent): TaskProgress {
     case 'TASKS_RESTORED':
     case 'TASKS_CATALOGUED':
     case 'SESSION_ERASED':
+    case 'TASK_TREE_ERASED':
     case 'SESSION_CONFIGURED':
     case 'TASK_ROLLED_BACK':
     case 'SCHEDULE_CREATED':

@@ -1,0 +1,326 @@
+import Database from 'better-sqlite3';
+import { ERASED_VALUE } from '@runledger/contracts';
+import { MemoryService } from '@runledger/memory';
+import { RuntimeController } from '@runledger/runtime';
+import {
+  FakeOpenAiServer,
+  FakeReply,
+  describePostgres,
+  runCli,
+  startFakeOpenAiServer,
+  stderrProblems,
+  useTestPostgres,
+} from '@runledger/testing';
+// eslint-disable-next-line no-restricted-imports
+import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
+import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
+
+/**
+ * Erasure of one task tree end to end (POST /tasks/:id/erase, `runledger erase --task`): a root that
+ * delegated a child and a second tree of the same session run with RUNLEDGER_ERASURE=on; erasing
+ * the tree (named by its child) serves both of its tasks erased everywhere, leaves the other tree
+ * in clear, forgets the tree's memory entries and checkpoints, records TASK_TREE_ERASED once, and
+ * every response conforms to the OpenAPI document.
+ */
+jest.setTimeout(60_000);
+
+const SECRET = 'QuokkaHopper31';
+const OTHER = 'KeepMeB88';
+const ROOT = `plan the trip for ${SECRET}`;
+const CHILD = `book the hotel for ${SECRET}`;
+const TREE_B = `say hello to ${OTHER}`;
+const WAIT = 'touch a file and wait';
+
+type Body = Record<string, unknown>;
+type Wire = { role: string; content?: string | null };
+const taskOf = (body: Body): string => {
+  const user = ((body.messages as Wire[]) ?? []).find((m) => m.role === 'user')?.content ?? '';
+  return /## Task\n([\s\S]*)$/.exec(user)?.[1].trim() ?? '';
+};
+const toolResults = (body: Body): number =>
+  ((body.messages as Wire[]) ?? []).filter((m) => m.role === 'tool').length;
+
+const route = (body: Body): FakeReply | undefined => {
+  const task = taskOf(body);
+  const rounds = toolResults(body);
+  if (task === ROOT)
+    return rounds === 0
+      ? {
+          tool_calls: [
+            {
+              id: 'call_hotel',
+              name: 'runledger_delegate',
+              arguments: JSON.stringify({ agent: 'coder', input: CHILD }),
+            },
+          ],
+        }
+      : { content: `trip planned for ${SECRET}` };
+  if (task === CHILD) return { content: `hotel booked for ${SECRET}` };
+  if (task.startsWith('say hello to')) return { content: `hello ${OTHER}` };
+  if (task === WAIT)
+    return rounds === 0
+      ? {
+          tool_calls: [
+            { id: 'w1', name: 'shell_exec', arguments: JSON.stringify({ command: 'touch wait.txt' }) },
+          ],
+        }
+      : { content: 'done' };
+  return undefined;
+};
+
+function treeErasureSpec(env: () => Promise<Record<string, string>>, sqlite: boolean): void {
+  let server: FakeOpenAiServer | null = null;
+  let h: ApiHarness | null = null;
+  afterEach(async () => {
+    await h?.close();
+    await server?.close();
+    h = null;
+    server = null;
+  });
+
+  it("erases one task tree (named by its child): every reader serves it erased, the session's other tree reads in clear, memory and checkpoints of the tree are gone", async () => {
+    server = await startFakeOpenAiServer({ apiKey: 'test-key' });
+    server.setRoute(route);
+    h = await bootApi(
+      {
+        RUNLEDGER_ERASURE: 'on',
+        RUNLEDGER_MEMORY: 'on',
+        RUNLEDGER_MODEL: 'openai',
+        OPENAI_BASE_URL: server.baseURL,
+        OPENAI_API_KEY: 'test-key',
+        RUNLEDGER_MODEL_ORCHESTRATOR: 'tree-model',
+        RUNLEDGER_CRITIC: 'off',
+        ...(await env()),
+      },
+      { checkResponses: true },
+    );
+    const api = h;
+    const submit = async (input: string, session: string) => {
+      const res = await api.request('POST', '/tasks', { body: { input, session_id: session } });
+      expect(res.status).toBe(202);
+      return res.body.task_id as string;
+    };
+    // a task of another session waits for a permission (an unfinished tree), and tree B runs, before
+    // tree A: a task's context copies memory hits of other trees into its own events, which an
+    // erasure of A does not reach (docs/retention.md, "What a tree's erasure does not reach")
+    const waiting = await submit(WAIT, 'ses_wait');
+    await waitForTask(api, waiting, (s) => s === 'awaiting_permission');
+    const other = await submit(TREE_B, 'ses_trip');
+    expect(await waitForTask(api, other)).toMatchObject({ status: 'completed' });
+    const root = await submit(ROOT, 'ses_trip');
+    expect(await waitForTask(api, root)).toMatchObject({
+      status: 'completed',
+      result: `trip planned for ${SECRET}`,
+    });
+    const children = (await api.request('GET', `/tasks/${root}/children`)).body.children as {
+      task_id: string;
+    }[];
+    expect(children).toHaveLength(1);
+    const child = children[0].task_id;
+    const memory = api.app.get(MemoryService);
+    for (const [taskId, text] of [
+      [child, `${SECRET} prefers sea views`],
+      [other, `${OTHER} prefers tea`],
+    ])
+      await memory.insert({
+        text,
+        kind: 'user_preference',
+        source: 'user',
+        weight: 0.9,
+        task_id: taskId,
+        session_id: 'ses_trip',
+        reason: 'said so',
+      });
+    const eventsOf = async (id: string) =>
+      (await api.request('GET', `/tasks/${id}/events?limit=1000`)).body.events as {
+        type: string;
+        payload: Record<string, unknown>;
+      }[];
+    const before = await eventsOf(root);
+    expect(JSON.stringify(before)).toContain(SECRET);
+    const config = api.app.get<AppConfig>(APP_CONFIG);
+    const checkpointsOf = (ids: string[]): number | null => {
+      if (!sqlite) return null;
+      const raw = new Database(config.RUNLEDGER_DB, { readonly: true });
+      try {
+        return raw
+          .prepare<string[], { n: number }>(
+            `SELECT count(*) AS n FROM checkpoints WHERE task_id IN (${ids.map(() => '?').join(', ')})`,
+          )
+          .get(...ids)!.n;
+      } finally {
+        raw.close();
+      }
+    };
+    const checkpointsBefore = checkpointsOf([root, child]);
+    if (sqlite) expect(checkpointsBefore).toBeGreaterThan(0);
+    const memoryOf = async (ids: string[]) =>
+      (await Promise.all(ids.map((id) => memory.list({ task_id: id }, 100)))).flat().length;
+    const treeMemory = await memoryOf([root, child]);
+    expect(treeMemory).toBeGreaterThan(0);
+
+    // bad requests write nothing: no scope, a system stream, an id too long, no such task, a tree not finished
+    for (const [path, token, status] of [
+      [`/tasks/${root}/erase`, TOKENS.writer, 403],
+      ['/tasks/system:erasure/erase', TOKENS.admin, 400],
+      [`/tasks/${'x'.repeat(300)}/erase`, TOKENS.admin, 400],
+      ['/tasks/task_nobody/erase', TOKENS.admin, 404],
+      [`/tasks/${waiting}/erase`, TOKENS.admin, 409],
+    ] as const) {
+      const res = await api.request('POST', path, { token });
+      expect([path.slice(0, 40), res.status]).toEqual([path.slice(0, 40), status]);
+      expect(res.body).toEqual(
+        expect.objectContaining({ error: expect.any(String), message: expect.any(String) }),
+      );
+    }
+    expect((await api.request('GET', '/admin/events?type=TASK_TREE_ERASED')).body.events).toEqual([]);
+    expect(JSON.stringify(await eventsOf(waiting))).toContain('touch wait.txt');
+
+    // the child names its root's tree
+    const erased = await api.request('POST', `/tasks/${child}/erase`);
+    expect(erased.status).toBe(200);
+    expect(erased.body).toMatchObject({
+      session_id: 'ses_trip',
+      root_task_id: root,
+      key_destroyed: true,
+      task_ids: [root, child].sort(),
+      clear_events: 0,
+      memory_entries: treeMemory,
+    });
+    expect(erased.body.sealed_events).toBeGreaterThan(5);
+    expect(erased.body.streams).toEqual(expect.arrayContaining([root, child, `outbound:${root}`]));
+    if (sqlite) {
+      expect(erased.body.checkpoints_deleted).toBe(checkpointsBefore);
+      expect(checkpointsOf([root, child])).toBe(0);
+    }
+
+    // every reader of the tree: task, events, SSE replay, WebSocket replay, the global log, the session
+    for (const id of [root, child]) {
+      const task = (await api.request('GET', `/tasks/${id}`)).body;
+      expect(task).toMatchObject({ status: 'completed' });
+      expect(JSON.stringify(task)).not.toContain(SECRET);
+      const events = await eventsOf(id);
+      expect(JSON.stringify(events)).not.toContain(SECRET);
+      expect(events[0].payload).toMatchObject({ input: ERASED_VALUE, $erased: 'erased' });
+      const sse = await fetch(`${api.url}/tasks/${id}/stream`, {
+        headers: { authorization: `Bearer ${TOKENS.admin}` },
+        signal: AbortSignal.timeout(3000),
+      });
+      const text = await readUntil(sse, 'TASK_COMPLETED');
+      expect(text).toContain('"$erased":"erased"');
+      expect(text).not.toContain(SECRET);
+    }
+    expect((await eventsOf(root)).map((e) => e.type)).toEqual(before.map((e) => e.type));
+    const ws = await WsClient.authed(api.wsUrl, TOKENS.admin);
+    try {
+      ws.send({ type: 'subscribe', task_id: root, after_seq: 0 });
+      await ws.waitFor((m) => m.type === 'event' && m.event.type === 'TASK_COMPLETED');
+      ws.send({ type: 'subscribe_all', after_position: 0 });
+      await ws.waitFor((m) => m.type === 'event' && m.event.type === 'TASK_TREE_ERASED');
+      const replayed = JSON.stringify(ws.messages);
+      expect(replayed).toContain('"$erased":"erased"');
+      expect(replayed).not.toContain(SECRET);
+      expect(replayed).toContain(OTHER);
+    } finally {
+      ws.ws.close();
+    }
+    const log = await api.request('GET', '/admin/events?after_position=0&limit=1000');
+    expect(log.text).not.toContain(SECRET);
+    expect(log.text).toContain(`hello ${OTHER}`);
+    expect(log.text).toContain(`${OTHER} prefers tea`);
+    for (const path of ['/sessions/ses_trip', '/tasks?session_id=ses_trip']) {
+      const res = await api.request('GET', path);
+      expect(res.status).toBe(200);
+      expect(res.text).not.toContain(SECRET);
+      expect(res.text).toContain(OTHER);
+    }
+    // the other tree of the session reads in clear
+    expect((await api.request('GET', `/tasks/${other}`)).body.result).toBe(`hello ${OTHER}`);
+    expect((await eventsOf(other))[0].payload).not.toHaveProperty('$erased');
+
+    // memory: the tree's entry is gone from the index and the table, the other tree's stays
+    await memory.sync();
+    expect(await memory.list({ task_id: child }, 10)).toEqual([]);
+    expect(JSON.stringify(await memory.list({ session_id: 'ses_trip' }, 10))).toContain(
+      `${OTHER} prefers tea`,
+    );
+    if (sqlite) {
+      const raw = new Database(config.RUNLEDGER_DB, { readonly: true });
+      const texts = raw.prepare<[], { text: string }>('SELECT text FROM memory_entries').all();
+      raw.close();
+      expect(texts.map((t) => t.text).join('\n')).not.toContain(SECRET);
+    }
+
+    // recorded once, ids only
+    const records = (await api.request('GET', '/admin/events?type=TASK_TREE_ERASED')).body.events as {
+      task_id: string;
+      payload: unknown;
+    }[];
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      task_id: 'system:erasure',
+      payload: { session_id: 'ses_trip', root_task_id: root, task_ids: [root, child].sort() },
+    });
+
+    // replay and fork refuse the erased tree; the other tree still replays
+    const runtime = api.app.get(RuntimeController);
+    await expect(runtime.replay(root)).rejects.toThrow(/content was erased/);
+    const fork = await api.request('POST', `/tasks/${root}/fork`, { body: { at_sequence: 1 } });
+    expect([fork.status, fork.body.message]).toEqual([409, expect.stringContaining('erased')]);
+    await expect(runtime.replay(other)).resolves.toBeDefined();
+    // the session takes new tasks; erasing the tree again scrubs again and records nothing
+    const next = await submit(`say hello to ${OTHER} again`, 'ses_trip');
+    expect((await waitForTask(api, next)).status).toBe('completed');
+    const again = await api.request('POST', `/tasks/${root}/erase`);
+    expect([again.status, again.body.key_destroyed, again.body.root_task_id]).toEqual([200, false, root]);
+    expect((await api.request('GET', '/admin/events?type=TASK_TREE_ERASED')).body.events).toHaveLength(1);
+
+    if (sqlite) {
+      // the CLI form, in another process while the server runs: the server's next read serves it erased
+      const cliEnv = {
+        RUNLEDGER_DB: config.RUNLEDGER_DB,
+        RUNLEDGER_ERASURE: 'on',
+        RUNLEDGER_ALLOWED_ROOT: api.workspace,
+      };
+      const otherMemory = await memoryOf([other]);
+      const usage = await runCli(['erase', 'ses_trip', '--task', other], { cwd: api.dir, env: cliEnv });
+      expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining('one of them')]);
+      const cli = await runCli(['erase', '--task', other, '--json'], { cwd: api.dir, env: cliEnv });
+      expect(stderrProblems(cli.stderr)).toEqual([]);
+      expect(cli.code).toBe(0);
+      expect(JSON.parse(cli.stdout)).toMatchObject({
+        erase: { root_task_id: other, task_ids: [other], key_destroyed: true, memory_entries: otherMemory },
+      });
+      const events = JSON.stringify(await eventsOf(other));
+      expect(events).not.toContain(OTHER);
+      expect(events).toContain('"$erased":"erased"');
+    }
+    expect(await api.checkedMismatches()).toEqual([]);
+  });
+}
+
+/** The SSE body up to the first event naming `marker` (the stream stays open for live events). */
+async function readUntil(res: Response, marker: string): Promise<string> {
+  const reader = res.body!.getReader();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += Buffer.from(value).toString();
+    if (text.includes(marker)) break;
+  }
+  await reader.cancel();
+  return text;
+}
+
+describe('task tree erasure (SQLite)', () => {
+  treeErasureSpec(async () => ({}), true);
+});
+
+describePostgres('task tree erasure (PostgreSQL)', () => {
+  const pg = useTestPostgres();
+  treeErasureSpec(async () => {
+    const schema = await pg.freshSchema({ migrate: false });
+    return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+  }, false);
+});
