@@ -38,7 +38,6 @@ import {
   keyRowsSql,
   keyInserts,
   keysInsertSql,
-  loadKeys,
   openCopiesPg,
   rulesOver,
   openedPg,
