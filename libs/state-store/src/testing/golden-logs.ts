@@ -22,7 +22,13 @@ const FOLDER = join(__dirname, '..', '..', 'fixtures', 'event-logs');
  * whose events look different adds a log of its own beside them; scripts/golden-log/record.ts records
  * one from the databases of real runs.
  */
-export const GOLDEN_LOG_NAMES = ['log-v1', 'log-v1-b', 'log-v1-c', 'log-v1-catalogued'] as const;
+export const GOLDEN_LOG_NAMES = [
+  'log-v1',
+  'log-v1-b',
+  'log-v1-c',
+  'log-v1-catalogued',
+  'log-v1-tree-erased',
+] as const;
 
 export function readGoldenLog(name: (typeof GOLDEN_LOG_NAMES)[number]): GoldenLog {
   const rows = readFileSync(join(FOLDER, `${name}.jsonl`), 'utf8')
