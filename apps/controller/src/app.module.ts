@@ -3,7 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { Logger } from 'pino';
 import { EventStore, isPostgresUrl } from '@runledger/event-store';
-import { STORAGE_DB, StateStoreDatabase, TaskStatsRepository } from '@runledger/state-store';
+import { STORAGE_DB, StateStoreDatabase, TaskStateStore, TaskStatsRepository } from '@runledger/state-store';
 import { Kysely } from 'kysely';
 import { ToolSandbox } from '@runledger/tools';
 import { A2AModule } from './a2a/a2a.module';
@@ -91,8 +91,9 @@ export class AppModule {
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         {
           provide: TaskStatsRepository,
-          useFactory: (db: Kysely<unknown>) => new TaskStatsRepository(db as Kysely<StateStoreDatabase>),
-          inject: [STORAGE_DB],
+          useFactory: (db: Kysely<unknown>, states: TaskStateStore) =>
+            new TaskStatsRepository(db as Kysely<StateStoreDatabase>, states.catalog),
+          inject: [STORAGE_DB, TaskStateStore],
         },
         AdminStatsService,
         HealthService,

@@ -14,7 +14,10 @@ describeEachStorage('TaskStatsRepository', (openStorage) => {
 
   beforeEach(async () => {
     tmp = await openStorage();
-    sut = new TaskStatsRepository(tmp.storage.db.withTables<StateStoreTables>());
+    sut = new TaskStatsRepository(
+      tmp.storage.db.withTables<StateStoreTables>(),
+      tmp.storage.taskStates.catalog,
+    );
   });
   afterEach(() => tmp.dispose());
 
@@ -79,7 +82,10 @@ describeEachStorage('TaskStatsRepository', (openStorage) => {
     await append(second);
     const before = await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z');
     expect(before).toEqual([expect.objectContaining({ model_calls: 2, total_tokens: 25, cost_usd: 1.25 })]);
-    const everything = parseRetention('1h')!;
+    const endedBefore = await sut.endedTasks('2026-01-01T00:00:00.000Z');
+    expect(endedBefore).toHaveLength(2);
+    // archived, and their rows moved on into the archive's catalog
+    const everything = { ...parseRetention('1h')!, catalog_after_ms: 0 };
     if (tmp.storage.driver === 'postgres') await postgresArchiver(tmp.storage.db).run(everything, Date.now());
     else {
       const access = openSqliteArchiver(tmp.path);
@@ -93,6 +99,8 @@ describeEachStorage('TaskStatsRepository', (openStorage) => {
       .executeTakeFirstOrThrow();
     expect(Number(live.n)).toBe(0);
     expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual(before);
+    expect(await tmp.storage.taskStates.countByStatus()).toEqual({ completed: 2 });
+    expect(await sut.endedTasks('2026-01-01T00:00:00.000Z')).toEqual(endedBefore);
     // the read model is the log's fold: a rebuild reads the archived streams from their segments
     await tmp.storage.taskStates.rebuild();
     expect(await sut.modelUsagePerDay('2026-01-01T00:00:00.000Z')).toEqual(before);

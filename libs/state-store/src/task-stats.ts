@@ -1,5 +1,6 @@
 import { TERMINAL_STATUSES } from '@runledger/contracts';
-import { Kysely } from 'kysely';
+import { CatalogReader } from '@runledger/event-store';
+import { Kysely, sql } from 'kysely';
 import { ModelUsageRow } from './model-usage';
 import { StateStoreDatabase } from './schema';
 
@@ -12,17 +13,34 @@ export interface EndedTaskRow {
 
 /** Reads for the dashboard's charts over the task-state projection and the model-usage read model. Holds no decisions. */
 export class TaskStatsRepository {
-  constructor(private readonly db: Kysely<StateStoreDatabase>) {}
+  constructor(
+    private readonly db: Kysely<StateStoreDatabase>,
+    /** the archive's catalog: the rows of tasks archived long ago (TaskStateStore.catalog) */
+    private readonly catalog: CatalogReader | null = null,
+  ) {}
 
-  /** Tasks that ended at or after `since` (ISO time), oldest end first. */
+  /** Tasks that ended at or after `since` (ISO time), live and catalogued, oldest end first. */
   async endedTasks(since: string): Promise<EndedTaskRow[]> {
-    return this.db
-      .selectFrom('tasks')
-      .select(['stop_reason', 'created_at', 'updated_at'])
-      .where('status', 'in', [...TERMINAL_STATUSES])
-      .where('updated_at', '>=', since)
-      .orderBy('updated_at')
-      .execute();
+    const ended = (db: Kysely<StateStoreDatabase>, table: 'tasks' | 'catalog_tasks') =>
+      db
+        .selectFrom(table as 'tasks')
+        .select(['stop_reason', 'created_at', 'updated_at'])
+        .where('status', 'in', [...TERMINAL_STATUSES])
+        .where('updated_at', '>=', since)
+        .$if(table === 'catalog_tasks', (q) =>
+          q.where(sql<boolean>`NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = catalog_tasks.task_id)`),
+        )
+        .orderBy('updated_at')
+        .execute();
+    const live = await ended(this.db, 'tasks');
+    const catalog = this.catalog?.db();
+    if (!catalog) return live;
+    const catalogued = await ended(catalog as unknown as Kysely<StateStoreDatabase>, 'catalog_tasks');
+    return catalogued.length === 0
+      ? live
+      : [...live, ...catalogued].sort((a, b) =>
+          a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : 0,
+        );
   }
 
   /**
