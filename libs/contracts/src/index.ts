@@ -1,3 +1,6 @@
+// first: the schemas below are built under it
+import './zod-setup';
+
 export * from './errors';
 export * from './task';
 export * from './directive';

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { PlanStep } from '@runledger/contracts';
 import { referencedSteps } from './substitute';
 
+const PlanSteps = z.array(PlanStep).min(1).max(50);
+
 export type PlanParse = { ok: true; steps: PlanStep[] } | { ok: false; error: string };
 
 /** Plan JSON (a steps array, or an object holding one) -> validated PlanStep[]; never throws. */
@@ -16,7 +18,7 @@ export function parsePlan(input: unknown): PlanParse {
   }
   if (value && typeof value === 'object' && !Array.isArray(value) && 'steps' in value)
     value = (value as { steps: unknown }).steps;
-  const parsed = z.array(PlanStep).min(1).max(50).safeParse(value);
+  const parsed = PlanSteps.safeParse(value);
   if (!parsed.success) {
     return {
       ok: false,
