@@ -1,5 +1,7 @@
 import { Kysely, sql } from 'kysely';
 import { EventHead, ReadAllOptions, ReadStreamOptions } from './event-store';
+import { PreparedQuery } from './prepared-query';
+import { EventRow } from './sqlite/rows';
 import { Database } from './sqlite/schema';
 
 /** The read queries every SQL adapter shares (kysely speaks each dialect); callers pick the columns. */
@@ -30,12 +32,44 @@ export const allQuery = (db: Kysely<Database>, options: ReadAllOptions) =>
 export const eventHeads = async (db: Kysely<Database>, options: ReadAllOptions): Promise<EventHead[]> =>
   (await allQuery(db, options).select(['position', 'sequence', 'task_id', 'type']).execute()) as EventHead[];
 
-/** A stream's last sequence, 0 when it has no event. */
-export async function streamVersion(db: Kysely<Database>, taskId: string): Promise<number> {
-  const row = await db
+const streamRowsQuery = new PreparedQuery<
+  Database,
+  { task_id: string; after_seq: number; limit: number },
+  EventRow
+>(['task_id', 'after_seq', 'limit'], (db, v, shape) =>
+  streamQuery(db, v.task_id, {
+    after_seq: v.after_seq,
+    limit: shape === 'limited' ? v.limit : undefined,
+  }).selectAll(),
+);
+
+/** streamQuery's rows, every column, from a query compiled once per handle. */
+export const streamRows = async (
+  db: Kysely<Database>,
+  taskId: string,
+  options: ReadStreamOptions,
+): Promise<EventRow[]> =>
+  (
+    await streamRowsQuery.execute(
+      db,
+      { task_id: taskId, after_seq: options.after_seq ?? 0, limit: options.limit ?? 0 },
+      options.limit === undefined ? '' : 'limited',
+    )
+  ).rows;
+
+const streamVersionQuery = new PreparedQuery<
+  Database,
+  { task_id: string },
+  { version: number | string | null }
+>(['task_id'], (db, v) =>
+  db
     .selectFrom('events')
     .select((eb) => eb.fn.max('sequence').as('version'))
-    .where('task_id', '=', taskId)
-    .executeTakeFirst();
+    .where('task_id', '=', v.task_id),
+);
+
+/** A stream's last sequence, 0 when it has no event. */
+export async function streamVersion(db: Kysely<Database>, taskId: string): Promise<number> {
+  const row = await streamVersionQuery.first(db, { task_id: taskId });
   return Number(row?.version ?? 0);
 }

@@ -7,10 +7,10 @@ import {
   canonicalJson,
   newId,
 } from '@runledger/contracts';
-import { Database, EventStore, KeyOwner } from '@runledger/event-store';
-import { Kysely } from 'kysely';
+import { Database, EventStore, KeyOwner, PreparedQuery } from '@runledger/event-store';
+import { Insertable, Kysely } from 'kysely';
 import { z } from 'zod';
-import { StateStoreDatabase, StateStoreTables } from './schema';
+import { CheckpointsTable, StateStoreDatabase, StateStoreTables } from './schema';
 import { TaskState, evolve, foldTaskState } from './task-state';
 import { TaskStateStore } from './task-state-store';
 
@@ -117,6 +117,12 @@ export type CheckpointContextRead = 'read' | 'skip' | 'require';
 
 /** The context column of a checkpoint saved without one. */
 const NO_CONTEXT = JSON.stringify(null);
+
+/** A checkpoint row's insert, compiled once per handle: a writer stores one at each of its checkpoints. */
+const insertCheckpoint = new PreparedQuery<StateStoreDatabase, Insertable<CheckpointsTable>, never>(
+  ['checkpoint_id', 'task_id', 'label', 'at_sequence', 'event_sequence', 'state', 'context', 'created_at'],
+  (db, row) => db.insertInto('checkpoints').values(row),
+);
 
 /**
  * Snapshots of a task's state plus a caller-defined context at milestones.
@@ -291,15 +297,12 @@ export class CheckpointStore {
     };
     // the snapshot and context hold the task's content: sealed like its events, so an erasure shreds them too
     const contextText = JSON.stringify(checkpoint.context);
-    await db
-      .insertInto('checkpoints')
-      .values({
-        ...checkpoint,
-        state: await this.events.sealCopy(ownerOf(state), storedSnapshot(state)),
-        context:
-          contextText === NO_CONTEXT ? contextText : await this.events.sealCopy(ownerOf(state), contextText),
-      })
-      .execute();
+    await insertCheckpoint.execute(db, {
+      ...checkpoint,
+      state: await this.events.sealCopy(ownerOf(state), storedSnapshot(state)),
+      context:
+        contextText === NO_CONTEXT ? contextText : await this.events.sealCopy(ownerOf(state), contextText),
+    });
     return checkpoint;
   }
 

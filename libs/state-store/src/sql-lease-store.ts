@@ -1,5 +1,5 @@
-import { Database, LeaseToken } from '@runledger/event-store';
-import { Expression, Kysely, sql } from 'kysely';
+import { Database, LeaseToken, PreparedQuery } from '@runledger/event-store';
+import { Expression, Kysely, Selectable, sql } from 'kysely';
 import { ClaimOptions, LeaseStore, TaskLease } from './lease-store';
 import { StateStoreDatabase, StateStoreTables, TaskLeasesTable } from './schema';
 
@@ -42,21 +42,50 @@ export class SqlLeaseStore extends LeaseStore {
     this.db = db.withTables<StateStoreTables>();
   }
 
-  async claim(taskId: string, owner: string, options: ClaimOptions): Promise<TaskLease | null> {
-    const expiresAt = sql<number>`${this.nowMs} + ${options.ttlMs}`;
-    const row = await this.db
+  /** A claim's upsert, compiled once per form (forced or not): it runs for every task a loop starts. */
+  private readonly claimQuery = new PreparedQuery<
+    StateStoreDatabase,
+    { task_id: string; owner: string; ttl_ms: number },
+    Selectable<TaskLeasesTable>
+  >(['task_id', 'owner', 'ttl_ms'], (db, v, shape) =>
+    db
       .insertInto('task_leases')
-      .values({ task_id: taskId, owner, epoch: 1, expires_at: expiresAt })
+      .values({
+        task_id: v.task_id,
+        owner: v.owner,
+        epoch: 1,
+        expires_at: sql<number>`${this.nowMs} + ${v.ttl_ms}`,
+      })
       .onConflict((oc) => {
         const update = oc.column('task_id').doUpdateSet((eb) => ({
           owner: eb.ref('excluded.owner'),
           epoch: eb(eb.ref('task_leases.epoch'), '+', 1),
           expires_at: eb.ref('excluded.expires_at'),
         }));
-        return options.force ? update : update.where('task_leases.expires_at', '<=', this.nowMs);
+        return shape === 'force' ? update : update.where('task_leases.expires_at', '<=', this.nowMs);
       })
-      .returningAll()
-      .executeTakeFirst();
+      .returningAll(),
+  );
+
+  private readonly releaseQuery = new PreparedQuery<
+    StateStoreDatabase,
+    { task_id: string; owner: string; epoch: number },
+    never
+  >(['task_id', 'owner', 'epoch'], (db, v) =>
+    db
+      .updateTable('task_leases')
+      .set({ expires_at: RELEASED })
+      .where('task_id', '=', v.task_id)
+      .where('owner', '=', v.owner)
+      .where('epoch', '=', v.epoch),
+  );
+
+  async claim(taskId: string, owner: string, options: ClaimOptions): Promise<TaskLease | null> {
+    const row = await this.claimQuery.first(
+      this.db,
+      { task_id: taskId, owner, ttl_ms: options.ttlMs },
+      options.force ? 'force' : '',
+    );
     return row ? toLease(row) : null;
   }
 
@@ -79,13 +108,7 @@ export class SqlLeaseStore extends LeaseStore {
   }
 
   async release(taskId: string, token: LeaseToken): Promise<void> {
-    await this.db
-      .updateTable('task_leases')
-      .set({ expires_at: RELEASED })
-      .where('task_id', '=', taskId)
-      .where('owner', '=', token.owner)
-      .where('epoch', '=', token.epoch)
-      .execute();
+    await this.releaseQuery.execute(this.db, { task_id: taskId, owner: token.owner, epoch: token.epoch });
   }
 
   async get(taskId: string): Promise<TaskLease | null> {

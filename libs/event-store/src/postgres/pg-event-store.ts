@@ -27,7 +27,7 @@ import { postgresCatalog } from '../archive/archive-catalog';
 import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { SegmentContent, decodeSegment } from '../archive/segment';
 import { EventRow, rowToEvent } from '../sqlite/rows';
-import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
+import { allQuery, eventHeads, streamRows, streamVersion } from '../event-queries';
 import { GroupCommitter, GroupResult } from '../group-committer';
 import { PostgresHandle } from './open-postgres';
 import {
@@ -536,7 +536,7 @@ export class PgEventStore extends EventStore {
 
   /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
+    const rows = await streamRows(this.handle.db, taskId, options);
     return openedPg(
       this.pool,
       (rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent),

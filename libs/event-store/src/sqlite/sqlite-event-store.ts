@@ -14,7 +14,7 @@ import {
   ReadStreamOptions,
   StoreHead,
 } from '../event-store';
-import { allQuery, eventHeads, streamQuery, streamVersion } from '../event-queries';
+import { allQuery, eventHeads, streamQuery, streamRows, streamVersion } from '../event-queries';
 import { GroupCommitOptions, GroupCommitter, GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { GroupOutcome, GroupRequest, StatementRequest } from './append-transaction';
@@ -359,7 +359,7 @@ export class SqliteEventStore extends EventStore {
 
   /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await streamQuery(this.handle.db, taskId, options).selectAll().execute();
+    const rows = await streamRows(this.handle.db, taskId, options);
     return this.opened((rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent));
   }
 
