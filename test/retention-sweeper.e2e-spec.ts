@@ -1,4 +1,9 @@
 import { createHmac } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { sql } from 'kysely';
+import { catalogFile } from '@runledger/event-store';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
 
@@ -33,7 +38,14 @@ async function archivedTaskIds(h: ApiHarness): Promise<string[]> {
   return (page.body.archived as { task_ids: string[] }[]).flatMap((r) => r.task_ids);
 }
 
-function sweeperSpec(env: () => Promise<Record<string, string>>): void {
+/** The ids of a table's rows whose id starts with `prefix`: the live `archived_tasks` or the catalog's. */
+type ArchivedRowIds = (
+  h: ApiHarness,
+  table: 'archived_tasks' | 'catalog_archived_tasks',
+  prefix: string,
+) => Promise<string[]>;
+
+function sweeperSpec(env: () => Promise<Record<string, string>>, archivedRowIds: ArchivedRowIds): void {
   let h: ApiHarness | null = null;
   afterEach(async () => {
     await h?.close();
@@ -156,10 +168,11 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
     }
   });
 
-  it('archives inbound hook receipts by age, task or none; a redelivery is still answered from the archive', async () => {
+  it('archives inbound hook receipts by age, task or none, then catalogues their records; a redelivery is still answered', async () => {
     process.env.RL_TEST_SWEEP_HOOK_SECRET = HOOK_SECRET;
     h = await bootApi({
       ...sweeping,
+      RUNLEDGER_RETENTION_CATALOG_AFTER: '1s',
       RUNLEDGER_HOOKS: JSON.stringify([HOOK]),
       RL_TEST_SWEEP_HOOK_SECRET: HOOK_SECRET,
       ...(await env()),
@@ -197,7 +210,18 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
       (e) => e.payload.companion_streams,
     );
     expect(streams.filter((id) => id.startsWith('hook:gh:'))).toHaveLength(2);
-    // the provider sends them again: answered from the archived receipts, nothing started twice
+    // a second later their archived_tasks records leave the live database for the catalog, as tasks' do
+    for (const deadline = Date.now() + 20_000; ;) {
+      const live = await archivedRowIds(server, 'archived_tasks', 'hook:gh:');
+      const catalogued = await archivedRowIds(server, 'catalog_archived_tasks', 'hook:gh:');
+      if (live.length === 0 && catalogued.length === 2) break;
+      if (Date.now() > deadline)
+        throw new Error(`receipt records: ${live.length} live, ${catalogued.length} catalogued`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const catalogued = await server.request('GET', '/admin/events?type=TASKS_CATALOGUED&limit=1000');
+    expect(catalogued.body.events.length).toBeGreaterThan(0);
+    // the provider sends them again: answered from the catalogued receipts, nothing started twice
     const tasksBefore = (await server.request('GET', '/tasks?limit=100')).body.tasks.length as number;
     const again = await deliver('push', 'd-push');
     const ignoredAgain = await deliver('issues', 'd-issues');
@@ -227,13 +251,48 @@ function sweeperSpec(env: () => Promise<Record<string, string>>): void {
 }
 
 describe('retention sweeper in the server (SQLite)', () => {
-  sweeperSpec(async () => ({}));
+  sweeperSpec(
+    async () => ({}),
+    async (h, table, prefix) => {
+      const db = join(h.dir, 'runledger.db');
+      const file = table === 'archived_tasks' ? db : catalogFile(db);
+      // the catalog file exists once the first cataloguing run opened it
+      if (!existsSync(file)) return [];
+      const raw = new Database(file, { readonly: true });
+      try {
+        return (
+          raw
+            .prepare(`SELECT task_id FROM ${table} WHERE task_id LIKE ? ORDER BY task_id`)
+            .all(`${prefix}%`) as {
+            task_id: string;
+          }[]
+        ).map((r) => r.task_id);
+      } finally {
+        raw.close();
+      }
+    },
+  );
 });
 
 describePostgres('retention sweeper in the server (PostgreSQL)', () => {
   const pg = useTestPostgres();
-  sweeperSpec(async () => {
-    const schema = await pg.freshSchema({ migrate: false });
-    return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+  const schemas: Awaited<ReturnType<typeof pg.freshSchema>>[] = [];
+  afterEach(async () => {
+    for (const schema of schemas.splice(0)) await schema.handle.close();
   });
+  sweeperSpec(
+    async () => {
+      const schema = await pg.freshSchema({ migrate: false });
+      schemas.push(schema);
+      return { RUNLEDGER_DB: schema.url, RUNLEDGER_PG_SCHEMA: schema.schema };
+    },
+    async (_h, table, prefix) => {
+      const { rows } = await sql<{
+        task_id: string;
+      }>`SELECT task_id FROM ${sql.table(table)} WHERE task_id LIKE ${`${prefix}%`} ORDER BY task_id`.execute(
+        schemas.at(-1)!.handle.db,
+      );
+      return rows.map((r) => r.task_id);
+    },
+  );
 });
