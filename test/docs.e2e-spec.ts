@@ -186,6 +186,7 @@ describe('API documents (e2e)', () => {
         'ping',
         'authenticated',
         'subscribed',
+        'archived',
         'unsubscribed',
         'event',
         'pong',

@@ -168,6 +168,91 @@ function sweeperSpec(env: () => Promise<Record<string, string>>, archivedRowIds:
     }
   });
 
+  it('a live subscribe_all is told each stretch archived while it runs, and can tell it already has its events', async () => {
+    h = await bootApi({ ...sweeping, ...(await env()) });
+    const server = h;
+    const ws = await WsClient.authed(server.wsUrl, TOKENS.admin);
+    try {
+      ws.send({
+        type: 'subscribe_all',
+        subscription_id: 'ends',
+        after_position: 0,
+        types: ['TASK_COMPLETED', 'TASK_FAILED'],
+      });
+      const subscribed = await ws.waitFor((m) => m.type === 'subscribed');
+      expect(subscribed.archived).toBeUndefined();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await server.request('POST', '/tasks', { body: { input: `list the files ${i}` } });
+        ids.push(res.body.task_id as string);
+        await waitForTask(server, ids[i]);
+      }
+      type Range = { segment_id: string; first_position: number; last_position: number; task_ids: string[] };
+      const told = () =>
+        ws.messages.filter((m) => m.type === 'archived') as unknown as {
+          subscription_id: string;
+          position: number;
+          archived: Range[];
+        }[];
+      for (const deadline = Date.now() + 20_000; ;) {
+        const tasks = told().flatMap((m) => m.archived.flatMap((r) => r.task_ids));
+        if (ids.every((id) => tasks.includes(id))) break;
+        if (Date.now() > deadline) throw new Error(`told ${tasks.length} of ${ids.length} archived tasks`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // each message names the TASKS_ARCHIVED that recorded its batch, and the segment's range as /admin/events tells it
+      const records = await server.request('GET', '/admin/events?type=TASKS_ARCHIVED&limit=1000');
+      const recorded = new Map(
+        (records.body.events as { position: number; payload: { segment_id: string } }[]).map((e) => [
+          e.payload.segment_id,
+          e.position,
+        ]),
+      );
+      const page = await server.request('GET', '/admin/events?after_position=0&limit=1000');
+      const ranges = new Map((page.body.archived as Range[]).map((r) => [r.segment_id, r]));
+      for (const m of told()) {
+        expect(m.subscription_id).toBe('ends');
+        for (const r of m.archived) {
+          expect(m.position).toBe(recorded.get(r.segment_id));
+          expect(r).toEqual(ranges.get(r.segment_id));
+        }
+      }
+      // every task ended before its batch was archived: the subscriber holds each end, inside the range told
+      const ends = ws.messages.filter((m) => m.type === 'event') as unknown as {
+        event: { task_id: string; position: number };
+      }[];
+      for (const id of ids) {
+        const range = told()
+          .flatMap((m) => m.archived)
+          .find((r) => r.task_ids.includes(id))!;
+        const end = ends.find((e) => e.event.task_id === id);
+        if (!end) throw new Error(`no end of ${id} among ${JSON.stringify(ws.messages.map((m) => m.type))}`);
+        expect(end.event.position).toBeGreaterThanOrEqual(range.first_position);
+        expect(end.event.position).toBeLessThanOrEqual(range.last_position);
+      }
+      const last = Math.max(...ends.map((e) => e.event.position));
+      const highest = Math.max(...told().flatMap((m) => m.archived.map((r) => r.last_position)));
+      expect(last).toBeGreaterThanOrEqual(highest);
+      // a subscription that stopped is told nothing more
+      ws.send({ type: 'unsubscribe', subscription_id: 'ends' });
+      await ws.waitFor((m) => m.type === 'unsubscribed');
+      const count = told().length;
+      const more = await server.request('POST', '/tasks', { body: { input: 'list the files again' } });
+      await waitForTask(server, more.body.task_id as string);
+      for (
+        const deadline = Date.now() + 20_000;
+        !(await archivedTaskIds(server)).includes(more.body.task_id);
+      ) {
+        if (Date.now() > deadline) throw new Error('the sweeper did not archive the last task');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect(told()).toHaveLength(count);
+    } finally {
+      ws.close();
+    }
+  });
+
   it('archives inbound hook receipts by age, task or none, then catalogues their records; a redelivery is still answered', async () => {
     process.env.RL_TEST_SWEEP_HOOK_SECRET = HOOK_SECRET;
     h = await bootApi({

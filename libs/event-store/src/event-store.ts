@@ -167,6 +167,11 @@ export abstract class EventStore {
     return [];
   }
 
+  /** The ranges of these archive segments (a TASKS_ARCHIVED names its segment), in the order they start. */
+  async archivedRangesOf(_segmentIds: readonly string[]): Promise<ArchivedRange[]> {
+    return [];
+  }
+
   /**
    * Text a read model copies from an owner's events (a checkpoint's snapshot, a task row, a memory
    * entry), as it is to be stored: sealed under the owner's data key (KeyOwner: the task's stream)

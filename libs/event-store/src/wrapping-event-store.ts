@@ -95,6 +95,10 @@ export abstract class WrappingEventStore extends EventStore {
     return this.inner.archivedRanges(afterPosition, through, limit);
   }
 
+  override archivedRangesOf(segmentIds: readonly string[]): Promise<ArchivedRange[]> {
+    return this.inner.archivedRangesOf(segmentIds);
+  }
+
   streamVersion(taskId: string): Promise<number> {
     return this.inner.streamVersion(taskId);
   }

@@ -35,6 +35,8 @@ const CLIENT_MESSAGES: Record<WsClientMessage['type'], { summary: string; reply:
 const SERVER_MESSAGES: Record<keyof typeof WsServerMessages, string> = {
   authenticated: 'The token was accepted; names the token and its scopes',
   subscribed: 'A subscription started; the events after the echoed cursor follow',
+  archived:
+    "subscribe_all: an archive batch committed while the subscription runs; its tasks' events past the subscriber's last position do not come on it (read them with GET /tasks/{id}/events)",
   unsubscribed: 'A subscription stopped',
   event: 'One event of a subscription, in order, with no gap and no duplicate',
   pong: 'Answer to ping',

@@ -70,6 +70,19 @@ export const WsServerMessages = {
       archived: z.array(ArchivedRangeSchema).optional(),
     }),
   ]),
+  /**
+   * `subscribe_all` only: an archive batch committed while the subscription runs, its stretch
+   * reaching past the subscription's cursor. Events of its tasks at positions the subscriber has not
+   * received yet do not come on the subscription; a subscriber whose last event's position is at or
+   * past `last_position` already has them all (docs/retention.md).
+   */
+  archived: z.object({
+    type: z.literal('archived'),
+    subscription_id: z.string(),
+    /** the position of the TASKS_ARCHIVED event that recorded the batch */
+    position: Cursor,
+    archived: z.array(ArchivedRangeSchema),
+  }),
   unsubscribed: z.object({ type: z.literal('unsubscribed'), subscription_id: z.string() }),
   event: z.object({ type: z.literal('event'), subscription_id: z.string(), event: RuntimeEventEnvelope }),
   pong: z.object({ type: z.literal('pong') }),

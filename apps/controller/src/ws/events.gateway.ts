@@ -26,6 +26,7 @@ import { parseOrThrow } from '../dtos/zod.pipe';
 import { toErrorResponse } from '../errors/error-body';
 import { EventBus, EventStore, RawEvent, archivedRangesThrough } from '@runledger/event-store';
 import { TaskViews } from '@runledger/runtime';
+import { Subscription, filter } from 'rxjs';
 import { EventSource, Follow, FollowCursor, eventSourceOf, followEvents } from '../streaming/follow-events';
 import { LOGGER } from '../tokens';
 import { MetricsService } from '../metrics/metrics.service';
@@ -77,6 +78,7 @@ export class EventsGateway
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly events: EventSource;
   private readonly store: EventStore;
+  private readonly bus: EventBus;
 
   constructor(
     @Inject(TaskViews) private readonly tasks: TaskViews,
@@ -88,6 +90,7 @@ export class EventsGateway
     @Inject(MetricsService) metrics: MetricsService,
   ) {
     this.store = store;
+    this.bus = bus;
     this.events = eventSourceOf(store, bus);
     metrics.trackWsClients(() => this.clients.size);
   }
@@ -198,6 +201,9 @@ export class EventsGateway
       case 'subscribe_all': {
         this.require(client, 'admin');
         const id = this.claimId(client, msg.subscription_id);
+        // stretches archived from now on are told as they commit (a TASKS_ARCHIVED heard before the
+        // head is read may be told twice: its segment_id names it)
+        const told = this.tellArchived(client, id, msg.after_position);
         // archived stretches after the cursor through the head: their positions will not come, and are not lost
         const head = (await this.store.head()).position;
         const { archived, through } = await archivedRangesThrough(
@@ -213,12 +219,22 @@ export class EventsGateway
           archived_through: through,
           ...(archived.length > 0 ? { archived } : {}),
         });
-        return this.follow(client, id, {
+        this.follow(client, id, {
           kind: 'all',
           after_position: msg.after_position,
           types: msg.types,
           task_id: msg.task_id,
         });
+        const follow = client.subs.get(id);
+        if (!follow) return told.unsubscribe();
+        client.subs.set(id, {
+          stop: () => {
+            told.unsubscribe();
+            follow.stop();
+          },
+          done: follow.done.finally(() => told.unsubscribe()),
+        });
+        return;
       }
       case 'unsubscribe': {
         const sub = client.subs.get(msg.subscription_id);
@@ -258,6 +274,33 @@ export class EventsGateway
     if (client.subs.has(id))
       throw new IllegalStateError(`subscription ${id} already exists`, { subscription_id: id });
     return id;
+  }
+
+  /**
+   * Each archive batch that commits while a `subscribe_all` runs, as an `archived` message: the
+   * segment's range, when it reaches past the subscription's cursor. Its events at positions the
+   * subscriber has not received yet do not come on the subscription (the follow reads the live log);
+   * GET /tasks/:id/events serves them.
+   */
+  private tellArchived(client: Client, id: string, afterPosition: number): Subscription {
+    let telling = Promise.resolve();
+    return this.bus.events$.pipe(filter((e) => e.type === 'TASKS_ARCHIVED')).subscribe((e) => {
+      const { segment_id } = (e as RuntimeEvent<'TASKS_ARCHIVED'>).payload;
+      telling = telling
+        .then(async () => {
+          const ranges = (await this.store.archivedRangesOf([segment_id])).filter(
+            (r) => r.last_position > afterPosition,
+          );
+          if (ranges.length === 0 || !client.subs.has(id) || client.ws.readyState !== WebSocket.OPEN) return;
+          this.send(client, {
+            type: 'archived',
+            subscription_id: id,
+            position: e.position,
+            archived: ranges,
+          });
+        })
+        .catch((err: unknown) => this.log.error({ err, segment_id }, 'ws archived range not told'));
+    });
   }
 
   private follow(client: Client, id: string, cursor: FollowCursor): void {

@@ -127,6 +127,30 @@ export class ArchivedStreams {
       .orderBy('segment_id')
       .limit(limit)
       .execute();
+    return this.rangesOfSegments(segments);
+  }
+
+  /** The ranges of these segments (those recorded), in the order they start. */
+  async rangesOf(segmentIds: readonly string[]): Promise<ArchivedRange[]> {
+    if (segmentIds.length === 0) return [];
+    const segments = await this.db
+      .selectFrom('archive_segments')
+      .select(['segment_id', 'first_position', 'last_position', 'event_count'])
+      .where('segment_id', 'in', segmentIds)
+      .orderBy('first_position')
+      .orderBy('segment_id')
+      .execute();
+    return this.rangesOfSegments(segments);
+  }
+
+  private async rangesOfSegments(
+    segments: {
+      segment_id: string;
+      first_position: number | string;
+      last_position: number | string;
+      event_count: number | string;
+    }[],
+  ): Promise<ArchivedRange[]> {
     if (segments.length === 0) return [];
     const tasks = await this.tasksOf(segments.map((s) => s.segment_id));
     return segments.map((s) => ({

@@ -547,6 +547,10 @@ export class PgEventStore extends EventStore {
     return this.archive.ranges(afterPosition, through, limit);
   }
 
+  override archivedRangesOf(segmentIds: readonly string[]): Promise<ArchivedRange[]> {
+    return this.archive.rangesOf(segmentIds);
+  }
+
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     const live = await allQuery(this.handle.db, options).selectAll().execute();
     return openedPg(

@@ -414,6 +414,10 @@ export class SqliteEventStore extends EventStore {
     return this.archive.ranges(afterPosition, through, limit);
   }
 
+  override archivedRangesOf(segmentIds: readonly string[]): Promise<ArchivedRange[]> {
+    return this.archive.rangesOf(segmentIds);
+  }
+
   async readAll(options: ReadAllOptions = {}): Promise<RuntimeEvent[]> {
     const live = await allQuery(this.handle.db, options).selectAll().execute();
     return this.opened(
