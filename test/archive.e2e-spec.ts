@@ -2,7 +2,16 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Served, getJson, runCli, serveChild, settledTask, submitTask, taskOf } from '@runledger/testing';
+import {
+  Served,
+  getJson,
+  runCli,
+  servedAuth,
+  serveChild,
+  settledTask,
+  submitTask,
+  taskOf,
+} from '@runledger/testing';
 
 interface ArchiveJson {
   archive: {
@@ -73,6 +82,7 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect(liveEvents(db, ids[0])).toBeGreaterThan(0);
 
     const listBefore = (await getJson(live.url, '/tasks?limit=3')).body;
+    const sessionBefore = (await getJson(live.url, `/sessions/${tasks[0].session_id as string}`)).body;
     // archived, and at once (a catalog age of 0s) moved on into the archive's catalog
     const moved = await runCli(['archive', '--older-than', '0s', '--json'], {
       cwd: dir,
@@ -86,6 +96,43 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     for (const id of ids) expect(liveEvents(db, id)).toBe(0);
     for (const id of ids) expect(liveRows(db, id)).toBe(0);
     expect((await getJson(live.url, '/tasks?limit=3')).body).toEqual(listBefore);
+    const session = tasks[0].session_id as string;
+    expect((await getJson(live.url, `/sessions/${session}`)).body).toEqual(sessionBefore);
+    // SSE replays a catalogued task's events from its segment, then ends with it
+    const sse = await fetch(`${live.url}/tasks/${ids[1]}/stream`, { headers: servedAuth });
+    const text = await sse.text();
+    expect(text.match(/^id: /gm)).toHaveLength((before[1].events as unknown[]).length);
+    // runledger replay re-runs it offline from its recorded events, as it re-runs a live task's
+    // (compared with a live twin: a task sys_util does not understand replays as far as a live one)
+    const verdict = async (id: string) => {
+      const { replay } = JSON.parse(
+        (await cli(['replay', id, '--json'])).stdout.trim().split('\n').pop()!,
+      ) as {
+        replay: { source_task_id: string; compared: number; detail: string };
+      };
+      return { ...replay, source_task_id: replay.source_task_id === id };
+    };
+    const twin = await submitTask(live.url, 'list the files 1');
+    await settledTask(live.url, twin);
+    const [archivedReplay, liveReplay] = [await verdict(ids[1]), await verdict(twin)];
+    expect(archivedReplay.compared).toBeGreaterThanOrEqual((before[1].events as unknown[]).length);
+    expect(archivedReplay).toMatchObject({
+      source_task_id: true,
+      compared: liveReplay.compared,
+      detail: liveReplay.detail,
+    });
+    const fork = await fetch(`${live.url}/tasks/${ids[1]}/fork`, {
+      method: 'POST',
+      headers: servedAuth,
+      body: JSON.stringify({ at_sequence: 1 }),
+    });
+    expect(fork.status).toBe(202);
+    const forked = await settledTask(live.url, ((await fork.json()) as { task_id: string }).task_id);
+    expect(forked.status).toBe(tasks[1].status);
+    // and takes no events: a cancel of the finished task is refused, nothing is written
+    const cancel = await fetch(`${live.url}/tasks/${ids[1]}/cancel`, { method: 'POST', headers: servedAuth });
+    expect(cancel.status).toBe(409);
+    expect(liveEvents(db, ids[1])).toBe(0);
     const folder = `${db}.archive`;
     // the segments, beside the archive's catalog (where tasks archived long ago are recorded)
     expect(readdirSync(folder).filter((f) => !f.startsWith('catalog.db'))).toEqual(
@@ -110,8 +157,8 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect([ended.status, ended.stop_reason]).toEqual([tasks[0].status, tasks[0].stop_reason]);
 
     const verified = await runCli(['verify', db, '--json'], { cwd: dir });
-    // every task, the catalogued ones too (the fresh one is live)
-    expect(JSON.parse(verified.stdout)).toMatchObject({ verify: { ok: true, problems: [], tasks: 6 } });
+    // every task, the catalogued ones too (the twin, the fork and the fresh one are live)
+    expect(JSON.parse(verified.stdout)).toMatchObject({ verify: { ok: true, problems: [], tasks: 8 } });
     expect(verified.code).toBe(0);
     const copy = join(dir, 'copy.db');
     const backup = await cli(['backup', copy, '--json']);
@@ -119,7 +166,7 @@ describe('runledger archive / restore / vacuum against a running server (e2e, SQ
     expect(existsSync(`${copy}.archive`)).toBe(true);
     expect(existsSync(`${copy}.archive/catalog.db`)).toBe(true);
     const copyVerified = await runCli(['verify', copy, '--json'], { cwd: dir });
-    expect(JSON.parse(copyVerified.stdout)).toMatchObject({ verify: { ok: true, tasks: 6 } });
+    expect(JSON.parse(copyVerified.stdout)).toMatchObject({ verify: { ok: true, tasks: 8 } });
 
     const restored = await cli(['restore', ids[2], '--json']);
     expect(restored.code).toBe(0);
