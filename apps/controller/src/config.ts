@@ -12,7 +12,7 @@ import {
 } from '@runledger/contracts';
 import { DEFAULT_BACKPRESSURE, MODEL_APIS, providerLabel } from '@runledger/runtime';
 import { McpServersConfig, mcpEnvReferences } from '@runledger/tools';
-import { isPostgresUrl, runningFromSources } from '@runledger/event-store';
+import { isPostgresUrl, readKeyEncryptionKey, runningFromSources } from '@runledger/event-store';
 import {
   DEFAULT_CATALOG_AFTER,
   StorageOptions,
@@ -303,6 +303,23 @@ export const ConfigSchema = z.object({
     }),
   /** erasure by crypto-shredding (docs/retention.md): `on` seals the personal fields of new events under their session's data key */
   RUNLEDGER_ERASURE: z.enum(['on', 'off']).default('off'),
+  /**
+   * a file of 32 bytes (raw, or base64: `openssl rand -base64 32`), the key-encryption key: the data
+   * keys in `<db>.keys` are stored wrapped with it (AES-256-GCM); a key file written with one refuses
+   * to open without it. SQLite only
+   */
+  RUNLEDGER_ERASURE_KEY_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .superRefine((path, ctx) => {
+      if (path === undefined) return;
+      try {
+        readKeyEncryptionKey(path);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
   /** tasks per archive segment at most: what one write transaction moves */
   RUNLEDGER_RETENTION_BATCH: intFromEnv(1, 10_000).default(200),
   /** how often the server applies the retention policy itself (0: never; `runledger archive` still does) */
@@ -364,24 +381,33 @@ export type AppConfig = z.infer<typeof ConfigSchema>;
 export const APP_CONFIG = Symbol('APP_CONFIG');
 
 /** The storage driver RUNLEDGER_DB selects, with its settings. */
-export const storageOptionsFrom = (c: AppConfig): StorageOptions =>
-  isPostgresUrl(c.RUNLEDGER_DB)
-    ? {
-        driver: 'postgres',
-        url: c.RUNLEDGER_DB,
-        schema: c.RUNLEDGER_PG_SCHEMA,
-        maxConnections: c.RUNLEDGER_PG_POOL_SIZE,
-        sealPayloads: c.RUNLEDGER_ERASURE === 'on',
-      }
-    : {
-        driver: 'sqlite',
-        path: resolve(c.RUNLEDGER_DB),
-        sealPayloads: c.RUNLEDGER_ERASURE === 'on',
-        synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
-        writerThread:
-          c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
-          (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources() && 'while_concurrent'),
-      };
+export function storageOptionsFrom(c: AppConfig): StorageOptions {
+  if (isPostgresUrl(c.RUNLEDGER_DB)) {
+    if (c.RUNLEDGER_ERASURE_KEY_FILE)
+      throw new Error(
+        'RUNLEDGER_ERASURE_KEY_FILE: data keys are wrapped on SQLite only; PostgreSQL keeps them unwrapped in data_keys and stream_keys (docs/retention.md)',
+      );
+    return {
+      driver: 'postgres',
+      url: c.RUNLEDGER_DB,
+      schema: c.RUNLEDGER_PG_SCHEMA,
+      maxConnections: c.RUNLEDGER_PG_POOL_SIZE,
+      sealPayloads: c.RUNLEDGER_ERASURE === 'on',
+    };
+  }
+  return {
+    driver: 'sqlite',
+    path: resolve(c.RUNLEDGER_DB),
+    sealPayloads: c.RUNLEDGER_ERASURE === 'on',
+    ...(c.RUNLEDGER_ERASURE_KEY_FILE
+      ? { keyEncryptionKey: readKeyEncryptionKey(c.RUNLEDGER_ERASURE_KEY_FILE) }
+      : {}),
+    synchronous: c.RUNLEDGER_SQLITE_SYNCHRONOUS,
+    writerThread:
+      c.RUNLEDGER_SQLITE_WRITER_THREAD === 'on' ||
+      (c.RUNLEDGER_SQLITE_WRITER_THREAD === 'auto' && !runningFromSources() && 'while_concurrent'),
+  };
+}
 
 /** The folder of the files kept outside the database (admin.token, secrets.key, the memory index). */
 export const dataDirOf = (c: AppConfig, cwd = process.cwd()): string =>

@@ -32,3 +32,4 @@ export * from './sealing/pg-data-keys';
 export { PayloadSealer, type CopySealer, type WriteKeys } from './sealing/payload-sealer';
 export { KeyRules, erasedSessionError, erasedStreamError } from './sealing/key-rules';
 export { PreparedQuery } from './prepared-query';
+export * from './sealing/key-wrap';

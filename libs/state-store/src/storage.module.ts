@@ -23,6 +23,8 @@ export type StorageOptions =
       writerThread?: boolean | 'while_concurrent';
       /** seal the personal fields of new events under their session's data key (erasure) */
       sealPayloads?: boolean;
+      /** the key-encryption key the data keys in `<db>.keys` are wrapped with */
+      keyEncryptionKey?: Buffer;
     }
   | { driver: 'postgres'; url: string; schema?: string; maxConnections?: number; sealPayloads?: boolean };
 
@@ -42,6 +44,7 @@ export function openStorage(options: StorageOptions): Promise<Storage> {
         synchronous: options.synchronous,
         writerThread: options.writerThread,
         sealPayloads: options.sealPayloads,
+        keyEncryptionKey: options.keyEncryptionKey,
       });
     case 'postgres':
       return createPostgresStorage({

@@ -110,6 +110,8 @@ export interface SqliteStorageOptions extends OpenSqliteOptions {
   groupCommit?: GroupCommitOptions;
   /** seal the personal fields of new events under their session's data key (SqliteEventStore's sealPayloads) */
   sealPayloads?: boolean;
+  /** the key-encryption key the data keys are wrapped with (SqliteEventStore's keyEncryptionKey) */
+  keyEncryptionKey?: Buffer;
 }
 
 /**
@@ -134,6 +136,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
       : { projections: [taskStates] }),
     groupCommit: options.groupCommit,
     sealPayloads: options.sealPayloads,
+    keyEncryptionKey: options.keyEncryptionKey,
   });
   const wired = await wire(handle, eventStore, taskStates, handle.raw.name);
   const leases = new SqlLeaseStore(handle.db, SQLITE_NOW_MS);

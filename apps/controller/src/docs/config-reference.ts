@@ -408,7 +408,12 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
   RUNLEDGER_ERASURE: {
     group: 'Storage',
     description:
-      "`on`: the personal fields of every new event (input, answers, tool arguments and outputs, model replies...) and the read models' copies of them (task rows' input, result...; memory entries' text, metadata and vector; checkpoints) are stored sealed under their session's data key (AES-256-GCM; SQLite: keys in `<db>.keys`, PostgreSQL: table `data_keys`), so erasing a session (`POST /sessions/:id/erase`, `runledger erase`) destroys its key and with it the content, in the database, its archives and its backups. `off` (default): stored in clear; an erasure then only hides the content from readers. See [retention.md](retention.md#erasure)",
+      "`on`: the personal fields of every new event (input, answers, tool arguments and outputs, model replies...) and the read models' copies of them (task rows' input, result...; memory entries' text, metadata and vector; checkpoints) are stored sealed under their task's data key (one per task stream; AES-256-GCM; SQLite: keys in `<db>.keys`, PostgreSQL: tables `stream_keys` and `data_keys`), so erasing a session or one task tree (`POST /sessions/:id/erase`, `POST /tasks/:id/erase`, `runledger erase [--task]`) destroys its keys and with them the content, in the database, its archives and its backups. `off` (default): stored in clear; an erasure then only hides the content from readers. See [retention.md](retention.md#erasure)",
+  },
+  RUNLEDGER_ERASURE_KEY_FILE: {
+    group: 'Storage',
+    description:
+      'a file holding the key-encryption key: 32 bytes, raw or base64 (`openssl rand -base64 32 > kek; chmod 600 kek`). Every data key in `<db>.keys` is then stored wrapped with it (AES-256-GCM), so the key file alone gives nobody the content; a key file of raw keys is wrapped when first opened with it, and a key file written with one refuses to open without it (or with another): the server does not start and every CLI command exits 1 naming the variable. Rotation is not built. SQLite only: with PostgreSQL the boot stops. See [retention.md](retention.md#the-key-encryption-key)',
   },
   RUNLEDGER_RETENTION_BATCH: {
     group: 'Storage',

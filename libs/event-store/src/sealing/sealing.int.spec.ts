@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERASED_VALUE, IllegalStateError, NewEvent, RuntimeEvent, emptyUsage } from '@runledger/contracts';
@@ -6,6 +7,7 @@ import { EventStore } from '../event-store';
 import { PgEventStore } from '../postgres/pg-event-store';
 import { SqliteEventStore } from '../sqlite/sqlite-event-store';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
+import { KeyWrap, KeyWrapError } from './key-wrap';
 import { eraseSessionKeys, eraseStreamKeys } from './pg-data-keys';
 import { SqliteDataKeys, dataKeysPath } from './sqlite-data-keys';
 
@@ -333,6 +335,49 @@ describe('sealed payloads and erasure on SQLite', () => {
       await clear.close();
     } finally {
       await other.dispose();
+    }
+  });
+
+  it('with a key-encryption key no raw data key is in the key files; a wrapped store refuses to open without it or with another', async () => {
+    temp = await createTempSqlite();
+    const dir = join(temp.path, '..');
+    const keyFiles = () =>
+      Buffer.concat(
+        readdirSync(dir)
+          .filter((f) => f.includes('.keys'))
+          .map((f) => readFileSync(join(dir, f))),
+      );
+    const owner = (stream: string) => ({ session_id: 'ses_a', stream_id: stream });
+    const kek = randomBytes(32);
+    // written raw first (no key-encryption key), then opened with one: the raw keys are wrapped
+    const raw = new SqliteEventStore(temp.handle, { sealPayloads: true });
+    await raw.append('t1', [received('ses_a')], { expected: 'no_stream' });
+    const first = new SqliteDataKeys(dataKeysPath(temp.path), 5000, null).existingKey(owner('t1'));
+    if (!first || first === 'erased') throw new Error('no key was created');
+    expect(keyFiles().includes(first.key)).toBe(true);
+    await raw.close();
+    const handle = temp.handle;
+    const store = new SqliteEventStore(handle, { sealPayloads: true, keyEncryptionKey: kek });
+    try {
+      expect(keyFiles().includes(first.key)).toBe(false);
+      expect((await store.readStream('t1'))[0].payload).toMatchObject({ input: SECRET });
+      await store.append('t2', [received('ses_a')], { expected: 'no_stream' });
+      const keys = new SqliteDataKeys(dataKeysPath(temp.path), 5000, new KeyWrap(kek));
+      const second = keys.existingKey(owner('t2'));
+      keys.close();
+      if (!second || second === 'erased') throw new Error('no key was created');
+      expect(keyFiles().includes(second.key)).toBe(false);
+      expect((await store.readStream('t2'))[0].payload).toMatchObject({ input: SECRET });
+      // without the key-encryption key, or with another, the key file does not open
+      expect(() => new SqliteDataKeys(dataKeysPath(temp!.path), 5000, null).refresh()).toThrow(
+        /wrapped by a key-encryption key .*RUNLEDGER_ERASURE_KEY_FILE/,
+      );
+      expect(() => new SqliteEventStore(handle, { sealPayloads: true })).toThrow(KeyWrapError);
+      expect(
+        () => new SqliteEventStore(handle, { sealPayloads: true, keyEncryptionKey: randomBytes(32) }),
+      ).toThrow(/not by RUNLEDGER_ERASURE_KEY_FILE/);
+    } finally {
+      await store.close();
     }
   });
 

@@ -10,6 +10,7 @@ import {
   sessionKeysOf,
   streamKeysOf,
 } from './key-rules';
+import { KeyWrap, checkKeyWrap } from './key-wrap';
 import { WriteKeys } from './payload-sealer';
 import {
   DataKey,
@@ -39,6 +40,14 @@ export const dataKeysPath = (databasePath: string): string => `${databasePath}.k
  * data_version), so an erasure made by any process is seen by the next read or append of every
  * other. The tables are created here, not by the migrations: the file is not the database they run on.
  */
+/** Key-encryption keys by key file, given by the process that opens the database (SqliteEventStore). */
+const unlocked = new Map<string, KeyWrap>();
+
+/** The key-encryption key of the key store at `path`, for every reader of it in this process. */
+export const unlockKeyStore = (path: string, wrap: KeyWrap): void => {
+  unlocked.set(path, wrap);
+};
+
 export class SqliteDataKeys implements KeyReader, WriteKeys {
   private raw: BetterSqlite3.Database | null = null;
   private stmt: {
@@ -67,9 +76,14 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
   /** the file did not exist at the last refresh */
   private absent = false;
 
+  /**
+   * `wrap`: the key-encryption key the data keys are stored wrapped with (by default the one
+   * unlockKeyStore gave for `path`); a store written with one refuses to open without it.
+   */
   constructor(
     readonly path: string,
     private readonly busyTimeoutMs = 5000,
+    private readonly wrap: KeyWrap | null = unlocked.get(path) ?? null,
   ) {}
 
   /** Re-read what other connections changed since the last call; once per read or append group. */
@@ -182,7 +196,9 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
   private sessionKeys(sessionId: string): SessionKeys {
     let keys = this.sessions.get(sessionId);
     if (!keys) {
-      keys = sessionKeysOf(this.absent ? undefined : this.open(false)?.session.get(sessionId));
+      keys = sessionKeysOf(
+        this.unwrapped(this.absent ? undefined : this.open(false)?.session.get(sessionId)),
+      );
       this.sessions.set(sessionId, keys);
     }
     return keys;
@@ -191,7 +207,7 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
   private streamKeys(streamId: string): StreamKeys | null {
     let keys = this.streams.get(streamId);
     if (keys === undefined) {
-      keys = streamKeysOf(this.absent ? undefined : this.open(false)?.stream.get(streamId));
+      keys = streamKeysOf(this.unwrapped(this.absent ? undefined : this.open(false)?.stream.get(streamId)));
       this.streams.set(streamId, keys);
     }
     return keys;
@@ -200,16 +216,23 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
   private keyIdKeys(keyId: string): StreamKeys | null {
     let keys = this.keyIds.get(keyId);
     if (keys === undefined) {
-      keys = streamKeysOf(this.absent ? undefined : this.open(false)?.byKeyId.get(keyId));
+      keys = streamKeysOf(this.unwrapped(this.absent ? undefined : this.open(false)?.byKeyId.get(keyId)));
       this.keyIds.set(keyId, keys);
     }
     return keys;
   }
 
+  /** A row as the rules read it: its key unwrapped (stored wrapped when a key-encryption key is set). */
+  private unwrapped<R extends SessionRow>(row: R | undefined): R | undefined {
+    if (!row?.key || !row.key_id || !this.wrap) return row;
+    return { ...row, key: this.wrap.unwrap(row.key, row.key_id) };
+  }
+
   private create(owner: KeyOwner): DataKey | 'erased' {
     const stmt = this.open(true)!;
     this.absent = false;
-    const fresh = newDataKey();
+    const made = newDataKey();
+    const fresh = this.wrap ? { ...made, key: this.wrap.wrap(made.key, made.key_id) } : made;
     const at = new Date().toISOString();
     // another connection may have created it first: the stored one is the key
     if (owner.stream_id === null) {
@@ -222,6 +245,33 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
     this.streams.delete(owner.stream_id);
     const stored = this.streamKeys(owner.stream_id);
     return !stored || stored.erased || !stored.key ? 'erased' : stored.key;
+  }
+
+  /**
+   * Refuses a store whose keys are wrapped by another key-encryption key (or by one when none is
+   * set); a store of raw keys opened with one has them all wrapped now, and is marked.
+   */
+  private checkWrapping(raw: BetterSqlite3.Database): void {
+    const mark = raw.prepare<[], { kek_id: string }>('SELECT kek_id FROM key_wrapping').get();
+    checkKeyWrap(mark?.kek_id ?? null, this.wrap, this.path);
+    const wrap = this.wrap;
+    if (mark || !wrap) return;
+    raw
+      .transaction(() => {
+        for (const table of ['data_keys', 'stream_keys']) {
+          const rows = raw
+            .prepare<[], { rowid: number; key_id: string; key: Buffer }>(
+              `SELECT rowid, key_id, key FROM ${table} WHERE key IS NOT NULL AND key_id IS NOT NULL`,
+            )
+            .all();
+          const update = raw.prepare<[Buffer, number]>(`UPDATE ${table} SET key = ? WHERE rowid = ?`);
+          for (const r of rows) update.run(wrap.wrap(r.key, r.key_id), r.rowid);
+        }
+        raw.prepare('INSERT INTO key_wrapping (kek_id) VALUES (?)').run(wrap.id);
+      })
+      .immediate();
+    // the raw keys' old pages: zeroed (secure_delete), and out of the WAL
+    raw.pragma('wal_checkpoint(TRUNCATE)');
   }
 
   private open(create: boolean): SqliteDataKeys['stmt'] {
@@ -251,8 +301,10 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
            created_at TEXT NOT NULL,
            erased_at TEXT
          );
-         CREATE INDEX IF NOT EXISTS stream_keys_session ON stream_keys (session_id)`,
+         CREATE INDEX IF NOT EXISTS stream_keys_session ON stream_keys (session_id);
+         CREATE TABLE IF NOT EXISTS key_wrapping (kek_id TEXT NOT NULL)`,
       );
+      this.checkWrapping(raw);
     } catch (err) {
       raw.close();
       throw err;

@@ -9,6 +9,7 @@ import { SqliteAppendTransaction, withBusyRetry } from './append-transaction';
 import { FromWriter, ToWriter, WriterThreadOptions, loadProjection, toReply } from './append-writer';
 import { SqliteHandle, openSqlite } from './open-sqlite';
 import { SqliteDataKeys } from '../sealing/sqlite-data-keys';
+import { KeyWrap } from '../sealing/key-wrap';
 import { toThreadError } from './thread-errors';
 
 /**
@@ -59,7 +60,14 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
   const post = (m: FromWriter) => port.postMessage(m);
   let handle: SqliteHandle;
   let transaction: SqliteAppendTransaction;
-  const keys = options.sealing ? new SqliteDataKeys(options.sealing.keysPath, options.busyTimeoutMs) : null;
+  const kek = options.sealing?.keyEncryptionKey;
+  const keys = options.sealing
+    ? new SqliteDataKeys(
+        options.sealing.keysPath,
+        options.busyTimeoutMs,
+        kek ? new KeyWrap(Buffer.from(kek)) : null,
+      )
+    : null;
   try {
     handle = openSqlite({
       path: options.path,

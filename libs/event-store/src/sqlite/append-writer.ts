@@ -86,8 +86,8 @@ export interface WriterThreadOptions {
   busyTimeoutMs: number;
   busyRetryMs: number;
   projections: readonly ProjectionModule[];
-  /** the key store's file and whether to seal payloads (the thread opens its own connection to it) */
-  sealing?: { keysPath: string; seal: boolean };
+  /** the key store the thread opens (with the key-encryption key its data keys are wrapped with) */
+  sealing?: { keysPath: string; seal: boolean; keyEncryptionKey?: Uint8Array };
 }
 
 /** What the main thread sends the writer thread. */

@@ -34,7 +34,15 @@ import { SqliteHandle } from './open-sqlite';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
 import { KeyOwner, openEventJson, sealText } from '../sealing/sealed-payload';
-import { SqliteDataKeys, dataKeysOf, openCopiesThrough, openedThrough } from '../sealing/sqlite-data-keys';
+import {
+  SqliteDataKeys,
+  dataKeysOf,
+  dataKeysPath,
+  openCopiesThrough,
+  openedThrough,
+  unlockKeyStore,
+} from '../sealing/sqlite-data-keys';
+import { KeyWrap } from '../sealing/key-wrap';
 import { PayloadSealer } from '../sealing/payload-sealer';
 
 export interface SqliteEventStoreOptions {
@@ -44,6 +52,12 @@ export interface SqliteEventStoreOptions {
    * says, and an erased session takes no events either way. Needs a database file.
    */
   sealPayloads?: boolean;
+  /**
+   * The key-encryption key (32 bytes, RUNLEDGER_ERASURE_KEY_FILE) the data keys in `<db>.keys` are
+   * stored wrapped with. A key file written with one refuses to open without it (KeyWrapError); a
+   * key file of raw keys opened with one has them wrapped then.
+   */
+  keyEncryptionKey?: Buffer;
   /** read models updated inside every append transaction, in this order */
   projections?: readonly InlineProjection[];
   /** how long SQLITE_BUSY is retried (beyond busy_timeout) before an append gives up */
@@ -113,7 +127,15 @@ function writerThreadOptions(
     busyTimeoutMs: Number(raw.pragma('busy_timeout', { simple: true })),
     busyRetryMs,
     projections: options.writerThread?.projections ?? [],
-    ...(keys ? { sealing: { keysPath: keys.path, seal: options.sealPayloads === true } } : {}),
+    ...(keys
+      ? {
+          sealing: {
+            keysPath: keys.path,
+            seal: options.sealPayloads === true,
+            ...(options.keyEncryptionKey ? { keyEncryptionKey: options.keyEncryptionKey } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -184,7 +206,18 @@ export class SqliteEventStore extends EventStore {
     this.busyRetryMs = options.busyRetryMs ?? 60_000;
     if (options.sealPayloads && this.raw.memory)
       throw new Error('sealed payloads need a database file: their keys are kept beside it');
-    this.dataKeys = dataKeysOf(this.raw);
+    const wrap = options.keyEncryptionKey ? new KeyWrap(options.keyEncryptionKey) : null;
+    // one-off readers of the same file in this process (a rebuild) open it with the same key
+    if (wrap && !this.raw.memory) unlockKeyStore(dataKeysPath(this.raw.name), wrap);
+    this.dataKeys = this.raw.memory
+      ? null
+      : new SqliteDataKeys(
+          dataKeysPath(this.raw.name),
+          Number(this.raw.pragma('busy_timeout', { simple: true })),
+          wrap,
+        );
+    // a key file wrapped by a key-encryption key refuses to open without it, here rather than at a first read
+    this.dataKeys?.refresh();
     this.sealPayloads = options.sealPayloads === true;
     // pages an erasure's refold or a rewrite of a sealed row frees are zeroed, not left readable
     if (this.sealPayloads) this.raw.pragma('secure_delete = ON');
