@@ -23,7 +23,7 @@ import {
 } from '@runledger/event-store';
 import { Kysely, sql } from 'kysely';
 import { chunks, isPostgres } from '../archive/archive-planner';
-import { StateStoreDatabase, StateStoreTables } from '../schema';
+import { StateStoreDatabase, StateStoreTables, TasksTable } from '../schema';
 import { PERSONAL_TASK_COLUMNS, TaskStateStore, foldRun, stateToRow } from '../task-state-store';
 
 /** The stream erasures are recorded in (SESSION_ERASED, TASK_TREE_ERASED): ids only, never content. */
@@ -247,16 +247,28 @@ export class Erasure {
   }
 
   /**
-   * The row's content columns as the fold of its (now erased) events reads them. A catalogued task
-   * has no live row: its catalog row was sealed at rest, or (written in clear before erasure was on)
-   * stays as its clear events do.
+   * The row's content columns as the fold of its (now erased) events reads them: the live row, or a
+   * catalogued task's row in the archive's catalog.
    */
   private async refoldRow(taskId: string): Promise<void> {
     const state = foldRun(undefined, await this.events.readStream(taskId));
     if (!state) return;
     const row = stateToRow(state);
     const scrubbed = Object.fromEntries(PERSONAL_TASK_COLUMNS.map((c) => [c, row[c]]));
-    await this.db.updateTable('tasks').set(scrubbed).where('task_id', '=', taskId).execute();
+    const live = await this.db
+      .updateTable('tasks')
+      .set(scrubbed)
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
+    if (Number(live.numUpdatedRows) > 0) return;
+    await this.states.catalog.write((db) =>
+      db
+        .withTables<{ catalog_tasks: TasksTable }>()
+        .updateTable('catalog_tasks')
+        .set(scrubbed)
+        .where('task_id', '=', taskId)
+        .execute(),
+    );
   }
 
   /**
