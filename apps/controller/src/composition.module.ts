@@ -35,6 +35,7 @@ import {
 import {
   criticOptionsFromConfig,
   memoryOptionsFromConfig,
+  memoryReachOf,
   recallOver,
   toolsOver,
 } from './memory/memory-options';
@@ -152,7 +153,7 @@ export class CompositionModule {
             sandboxNotice: o.sandboxNotice,
             plugins: c.RUNLEDGER_PLUGINS,
             maxOutputBytes: c.RUNLEDGER_TOOL_OUTPUT_MAX_BYTES,
-            memory: memory ? toolsOver(memory, policy.config) : null,
+            memory: memory ? toolsOver(memory, policy.config, memoryReachOf(c)) : null,
             logger: o.log,
             mcp: {
               servers: c.RUNLEDGER_MCP_SERVERS ?? [],
@@ -200,7 +201,7 @@ export class CompositionModule {
             hooks: critic ? [createCriticMemoryHook({ critic, memory, policy: policy.config })] : [],
             // writes a completed task's summary; after the run discipline's guard, which may still change the stop
             guards: memory ? [createMemoryEndGuard(memory, policy.config)] : [],
-            memory: memory ? recallOver(memory) : null,
+            memory: memory ? recallOver(memory, memoryReachOf(c)) : null,
             // the accept gate reads the allowed root through the sandbox (confined, symlinks resolved)
             workspace: new LiveWorkspaceView(sandbox),
             secretKey: loadOrCreateSecretsKey(secretsKeyFile(dataDirOf(c))),

@@ -15,6 +15,7 @@ export interface MemorySearchHit {
 export const matchesFilter = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
   (f.kind === undefined || e.kind === f.kind) &&
   (f.session_id === undefined || e.session_id === f.session_id) &&
+  (f.sessions === undefined || f.sessions.includes(e.session_id)) &&
   (f.task_id === undefined || e.task_id === f.task_id) &&
   (f.min_weight === undefined || e.weight >= f.min_weight);
 

@@ -45,6 +45,7 @@ export class MemorySearch {
     const filter: MemoryFilter = {
       kind: options.kind,
       session_id: options.session_id,
+      sessions: options.sessions,
       task_id: options.task_id,
       min_weight: options.min_weight,
     };

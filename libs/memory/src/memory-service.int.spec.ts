@@ -665,6 +665,37 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await Promise.all([viaIndex.close(), exact.close()]);
   });
 
+  it('a set of sessions (null: written for nobody) filters every search path alike, still k hits', async () => {
+    const viaIndex = await openService(env);
+    await seed(viaIndex, 40);
+    const nobody = await viaIndex.insert({
+      text: 'kysely builds sql queries for nobody',
+      kind: 'fact',
+      source: 'system',
+      weight: 0.5,
+      reason: 'seed',
+    });
+    const q = { k: 5, sessions: ['s-odd', null] };
+    const a = await viaIndex.search('kysely builds sql', q);
+    const live = await openService(env, { exactScanBelow: 10_000, indexPath: null });
+    const table = await openService(env, { exactScanBelow: 10_000, indexPath: null, keepLiveEntries: false });
+    const b = await live.search('kysely builds sql', q);
+    const c = await table.search('kysely builds sql', q);
+    const heard = await live.search('kysely builds sql', { ...q, freshness: 'heard' });
+    const ids = (hits: { entry: { id: string } }[]) => hits.map((h) => h.entry.id);
+    expect(ids(a)).toHaveLength(5);
+    expect(ids(a)).toContain(nobody.id);
+    for (const h of a) expect([null, 's-odd']).toContain(h.entry.session_id);
+    for (const other of [b, c, heard]) expect(ids(other)).toEqual(ids(a));
+    // without the filter the nearest entries of the other session rank among them
+    const unfiltered = await viaIndex.search('kysely builds sql', { k: 5 });
+    expect(unfiltered.map((h) => h.entry.session_id)).toContain('s-even');
+    expect((await live.list({ sessions: ['s-even'] }, 100)).map((e) => e.session_id)).toEqual(
+      Array(20).fill('s-even'),
+    );
+    await Promise.all([viaIndex.close(), live.close(), table.close()]);
+  });
+
   it('nearest() finds a write it heard without waiting for it to be applied to the table', async () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const sut = await openService(env, { store });

@@ -37,6 +37,8 @@ export type MemoryRow = Selectable<MemoryEntriesTable>;
 export interface MemoryFilter {
   kind?: MemoryKind;
   session_id?: string;
+  /** only entries written in one of these sessions; null stands for the entries written for nobody (no session) */
+  sessions?: readonly (string | null)[];
   task_id?: string;
   min_weight?: number;
 }
@@ -300,6 +302,15 @@ export class MemoryStore {
       .where('deleted', '=', 0)
       .$if(filter.kind !== undefined, (q) => q.where('kind', '=', filter.kind!))
       .$if(filter.session_id !== undefined, (q) => q.where('session_id', '=', filter.session_id!))
+      .$if(filter.sessions !== undefined, (q) =>
+        q.where((eb) => {
+          const named = filter.sessions!.filter((s): s is string => s !== null);
+          return eb.or([
+            ...(named.length > 0 ? [eb('session_id', 'in', named)] : []),
+            ...(filter.sessions!.includes(null) ? [eb('session_id', 'is', null)] : []),
+          ]);
+        }),
+      )
       .$if(filter.task_id !== undefined, (q) => q.where('task_id', '=', filter.task_id!))
       .$if(filter.min_weight !== undefined, (q) => q.where('weight', '>=', filter.min_weight!));
   }

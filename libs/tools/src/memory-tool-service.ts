@@ -24,7 +24,10 @@ export interface MemorySearchQuery {
   query: string;
   limit: number;
   kind?: MemoryKind;
-  /** all: every session's entries (memory is shared across sessions); session: only the calling task's session's */
+  /**
+   * all: every entry the task may reach (every session's, or with erasure on its own session's and
+   * those written for nobody); session: only the calling task's session's
+   */
   scope: 'all' | 'session';
 }
 

@@ -5,6 +5,7 @@ import { CriticOptions } from '@runledger/critic';
 import {
   DEFAULT_MEMORY_POLICY,
   EmbedderOptions,
+  MemoryFilter,
   MemoryOptions,
   MemoryPolicyConfig,
   MemoryService,
@@ -81,21 +82,40 @@ export const memoryOptionsFromConfig = (config: AppConfig, log?: Logger): Memory
       }
     : { enabled: false, policy: policyFromConfig(config) };
 
-/** Memory across sessions: what one task stored helps the next, whoever asks. */
-export const recallOver = (service: MemoryService): MemoryRecall => ({
-  async recall(query, { k }) {
+/**
+ * How far a task's recall and memory tools reach. `all`: every session's entries (memory shared
+ * across sessions). `own-session`: the task's own session's entries and those written for nobody,
+ * so no session's content is copied into another session's events (CONTEXT_BUILT, TOOL_COMPLETED),
+ * sealed under that session's keys where erasing the first session would not reach it.
+ */
+export type MemoryReach = 'all' | 'own-session';
+
+/** With erasure on, a task reaches its own session's memory only (see MemoryReach). */
+export const memoryReachOf = (config: AppConfig): MemoryReach =>
+  config.RUNLEDGER_ERASURE === 'on' ? 'own-session' : 'all';
+
+const reachable = (reach: MemoryReach, sessionId: string): MemoryFilter =>
+  reach === 'own-session' ? { sessions: [sessionId, null] } : {};
+
+/** Memory across sessions (or, reach `own-session`, within the task's): what one task stored helps the next. */
+export const recallOver = (service: MemoryService, reach: MemoryReach = 'all'): MemoryRecall => ({
+  async recall(query, { session_id, k }) {
     // what shapes the context is recorded with it: another process's write racing the recall may be missed
-    const hits = await service.search(query, { k, freshness: 'heard' });
+    const hits = await service.search(query, { k, freshness: 'heard', ...reachable(reach, session_id) });
     return hits.map((h) => ({ id: h.entry.id, text: h.entry.text, score: h.score }));
   },
 });
 
-export const toolsOver = (service: MemoryService, policy: MemoryPolicyConfig): MemoryToolService => ({
+export const toolsOver = (
+  service: MemoryService,
+  policy: MemoryPolicyConfig,
+  reach: MemoryReach = 'all',
+): MemoryToolService => ({
   async search({ query, limit, kind, scope }, ctx) {
     const hits = await service.search(query, {
       k: limit,
       kind,
-      ...(scope === 'session' ? { session_id: ctx.session_id } : {}),
+      ...(scope === 'session' ? { session_id: ctx.session_id } : reachable(reach, ctx.session_id)),
     });
     return hits.map((h) => ({
       id: h.entry.id,
@@ -122,8 +142,8 @@ export const toolsOver = (service: MemoryService, policy: MemoryPolicyConfig): M
     );
     return { id: entry.id };
   },
-  async list({ limit, kind }) {
-    const entries = await service.list({ kind }, limit);
+  async list({ limit, kind }, ctx) {
+    const entries = await service.list({ kind, ...reachable(reach, ctx.session_id) }, limit);
     return entries.map((e) => ({
       id: e.id,
       text: e.text,

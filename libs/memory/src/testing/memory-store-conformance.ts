@@ -109,6 +109,22 @@ export function runMemoryStoreConformance(name: string, make: () => Promise<Memo
       expect(await sut.countActive({ kind: 'fact' })).toBe(2);
     });
 
+    it('filters by a set of sessions, null standing for the entries written for nobody', async () => {
+      await sut.insertIfAbsent(row('a', { session_id: 'ses_a' }));
+      await sut.insertIfAbsent(row('b', { session_id: 'ses_b' }));
+      await sut.insertIfAbsent(row('n', { session_id: null }));
+      await sut.insertIfAbsent(row('c', { session_id: 'ses_c', kind: 'plan' }));
+      const ids = async (sessions: (string | null)[], kind?: 'plan') =>
+        (await sut.list({ sessions, kind }, 10)).map((e) => e.id).sort();
+      expect(await ids(['ses_b', null])).toEqual(['b', 'n']);
+      expect(await ids(['ses_a', 'ses_c'])).toEqual(['a', 'c']);
+      expect(await ids([null])).toEqual(['n']);
+      expect(await ids([])).toEqual([]);
+      expect(await ids(['ses_c', null], 'plan')).toEqual(['c']);
+      expect(await sut.countActive({ sessions: ['ses_a', null] })).toBe(2);
+      expect((await sut.withVectors({ sessions: ['ses_b'] }, 10)).map((r) => r.entry.id)).toEqual(['b']);
+    });
+
     it('reads entries by ids and by labels, and every row a page at a time in label order', async () => {
       for (const id of ['x0', 'x1', 'x2', 'x3', 'x4']) await sut.insertIfAbsent(row(id));
       expect([...(await sut.byIds(['x1', 'x3', 'nope'])).keys()].sort()).toEqual(['x1', 'x3']);
