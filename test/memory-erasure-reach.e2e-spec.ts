@@ -57,6 +57,7 @@ function reachSpec(env: () => Promise<Record<string, string>>): void {
     expect([search.payload.tool, list.payload.tool]).toEqual(['memory_search', 'memory_list']);
     const texts = (hits: { text: string }[]) => hits.map((hit) => hit.text).join('\n');
     return {
+      task_id: res.body.task_id as string,
       all: JSON.stringify(events),
       recalled: texts(context.flatMap((e) => e.payload.memory_hits)),
       searched: texts(search.payload.result.output.hits),
@@ -64,16 +65,24 @@ function reachSpec(env: () => Promise<Record<string, string>>): void {
     };
   };
 
-  /** session A's task leaves its summary (naming the secret); an entry is written for nobody */
+  /** a task of session A writes an entry naming the secret (as its memory_insert does); one is written for nobody */
   const seed = async (server: ApiHarness) => {
-    await run(server, `remember: the vault phrase is ${SECRET}`, 'ses_a');
-    await server.app.get(MemoryService).remember({
-      text: `the vault phrase for everyone is ${PUBLIC}`,
-      kind: 'fact',
-      source: 'user',
-      weight: 0.9,
-      reason: 'written for nobody',
-    });
+    const a = await run(server, 'remember the vault phrase', 'ses_a');
+    const memory = server.app.get(MemoryService);
+    const fact = { kind: 'fact' as const, source: 'user' as const, weight: 0.9, reason: 'seed' };
+    const written = [
+      await memory.remember({
+        ...fact,
+        text: `the vault phrase is ${SECRET}`,
+        session_id: 'ses_a',
+        task_id: a.task_id,
+      }),
+      await memory.remember({ ...fact, text: `the vault phrase for everyone is ${PUBLIC}` }),
+    ];
+    expect(written.map((w) => [w.op, w.entry.session_id])).toEqual([
+      ['insert', 'ses_a'],
+      ['insert', null],
+    ]);
   };
 
   it('erasure on: a task of session B reaches only its own session and the entries of nobody', async () => {
