@@ -100,6 +100,12 @@ interface Fallback {
 }
 
 /**
+ * The orchestrator is sys_util itself (no model meant to answer): it answers the orchestrator role
+ * as sys_util, live (SysUtilBackend) or replayed from a recording whose orchestrator it was.
+ */
+const isSysUtil = (orchestrator: ModelBackend): boolean => orchestrator.modelFor('orchestrator') === SYS_UTIL;
+
+/**
  * Orchestrator -> validated ExecutionDirective. An invalid reply gets one
  * correction round; then, like a missing orchestrator or a failed call, the
  * sys_util fallback decides. An invalid directive is never returned.
@@ -121,7 +127,7 @@ export class AsyncRouter {
   ): Promise<RouterOutcome> {
     const orchestrator = this.models.orchestrator;
     let fallback: Fallback | null = null;
-    if (orchestrator.backend === SYS_UTIL) return this.sysUtil(writer, round, ctx, signal, null);
+    if (isSysUtil(orchestrator)) return this.sysUtil(writer, round, ctx, signal, null);
     if (!orchestrator.modelFor('orchestrator')) {
       fallback = {
         reason: 'orchestrator_missing: no orchestrator model configured',
@@ -337,9 +343,7 @@ export class AsyncRouter {
 
   /** A model serves the utility role, so old history can be summarised instead of dropped. */
   canCompact(): boolean {
-    return (
-      this.models.orchestrator.backend !== SYS_UTIL && this.models.orchestrator.modelFor('utility') !== null
-    );
+    return !isSysUtil(this.models.orchestrator) && this.models.orchestrator.modelFor('utility') !== null;
   }
 
   /**

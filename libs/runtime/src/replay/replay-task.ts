@@ -10,6 +10,7 @@ import {
   refuseErasedContent,
 } from '@runledger/contracts';
 import { LabelledBackend, recordedProviderLabels } from '../model/providers';
+import { SYS_UTIL } from '../model/sys-util-name';
 import { RecordedWorkspaceView } from '../discipline/workspace-view';
 import { RecordedClock, RecordedClockEventStore } from './replay-clock';
 import { RecordedArrivals, takenOnArrival } from './recorded-arrivals';
@@ -73,6 +74,15 @@ export async function runReplay(
   // The recorded answers of every provider are in one list per role, in call order; the chain is
   // rebuilt under the recorded labels so the replay retries, switches and names providers the same.
   const [primary, ...fallbacks] = recordedProviderLabels(events);
+  const sysUtil = new ReplayedSysUtil(backend);
+  // A recording whose orchestrator was sys_util itself (no model) is replayed with sys_util as the
+  // orchestrator again, so the router decides as it did: input sys_util did not understand stops the
+  // task (not_understood) rather than being taken for a model's answer.
+  const model = sysUtilOrchestrated(events)
+    ? sysUtil
+    : primary === undefined
+      ? backend
+      : new LabelledBackend(backend, primary);
   const app = await NestFactory.createApplicationContext(
     buildRuntime({
       ...options,
@@ -81,9 +91,9 @@ export async function runReplay(
       clock,
       tools: new ReplayToolRegistry(options.tools, events),
       permissions: new ReplayPermissionPolicy(events),
-      model: primary === undefined ? backend : new LabelledBackend(backend, primary),
+      model,
       fallbackModels: fallbacks.map((label) => new LabelledBackend(backend, label)),
-      sysUtil: new ReplayedSysUtil(backend),
+      sysUtil,
       rng: recordedJitter(events, shaping.discipline?.retry, options.rng),
       // The live hooks (critic + memory write policy) are not run: the critic is reproduced
       // from the log and memory is not written (see replayCriticHook).
@@ -142,6 +152,18 @@ export async function runReplay(
     }));
   }
   return { task_id, progress, events: replayed, saved: request.save === true };
+}
+
+/**
+ * The recording's orchestrator was sys_util itself: its first orchestrator call was answered by
+ * sys_util with no fallback to it before (a model that failed, or none configured for the role).
+ */
+function sysUtilOrchestrated(events: readonly RuntimeEvent[]): boolean {
+  for (const e of events) {
+    if (e.type === 'GUARD_TRIGGERED' && e.payload.guard === 'fallback') return false;
+    if (e.type === 'MODEL_CALLED' && e.payload.role === 'orchestrator') return e.payload.model === SYS_UTIL;
+  }
+  return false;
 }
 
 /**

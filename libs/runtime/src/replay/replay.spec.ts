@@ -7,7 +7,7 @@ import { ScriptedBackend } from '../model/scripted-backend';
 import { SysUtilBackend } from '../model/sys-util';
 import { recordedJitter } from './recorded-parts';
 import { replayTask } from '../runtime.module';
-import { replayView } from './replay-view';
+import { compareReplay, replayView } from './replay-view';
 import { DEFAULT_DISCIPLINE_SETTINGS, DisciplineSettings } from '../discipline/settings';
 import { backoffDelay } from '../discipline/failure-policy';
 import { EventLogBuilder } from '../discipline/testing-events';
@@ -83,6 +83,32 @@ describe('replayTask', () => {
     expect(replayed[replayed.length - 1]).toMatchObject({
       type: 'TASK_COMPLETED',
       payload: { result: expect.stringContaining('recorded content') },
+    });
+  });
+
+  it('a task sys_util does not understand replays to the same not_understood stop', async () => {
+    const id = await record(new SysUtilBackend(), 'list the files 1');
+    const original = await temp.store.readWholeStream(id);
+    expect(original.map((e) => e.type)).toEqual([
+      'TASK_RECEIVED',
+      'CONTEXT_BUILT',
+      'MODEL_CALLED',
+      'MODEL_RESPONDED',
+      'TASK_FAILED',
+    ]);
+    const { events: replayed } = await replayTask(
+      { store: temp.store, tools: testToolRegistry(temp.dir), logger: new RecordingRuntimeLogger() },
+      id,
+    );
+    expect(compareReplay(original, replayed)).toEqual({
+      matches: true,
+      compared: 5,
+      diverged_at: null,
+      detail: null,
+    });
+    expect(replayed[replayed.length - 1]).toMatchObject({
+      type: 'TASK_FAILED',
+      payload: { stop_reason: 'not_understood', result: expect.stringContaining('No model is configured') },
     });
   });
 
