@@ -314,6 +314,20 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
+/** The SSE body up to the first event naming `marker` (the stream stays open for live events). */
+export async function readUntil(res: Response, marker: string): Promise<string> {
+  const reader = res.body!.getReader();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += Buffer.from(value).toString();
+    if (text.includes(marker)) break;
+  }
+  await reader.cancel();
+  return text;
+}
+
 /** The messages of a server-sent-events body, comments left out: each one's fields as sent. */
 export function parseSse(text: string): { id: string; event: string; data: string }[] {
   return text

@@ -13,7 +13,7 @@ import { archiveNow } from '../apps/controller/src/cli/archive';
 import { backupDatabase, verifyDatabase } from '../apps/controller/src/cli/backup';
 // eslint-disable-next-line no-restricted-imports
 import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
-import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, WsClient, bootApi, readUntil, waitForTask } from './api-harness';
 
 /**
  * Erasure end to end: a session's tasks run with RUNLEDGER_ERASURE=on (payloads sealed), one is
@@ -232,20 +232,6 @@ function erasureSpec(
     const verified = await verifyDatabase(config, config.RUNLEDGER_DB, server.dir);
     expect(verified.problems).toEqual([]);
   });
-}
-
-/** The SSE body up to the first event naming `marker` (the stream stays open for live events). */
-async function readUntil(res: Response, marker: string): Promise<string> {
-  const reader = res.body!.getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += Buffer.from(value).toString();
-    if (text.includes(marker)) break;
-  }
-  await reader.cancel();
-  return text;
 }
 
 describe('erasure (SQLite)', () => {

@@ -13,7 +13,7 @@ import {
 } from '@runledger/testing';
 // eslint-disable-next-line no-restricted-imports
 import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
-import { ApiHarness, TOKENS, WsClient, bootApi, waitForTask } from './api-harness';
+import { ApiHarness, TOKENS, WsClient, bootApi, readUntil, waitForTask } from './api-harness';
 
 /**
  * Erasure of one task tree end to end (POST /tasks/:id/erase, `runledger erase --task`): a root that
@@ -297,20 +297,6 @@ function treeErasureSpec(env: () => Promise<Record<string, string>>, sqlite: boo
     }
     expect(await api.checkedMismatches()).toEqual([]);
   });
-}
-
-/** The SSE body up to the first event naming `marker` (the stream stays open for live events). */
-async function readUntil(res: Response, marker: string): Promise<string> {
-  const reader = res.body!.getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += Buffer.from(value).toString();
-    if (text.includes(marker)) break;
-  }
-  await reader.cancel();
-  return text;
 }
 
 describe('task tree erasure (SQLite)', () => {
