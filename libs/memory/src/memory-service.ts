@@ -177,13 +177,7 @@ export class MemoryService {
    */
   async forgetSession(sessionId: string): Promise<number> {
     await this.sync();
-    let forgotten = 0;
-    for (;;) {
-      const page = await this.o.store.list({ session_id: sessionId }, 200);
-      if (page.length === 0) break;
-      for (const entry of page) await this.writes.delete(entry.id, 'session erased', null, ERASED_VALUE);
-      forgotten += page.length;
-    }
+    const forgotten = await this.tombstoneEach({ session_id: sessionId }, 'session erased');
     if ((await this.o.store.scrubSession(sessionId)) > 0) await this.index.rewrite();
     return forgotten;
   }
@@ -196,14 +190,23 @@ export class MemoryService {
     await this.sync();
     let forgotten = 0;
     for (const taskId of taskIds)
-      for (;;) {
-        const page = await this.o.store.list({ task_id: taskId }, 200);
-        if (page.length === 0) break;
-        for (const entry of page) await this.writes.delete(entry.id, 'task tree erased', null, ERASED_VALUE);
-        forgotten += page.length;
-      }
+      forgotten += await this.tombstoneEach({ task_id: taskId }, 'task tree erased');
     if ((await this.o.store.scrubTasks(taskIds)) > 0) await this.index.rewrite();
     return forgotten;
+  }
+
+  /**
+   * Tombstone every live entry `filter` matches, recording a placeholder rather than the entry's text
+   * (the delete must not copy erased content again). Returns how many there were.
+   */
+  private async tombstoneEach(filter: MemoryFilter, reason: string): Promise<number> {
+    let count = 0;
+    for (;;) {
+      const page = await this.o.store.list(filter, 200);
+      if (page.length === 0) return count;
+      for (const entry of page) await this.writes.delete(entry.id, reason, null, ERASED_VALUE);
+      count += page.length;
+    }
   }
 
   /** Drop the table and the index file and apply the whole log again. */
