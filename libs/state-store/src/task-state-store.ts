@@ -223,24 +223,22 @@ export abstract class TaskStateStore {
   abstract rebuildReport(): Promise<RebuildReport>;
 
   /** The task's row: live, or (archived long ago) from the catalog. */
-  async get(taskId: string): Promise<TaskState | null> {
-    const row =
-      (await this.db.selectFrom('tasks').selectAll().where('task_id', '=', taskId).executeTakeFirst()) ??
-      (await this.catalogDb()
-        ?.selectFrom('catalog_tasks')
-        .selectAll()
-        .where('task_id', '=', taskId)
-        .executeTakeFirst());
-    return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
+  get(taskId: string): Promise<TaskState | null> {
+    return this.oneTask('task_id', taskId);
   }
 
-  async findByIdempotencyKey(key: string): Promise<TaskState | null> {
+  findByIdempotencyKey(key: string): Promise<TaskState | null> {
+    return this.oneTask('idempotency_key', key);
+  }
+
+  /** The task whose `column` is `value`: its live row, or its catalogued one. */
+  private async oneTask(column: 'task_id' | 'idempotency_key', value: string): Promise<TaskState | null> {
     const row =
-      (await this.db.selectFrom('tasks').selectAll().where('idempotency_key', '=', key).executeTakeFirst()) ??
+      (await this.db.selectFrom('tasks').selectAll().where(column, '=', value).executeTakeFirst()) ??
       (await this.catalogDb()
         ?.selectFrom('catalog_tasks')
         .selectAll()
-        .where('idempotency_key', '=', key)
+        .where(column, '=', value)
         .executeTakeFirst());
     return row ? rowToState((await openTaskRows([row], this.openCopies))[0]) : null;
   }
