@@ -382,16 +382,17 @@ async function remember(store: InMemoryStore, candidate: InsertDecision): Promis
       ? {
           entry_id: nearest.key,
           kind: candidate.kind,
-          text: String(nearest.value.text),
           weight: Number(nearest.value.weight),
           similarity: nearest.score ?? 0,
+          committed: true,
         }
       : null,
     DEFAULT_MEMORY_POLICY,
   );
   if (decision.op === 'none') return;
   const key = decision.op === 'insert' ? randomUUID() : decision.entry_id;
-  await store.put(namespace, key, { text: decision.text, weight: decision.weight });
+  const text = decision.op === 'insert' ? decision.text : String(nearest.value.text);
+  await store.put(namespace, key, { text, weight: decision.weight });
 }
 
 /** What Runledger's memory end guard learns from a task that completed the plan: the same policy, over the events such a task logs. */

@@ -369,20 +369,32 @@ export const EventPayloads = {
     score: CriticScore.nullable(),
     error: z.string().nullable().default(null),
   }),
-  MEMORY_WRITTEN: z.object({
-    op: z.enum(['insert', 'reinforce', 'delete']),
-    entry_id: Id,
-    kind: MemoryKind,
-    text: z.string(),
-    weight: z.number().min(0).max(1),
-    previous_weight: z.number().min(0).max(1).nullable().default(null),
-    source: z.enum(['tool', 'critic', 'user', 'system']),
-    source_event_id: Id.nullable(),
-    reason: z.string(),
-    embedding_model: z.string(),
-    embedding_dim: z.number().int().positive(),
-    metadata: z.record(z.string(), Json).default({}),
-  }),
+  MEMORY_WRITTEN: z
+    .object({
+      op: z.enum(['insert', 'reinforce', 'delete']),
+      entry_id: Id,
+      kind: MemoryKind,
+      /**
+       * An insert's text. A reinforce or a delete names its entry by id and copies no entry's text
+       * (an erasure must not leave a copy in another session's events, or in clear on the system
+       * stream); a reinforce of a write not committed yet carries the writer's own text, which
+       * stores the entry should that write never commit. A reinforce or delete of an older log may
+       * hold its entry's text.
+       */
+      text: z.string().optional(),
+      weight: z.number().min(0).max(1),
+      previous_weight: z.number().min(0).max(1).nullable().default(null),
+      source: z.enum(['tool', 'critic', 'user', 'system']),
+      source_event_id: Id.nullable(),
+      reason: z.string(),
+      embedding_model: z.string(),
+      embedding_dim: z.number().int().positive(),
+      metadata: z.record(z.string(), Json).default({}),
+    })
+    .refine((p) => p.op !== 'insert' || p.text !== undefined, {
+      message: 'an insert carries its text',
+      path: ['text'],
+    }),
   CHECKPOINT_SAVED: z.object({
     checkpoint_id: Id,
     label: z.string(),

@@ -204,13 +204,14 @@ describe('live entries in memory (the exact scan without SQL)', () => {
       weight: w,
       reason: 't',
     });
+    const ids: string[] = [];
     for (const t of ['deploy script in ops', 'cache flushed nightly', 'queue owned by billing'])
-      await sut.insert(fact(t));
+      ids.push((await sut.insert(fact(t))).id);
     withVectors.mockClear();
     const few = await sut.search('where is the deploy script', { k: 2, ...filter });
     expect(few.map((h) => h.entry.text)).toEqual(['deploy script in ops', expect.any(String)]);
     expect(await sut.nearest(await sut.embed('cache flushed nightly'), 'fact')).toMatchObject({
-      text: 'cache flushed nightly',
+      entry_id: ids[1],
       similarity: expect.closeTo(1, 6),
     });
     expect(withVectors).not.toHaveBeenCalled();

@@ -19,6 +19,15 @@ export const matchesFilter = (e: StoredMemoryEntry, f: MemoryFilter): boolean =>
   (f.task_id === undefined || e.task_id === f.task_id) &&
   (f.min_weight === undefined || e.weight >= f.min_weight);
 
+/** A stored entry as deduplication sees it: applied, so committed. */
+export const nearestOf = (entry: StoredMemoryEntry, similarity: number): NearestEntry => ({
+  entry_id: entry.id,
+  kind: entry.kind,
+  weight: entry.weight,
+  similarity,
+  committed: true,
+});
+
 /** Highest score first; ties by label so the order is stable across index rebuilds. */
 export const rankHits = (hits: MemorySearchHit[], k: number): MemorySearchHit[] =>
   hits.sort((a, b) => b.score - a.score || a.entry.label - b.entry.label).slice(0, k);
@@ -118,15 +127,19 @@ export class LiveEntries {
     return top.items;
   }
 
-  /** The most similar live entry of a kind (the lowest label among equals) not in `leaveOut`, or null when there is none. */
+  /**
+   * The most similar live entry of a kind (the lowest label among equals) not in `leaveOut`, and
+   * written in one of `sessions` when given (see MemoryFilter.sessions), or null when there is none.
+   */
   nearest(
     vector: Float32Array,
     kind: MemoryKind,
     leaveOut: ReadonlySet<string> = new Set(),
+    sessions?: MemoryFilter['sessions'],
   ): NearestEntry | null {
     let best: { entry: StoredMemoryEntry; similarity: number } | null = null;
     for (const { entry, vector: stored } of this.byLabel.values()) {
-      if (entry.kind !== kind || leaveOut.has(entry.id)) continue;
+      if (entry.kind !== kind || leaveOut.has(entry.id) || !matchesFilter(entry, { sessions })) continue;
       const similarity = cosine(vector, stored);
       if (
         !best ||
@@ -135,14 +148,6 @@ export class LiveEntries {
       )
         best = { entry, similarity };
     }
-    return best
-      ? {
-          entry_id: best.entry.id,
-          kind: best.entry.kind,
-          text: best.entry.text,
-          weight: best.entry.weight,
-          similarity: best.similarity,
-        }
-      : null;
+    return best ? nearestOf(best.entry, best.similarity) : null;
   }
 }

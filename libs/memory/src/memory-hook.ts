@@ -49,7 +49,7 @@ export function createCriticMemoryHook(
     const candidate = decide(ctx.event, ctx.manifest, verdict.score, policy);
     if (candidate.op === 'none') return events;
     const meta = { call_id: ctx.event.payload.call_id, tool: ctx.event.payload.tool, critic: verdict.critic };
-    const written = await memoryWrite(deps.memory, candidate, policy, ctx.events, {
+    const written = await memoryWrite(deps.memory, candidate, policy, ctx.events, ctx.session_id, {
       source_event_id: ctx.event.event_id,
       causation_id: criticEventId,
       reinforce_source: 'critic',
@@ -69,6 +69,8 @@ async function memoryWrite(
   policy: MemoryPolicyConfig,
   /** the task's log as its writer folded it, so a write sees the task's own earlier writes */
   taskEvents: readonly RuntimeEvent[],
+  /** the writing task's session */
+  sessionId: string | null,
   provenance: {
     source_event_id: string | null;
     causation_id: string | null;
@@ -77,7 +79,7 @@ async function memoryWrite(
   },
 ): Promise<NewEvent | null> {
   const vector = await memory.embed(candidate.text);
-  return memory.decideWrite(vector, candidate.kind, taskEvents, (nearest) => {
+  return memory.decideWrite(vector, candidate.kind, taskEvents, sessionId, (nearest) => {
     const decision = dedupe(candidate, nearest, policy);
     if (decision.op === 'none') return null;
     const payload =
@@ -87,7 +89,8 @@ async function memoryWrite(
             op: 'reinforce' as const,
             entry_id: decision.entry_id,
             kind: decision.kind,
-            text: decision.text,
+            // no entry's text: only the writer's own, when the entry may never commit (see dedupe)
+            ...(decision.text === undefined ? {} : { text: decision.text }),
             weight: decision.weight,
             previous_weight: decision.previous_weight,
             source: provenance.reinforce_source,
@@ -130,12 +133,19 @@ export function createMemoryEndGuard(
       const events: NewEvent[] = [];
       const last = ctx.events[ctx.events.length - 1];
       for (const candidate of decideAtEnd(ctx.events, ctx.stop.stop_reason, ctx.result, policy)) {
-        const written = await memoryWrite(memory, candidate, policy, ctx.events, {
-          source_event_id: last?.event_id ?? null,
-          causation_id: last?.event_id ?? null,
-          reinforce_source: 'system',
-          metadata: {},
-        });
+        const written = await memoryWrite(
+          memory,
+          candidate,
+          policy,
+          ctx.events,
+          ctx.events[0]?.session_id ?? null,
+          {
+            source_event_id: last?.event_id ?? null,
+            causation_id: last?.event_id ?? null,
+            reinforce_source: 'system',
+            metadata: {},
+          },
+        );
         if (written) events.push(written);
       }
       return { events };

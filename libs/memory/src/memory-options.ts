@@ -24,6 +24,12 @@ export interface MemoryServiceOptions {
   rebuildInBackground?: boolean;
   /** the index file is written at most this often (and on close); a crash loses nothing, open catches up from the table */
   saveIntervalMs?: number;
+  /**
+   * A write reinforces only entries of its own session and those written for nobody (a write for
+   * nobody: those alone), never another session's: with erasure on, so no session's log names
+   * another session's entry (RUNLEDGER_ERASURE=on). Off: deduplication compares every session's entries.
+   */
+  deduplicateWithinSession?: boolean;
   log?: (message: string, err?: unknown) => void;
 }
 

@@ -42,9 +42,9 @@ describe('MemoryPolicy', () => {
     const nearest = {
       entry_id: 'mem_1',
       kind: 'tool_result' as const,
-      text: 't',
       weight: 0.4,
       similarity: 0.9,
+      committed: true,
     };
     expect(new MemoryPolicy().dedupe(candidate, nearest)).toEqual(candidate);
     expect(

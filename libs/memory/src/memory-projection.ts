@@ -260,11 +260,13 @@ export class MemoryProjection {
   ): Promise<void> {
     const p = e.payload;
     let existing = stored;
-    // a reinforce of an entry no write stored (the insert it saw was on its way to the log in another
-    // task that then failed, or commits after it) stores the entry as the reinforce saw it
+    // A reinforce of an entry no write stored (the insert it saw was on its way to the log in another
+    // task that then failed, or commits after it) stores the entry from the text it carries: the
+    // reinforcing writer's own (an older log's: the entry's). One that carries none changes nothing.
     if ((p.op === 'insert' || p.op === 'reinforce') && !existing) {
+      if (p.text === undefined) return;
       const vector = await this.vectors.embed(p.text);
-      const row = rowOf(this.o, e, vector);
+      const row = rowOf(this.o, e, p.text, vector);
       const label = await this.o.store.insertIfAbsent(row);
       if (label !== null) {
         this.addToIndex(label, vector);
@@ -343,23 +345,37 @@ export async function loadLive(o: MemoryServiceOptions): Promise<LiveEntries | n
   return live;
 }
 
-/** The table row an inserting MEMORY_WRITTEN gives its entry, less the label the insert assigns. */
+/**
+ * The task and session an entry written by `e` belongs to: the writing task's, or for a write on
+ * the system stream (memory tools, admin) the ones it names in its metadata (null: nobody's).
+ */
+export function ownerOfWrite(e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>): {
+  task_id: string | null;
+  session_id: string | null;
+} {
+  if (e.task_id !== MEMORY_SYSTEM_STREAM) return { task_id: e.task_id, session_id: e.session_id };
+  const meta = e.payload.metadata as { task_id?: unknown; session_id?: unknown };
+  return {
+    task_id: typeof meta.task_id === 'string' ? meta.task_id : null,
+    session_id: typeof meta.session_id === 'string' ? meta.session_id : null,
+  };
+}
+
+/** The table row a MEMORY_WRITTEN storing `text` gives its entry, less the label the insert assigns. */
 export function rowOf(
   o: MemoryServiceOptions,
   e: Extract<RuntimeEvent, { type: 'MEMORY_WRITTEN' }>,
+  text: string,
   vector: Float32Array,
 ): Omit<MemoryRow, 'label'> {
   const p = e.payload;
-  const system = e.task_id === MEMORY_SYSTEM_STREAM;
-  const meta = p.metadata as { task_id?: unknown; session_id?: unknown };
   return {
     id: p.entry_id,
-    text: p.text,
+    text,
     kind: p.kind,
     source: p.source,
     weight: p.weight,
-    task_id: system ? (typeof meta.task_id === 'string' ? meta.task_id : null) : e.task_id,
-    session_id: system ? (typeof meta.session_id === 'string' ? meta.session_id : null) : e.session_id,
+    ...ownerOfWrite(e),
     metadata: JSON.stringify(p.metadata),
     embedding_model: o.embedder.model,
     embedding_dim: o.embedder.dim,

@@ -2,9 +2,16 @@ import { MemoryKind, RuntimeEvent } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { cosine } from './embedder';
 import { EmbeddingCache } from './embedding-cache';
-import { LiveEntries, MemorySearchHit, PendingWrites, matchesFilter, rankHits } from './live-entries';
+import {
+  LiveEntries,
+  MemorySearchHit,
+  PendingWrites,
+  matchesFilter,
+  nearestOf,
+  rankHits,
+} from './live-entries';
 import { MemorySearchOptions, MemoryServiceOptions, exactScanLimit } from './memory-options';
-import { MemoryProjection, rowOf } from './memory-projection';
+import { MemoryProjection, ownerOfWrite, rowOf } from './memory-projection';
 import { MemoryFilter, StoredMemoryEntry, toEntry } from './memory-store';
 import { NearestEntry } from './memory-write-policy';
 import { HandedWritesFold, UnappliedEntry, foldWrites, uncommitted } from './unapplied-writes';
@@ -94,11 +101,13 @@ export class MemorySearch {
    * Sees too what other writers in this process handed to the store and is
    * not committed yet (EventStore.handOver): a task started while another's
    * last events commit finds that task's writes rather than storing copies.
+   * `sessions`: only entries written in one of them (see MemoryFilter.sessions).
    */
   async nearest(
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[] = [],
+    sessions?: MemoryFilter['sessions'],
   ): Promise<NearestEntry | null> {
     // what the heard writes do not hold (committed before this instance began to hear, or left out) is applied first
     if (!this.projection.heardWritesHoldUnapplied) await this.projection.sync('heard');
@@ -113,10 +122,16 @@ export class MemorySearch {
     const unapplied = foldWrites(handed, own);
     const deleted = new Set<string>();
     for (const u of unapplied.values()) if (u.deleted) deleted.add(u.entry_id);
-    let best = await this.nearestStored(vector, kind, deleted);
+    let best = await this.nearestStored(vector, kind, deleted, sessions);
     const reweighed = best && unapplied.get(best.entry_id);
     if (best && reweighed) best = { ...best, weight: reweighed.weight };
-    const inserts = [...unapplied.values()].filter((u) => u.insertedBy && !u.deleted && u.kind === kind);
+    const inserts = [...unapplied.values()].filter(
+      (u) =>
+        u.insertedBy &&
+        !u.deleted &&
+        u.kind === kind &&
+        (sessions === undefined || sessions.includes(ownerOfWrite(u.insertedBy).session_id)),
+    );
     // the overlaid entries' vectors, then one embedder call at most for the rest: a wave of tasks may
     // find hundreds of heard writes not applied yet
     const vectorOf = (u: UnappliedEntry) =>
@@ -128,38 +143,55 @@ export class MemorySearch {
     inserts.forEach((u, i) => {
       const similarity = cosine(vector, vectors[i]);
       if (!best || similarity > best.similarity)
-        best = { entry_id: u.entry_id, kind: u.kind, text: u.text, weight: u.weight, similarity };
+        best = {
+          entry_id: u.entry_id,
+          kind: u.kind,
+          weight: u.weight,
+          similarity,
+          // heard: committed; handed over (position 0): decided, maybe never committed
+          committed: u.insertedBy!.position > 0,
+        };
     });
     return best;
   }
 
-  /** The closest entry applied to the index (or the table), leaving out `deleted`. */
+  /**
+   * The closest entry applied to the index (or the table), leaving out `deleted`; `sessions`: only
+   * entries written in one of them, the index asked for more until one is found or it has no more.
+   */
   async nearestStored(
     vector: Float32Array,
     kind: MemoryKind,
     deleted: ReadonlySet<string>,
+    sessions?: MemoryFilter['sessions'],
   ): Promise<NearestEntry | null> {
     const index = this.projection.index.current;
     const live = this.projection.live;
-    if (!index) return live ? live.nearest(vector, kind, deleted) : this.nearestByScan(vector, kind, deleted);
-    // so few are scanned exactly either way (a flat index, see FLAT_UP_TO), and the live entries' scan skips other kinds
-    if (live && live.size <= FLAT_UP_TO) return live.nearest(vector, kind, deleted);
-    const hits = index.search(vector, 10);
-    const labels = hits.map((h) => h.label);
-    // below the exact-scan limit the live entries are in memory: no table to read
-    const rows = live ? live.byLabels(labels) : await this.o.store.byLabels(labels);
-    for (const h of hits) {
-      const entry = rows.get(h.label);
-      if (entry && !entry.deleted && entry.kind === kind && !deleted.has(entry.id))
-        return {
-          entry_id: entry.id,
-          kind: entry.kind,
-          text: entry.text,
-          weight: entry.weight,
-          similarity: h.similarity,
-        };
+    if (!index)
+      return live
+        ? live.nearest(vector, kind, deleted, sessions)
+        : this.nearestByScan(vector, kind, deleted, sessions);
+    // so few are scanned exactly either way (a flat index, see FLAT_UP_TO), and the live entries' scan skips other
+    // kinds; a scan over a few sessions' entries finds the nearest of them, where the index may hold many others first
+    if (live && (live.size <= FLAT_UP_TO || sessions !== undefined))
+      return live.nearest(vector, kind, deleted, sessions);
+    const filter: MemoryFilter = { kind, sessions };
+    // the entries of a few sessions among many: fewer to compare exactly than to dig out of the index
+    if (sessions !== undefined && (await this.o.store.countActive(filter)) <= exactScanLimit(this.o))
+      return this.nearestByScan(vector, kind, deleted, sessions);
+    for (let fetch = 10; ; fetch *= 4) {
+      const hits = index.search(vector, fetch);
+      const labels = hits.map((h) => h.label);
+      // below the exact-scan limit the live entries are in memory: no table to read
+      const rows = live ? live.byLabels(labels) : await this.o.store.byLabels(labels);
+      for (const h of hits) {
+        const entry = rows.get(h.label);
+        if (entry && !entry.deleted && matchesFilter(entry, filter) && !deleted.has(entry.id))
+          return nearestOf(entry, h.similarity);
+      }
+      // unfiltered, the ten nearest of any kind decide (a near-duplicate is among them or is none)
+      if (sessions === undefined || fetch >= index.size) return null;
     }
-    return null;
   }
 
   /**
@@ -211,7 +243,7 @@ export class MemorySearch {
       .embedAll(writes.map((u) => u.text))
       .then((vectors) =>
         writes.forEach((u, i) => {
-          const row = { ...rowOf(this.o, u.insertedBy!, vectors[i]), label: 0 };
+          const row = { ...rowOf(this.o, u.insertedBy!, u.text, vectors[i]), label: 0 };
           this.overlaid.set(u.insertedBy!, { entry: toEntry(row), vector: vectors[i] });
         }),
       )
@@ -259,13 +291,15 @@ export class MemorySearch {
     );
   }
 
-  /** nearest() while the index is rebuilt: every live entry of the kind, compared exactly. */
+  /** nearest() while the index is rebuilt (or over a few sessions' entries): every live entry of the kind, compared exactly. */
   private async nearestByScan(
     vector: Float32Array,
     kind: MemoryKind,
     deleted: ReadonlySet<string>,
+    sessions?: MemoryFilter['sessions'],
   ): Promise<NearestEntry | null> {
-    const rows = await this.o.store.withVectors({ kind }, await this.o.store.countActive({ kind }));
+    const filter: MemoryFilter = { kind, sessions };
+    const rows = await this.o.store.withVectors(filter, await this.o.store.countActive(filter));
     const scanned = new LiveEntries(rows.length);
     for (const { entry, vector: stored } of rows) scanned.put(entry, stored);
     return scanned.nearest(vector, kind, deleted);

@@ -289,6 +289,26 @@ describe('MemoryService on SQLite + HNSW file', () => {
     expect(await sut.get('mem_lost')).toMatchObject({ text: TOPICS[4], weight: 0.7, deleted: false });
     expect((await sut.search(TOPICS[4], { k: 1 }))[0].entry.id).toBe('mem_lost');
     expect(await sut.get('mem_gone')).toMatchObject({ deleted: true });
+    // a reinforce that carries no text (the writes of today name an entry committed before them) stores nothing
+    const textless = written('reinforce', 'mem_unseen', TOPICS[6], 0.8);
+    delete (textless.payload as { text?: string }).text;
+    await env.events.append(MEMORY_SYSTEM_STREAM, [textless], { expected: 'any' });
+    await sut.sync();
+    expect(await sut.get('mem_unseen')).toBeNull();
+    expect(await sut.rebuildFromLog()).toBe(5);
+    expect(await sut.get('mem_unseen')).toBeNull();
+    expect(await sut.get('mem_lost')).toMatchObject({ text: TOPICS[4], weight: 0.7, deleted: false });
+    await sut.close();
+  });
+
+  it('an insert without its text is refused and writes nothing', async () => {
+    const sut = await openService(env);
+    const insert = memoryWritten(sut, 'insert', 'mem_blank', TOPICS[0], 0.5);
+    delete (insert.payload as { text?: string }).text;
+    await expect(env.events.append(MEMORY_SYSTEM_STREAM, [insert], { expected: 'any' })).rejects.toThrow(
+      /text: an insert carries its text/,
+    );
+    expect(await env.events.readAll({ types: ['MEMORY_WRITTEN'] })).toEqual([]);
     await sut.close();
   });
 
@@ -696,6 +716,84 @@ describe('MemoryService on SQLite + HNSW file', () => {
     await Promise.all([viaIndex.close(), live.close(), table.close()]);
   });
 
+  it('nearest() over a set of sessions finds only their entries on every path: index, live entries, table, heard, handed over', async () => {
+    const first = await openService(env);
+    await seed(first, 40);
+    await first.close();
+    // the nearest entry of all is s-even's; the query is its text
+    const query = 'sqlite stores the event log (note 2)';
+    const kind = 'tool_result';
+    const configs: Partial<MemoryServiceOptions>[] = [
+      {},
+      { keepLiveEntries: false },
+      { exactScanBelow: 10_000, indexPath: null },
+      { exactScanBelow: 10_000, indexPath: null, keepLiveEntries: false },
+    ];
+    const found: unknown[] = [];
+    for (const over of configs) {
+      const sut = await openService(env, over);
+      const vector = await sut.embed(query);
+      const all = await sut.nearest(vector, kind);
+      const odd = await sut.nearest(vector, kind, [], ['s-odd', null]);
+      expect([over, (await sut.get(all!.entry_id))?.session_id]).toEqual([over, 's-even']);
+      expect([over, (await sut.get(odd!.entry_id))?.session_id]).toEqual([over, 's-odd']);
+      expect(await sut.nearest(vector, kind, [], [null])).toBeNull();
+      found.push(odd);
+      await sut.close();
+    }
+    for (const other of found) expect(other).toEqual(found[0]);
+
+    // written and not applied yet: heard committed, and handed over by another task's writer
+    const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
+    const sut = await openService(env, { store });
+    const release = holdWrites(store, ['insertIfAbsent']);
+    const heardText = 'the heard session keeps its notes apart';
+    const heard = sut.insertPayload(
+      { text: heardText, kind: 'fact', source: 'user', weight: 0.5, reason: 'r', session_id: 'ses_heard' },
+      null,
+    );
+    await env.events.append(
+      MEMORY_SYSTEM_STREAM,
+      [{ type: 'MEMORY_WRITTEN', session_id: 'ses_heard', payload: heard }],
+      { expected: 'any' },
+    );
+    const handedText = 'the handed session keeps its notes apart';
+    const handed = {
+      event_id: 'evt_handed_ses',
+      task_id: 'task_handed',
+      session_id: 'ses_handed',
+      sequence: 3,
+      position: 0,
+      type: 'MEMORY_WRITTEN',
+      payload: sut.insertPayload(
+        { text: handedText, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+        null,
+      ),
+      causation_id: null,
+      correlation_id: 'task_handed',
+      created_at: new Date().toISOString(),
+    } as RuntimeEvent;
+    const unlist = env.events.handOver([handed]);
+    for (const [text, owner, committed] of [
+      [heardText, 'ses_heard', true],
+      [handedText, 'ses_handed', false],
+    ] as const) {
+      const vector = await sut.embed(text);
+      expect(await sut.nearest(vector, 'fact', [], [owner, null])).toMatchObject({
+        entry_id: (owner === 'ses_heard' ? heard : handed.payload).entry_id,
+        committed,
+      });
+      const elsewhere = await sut.nearest(vector, 'fact', [], ['ses_other', null]);
+      expect(
+        elsewhere === null || ![heard.entry_id, handed.payload.entry_id].includes(elsewhere.entry_id),
+      ).toBe(true);
+    }
+    expect(await store.get(heard.entry_id)).toBeNull();
+    unlist();
+    release();
+    await sut.close();
+  });
+
   it('nearest() finds a write it heard without waiting for it to be applied to the table', async () => {
     const store = new MemoryStore(env.handle.db as unknown as import('kysely').Kysely<MemoryDatabase>);
     const sut = await openService(env, { store });
@@ -955,14 +1053,18 @@ describe('MemoryService on SQLite + HNSW file', () => {
 
   describe('the critic/memory outcome hook', () => {
     const manifest = { name: 'file_read', sensitive_output: false, secrets: [] as string[] };
-    async function toolOutcome(taskId: string, output: unknown): Promise<ToolOutcomeEvent> {
+    async function toolOutcome(
+      taskId: string,
+      output: unknown,
+      session = `sess-${taskId}`,
+    ): Promise<ToolOutcomeEvent> {
       await env.events.append(
         taskId,
         [
           {
             type: 'TASK_RECEIVED',
-            session_id: `sess-${taskId}`,
-            payload: { input: 'read it', session_id: `sess-${taskId}` } as never,
+            session_id: session,
+            payload: { input: 'read it', session_id: session } as never,
           },
         ],
         { expected: 'no_stream' },
@@ -1032,6 +1134,97 @@ describe('MemoryService on SQLite + HNSW file', () => {
         label: reinforced.label,
       });
       await memory.close();
+    });
+
+    it("deduplicating within the session: a write reinforces only its own session's entries, and no write copies an entry's text", async () => {
+      const memory = await openService(env, { deduplicateWithinSession: true });
+      const sut = createCriticMemoryHook({ critic: new HeuristicCritic(), memory });
+      const output = { content: 'the vault phrase of the harbour archive is kept in the blue ledger' };
+      const hook = async (task: string, session: string, events: RuntimeEvent[] = []) =>
+        (
+          await sut({
+            task_id: task,
+            session_id: session,
+            event: await toolOutcome(task, output, session),
+            manifest,
+            events,
+          })
+        )[1];
+      // decided side by side, not committed: a write of another session is not reinforced, one of its own is,
+      // with the writer's own text (that write may never commit)
+      const [a1, b1] = await Promise.all([hook('task_a1', 'ses_a'), hook('task_b1', 'ses_b')]);
+      const a2 = await hook('task_a2', 'ses_a');
+      expect([a1.payload, b1.payload, a2.payload]).toMatchObject([
+        { op: 'insert' },
+        { op: 'insert' },
+        { op: 'reinforce', entry_id: (a1.payload as { entry_id: string }).entry_id },
+      ]);
+      expect((a2.payload as { text?: string }).text).toBe(`file_read: ${output.content}`);
+      await memory.close();
+      const ledger = await openService(env, { deduplicateWithinSession: true });
+      const hookOf = createCriticMemoryHook({ critic: new HeuristicCritic(), memory: ledger });
+      // committed and applied: a reinforce names the entry and carries no text
+      await env.events.append('task_a1', [a1], { expected: 'any' });
+      await env.events.append('task_b1', [b1], { expected: 'any' });
+      await ledger.sync();
+      const a3 = (
+        await hookOf({
+          task_id: 'task_a3',
+          session_id: 'ses_a',
+          event: await toolOutcome('task_a3', output, 'ses_a'),
+          manifest,
+          events: [],
+        })
+      )[1];
+      expect(a3.payload).toMatchObject({
+        op: 'reinforce',
+        entry_id: (a1.payload as { entry_id: string }).entry_id,
+      });
+      expect(a3.payload).not.toHaveProperty('text');
+
+      // the memory tools' remember(): its own session's entry is reinforced on the system stream under that
+      // session, with no text; another session's near-duplicate is a new entry of its own
+      const fact = {
+        kind: 'fact' as const,
+        source: 'tool' as const,
+        weight: 0.5,
+        reason: 'memory_insert tool',
+      };
+      const text = 'the ledger of the harbour archive is blue and kept in room four';
+      const mine = await ledger.remember({ ...fact, text, session_id: 'ses_a', task_id: 'task_a1' });
+      const again = await ledger.remember({
+        ...fact,
+        text: `${text}.`,
+        session_id: 'ses_a',
+        task_id: 'task_a1',
+      });
+      const theirs = await ledger.remember({
+        ...fact,
+        text: `${text}!`,
+        session_id: 'ses_b',
+        task_id: 'task_b1',
+      });
+      const nobody = await ledger.remember({ ...fact, text: `${text}?` });
+      expect([mine.op, again.op, again.entry.id, theirs.op, nobody.op]).toEqual([
+        'insert',
+        'reinforce',
+        mine.entry.id,
+        'insert',
+        'insert',
+      ]);
+      await ledger.delete(mine.entry.id, 'admin', 'root');
+      const system = (await env.events.readStream(MEMORY_SYSTEM_STREAM)).filter(
+        (e) => e.type === 'MEMORY_WRITTEN',
+      );
+      const [reinforce, deletion] = system.filter((e) => e.payload.entry_id === mine.entry.id).slice(1);
+      expect([reinforce.session_id, reinforce.payload.op, deletion.session_id, deletion.payload.op]).toEqual([
+        'ses_a',
+        'reinforce',
+        'system',
+        'delete',
+      ]);
+      for (const e of [reinforce, deletion]) expect(e.payload).not.toHaveProperty('text');
+      await ledger.close();
     });
 
     it("tasks deciding side by side find each other's decided writes: one insert and reinforces of it, not copies", async () => {

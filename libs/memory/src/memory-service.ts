@@ -1,4 +1,4 @@
-import { ERASED_VALUE, EventPayload, MemoryKind, RuntimeEvent } from '@runledger/contracts';
+import { EventPayload, MemoryKind, RuntimeEvent } from '@runledger/contracts';
 import { EmbeddingCache } from './embedding-cache';
 import { MemorySearchHit } from './live-entries';
 import { MemoryFreshness, MemorySearchOptions, MemoryServiceOptions } from './memory-options';
@@ -133,8 +133,9 @@ export class MemoryService {
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[] = [],
+    sessions?: MemoryFilter['sessions'],
   ): Promise<NearestEntry | null> {
-    return this.reads.nearest(vector, kind, taskEvents);
+    return this.reads.nearest(vector, kind, taskEvents, sessions);
   }
 
   /** nearest() and `decide`'s write on what it found, one decision at a time; see MemoryWrites.decideWrite. */
@@ -142,9 +143,10 @@ export class MemoryService {
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[],
+    sessionId: string | null,
     decide: (nearest: NearestEntry | null) => DecidedWrite | null,
   ): Promise<DecidedWrite | null> {
-    return this.writes.decideWrite(vector, kind, taskEvents, decide);
+    return this.writes.decideWrite(vector, kind, taskEvents, sessionId, decide);
   }
 
   /** A MEMORY_WRITTEN payload for a new entry (the id is chosen here, so the writer can return it). */
@@ -195,16 +197,13 @@ export class MemoryService {
     return forgotten;
   }
 
-  /**
-   * Tombstone every live entry `filter` matches, recording a placeholder rather than the entry's text
-   * (the delete must not copy erased content again). Returns how many there were.
-   */
+  /** Tombstone every live entry `filter` matches. Returns how many there were. */
   private async tombstoneEach(filter: MemoryFilter, reason: string): Promise<number> {
     let count = 0;
     for (;;) {
       const page = await this.o.store.list(filter, 200);
       if (page.length === 0) return count;
-      for (const entry of page) await this.writes.delete(entry.id, reason, null, ERASED_VALUE);
+      for (const entry of page) await this.writes.delete(entry.id, reason);
       count += page.length;
     }
   }

@@ -241,9 +241,9 @@ describe('dedupe', () => {
   const near = (over: Partial<NearestEntry> = {}): NearestEntry => ({
     entry_id: 'mem_1',
     kind: 'tool_result',
-    text: 'read_file: abc',
     weight: 0.6,
     similarity: 0.99,
+    committed: true,
     ...over,
   });
 
@@ -265,6 +265,21 @@ describe('dedupe', () => {
     ['already at 1 -> none', near({ weight: 1 }), { op: 'none' }],
   ])('%s', (_name, nearest, expected) => {
     expect(dedupe(candidate, nearest, DEFAULT_MEMORY_POLICY)).toMatchObject(expected);
+  });
+
+  it('a reinforce copies no text of the entry; of a write not committed yet, it keeps its own', () => {
+    const committed = dedupe({ ...candidate, text: 'read_file: abd' }, near(), DEFAULT_MEMORY_POLICY);
+    expect(committed).toEqual({
+      op: 'reinforce',
+      entry_id: 'mem_1',
+      kind: 'tool_result',
+      weight: 0.7,
+      previous_weight: 0.6,
+      reason: 'near-duplicate (cosine 0.99) of mem_1',
+    });
+    expect(
+      dedupe({ ...candidate, text: 'read_file: abd' }, near({ committed: false }), DEFAULT_MEMORY_POLICY),
+    ).toEqual({ ...committed, text: 'read_file: abd' });
   });
 });
 

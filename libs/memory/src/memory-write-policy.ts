@@ -62,7 +62,12 @@ export type ReinforceDecision = {
   op: 'reinforce';
   entry_id: string;
   kind: MemoryKind;
-  text: string;
+  /**
+   * the candidate's own text, only when the entry is not committed (see NearestEntry.committed): it
+   * stores the entry should that write never commit. Never the entry's text, which may be another
+   * session's content.
+   */
+  text?: string;
   weight: number;
   previous_weight: number;
   reason: string;
@@ -74,9 +79,13 @@ export type MemoryDecision = NoWrite | InsertDecision | ReinforceDecision;
 export interface NearestEntry {
   entry_id: string;
   kind: MemoryKind;
-  text: string;
   weight: number;
   similarity: number;
+  /**
+   * whether the entry's insert is committed (applied, or heard committed): false for a write a task
+   * decided and has not committed yet, which may commit after a write reinforcing it, or never
+   */
+  committed: boolean;
 }
 
 /** Shapes of credentials that must never be remembered, even when a tool failed to redact them. */
@@ -187,7 +196,8 @@ export function decide(
 
 /**
  * Pure: an insert whose text is a near-duplicate of an existing entry of the
- * same kind raises that entry's weight instead.
+ * same kind raises that entry's weight instead. The reinforce names the entry by
+ * id and copies none of its text.
  */
 export function dedupe(
   candidate: InsertDecision,
@@ -203,7 +213,7 @@ export function dedupe(
     op: 'reinforce',
     entry_id: nearest.entry_id,
     kind: nearest.kind,
-    text: nearest.text,
+    ...(nearest.committed ? {} : { text: candidate.text }),
     weight,
     previous_weight: nearest.weight,
     reason: `near-duplicate (cosine ${round3(nearest.similarity)}) of ${nearest.entry_id}`,

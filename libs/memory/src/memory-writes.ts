@@ -12,7 +12,7 @@ import { EmbeddingCache } from './embedding-cache';
 import { MemoryServiceOptions } from './memory-options';
 import { MEMORY_SYSTEM_STREAM, MemoryProjection } from './memory-projection';
 import { MemorySearch } from './memory-search';
-import { StoredMemoryEntry } from './memory-store';
+import { MemoryFilter, StoredMemoryEntry } from './memory-store';
 import {
   DEFAULT_MEMORY_POLICY,
   MemoryPolicyConfig,
@@ -24,13 +24,13 @@ import {
 const SYSTEM_SESSION = 'system';
 
 /**
- * The session a write on the system stream is recorded under: an insert made for a session (a
- * memory tool's) is that session's content, so it is sealed and erased with it; the rest (deletes,
- * reinforcements, writes for nobody) are the system's.
+ * The session a write on the system stream is recorded under: an insert or a reinforce made for a
+ * session (a memory tool's) is that session's content (its text, its metadata), so it is sealed and
+ * erased with it; the rest (deletes, writes for nobody) are the system's, and carry no entry's text.
  */
 const sessionOfSystemWrite = (e: NewEvent): string => {
   const p = e.payload as { op?: unknown; metadata?: { session_id?: unknown } } | undefined;
-  const session = p?.op === 'insert' ? p.metadata?.session_id : undefined;
+  const session = p?.op === 'delete' ? undefined : p?.metadata?.session_id;
   return typeof session === 'string' && session.length > 0 ? session : SYSTEM_SESSION;
 };
 
@@ -82,17 +82,19 @@ export class MemoryWrites {
    * store (EventStore.handOver) before the next decision looks, so tasks deciding side by side find each
    * other's writes rather than each storing a copy. The task's writer lists the write again under the
    * same id when it stages it, and answers for it from then on; a write no writer takes leaves the list
-   * after DECIDED_LISTED_MS. `vector` is the candidate's text embedded; `taskEvents` as nearest() takes them.
+   * after DECIDED_LISTED_MS. `vector` is the candidate's text embedded; `taskEvents` as nearest() takes them;
+   * `sessionId` the writer's session (see reachOf).
    */
   decideWrite(
     vector: Float32Array,
     kind: MemoryKind,
     taskEvents: readonly RuntimeEvent[],
+    sessionId: string | null,
     decide: (nearest: NearestEntry | null) => DecidedWrite | null,
   ): Promise<DecidedWrite | null> {
     const decided = this.decisions.then(async () => {
-      const write = decide(await this.reads.nearest(vector, kind, taskEvents));
-      if (write) this.listDecided(write, taskEvents[0]);
+      const write = decide(await this.reads.nearest(vector, kind, taskEvents, this.reachOf(sessionId)));
+      if (write) this.listDecided(write, taskEvents[0], sessionId);
       return write;
     });
     this.decisions = decided.catch(() => undefined);
@@ -142,7 +144,12 @@ export class MemoryWrites {
     if (looksSecret(w.text)) throw new ValidationError('the text looks like it holds a secret; not stored');
     // an API write: it sees everything committed, applied, so the entry it finds is in the table
     await this.projection.sync();
-    const nearest = await this.reads.nearestStored(await this.vectors.embed(w.text), w.kind, new Set());
+    const nearest = await this.reads.nearestStored(
+      await this.vectors.embed(w.text),
+      w.kind,
+      new Set(),
+      this.reachOf(w.session_id ?? null),
+    );
     const decision = dedupe(
       { op: 'insert', kind: w.kind, source: w.source, weight: w.weight, text: w.text, reason: w.reason },
       nearest,
@@ -158,7 +165,6 @@ export class MemoryWrites {
           op: 'reinforce',
           entry_id: existing.id,
           kind: existing.kind,
-          text: existing.text,
           weight: decision.weight,
           previous_weight: decision.previous_weight,
           source: w.source,
@@ -177,17 +183,11 @@ export class MemoryWrites {
     return { op: 'reinforce', entry: (await this.o.store.get(existing.id))! };
   }
 
-  /** Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. */
   /**
-   * `text` is what the delete records of the entry: its text, or (for an erased session's entry,
-   * see MemoryService.forgetSession) a placeholder, so the record does not copy the content again.
+   * Tombstone an entry: a MEMORY_WRITTEN delete on the system stream, then applied. The record names
+   * the entry by id, without its text: it is the system's, in clear, and must outlive the entry's session.
    */
-  async delete(
-    id: string,
-    reason: string,
-    actor: string | null = null,
-    text?: string,
-  ): Promise<StoredMemoryEntry> {
+  async delete(id: string, reason: string, actor: string | null = null): Promise<StoredMemoryEntry> {
     await this.projection.sync();
     const entry = await this.o.store.get(id);
     if (!entry || entry.deleted) throw new NotFoundError(`memory entry ${id} not found`, { id });
@@ -198,7 +198,6 @@ export class MemoryWrites {
           op: 'delete',
           entry_id: id,
           kind: entry.kind,
-          text: text ?? entry.text,
           weight: entry.weight,
           previous_weight: entry.weight,
           source: 'user',
@@ -222,11 +221,11 @@ export class MemoryWrites {
     this.decidedListings.clear();
   }
 
-  private listDecided(write: DecidedWrite, first: RuntimeEvent | undefined): void {
+  private listDecided(write: DecidedWrite, first: RuntimeEvent | undefined, sessionId: string | null): void {
     const event = {
       ...write,
       task_id: first?.task_id ?? '',
-      session_id: first?.session_id ?? '',
+      session_id: sessionId ?? first?.session_id ?? '',
       sequence: 0,
       position: 0,
       correlation_id: first?.correlation_id ?? write.event_id,
@@ -238,6 +237,16 @@ export class MemoryWrites {
       release();
     }, DECIDED_LISTED_MS).unref();
     this.decidedListings.set(timer, release);
+  }
+
+  /**
+   * The sessions whose entries a write of `sessionId` may reinforce: every session's (undefined), or
+   * with `deduplicateWithinSession` its own and those of nobody (a write for nobody: those alone), so
+   * it never names another session's entry in its own log, where that session's erasure would not reach.
+   */
+  private reachOf(sessionId: string | null): MemoryFilter['sessions'] {
+    if (!this.o.deduplicateWithinSession) return undefined;
+    return sessionId ? [sessionId, null] : [null];
   }
 
   private async appendSystem(events: NewEvent[]): Promise<void> {

@@ -22,6 +22,8 @@ export type MemoryOptions =
       /** a missing or stale index file is rebuilt in a worker thread (searches scan exactly meanwhile) */
       rebuildIndexInBackground?: boolean;
       policy: MemoryPolicyConfig;
+      /** see MemoryServiceOptions.deduplicateWithinSession */
+      deduplicateWithinSession?: boolean;
       log?: (message: string, err?: unknown) => void;
     };
 
@@ -77,6 +79,7 @@ export class MemoryModule {
                   embedder,
                   indexPath: o.indexPath,
                   rebuildInBackground: o.rebuildIndexInBackground,
+                  deduplicateWithinSession: o.deduplicateWithinSession,
                   log: o.log,
                 })
               : null,

@@ -5,6 +5,7 @@ import { HandedOver } from '@runledger/event-store';
 export interface UnappliedEntry {
   entry_id: string;
   kind: MemoryKind;
+  /** the inserting write's text ('' when none of these writes inserts the entry) */
   text: string;
   weight: number;
   /** the write among those that inserted it (it is in no table or index yet), or null */
@@ -52,7 +53,7 @@ export function foldWrites(
       : {
           entry_id: p.entry_id,
           kind: p.kind,
-          text: p.text,
+          text: p.op === 'insert' ? (p.text ?? '') : '',
           weight: p.weight,
           insertedBy: p.op === 'insert' ? e : null,
           deleted: false,

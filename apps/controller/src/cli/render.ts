@@ -86,7 +86,7 @@ export function eventLine(e: RuntimeEvent): string | null {
         ? `· answer not evaluated: ${short(e.payload.error ?? '', 100)}`
         : `· answer scored ${e.payload.score} (threshold ${e.payload.threshold})${e.payload.retry ? ', asking once more' : ''}: ${short(e.payload.feedback, 80)}`;
     case 'MEMORY_WRITTEN':
-      return `· memory ${e.payload.op}: ${short(e.payload.text, 80)}`;
+      return `· memory ${e.payload.op}: ${e.payload.text === undefined ? e.payload.entry_id : short(e.payload.text, 80)}`;
     case 'CHECKPOINT_SAVED':
       return `· checkpoint ${e.payload.label}`;
     case 'ACCEPTANCE_DECIDED':

@@ -78,6 +78,8 @@ export const memoryOptionsFromConfig = (config: AppConfig, log?: Logger): Memory
         // a missing or stale index is rebuilt off the event loop; /health says so meanwhile
         rebuildIndexInBackground: true,
         policy: policyFromConfig(config),
+        // a write reinforces only what the writer's task may reach (see MemoryReach)
+        deduplicateWithinSession: memoryReachOf(config) === 'own-session',
         log: log && ((message, err) => log.error({ err }, message)),
       }
     : { enabled: false, policy: policyFromConfig(config) };
