@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERASED_VALUE, IllegalStateError, NewEvent, RuntimeEvent, emptyUsage } from '@runledger/contracts';
@@ -380,6 +382,55 @@ describe('sealed payloads and erasure on SQLite', () => {
       await store.close();
     }
   });
+
+  /** Looks at the disk for `<db>.keys` made while `work` runs. */
+  const keyFileLooks = async (work: () => Promise<unknown>): Promise<number> => {
+    const exists = jest.spyOn(fs, 'existsSync');
+    try {
+      await work();
+      return exists.mock.calls.filter(([p]) => String(p).endsWith('.keys')).length;
+    } finally {
+      exists.mockRestore();
+    }
+  };
+
+  for (const mode of ['inline', 'thread'] as const)
+    it(`appends (${mode}) look for a key file that is not there only once another connection committed to the database`, async () => {
+      temp = await createTempSqlite();
+      const store = new SqliteEventStore(temp.handle, mode === 'thread' ? { writerThread: {} } : {});
+      await store.ready();
+      await store.append('t1', [received('ses_a')], { expected: 'no_stream' });
+      const appends = async (from: number, n: number) => {
+        for (let i = 0; i < n; i++) await store.append('t1', [chunk(`c${i}`)], { expected: from + i });
+      };
+      // in the thread the look is not this thread's: counted by what it lets through below
+      if (mode === 'inline') expect(await keyFileLooks(() => appends(1, 5))).toBe(0);
+      else await appends(1, 5);
+      // another process erases the session: the key file with its tombstone, then its record in the
+      // database (an erasure scrubs and records after destroying the keys)
+      const keysModule = join(__dirname, 'sqlite-data-keys.ts');
+      execFileSync(
+        process.execPath,
+        [
+          '-r',
+          join(__dirname, '..', 'thread-register.js'),
+          '-e',
+          `const { SqliteDataKeys } = require(${JSON.stringify(keysModule)});
+           const keys = new SqliteDataKeys(${JSON.stringify(dataKeysPath(temp.path))});
+           keys.eraseSession('ses_a', new Date().toISOString());
+           keys.close();
+           const Database = require('better-sqlite3');
+           const db = new Database(${JSON.stringify(temp.path)});
+           db.prepare("INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at, schema_version) VALUES ('evt_erased', 'system:erasure', 'system:erasure', 1, 'SESSION_ERASED', ?, NULL, 'system:erasure', ?, 1)")
+             .run(JSON.stringify({ session_id: 'ses_a', task_ids: ['t1'], erased_at: new Date().toISOString() }), new Date().toISOString());
+           db.close();`,
+        ],
+        { cwd: join(__dirname, '..', '..', '..', '..'), stdio: 'pipe' },
+      );
+      await expect(store.append('t1', [chunk('after')], { expected: 6 })).rejects.toThrow(IllegalStateError);
+      expect((await store.readStream('t1'))[0].payload).toMatchObject({ input: ERASED_VALUE });
+      await store.close();
+    });
 
   it('the destroyed key is gone from the key file, and the keys file is private', async () => {
     temp = await createTempSqlite();

@@ -48,6 +48,12 @@ export const unlockKeyStore = (path: string, wrap: KeyWrap): void => {
   unlocked.set(path, wrap);
 };
 
+/** Key files a connection of this thread opened or created: the others here know the file is there. */
+const openedHere = new Set<string>();
+
+/** Whether a connection of this thread opened or created the key file at `path`. */
+export const keyFileOpenedHere = (path: string): boolean => openedHere.has(path);
+
 export class SqliteDataKeys implements KeyReader, WriteKeys {
   private raw: BetterSqlite3.Database | null = null;
   private stmt: {
@@ -86,8 +92,18 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
     private readonly wrap: KeyWrap | null = unlocked.get(path) ?? null,
   ) {}
 
-  /** Re-read what other connections changed since the last call; once per read or append group. */
-  refresh(): void {
+  /**
+   * Re-read what other connections changed since the last call; once per read or append group.
+   * `lookForFile` false: while the file does not exist, it is not looked for on disk (it is when
+   * another connection of this thread opened it). A caller passes false when nothing it could read or
+   * write needs the file since its last look: the file is created (by an erasure, or the first key)
+   * before anything that needs it is committed to the database (an erasure's scrub and record, a
+   * sealed event), so a connection whose database no other connection changed since then (its PRAGMA
+   * data_version stayed) has nothing to read it for, unless a connection of the thread it works for
+   * opened the file (a writer thread is told so with each group).
+   */
+  refresh(lookForFile = true): void {
+    if (this.absent && !lookForFile && !openedHere.has(this.path)) return;
     const stmt = this.open(false);
     // until the file exists everything reads as keyless, with no look at the disk per event
     this.absent = stmt === null;
@@ -310,6 +326,7 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
       throw err;
     }
     this.raw = raw;
+    openedHere.add(this.path);
     this.stmt = {
       session: raw.prepare('SELECT key_id, key, erased_at FROM data_keys WHERE session_id = ?'),
       stream: raw.prepare(

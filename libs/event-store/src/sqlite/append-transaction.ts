@@ -115,7 +115,10 @@ export class SqliteAppendTransaction {
     savepoint: BetterSqlite3.Statement<[]>;
     release: BetterSqlite3.Statement<[]>;
     rollbackTo: BetterSqlite3.Statement<[]>;
+    dataVersion: BetterSqlite3.Statement<[], number>;
   };
+  /** the database's data_version when the key store last looked for its file (see refreshKeys) */
+  private keysLookedAt: number | null = null;
   /**
    * Set the appends' level before BEGIN and the connection's back after the
    * transaction (SQLite refuses the pragma inside one); null when they match.
@@ -166,6 +169,7 @@ export class SqliteAppendTransaction {
       savepoint: raw.prepare('SAVEPOINT append'),
       release: raw.prepare('RELEASE append'),
       rollbackTo: raw.prepare('ROLLBACK TO append'),
+      dataVersion: raw.prepare('PRAGMA data_version').pluck() as BetterSqlite3.Statement<[], number>,
     };
   }
 
@@ -173,25 +177,26 @@ export class SqliteAppendTransaction {
    * One transaction for the whole group. Throws (having rolled everything
    * back) only when the transaction itself failed: the lock could not be
    * taken (SQLITE_BUSY, for the caller to retry), or the connection broke.
+   * `keyFileSeenElsewhere`: the group comes from another thread, one of whose
+   * connections opened the key file (keyFileOpenedHere there).
    */
-  run(requests: readonly GroupRequest[]): GroupResult<GroupOutcome>[] {
-    // an erasure committed by another connection (or process) is seen by this group
-    if (!requests.every(isStatement)) this.sealing?.keys.refresh();
+  run(requests: readonly GroupRequest[], keyFileSeenElsewhere = false): GroupResult<GroupOutcome>[] {
     // routed statements alone commit at the connection's level: they are derived writes, not appends
-    if (!this.level || requests.every(isStatement)) return this.runGroup(requests);
+    if (!this.level || requests.every(isStatement)) return this.runGroup(requests, keyFileSeenElsewhere);
     this.raw.exec(this.level.append);
     try {
-      return this.runGroup(requests);
+      return this.runGroup(requests, keyFileSeenElsewhere);
     } finally {
       this.raw.exec(this.level.connection);
     }
   }
 
-  private runGroup(requests: readonly GroupRequest[]): GroupResult<GroupOutcome>[] {
-    if (requests.length === 1) return [this.runAlone(requests[0])];
+  private runGroup(requests: readonly GroupRequest[], keyFileSeen: boolean): GroupResult<GroupOutcome>[] {
+    if (requests.length === 1) return [this.runAlone(requests[0], keyFileSeen)];
     const results: GroupResult<GroupOutcome>[] = [];
     this.stmt.begin.run();
     try {
+      this.refreshKeys(requests, keyFileSeen);
       for (const request of requests) {
         this.stmt.savepoint.run();
         let outcome: GroupOutcome;
@@ -217,10 +222,11 @@ export class SqliteAppendTransaction {
   }
 
   /** A group of one needs no savepoint: its failure rolls back the whole transaction. */
-  private runAlone(request: GroupRequest): GroupResult<GroupOutcome> {
+  private runAlone(request: GroupRequest, keyFileSeen: boolean): GroupResult<GroupOutcome> {
     this.stmt.begin.run();
     let outcome: GroupOutcome;
     try {
+      this.refreshKeys([request], keyFileSeen);
       outcome = this.runOne(request);
     } catch (err) {
       if (this.raw.inTransaction) this.stmt.rollback.run();
@@ -234,6 +240,21 @@ export class SqliteAppendTransaction {
       throw err;
     }
     return { ok: true, value: outcome };
+  }
+
+  /**
+   * An erasure committed by another connection (or process) is seen by this group: the key store
+   * re-reads what changed. While its file does not exist, it is looked for only when something may
+   * need it (SqliteDataKeys.refresh): another connection committed since the last look (data_version,
+   * read inside this transaction for nothing), or `keyFileSeen`: a connection of the thread that
+   * sent the group opened it. Statements alone need no keys.
+   */
+  private refreshKeys(requests: readonly GroupRequest[], keyFileSeen: boolean): void {
+    const keys = this.sealing?.keys;
+    if (!keys || requests.every(isStatement)) return;
+    const version = this.stmt.dataVersion.get()!;
+    keys.refresh(version !== this.keysLookedAt || keyFileSeen);
+    this.keysLookedAt = version;
   }
 
   private runOne(request: GroupRequest): GroupOutcome {

@@ -96,7 +96,7 @@ function main(port: NonNullable<typeof parentPort>, options: WriterThreadOptions
       });
       return;
     }
-    withBusyRetry(() => transaction.run(m.requests), options.busyRetryMs).then(
+    withBusyRetry(() => transaction.run(m.requests, m.keyFileSeen), options.busyRetryMs).then(
       (results) =>
         post({
           type: 'done',

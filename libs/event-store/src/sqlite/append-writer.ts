@@ -15,6 +15,7 @@ import {
 } from './append-transaction';
 import { SqliteHandle, SqliteSynchronous } from './open-sqlite';
 import { ThreadError, fromThreadError } from './thread-errors';
+import { keyFileOpenedHere } from '../sealing/sqlite-data-keys';
 
 /** Runs one group of appends as one transaction: on the caller's connection, or in the writer thread. */
 export interface AppendWriter {
@@ -91,7 +92,15 @@ export interface WriterThreadOptions {
 }
 
 /** What the main thread sends the writer thread. */
-export type ToWriter = { type: 'run'; id: number; requests: readonly GroupRequest[] } | { type: 'close' };
+export type ToWriter =
+  | {
+      type: 'run';
+      id: number;
+      requests: readonly GroupRequest[];
+      /** a connection of the sending thread opened the key file (SqliteAppendTransaction.run) */
+      keyFileSeen: boolean;
+    }
+  | { type: 'close' };
 
 /**
  * A written append as the thread reports it: only what the transaction
@@ -189,8 +198,10 @@ export class ThreadAppendWriter implements AppendWriter {
   private broken: Error | null = null;
   private closing: Promise<void> | null = null;
   private readonly started = settleable();
+  private readonly keysPath: string | null;
 
   constructor(options: WriterThreadOptions) {
+    this.keysPath = options.sealing?.keysPath ?? null;
     this.worker = startModuleWorker(__dirname, 'append-writer-thread', options);
     // idle, the thread does not keep the process alive; while a group is out it does
     this.worker.unref();
@@ -207,7 +218,8 @@ export class ThreadAppendWriter implements AppendWriter {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { requests, resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
-      this.worker.postMessage({ type: 'run', id, requests } satisfies ToWriter);
+      const keyFileSeen = this.keysPath !== null && keyFileOpenedHere(this.keysPath);
+      this.worker.postMessage({ type: 'run', id, requests, keyFileSeen } satisfies ToWriter);
     });
   }
 
