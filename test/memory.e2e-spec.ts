@@ -98,6 +98,8 @@ describe('memory through the API with a scripted model', () => {
       expect(outcomeWrites(second.events).map((e) => e.payload)).toEqual([
         expect.objectContaining({ op: 'reinforce', entry_id: entryId, previous_weight: 0.6, weight: 0.7 }),
       ]);
+      // it names the entry: session-a's text is not copied into session-b's events
+      expect(outcomeWrites(second.events)[0].payload).not.toHaveProperty('text');
 
       const found = await h.request('GET', '/memory?query=launch%20code%20word&kind=tool_result&k=3');
       expect(found.status).toBe(200);
@@ -144,6 +146,7 @@ describe('memory through the API with a scripted model', () => {
       expect(
         log.body.events.map((e: Ev) => [e.type, e.payload.op, e.payload.entry_id, e.payload.metadata.actor]),
       ).toEqual([['MEMORY_WRITTEN', 'delete', entryId, 'admin']]);
+      expect(log.body.events[0].payload).not.toHaveProperty('text');
     } finally {
       await dispose();
     }
