@@ -758,6 +758,10 @@ describe('MemoryService on SQLite + HNSW file', () => {
       { expected: 'any' },
     );
     const handedText = 'the handed session keeps its notes apart';
+    const handedPayload = sut.insertPayload(
+      { text: handedText, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
+      null,
+    );
     const handed = {
       event_id: 'evt_handed_ses',
       task_id: 'task_handed',
@@ -765,10 +769,7 @@ describe('MemoryService on SQLite + HNSW file', () => {
       sequence: 3,
       position: 0,
       type: 'MEMORY_WRITTEN',
-      payload: sut.insertPayload(
-        { text: handedText, kind: 'fact', source: 'user', weight: 0.5, reason: 'r' },
-        null,
-      ),
+      payload: handedPayload,
       causation_id: null,
       correlation_id: 'task_handed',
       created_at: new Date().toISOString(),
@@ -780,12 +781,12 @@ describe('MemoryService on SQLite + HNSW file', () => {
     ] as const) {
       const vector = await sut.embed(text);
       expect(await sut.nearest(vector, 'fact', [], [owner, null])).toMatchObject({
-        entry_id: (owner === 'ses_heard' ? heard : handed.payload).entry_id,
+        entry_id: (owner === 'ses_heard' ? heard : handedPayload).entry_id,
         committed,
       });
       const elsewhere = await sut.nearest(vector, 'fact', [], ['ses_other', null]);
       expect(
-        elsewhere === null || ![heard.entry_id, handed.payload.entry_id].includes(elsewhere.entry_id),
+        elsewhere === null || ![heard.entry_id, handedPayload.entry_id].includes(elsewhere.entry_id),
       ).toBe(true);
     }
     expect(await store.get(heard.entry_id)).toBeNull();
