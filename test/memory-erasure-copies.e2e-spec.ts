@@ -56,7 +56,8 @@ function copiesSpec(
     h = null;
   });
 
-  it('erasing session A leaves no copy of its memory texts: not in B’s near-duplicates, not in reinforces or deletes', async () => {
+  /** A server with erasure and memory on; `run` completes a task and returns its events. */
+  const boot = async () => {
     h = await bootApi(
       { RUNLEDGER_ERASURE: 'on', RUNLEDGER_MEMORY: 'on', RUNLEDGER_CRITIC: 'off', ...(await env()) },
       { overrides: [[ModelBackend, memoryModel()]], checkResponses: true },
@@ -73,6 +74,17 @@ function copiesSpec(
         .events as Ev[];
       return { task_id: res.body.task_id as string, events };
     };
+    return { server, run };
+  };
+
+  /** Where `secret` is found in `text`, with what precedes it ('' when nowhere). */
+  const around = (text: string, secret: string) => {
+    const at = text.indexOf(secret);
+    return at < 0 ? '' : text.slice(Math.max(0, at - 300), at + 50);
+  };
+
+  it('erasing session A leaves no copy of its memory texts: not in B’s near-duplicates, not in reinforces or deletes', async () => {
+    const { server, run } = await boot();
     const written = (events: Ev[]) => events.filter((e) => e.type === 'MEMORY_WRITTEN').map((e) => e.payload);
     const memoryOf = async (session: string) =>
       (await server.request('GET', `/memory?session_id=${session}&k=50`)).body.entries as {
@@ -125,14 +137,8 @@ function copiesSpec(
         memory: (await server.request('GET', '/memory?query=harbour%20archive%20vault&k=50')).text,
       };
       for (const [place, text] of Object.entries(places))
-        for (const secret of [SECRET_A, KEY_A]) {
-          const at = text.indexOf(secret);
-          expect([place, secret, at < 0 ? '' : text.slice(Math.max(0, at - 300), at + 50)]).toEqual([
-            place,
-            secret,
-            '',
-          ]);
-        }
+        for (const secret of [SECRET_A, KEY_A])
+          expect([place, secret, around(text, secret)]).toEqual([place, secret, '']);
     };
     await expectNoCopyOfA();
 
@@ -156,6 +162,28 @@ function copiesSpec(
     await memory.rebuildFromLog();
     expect(await state()).toEqual(before);
     await expectNoCopyOfA();
+    expect(server.responseMismatches).toEqual([]);
+  });
+
+  it('erasing a task tree leaves no memory record of its text in the session’s other trees', async () => {
+    const { server, run } = await boot();
+    const x = await run(`remember: ${phrase(SECRET_A)}`, 'ses_c');
+    // another tree of the session: its near-duplicate reinforces the first tree's entry, naming it by id
+    await run(`remember: ${phrase(SECRET_B)}`, 'ses_c');
+    const memoryLog = async () =>
+      ((await server.request('GET', '/admin/events?type=MEMORY_WRITTEN&limit=1000')).body.events as Ev[]).map(
+        (e) => [e.payload.op, e.session_id, e.payload.text ?? null],
+      );
+    expect(await memoryLog()).toEqual([
+      ['insert', 'ses_c', phrase(SECRET_A)],
+      ['reinforce', 'ses_c', null],
+    ]);
+    const erased = await server.request('POST', `/tasks/${x.task_id}/erase`);
+    expect([erased.status, erased.body.memory_entries]).toEqual([200, 1]);
+    const records = JSON.stringify(await memoryLog());
+    const stored = await everything(server);
+    for (const [place, text] of Object.entries({ records, stored }))
+      expect([place, around(text, SECRET_A)]).toEqual([place, '']);
     expect(server.responseMismatches).toEqual([]);
   });
 }
