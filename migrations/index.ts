@@ -13,6 +13,8 @@ import * as addReceivedRootIndex from './1795334683820-AddReceivedRootIndex';
 import * as createDataKeys from './1795334683830-CreateDataKeys';
 import * as createArchiveCatalog from './1795334683860-CreateArchiveCatalog';
 import * as createStreamKeys from './1795334683870-CreateStreamKeys';
+import * as dropEventsAutoincrement from './1795334683900-DropEventsAutoincrement';
+import * as narrowTaskLeases from './1795334683910-NarrowTaskLeases';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -40,6 +42,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683830-CreateDataKeys': createDataKeys,
   '1795334683860-CreateArchiveCatalog': createArchiveCatalog,
   '1795334683870-CreateStreamKeys': createStreamKeys,
+  '1795334683900-DropEventsAutoincrement': dropEventsAutoincrement,
+  '1795334683910-NarrowTaskLeases': narrowTaskLeases,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

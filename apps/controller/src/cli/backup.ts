@@ -4,6 +4,7 @@ import { ValidationError } from '@runledger/contracts';
 import {
   CatalogDatabase,
   Database as EventsDatabase,
+  LAST_EVENT_POSITION,
   catalogFile,
   SqliteDataKeys,
   dataKeysPath,
@@ -119,9 +120,15 @@ async function copyInto(source: string, file: string): Promise<{ events: number;
   const copy = new Database(file, { fileMustExist: true });
   try {
     copy.pragma('journal_mode = DELETE');
+    // a database from before DropEventsAutoincrement keeps the highest position given in sqlite_sequence
+    const hasFloor = copy
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_position_floor'")
+      .get();
     const { position } = copy
       .prepare(
-        "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",
+        hasFloor
+          ? `SELECT ${LAST_EVENT_POSITION} AS position`
+          : "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",
       )
       .get() as { position: number | null };
     // a database from before the archive has no segments to copy

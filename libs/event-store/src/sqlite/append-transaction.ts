@@ -18,6 +18,7 @@ import { SqliteCatalogFile } from '../archive/archive-catalog';
 import { checkLease } from './check-lease';
 import { SqliteSynchronous, connectionSynchronous, withStatementCache } from './open-sqlite';
 import { RoutedWriteResult } from './routed-sqlite-dialect';
+import { NEXT_EVENT_POSITION } from './positions';
 import { EventRow } from './rows';
 import { PayloadSealer } from '../sealing/payload-sealer';
 import { openEvents } from '../sealing/sealed-payload';
@@ -161,7 +162,7 @@ export class SqliteAppendTransaction {
       ),
       byId: raw.prepare('SELECT * FROM events WHERE event_id = ?'),
       insert: raw.prepare(
-        `INSERT INTO events (${EVENT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO events (position, ${EVENT_INSERT_COLUMNS}) VALUES (${NEXT_EVENT_POSITION}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),

@@ -31,6 +31,7 @@ import { CatalogReader, SqliteCatalogFile, sqliteCatalog } from '../archive/arch
 import { ArchivedRange, ArchivedStreams } from '../archive/archived-streams';
 import { decodeSegment, readSegmentFile, segmentFile, segmentFolder } from '../archive/segment';
 import { SqliteHandle } from './open-sqlite';
+import { LAST_EVENT_POSITION } from './positions';
 import { EventRow, RAW_EVENT_JSON, rowToEvent, servedRaw } from './rows';
 import { SqliteSealing } from './append-transaction';
 import { KeyOwner, openEventJson, sealText } from '../sealing/sealed-payload';
@@ -178,7 +179,7 @@ export class SqliteEventStore extends EventStore {
   private readonly busyRetryMs: number;
   private readonly stmt: {
     maxPosition: BetterSqlite3.Statement<[], { position: number | null }>;
-    /** the highest position AUTOINCREMENT ever gave: archived events keep theirs */
+    /** the highest position ever given: archived events keep theirs */
     lastPosition: BetterSqlite3.Statement<[], { position: number | null }>;
     /** positions after the first and before the second, at most PUBLISH_PAGE of them */
     between: BetterSqlite3.Statement<[number, number], EventRow>;
@@ -227,9 +228,7 @@ export class SqliteEventStore extends EventStore {
       : null;
     this.stmt = {
       maxPosition: this.raw.prepare('SELECT max(position) AS position FROM events'),
-      lastPosition: this.raw.prepare(
-        "SELECT max((SELECT max(position) FROM events), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)) AS position",
-      ),
+      lastPosition: this.raw.prepare(`SELECT ${LAST_EVENT_POSITION} AS position`),
       between: this.raw.prepare(
         `SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ${PUBLISH_PAGE}`,
       ),
@@ -471,12 +470,13 @@ export class SqliteEventStore extends EventStore {
   }
 
   /**
-   * Without counting: positions come from AUTOINCREMENT, and a rolled-back
-   * append (its savepoint or its whole transaction) rolls sqlite_sequence back
-   * too, so positions have no gaps and the highest one given is the count of
-   * the log's events. An archived event leaves the table but keeps its
-   * position in the log (sqlite_sequence remembers it), so archiving changes
-   * neither figure. Two seeks: the rowid b-tree's end and one sqlite_sequence row.
+   * Without counting: each insert takes one past the highest position given
+   * (positions.ts), and a rolled-back append (its savepoint or its whole
+   * transaction) gives its positions back, so positions have no gaps and the
+   * highest one given is the count of the log's events. An archived event
+   * leaves the table but keeps its position in the log (event_position_floor
+   * remembers it), so archiving changes neither figure. Two seeks: the rowid
+   * b-tree's end and the one row of event_position_floor.
    */
   async head(): Promise<StoreHead> {
     const position = this.stmt.lastPosition.get()?.position ?? 0;

@@ -14,6 +14,7 @@ import {
   APPEND_LOCK_SQL,
   EVENTS_CHANNEL,
   EVENT_INSERT_COLUMNS,
+  NEXT_EVENT_POSITION,
   EventRow,
   SegmentContent,
   SegmentTask,
@@ -760,9 +761,12 @@ export class Archiver implements ArchiveRunner {
       { version: Number(head?.v ?? 0), session_id: null, last_type: null },
       new Date().toISOString(),
     );
-    await sql`INSERT INTO events (${sql.raw(EVENT_INSERT_COLUMNS)}) VALUES (${sql.join(eventRowValues(envelope))})`.execute(
-      trx,
-    );
+    // on SQLite after this transaction's deletes too, a position past every one the log ever gave
+    await (
+      isPostgres(this.db)
+        ? sql`INSERT INTO events (${sql.raw(EVENT_INSERT_COLUMNS)}) VALUES (${sql.join(eventRowValues(envelope))})`
+        : sql`INSERT INTO events (position, ${sql.raw(EVENT_INSERT_COLUMNS)}) VALUES (${sql.raw(NEXT_EVENT_POSITION)}, ${sql.join(eventRowValues(envelope))})`
+    ).execute(trx);
     if (isPostgres(this.db))
       await sql`UPDATE event_log_head SET event_count = event_count + 1 WHERE id = 1`.execute(trx);
   }
