@@ -60,7 +60,9 @@ async function rebuildEvents(db: Kysely<any>, autoincrement: boolean): Promise<v
   ).rows.map((r) => r.sql);
   await db.schema
     .createTable('events_rebuilt')
-    .addColumn('position', 'integer', (c) => (autoincrement ? c.primaryKey().autoIncrement() : c.primaryKey()))
+    .addColumn('position', 'integer', (c) =>
+      autoincrement ? c.primaryKey().autoIncrement() : c.primaryKey(),
+    )
     .addColumn('event_id', 'text', (c) => c.notNull().unique())
     .addColumn('task_id', 'text', (c) => c.notNull())
     .addColumn('session_id', 'text', (c) => c.notNull())

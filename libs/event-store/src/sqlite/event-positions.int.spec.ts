@@ -38,7 +38,7 @@ const schemaOf = (handle: SqliteHandle) =>
     .prepare(
       "SELECT type, name FROM sqlite_schema WHERE tbl_name = 'events' AND type IN ('index', 'trigger') ORDER BY type, name",
     )
-    .all();
+    .all() as Array<{ type: string; name: string }>;
 
 describe('event positions on SQLite: never given twice, without AUTOINCREMENT', () => {
   let dir: string;
@@ -64,7 +64,9 @@ describe('event positions on SQLite: never given twice, without AUTOINCREMENT', 
     await expect(sut.append('t1', chunks(2), { expected: 1 })).rejects.toThrow();
     const { positions } = await sut.append('t2', [taskReceived()], { expected: 'no_stream' });
     expect(positions).toEqual([4]);
-    expect(handle.raw.prepare("SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'events'").get()).toEqual({
+    expect(
+      handle.raw.prepare("SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'events'").get(),
+    ).toEqual({
       n: 0,
     });
     expect(await sut.head()).toEqual({ position: 4, event_count: 4 });
@@ -93,20 +95,26 @@ describe('event positions on SQLite: never given twice, without AUTOINCREMENT', 
 
   it('migrates a database with events: rows, indexes and triggers as they were, the highest position given kept', async () => {
     const handle = openAt();
-    const migrator = new Migrator({ db: handle.db, provider: { getMigrations: async () => ({ ...MIGRATIONS }) } });
+    const migrator = new Migrator({
+      db: handle.db,
+      provider: { getMigrations: async () => ({ ...MIGRATIONS }) },
+    });
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
     const insert = handle.raw.prepare(
       `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
        VALUES (?, ?, 's', ?, ?, '{}', NULL, 'c', '2026-11-29T00:00:00.000Z')`,
     );
-    for (let i = 1; i <= 40; i++) insert.run(`e${i}`, i <= 30 ? 'old' : 'newest', i <= 30 ? i : i - 30, i % 7 ? 'A' : 'B');
+    for (let i = 1; i <= 40; i++)
+      insert.run(`e${i}`, i <= 30 ? 'old' : 'newest', i <= 30 ? i : i - 30, i % 7 ? 'A' : 'B');
     archive(handle, 'newest', 10); // positions 31-40 leave; sqlite_sequence remembers 40
     const rows = handle.raw.prepare('SELECT * FROM events ORDER BY position').all();
     const attached = schemaOf(handle);
     expect(attached.length).toBeGreaterThanOrEqual(6);
 
     expect((await migrateToLatest(handle.db)).results?.map((r) => r.migrationName)).toContain(AFTER);
-    const table = handle.raw.prepare("SELECT sql FROM sqlite_schema WHERE name = 'events'").get() as { sql: string };
+    const table = handle.raw.prepare("SELECT sql FROM sqlite_schema WHERE name = 'events'").get() as {
+      sql: string;
+    };
     expect(table.sql).not.toMatch(/autoincrement/i);
     expect(handle.raw.prepare('SELECT * FROM events ORDER BY position').all()).toEqual(rows);
     expect(schemaOf(handle)).toEqual(
@@ -124,7 +132,9 @@ describe('event positions on SQLite: never given twice, without AUTOINCREMENT', 
 
     // and back: AUTOINCREMENT again, remembering the highest position given
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
-    expect(handle.raw.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get()).toEqual({ seq: 41 });
+    expect(handle.raw.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get()).toEqual({
+      seq: 41,
+    });
     insert.run('e-after', 't4', 1, 'A');
     expect(handle.raw.prepare("SELECT position FROM events WHERE event_id = 'e-after'").get()).toEqual({
       position: 42,
