@@ -18,7 +18,9 @@ interface Ev {
   payload: Record<string, unknown>;
 }
 
-const EVERY_2S = '*/2 * * * * *';
+/** a slot every second: each wait below spans slots that would fire */
+const EVERY_SECOND = '* * * * * *';
+const SLOT_MS = 1000;
 
 /** tasks answer at once unless their input asks them to wait for signal `go` */
 function scriptIn(server: ServerProcess, wait: boolean): void {
@@ -101,13 +103,18 @@ describe('schedules on SQLite', () => {
   it('every slot fires once with its own task (input template filled in); pause stops it, resume and delete', async () => {
     const created = await server.request('POST', '/schedules', {
       name: 'pulse',
-      cron: EVERY_2S,
+      cron: EVERY_SECOND,
       input: 'pulse at {{slot}}',
       overlap: 'allow',
     });
     expect(created.status).toBe(201);
     const id = created.body.schedule_id as string;
-    expect(created.body).toMatchObject({ cron: EVERY_2S, time_zone: 'UTC', paused: false, overlap: 'allow' });
+    expect(created.body).toMatchObject({
+      cron: EVERY_SECOND,
+      time_zone: 'UTC',
+      paused: false,
+      overlap: 'allow',
+    });
     expect(Date.parse(created.body.next_slot)).toBeGreaterThan(Date.now() - 1000);
 
     const started = await until('three started slots', async () => {
@@ -120,12 +127,12 @@ describe('schedules on SQLite', () => {
       await server.request('GET', `/tasks/${first.payload.task_id as string}/events?limit=1`)
     ).body.events as Ev[];
     expect(received.payload.input).toBe(`pulse at ${first.payload.slot as string}`);
-    expect(Date.parse(first.payload.slot as string) % 2000).toBe(0);
+    expect(Date.parse(first.payload.slot as string) % SLOT_MS).toBe(0);
 
     const paused = await server.request('POST', `/schedules/${id}/pause`);
     expect(paused.body).toMatchObject({ paused: true, next_slot: null });
     const count = (await firings(server, id)).length;
-    await sleep(4500);
+    await sleep(2.5 * SLOT_MS);
     expect((await firings(server, id)).length).toBe(count);
     const listed = (await server.request('GET', '/schedules')).body.schedules;
     const view = listed.find((s: { schedule_id: string }) => s.schedule_id === id);
@@ -135,14 +142,14 @@ describe('schedules on SQLite', () => {
     expect((await server.request('DELETE', `/schedules/${id}`)).status).toBe(204);
     expect((await server.request('GET', `/schedules/${id}`)).status).toBe(404);
     const after = (await firings(server, id)).length;
-    await sleep(2500);
+    await sleep(1.5 * SLOT_MS);
     expect((await firings(server, id)).length).toBe(after);
   });
 
   it('after downtime: catch_up skip records the slots that passed as missed (no task); the next slots run again', async () => {
     const id = (
       await server.request('POST', '/schedules', {
-        cron: EVERY_2S,
+        cron: EVERY_SECOND,
         input: 'tick',
         catch_up: 'skip',
         overlap: 'allow',
@@ -152,7 +159,7 @@ describe('schedules on SQLite', () => {
       (await firings(server, id)).some((e) => e.payload.outcome === 'started'),
     );
     await server.stop();
-    await sleep(5000);
+    await sleep(2.5 * SLOT_MS);
     await server.start();
     const missed = await until('the missed slots', async () =>
       (await firings(server, id)).find((e) => e.payload.outcome === 'missed'),
@@ -181,8 +188,9 @@ describe('schedules on SQLite: overlap', () => {
   afterAll(() => server.dispose());
 
   it('overlap skip: while the task waits, later slots are skipped; once it ended the next slot starts', async () => {
-    const id = (await server.request('POST', '/schedules', { cron: EVERY_2S, input: 'job', overlap: 'skip' }))
-      .body.schedule_id as string;
+    const id = (
+      await server.request('POST', '/schedules', { cron: EVERY_SECOND, input: 'job', overlap: 'skip' })
+    ).body.schedule_id as string;
     const first = await until('a started slot', async () =>
       (await firings(server, id)).find((e) => e.payload.outcome === 'started'),
     );
@@ -220,7 +228,7 @@ describePostgres('schedules on PostgreSQL, two instances, one killed while slots
 
   it('each slot is decided once and starts one task, across both instances and the kill', async () => {
     const id = (
-      await a.request('POST', '/schedules', { cron: EVERY_2S, input: 'pg {{slot}}', overlap: 'allow' })
+      await a.request('POST', '/schedules', { cron: EVERY_SECOND, input: 'pg {{slot}}', overlap: 'allow' })
     ).body.schedule_id as string;
     await until(
       'two started slots',
@@ -239,6 +247,6 @@ describePostgres('schedules on PostgreSQL, two instances, one killed while slots
     await expectOncePerSlot(b, all);
     // no slot between the first and the last was left undecided
     const slots = all.map((e) => Date.parse(e.payload.slot as string)).sort((x, y) => x - y);
-    expect(slots.slice(1).map((s, i) => s - slots[i])).toEqual(slots.slice(1).map(() => 2000));
+    expect(slots.slice(1).map((s, i) => s - slots[i])).toEqual(slots.slice(1).map(() => SLOT_MS));
   });
 });
