@@ -149,15 +149,23 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
   });
 
   it('resume leaves a task another live process runs to it, naming that process; rebuild is refused beside it', async () => {
+    // the running task's step lasts until the test writes `go` (at most a minute): it runs for as long as the checks take
     writeFileSync(
       join(dir, 'script.json'),
       json({
-        orchestrator: [{ content: json({ type: 'respond', content: 'slow answer' }), delay_ms: 20_000 }],
+        orchestrator: [
+          json({
+            type: 'plan',
+            steps: [sh('hold', 'for i in $(seq 1200); do [ -e go ] && exit 0; sleep 0.05; done; exit 1')],
+          }),
+          json({ type: 'respond', content: 'slow answer' }),
+        ],
       }),
     );
-    const running = spawnCli(['run', 'think slowly'], { cwd: dir, env });
-    for (let i = 0; i < 800 && !(await events()).some((e) => e.type === 'MODEL_CALLED'); i++)
-      await new Promise((r) => setTimeout(r, 25));
+    const running = spawnCli(['run', 'think slowly', '--yes'], { cwd: dir, env });
+    const holding = (log: RuntimeEvent[]) =>
+      log.some((e) => e.type === 'TOOL_CALLED' && e.payload.step_id === 'hold');
+    for (let i = 0; i < 800 && !holding(await events()); i++) await new Promise((r) => setTimeout(r, 25));
     const taskId = (await events())[0].task_id;
     // longer than the lease's TTL: the running process's heartbeat keeps it
     await new Promise((r) => setTimeout(r, LEASE_TTL_MS * 2));
@@ -177,12 +185,18 @@ describe('a task killed mid-run (SIGKILL) resumes from its log', () => {
     expect((await events()).some((e) => e.type === 'GUARD_TRIGGERED')).toBe(false);
     expect(rebuild.code).toBe(1);
     expect(rebuild.stderr).toContain('not rebuilding: another runledger process has this database open');
+    expect(running.child.exitCode).toBeNull();
 
+    writeFileSync(join(dir, 'go'), '');
     const done = await running.done;
     expect(done.code).toBe(0);
     const log = await events();
     expect(log[log.length - 1]).toMatchObject({ type: 'TASK_COMPLETED', payload: { result: 'slow answer' } });
-    expect(log.filter((e) => e.type === 'MODEL_CALLED')).toHaveLength(1);
+    // run once, by the process that started it: nothing taken over, nothing run again
+    expect(log.some((e) => e.type === 'GUARD_TRIGGERED')).toBe(false);
+    expect(log.filter((e) => e.type === 'TOOL_CALLED')).toHaveLength(1);
+    expect(log.filter((e) => e.type === 'TOOL_COMPLETED')).toHaveLength(1);
+    expect(log.filter((e) => e.type === 'MODEL_CALLED')).toHaveLength(2);
     const after = await runCli(['resume'], { cwd: dir, env });
     expect(after.stderr).toContain('resuming 0 unfinished task(s)');
     expect(after.code).toBe(0);
