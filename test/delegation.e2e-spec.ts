@@ -282,7 +282,12 @@ describe('delegation across a crash (real server process, SIGKILL)', () => {
         },
       }),
     );
-    server = ServerProcess.create(modelEnv(model));
+    server = ServerProcess.create({
+      ...modelEnv(model),
+      // the killed process's leases lapse in seconds (20 s by default): the restarted server takes its tasks over then
+      RUNLEDGER_LEASE_RENEW_MS: '500',
+      RUNLEDGER_LEASE_TTL_MS: '3000',
+    });
     await server.start();
     const submitted = await server.request('POST', '/tasks', { input: PARENT });
     const parentId: string = submitted.body.task_id;
