@@ -59,10 +59,75 @@ function checkId(name: string, value: unknown): void {
 }
 
 /**
+ * One event's own checks against the catalogue (its payload parsed, defaults filled) and of the ids
+ * and time its caller gave; its id is assigned here when it has none. The batch's checks are
+ * validateBatch's.
+ */
+export function checkNewEvent(e: NewEvent, i = 0): ValidatedEvent {
+  const body = parseEventBody({ type: e?.type, payload: e?.payload });
+  // a TASK_RECEIVED's session becomes the stream's session column
+  if (body.type === 'TASK_RECEIVED')
+    checkId(`events[${i}].payload.session_id`, (body.payload as { session_id: unknown }).session_id);
+  const eventId = e.event_id ?? newId('evt');
+  checkId(`events[${i}].event_id`, eventId);
+  if (e.session_id !== undefined) checkId(`events[${i}].session_id`, e.session_id);
+  if (e.correlation_id !== undefined) checkId(`events[${i}].correlation_id`, e.correlation_id);
+  if (e.causation_id !== undefined && e.causation_id !== null)
+    checkId(`events[${i}].causation_id`, e.causation_id);
+  if (e.created_at !== undefined && Number.isNaN(Date.parse(e.created_at))) {
+    throw new ValidationError(`events[${i}].created_at is not a timestamp`, { field: 'created_at' });
+  }
+  return {
+    event_id: eventId,
+    id_supplied: e.event_id !== undefined,
+    type: body.type,
+    payload: body.payload,
+    session_id: e.session_id,
+    causation_id: e.causation_id ?? null,
+    correlation_id: e.correlation_id,
+    created_at: e.created_at,
+  };
+}
+
+/** Events their writer checked and folded (see writerChecked): frozen, so a changed one is another object. */
+const checkedByWriter = new WeakSet<NewEvent>();
+
+/**
+ * `e`, listed (and frozen) as checked and folded by its writer: a writer (TaskWriter) that ran
+ * checkNewEvent on what its caller gave, filled in the rest from the log or itself (its id, its
+ * session, the time) and folded it. An append of this very object does not check it again
+ * (validateBatch), and an inline projection may take the writer's fold of a batch of such events
+ * (AppendOptions.folded). A copy of it (a store in front changed it on its way) is checked as any
+ * other event and folded by the projection itself.
+ */
+export function writerChecked(e: NewEvent): NewEvent {
+  if (e.event_id === undefined) throw new Error('a checked event carries its id');
+  checkedByWriter.add(Object.freeze(e));
+  return e;
+}
+
+/** Whether every event is one its writer checked and folded (writerChecked). */
+export const allWriterChecked = (events: readonly NewEvent[]): boolean =>
+  events.every((e) => checkedByWriter.has(e));
+
+/** An event that carries its id, as what the checks make of it, for one already checked. */
+export const asChecked = (e: NewEvent): ValidatedEvent => ({
+  event_id: e.event_id!,
+  id_supplied: true,
+  type: e.type,
+  payload: e.payload,
+  session_id: e.session_id,
+  causation_id: e.causation_id ?? null,
+  correlation_id: e.correlation_id,
+  created_at: e.created_at,
+});
+
+/**
  * Validate a whole batch against the catalogue before anything is written:
  * one bad event rejects the batch. Event ids are assigned here so a retry of
  * the same NewEvent objects is not idempotent by accident; callers that want
- * idempotent retries pass their own event_id.
+ * idempotent retries pass their own event_id. An event its writer checked
+ * (writerChecked) is not checked again; the batch's checks run for every event.
  */
 export function validateBatch(
   taskId: string,
@@ -75,34 +140,15 @@ export function validateBatch(
     throw new ValidationError('append needs at least one event');
   const seen = new Set<string>();
   return events.map((e, i) => {
-    const body = parseEventBody({ type: e?.type, payload: e?.payload });
+    const checked = checkedByWriter.has(e) ? asChecked(e) : checkNewEvent(e, i);
     if (i > 0 && isFinalEventType(events[i - 1].type))
       throw new ValidationError(`events[${i}] follows the final event ${events[i - 1].type} of its batch`);
-    // a TASK_RECEIVED's session becomes the stream's session column
-    if (body.type === 'TASK_RECEIVED')
-      checkId(`events[${i}].payload.session_id`, (body.payload as { session_id: unknown }).session_id);
-    const eventId = e.event_id ?? newId('evt');
-    checkId(`events[${i}].event_id`, eventId);
-    if (seen.has(eventId))
-      throw new ValidationError(`event_id ${eventId} appears twice in one append`, { event_id: eventId });
-    seen.add(eventId);
-    if (e.session_id !== undefined) checkId(`events[${i}].session_id`, e.session_id);
-    if (e.correlation_id !== undefined) checkId(`events[${i}].correlation_id`, e.correlation_id);
-    if (e.causation_id !== undefined && e.causation_id !== null)
-      checkId(`events[${i}].causation_id`, e.causation_id);
-    if (e.created_at !== undefined && Number.isNaN(Date.parse(e.created_at))) {
-      throw new ValidationError(`events[${i}].created_at is not a timestamp`, { field: 'created_at' });
-    }
-    return {
-      event_id: eventId,
-      id_supplied: e.event_id !== undefined,
-      type: body.type,
-      payload: body.payload,
-      session_id: e.session_id,
-      causation_id: e.causation_id ?? null,
-      correlation_id: e.correlation_id,
-      created_at: e.created_at,
-    };
+    if (seen.has(checked.event_id))
+      throw new ValidationError(`event_id ${checked.event_id} appears twice in one append`, {
+        event_id: checked.event_id,
+      });
+    seen.add(checked.event_id);
+    return checked;
   });
 }
 

@@ -31,6 +31,21 @@ export interface AppendOptions {
    * instance) are not fenced.
    */
   lease?: LeaseToken;
+  /**
+   * The appender's own fold of the task's state through these events (TaskWriter), for an inline
+   * projection that keeps the same fold (the tasks rows): taken when every event is one the writer
+   * checked and folded (writerChecked) and the projection's row stands at `base`.
+   */
+  folded?: FoldedState;
+}
+
+/**
+ * A task's state as its writer folded it (state-store's `evolve`) from its state after sequence
+ * `base` through the events of an append. Plain data: it crosses to the writer thread.
+ */
+export interface FoldedState {
+  base: number;
+  state: unknown;
 }
 
 export interface AppendResult {

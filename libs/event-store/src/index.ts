@@ -10,9 +10,12 @@ export * from './sqlite/sqlite-event-store';
 export { rowToEvent } from './sqlite/rows';
 export {
   EVENT_INSERT_COLUMNS,
+  asChecked,
   buildEnvelopes,
+  checkNewEvent,
   eventRowValues,
   validateBatch,
+  writerChecked,
   type StreamHead,
   type ValidatedEvent,
 } from './append-batch';

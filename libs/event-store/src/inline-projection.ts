@@ -1,5 +1,6 @@
 import { RuntimeEvent } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
+import type { FoldedState } from './event-store';
 import type { CopySealer } from './sealing/payload-sealer';
 
 /**
@@ -12,7 +13,17 @@ import type { CopySealer } from './sealing/payload-sealer';
 export interface InlineProjection {
   /** a name for errors and logs */
   readonly name: string;
-  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[], copies?: CopySealer): void;
+  /**
+   * `folded`: the appender's fold of the events' task (AppendOptions.folded, given when every event
+   * is as its writer folded it), for a projection that keeps the same fold to take as it is when its
+   * own picture of the task stands at `folded.base`.
+   */
+  apply(
+    raw: BetterSqlite3.Database,
+    events: readonly RuntimeEvent[],
+    copies?: CopySealer,
+    folded?: FoldedState,
+  ): void;
   /** empty the read model, before a rebuild refolds the whole log into it */
   reset(raw: BetterSqlite3.Database): void;
   /**

@@ -15,6 +15,7 @@ import {
   CatalogReader,
   CopySealer,
   Database,
+  FoldedState,
   InlineProjection,
   ProjectionModule,
   SqliteHandle,
@@ -146,6 +147,26 @@ export function foldRun(before: TaskRow | undefined, events: readonly RuntimeEve
     current = evolve(current, e);
   }
   return current;
+}
+
+/**
+ * The writer's fold of a run (AppendOptions.folded), when it is the fold of `stored` through the run: the
+ * row stands at the sequence the writer folded from (or, for a task's first events, there is no row
+ * and the run opens the task), and the fold ends where the run does. Otherwise undefined: the row is
+ * read, folded and written as for any append.
+ */
+function writersFold(
+  folded: FoldedState | undefined,
+  stored: TaskRow | undefined,
+  run: { task_id: string; events: readonly RuntimeEvent[] },
+): TaskState | undefined {
+  const state = folded?.state as TaskState | null | undefined;
+  if (!folded || !state) return undefined;
+  const last = run.events[run.events.length - 1];
+  const from = stored
+    ? stored.last_seq === folded.base
+    : folded.base === 0 && run.events[0].type === 'TASK_RECEIVED';
+  return from && state.task_id === run.task_id && state.last_seq === last.sequence ? state : undefined;
 }
 
 /** Columns whose value the new row changes: an UPDATE of only these rewrites only the indexes they are in. */
@@ -437,12 +458,17 @@ export class SqliteTaskStateStore extends TaskStateStore implements InlineProjec
     this.sealCopies = options.sealCopies === true;
   }
 
-  apply(raw: BetterSqlite3.Database, events: readonly RuntimeEvent[], copies?: CopySealer): void {
+  apply(
+    raw: BetterSqlite3.Database,
+    events: readonly RuntimeEvent[],
+    copies?: CopySealer,
+    folded?: FoldedState,
+  ): void {
     const stmt = this.prepare(raw);
     for (const run of taskRuns(events)) {
       const stored = stmt.get.get(run.task_id);
       const before = stored && { stored, clear: this.codec.open(stored, copies) };
-      const state = foldRun(before?.clear, run.events);
+      const state = writersFold(folded, stored, run) ?? foldRun(before?.clear, run.events);
       if (state) this.write(raw, stmt, stored, this.codec.seal(stateToRow(state), copies, before), state);
     }
     for (const row of modelUsageOf(events)) stmt.usage.run(row);

@@ -11,7 +11,7 @@ import {
   decideAppend,
   eventRowValues,
 } from '../append-batch';
-import { ExpectedSequence, LeaseToken } from '../event-store';
+import { ExpectedSequence, FoldedState, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
 import { InlineProjection } from '../inline-projection';
 import { SqliteCatalogFile } from '../archive/archive-catalog';
@@ -37,6 +37,8 @@ export interface AppendRequest {
   batch: readonly ValidatedEvent[];
   expected: ExpectedSequence;
   lease?: LeaseToken;
+  /** the writer's fold of the batch (AppendOptions.folded), when every event is as it folded it */
+  folded?: FoldedState;
 }
 
 /**
@@ -271,7 +273,7 @@ export class SqliteAppendTransaction {
     return { kind: 'executed', result: { rows: [], changes, lastInsertRowid } };
   }
 
-  private appendOne({ taskId, batch, expected, lease }: AppendRequest): AppendOutcome {
+  private appendOne({ taskId, batch, expected, lease, folded }: AppendRequest): AppendOutcome {
     checkLease(this.raw, taskId, lease);
     const row = this.stmt.head.get(taskId, taskId, taskId);
     const head: StreamHead = {
@@ -293,7 +295,8 @@ export class SqliteAppendTransaction {
     } catch (err) {
       throw archivedTaskError(taskId, err);
     }
-    for (const projection of this.projections) projection.apply(this.raw, written, this.sealer ?? undefined);
+    for (const projection of this.projections)
+      projection.apply(this.raw, written, this.sealer ?? undefined, folded);
     return { kind: 'written', events: written };
   }
 

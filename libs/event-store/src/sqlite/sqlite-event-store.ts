@@ -1,7 +1,7 @@
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { NewEvent, RuntimeEvent, isSystemSession } from '@runledger/contracts';
 import type BetterSqlite3 from 'better-sqlite3';
-import { validateBatch } from '../append-batch';
+import { allWriterChecked, validateBatch } from '../append-batch';
 import {
   AppendOptions,
   AppendResult,
@@ -262,6 +262,8 @@ export class SqliteEventStore extends EventStore {
       batch,
       expected: options.expected,
       ...(options.lease ? { lease: { owner: options.lease.owner, epoch: options.lease.epoch } } : {}),
+      // the writer's fold holds for what is written only when the events are those it folded
+      ...(options.folded && allWriterChecked(events) ? { folded: options.folded } : {}),
     });
     if (outcome.kind === 'executed') throw new Error('the store answered an append as a statement');
     if (outcome.kind === 'retry') {

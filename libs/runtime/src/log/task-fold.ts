@@ -97,6 +97,20 @@ export class TaskFold {
     this.committedState = evolve(this.committedState, e);
   }
 
+  /**
+   * The public state after each of `events` (folded, not yet committed) in turn, from the state
+   * through what the log holds; nothing changes here (see committedAs).
+   */
+  stateAhead(events: readonly RuntimeEvent[]): (TaskState | null)[] {
+    let state = this.committedState;
+    return events.map((e) => (state = evolve(state, e)));
+  }
+
+  /** The log now holds the next event, the very one folded into `state` (stateAhead): the public state is `state`. */
+  committedAs(state: TaskState | null): void {
+    this.committedState = state;
+  }
+
   /** The task's public state through what the log holds (null before its first event). */
   get state(): TaskState | null {
     return this.committedState;

@@ -4,10 +4,17 @@ import {
   NewEvent,
   RuntimeEvent,
   isFinalEventType,
-  newId,
-  parseEventBody,
 } from '@runledger/contracts';
-import { AppendResult, EventStore, LeaseToken, buildEnvelopes } from '@runledger/event-store';
+import {
+  AppendResult,
+  EventStore,
+  LeaseToken,
+  asChecked,
+  buildEnvelopes,
+  checkNewEvent,
+  writerChecked,
+} from '@runledger/event-store';
+import type { TaskState } from '@runledger/state-store';
 import { TaskCheckpoints } from './checkpoints';
 import { TaskProgress } from './progress';
 import { TaskFold } from './task-fold';
@@ -220,33 +227,26 @@ export class TaskWriter {
     const now = new Date().toISOString();
     // the fold must see each event as it will be stored: payload defaults filled (the store takes the parsed
     // payload as it is), and whatever the stores in front of the log change on the way in (secrets redacted,
-    // a replay's clock)
+    // a replay's clock). Checked here as the store checks an event (what the caller gave: its payload, ids
+    // and time); what the writer fills in comes from the log (the session) or itself (the id, the time), so
+    // the store takes the events as checked (writerChecked) unless a store in front changes them.
     const prepared = this.store.prepareAppend(
       this.taskId,
-      batch.map(
-        (e) =>
-          ({
-            ...e,
-            payload: parseEventBody({ type: e.type, payload: e.payload }).payload,
-            event_id: e.event_id ?? newId('evt'),
-            session_id: e.session_id ?? (this.progress.session_id || undefined),
-            created_at: e.created_at ?? now,
-          }) as NewEvent,
-      ),
+      batch.map((e, i) => {
+        const checked = checkNewEvent(e, i);
+        return writerChecked({
+          ...e,
+          payload: checked.payload,
+          event_id: checked.event_id,
+          session_id: e.session_id ?? (this.progress.session_id || undefined),
+          created_at: e.created_at ?? now,
+        } as NewEvent);
+      }),
     );
     // the envelopes the store will give them, as the next of the stream (their positions come at the commit)
     const envelopes = buildEnvelopes(
       this.taskId,
-      prepared.map((e) => ({
-        event_id: e.event_id!,
-        id_supplied: true,
-        type: e.type,
-        payload: e.payload,
-        session_id: e.session_id,
-        causation_id: e.causation_id ?? null,
-        correlation_id: e.correlation_id,
-        created_at: e.created_at,
-      })),
+      prepared.map(asChecked),
       { version: this.progress.last_seq, session_id: this.progress.session_id || null },
       now,
     );
@@ -283,6 +283,9 @@ export class TaskWriter {
     if (batch.length === 0) return;
     this.cancelStreamFlush();
     let res: AppendResult;
+    // the task's public state after each event, as the projection of the log will have it: the store's
+    // tasks projection takes the last one instead of folding the batch again, and the fold the rest
+    const states = this.current.stateAhead(batch.map((s) => s.folded));
     try {
       if (this.final && !this.finalHanded && batch.some((s) => isFinalEventType(s.event.type))) {
         this.finalHanded = true;
@@ -294,6 +297,7 @@ export class TaskWriter {
         {
           expected: this.committedSeq === 0 ? 'no_stream' : this.committedSeq,
           ...(this.lease ? { lease: this.lease.token } : {}),
+          folded: { base: this.committedSeq, state: states[states.length - 1] },
         },
       );
     } catch (err) {
@@ -310,10 +314,14 @@ export class TaskWriter {
       this.fail(err, batch);
       throw err;
     }
-    this.committed(batch, res.events);
+    this.committed(batch, res.events, states);
   }
 
-  private committed(batch: readonly Submitted[], stored: readonly RuntimeEvent[]): void {
+  private committed(
+    batch: readonly Submitted[],
+    stored: readonly RuntimeEvent[],
+    states: readonly (TaskState | null)[],
+  ): void {
     // the store let the listings go when it published the commit: a release now changes nothing, unless an
     // id was stored already (an idempotent retry publishes nothing)
     for (const s of batch) s.unlist?.();
@@ -326,9 +334,16 @@ export class TaskWriter {
         this.fail(err, batch);
         throw err;
       }
+      // the state folded ahead holds for the event the store wrote when it is the one folded
+      if (
+        e.payload === s.folded.payload &&
+        e.created_at === s.folded.created_at &&
+        e.session_id === s.folded.session_id
+      )
+        this.current.committedAs(states[i]);
+      else this.current.committed(e);
       // the folded copy is the one the log holds: it gets what only the store could assign
       Object.assign(s.folded, { position: e.position, session_id: e.session_id, created_at: e.created_at });
-      this.current.committed(e);
       this.committedSeq = e.sequence;
       // not waited for: the snapshot's context and state are this checkpoint's
       if (e.type === 'CHECKPOINT_SAVED') void this.checkpoints?.store(e, s.context, this.current.state);
