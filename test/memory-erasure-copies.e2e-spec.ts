@@ -1,8 +1,12 @@
-import { readFileSync, readdirSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import { MemoryService } from '@runledger/memory';
 import { ModelBackend } from '@runledger/runtime';
-import { TaskRoutedBackend, describePostgres, useTestPostgres } from '@runledger/testing';
+import {
+  TaskRoutedBackend,
+  describePostgres,
+  postgresStoredText,
+  sqliteStoredText,
+  useTestPostgres,
+} from '@runledger/testing';
 // eslint-disable-next-line no-restricted-imports
 import { APP_CONFIG, AppConfig } from '../apps/controller/src/config';
 import { ApiHarness, bootApi, waitForTask } from './api-harness';
@@ -195,11 +199,9 @@ describe('memory copies and erasure (SQLite)', () => {
       // the database, its WAL and the memory index files beside it
       const db = server.app.get<AppConfig>(APP_CONFIG).RUNLEDGER_DB;
       await server.app.get(MemoryService).flush();
-      const files = readdirSync(dirname(db))
-        .filter((f) => f.startsWith(basename(db)))
-        .map((f) => join(dirname(db), f));
-      expect(files).toEqual(expect.arrayContaining([db, `${db}-wal`, `${db}.memory.hnsw`]));
-      return files.map((f) => readFileSync(f).toString('latin1')).join('\n');
+      const stored = sqliteStoredText(db);
+      expect(stored.places).toEqual(expect.arrayContaining([db, `${db}-wal`, `${db}.memory.hnsw`]));
+      return stored.text;
     },
   );
 });
@@ -218,23 +220,9 @@ describePostgres('memory copies and erasure (PostgreSQL)', () => {
     },
     async () => {
       // every row of every table of the schema, as text: what a dump or a dead tuple holds
-      const pool = schema!.handle.pool;
-      const { rows: tables } = await pool.query<{ name: string }>(
-        `SELECT table_name AS name FROM information_schema.tables
-         WHERE table_schema = $1 AND table_type = 'BASE TABLE'`,
-        [schema!.schema],
-      );
-      expect(tables.map((t) => t.name)).toEqual(
-        expect.arrayContaining(['events', 'memory_entries', 'tasks']),
-      );
-      const dumped: string[] = [];
-      for (const { name } of tables) {
-        const { rows } = await pool.query<{ row: string }>(
-          `SELECT t::text AS row FROM "${schema!.schema}"."${name}" t`,
-        );
-        dumped.push(...rows.map((r) => r.row));
-      }
-      return dumped.join('\n');
+      const stored = await postgresStoredText(schema!);
+      expect(stored.places).toEqual(expect.arrayContaining(['events', 'memory_entries', 'tasks']));
+      return stored.text;
     },
   );
 });

@@ -5,3 +5,4 @@ export * from './postgres';
 export * from './served';
 export * from './archiving-storage';
 export * from './plan-scripts';
+export * from './stored-text';

@@ -35,7 +35,7 @@ export interface ErasureReport {
   erased_at: string;
   /** false: the keys were destroyed by an earlier erasure (this one scrubbed the copies again) */
   key_destroyed: boolean;
-  /** the erased tasks, live and archived: the session's, or the tree's */
+  /** the erased tasks, live, archived and catalogued: the session's, or the tree's */
   task_ids: string[];
   /** live events stored sealed under the erased keys: their content is gone with the keys */
   sealed_events: number;
@@ -70,7 +70,7 @@ export interface KeyDestroyer {
 
 const MAX_ID = 200;
 
-/** A task tree: its root, its tasks (root and delegated children, live or archived), its session. */
+/** A task tree: its root, its tasks (root and delegated children, live, archived or catalogued), its session. */
 interface TaskTree {
   root_task_id: string;
   session_id: string;
@@ -154,13 +154,8 @@ export class Erasure {
         ? ((first.payload.root_task_id as string | undefined) ?? taskId)
         : taskId;
     const members = new Set([root, taskId, ...(await this.liveMembers(root))]);
-    const archived = await this.db
-      .withTables<{ archived_tasks: { task_id: string; root_task_id: string } }>()
-      .selectFrom('archived_tasks')
-      .select('task_id')
-      .where('root_task_id', '=', root)
-      .execute();
-    for (const a of archived) members.add(a.task_id);
+    const archived = await this.archivedMembers(root);
+    for (const id of archived) members.add(id);
     const tasks = (await Promise.all([...members].sort().map((id) => this.states.get(id)))).flatMap((s) =>
       s ? [{ task_id: s.task_id, status: s.status, session_id: s.session_id }] : [],
     );
@@ -169,7 +164,7 @@ export class Erasure {
       root_task_id: root,
       session_id: tasks.find((t) => t.task_id === root)?.session_id ?? row.session_id,
       tasks: tasks.map(({ task_id, status }) => ({ task_id, status })),
-      archived_streams: archived.map((a) => a.task_id).filter((id) => !isTask.has(id)),
+      archived_streams: archived.filter((id) => !isTask.has(id)),
     };
   }
 
@@ -228,6 +223,28 @@ export class Erasure {
     const { rows } = await sql<{ task_id: string }>`SELECT task_id FROM ${from}
       WHERE type = 'TASK_RECEIVED' AND ${rootOf} = ${root}`.execute(this.db);
     return rows.map((r) => r.task_id);
+  }
+
+  /**
+   * The streams archived with the tree of `root` (its tasks and their companions): in the live
+   * `archived_tasks`, and in the archive's catalog once archived long ago (a stream in both while a
+   * move is under way counts once).
+   */
+  private async archivedMembers(root: string): Promise<string[]> {
+    const live = await this.db
+      .withTables<{ archived_tasks: { task_id: string; root_task_id: string } }>()
+      .selectFrom('archived_tasks')
+      .select('task_id')
+      .where('root_task_id', '=', root)
+      .execute();
+    const catalogued =
+      (await this.states.catalog
+        .db()
+        ?.selectFrom('catalog_archived_tasks')
+        .select('task_id')
+        .where('root_task_id', '=', root)
+        .execute()) ?? [];
+    return [...new Set([...live, ...catalogued].map((a) => a.task_id))];
   }
 
   /** The tasks' rows refolded from their (now erased) events, their checkpoints deleted; how many checkpoints. */
