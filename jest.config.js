@@ -30,6 +30,8 @@ module.exports = {
   testTimeout: 30_000,
   // the CLI and `serve` children run a tree compiled once per run from the current sources
   globalSetup: '<rootDir>/scripts/test-build.js',
+  // slow files first when jest has no timings of its own (a clean clone)
+  testSequencer: '<rootDir>/scripts/test-sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,migrations,scripts}/**/*.spec.ts'], testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '/node_modules/'] },
     { ...base, displayName: 'int', testMatch: ['<rootDir>/{apps,libs,migrations}/**/*.int.spec.ts'] },
