@@ -56,6 +56,27 @@ describe('SqliteEventStore on a real file', () => {
     }
   });
 
+  it('reads a stream at once, but not inside a kysely transaction on its connection: that read waits for it and never sees what it rolled back', async () => {
+    await sut.append('t1', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
+    expect(await sut.streamVersion('t1')).toBe(3);
+    expect((await sut.readStream('t1', { after_seq: 1, limit: 1 })).map((e) => e.sequence)).toEqual([2]);
+    let reads: Promise<[number, number[]]> | null = null;
+    await expect(
+      db.handle.db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, correlation_id, created_at, schema_version)
+                  VALUES ('evt_never', 't1', 'ses_test', 4, 'OUTPUT_CHUNK', '{}', 't1', '2026-01-01T00:00:00Z', 1)`.execute(
+          trx,
+        );
+        reads = Promise.all([
+          sut.streamVersion('t1'),
+          sut.readStream('t1').then((events) => events.map((e) => e.sequence)),
+        ]);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await reads).toEqual([3, [1, 2, 3]]);
+  });
+
   it('refuses UPDATE and DELETE on events issued directly through SQL', async () => {
     await sut.append('t1', [taskReceived(), ...chunks(2)], { expected: 'no_stream' });
     expect(() =>

@@ -183,6 +183,10 @@ export class SqliteEventStore extends EventStore {
     lastPosition: BetterSqlite3.Statement<[], { position: number | null }>;
     /** positions after the first and before the second, at most PUBLISH_PAGE of them */
     between: BetterSqlite3.Statement<[number, number], EventRow>;
+    /** streamVersion's and readStream's queries (see readsNow) */
+    version: BetterSqlite3.Statement<[string], { version: number | null }>;
+    stream: BetterSqlite3.Statement<[string, number], EventRow>;
+    streamPage: BetterSqlite3.Statement<[string, number, number], EventRow>;
   };
   /** last position handed to commit listeners: they get every position after it, in order, once */
   private published: number;
@@ -231,6 +235,11 @@ export class SqliteEventStore extends EventStore {
       lastPosition: this.raw.prepare(`SELECT ${LAST_EVENT_POSITION} AS position`),
       between: this.raw.prepare(
         `SELECT * FROM events WHERE position > ? AND position < ? ORDER BY position LIMIT ${PUBLISH_PAGE}`,
+      ),
+      version: this.raw.prepare('SELECT max(sequence) AS version FROM events WHERE task_id = ?'),
+      stream: this.raw.prepare('SELECT * FROM events WHERE task_id = ? AND sequence > ? ORDER BY sequence'),
+      streamPage: this.raw.prepare(
+        'SELECT * FROM events WHERE task_id = ? AND sequence > ? ORDER BY sequence LIMIT ?',
       ),
     };
     this.published = this.stmt.maxPosition.get()?.position ?? 0;
@@ -391,9 +400,22 @@ export class SqliteEventStore extends EventStore {
     this.poll = null;
   }
 
+  /**
+   * Whether a read may run on the connection at once, as a prepared statement, rather than through
+   * kysely: while no kysely transaction holds the connection (it would see that transaction's
+   * uncommitted writes; kysely's read waits for it to end). The append transactions are synchronous
+   * and never leave it open. With a writer thread no kysely transaction can start on it at all, and
+   * kysely's own reads run at once too: the same read, without its build and async hops.
+   */
+  private readsNow(): boolean {
+    return !this.raw.inTransaction;
+  }
+
   /** The live table's rows, or, for an archived task (none live), its segment's. */
   async readStream(taskId: string, options: ReadStreamOptions = {}): Promise<RuntimeEvent[]> {
-    const rows = await streamRows(this.handle.db, taskId, options);
+    const rows = this.readsNow()
+      ? this.streamRowsNow(taskId, options)
+      : await streamRows(this.handle.db, taskId, options);
     return this.opened((rows.length > 0 ? rows : await this.archive.stream(taskId, options)).map(rowToEvent));
   }
 
@@ -485,8 +507,18 @@ export class SqliteEventStore extends EventStore {
     return { position, event_count: position };
   }
 
+  private streamRowsNow(taskId: string, options: ReadStreamOptions): EventRow[] {
+    const after = options.after_seq ?? 0;
+    return options.limit === undefined
+      ? this.stmt.stream.all(taskId, after)
+      : this.stmt.streamPage.all(taskId, after, options.limit);
+  }
+
   async streamVersion(taskId: string): Promise<number> {
-    return (await streamVersion(this.handle.db, taskId)) || this.archive.version(taskId);
+    const live = this.readsNow()
+      ? (this.stmt.version.get(taskId)?.version ?? 0)
+      : await streamVersion(this.handle.db, taskId);
+    return live || this.archive.version(taskId);
   }
 
   /** Waits for queued appends to settle; the store does not own the connection: whoever opened it closes it. */
