@@ -1,12 +1,13 @@
 /**
  * Records a golden log from real runs: whole streams, picked out of the databases that tests wrote,
- * so that every event type of the catalogue has an example in the committed golden logs.
+ * so that every event type of the catalogue, and every shape of GOLDEN_SHAPES, has an example in the
+ * committed golden logs.
  *
  *   1. run the suites that write the missing types, keeping their databases:
  *        RUNLEDGER_GOLDEN_HARVEST=/tmp/harvest npx jest --config scripts/golden-log/jest.config.js <specs>
  *   2. node -r @swc-node/register scripts/golden-log/record.ts /tmp/harvest <log name>
  *
- * Streams holding event types no committed golden log holds are taken whole (every event of each, in
+ * Streams holding event types (or shapes) no committed golden log holds are taken whole (every event of each, in
  * order), the one with the most such types first, then the shortest, from one database per stream name (system streams such as
  * `system:schedules` exist in every database, with their own sequences). Streams whose payloads are
  * sealed (erasure on) are left out: a golden log is read without its database's keys. A task
@@ -18,7 +19,13 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EVENT_TYPES } from '@runledger/contracts';
 import { createSqliteStorage, foldTaskState, TaskState } from '@runledger/state-store';
-import { GOLDEN_LOG_NAMES, GoldenRow, readGoldenLog } from '../../libs/state-store/src/testing/golden-logs';
+import {
+  GOLDEN_LOG_NAMES,
+  GOLDEN_SHAPES,
+  GoldenRow,
+  examplesOf,
+  readGoldenLog,
+} from '../../libs/state-store/src/testing/golden-logs';
 
 const FOLDER = join(__dirname, '..', '..', 'libs', 'state-store', 'fixtures', 'event-logs');
 
@@ -26,6 +33,7 @@ interface Candidate {
   database: string;
   stream: string;
   rows: GoldenRow[];
+  /** the event types and shapes its rows are examples of */
   types: Set<string>;
 }
 
@@ -35,7 +43,7 @@ function databasesUnder(dir: string): string[] {
   );
 }
 
-/** Every stream of the database holding one of `wanted`, whole, unless a payload of it is sealed. */
+/** Every stream of the database holding an example of `wanted`, whole, unless a payload of it is sealed. */
 function candidatesIn(database: string, wanted: ReadonlySet<string>): Candidate[] {
   const db = new Database(database, { readonly: true, fileMustExist: true });
   try {
@@ -43,15 +51,16 @@ function candidatesIn(database: string, wanted: ReadonlySet<string>): Candidate[
       .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'")
       .get();
     if (!hasEvents) return [];
+    const types = [...wanted].map((w) => GOLDEN_SHAPES.find((s) => s.name === w)?.type ?? w);
     const streams = db
-      .prepare(`SELECT DISTINCT task_id FROM events WHERE type IN (${[...wanted].map(() => '?').join(',')})`)
-      .all(...wanted) as { task_id: string }[];
+      .prepare(`SELECT DISTINCT task_id FROM events WHERE type IN (${types.map(() => '?').join(',')})`)
+      .all(...types) as { task_id: string }[];
     return streams.flatMap(({ task_id }) => {
       const rows = db
         .prepare('SELECT * FROM events WHERE task_id = ? ORDER BY sequence')
         .all(task_id) as GoldenRow[];
       if (rows.some((r) => r.payload.includes('"$sealed"') || r.payload.includes('"$erased"'))) return [];
-      return [{ database, stream: task_id, rows, types: new Set(rows.map((r) => r.type)) }];
+      return [{ database, stream: task_id, rows, types: new Set(rows.flatMap(examplesOf)) }];
     });
   } finally {
     db.close();
@@ -63,8 +72,10 @@ async function main(): Promise<void> {
   if (!harvest || !name) throw new Error('usage: record.ts <harvest folder> <log name>');
   if (existsSync(join(FOLDER, `${name}.jsonl`)))
     throw new Error(`golden log ${name} exists: never rewritten`);
-  const covered = new Set(GOLDEN_LOG_NAMES.flatMap((n) => readGoldenLog(n).rows.map((r) => r.type)));
-  const missing = new Set<string>(EVENT_TYPES.filter((t) => !covered.has(t)));
+  const covered = new Set(GOLDEN_LOG_NAMES.flatMap((n) => readGoldenLog(n).rows.flatMap(examplesOf)));
+  const missing = new Set<string>(
+    [...EVENT_TYPES, ...GOLDEN_SHAPES.map((s) => s.name)].filter((t) => !covered.has(t)),
+  );
   const candidates = databasesUnder(harvest).flatMap((db) => candidatesIn(db, missing));
 
   // greedy cover: the stream with the most types still missing (the shortest of those), one at a time

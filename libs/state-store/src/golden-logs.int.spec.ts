@@ -1,7 +1,14 @@
 import { EVENT_TYPES, RuntimeEvent, parseEventBody, upcastPayload } from '@runledger/contracts';
 import { EventStore } from '@runledger/event-store';
 import { foldTaskState } from './task-state';
-import { GOLDEN_LOG_NAMES, GoldenLog, loadGoldenLog, readGoldenLog } from './testing/golden-logs';
+import {
+  GOLDEN_LOG_NAMES,
+  GOLDEN_SHAPES,
+  GoldenLog,
+  examplesOf,
+  loadGoldenLog,
+  readGoldenLog,
+} from './testing/golden-logs';
 import { describeEachStorage } from './testing/temp-storage';
 
 /**
@@ -12,10 +19,11 @@ import { describeEachStorage } from './testing/temp-storage';
  */
 const logs = GOLDEN_LOG_NAMES.map(readGoldenLog);
 
-it('every event type of the catalogue has an example in the golden logs, and tasks ended every way', () => {
-  const recorded = new Set(logs.flatMap((log) => log.rows.map((r) => r.type)));
-  // a new event type needs a golden example: record one (scripts/golden-log/record.ts) in a new log
+it('every event type of the catalogue and every listed shape has an example in the golden logs, and tasks ended every way', () => {
+  const recorded = new Set(logs.flatMap((log) => log.rows.flatMap(examplesOf)));
+  // a new event type (or shape) needs a golden example: record one (scripts/golden-log/record.ts) in a new log
   expect(EVENT_TYPES.filter((type) => !recorded.has(type))).toEqual([]);
+  expect(GOLDEN_SHAPES.map((s) => s.name).filter((shape) => !recorded.has(shape))).toEqual([]);
   const ends = new Set(logs.flatMap((log) => Object.values(log.states).map((s) => s.status)));
   expect([...ends]).toEqual(expect.arrayContaining(['completed', 'failed', 'cancelled']));
 });

@@ -28,7 +28,40 @@ export const GOLDEN_LOG_NAMES = [
   'log-v1-c',
   'log-v1-catalogued',
   'log-v1-tree-erased',
+  'log-v1-memory-ids',
 ] as const;
+
+/**
+ * Shapes of today's events that the golden logs must hold an example of, beside one of each event
+ * type: a shape an event type took later (a field left out) needs its own examples, so a change to
+ * it without an upcaster fails the golden spec as a change to any other stored shape does.
+ * scripts/golden-log/record.ts records streams holding a missing shape as it does a missing type.
+ */
+export const GOLDEN_SHAPES: ReadonlyArray<{ name: string; type: string; matches(row: GoldenRow): boolean }> =
+  [
+    {
+      name: 'MEMORY_WRITTEN reinforce naming its entry by id, without text',
+      type: 'MEMORY_WRITTEN',
+      matches: (row) => memoryWrite(row, 'reinforce'),
+    },
+    {
+      name: 'MEMORY_WRITTEN delete naming its entry by id, without text',
+      type: 'MEMORY_WRITTEN',
+      matches: (row) => memoryWrite(row, 'delete'),
+    },
+  ];
+
+function memoryWrite(row: GoldenRow, op: string): boolean {
+  if (row.type !== 'MEMORY_WRITTEN') return false;
+  const payload = JSON.parse(row.payload) as Record<string, unknown>;
+  return payload.op === op && typeof payload.entry_id === 'string' && !('text' in payload);
+}
+
+/** What a golden row is an example of: its event type, and each of GOLDEN_SHAPES it has. */
+export const examplesOf = (row: GoldenRow): string[] => [
+  row.type,
+  ...GOLDEN_SHAPES.filter((s) => s.matches(row)).map((s) => s.name),
+];
 
 export function readGoldenLog(name: (typeof GOLDEN_LOG_NAMES)[number]): GoldenLog {
   const rows = readFileSync(join(FOLDER, `${name}.jsonl`), 'utf8')
