@@ -79,8 +79,7 @@ describePostgres('leases: two servers on one PostgreSQL database', () => {
   };
 
   it('the survivor finishes every task: no acknowledged event lost, no gap, no side effect twice, one global log', async () => {
-    await a.start();
-    await b.start();
+    await Promise.all([a.start(), b.start()]);
     const servers = [a, b];
     const tasks: { id: string; kind: ReturnType<typeof kindOf>; via: number }[] = [];
     for (let i = 0; i < TASKS; i++) {
@@ -162,8 +161,7 @@ describePostgres('leases: two servers on one PostgreSQL database', () => {
   });
 
   it('an SSE stream opened on B follows live, to its final event, a task that A runs', async () => {
-    await a.start();
-    await b.start();
+    await Promise.all([a.start(), b.start()]);
     const { body } = await a.request('POST', '/tasks', { input: 'run sleep 2' });
     const opened = Date.now();
     const res = await fetch(`${b.url}/tasks/${body.task_id}/stream`, {

@@ -314,8 +314,7 @@ describePostgres('signals on PostgreSQL: two instances, senders on both', () => 
   });
 
   it('the same signals sent to both instances at once: each recorded once, each wait takes one', async () => {
-    await a.start();
-    await b.start();
+    await Promise.all([a.start(), b.start()]);
     const ids: string[] = [];
     for (let i = 0; i < TASKS; i++) ids.push(await submit(i % 2 ? b : a, `task ${i}`));
     for (const id of ids) await untilWaitingForSignal(b, id);

@@ -139,8 +139,7 @@ describePostgres('durable timers on PostgreSQL: two instances, one killed as the
   });
 
   it('every timer fires exactly once, the survivor firing what the dead instance did not', async () => {
-    await a.start();
-    await b.start();
+    await Promise.all([a.start(), b.start()]);
     const servers = [a, b];
     const ids: string[] = [];
     for (let i = 0; i < TASKS; i++) {
