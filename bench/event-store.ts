@@ -65,6 +65,9 @@ interface Side {
 
 function rawSide(handle: SqliteHandle): Side {
   const raw: BetterSqlite3.Database = handle.raw;
+  // the connection runs at NORMAL at most and the store's appends at SYNCHRONOUS (connectionSynchronous):
+  // raw inserts commit at the appends' level
+  raw.pragma(`synchronous = ${handle.appendSynchronous}`);
   const insert = raw.prepare(
     `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, causation_id, correlation_id, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
