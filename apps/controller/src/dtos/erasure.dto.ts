@@ -9,7 +9,7 @@ const ErasureCounts = {
     .describe(
       'false: an earlier erasure destroyed the keys; this one scrubbed the copies again and recorded nothing',
     ),
-  task_ids: z.array(z.string()).describe('the erased tasks, live and archived'),
+  task_ids: z.array(z.string()).describe('the erased tasks: live, archived and catalogued'),
   sealed_events: z.number().int().nonnegative().describe('live events sealed under the destroyed keys'),
   clear_events: z
     .number()
@@ -17,6 +17,13 @@ const ErasureCounts = {
     .nonnegative()
     .describe(
       "live events whose bytes stay readable in the database (stored in clear, or, for a tree, under its session's single key): served erased from now on",
+    ),
+  archived_events: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe(
+      "events in the archive's segments (archived or catalogued tasks) under the destroyed keys: served erased from now on",
     ),
   checkpoints_deleted: z.number().int().nonnegative(),
   memory_entries: z.number().int().nonnegative().describe('memory entries tombstoned and scrubbed'),

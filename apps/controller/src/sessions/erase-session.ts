@@ -43,6 +43,7 @@ export async function eraseTaskTree(
 
 const counts = (r: SessionErasureResult | TreeErasureResult): string =>
   `${r.task_ids.length} task(s), ${r.sealed_events} sealed event(s) shredded` +
+  (r.archived_events > 0 ? `, ${r.archived_events} archived event(s) erased` : '') +
   (r.clear_events > 0 ? `, ${r.clear_events} event(s) stored in clear now served as erased` : '') +
   `, ${r.checkpoints_deleted} checkpoint(s) deleted, ${r.memory_entries} memory entr${r.memory_entries === 1 ? 'y' : 'ies'} forgotten`;
 

@@ -255,8 +255,12 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
     await withArchiver(temp, (a) => a.run(withCatalog, T2));
     const sessionB = ids.filter((_, i) => i % 3 === 1);
     expect((await storage.taskStates.get(sessionB[0]))!.input).toContain('input');
+    let events = 0;
+    for (const id of sessionB) events += (await storage.eventStore.readStream(id)).length;
     const report = await storage.erasure.erase('ses_b');
     expect(report.task_ids).toEqual(sessionB);
+    // every event of the session is in the archive's segments, none live
+    expect([report.archived_events, report.sealed_events, report.clear_events]).toEqual([events, 0, 0]);
     for (const id of sessionB) expect((await storage.taskStates.get(id))!.input).toBe(ERASED_VALUE);
     await withCatalogDb(temp, async (catalog) => {
       const rows = await catalog

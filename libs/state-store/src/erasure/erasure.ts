@@ -11,6 +11,7 @@ import {
 } from '@runledger/contracts';
 import {
   APPEND_LOCK_SQL,
+  CatalogDatabase,
   Database,
   EventStore,
   PostgresHandle,
@@ -46,6 +47,11 @@ export interface ErasureReport {
    * the session is erased
    */
   clear_events: number;
+  /**
+   * events in the archive's segments (archived, or catalogued) under the erased keys: sealed, their
+   * content is gone with the keys; stored in clear, they are served erased from now on
+   */
+  archived_events: number;
   checkpoints_deleted: number;
 }
 
@@ -120,7 +126,10 @@ export class Erasure {
         { session_id: sessionId, unfinished: running.map((t) => t.task_id) },
       );
     const taskIds = tasks.map((t) => t.task_id);
-    const counts = await this.countEvents({ session_id: sessionId }, null);
+    const counts = {
+      ...(await this.countEvents({ session_id: sessionId }, null)),
+      archived_events: await this.countArchivedEvents({ session_id: sessionId }),
+    };
     const erasedAt = new Date().toISOString();
     const destroyed = await this.keys.destroySession(sessionId, erasedAt);
     const checkpoints = await this.scrub(taskIds);
@@ -186,7 +195,10 @@ export class Erasure {
       );
     const taskIds = tree.tasks.map((t) => t.task_id);
     const streams = [...new Set([...taskIds, ...taskIds.flatMap(companions), ...tree.archived_streams])];
-    const counts = await this.countEvents({ streams }, tree.session_id);
+    const counts = {
+      ...(await this.countEvents({ streams }, tree.session_id)),
+      archived_events: await this.countArchivedEvents({ streams }),
+    };
     const erasedAt = new Date().toISOString();
     const destroyed = (await this.keys.destroyStreams(tree.session_id, streams, erasedAt)) > 0;
     const checkpoints = await this.scrub(taskIds);
@@ -286,6 +298,33 @@ export class Erasure {
         .where('task_id', '=', taskId)
         .execute(),
     );
+  }
+
+  /**
+   * Events of the streams (or the session) in the archive's segments, as their archive records count
+   * them: the live `archived_tasks` and the catalog's (a stream in both while a move is under way
+   * counts once).
+   */
+  private async countArchivedEvents(
+    of: { session_id: string } | { streams: readonly string[] },
+  ): Promise<number> {
+    const counts = new Map<string, number>();
+    const read = async (db: Kysely<CatalogDatabase>, table: 'archived_tasks' | 'catalog_archived_tasks') => {
+      const query = db.selectFrom(table as 'archived_tasks').select(['task_id', 'event_count']);
+      const rows =
+        'session_id' in of
+          ? await query.where('session_id', '=', of.session_id).execute()
+          : (
+              await Promise.all(
+                chunks(of.streams, 500).map((ids) => query.where('task_id', 'in', ids).execute()),
+              )
+            ).flat();
+      for (const r of rows) counts.set(r.task_id, Number(r.event_count));
+    };
+    await read(this.db as unknown as Kysely<CatalogDatabase>, 'archived_tasks');
+    const catalog = this.states.catalog.db();
+    if (catalog) await read(catalog, 'catalog_archived_tasks');
+    return [...counts.values()].reduce((a, b) => a + b, 0);
   }
 
   /**
