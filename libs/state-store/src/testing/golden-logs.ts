@@ -29,6 +29,7 @@ export const GOLDEN_LOG_NAMES = [
   'log-v1-catalogued',
   'log-v1-tree-erased',
   'log-v1-memory-ids',
+  'log-v1-memory-hook',
 ] as const;
 
 /**
@@ -43,6 +44,12 @@ export const GOLDEN_SHAPES: ReadonlyArray<{ name: string; type: string; matches(
       name: 'MEMORY_WRITTEN reinforce naming its entry by id, without text',
       type: 'MEMORY_WRITTEN',
       matches: (row) => memoryWrite(row, 'reinforce'),
+    },
+    {
+      // a task's memory hook, in the task's stream (not `system:memory` nor an `outbound:` companion)
+      name: "MEMORY_WRITTEN reinforce in a task's own stream, without text",
+      type: 'MEMORY_WRITTEN',
+      matches: (row) => memoryWrite(row, 'reinforce') && !row.task_id.includes(':'),
     },
     {
       name: 'MEMORY_WRITTEN delete naming its entry by id, without text',
