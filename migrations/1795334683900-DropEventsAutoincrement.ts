@@ -15,7 +15,9 @@ import { isSqlite } from './dialect';
  *
  * SQLite cannot drop AUTOINCREMENT in place: the table is rebuilt (SQLite's documented procedure:
  * new table, rows copied as stored, old table dropped, new one renamed) in the migration's
- * transaction, and its indexes and triggers are created again from their stored definitions.
+ * transaction, and its indexes and triggers are created again from their stored definitions. It
+ * takes about 2.6 s for 200,000 events (122 MiB); the old table's pages stay in the file as free
+ * pages, filled by new events or handed back by `runledger vacuum`.
  * PostgreSQL positions come from an identity sequence, which writes no row per commit: nothing there.
  */
 export async function up(db: Kysely<any>): Promise<void> {
