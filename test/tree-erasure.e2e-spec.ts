@@ -27,8 +27,9 @@ import { ApiHarness, TOKENS, WsClient, bootApi, readUntil, waitForTask } from '.
  * into the archive's catalog (the second tier of retention): `runledger archive` in a child process
  * catalogues three trees of one session; one is erased through POST /tasks/:id/erase named by a
  * child, another through `runledger erase --task` (a child process) named by its root. Each erasure
- * reaches every task of its tree, every reader serves them erased, the third tree reads in clear, and
- * no stored byte (database, WAL, catalog, segments; PostgreSQL: every row) holds an erased tree's text.
+ * reaches every task of its tree (as does one of a fourth tree, archived but not catalogued), every
+ * reader serves them erased, the third tree reads in clear, and no stored byte (database, WAL,
+ * catalog, segments; PostgreSQL: every row) holds an erased tree's text.
  */
 jest.setTimeout(60_000);
 
@@ -40,6 +41,7 @@ const TREE_B = `say hello to ${OTHER}`;
 const WAIT = 'touch a file and wait';
 const SECRET_A = 'WombatLantern47';
 const SECRET_C = 'NarwhalCompass93';
+const SECRET_D = 'OcelotBeacon58';
 const CATALOG_SESSION = 'ses_cat_trip';
 /** A catalogued tree: its root delegates two children, one after the other, then answers. */
 const catalogTree = (secret: string) => ({
@@ -49,6 +51,7 @@ const catalogTree = (secret: string) => ({
 });
 const TREE_A = catalogTree(SECRET_A);
 const TREE_C = catalogTree(SECRET_C);
+const TREE_D = catalogTree(SECRET_D);
 
 type Body = Record<string, unknown>;
 type Wire = { role: string; content?: string | null };
@@ -66,7 +69,7 @@ const delegate = (id: string, input: string): FakeReply => ({
 const route = (body: Body): FakeReply | undefined => {
   const task = taskOf(body);
   const rounds = toolResults(body);
-  for (const t of [TREE_A, TREE_C]) {
+  for (const t of [TREE_A, TREE_C, TREE_D]) {
     if (task === t.root)
       return rounds === 0
         ? delegate('call_hotel', t.first)
@@ -352,7 +355,7 @@ function treeErasureSpec(
     expect(await api.checkedMismatches()).toEqual([]);
   });
 
-  it('erases catalogued trees named by a child (HTTP) and by the root (CLI): every member of each tree, no other tree', async () => {
+  it('erases catalogued trees named by a child (HTTP) and by the root (CLI), and an archived one: every member of each tree, no other tree', async () => {
     const storage = await env();
     const api = await boot(storage);
     const config = api.app.get<AppConfig>(APP_CONFIG);
@@ -416,6 +419,24 @@ function treeErasureSpec(
     const [memoryA, memoryC] = [await memoryOf(treeA), await memoryOf(treeC)];
     expect(await memoryOf([treeA[2]])).toBeGreaterThan(await memoryOf([treeA[1]]));
 
+    // tree D runs after them and is archived only (no catalog): its records stay in the live
+    // `archived_tasks`, its events in a segment
+    const treeD = await membersOf(await submit(TREE_D.root));
+    await remember(memory, CATALOG_SESSION, [[treeD[2], `${SECRET_D} prefers the coast`]]);
+    for (const id of treeD)
+      typesBefore.set(
+        id,
+        (await eventsOf(api, id)).map((e) => e.type),
+      );
+    const memoryD = await memoryOf(treeD);
+    const archivedOnly = await cli(['archive', '--older-than', '0s', '--json'], {
+      RUNLEDGER_RETENTION_CATALOG_AFTER: 'off',
+    });
+    expect(archivedOnly.code).toBe(0);
+    expect(JSON.parse(archivedOnly.stdout)).toMatchObject({
+      archive: { tasks: expect.arrayContaining(treeD), catalogued: { tasks: 0 } },
+    });
+
     // tree A, named by its first child: the root and the other child are erased with it
     const erased = await api.request('POST', `/tasks/${treeA[1]}/erase`);
     expect(erased.status).toBe(200);
@@ -447,8 +468,23 @@ function treeErasureSpec(
       },
     });
 
-    // every reader of both trees: the task, its events, SSE replay
-    for (const [id, secret] of [...treeA.map((id) => [id, SECRET_A]), ...treeC.map((id) => [id, SECRET_C])]) {
+    // tree D, archived, named by its second child
+    const erasedD = await api.request('POST', `/tasks/${treeD[2]}/erase`);
+    expect(erasedD.body).toMatchObject({
+      root_task_id: treeD[0],
+      key_destroyed: true,
+      task_ids: [...treeD].sort(),
+      memory_entries: memoryD,
+      sealed_events: 0,
+      archived_events: eventCount(treeD),
+    });
+
+    // every reader of the three trees: the task, its events, SSE replay
+    for (const [id, secret] of [
+      ...treeA.map((id) => [id, SECRET_A]),
+      ...treeC.map((id) => [id, SECRET_C]),
+      ...treeD.map((id) => [id, SECRET_D]),
+    ]) {
       const task = await api.request('GET', `/tasks/${id}`);
       expect([id, task.status, task.body.status]).toEqual([id, 200, 'completed']);
       expect([id, around(task.text, secret)]).toEqual([id, '']);
@@ -473,7 +509,8 @@ function treeErasureSpec(
     ]) {
       const res = await api.request('GET', path);
       expect([path, res.status]).toEqual([path, 200]);
-      for (const secret of [SECRET_A, SECRET_C]) expect([path, around(res.text, secret)]).toEqual([path, '']);
+      for (const secret of [SECRET_A, SECRET_C, SECRET_D])
+        expect([path, around(res.text, secret)]).toEqual([path, '']);
     }
     expect((await api.request('GET', `/sessions/${CATALOG_SESSION}`)).text).toContain(OTHER);
     // the session's third tree, catalogued with them, reads in clear
@@ -484,7 +521,8 @@ function treeErasureSpec(
 
     // memory: the catalogued children's entries are gone, the third tree's stays
     await memory.sync();
-    for (const id of [...treeA, ...treeC]) expect(await memory.list({ task_id: id }, 10)).toEqual([]);
+    for (const id of [...treeA, ...treeC, ...treeD])
+      expect(await memory.list({ task_id: id }, 10)).toEqual([]);
     expect(JSON.stringify(await memory.list({ session_id: CATALOG_SESSION }, 10))).toContain(
       `${OTHER} prefers tea`,
     );
@@ -496,6 +534,7 @@ function treeErasureSpec(
     expect(records.map((r) => [r.payload.root_task_id, r.payload.task_ids])).toEqual([
       [treeA[0], [...treeA].sort()],
       [treeC[0], [...treeC].sort()],
+      [treeD[0], [...treeD].sort()],
     ]);
     // again, by the other child: nothing more to destroy, nothing recorded
     const again = await api.request('POST', `/tasks/${treeA[2]}/erase`);
@@ -504,10 +543,11 @@ function treeErasureSpec(
       false,
       [...treeA].sort(),
     ]);
-    expect((await api.request('GET', '/admin/events?type=TASK_TREE_ERASED')).body.events).toHaveLength(2);
+    expect((await api.request('GET', '/admin/events?type=TASK_TREE_ERASED')).body.events).toHaveLength(3);
 
     const bytes = await stored(api);
-    for (const secret of [SECRET_A, SECRET_C]) expect([secret, around(bytes, secret)]).toEqual([secret, '']);
+    for (const secret of [SECRET_A, SECRET_C, SECRET_D])
+      expect([secret, around(bytes, secret)]).toEqual([secret, '']);
     expect(await api.checkedMismatches()).toEqual([]);
   });
 }
