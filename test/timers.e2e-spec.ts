@@ -85,8 +85,9 @@ describe('durable timers on SQLite', () => {
     await server.kill();
     // down past the due time: the new process finds the timer in the log and fires it at once
     await new Promise((r) => setTimeout(r, WAIT_MS + 200));
+    // under load the new process can take seconds to boot and take the task over; the wait below is a poll
     await server.start();
-    await server.waitFor(id, isTerminalStatus, 10_000);
+    await server.waitFor(id, isTerminalStatus, 30_000);
     const events = await eventsOf(server, id);
     expectFiredOnce(events);
     // a waiting task is not resumed as if it had been running
