@@ -68,8 +68,9 @@ export function checkNewEvent(e: NewEvent, i = 0): ValidatedEvent {
   // a TASK_RECEIVED's session becomes the stream's session column
   if (body.type === 'TASK_RECEIVED')
     checkId(`events[${i}].payload.session_id`, (body.payload as { session_id: unknown }).session_id);
+  // an id made here is well formed
+  if (e.event_id !== undefined) checkId(`events[${i}].event_id`, e.event_id);
   const eventId = e.event_id ?? newId('evt');
-  checkId(`events[${i}].event_id`, eventId);
   if (e.session_id !== undefined) checkId(`events[${i}].session_id`, e.session_id);
   if (e.correlation_id !== undefined) checkId(`events[${i}].correlation_id`, e.correlation_id);
   if (e.causation_id !== undefined && e.causation_id !== null)
