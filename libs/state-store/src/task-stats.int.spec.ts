@@ -1,6 +1,6 @@
 import { migrateToLatest } from '@runledger/migrations';
 import { sql } from 'kysely';
-import { openSqliteArchiver, postgresArchiver } from './archive/open-archiver';
+import { withArchiver } from './testing/with-archiver';
 import { parseRetention } from './archive/retention-policy';
 import { StateStoreTables } from './schema';
 import { TaskStatsRepository } from './task-stats';
@@ -86,12 +86,7 @@ describeEachStorage('TaskStatsRepository', (openStorage) => {
     expect(endedBefore).toHaveLength(2);
     // archived, and their rows moved on into the archive's catalog
     const everything = { ...parseRetention('1h')!, catalog_after_ms: 0 };
-    if (tmp.storage.driver === 'postgres') await postgresArchiver(tmp.storage.db).run(everything, Date.now());
-    else {
-      const access = openSqliteArchiver(tmp.path);
-      await access.archiver.run(everything, Date.now());
-      await access.close();
-    }
+    await withArchiver(tmp, (a) => a.run(everything, Date.now()));
     const live = await tmp.storage.db
       .selectFrom('events')
       .select((eb) => eb.fn.countAll<number>().as('n'))

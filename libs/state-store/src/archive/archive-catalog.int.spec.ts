@@ -16,7 +16,7 @@ import { Storage } from '../storage';
 import { TaskLog } from '../testing/task-events';
 import { TempStorage, asNew, describeEachStorage } from '../testing/temp-storage';
 import { ARCHIVE_STREAM, Archiver } from './archiver';
-import { openSqliteArchiver, postgresArchiver } from './open-archiver';
+import { withArchiver as withArchiverOf } from '../testing/with-archiver';
 import { RetentionPolicy } from './retention-policy';
 
 const HOUR = 3_600_000;
@@ -47,15 +47,9 @@ async function fill(storage: Storage, count = 12, prefix = 'task_cat'): Promise<
   return ids;
 }
 
-async function withArchiver<T>(temp: TempStorage<Storage>, body: (a: Archiver) => Promise<T>): Promise<T> {
-  if (temp.storage.driver === 'postgres') return body(postgresArchiver(temp.storage.db, { batchTasks: 5 }));
-  const access = openSqliteArchiver(temp.path, { batchTasks: 5 });
-  try {
-    return await body(access.archiver);
-  } finally {
-    await access.close();
-  }
-}
+/** an archiver working in batches of 5 tasks, so one run spans several */
+const withArchiver = <T>(temp: TempStorage<Storage>, body: (a: Archiver) => Promise<T>): Promise<T> =>
+  withArchiverOf(temp, body, { batchTasks: 5 });
 
 /** The catalog's tables on their own (SQLite: the catalog file; PostgreSQL: the same schema). */
 async function withCatalogDb<T>(

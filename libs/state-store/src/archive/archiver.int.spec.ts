@@ -7,8 +7,8 @@ import { SqliteStorage, Storage } from '../storage';
 import { loadGoldenLog, readGoldenLog } from '../testing/golden-logs';
 import { TaskLog } from '../testing/task-events';
 import { TempStorage, asNew, describeEachStorage } from '../testing/temp-storage';
-import { ARCHIVE_STREAM, Archiver } from './archiver';
-import { openSqliteArchiver, postgresArchiver } from './open-archiver';
+import { ARCHIVE_STREAM } from './archiver';
+import { withArchiver } from '../testing/with-archiver';
 import { parseRetention } from './retention-policy';
 
 const golden = readGoldenLog('log-v1');
@@ -17,16 +17,6 @@ const treeRoot = 'task_01a225678ea5247e973608d38f74d467';
 /** a day after the golden log was recorded: every task of it ended more than an hour before */
 const LATER = Date.parse('2026-11-30T04:00:00Z');
 const anHour = parseRetention('1h')!;
-
-async function withArchiver<T>(temp: TempStorage<Storage>, body: (a: Archiver) => Promise<T>): Promise<T> {
-  if (temp.storage.driver === 'postgres') return body(postgresArchiver(temp.storage.db));
-  const access = openSqliteArchiver(temp.path);
-  try {
-    return await body(access.archiver);
-  } finally {
-    await access.close();
-  }
-}
 
 const segmentBytesOf = (temp: TempStorage<Storage>) =>
   temp.storage.driver === 'sqlite'

@@ -4,8 +4,7 @@ import { ERASED_VALUE, NewEvent, emptyUsage } from '@runledger/contracts';
 import { describePostgres, useTestPostgres } from '@runledger/testing';
 import { PostgresStorage, SqliteStorage, Storage } from '../storage';
 import { TempStorage, createTempPgStorage, createTempStorage } from '../testing/temp-storage';
-import { Archiver } from '../archive/archiver';
-import { openSqliteArchiver, postgresArchiver } from '../archive/open-archiver';
+import { withArchiver } from '../testing/with-archiver';
 import { catalogFile } from '@runledger/event-store';
 
 const SECRET = 'Ada Lovelace lives at 12 Secret Lane';
@@ -126,16 +125,6 @@ function sealedRowsSuite(open: () => Promise<TempStorage<Storage>>, files: boole
 }
 
 const HOUR = 3_600_000;
-
-async function withArchiver<T>(temp: TempStorage<Storage>, body: (a: Archiver) => Promise<T>): Promise<T> {
-  if (temp.storage.driver === 'postgres') return body(postgresArchiver(temp.storage.db));
-  const access = openSqliteArchiver(temp.path);
-  try {
-    return await body(access.archiver);
-  } finally {
-    await access.close();
-  }
-}
 
 function cataloguedSuite(open: () => Promise<TempStorage<Storage>>, files: boolean) {
   let temp: TempStorage<Storage> | undefined;
