@@ -151,8 +151,7 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
 
   /** The id of the session's own key (a store sealed one key per session), or null. */
   sessionKeyId(sessionId: string): string | null {
-    const row = this.absent ? undefined : this.open(false)?.session.get(sessionId);
-    return row?.key_id ?? null;
+    return this.storedRow((stmt) => stmt.session.get(sessionId))?.key_id ?? null;
   }
 
   /** Whether the stream has a key or a tombstone here. */
@@ -210,32 +209,28 @@ export class SqliteDataKeys implements KeyReader, WriteKeys {
   }
 
   private sessionKeys(sessionId: string): SessionKeys {
-    let keys = this.sessions.get(sessionId);
-    if (!keys) {
-      keys = sessionKeysOf(
-        this.unwrapped(this.absent ? undefined : this.open(false)?.session.get(sessionId)),
-      );
-      this.sessions.set(sessionId, keys);
-    }
-    return keys;
+    return cached(this.sessions, sessionId, () =>
+      sessionKeysOf(this.unwrapped(this.storedRow((stmt) => stmt.session.get(sessionId)))),
+    );
   }
 
   private streamKeys(streamId: string): StreamKeys | null {
-    let keys = this.streams.get(streamId);
-    if (keys === undefined) {
-      keys = streamKeysOf(this.unwrapped(this.absent ? undefined : this.open(false)?.stream.get(streamId)));
-      this.streams.set(streamId, keys);
-    }
-    return keys;
+    return cached(this.streams, streamId, () =>
+      streamKeysOf(this.unwrapped(this.storedRow((stmt) => stmt.stream.get(streamId)))),
+    );
   }
 
   private keyIdKeys(keyId: string): StreamKeys | null {
-    let keys = this.keyIds.get(keyId);
-    if (keys === undefined) {
-      keys = streamKeysOf(this.unwrapped(this.absent ? undefined : this.open(false)?.byKeyId.get(keyId)));
-      this.keyIds.set(keyId, keys);
-    }
-    return keys;
+    return cached(this.keyIds, keyId, () =>
+      streamKeysOf(this.unwrapped(this.storedRow((stmt) => stmt.byKeyId.get(keyId)))),
+    );
+  }
+
+  /** A row of the key file as stored; none while the file does not exist. */
+  private storedRow<R>(read: (stmt: NonNullable<SqliteDataKeys['stmt']>) => R | undefined): R | undefined {
+    if (this.absent) return undefined;
+    const stmt = this.open(false);
+    return stmt ? read(stmt) : undefined;
   }
 
   /** A row as the rules read it: its key unwrapped (stored wrapped when a key-encryption key is set). */
@@ -391,3 +386,11 @@ export const dataKeysOf = (raw: BetterSqlite3.Database): SqliteDataKeys | null =
   raw.memory
     ? null
     : new SqliteDataKeys(dataKeysPath(raw.name), Number(raw.pragma('busy_timeout', { simple: true })));
+
+/** The cached value for `id`, read and kept at its first lookup (until the cache is cleared). */
+function cached<V>(cache: Map<string, V>, id: string, read: () => V): V {
+  if (cache.has(id)) return cache.get(id) as V;
+  const value = read();
+  cache.set(id, value);
+  return value;
+}
