@@ -17,7 +17,8 @@
  * Each figure is printed with its ratio and target and kept for the summary (recordFigure).
  * Env: BENCH_SHIPPED_RUNS (3), BENCH_SHIPPED_TASKS (40 a run at 1 at a time, 4x that at 16),
  * BENCH_BUILD (on: `npm run build` first; off: use dist/ as it is), BENCH_STORE_EVENTS (2000),
- * BENCH_PG_URL (else RUNLEDGER_TEST_PG_URL, else the local server).
+ * BENCH_PG_URL (else RUNLEDGER_TEST_PG_URL, else the local server), BENCH_SHIPPED_PARTS (`tasks`,
+ * `stores` or both, comma-separated: which half runs; both by default).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +42,7 @@ const PG_URL =
   process.env.BENCH_PG_URL ??
   process.env.RUNLEDGER_TEST_PG_URL ??
   'postgres://runledger:runledger@localhost:5432/runledger';
+const PARTS = new Set((process.env.BENCH_SHIPPED_PARTS ?? 'tasks,stores').split(',').map((p) => p.trim()));
 const STEPS = 7;
 const FILE = 'twelve.txt';
 const FILE_TEXT = 'twelve bytes';
@@ -616,6 +618,9 @@ export async function main(): Promise<void> {
     // the benches after this one in the same run use this build
     process.env.BENCH_BUILD = 'off';
   }
-  await sevenStepTask();
-  await eventStores();
+  const unknown = [...PARTS].filter((part) => part !== 'tasks' && part !== 'stores');
+  if (unknown.length > 0)
+    throw new Error(`BENCH_SHIPPED_PARTS: unknown part ${unknown.join(', ')} (tasks, stores)`);
+  if (PARTS.has('tasks')) await sevenStepTask();
+  if (PARTS.has('stores')) await eventStores();
 }
