@@ -111,7 +111,7 @@ describePostgres('PgEventStore on PostgreSQL', () => {
     ).resolves.toMatchObject({ nextExpectedSequence: 2 });
   });
 
-  it('an append is two round trips (BEGIN with its reads, the insert with COMMIT), and stores quotes and backslashes as given', async () => {
+  it('an append on a head this store wrote is one round trip (BEGIN to COMMIT), and stores quotes and backslashes as given', async () => {
     const taskId = "t'1\\";
     await db.handle.pool.query(
       `INSERT INTO task_leases (task_id, owner, epoch, expires_at) VALUES ($1, 'proc-a', 1, $2)`,
@@ -127,7 +127,7 @@ describePostgres('PgEventStore on PostgreSQL', () => {
         [outputChunk(0, { event_id: "evt_'b\\", payload: { call_id: "c'1", index: 0, delta } })],
         { expected: 1, lease },
       );
-      expect(queries).toHaveBeenCalledTimes(2);
+      expect(queries).toHaveBeenCalledTimes(1);
       expect(events[0]).toMatchObject({ event_id: "evt_'b\\", sequence: 2, task_id: taskId });
     } finally {
       queries.mockRestore();
@@ -145,6 +145,33 @@ describePostgres('PgEventStore on PostgreSQL', () => {
       sut.append(taskId, [outputChunk(1)], { expected: 2, lease: { owner: 'proc-a', epoch: 0 } }),
     ).rejects.toBeInstanceOf(LeaseLostError);
     expect((await sut.head()).event_count).toBe(2);
+  });
+
+  it('an append on a head that moved since this store wrote it (another instance, an erasure) is decided from the reads and writes nothing on the old head', async () => {
+    await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
+    const b = otherInstance();
+    try {
+      await b.store.append('t1', [outputChunk(0)], { expected: 1 });
+      const moved = await sut.append('t1', [outputChunk(1)], { expected: 'any' });
+      expect(moved.events.map((e) => e.sequence)).toEqual([3]);
+      await expect(sut.append('t1', [outputChunk(2)], { expected: 2 })).rejects.toBeInstanceOf(
+        ConcurrencyError,
+      );
+      // the session is erased by another instance (its tombstone committed): the next append is refused
+      await b.handle.pool.query(
+        `INSERT INTO data_keys (session_id, created_at, erased_at) VALUES ('ses_test', 'now', 'now')`,
+      );
+      await expect(sut.append('t1', [outputChunk(2)], { expected: 3 })).rejects.toThrow(/was erased/);
+      await expect(sut.append('t2', [taskReceived()], { expected: 'no_stream' })).rejects.toThrow(
+        /was erased/,
+      );
+    } finally {
+      await b.store.close();
+      await b.handle.close();
+    }
+    expect((await sut.readStream('t1')).map((e) => e.event_id)).toHaveLength(3);
+    expect(await sut.streamVersion('t2')).toBe(0);
+    expect((await sut.head()).event_count).toBe(3);
   });
 
   it("a subscriber on another instance sees this instance's commits live, in order, once", async () => {

@@ -1,4 +1,10 @@
-import { NewEvent, RuntimeEvent, ValidationError, isSystemSession } from '@runledger/contracts';
+import {
+  NewEvent,
+  RuntimeEvent,
+  ValidationError,
+  isFinalEventType,
+  isSystemSession,
+} from '@runledger/contracts';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 import {
   AppendDecision,
@@ -43,7 +49,7 @@ import {
   openedPg,
   owningStreams,
 } from '../sealing/pg-data-keys';
-import { KeyOwner, sealText } from '../sealing/sealed-payload';
+import { KeyOwner, keyOwnerOf, sealText } from '../sealing/sealed-payload';
 import { CopySealer, PayloadSealer } from '../sealing/payload-sealer';
 
 /**
@@ -100,17 +106,39 @@ interface AppendJob {
 }
 
 type AppendOutcome =
-  { kind: 'retry'; originals: RuntimeEvent[]; version: number } | { kind: 'written'; events: RuntimeEvent[] };
+  | { kind: 'retry'; originals: RuntimeEvent[]; version: number }
+  /** `head`: the stream's head after the events */
+  | { kind: 'written'; events: RuntimeEvent[]; head: StreamHead };
+
+/** A stream's head with its last event's id, as this store last wrote it. */
+interface KnownHead extends StreamHead {
+  session_id: string | null;
+  last_type: string | null;
+  /** null for a missing stream */
+  last_event_id: string | null;
+}
+
+const EMPTY_HEAD: KnownHead = { version: 0, session_id: null, last_type: null, last_event_id: null };
+
+/** How many streams' heads a store keeps for predicted appends (the oldest written are forgotten first). */
+const KNOWN_HEADS = 10_000;
+
+/** An append group decided on known heads (PgEventStore.predicted): each stream's head it was decided on, each append's envelopes. */
+interface PredictedGroup {
+  jobs: readonly AppendJob[];
+  initial: ReadonlyMap<string, KnownHead>;
+  decisions: readonly { head: StreamHead; envelopes: UnpositionedEvent[] }[];
+}
 
 const COLUMNS = EVENT_INSERT_COLUMNS.split(',').length;
 /** The insert of `values` (`rows` tuples), and the log's event count moved on by as many rows in the same statement. */
-const insertSql = (rows: number, values: string): string =>
+const insertSql = (rows: number, values: string, selected = false): string =>
   `WITH inserted AS (
      INSERT INTO events (${EVENT_INSERT_COLUMNS})
-     VALUES ${values}
+     ${selected ? values : `VALUES ${values}`}
      RETURNING event_id, position
    ), counted AS (
-     UPDATE event_log_head SET event_count = event_count + ${rows} WHERE id = 1
+     UPDATE event_log_head SET event_count = event_count + ${rows} WHERE id = 1 AND EXISTS (SELECT 1 FROM inserted)
    )
    SELECT event_id, position FROM inserted`;
 
@@ -130,9 +158,10 @@ const escapeLiteral = (value: string): string =>
   (pgModule ??= require('pg') as typeof import('pg')).escapeLiteral(value);
 
 /**
- * A value as an SQL literal (pg's own escaping). The common append goes as two
- * simple queries, each several statements in one round trip (BEGIN with its
- * reads, the insert with COMMIT), and a simple query takes no parameters.
+ * A value as an SQL literal (pg's own escaping). An append goes as one or two
+ * simple queries, each several statements in one round trip (BEGIN to COMMIT;
+ * or BEGIN with its reads, then the insert with COMMIT), and a simple query
+ * takes no parameters.
  */
 function literal(value: string | number | null): string {
   if (value === null) return 'NULL';
@@ -198,6 +227,8 @@ export class PgEventStore extends EventStore {
   private closed = false;
   private readonly archive: ArchivedStreams;
   private readonly seal: boolean;
+  /** the heads of the streams this store wrote last, by task id (predicted) */
+  private readonly heads = new Map<string, KnownHead>();
 
   constructor(
     private readonly handle: PostgresHandle,
@@ -258,19 +289,121 @@ export class PgEventStore extends EventStore {
     const client = await this.pool.connect();
     let broken = false;
     try {
-      try {
-        return await this.commitTogether(client, jobs);
-      } catch (error) {
-        await client.query('ROLLBACK');
-        if (jobs.length === 1) throw archivedTaskError(jobs[0].taskId, error);
-        return await this.commitOneByOne(client, jobs);
-      }
+      const results = await this.commit(client, jobs);
+      this.rememberHeads(jobs, results);
+      return results;
     } catch (error) {
+      for (const job of jobs) this.heads.delete(job.taskId);
       await client.query('ROLLBACK').catch(() => (broken = true));
       throw error;
     } finally {
       client.release(broken);
     }
+  }
+
+  private async commit(
+    client: PoolClient,
+    jobs: readonly AppendJob[],
+  ): Promise<GroupResult<AppendOutcome>[]> {
+    const predicted = this.predicted(jobs);
+    if (predicted) {
+      try {
+        const written = await this.commitPredicted(client, predicted);
+        if (written) return written;
+      } catch {
+        // a head, an id or a trigger said no: the reads below decide each append and say why
+        await client.query('ROLLBACK');
+      }
+    }
+    try {
+      return await this.commitTogether(client, jobs);
+    } catch (error) {
+      await client.query('ROLLBACK');
+      if (jobs.length === 1) throw archivedTaskError(jobs[0].taskId, error);
+      return await this.commitOneByOne(client, jobs);
+    }
+  }
+
+  /**
+   * The group decided on the heads this store last wrote (or, for 'no_stream', an empty stream),
+   * with no id stored yet and every lease and key as the append carries it: null when some append
+   * has no such head or would be refused on it (the reads then decide it exactly).
+   */
+  private predicted(jobs: readonly AppendJob[]): PredictedGroup | null {
+    if (this.seal || this.projections.length > 0) return null;
+    const initial = new Map<string, KnownHead>();
+    const current = new Map<string, KnownHead>();
+    const decisions: { head: StreamHead; envelopes: UnpositionedEvent[] }[] = [];
+    for (const job of jobs) {
+      let head = current.get(job.taskId);
+      if (!head) {
+        head = job.options.expected === 'no_stream' ? EMPTY_HEAD : this.heads.get(job.taskId);
+        if (!head) return null;
+        initial.set(job.taskId, head);
+      }
+      let decision: AppendDecision;
+      try {
+        decision = decideAppend(job.taskId, job.batch, job.options.expected, head, () => undefined);
+      } catch {
+        return null;
+      }
+      if (decision.kind !== 'write') return null;
+      decisions.push({ head, envelopes: decision.envelopes });
+      const last = decision.envelopes[decision.envelopes.length - 1];
+      current.set(job.taskId, {
+        ...headAfter(head, decision.envelopes),
+        last_event_id: last.event_id,
+      } as KnownHead);
+    }
+    const ids = decisions.flatMap((d) => d.envelopes.map((e) => e.event_id));
+    if (new Set(ids).size !== ids.length) return null;
+    return { jobs, initial, decisions };
+  }
+
+  /**
+   * A predicted group in one round trip: BEGIN, the append lock, the leases' rows locked, the insert
+   * guarded by the heads, leases and keys it was decided on, the notification and COMMIT. The guard
+   * reads under the append lock, as the reads of commitTogether do, so what it accepts is what they
+   * would decide. Null when the guard held back the insert (the transaction then committed nothing):
+   * the group is decided again from the reads.
+   */
+  private async commitPredicted(
+    client: PoolClient,
+    { jobs, initial, decisions }: PredictedGroup,
+  ): Promise<GroupResult<AppendOutcome>[] | null> {
+    const envelopes = decisions.flatMap((d) => d.envelopes);
+    const leased = jobs.filter((j) => j.options.lease);
+    const statements = [`BEGIN; ${APPEND_LOCK_SQL}`];
+    if (leased.length > 0) statements.push(leasesSql(textArray([...new Set(leased.map((j) => j.taskId))])));
+    const guard = [
+      headsGuardSql(initial),
+      ...leased.map((j) => leaseGuardSql(j.taskId, j.options.lease!)),
+      writableGuardSql(envelopes),
+    ];
+    statements.push(guardedInsertSql(envelopes, guard.join(' AND ')), NOTIFY_AND_COMMIT);
+    const results = (await client.query(statements.join('; '))) as unknown as QueryResult<InsertedRow>[];
+    const inserted = results[leased.length > 0 ? 3 : 2].rows;
+    if (inserted.length !== envelopes.length) return null;
+    const positions = positionsOf(inserted);
+    return decisions.map((d) => ({
+      ok: true,
+      value: outcomeOf({ kind: 'write', envelopes: d.envelopes }, positions, d.head),
+    }));
+  }
+
+  /** Each stream's head after the group, for the next group's prediction; unknown after a failure. */
+  private rememberHeads(jobs: readonly AppendJob[], results: readonly GroupResult<AppendOutcome>[]): void {
+    jobs.forEach((job, i) => {
+      const r = results[i];
+      this.heads.delete(job.taskId);
+      if (!r.ok || r.value.kind !== 'written') return;
+      const last = r.value.events[r.value.events.length - 1];
+      // a stream that ended takes nothing more: the reads say so
+      if (isFinalEventType(last.type)) return;
+      const { version, session_id } = r.value.head;
+      this.heads.set(job.taskId, { version, session_id, last_type: last.type, last_event_id: last.event_id });
+      if (this.heads.size > KNOWN_HEADS) this.heads.delete(this.heads.keys().next().value!);
+    });
   }
 
   /**
@@ -301,19 +434,22 @@ export class PgEventStore extends EventStore {
     const texts = new Map<string, string>();
     const stored = storedOf(supplied.length > 0 ? (results[4].rows as EventRow[]) : []);
     const leases = leasesOf(leased.length > 0 ? (results[results.length - 1].rows as LeaseRow[]) : []);
-    const decided = jobs.map((job): GroupResult<AppendDecision> => {
+    const decided = jobs.map((job): GroupResult<{ decision: AppendDecision; head: StreamHead }> => {
       try {
-        const decision = decide(job, heads.get(job.taskId)!, stored, leases);
+        const head = heads.get(job.taskId)!;
+        const decision = decide(job, head, stored, leases);
         if (decision.kind === 'write') {
           for (const e of decision.envelopes) texts.set(e.event_id, sealer.payloadText(e));
-          heads.set(job.taskId, headAfter(heads.get(job.taskId)!, decision.envelopes));
+          heads.set(job.taskId, headAfter(head, decision.envelopes));
         }
-        return { ok: true, value: decision };
+        return { ok: true, value: { decision, head } };
       } catch (error) {
         return { ok: false, error };
       }
     });
-    const envelopes = decided.flatMap((d) => (d.ok && d.value.kind === 'write' ? d.value.envelopes : []));
+    const envelopes = decided.flatMap((d) =>
+      d.ok && d.value.decision.kind === 'write' ? d.value.decision.envelopes : [],
+    );
     const text = (e: UnpositionedEvent) => texts.get(e.event_id)!;
     let positions: Map<string, number>;
     if (envelopes.length === 0) {
@@ -331,7 +467,7 @@ export class PgEventStore extends EventStore {
       await client.query(NOTIFY_AND_COMMIT);
     }
     return decided.map((d): GroupResult<AppendOutcome> =>
-      d.ok ? { ok: true, value: outcomeOf(d.value, positions) } : d,
+      d.ok ? { ok: true, value: outcomeOf(d.value.decision, positions, d.value.head) } : d,
     );
   }
 
@@ -342,15 +478,16 @@ export class PgEventStore extends EventStore {
       await client.query('SAVEPOINT append');
       try {
         const supplied = job.batch.filter((e) => e.id_supplied).map((e) => e.event_id);
+        const head = (await loadHeads(client, [job.taskId])).get(job.taskId)!;
         const decision = decide(
           job,
-          (await loadHeads(client, [job.taskId])).get(job.taskId)!,
+          head,
           await loadByIds(client, supplied),
           await loadLeases(client, job.options.lease ? [job.taskId] : []),
         );
         const positions = await this.write(client, decision.kind === 'write' ? decision.envelopes : []);
         await client.query('RELEASE SAVEPOINT append');
-        outcomes.push({ ok: true, value: outcomeOf(decision, positions) });
+        outcomes.push({ ok: true, value: outcomeOf(decision, positions, head) });
       } catch (error) {
         await client.query('ROLLBACK TO SAVEPOINT append');
         outcomes.push({ ok: false, error: archivedTaskError(job.taskId, error) });
@@ -612,12 +749,18 @@ const headAfter = (head: StreamHead, envelopes: readonly UnpositionedEvent[]): S
   last_type: envelopes[envelopes.length - 1].type,
 });
 
-const outcomeOf = (d: AppendDecision, positions: ReadonlyMap<string, number>): AppendOutcome =>
+/** `head`: the stream's head the decision was made on */
+const outcomeOf = (
+  d: AppendDecision,
+  positions: ReadonlyMap<string, number>,
+  head: StreamHead,
+): AppendOutcome =>
   d.kind === 'retry'
     ? d
     : {
         kind: 'written',
         events: d.envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent),
+        head: headAfter(head, d.envelopes),
       };
 
 interface HeadRow {
@@ -645,6 +788,47 @@ const headsSql = (taskIds: string): string =>
    FROM unnest(${taskIds}) AS t(task_id)`;
 
 const byIdsSql = (eventIds: string): string => `SELECT * FROM events WHERE event_id = ANY(${eventIds})`;
+
+/**
+ * True while every stream stands at its head in `heads`: its last event is the head's, or it has
+ * none for an empty head. Two probes of the (task_id, sequence) index a stream.
+ */
+const headsGuardSql = (heads: ReadonlyMap<string, KnownHead>): string =>
+  `(SELECT bool_and(
+       coalesce((SELECT max(e.sequence) FROM events e WHERE e.task_id = h.task_id), 0) = h.version
+       AND (h.version = 0 OR EXISTS (SELECT 1 FROM events e
+              WHERE e.task_id = h.task_id AND e.sequence = h.version AND e.event_id = h.last_event_id)))
+     FROM unnest(${textArray([...heads.keys()])}, ARRAY[${[...heads.values()].map((h) => h.version).join(', ')}]::integer[],
+                 ARRAY[${[...heads.values()].map((h) => literal(h.last_event_id)).join(', ')}]::text[])
+          AS h(task_id, version, last_event_id))`;
+
+/** True while `lease` is `taskId`'s current one (checkLeaseHeld); the rows are locked by leasesSql before. */
+const leaseGuardSql = (taskId: string, lease: LeaseToken): string =>
+  `EXISTS (SELECT 1 FROM task_leases WHERE task_id = ${literal(taskId)}
+           AND owner = ${literal(lease.owner)} AND epoch = ${literal(lease.epoch)})`;
+
+/**
+ * True while no owner of the envelopes is erased (PayloadSealer without sealing: checkWritable), on the
+ * safe side: any erased key row of their sessions or streams holds the insert back, and the reads decide.
+ */
+const writableGuardSql = (envelopes: readonly UnpositionedEvent[]): string => {
+  const owners = envelopes.filter((e) => !isSystemSession(e.session_id)).map(keyOwnerOf);
+  if (owners.length === 0) return 'true';
+  const sessions = textArray([...new Set(owners.map((o) => o.session_id))]);
+  const streams = textArray([...new Set(owners.flatMap((o) => (o.stream_id === null ? [] : [o.stream_id])))]);
+  return `NOT EXISTS (SELECT 1 FROM data_keys WHERE session_id = ANY(${sessions}) AND erased_at IS NOT NULL)
+     AND NOT EXISTS (SELECT 1 FROM stream_keys WHERE stream_id = ANY(${streams}) AND erased_at IS NOT NULL)`;
+};
+
+/** insertSql of the envelopes (payloads in clear), written only while `guard` holds: all rows or none. */
+const guardedInsertSql = (envelopes: readonly UnpositionedEvent[], guard: string): string =>
+  insertSql(
+    envelopes.length,
+    `SELECT * FROM (VALUES ${envelopes
+      .map((e) => `(${eventRowValues(e).map(literal).join(', ')})`)
+      .join(', ')}) AS v WHERE ${guard}`,
+    true,
+  );
 
 /**
  * Fencing reads the leases FOR SHARE: the rows stay locked until the
