@@ -5,7 +5,7 @@ import {
   UNABSORBED_WAIT_MS,
   loopOverloaded,
 } from './backpressure';
-import { SubmissionPacing, holdTasksWhileAnswering } from '../loop/pacing';
+import { SubmissionPacing, holdTasksWhileAnswering, oldestAdmitted } from '../loop/pacing';
 import { RunQueue } from './run-queue';
 
 /**
@@ -14,8 +14,8 @@ import { RunQueue } from './run-queue';
  * the event loop's load.
  */
 export class Admission {
-  /** submissions whose TASK_RECEIVED append has not returned yet */
-  private pendingSubmissions = 0;
+  /** submissions whose TASK_RECEIVED append has not returned yet, each with when it was admitted */
+  private readonly inFlight = new Set<{ at: number }>();
 
   constructor(
     private readonly runs: RunQueue,
@@ -28,7 +28,7 @@ export class Admission {
     pacing.watchQueue({
       oldestQueuedAt: () => runs.oldestQueuedAt(),
       length: () => runs.size,
-      submissionsWaiting: () => this.pendingSubmissions,
+      oldestSubmissionAt: () => oldestAdmitted(this.inFlight),
       allowance: concurrency,
     });
   }
@@ -36,15 +36,19 @@ export class Admission {
   /**
    * Admits a new task's TASK_RECEIVED write, or refuses it before anything is
    * written (refuseWhenSaturated). Admitted, it counts as a pending submission
-   * and running tasks give it the loop (holdTasksWhileAnswering) until the
-   * returned release, called once the write settled.
+   * until the returned release, called once the write settled; meanwhile, if
+   * it came while submissions wait or is late, running tasks give it the loop
+   * (holdTasksWhileAnswering).
    */
   admit(): () => void {
+    this.pacing.submitted();
     this.refuseWhenSaturated();
-    this.pendingSubmissions++;
-    const answered = holdTasksWhileAnswering();
+    const submission = { at: this.pacing.now() };
+    const waiting = this.pacing.submissionsWaiting();
+    this.inFlight.add(submission);
+    const answered = holdTasksWhileAnswering(waiting);
     return () => {
-      this.pendingSubmissions--;
+      this.inFlight.delete(submission);
       answered();
     };
   }
@@ -58,20 +62,20 @@ export class Admission {
   private refuseWhenSaturated(): void {
     const limits = this.limits;
     if (!limits) return;
-    this.pacing.submitted();
-    const waiting = this.runs.size + this.pendingSubmissions;
+    const pending = this.inFlight.size;
+    const waiting = this.runs.size + pending;
     if (waiting >= limits.maxQueued)
       throw new QueueFullError(
         `${waiting} tasks already wait to run (at most ${limits.maxQueued}); retry later`,
         BACKPRESSURE_RETRY_AFTER_SECONDS,
         { queued: waiting, max_queued: limits.maxQueued },
       );
-    if (this.pendingSubmissions >= limits.maxPendingSubmissions)
+    if (pending >= limits.maxPendingSubmissions)
       throw new OverloadedError(
-        `${this.pendingSubmissions} submissions already wait for the store (at most ${limits.maxPendingSubmissions}); retry later`,
+        `${pending} submissions already wait for the store (at most ${limits.maxPendingSubmissions}); retry later`,
         BACKPRESSURE_RETRY_AFTER_SECONDS,
         {
-          pending_submissions: this.pendingSubmissions,
+          pending_submissions: pending,
           max_pending_submissions: limits.maxPendingSubmissions,
         },
       );

@@ -8,6 +8,8 @@ import {
   EventLoopMonitor,
   LoopLoadSource,
   PACED_STEP_MS,
+  QUEUE_GROWTH_WINDOW_MS,
+  SUBMISSION_HELD_MS,
   SUBMISSIONS_RECENT_MS,
   SubmissionPacing,
   TASK_SLICE_MS,
@@ -285,7 +287,7 @@ describe('RuntimeController backpressure', () => {
     for (const id of ['task_a', 'task_b']) expect((await sut.settled(id)).status).toBe('completed');
   });
 
-  it('holds queued tasks back while a submission waits and the loop is busier than the start limit, and starts them once none waits', async () => {
+  it('holds queued tasks back while a submission is late (on its way SUBMISSION_HELD_MS) and the loop is busier than the start limit, and starts them once none waits', async () => {
     const loopLoad = new FixedLoopLoad();
     loopLoad.busy = 0.7;
     const model = new GatedBackend();
@@ -298,6 +300,8 @@ describe('RuntimeController backpressure', () => {
 
     const commit = slowSubmission('waits');
     const waiting = sut.submit({ input: 'waits' }, { source: 'api' });
+    // on its way for SUBMISSION_HELD_MS, it is held back: it waits
+    await new Promise((resolve) => setTimeout(resolve, SUBMISSION_HELD_MS));
     await temp.store.append('task_c', [received('c')], { expected: 'no_stream' });
     expect(await sut.resumeUnfinished()).toEqual(['task_c']);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -319,6 +323,7 @@ describe('RuntimeController backpressure', () => {
     const a = await sut.submit({ input: 'a' }, { source: 'api' });
     const commit = slowSubmission('waits');
     const waiting = sut.submit({ input: 'waits' }, { source: 'api' });
+    await new Promise((resolve) => setTimeout(resolve, SUBMISSION_HELD_MS));
     await temp.store.append('task_b', [received('b')], { expected: 'no_stream' });
     const queuedAt = Date.now();
     expect(await sut.resumeUnfinished()).toEqual(['task_b']);
@@ -459,15 +464,25 @@ describe('SubmissionPacing', () => {
   });
   const limits = { maxLoopUtilizationForStarts: 0.5, maxStartWaitMs: 0 };
   const open = new AbortController().signal;
-  /** a queue the test sets: `waiting` submissions on their way to the store, `length` queued tasks */
-  const queue = (o: { waiting?: number; length?: number; oldestQueuedAt?: number | null } = {}) => {
-    const q = { waiting: 1, length: 0, oldestQueuedAt: null as number | null, ...o };
+  /**
+   * a queue the test sets: `submissionAt` when the oldest submission on its way to the store was
+   * admitted (null: none is; by default one long held back), `length` queued tasks
+   */
+  const queue = (
+    o: { submissionAt?: number | null; length?: number; oldestQueuedAt?: number | null } = {},
+  ) => {
+    const q = {
+      submissionAt: -Infinity as number | null,
+      length: 0,
+      oldestQueuedAt: null as number | null,
+      ...o,
+    };
     return {
       q,
       reading: {
         oldestQueuedAt: () => q.oldestQueuedAt,
         length: () => q.length,
-        submissionsWaiting: () => q.waiting,
+        oldestSubmissionAt: () => q.submissionAt,
         allowance: 2,
       },
     };
@@ -488,14 +503,14 @@ describe('SubmissionPacing', () => {
     let now = 1_000;
     const { sut, q } = pacing(limits, load(0.9), () => now);
     expect(sut.submissionsNeedTheLoop()).toBe(true);
-    q.waiting = 0;
+    q.submissionAt = null;
     await Promise.all([sut.beforeStep(open), sut.beforeStep(open), sut.beforeStep(open)]);
     sut.submitted();
     // a submission came and was answered, and the queue holds its level: a lone client is not paced
     expect(sut.submissionsNeedTheLoop()).toBe(false);
     q.length = 2;
     expect(sut.submissionsNeedTheLoop()).toBe(false);
-    // the queue rose more than its allowance above its recent low while submissions came: they wait
+    // the queue rose more than its allowance within a window while submissions came: they wait
     q.length = 3;
     expect(sut.submissionsNeedTheLoop()).toBe(true);
     now += SUBMISSIONS_RECENT_MS;
@@ -513,14 +528,47 @@ describe('SubmissionPacing', () => {
       expect(off.submissionsNeedTheLoop()).toBe(false);
   });
 
-  it('a steady queue is no growth: its level over the last SUBMISSIONS_RECENT_MS is its low', () => {
+  it('a steady queue is no growth: it holds its level', () => {
     let now = 1_000;
-    const { sut, q } = pacing(limits, load(0.9), () => now, { waiting: 0, length: 12 });
+    const { sut, q } = pacing(limits, load(0.9), () => now, { submissionAt: null, length: 12 });
     for (let i = 0; i < 20; i++) {
       q.length = 11 + (i % 2);
       sut.submitted();
       now += 50;
       expect(sut.submissionsNeedTheLoop()).toBe(false);
+    }
+  });
+
+  it('a submission on its way to the store waits once it has been SUBMISSION_HELD_MS on its way, not before', () => {
+    let now = 1_000;
+    const { sut, q } = pacing(limits, load(0.9), () => now, { submissionAt: now });
+    // several answered together after one group commit are a steady load's: none is late
+    for (; now < 1_000 + SUBMISSION_HELD_MS; now += 5) expect(sut.submissionsNeedTheLoop()).toBe(false);
+    now = 1_000 + SUBMISSION_HELD_MS;
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    q.submissionAt = null;
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+  });
+
+  it('a burst the tasks absorb stops counting as growth once it is a window old; arrivals that outpace the starts keep counting', () => {
+    let now = 1_000;
+    const { sut, q } = pacing(limits, load(0.9), () => now, { submissionAt: null, length: 0 });
+    sut.submitted();
+    q.length = 12; // a closed loop's clients, all at once
+    expect(sut.submissionsNeedTheLoop()).toBe(true);
+    // the level holds (each task that ends brings its client's next): no growth two windows on
+    for (let i = 0; i < 8; i++) {
+      now += QUEUE_GROWTH_WINDOW_MS / 2;
+      q.length = 10 + (i % 3);
+      sut.submitted();
+    }
+    expect(sut.submissionsNeedTheLoop()).toBe(false);
+    // an open-loop rate above what the tasks take: the queue climbs window after window
+    for (let i = 0; i < 8; i++) {
+      now += QUEUE_GROWTH_WINDOW_MS / 2;
+      q.length += 4;
+      sut.submitted();
+      if (i > 0) expect(sut.submissionsNeedTheLoop()).toBe(true);
     }
   });
 
@@ -611,56 +659,91 @@ describe('letTheLoopTurn', () => {
     expect(median).toBeLessThanOrEqual(2 * slice);
   });
 
-  it('while a submission is being answered, tasks stop at their next turn and go on once it is (or after ANSWERING_WAIT_MAX_MS)', async () => {
-    let steps = 0;
+  /** two tasks stepping as fast as letTheLoopTurn lets them; `steps` counts their steps */
+  const twoSteppingTasks = () => {
     let running = true;
+    const counter = { steps: 0 };
     const task = async () => {
       while (running) {
-        steps++;
+        counter.steps++;
         await letTheLoopTurn({ parent_task_id: null });
       }
     };
-    const tasks = [task(), task()];
+    const both = [task(), task()];
+    return {
+      get steps() {
+        return counter.steps;
+      },
+      stop: () => {
+        running = false;
+        return Promise.all(both);
+      },
+    };
+  };
+
+  it('while a submission is being answered, tasks stop at their next turn and go on once it is (or after ANSWERING_WAIT_MAX_MS)', async () => {
+    const tasks = twoSteppingTasks();
     await new Promise((resolve) => setTimeout(resolve, 10));
-    const answered = holdTasksWhileAnswering();
+    const answered = holdTasksWhileAnswering(true);
     // the tasks reach their next turn, then wait there
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const held = steps;
+    const held = tasks.steps;
     await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS / 2));
-    expect(steps).toBe(held);
+    expect(tasks.steps).toBe(held);
     answered();
     answered(); // a second call does nothing
     await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(steps).toBeGreaterThan(held);
+    expect(tasks.steps).toBeGreaterThan(held);
 
     // an answer that never comes holds them for ANSWERING_WAIT_MAX_MS at a time, not for good,
     // and stops holding them after ANSWERING_HOLD_MAX_MS
-    const never = holdTasksWhileAnswering();
+    const never = holdTasksWhileAnswering(true);
     const heldAt = performance.now();
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const stuck = steps;
+    const stuck = tasks.steps;
     // polled, not one fixed wait: a loop stalled past the test's timer runs it in the same timer
     // phase as the tasks' own wait, before their next turn lets them step
-    while (steps === stuck && performance.now() - heldAt < ANSWERING_HOLD_MAX_MS) {
+    while (tasks.steps === stuck && performance.now() - heldAt < ANSWERING_HOLD_MAX_MS) {
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
-    expect(steps).toBeGreaterThan(stuck);
+    expect(tasks.steps).toBeGreaterThan(stuck);
     expect(performance.now() - heldAt).toBeLessThan(ANSWERING_HOLD_MAX_MS);
     await new Promise((resolve) => setTimeout(resolve, 2 * ANSWERING_WAIT_MAX_MS));
     // about one step per task per ANSWERING_WAIT_MAX_MS while the hold stands
     const waits = Math.ceil((performance.now() - heldAt) / ANSWERING_WAIT_MAX_MS);
-    expect(steps - stuck).toBeLessThanOrEqual(2 * (waits + 1));
+    expect(tasks.steps - stuck).toBeLessThanOrEqual(2 * (waits + 1));
     await new Promise((resolve) => setTimeout(resolve, ANSWERING_HOLD_MAX_MS));
-    const expired = steps;
+    const expired = tasks.steps;
     await new Promise((resolve) => setTimeout(resolve, ANSWERING_WAIT_MAX_MS));
-    expect(steps - expired).toBeGreaterThan(2 * 2 * 4);
+    expect(tasks.steps - expired).toBeGreaterThan(2 * 2 * 4);
     never();
-    running = false;
-    await Promise.all(tasks);
+    await tasks.stop();
+  });
+
+  it('a submission answered in time holds no task; one late (SUBMISSION_HELD_MS on its way) holds them at their next turn', async () => {
+    const tasks = twoSteppingTasks();
+    const inTime = holdTasksWhileAnswering(false);
+    const heldAt = performance.now();
+    const before = tasks.steps;
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    // not late yet: the tasks kept stepping, the loop turning once a slice (unless the machine stalled
+    // the test past SUBMISSION_HELD_MS, which makes it late)
+    expect(tasks.steps > before || performance.now() - heldAt >= SUBMISSION_HELD_MS).toBe(true);
+    // late: the tasks stop at their next turn and wait there for its answer (each tasks.steps at most once
+    // more, when its ANSWERING_WAIT_MAX_MS runs out)
+    await new Promise((resolve) => setTimeout(resolve, SUBMISSION_HELD_MS + 5));
+    const held = tasks.steps;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(tasks.steps - held).toBeLessThanOrEqual(2);
+    inTime();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(tasks.steps).toBeGreaterThan(held);
+    await tasks.stop();
   });
 
   it("a delegation's child never waits for answers: it runs in step with its parent", async () => {
-    const answered = holdTasksWhileAnswering();
+    const answered = holdTasksWhileAnswering(true);
     try {
       const started = performance.now();
       for (let i = 0; i < 50; i++) await letTheLoopTurn({ parent_task_id: 'task_parent' });

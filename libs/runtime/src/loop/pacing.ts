@@ -137,10 +137,27 @@ export class EventLoopMonitor implements LoopLoadSource {
   }
 }
 
-/** the window over which the queue's low is taken, and a submission counts as recent: a few of EventLoopMonitor's 100 ms windows */
-export const SUBMISSIONS_RECENT_MS = 500;
 /** while submissions need the loop, running tasks take one step between them per this many ms */
 export const PACED_STEP_MS = 20;
+/**
+ * how long a submission may be on its way to the store before it counts as held back: a step of
+ * the paced tasks; a submission answered within it waits for nobody, however busy the tasks keep
+ * the loop (submissions answered together after one group commit are a steady load's, not a wait)
+ */
+export const SUBMISSION_HELD_MS = PACED_STEP_MS;
+
+/** Whether a submission on its way to the store since `oldestAt` (null: none is) is held back at `now`. */
+export function submissionsHeldBack(oldestAt: number | null, now: number): boolean {
+  return oldestAt !== null && now - oldestAt >= SUBMISSION_HELD_MS;
+}
+
+/** how long after the last submission the queue's growth still counts as theirs */
+export const SUBMISSIONS_RECENT_MS = 500;
+/**
+ * the window over which the queue's growth is read: arrivals outpacing the starts show within it,
+ * while a burst the tasks absorb stops counting once it is a window old
+ */
+export const QUEUE_GROWTH_WINDOW_MS = 100;
 
 /** What the runtime's queue holds, as SubmissionPacing reads it (handed over by watchQueue). */
 export interface QueueReading {
@@ -148,30 +165,31 @@ export interface QueueReading {
   oldestQueuedAt(): number | null;
   /** tasks waiting for a run slot */
   length(): number;
-  /** submissions whose TASK_RECEIVED is on its way to the store */
-  submissionsWaiting(): number;
-  /** how far the queue may rise above its recent low before it counts as growing: the run slots */
+  /** when the oldest submission on its way to the store (its TASK_RECEIVED) was admitted, on the pacing's clock; null while none is */
+  oldestSubmissionAt(): number | null;
+  /** how far the queue may rise within QUEUE_GROWTH_WINDOW_MS before it counts as growing: the run slots */
   allowance: number;
 }
 
 const NO_QUEUE: QueueReading = {
   oldestQueuedAt: () => null,
   length: () => 0,
-  submissionsWaiting: () => 0,
+  oldestSubmissionAt: () => null,
   allowance: 1,
 };
 
 /**
  * Who gets the event loop while submissions wait. A submission's answer must
- * not wait behind running tasks. So while submissions wait (one is on its way
- * to the store, or the queue grows: it rose more than its run slots above its
- * low of the last SUBMISSIONS_RECENT_MS) and the loop is busier than
+ * not wait behind running tasks. So while submissions wait (one has been on
+ * its way to the store for SUBMISSION_HELD_MS, or the queue grows: it rose
+ * more than its run slots over the last one to two QUEUE_GROWTH_WINDOW_MS
+ * while submissions came) and the loop is busier than
  * `maxLoopUtilizationForStarts`, queued tasks wait to start (the controller
  * asks `submissionsNeedTheLoop`) and running tasks take turns: one step among
  * them every PACED_STEP_MS (`beforeStep`), which keeps their share of the
  * loop small yet never stops them. A lone client, or a steady load the tasks
- * absorb (the queue holds its level), is never paced, however busy the loop is
- * with the tasks' work. The longer the oldest queued task has waited, the
+ * absorb (the queue holds its level and submissions are answered in time), is
+ * never paced, however busy the loop is with the tasks' work. The longer the oldest queued task has waited, the
  * closer the steps, until at `maxStartWaitMs` nothing is held back: the queue
  * then catches up rather than grows.
  */
@@ -179,8 +197,8 @@ export class SubmissionPacing {
   private lastSubmissionAt = -Infinity;
   private nextStepAt = -Infinity;
   private queue: QueueReading = NO_QUEUE;
-  /** the queue's lowest length in the current and the previous SUBMISSIONS_RECENT_MS window */
-  private low = { current: 0, previous: 0, since: -Infinity };
+  /** the queue's length at the start of the current and of the previous QUEUE_GROWTH_WINDOW_MS window */
+  private level = { since: -Infinity, atStart: 0, atPreviousStart: 0 };
 
   constructor(
     private readonly limits: PacingLimits | null,
@@ -206,28 +224,28 @@ export class SubmissionPacing {
     return queuedAt === null ? 0 : this.now() - queuedAt;
   }
 
-  /** The queue's length now, noted for its recent low. */
+  /** The queue's length now, noted at the start of each QUEUE_GROWTH_WINDOW_MS window. */
   private queueLength(now: number): number {
     const length = this.queue.length();
-    const age = now - this.low.since;
-    if (age >= SUBMISSIONS_RECENT_MS) {
+    const age = now - this.level.since;
+    if (age >= QUEUE_GROWTH_WINDOW_MS) {
       // the window just past is the previous one; after a longer lull there is none but this reading
-      const previous = age < 2 * SUBMISSIONS_RECENT_MS ? Math.min(this.low.current, length) : length;
-      this.low = { current: length, previous, since: now };
-    } else this.low.current = Math.min(this.low.current, length);
+      const atPreviousStart = age < 2 * QUEUE_GROWTH_WINDOW_MS ? this.level.atStart : length;
+      this.level = { since: now, atStart: length, atPreviousStart };
+    }
     return length;
   }
 
   /**
-   * Whether submissions wait: one is on its way to the store, or the queue rose more than
-   * its allowance above its low of the last SUBMISSIONS_RECENT_MS while submissions came.
+   * Whether submissions wait: one has been on its way to the store for SUBMISSION_HELD_MS, or the
+   * queue rose more than its allowance since the start of the previous QUEUE_GROWTH_WINDOW_MS window
+   * while submissions came. A queue that holds its level, however long, does not grow.
    */
   submissionsWaiting(): boolean {
-    if (this.queue.submissionsWaiting() > 0) return true;
     const now = this.now();
+    if (submissionsHeldBack(this.queue.oldestSubmissionAt(), now)) return true;
     if (now - this.lastSubmissionAt >= SUBMISSIONS_RECENT_MS) return false;
-    const length = this.queueLength(now);
-    return length - Math.min(this.low.current, this.low.previous) > this.queue.allowance;
+    return this.queueLength(now) - this.level.atPreviousStart > this.queue.allowance;
   }
 
   /**
@@ -282,27 +300,34 @@ export const ANSWERING_HOLD_MAX_MS = 200;
 let sliceStartedAt = performance.now();
 /** the turn the tasks that yielded in this slice wait for */
 let turn: Promise<void> | null = null;
-/** submissions between their admission and their answer */
-let answering = 0;
-/** settles when `answering` falls to 0 */
+/** submissions between their admission and their answer, each with when it was admitted */
+const answering = new Set<{ at: number }>();
+/** how many of `answering` came while submissions waited */
+let answeringWaiting = 0;
+/** settles when `answering` empties */
 let answered: { promise: Promise<void>; resolve: () => void } | null = null;
 
 /**
  * Marks a submission being answered until the returned function is called
  * (once; later calls do nothing), or for ANSWERING_HOLD_MAX_MS at most.
- * Meanwhile running tasks let the loop turn at their next chance and wait
- * there until no submission is being answered (at most ANSWERING_WAIT_MAX_MS),
- * so a submission waiting for its commit (on the writer thread, say) is
- * answered when the commit is, not after a task slice.
+ * While it is held back (`waiting`: it came while submissions wait, or it has
+ * been on its way SUBMISSION_HELD_MS) running tasks let the loop turn at their
+ * next chance and wait there until no submission is being answered (at most
+ * ANSWERING_WAIT_MAX_MS), so it is answered when its commit (on the writer
+ * thread, say) is, not after a task slice. One answered in time holds nobody.
  */
-export function holdTasksWhileAnswering(): () => void {
-  answering++;
+export function holdTasksWhileAnswering(waiting: boolean): () => void {
+  const submission = { at: performance.now() };
+  answering.add(submission);
+  if (waiting) answeringWaiting++;
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
     clearTimeout(expiry);
-    if (--answering > 0 || !answered) return;
+    answering.delete(submission);
+    if (waiting) answeringWaiting--;
+    if (answering.size > 0 || !answered) return;
     answered.resolve();
     answered = null;
   };
@@ -311,9 +336,20 @@ export function holdTasksWhileAnswering(): () => void {
   return release;
 }
 
+/** Whether a submission being answered is held back: it came while submissions waited, or it is late (submissionsHeldBack). */
+function answersHeldBack(now: number): boolean {
+  return answeringWaiting > 0 || submissionsHeldBack(oldestAdmitted(answering), now);
+}
+
+/** When the oldest of `submissions` (a Set, in the order they were admitted) was admitted; null when there are none. */
+export function oldestAdmitted(submissions: Set<{ at: number }>): number | null {
+  for (const { at } of submissions) return at;
+  return null;
+}
+
 /** Resolves once no submission is being answered, or after `maxMs`. */
 function answersDone(maxMs: number): Promise<void> {
-  if (answering === 0) return Promise.resolve();
+  if (answering.size === 0) return Promise.resolve();
   if (!answered) {
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
@@ -338,11 +374,13 @@ function answersDone(maxMs: number): Promise<void> {
  */
 export async function letTheLoopTurn(task: { parent_task_id: string | null }): Promise<void> {
   if (task.parent_task_id !== null) return;
-  if (answering === 0 && performance.now() - sliceStartedAt < TASK_SLICE_MS) return;
+  const now = performance.now();
+  const heldBack = answersHeldBack(now);
+  if (!heldBack && now - sliceStartedAt < TASK_SLICE_MS) return;
   // One turn for every task that yields in this slice: resumed together, they share the next slice.
   // A turn each would hand each task a slice of its own, all in the same check phase of the loop.
-  // After submissions are answered, one more turn: their answers are written before the tasks resume.
-  turn ??= answersDone(ANSWERING_WAIT_MAX_MS)
+  // After held-back submissions are answered, one more turn: their answers are written before the tasks resume.
+  turn ??= (heldBack ? answersDone(ANSWERING_WAIT_MAX_MS) : Promise.resolve())
     .then(() => nextTurn())
     .then(() => {
       turn = null;
