@@ -86,16 +86,23 @@ interface Measured {
   transactionsPerTask: number | null;
   /** share of the transactions the writer thread ran (the rest were committed on the main thread) */
   threadShare: number | null;
+  /**
+   * share of the run's wall time the main thread's event loop was busy (the side's work and its
+   * clients', which run in this process): near 1, the side is bound by one thread's CPU
+   */
+  loopBusy: number;
 }
 
 async function measure(side: Side, tasks: number, concurrency: number): Promise<Measured> {
   const refusedBefore = side.refused ?? 0;
   const commitsBefore = side.commits?.();
   const cpu = process.cpuUsage();
+  const loop = performance.eventLoopUtilization();
   const started = performance.now();
   await side.run(tasks, concurrency);
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
+  const loopBusy = performance.eventLoopUtilization(loop).utilization;
   const commitsAfter = side.commits?.();
   const delta = (k: 'commits' | 'transactions' | 'threadGroups') =>
     commitsBefore && commitsAfter ? commitsAfter[k] - commitsBefore[k] : null;
@@ -107,6 +114,7 @@ async function measure(side: Side, tasks: number, concurrency: number): Promise<
     commitsPerTask: commitsBefore ? delta('commits')! / tasks : null,
     transactionsPerTask: transactions === null ? null : transactions / tasks,
     threadShare: transactions ? delta('threadGroups')! / transactions : null,
+    loopBusy,
   };
 }
 
@@ -318,7 +326,11 @@ async function sevenStepTask(): Promise<void> {
             )} commits, ${fmt(
               of((m) => m.ours.transactionsPerTask ?? 0),
               2,
-            )} transactions, ${fmt(100 * of((m) => m.ours.threadShare ?? 0), 0)}% of them on the writer thread`,
+            )} transactions, ${fmt(100 * of((m) => m.ours.threadShare ?? 0), 0)}% of them on the writer thread; ` +
+            `main thread busy ${fmt(100 * of((m) => m.ours.loopBusy), 0)}% of the run (LangGraph defaults ${fmt(
+              100 * of((m) => m.defaults.loopBusy),
+              0,
+            )}%)`,
         );
         recordFigure({
           figure: `${name}, vs LangGraph defaults`,
