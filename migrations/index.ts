@@ -15,6 +15,7 @@ import * as createArchiveCatalog from './1795334683860-CreateArchiveCatalog';
 import * as createStreamKeys from './1795334683870-CreateStreamKeys';
 import * as dropEventsAutoincrement from './1795334683900-DropEventsAutoincrement';
 import * as narrowTaskLeases from './1795334683910-NarrowTaskLeases';
+import * as createAppendGuard from './1795334683920-CreateAppendGuard';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -44,6 +45,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683870-CreateStreamKeys': createStreamKeys,
   '1795334683900-DropEventsAutoincrement': dropEventsAutoincrement,
   '1795334683910-NarrowTaskLeases': narrowTaskLeases,
+  '1795334683920-CreateAppendGuard': createAppendGuard,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

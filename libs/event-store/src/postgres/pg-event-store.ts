@@ -171,7 +171,8 @@ function literal(value: string | number | null): string {
   return escapeLiteral(value);
 }
 
-const textArray = (values: readonly string[]): string => `ARRAY[${values.map(literal).join(', ')}]::text[]`;
+const textArray = (values: readonly (string | null)[]): string =>
+  `ARRAY[${values.map(literal).join(', ')}]::text[]`;
 
 const insertLiteralSql = (
   envelopes: readonly UnpositionedEvent[],
@@ -376,9 +377,8 @@ export class PgEventStore extends EventStore {
     const statements = [`BEGIN; ${APPEND_LOCK_SQL}`];
     if (leased.length > 0) statements.push(leasesSql(textArray([...new Set(leased.map((j) => j.taskId))])));
     const guard = [
-      headsGuardSql(initial),
+      appendGuardSql(initial, envelopes),
       ...leased.map((j) => leaseGuardSql(j.taskId, j.options.lease!)),
-      writableGuardSql(envelopes),
     ];
     statements.push(guardedInsertSql(envelopes, guard.join(' AND ')), NOTIFY_AND_COMMIT);
     const results = (await client.query(statements.join('; '))) as unknown as QueryResult<InsertedRow>[];
@@ -790,35 +790,30 @@ const headsSql = (taskIds: string): string =>
 const byIdsSql = (eventIds: string): string => `SELECT * FROM events WHERE event_id = ANY(${eventIds})`;
 
 /**
- * True while every stream stands at its head in `heads`: its last event is the head's, or it has
- * none for an empty head. Two probes of the (task_id, sequence) index a stream.
+ * True while every stream stands at its head in `heads` (its last event is the head's, or it has none
+ * for an empty head) and no owner of the envelopes is erased (PayloadSealer without sealing:
+ * checkWritable), on the safe side: any erased key row of their sessions or streams holds the insert
+ * back, and the reads decide. Migration CreateAppendGuard.
  */
-const headsGuardSql = (heads: ReadonlyMap<string, KnownHead>): string =>
-  `(SELECT bool_and(
-       coalesce((SELECT max(e.sequence) FROM events e WHERE e.task_id = h.task_id), 0) = h.version
-       AND (h.version = 0 OR EXISTS (SELECT 1 FROM events e
-              WHERE e.task_id = h.task_id AND e.sequence = h.version AND e.event_id = h.last_event_id)))
-     FROM unnest(${textArray([...heads.keys()])}, ARRAY[${[...heads.values()].map((h) => h.version).join(', ')}]::integer[],
-                 ARRAY[${[...heads.values()].map((h) => literal(h.last_event_id)).join(', ')}]::text[])
-          AS h(task_id, version, last_event_id))`;
+const appendGuardSql = (
+  heads: ReadonlyMap<string, KnownHead>,
+  envelopes: readonly UnpositionedEvent[],
+): string => {
+  const owners = envelopes.filter((e) => !isSystemSession(e.session_id)).map(keyOwnerOf);
+  const versions = `ARRAY[${[...heads.values()].map((h) => h.version).join(', ')}]::integer[]`;
+  return `append_guard(${[
+    textArray([...heads.keys()]),
+    versions,
+    textArray([...heads.values()].map((h) => h.last_event_id)),
+    textArray([...new Set(owners.map((o) => o.session_id))]),
+    textArray([...new Set(owners.flatMap((o) => (o.stream_id === null ? [] : [o.stream_id])))]),
+  ].join(', ')})`;
+};
 
 /** True while `lease` is `taskId`'s current one (checkLeaseHeld); the rows are locked by leasesSql before. */
 const leaseGuardSql = (taskId: string, lease: LeaseToken): string =>
   `EXISTS (SELECT 1 FROM task_leases WHERE task_id = ${literal(taskId)}
            AND owner = ${literal(lease.owner)} AND epoch = ${literal(lease.epoch)})`;
-
-/**
- * True while no owner of the envelopes is erased (PayloadSealer without sealing: checkWritable), on the
- * safe side: any erased key row of their sessions or streams holds the insert back, and the reads decide.
- */
-const writableGuardSql = (envelopes: readonly UnpositionedEvent[]): string => {
-  const owners = envelopes.filter((e) => !isSystemSession(e.session_id)).map(keyOwnerOf);
-  if (owners.length === 0) return 'true';
-  const sessions = textArray([...new Set(owners.map((o) => o.session_id))]);
-  const streams = textArray([...new Set(owners.flatMap((o) => (o.stream_id === null ? [] : [o.stream_id])))]);
-  return `NOT EXISTS (SELECT 1 FROM data_keys WHERE session_id = ANY(${sessions}) AND erased_at IS NOT NULL)
-     AND NOT EXISTS (SELECT 1 FROM stream_keys WHERE stream_id = ANY(${streams}) AND erased_at IS NOT NULL)`;
-};
 
 /** insertSql of the envelopes (payloads in clear), written only while `guard` holds: all rows or none. */
 const guardedInsertSql = (envelopes: readonly UnpositionedEvent[], guard: string): string =>
