@@ -1,5 +1,6 @@
 import { NewEvent, ValidationError } from '@runledger/contracts';
-import { checkNewEvent, validateBatch, writerChecked } from './append-batch';
+import { buildEnvelopes, checkNewEvent, positioned, validateBatch, writerChecked } from './append-batch';
+import { taskCompleted } from './testing/events';
 
 const chunk = (delta: unknown, event_id?: string): NewEvent =>
   ({
@@ -50,5 +51,22 @@ describe('validateBatch and events their writer checked', () => {
     expect(() => validateBatch('', [a], 'any')).toThrow(ValidationError);
     expect(() => validateBatch('t1', [a], -1 as never)).toThrow(ValidationError);
     expect(() => writerChecked(chunk('x'))).toThrow(/carries its id/);
+  });
+});
+
+describe('positioned', () => {
+  it('is the envelope with its position, every key in the order the spread gives', () => {
+    const batch = validateBatch('t1', [chunk('x', 'evt_1'), taskCompleted()], 3);
+    const envelopes = buildEnvelopes(
+      't1',
+      batch,
+      { version: 3, session_id: 'ses_1', last_type: 'OUTPUT_CHUNK' },
+      '2026-01-01T00:00:00.000Z',
+    );
+    for (const [i, e] of envelopes.entries()) {
+      const stored = positioned(e, 40 + i);
+      expect(Object.keys(stored)).toEqual(Object.keys({ ...e, position: 40 + i }));
+      expect(JSON.stringify(stored)).toBe(JSON.stringify({ ...e, position: 40 + i }));
+    }
   });
 });

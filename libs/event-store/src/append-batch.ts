@@ -263,6 +263,26 @@ export function buildEnvelopes(
   });
 }
 
+/**
+ * A stored event: its envelope (buildEnvelopes) and the position it was given, keys in the order
+ * `{ ...e, position }` gives. Written out, since spreading an object into a literal with one more
+ * key takes V8's slow path, once per event an append writes.
+ */
+export const positioned = (e: UnpositionedEvent, position: number): RuntimeEvent =>
+  ({
+    event_id: e.event_id,
+    task_id: e.task_id,
+    session_id: e.session_id,
+    sequence: e.sequence,
+    type: e.type,
+    payload: e.payload,
+    causation_id: e.causation_id,
+    correlation_id: e.correlation_id,
+    created_at: e.created_at,
+    schema_version: e.schema_version,
+    position,
+  }) as RuntimeEvent;
+
 /** What an append comes to once checked: its stored originals (a retry), or the events to write. */
 export type AppendDecision =
   | { kind: 'retry'; originals: RuntimeEvent[]; version: number }

@@ -10,6 +10,7 @@ import {
   archivedTaskError,
   decideAppend,
   eventRowValues,
+  positioned,
 } from '../append-batch';
 import { ExpectedSequence, FoldedState, LeaseToken } from '../event-store';
 import { GroupResult } from '../group-committer';
@@ -291,7 +292,7 @@ export class SqliteAppendTransaction {
     }
     let written: RuntimeEvent[];
     try {
-      written = decision.envelopes.map((e) => ({ ...e, position: this.insert(e) }) as RuntimeEvent);
+      written = decision.envelopes.map((e) => positioned(e, this.insert(e)));
     } catch (err) {
       throw archivedTaskError(taskId, err);
     }
