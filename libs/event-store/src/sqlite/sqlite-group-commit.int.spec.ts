@@ -85,6 +85,67 @@ describe('SqliteEventStore group commit', () => {
     ]);
   });
 
+  /** Counts the runs of the append transaction's SAVEPOINT, prepared on `raw` from now on. */
+  const countSavepoints = () => {
+    const raw = db.handle.raw;
+    const prepare = raw.prepare.bind(raw);
+    const runs = { savepoints: 0 };
+    raw.prepare = ((sql: string) => {
+      const statement = prepare(sql);
+      if (sql === 'SAVEPOINT append') {
+        const run = statement.run.bind(statement);
+        statement.run = (...args: unknown[]) => {
+          runs.savepoints++;
+          return run(...(args as []));
+        };
+      }
+      return statement;
+    }) as typeof raw.prepare;
+    return runs;
+  };
+
+  it('a group takes no savepoint per append; an append that fails once it wrote runs the group again with them', async () => {
+    const runs = countSavepoints();
+    const failing: InlineProjection = {
+      name: 'picky',
+      apply: (raw, events) => {
+        for (const e of events) if (e.task_id === 'bad') throw new Error('projection refused bad');
+      },
+      reset: () => undefined,
+    };
+    const sut = new SqliteEventStore(db.handle, { projections: [failing] });
+    await sut.append('a', [taskReceived()], { expected: 'no_stream' });
+    // refused by their checks before they write: nothing to undo, no savepoint
+    const refused = await Promise.allSettled([
+      sut.append('a', [outputChunk(0)], { expected: 1 }),
+      sut.append('a', [outputChunk(1)], { expected: 1 }),
+      sut.append('b', [taskReceived()], { expected: 'no_stream', lease: { owner: 'p', epoch: 1 } }),
+      sut.append('c', [taskReceived(), outputChunk(0)], { expected: 'no_stream' }),
+    ]);
+    expect(refused.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(runs.savepoints).toBe(0);
+    // the projection throws after the inserts: the group runs again, one savepoint per request
+    const settled = await Promise.allSettled([
+      sut.append('a', [outputChunk(1)], { expected: 2 }),
+      sut.append('bad', [taskReceived(), outputChunk(0)], { expected: 'no_stream' }),
+      sut.append('d', [taskReceived()], { expected: 'no_stream' }),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(runs.savepoints).toBe(3);
+    expect(sut.commitStats()).toEqual({ transactions: 3, commits: 3, appends: 5, events: 6 });
+    const stored = db.handle.raw
+      .prepare('SELECT task_id, sequence, position FROM events ORDER BY position')
+      .all();
+    expect(stored).toEqual([
+      { task_id: 'a', sequence: 1, position: 1 },
+      { task_id: 'a', sequence: 2, position: 2 },
+      { task_id: 'c', sequence: 1, position: 3 },
+      { task_id: 'c', sequence: 2, position: 4 },
+      { task_id: 'a', sequence: 3, position: 5 },
+      { task_id: 'd', sequence: 1, position: 6 },
+    ]);
+  });
+
   it('positions stay gap-free across rolled-back savepoints, so head() equals count(*) without counting', async () => {
     const sut = new SqliteEventStore(db.handle);
     for (let round = 0; round < 3; round++) {
