@@ -145,7 +145,7 @@ export const ConfigSchema = z.object({
   RUNLEDGER_PERMISSION_RULES: jsonFromEnv(PermissionRulesConfig).optional(),
   /** bytes of shell output kept per command (the rest is dropped, the result marked truncated) */
   RUNLEDGER_TOOL_OUTPUT_MAX_BYTES: intFromEnv(1024, 64 * 1024 * 1024).default(64 * 1024),
-  RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(4),
+  RUNLEDGER_CONCURRENCY: intFromEnv(1, 256).default(16),
   /** tasks waiting for a run slot before POST /tasks answers 429 */
   RUNLEDGER_QUEUE_MAX: intFromEnv(1, 10_000_000).default(DEFAULT_BACKPRESSURE.maxQueued),
   /** submissions waiting for their TASK_RECEIVED to be durable before POST /tasks answers 503 */

@@ -172,7 +172,11 @@ export const CONFIG_REFERENCE: Record<ConfigKey, VariableDoc> = {
     group: 'Tools and permissions',
     description: 'bytes of shell output kept per command (the rest is dropped, the result marked truncated)',
   },
-  RUNLEDGER_CONCURRENCY: { group: 'Load', description: 'tasks run at once' },
+  RUNLEDGER_CONCURRENCY: {
+    group: 'Load',
+    description:
+      'tasks run at once (an agent task spends most of its time waiting for its model, tools and commits; tasks running together share each commit)',
+  },
   RUNLEDGER_QUEUE_MAX: {
     group: 'Load',
     description:
