@@ -174,6 +174,42 @@ describePostgres('PgEventStore on PostgreSQL', () => {
     expect((await sut.head()).event_count).toBe(3);
   });
 
+  it('with a projection, an append on a known head is the guarded insert with BEGIN, the projection, then COMMIT; a head moved meanwhile rolls it back before the projection', async () => {
+    await sut.close();
+    const projected: number[][] = [];
+    sut = new PgEventStore(db.handle, {
+      projections: [
+        {
+          name: 'sequences',
+          reset: async () => undefined,
+          apply: async (client, events) => {
+            await client.query('SELECT 1');
+            projected.push(events.map((e) => e.sequence));
+          },
+        },
+      ],
+    });
+    await sut.append('t1', [taskReceived()], { expected: 'no_stream' });
+    const queries = jest.spyOn(Client.prototype, 'query');
+    try {
+      await sut.append('t1', [outputChunk(0)], { expected: 1 });
+      expect(queries).toHaveBeenCalledTimes(3);
+    } finally {
+      queries.mockRestore();
+    }
+    const b = otherInstance();
+    try {
+      await b.store.append('t1', [outputChunk(1)], { expected: 2 });
+    } finally {
+      await b.store.close();
+      await b.handle.close();
+    }
+    const moved = await sut.append('t1', [outputChunk(2)], { expected: 'any' });
+    expect(moved.events.map((e) => e.sequence)).toEqual([4]);
+    expect(projected).toEqual([[1], [2], [4]]);
+    expect((await sut.head()).event_count).toBe(4);
+  });
+
   it("a subscriber on another instance sees this instance's commits live, in order, once", async () => {
     const b = otherInstance();
     const bus = new EventBus(b.store);

@@ -328,10 +328,11 @@ export class PgEventStore extends EventStore {
   /**
    * The group decided on the heads this store last wrote (or, for 'no_stream', an empty stream),
    * with no id stored yet and every lease and key as the append carries it: null when some append
-   * has no such head or would be refused on it (the reads then decide it exactly).
+   * has no such head or would be refused on it (the reads then decide it exactly), and when payloads
+   * are sealed (their keys are read before the payloads are written).
    */
   private predicted(jobs: readonly AppendJob[]): PredictedGroup | null {
-    if (this.seal || this.projections.length > 0) return null;
+    if (this.seal) return null;
     const initial = new Map<string, KnownHead>();
     const current = new Map<string, KnownHead>();
     const decisions: { head: StreamHead; envelopes: UnpositionedEvent[] }[] = [];
@@ -365,8 +366,10 @@ export class PgEventStore extends EventStore {
    * A predicted group in one round trip: BEGIN, the append lock, the leases' rows locked, the insert
    * guarded by the heads, leases and keys it was decided on, the notification and COMMIT. The guard
    * reads under the append lock, as the reads of commitTogether do, so what it accepts is what they
-   * would decide. Null when the guard held back the insert (the transaction then committed nothing):
-   * the group is decided again from the reads.
+   * would decide. With inline projections the first round trip also reads the owners' keys (for
+   * the read models' copies) and stops after the insert; the projections run, then the notification
+   * and COMMIT go as a second one. Null when the guard held back the insert (the transaction then
+   * wrote nothing): the group is decided again from the reads.
    */
   private async commitPredicted(
     client: PoolClient,
@@ -374,17 +377,36 @@ export class PgEventStore extends EventStore {
   ): Promise<GroupResult<AppendOutcome>[] | null> {
     const envelopes = decisions.flatMap((d) => d.envelopes);
     const leased = jobs.filter((j) => j.options.lease);
+    const projected = this.projections.length > 0;
     const statements = [`BEGIN; ${APPEND_LOCK_SQL}`];
     if (leased.length > 0) statements.push(leasesSql(textArray([...new Set(leased.map((j) => j.taskId))])));
+    if (projected)
+      statements.push(
+        keyRowsSql(
+          textArray([...new Set(envelopes.map((e) => e.session_id))]),
+          textArray(owningStreams(envelopes)),
+        ),
+      );
     const guard = [
       appendGuardSql(initial, envelopes),
       ...leased.map((j) => leaseGuardSql(j.taskId, j.options.lease!)),
     ];
-    statements.push(guardedInsertSql(envelopes, guard.join(' AND ')), NOTIFY_AND_COMMIT);
-    const results = (await client.query(statements.join('; '))) as unknown as QueryResult<InsertedRow>[];
-    const inserted = results[leased.length > 0 ? 3 : 2].rows;
-    if (inserted.length !== envelopes.length) return null;
+    statements.push(guardedInsertSql(envelopes, guard.join(' AND ')));
+    if (!projected) statements.push(NOTIFY_AND_COMMIT);
+    const results = (await client.query(statements.join('; '))) as unknown as QueryResult[];
+    const at = 2 + Number(leased.length > 0) + Number(projected);
+    const inserted = results[at].rows as InsertedRow[];
+    if (inserted.length !== envelopes.length) {
+      if (projected) await client.query('ROLLBACK');
+      return null;
+    }
     const positions = positionsOf(inserted);
+    if (projected) {
+      const written = envelopes.map((e) => ({ ...e, position: positions.get(e.event_id)! }) as RuntimeEvent);
+      const sealer = new PayloadSealer(groupKeys(results[at - 1].rows as KeyRow[], false), false);
+      for (const projection of this.projections) await projection.apply(client, written, sealer);
+      await client.query(NOTIFY_AND_COMMIT);
+    }
     return decisions.map((d) => ({
       ok: true,
       value: outcomeOf({ kind: 'write', envelopes: d.envelopes }, positions, d.head),
