@@ -42,7 +42,10 @@ async function sqliteArchivingStorage(): Promise<ArchivingStorage> {
   };
 }
 
-/** Runs `body` on SQLite and on PostgreSQL (see describePostgres), each test opening a fresh ArchivingStorage. */
+/**
+ * Runs `body` on SQLite and on PostgreSQL (see describePostgres), each test opening a fresh
+ * ArchivingStorage (on PostgreSQL in an already migrated schema, as createTempPgStorage).
+ */
 export function describeArchivingStorages(
   name: string,
   body: (open: () => Promise<ArchivingStorage>) => void,
@@ -51,7 +54,7 @@ export function describeArchivingStorages(
   describePostgres(`${name} on PostgreSQL`, () => {
     const pg = useTestPostgres();
     body(async () => {
-      const schema = await pg.freshSchema({ migrate: false });
+      const schema = await pg.freshSchema();
       await schema.handle.close();
       const storage = await createPostgresStorage({
         url: schema.url,

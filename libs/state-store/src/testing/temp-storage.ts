@@ -35,12 +35,17 @@ export async function createTempStorage(options: Partial<SqliteStorageOptions> =
   };
 }
 
-/** createPostgresStorage on a fresh schema of the test file's database, dropped by dispose. */
+/**
+ * createPostgresStorage on a fresh schema of the test file's database, dropped by dispose. The schema
+ * is already migrated (see useTestPostgres), so the storage's own migration finds nothing to do: a
+ * boot on an empty schema is covered by migrations.int, storage.module.int and the PostgreSQL servers
+ * of the e2e suites.
+ */
 export async function createTempPgStorage(
   pg: TestPostgres,
   options: { sealPayloads?: boolean } = {},
 ): Promise<TempStorage<PostgresStorage>> {
-  const schema = await pg.freshSchema({ migrate: false });
+  const schema = await pg.freshSchema();
   await schema.handle.close();
   const storage = await createPostgresStorage({
     url: schema.url,
