@@ -77,13 +77,14 @@ export function describePostgres(name: string, body: () => void): void {
 }
 
 export interface TestPostgres {
-  /** URL of this file's own database */
+  /** URL of this file's own database (its migrated fresh schemas are in copies of a template) */
   readonly url: string;
-  /** a fresh, migrated schema in it, with a pool of its own; dispose drops it */
+  /** a fresh schema (migrated unless `migrate: false`), with a pool of its own; dispose closes the pool */
   freshSchema(options?: { migrate?: boolean }): Promise<TempPostgres>;
 }
 
 export interface TempPostgres {
+  /** URL of the database the schema is in */
   url: string;
   schema: string;
   handle: PostgresHandle;
@@ -101,11 +102,11 @@ async function admin<T>(url: string, run: (c: Client) => Promise<T>): Promise<T>
 }
 
 /**
- * Migrated schemas (s1, s2, ...) each test file's database starts with: the first `freshSchema()`
- * calls of a file take them instead of running the 16 migrations (0.5-1 s of PostgreSQL's CPU each);
- * later ones migrate as before. Most files use fewer; pg-event-store.int uses about 50.
+ * Migrated schemas (s1, s2, ...) in the template database: a copy of it hands a test file that many
+ * schemas for the cost of one CREATE DATABASE (about 1 s), where migrating each costs 0.5-1 s of
+ * PostgreSQL's CPU.
  */
-const PREMIGRATED_SCHEMAS = 24;
+const PREMIGRATED_SCHEMAS = 16;
 /** session advisory lock (on the admin database) held while a template is built */
 const TEMPLATE_LOCK = 7_263_501_148;
 
@@ -125,8 +126,7 @@ let templateName: Promise<string> | undefined;
 /**
  * A database holding PREMIGRATED_SCHEMAS schemas migrated by migrateToLatest, for this state of the
  * migrations; built once (by the first test process that needs it, under an advisory lock, so
- * parallel workers and runs wait for one build) and kept. A test file's database is a copy of it
- * (CREATE DATABASE ... TEMPLATE copies the files: ~0.1-0.2 s more than an empty database).
+ * parallel workers and runs wait for one build) and kept for later runs.
  */
 function premigratedTemplate(): Promise<string> {
   templateName ??= admin(TEST_PG_URL, async (c) => {
@@ -166,35 +166,52 @@ function premigratedTemplate(): Promise<string> {
 /**
  * A database of this test file's own (created before its tests, dropped after),
  * so files run in parallel without meeting; each test takes a schema in it.
- * The database starts as a copy of premigratedTemplate: `freshSchema()` hands out its migrated
- * schemas first, then creates and migrates new ones; `freshSchema({ migrate: false })` is always a
- * new, empty schema (for tests of what a boot on an empty schema does).
+ * `freshSchema()` (migrated) hands out the schemas of copies of premigratedTemplate, made when
+ * needed and dropped with the file's database; `freshSchema({ migrate: false })` is a new, empty
+ * schema in the file's database (for what a boot on an empty schema does).
  * A disposed schema stays until the database goes: a test's own DROP SCHEMA of
  * some 30 tables cost more than the test itself. Call inside a describePostgres body.
  */
 export function useTestPostgres(prefix = 'rl_test'): TestPostgres {
   const database = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const url = withDatabase(TEST_PG_URL, database);
-  let premigratedTaken = 0;
-  let schemas = PREMIGRATED_SCHEMAS;
-  beforeAll(async () => {
-    const template = await premigratedTemplate();
-    await admin(TEST_PG_URL, (c) => c.query(`CREATE DATABASE ${database} TEMPLATE ${template}`));
-  }, 120_000);
-  afterAll(() => admin(TEST_PG_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)));
+  const copies: string[] = [];
+  let emptySchemas = 0;
+  let premigratedTaken = PREMIGRATED_SCHEMAS;
+  let taking = Promise.resolve();
+  /** the next migrated schema, in the last copy, or in a new copy when that one is used up */
+  const takePremigrated = async (): Promise<{ url: string; schema: string }> => {
+    if (premigratedTaken === PREMIGRATED_SCHEMAS) {
+      const template = await premigratedTemplate();
+      const copy = `${database}_m${copies.length + 1}`;
+      await admin(TEST_PG_URL, (c) => c.query(`CREATE DATABASE ${copy} TEMPLATE ${template}`));
+      copies.push(copy);
+      premigratedTaken = 0;
+    }
+    return { url: withDatabase(TEST_PG_URL, copies[copies.length - 1]), schema: `s${++premigratedTaken}` };
+  };
+  beforeAll(() => admin(TEST_PG_URL, (c) => c.query(`CREATE DATABASE ${database}`)));
+  afterAll(() =>
+    admin(TEST_PG_URL, async (c) => {
+      for (const db of [database, ...copies]) await c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    }),
+  );
   return {
     url,
     async freshSchema({ migrate = true } = {}) {
-      const premigrated = migrate && premigratedTaken < PREMIGRATED_SCHEMAS;
-      const schema = premigrated ? `s${++premigratedTaken}` : `s${++schemas}`;
-      const handle = openPostgres({ url, schema, maxConnections: 5 });
-      if (!premigrated) {
-        await createSchemaIfMissing(handle);
-        if (migrate) await migrateToLatest(handle.db);
-      }
+      let at: { url: string; schema: string };
+      if (migrate) {
+        const next = taking.then(takePremigrated);
+        taking = next.then(
+          () => undefined,
+          () => undefined,
+        );
+        at = await next;
+      } else at = { url, schema: `s${++emptySchemas}` };
+      const handle = openPostgres({ url: at.url, schema: at.schema, maxConnections: 5 });
+      if (!migrate) await createSchemaIfMissing(handle);
       return {
-        url,
-        schema,
+        ...at,
         handle,
         async dispose() {
           await handle.close();

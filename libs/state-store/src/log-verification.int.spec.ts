@@ -69,15 +69,15 @@ describeEachStorage('verifyLog', (open) => {
 describePostgres('a pg_dump of the schema, restored into another database, verifies', () => {
   const pg = useTestPostgres('rl_dump');
   it('pg_dump --schema | psql into a fresh database: every task folds to its row there', async () => {
-    const { storage, dispose } = await createTempPgStorage(pg);
-    const target = new URL(pg.url);
+    const { storage, path: source, dispose } = await createTempPgStorage(pg);
+    const target = new URL(source);
     target.pathname = `${target.pathname}_copy`;
     const admin = openPostgres({ url: TEST_PG_URL, maxConnections: 1 });
     try {
       await loadGoldenLog(storage.db, golden);
       await storage.taskStates.rebuild();
       await sql.raw(`CREATE DATABASE ${target.pathname.slice(1)}`).execute(admin.db);
-      const dump = execFileSync('pg_dump', ['--no-owner', `--schema=${storage.schema}`, pg.url], {
+      const dump = execFileSync('pg_dump', ['--no-owner', `--schema=${storage.schema}`, source], {
         maxBuffer: 64 << 20,
       });
       execFileSync('psql', ['--quiet', '--set=ON_ERROR_STOP=1', target.toString()], { input: dump });
