@@ -126,7 +126,8 @@ let templateName: Promise<string> | undefined;
 /**
  * A database holding PREMIGRATED_SCHEMAS schemas migrated by migrateToLatest, for this state of the
  * migrations; built once (by the first test process that needs it, under an advisory lock, so
- * parallel workers and runs wait for one build) and kept for later runs.
+ * parallel workers and runs wait for one build) and kept for later runs. Building one drops the
+ * templates of other states (a run still on one of them builds its own again, see takePremigrated).
  */
 function premigratedTemplate(): Promise<string> {
   templateName ??= admin(TEST_PG_URL, async (c) => {
@@ -155,6 +156,11 @@ function premigratedTemplate(): Promise<string> {
       // nobody connects to a template: a connected session would make CREATE DATABASE ... TEMPLATE fail
       await c.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
       await c.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
+      const stale = await c.query<{ datname: string }>(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'rl\\_tmpl\\_%' AND datname <> $1",
+        [name],
+      );
+      for (const { datname } of stale.rows) await c.query(`DROP DATABASE IF EXISTS ${datname}`);
       return name;
     } finally {
       await c.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
@@ -182,9 +188,19 @@ export function useTestPostgres(prefix = 'rl_test'): TestPostgres {
   /** the next migrated schema, in the last copy, or in a new copy when that one is used up */
   const takePremigrated = async (): Promise<{ url: string; schema: string }> => {
     if (premigratedTaken === PREMIGRATED_SCHEMAS) {
-      const template = await premigratedTemplate();
       const copy = `${database}_m${copies.length + 1}`;
-      await admin(TEST_PG_URL, (c) => c.query(`CREATE DATABASE ${copy} TEMPLATE ${template}`));
+      try {
+        await admin(TEST_PG_URL, async (c) =>
+          c.query(`CREATE DATABASE ${copy} TEMPLATE ${await premigratedTemplate()}`),
+        );
+      } catch (err) {
+        // 3D000: the template is gone (a run on other migrations dropped it): build it again
+        if ((err as { code?: string }).code !== '3D000') throw err;
+        templateName = undefined;
+        await admin(TEST_PG_URL, async (c) =>
+          c.query(`CREATE DATABASE ${copy} TEMPLATE ${await premigratedTemplate()}`),
+        );
+      }
       copies.push(copy);
       premigratedTaken = 0;
     }
