@@ -16,6 +16,7 @@ import * as createStreamKeys from './1795334683870-CreateStreamKeys';
 import * as dropEventsAutoincrement from './1795334683900-DropEventsAutoincrement';
 import * as narrowTaskLeases from './1795334683910-NarrowTaskLeases';
 import * as createAppendGuard from './1795334683920-CreateAppendGuard';
+import * as indexAppendGuard from './1795334683930-IndexAppendGuard';
 
 import { isPostgres, isSqlite } from './dialect';
 
@@ -46,6 +47,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '1795334683900-DropEventsAutoincrement': dropEventsAutoincrement,
   '1795334683910-NarrowTaskLeases': narrowTaskLeases,
   '1795334683920-CreateAppendGuard': createAppendGuard,
+  '1795334683930-IndexAppendGuard': indexAppendGuard,
 };
 
 class StaticMigrationProvider implements MigrationProvider {
