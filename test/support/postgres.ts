@@ -30,9 +30,18 @@ const redacted = (url: string): string => {
 
 let reachable: { ok: true } | { ok: false; why: string } | undefined;
 
+/**
+ * The probe's answer, kept in the environment: jest loads this module afresh for each test file, and
+ * the worker process that runs the files asks the server once (a node child: ~0.3 s of CPU).
+ */
+const PROBED = 'RUNLEDGER_TEST_PG_PROBED';
+
 /** Checked once per test process, synchronously, so a describe can be skipped at collection time. */
 function probe(): { ok: true } | { ok: false; why: string } {
   if (reachable) return reachable;
+  const probed = process.env[PROBED];
+  if (probed !== undefined)
+    return (reachable = probed === `ok ${TEST_PG_URL}` ? { ok: true } : JSON.parse(probed));
   const script = `const {Client}=require('pg');const c=new Client({connectionString:process.argv[1],connectionTimeoutMillis:3000});
 c.connect().then(()=>c.query('select 1')).then(()=>c.end()).then(()=>process.exit(0),e=>{process.stdout.write(String(e.code||e.message));process.exit(1)});`;
   const run = spawnSync(process.execPath, ['-e', script, TEST_PG_URL], { encoding: 'utf8', timeout: 10_000 });
@@ -43,6 +52,7 @@ c.connect().then(()=>c.query('select 1')).then(()=>c.end()).then(()=>process.exi
           ok: false,
           why: `cannot reach ${redacted(TEST_PG_URL)} (${run.stdout || run.error?.message || 'no answer'})`,
         };
+  process.env[PROBED] = reachable.ok ? `ok ${TEST_PG_URL}` : JSON.stringify(reachable);
   return reachable;
 }
 
