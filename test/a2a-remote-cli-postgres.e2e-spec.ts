@@ -10,7 +10,7 @@ jest.setTimeout(90_000);
 
 const REMOTE_INPUT = 'run echo from-the-cli > remote-cli.txt';
 /** the delegation's own time limit: the test waits longer than this for the person's answer */
-const REMOTE_TIMEOUT_MS = 10_000;
+const REMOTE_TIMEOUT_MS = 5_000;
 
 describePostgres('A2A: a remote agent as a delegate, from the CLI, on PostgreSQL', () => {
   const pg = useTestPostgres('rl_a2a_cli');
