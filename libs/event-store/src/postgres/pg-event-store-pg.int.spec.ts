@@ -210,6 +210,35 @@ describePostgres('PgEventStore on PostgreSQL', () => {
     expect((await sut.head()).event_count).toBe(4);
   });
 
+  it('the append guard reads each stream through its index however large the log grew after the connection planned it', async () => {
+    const client = await db.handle.pool.connect();
+    try {
+      const guard = (taskId: string, version: number, lastId: string | null) =>
+        client.query<{ ok: boolean }>(
+          'SELECT append_guard(ARRAY[$1]::text[], ARRAY[$2]::integer[], ARRAY[$3]::text[], ARRAY[$1]::text[], ARRAY[$1]::text[]) AS ok',
+          [taskId, version, lastId],
+        );
+      // the connection plans the guard while the log is small (a plan kept from here on)
+      for (let i = 0; i < 10; i++) expect((await guard('t0', 0, null)).rows[0].ok).toBe(true);
+      await client.query(
+        `INSERT INTO events (event_id, task_id, session_id, sequence, type, payload, correlation_id, created_at)
+         SELECT 'evt_bulk_' || n, 'bulk', 'bulk', n, 'OUTPUT_CHUNK', '{}', 'bulk', 'now' FROM generate_series(1, 5000) AS n`,
+      );
+      await client.query('BEGIN');
+      for (let i = 0; i < 5; i++) {
+        expect((await guard('bulk', 5000, 'evt_bulk_5000')).rows[0].ok).toBe(true);
+        expect((await guard('bulk', 4999, 'evt_bulk_4999')).rows[0].ok).toBe(false);
+      }
+      const { rows } = await client.query<{ seq_scan: number }>(
+        `SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = 'events'::regclass`,
+      );
+      expect(Number(rows[0].seq_scan)).toBe(0);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  });
+
   it("a subscriber on another instance sees this instance's commits live, in order, once", async () => {
     const b = otherInstance();
     const bus = new EventBus(b.store);
