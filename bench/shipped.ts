@@ -592,10 +592,13 @@ async function compareAppends(label: string, sides: AppendSides): Promise<void> 
     const before = stores.map((s) => s.grouping?.());
     for (let r = 0; r < RUNS; r++) {
       const tag = `a${appenders}_${r}_${randomBytes(3).toString('hex')}`;
+      // which side goes first alternates by round: a round's first measurement runs on a colder process
+      const rawFirst = r % 2 === 1;
+      const rawBefore = rawFirst ? await appendRate(baseline, appenders, `${tag}_r`) : null;
       const measured: number[] = [];
       for (const [i, store] of stores.entries())
         measured.push(await appendRate(store, appenders, `${tag}_s${i}`));
-      const raw = await appendRate(baseline, appenders, `${tag}_r`);
+      const raw = rawBefore ?? (await appendRate(baseline, appenders, `${tag}_r`));
       rates.raw.push(raw);
       measured.forEach((rate, i) => {
         rates.stores[i].push(rate);
