@@ -3,6 +3,7 @@ import { InlineProjection } from '../inline-projection';
 import { outputChunk, taskReceived } from '../testing/events';
 import { TempSqlite, createTempSqlite } from '../testing/sqlite';
 import { openSqlite } from './open-sqlite';
+import { WriteRoute } from './routed-sqlite-dialect';
 import { SqliteEventStore } from './sqlite-event-store';
 
 describe('SqliteEventStore group commit', () => {
@@ -85,6 +86,9 @@ describe('SqliteEventStore group commit', () => {
     ]);
   });
 
+  const storedEvents = () =>
+    db.handle.raw.prepare('SELECT task_id, sequence, position FROM events ORDER BY position').all();
+
   /** Counts the runs of the append transaction's SAVEPOINT, prepared on `raw` from now on. */
   const countSavepoints = () => {
     const raw = db.handle.raw;
@@ -133,10 +137,7 @@ describe('SqliteEventStore group commit', () => {
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(runs.savepoints).toBe(3);
     expect(sut.commitStats()).toEqual({ transactions: 3, commits: 3, appends: 5, events: 6 });
-    const stored = db.handle.raw
-      .prepare('SELECT task_id, sequence, position FROM events ORDER BY position')
-      .all();
-    expect(stored).toEqual([
+    expect(storedEvents()).toEqual([
       { task_id: 'a', sequence: 1, position: 1 },
       { task_id: 'a', sequence: 2, position: 2 },
       { task_id: 'c', sequence: 1, position: 3 },
@@ -144,6 +145,55 @@ describe('SqliteEventStore group commit', () => {
       { task_id: 'a', sequence: 3, position: 5 },
       { task_id: 'd', sequence: 1, position: 6 },
     ]);
+  });
+
+  it('a routed statement that fails between appends of its group undoes only itself, with no savepoint', async () => {
+    db.handle.raw.exec(`CREATE TABLE notes (note TEXT NOT NULL CHECK (note <> 'refused'))`);
+    const runs = countSavepoints();
+    // the route the store gives the handle: how the handle's kysely writes enter the group commit
+    let route: WriteRoute | null = null;
+    const routeWrites = db.handle.routeWrites.bind(db.handle);
+    db.handle.routeWrites = (r) => {
+      route = r;
+      routeWrites(r);
+    };
+    // one task appending: the group commits inline, on the connection whose savepoints are counted
+    const sut = new SqliteEventStore(db.handle, { writerThread: { whileAlone: 'inline' } });
+    try {
+      await sut.ready();
+      const insert = 'INSERT INTO notes (note) VALUES (?), (?)';
+      const settled = await Promise.allSettled([
+        sut.append('a', [taskReceived()], { expected: 'no_stream' }),
+        route!(insert, ['first', 'kept'], false),
+        sut.append('a', [outputChunk(0)], { expected: 1 }),
+        // its first row is inserted before its second breaks the CHECK: SQLite takes the first back
+        route!(insert, ['written then undone', 'refused'], false),
+        sut.append('a', [outputChunk(1)], { expected: 2 }),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual([
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      expect((settled[3] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT_CHECK' });
+      expect(runs.savepoints).toBe(0);
+      expect(sut.threadGroups()).toBe(0);
+      expect(sut.commitStats()).toEqual({ transactions: 1, commits: 1, appends: 3, events: 3 });
+      expect(db.handle.raw.prepare('SELECT note FROM notes ORDER BY rowid').all()).toEqual([
+        { note: 'first' },
+        { note: 'kept' },
+      ]);
+      expect(storedEvents()).toEqual([
+        { task_id: 'a', sequence: 1, position: 1 },
+        { task_id: 'a', sequence: 2, position: 2 },
+        { task_id: 'a', sequence: 3, position: 3 },
+      ]);
+      expect(await sut.head()).toEqual({ position: 3, event_count: 3 });
+    } finally {
+      await sut.close();
+    }
   });
 
   it('positions stay gap-free across rolled-back savepoints, so head() equals count(*) without counting', async () => {
