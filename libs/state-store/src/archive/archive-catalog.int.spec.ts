@@ -1,4 +1,4 @@
-import { ERASED_VALUE, IllegalStateError, RuntimeEvent } from '@runledger/contracts';
+import { ConcurrencyError, ERASED_VALUE, IllegalStateError, RuntimeEvent } from '@runledger/contracts';
 import {
   CatalogDatabase,
   Database,
@@ -12,7 +12,7 @@ import {
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { verifyLog } from '../log-verification';
-import { Storage } from '../storage';
+import { Storage, createPostgresStorage, createSqliteStorage } from '../storage';
 import { TaskLog } from '../testing/task-events';
 import { TempStorage, asNew, describeEachStorage } from '../testing/temp-storage';
 import { ARCHIVE_STREAM, Archiver } from './archiver';
@@ -105,6 +105,12 @@ async function everyRead(storage: Storage, ids: readonly string[]) {
   };
 }
 
+/** A second storage on the temp storage's database, as another process would open it. */
+const openAgain = (temp: TempStorage<Storage>): Promise<Storage> =>
+  temp.storage.driver === 'postgres'
+    ? createPostgresStorage({ url: temp.path, schema: temp.dir, maxConnections: 2 })
+    : createSqliteStorage({ path: temp.path, synchronous: 'NORMAL' });
+
 const segmentBytesOf = (temp: TempStorage<Storage>) =>
   temp.storage.driver === 'sqlite'
     ? async (id: string) => readSegmentFile(segmentFile(segmentFolder(temp.path), id))
@@ -176,6 +182,36 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
     await expect(storage.eventStore.append(id, event, { expected: 'no_stream' })).rejects.toThrow(/archived/);
     expect(await countOf(storage.db as never, 'events', [id])).toBe(0);
     expect(await storage.eventStore.streamVersion(id)).toBe(4);
+  });
+
+  it('refuses appends to a catalogued task from a store that remembers the head it wrote, and writes nothing', async () => {
+    const { storage } = temp;
+    const id = 'task_cat_head';
+    const log = new TaskLog(id, 'ses_a').received('input report').context(1).decided(1).completed('answer');
+    const events = asNew(log.events);
+    const open = events.length - 1;
+    // this store writes the open part and remembers the stream's head; another instance ends the task
+    await storage.eventStore.append(id, events.slice(0, open), { expected: 'no_stream' });
+    const other = await openAgain(temp);
+    try {
+      await other.eventStore.append(id, events.slice(open), { expected: open });
+    } finally {
+      await other.close();
+    }
+    expect((await withArchiver(temp, (a) => a.run(archiveOnly, T1))).tasks).toEqual([id]);
+    expect((await withArchiver(temp, (a) => a.run(withCatalog, T2))).catalogued.tasks).toBe(1);
+    const headBefore = await storage.eventStore.head();
+
+    const again = asNew([log.events[1]]);
+    // on the head this store remembers, only the guard's head check sees the stream gone from the live
+    // table (the trigger refuses sequence 1 only); PostgreSQL's reads then find an empty stream
+    await expect(storage.eventStore.append(id, again, { expected: open })).rejects.toThrow(
+      storage.driver === 'postgres' ? ConcurrencyError : IllegalStateError,
+    );
+    await expect(storage.eventStore.append(id, again, { expected: 'any' })).rejects.toThrow(/archived/);
+    expect(await countOf(storage.db as never, 'events', [id])).toBe(0);
+    expect(await storage.eventStore.head()).toEqual(headBefore);
+    expect(await storage.eventStore.streamVersion(id)).toBe(events.length);
   });
 
   it('restores a catalogued task with both its records; rebuild leaves catalogued tasks out of the live table', async () => {
