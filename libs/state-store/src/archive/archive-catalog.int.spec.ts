@@ -186,32 +186,40 @@ describeEachStorage('the archive catalog (the second tier of retention)', (open)
 
   it('refuses appends to a catalogued task from a store that remembers the head it wrote, and writes nothing', async () => {
     const { storage } = temp;
-    const id = 'task_cat_head';
-    const log = new TaskLog(id, 'ses_a').received('input report').context(1).decided(1).completed('answer');
-    const events = asNew(log.events);
-    const open = events.length - 1;
+    // one task for each kind of append, so each goes from the head this store remembers
+    const ids = ['task_cat_expected', 'task_cat_any'];
+    const logs = ids.map((id) =>
+      new TaskLog(id, 'ses_a').received('input report').context(1).decided(1).completed('answer'),
+    );
+    const open = logs[0].events.length - 1;
     // this store writes the open part and remembers the stream's head; another instance ends the task
-    await storage.eventStore.append(id, events.slice(0, open), { expected: 'no_stream' });
+    for (const log of logs)
+      await storage.eventStore.append(log.taskId, asNew(log.events.slice(0, open)), {
+        expected: 'no_stream',
+      });
     const other = await openAgain(temp);
     try {
-      await other.eventStore.append(id, events.slice(open), { expected: open });
+      for (const log of logs)
+        await other.eventStore.append(log.taskId, asNew(log.events.slice(open)), { expected: open });
     } finally {
       await other.close();
     }
-    expect((await withArchiver(temp, (a) => a.run(archiveOnly, T1))).tasks).toEqual([id]);
-    expect((await withArchiver(temp, (a) => a.run(withCatalog, T2))).catalogued.tasks).toBe(1);
+    expect((await withArchiver(temp, (a) => a.run(archiveOnly, T1))).tasks.sort()).toEqual([...ids].sort());
+    expect((await withArchiver(temp, (a) => a.run(withCatalog, T2))).catalogued.tasks).toBe(2);
     const headBefore = await storage.eventStore.head();
 
-    const again = asNew([log.events[1]]);
+    const again = (i: number) => asNew([logs[i].events[1]]);
     // on the head this store remembers, only the guard's head check sees the stream gone from the live
     // table (the trigger refuses sequence 1 only); PostgreSQL's reads then find an empty stream
-    await expect(storage.eventStore.append(id, again, { expected: open })).rejects.toThrow(
+    await expect(storage.eventStore.append(ids[0], again(0), { expected: open })).rejects.toThrow(
       storage.driver === 'postgres' ? ConcurrencyError : IllegalStateError,
     );
-    await expect(storage.eventStore.append(id, again, { expected: 'any' })).rejects.toThrow(/archived/);
-    expect(await countOf(storage.db as never, 'events', [id])).toBe(0);
+    await expect(storage.eventStore.append(ids[1], again(1), { expected: 'any' })).rejects.toThrow(
+      /archived/,
+    );
+    expect(await countOf(storage.db as never, 'events', ids)).toBe(0);
     expect(await storage.eventStore.head()).toEqual(headBefore);
-    expect(await storage.eventStore.streamVersion(id)).toBe(events.length);
+    for (const id of ids) expect(await storage.eventStore.streamVersion(id)).toBe(open + 1);
   });
 
   it('restores a catalogued task with both its records; rebuild leaves catalogued tasks out of the live table', async () => {
