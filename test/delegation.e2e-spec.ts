@@ -261,6 +261,7 @@ describe('delegation through HTTP and WebSocket (in process)', () => {
 });
 
 describe('delegation across a crash (real server process, SIGKILL)', () => {
+  const LEASE_TTL_MS = 3_000;
   let model: FakeOpenAiServer;
   let server: ServerProcess;
   beforeAll(async () => {
@@ -286,7 +287,7 @@ describe('delegation across a crash (real server process, SIGKILL)', () => {
       ...modelEnv(model),
       // the killed process's leases lapse in seconds (20 s by default): the restarted server takes its tasks over then
       RUNLEDGER_LEASE_RENEW_MS: '500',
-      RUNLEDGER_LEASE_TTL_MS: '3000',
+      RUNLEDGER_LEASE_TTL_MS: String(LEASE_TTL_MS),
     });
     await server.start();
     const submitted = await server.request('POST', '/tasks', { input: PARENT });
@@ -314,6 +315,10 @@ describe('delegation across a crash (real server process, SIGKILL)', () => {
     expect(before.filter((e) => e.type === 'TOOL_COMPLETED')).toHaveLength(1);
     expect(before.some((e) => e.type === 'TASK_COMPLETED')).toBe(false);
     await server.kill();
+    // both leases lapse before the restart, so the restarted server claims parent and child in one pass and
+    // marks each resumed; a sweep between the two lapses resumes the parent alone, which then starts its
+    // child itself, unmarked
+    await new Promise((r) => setTimeout(r, LEASE_TTL_MS + 500));
 
     await server.start();
     const done = await server.waitFor(parentId, undefined, 30_000);
