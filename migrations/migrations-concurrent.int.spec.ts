@@ -64,7 +64,8 @@ describe('migrations on SQLite, several processes booting at once', () => {
     const outcomes = await Promise.all(booters.map((b) => b.done));
 
     expect(outcomes.flatMap((o) => o.out.split('\n').filter((l) => l.startsWith('FAILED')))).toEqual([]);
-    expect(outcomes.map((o) => o.code)).toEqual([0, 0, 0]);
+    // a process that failed says why (its output) instead of only its exit code
+    expect(outcomes.map((o) => (o.code === 0 ? 0 : `exit ${o.code}: ${o.out}`))).toEqual([0, 0, 0]);
     for (const path of paths) {
       const handle = openSqlite({ path });
       const applied = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(
