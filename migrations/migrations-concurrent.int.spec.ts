@@ -28,10 +28,12 @@ describe('migrations on SQLite, several processes booting at once', () => {
       const { migrateToLatest } = require('./migrations/index.ts');
       process.stdin.once('data', async () => {
         for (const path of ${JSON.stringify(paths)}) {
-          const handle = openSqlite({ path });
-          try { await migrateToLatest(handle.db); }
+          // a process that opens the file while another migrates it waits for the write lock: on a loaded
+          // machine a whole migration run can outlast the 5 s default
+          let handle;
+          try { handle = openSqlite({ path, busyTimeoutMs: 30000 }); await migrateToLatest(handle.db); }
           catch (err) { console.log('FAILED ' + err.message); process.exitCode = 1; }
-          finally { await handle.close(); }
+          finally { await handle?.close(); }
         }
       });
       console.log('ready');`;
