@@ -1,8 +1,7 @@
 import { EventPayload } from '@runledger/contracts';
 import { Storage } from '../storage';
 import { TempStorage, describeEachStorage } from '../testing/temp-storage';
-import { Archiver, ArchiverOptions } from './archiver';
-import { openSqliteArchiver, postgresArchiver } from './open-archiver';
+import { withArchiver } from '../testing/with-archiver';
 import { parseRetention } from './retention-policy';
 
 /**
@@ -16,20 +15,6 @@ const hoursAgo = (h: number) => new Date(NOW - h * 3_600_000).toISOString();
 const policy = parseRetention(
   JSON.stringify([{ older_than: '1h', status: ['failed'] }, { older_than: '2h' }]),
 )!;
-
-async function withArchiver<T>(
-  temp: TempStorage<Storage>,
-  options: Omit<ArchiverOptions, 'folder'>,
-  body: (a: Archiver) => Promise<T>,
-): Promise<T> {
-  if (temp.storage.driver === 'postgres') return body(postgresArchiver(temp.storage.db, options));
-  const access = openSqliteArchiver(temp.path, options);
-  try {
-    return await body(access.archiver);
-  } finally {
-    await access.close();
-  }
-}
 
 const receipt = (delivery: string): EventPayload<'HOOK_RECEIVED'> => ({
   hook: 'gh',
@@ -64,9 +49,9 @@ describeEachStorage('receipt streams archived by age', (open) => {
   it('moves the receipts older than the longest age, one batch at a time, and reads them back', async () => {
     const { eventStore } = temp.storage;
     const before = await eventStore.readStream('hook:gh:old-a');
-    const dry = await withArchiver(temp, options, (a) => a.run(policy, NOW, { dryRun: true }));
+    const dry = await withArchiver(temp, (a) => a.run(policy, NOW, { dryRun: true }), options);
     expect([dry.receipts, dry.events, dry.segments]).toEqual([2, 2, []]);
-    const run = await withArchiver(temp, options, (a) => a.run(policy, NOW));
+    const run = await withArchiver(temp, (a) => a.run(policy, NOW), options);
     expect([run.receipts, run.events, run.tasks, run.segments.length]).toEqual([2, 2, [], 2]);
     const live = await eventStore.readAll();
     expect(live.filter((e) => e.type === 'HOOK_RECEIVED').map((e) => e.task_id)).toEqual([
@@ -88,10 +73,10 @@ describeEachStorage('receipt streams archived by age', (open) => {
       ),
     ).rejects.toThrow();
     // a second run finds nothing more
-    const again = await withArchiver(temp, options, (a) => a.run(policy, NOW));
+    const again = await withArchiver(temp, (a) => a.run(policy, NOW), options);
     expect([again.receipts, again.events]).toEqual([0, 0]);
     // and a restore brings one back into the live log
-    await withArchiver(temp, options, (a) => a.restore('hook:gh:old-b'));
+    await withArchiver(temp, (a) => a.restore('hook:gh:old-b'), options);
     expect((await eventStore.readAll({ types: ['HOOK_RECEIVED'] })).map((e) => e.task_id)).toEqual([
       'hook:gh:old-b',
       'hook:gh:recent',
@@ -100,9 +85,9 @@ describeEachStorage('receipt streams archived by age', (open) => {
   });
 
   it('moves none without the prefix, nor before the longest age', async () => {
-    const none = await withArchiver(temp, { batchTasks: 10 }, (a) => a.run(policy, NOW));
+    const none = await withArchiver(temp, (a) => a.run(policy, NOW), { batchTasks: 10 });
     expect([none.receipts, none.events]).toEqual([0, 0]);
-    const early = await withArchiver(temp, options, (a) => a.run(policy, NOW - 4 * 3_600_000));
+    const early = await withArchiver(temp, (a) => a.run(policy, NOW - 4 * 3_600_000), options);
     expect([early.receipts, early.events]).toEqual([0, 0]);
   });
 });
